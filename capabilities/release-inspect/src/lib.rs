@@ -1,0 +1,57 @@
+//! Capability `release.inspect` (label read): turns a release name such as
+//! `Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv` into
+//! structured fields. Pure computation: it imports nothing from the host.
+//! The parsing itself lives in [`parse`] so it can be measured natively.
+
+pub mod parse;
+
+/// In-house parser kept only to measure `hunch` against.
+#[cfg(any(test, feature = "compare"))]
+pub mod baseline;
+/// Scoring against guessit's test cases.
+#[cfg(any(test, feature = "compare"))]
+pub mod conformance;
+
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use serde::Deserialize;
+
+/// Input: one release name.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InspectInput {
+    /// The release or file name, optionally with folders before it.
+    pub name: String,
+}
+
+/// The capability.
+pub struct ReleaseInspect;
+
+impl Capability for ReleaseInspect {
+    type Input = InspectInput;
+    type Output = parse::ReleaseInfo;
+
+    const META: Meta = Meta {
+        id: "release.inspect",
+        version: 1,
+        label: Label::Read,
+        summary: "Parse a release name into title, year, season/episode and quality fields",
+        description: "Reads a torrent or file release name and returns what it says: title, year, season, episodes, resolution, source, codecs, HDR, bit depth, release group, edition, languages, streaming service, container and whether it is a movie or an episode. It looks nothing up; use catalog.lookup to confirm the title.",
+        tags: &["release", "parse", "quality", "metadata"],
+        aliases: &["parse release", "release name", "identify release", "解析", "种子名", "识别"],
+        replay: Replay::Safe,
+        services: &[],
+    };
+
+    fn invoke(input: InspectInput) -> Result<Outcome<parse::ReleaseInfo>, Failure> {
+        let name = input.name.trim();
+        if name.is_empty() {
+            return Err(Failure::InvalidInput("name must not be empty".into()));
+        }
+        if name.len() > 1024 {
+            return Err(Failure::InvalidInput("name is longer than 1024 bytes".into()));
+        }
+        Ok(Outcome::Succeeded(parse::inspect(name)))
+    }
+}
+
+capstan_sdk::export_capability!(ReleaseInspect);

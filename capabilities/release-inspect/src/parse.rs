@@ -1,0 +1,277 @@
+//! Release-name parsing: the [`ReleaseInfo`] output type and [`inspect`],
+//! which fills it from the `hunch` parser.
+//!
+//! `hunch` already uses guessit's value vocabulary ("Blu-ray", "H.265",
+//! "Dolby Digital Plus", ...), so values are passed through unchanged. The
+//! only reshaping done here is the one our schema asks for: episode lists as
+//! numbers, HDR flags in their own field instead of the catch-all `other`,
+//! and a `kind` that is always `movie` or `episode`.
+
+use hunch::{HunchResult, MediaType, Property};
+use serde::Serialize;
+
+/// Fields read from a release name. Only what the name actually says is
+/// filled in; nothing is looked up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ReleaseInfo {
+    /// `movie` or `episode`. A name with a season/episode marker, an air
+    /// date or an anime-style episode number is an episode; anything else
+    /// is treated as a movie.
+    pub kind: Kind,
+
+    /// The movie or series title as written in the name, with separators
+    /// turned into spaces (e.g. `The Matrix`, `Breaking Bad`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+
+    /// Release year of the movie or series, when the name carries one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year: Option<u32>,
+
+    /// Season number (`S02E05` gives 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub season: Option<u32>,
+
+    /// Every episode number the release contains, in order: one for a single
+    /// episode, several for multi-episode releases such as `S01E01E02` or
+    /// `S01E01-E03`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<u32>,
+
+    /// Episode title, when the name has one after the episode marker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_title: Option<String>,
+
+    /// Vertical resolution such as `2160p`, `1080p`, `720p` or `480p`
+    /// (`1080i` for interlaced sources).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screen_size: Option<String>,
+
+    /// Where the video came from: `Blu-ray`, `Ultra HD Blu-ray`, `Web`,
+    /// `HDTV`, `DVD`, `Digital TV`, `Camera`, `Telesync`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+
+    /// Video codec: `H.264`, `H.265`, `AV1`, `Xvid`, `DivX`, `MPEG-2`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video_codec: Option<String>,
+
+    /// Main audio codec: `AAC`, `Dolby Digital`, `Dolby Digital Plus`,
+    /// `Dolby TrueHD`, `Dolby Atmos`, `DTS`, `DTS-HD`, `FLAC`, `Opus`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audio_codec: Option<String>,
+
+    /// High-dynamic-range formats the release declares: `HDR10`, `HDR10+`,
+    /// `Dolby Vision`; `Standard Dynamic Range` when it says SDR explicitly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_range: Vec<String>,
+
+    /// Colour bit depth, e.g. `10-bit` or `8-bit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bit_depth: Option<String>,
+
+    /// Release group, usually the tag after the last `-` or in leading
+    /// square brackets for anime releases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release_group: Option<String>,
+
+    /// Edition of a movie: `Director's Cut`, `Extended`, `Theatrical`,
+    /// `Unrated`, `Remastered`, `IMAX`, `Criterion`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edition: Option<String>,
+
+    /// Audio languages named in the release, as English names (`French`,
+    /// `Japanese`); `mul` for a multi-language release.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<String>,
+
+    /// Subtitle languages named in the release, same vocabulary as
+    /// `languages`; `und` when subtitles are announced without a language.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subtitle_languages: Vec<String>,
+
+    /// Streaming service the video was taken from: `Netflix`,
+    /// `Amazon Prime`, `Disney+`, `HBO Max`, `Apple TV+`, `iTunes`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streaming_service: Option<String>,
+
+    /// File extension without the dot (`mkv`, `mp4`, `avi`, `srt`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+
+    /// Other flags: `Proper`, `Rip`, `Remux`, `Complete`, `Dual Audio`,
+    /// `Internal`, `Screener`, `BT.2020`, ... (HDR flags are in
+    /// `dynamic_range` instead).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other: Vec<String>,
+
+    /// How many times the release was re-done: one per `PROPER`/`REPACK`
+    /// tag (a `REAL` prefix adds one more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proper_count: Option<u32>,
+}
+
+/// Whether a release is a movie or an episode of a series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A standalone film.
+    #[default]
+    Movie,
+    /// One or more episodes of a series.
+    Episode,
+}
+
+impl Kind {
+    /// The lower-case name used in JSON (`movie` / `episode`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Movie => "movie",
+            Kind::Episode => "episode",
+        }
+    }
+}
+
+/// Values `hunch` files under `other` that belong in `dynamic_range`.
+const DYNAMIC_RANGE: &[&str] = &["HDR10", "HDR10+", "Dolby Vision", "Standard Dynamic Range"];
+
+/// Parses a release or file name (optionally with folders before it).
+pub fn inspect(name: &str) -> ReleaseInfo {
+    from_hunch(&hunch::hunch(name))
+}
+
+fn from_hunch(r: &HunchResult) -> ReleaseInfo {
+    let text = |p: Property| r.first(p).map(str::to_string);
+    let list = |p: Property| r.all(p).into_iter().map(str::to_string).collect::<Vec<_>>();
+    // hunch stores numbers as strings; a value that does not parse (it
+    // should not happen) is dropped rather than guessed.
+    let number = |p: Property| r.first(p).and_then(|v| v.parse::<u32>().ok());
+
+    let mut episodes: Vec<u32> = r
+        .all(Property::Episode)
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    episodes.dedup();
+
+    let (dynamic_range, other): (Vec<String>, Vec<String>) = list(Property::Other)
+        .into_iter()
+        .partition(|v| DYNAMIC_RANGE.contains(&v.as_str()));
+
+    // hunch has a third type, `extra` (openings, specials, bonus clips). Our
+    // schema only distinguishes movies from episodes, so an extra counts as
+    // an episode when it carries series numbering and as a movie otherwise.
+    let kind = match r.media_type() {
+        Some(MediaType::Episode) => Kind::Episode,
+        Some(MediaType::Extra) if !episodes.is_empty() || r.season().is_some() => Kind::Episode,
+        _ => Kind::Movie,
+    };
+
+    ReleaseInfo {
+        kind,
+        title: text(Property::Title),
+        year: number(Property::Year),
+        season: number(Property::Season),
+        episodes,
+        episode_title: text(Property::EpisodeTitle),
+        screen_size: text(Property::ScreenSize),
+        source: text(Property::Source),
+        video_codec: text(Property::VideoCodec),
+        audio_codec: text(Property::AudioCodec),
+        dynamic_range,
+        bit_depth: text(Property::ColorDepth),
+        release_group: text(Property::ReleaseGroup),
+        edition: text(Property::Edition),
+        languages: list(Property::Language),
+        subtitle_languages: list(Property::SubtitleLanguage),
+        streaming_service: text(Property::StreamingService),
+        container: text(Property::Container),
+        other,
+        proper_count: number(Property::ProperCount),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uhd_web_movie_with_dolby_vision() {
+        let r = inspect("Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv");
+        assert_eq!(r.kind, Kind::Movie);
+        // Like guessit, hunch reads "Part Two" as a part number and leaves it
+        // out of the title; our schema has no `part` field.
+        assert_eq!(r.title.as_deref(), Some("Dune"));
+        assert_eq!(r.year, Some(2024));
+        assert_eq!(r.screen_size.as_deref(), Some("2160p"));
+        assert_eq!(r.source.as_deref(), Some("Web"));
+        assert_eq!(r.video_codec.as_deref(), Some("H.265"));
+        assert_eq!(r.release_group.as_deref(), Some("FLUX"));
+        assert_eq!(r.container.as_deref(), Some("mkv"));
+        assert!(r.dynamic_range.iter().any(|v| v == "Dolby Vision"), "{r:?}");
+        assert!(r.dynamic_range.iter().any(|v| v == "HDR10"), "{r:?}");
+        assert!(
+            !r.other.iter().any(|v| v.starts_with("HDR")),
+            "HDR must not stay in other: {r:?}"
+        );
+    }
+
+    #[test]
+    fn multi_episode_tv_release() {
+        let r = inspect("The.Last.of.Us.S01E01E02.1080p.AMZN.WEB-DL.DDP5.1.H.264-NTb.mkv");
+        assert_eq!(r.kind, Kind::Episode);
+        assert_eq!(r.title.as_deref(), Some("The Last of Us"));
+        assert_eq!(r.season, Some(1));
+        assert_eq!(r.episodes, vec![1, 2]);
+        assert_eq!(r.screen_size.as_deref(), Some("1080p"));
+        assert_eq!(r.streaming_service.as_deref(), Some("Amazon Prime"));
+        assert_eq!(r.audio_codec.as_deref(), Some("Dolby Digital Plus"));
+        assert_eq!(r.release_group.as_deref(), Some("NTb"));
+    }
+
+    #[test]
+    fn episode_range_is_expanded() {
+        let r = inspect("Severance.S02E01-E03.2160p.ATVP.WEB-DL.DDP5.1.HDR.H.265-FLUX");
+        assert_eq!(r.season, Some(2));
+        assert_eq!(r.episodes, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn anime_fansub_style() {
+        let r = inspect("[SubsPlease] Sousou no Frieren - 01 [1080p].mkv");
+        assert_eq!(r.kind, Kind::Episode);
+        assert_eq!(r.title.as_deref(), Some("Sousou no Frieren"));
+        assert_eq!(r.episodes, vec![1]);
+        assert_eq!(r.screen_size.as_deref(), Some("1080p"));
+        assert_eq!(r.release_group.as_deref(), Some("SubsPlease"));
+        assert_eq!(r.container.as_deref(), Some("mkv"));
+    }
+
+    #[test]
+    fn chinese_titled_release() {
+        let r = inspect(
+            "流浪地球2.The.Wandering.Earth.II.2023.2160p.WEB-DL.H265.10bit.DDP5.1-HHWEB.mkv",
+        );
+        assert_eq!(r.kind, Kind::Movie);
+        assert_eq!(r.year, Some(2023));
+        assert_eq!(r.screen_size.as_deref(), Some("2160p"));
+        assert_eq!(r.bit_depth.as_deref(), Some("10-bit"));
+        assert_eq!(r.video_codec.as_deref(), Some("H.265"));
+        assert_eq!(r.release_group.as_deref(), Some("HHWEB"));
+        let title = r.title.unwrap_or_default();
+        assert!(
+            title.contains("Wandering Earth") || title.contains("流浪地球"),
+            "title: {title}"
+        );
+    }
+
+    #[test]
+    fn json_is_snake_case_and_omits_empty_fields() {
+        let r = inspect("Show.Name.S03E07.720p.HDTV.x264-GRP");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["kind"], "episode");
+        assert_eq!(json["episodes"], serde_json::json!([7]));
+        assert!(json.get("year").is_none());
+        assert!(json.get("dynamic_range").is_none());
+    }
+}

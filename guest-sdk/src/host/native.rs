@@ -1,0 +1,77 @@
+//! The native backend: every helper is answered by the thread's installed
+//! [`MockHost`](crate::testing::MockHost). Calling a helper with no mock
+//! installed panics with a message saying so, which is what a unit test
+//! wants to see.
+
+use super::{Context, FileInfo, HostError, Level, Request, Response};
+use crate::testing::{Class, with_mock};
+
+pub fn log(level: Level, message: &str) {
+    with_mock(|m| m.logs.push((level, message.to_string())))
+}
+
+pub fn context() -> Context {
+    with_mock(|m| m.context.clone())
+}
+
+pub fn now_ms() -> u64 {
+    with_mock(|m| m.now_ms)
+}
+
+pub fn setting(name: &str) -> Option<String> {
+    with_mock(|m| m.settings.get(name).cloned())
+}
+
+pub fn outbound_read(req: Request) -> Result<Response, HostError> {
+    let method = req.method.to_ascii_uppercase();
+    if method != "GET" && method != "HEAD" {
+        return Err(HostError::Denied(format!(
+            "{method} is a write operation; use outbound::write"
+        )));
+    }
+    with_mock(|m| m.send(Class::Read, req))
+}
+
+pub fn outbound_write(req: Request) -> Result<Response, HostError> {
+    with_mock(|m| m.send(Class::Execute, req))
+}
+
+pub fn stat(root: &str, path: &str) -> Result<FileInfo, HostError> {
+    with_mock(|m| m.files(Class::Read)?.stat(root, path))
+}
+
+pub fn list(root: &str, path: &str, limit: u32) -> Result<Vec<FileInfo>, HostError> {
+    with_mock(|m| m.files(Class::Read)?.list(root, path, limit))
+}
+
+pub fn sha256(root: &str, path: &str) -> Result<String, HostError> {
+    with_mock(|m| m.files(Class::Read)?.sha256(root, path))
+}
+
+pub fn mkdir(root: &str, path: &str) -> Result<(), HostError> {
+    with_mock(|m| m.files(Class::Execute)?.mkdir(root, path))
+}
+
+pub fn hardlink(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<(), HostError> {
+    with_mock(|m| m.files(Class::Execute)?.hardlink(from_root, from, to_root, to))
+}
+
+pub fn copy(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<u64, HostError> {
+    with_mock(|m| m.files(Class::Execute)?.copy(from_root, from, to_root, to))
+}
+
+pub fn move_file(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<(), HostError> {
+    with_mock(|m| m.files(Class::Execute)?.move_file(from_root, from, to_root, to))
+}
+
+pub fn library_query(name: &str, params: &str) -> Result<String, HostError> {
+    with_mock(|m| m.domain(Class::Read, "library", name, params))
+}
+
+pub fn drafts_create(kind: &str, draft: &str) -> Result<String, HostError> {
+    with_mock(|m| m.domain(Class::Propose, "drafts", kind, draft))
+}
+
+pub fn records_transition(name: &str, args: &str) -> Result<String, HostError> {
+    with_mock(|m| m.domain(Class::Execute, "records", name, args))
+}

@@ -1,0 +1,203 @@
+//! A native mock host for unit-testing capability logic with `cargo test`.
+//!
+//! Build a [`MockHost`], give it canned service answers, file roots and
+//! domain handlers, [`MockHost::install`] it on the test thread, then call
+//! [`invoke`] with JSON input exactly as the real host would. The mock
+//! enforces the same effect classes as the host: with a `read` grant, write
+//! helpers answer `denied`.
+
+#[path = "testing/files.rs"]
+mod files;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crate::host::{Actor, Context, HostError, Level, Request, Response};
+use crate::{Capability, Failure};
+
+pub(crate) use files::MockFiles;
+
+/// Effect classes, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    Read,
+    Preview,
+    Propose,
+    Execute,
+}
+
+type ServiceHandler = Box<dyn FnMut(&Request) -> Result<Response, HostError>>;
+type DomainHandler = Box<dyn FnMut(&str, &str, &serde_json::Value) -> Result<serde_json::Value, HostError>>;
+
+/// The mock host: what the capability sees through [`crate::host`].
+pub struct MockHost {
+    pub context: Context,
+    pub grant: Class,
+    pub now_ms: u64,
+    pub settings: HashMap<String, String>,
+    /// Every log line the capability wrote.
+    pub logs: Vec<(Level, String)>,
+    /// Every outbound request the capability sent, in order.
+    pub requests: Vec<Request>,
+    services: HashMap<String, ServiceHandler>,
+    roots: HashMap<String, PathBuf>,
+    domain: Option<DomainHandler>,
+}
+
+thread_local! {
+    static MOCK: RefCell<Option<MockHost>> = const { RefCell::new(None) };
+}
+
+pub(crate) fn with_mock<R>(f: impl FnOnce(&mut MockHost) -> R) -> R {
+    MOCK.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let mock = slot
+            .as_mut()
+            .expect("no MockHost installed on this thread: call MockHost::install() first");
+        f(mock)
+    })
+}
+
+impl MockHost {
+    /// A mock for capability `id` with an execute grant and nothing configured.
+    pub fn new(id: &str) -> Self {
+        MockHost {
+            context: Context {
+                capability_id: id.to_string(),
+                run_id: None,
+                task_id: None,
+                idempotency_key: None,
+                actor: Actor::Cli,
+                grant: "execute".into(),
+                mode: "execute".into(),
+            },
+            grant: Class::Execute,
+            now_ms: 1_700_000_000_000,
+            settings: HashMap::new(),
+            logs: Vec::new(),
+            requests: Vec::new(),
+            services: HashMap::new(),
+            roots: HashMap::new(),
+            domain: None,
+        }
+    }
+
+    /// Limits the call to `class`, as the host's grant would.
+    pub fn with_grant(mut self, class: Class) -> Self {
+        self.grant = class;
+        self.context.grant = format!("{class:?}").to_lowercase();
+        self
+    }
+
+    /// Sets a non-secret setting.
+    pub fn with_setting(mut self, name: &str, value: &str) -> Self {
+        self.settings.insert(name.into(), value.into());
+        self
+    }
+
+    /// Answers requests to `service` with `handler`.
+    pub fn with_service(
+        mut self,
+        service: &str,
+        handler: impl FnMut(&Request) -> Result<Response, HostError> + 'static,
+    ) -> Self {
+        self.services.insert(service.into(), Box::new(handler));
+        self
+    }
+
+    /// Maps root `name` to a real directory (use a temporary one).
+    pub fn with_root(mut self, name: &str, dir: impl Into<PathBuf>) -> Self {
+        self.roots.insert(name.into(), dir.into());
+        self
+    }
+
+    /// Answers `library`, `drafts` and `records` calls: the handler gets the
+    /// interface name, the query/kind/transition name and the JSON argument.
+    pub fn with_domain(
+        mut self,
+        handler: impl FnMut(&str, &str, &serde_json::Value) -> Result<serde_json::Value, HostError> + 'static,
+    ) -> Self {
+        self.domain = Some(Box::new(handler));
+        self
+    }
+
+    /// Installs the mock on this thread, replacing any earlier one.
+    pub fn install(self) {
+        MOCK.with(|cell| *cell.borrow_mut() = Some(self));
+    }
+
+    /// Removes and returns the installed mock, to inspect logs and requests.
+    pub fn take() -> Option<MockHost> {
+        MOCK.with(|cell| cell.borrow_mut().take())
+    }
+
+    fn check(&self, needed: Class, what: &str) -> Result<(), HostError> {
+        if needed > self.grant {
+            return Err(HostError::Denied(format!(
+                "{what} needs {needed:?} but this call's grant is {:?}",
+                self.grant
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn send(&mut self, class: Class, req: Request) -> Result<Response, HostError> {
+        self.check(class, "outbound request")?;
+        self.requests.push(req.clone());
+        let handler = self
+            .services
+            .get_mut(&req.service)
+            .ok_or_else(|| HostError::NotFound(format!("service {} is not configured", req.service)))?;
+        handler(&req)
+    }
+
+    pub(crate) fn files(&self, class: Class) -> Result<MockFiles<'_>, HostError> {
+        self.check(class, "file access")?;
+        Ok(MockFiles { roots: &self.roots })
+    }
+
+    pub(crate) fn domain(&mut self, class: Class, iface: &str, name: &str, arg: &str) -> Result<String, HostError> {
+        self.check(class, iface)?;
+        let arg: serde_json::Value =
+            serde_json::from_str(arg).map_err(|e| HostError::Invalid(format!("bad JSON: {e}")))?;
+        let handler = self
+            .domain
+            .as_mut()
+            .ok_or_else(|| HostError::Unavailable("no domain handler in this mock".into()))?;
+        handler(iface, name, &arg).map(|v| v.to_string())
+    }
+}
+
+/// What [`invoke`] returns: the status and output JSON, as the host sees them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    Succeeded(serde_json::Value),
+    Pending(serde_json::Value),
+}
+
+/// Calls capability `C` with `input` through the same glue the component
+/// export uses (JSON in, JSON out), against the installed mock.
+pub fn invoke<C: Capability>(input: serde_json::Value) -> Result<Called, Failure> {
+    use crate::bindings::capstan::capability::types as wit;
+    let to_failure = |f: wit::Failure| match f {
+        wit::Failure::InvalidInput(m) => Failure::InvalidInput(m),
+        wit::Failure::NotFound(m) => Failure::NotFound(m),
+        wit::Failure::Conflict(m) => Failure::Conflict(m),
+        wit::Failure::Denied(m) => Failure::Denied(m),
+        wit::Failure::Unavailable(m) => Failure::Unavailable(m),
+        wit::Failure::Internal(m) => Failure::Internal(m),
+    };
+    let outcome = crate::__invoke::<C>(&input.to_string()).map_err(to_failure)?;
+    let output: serde_json::Value = serde_json::from_str(&outcome.output)
+        .map_err(|e| Failure::Internal(format!("output is not JSON: {e}")))?;
+    Ok(match outcome.status {
+        wit::OutcomeStatus::Succeeded => Called::Succeeded(output),
+        wit::OutcomeStatus::Pending => Called::Pending(output),
+    })
+}
+
+/// The descriptor capability `C` would report, with its generated schemas.
+pub fn descriptor<C: Capability>() -> crate::bindings::capstan::capability::types::Descriptor {
+    crate::__describe::<C>()
+}

@@ -1,0 +1,135 @@
+//! `capstan capabilities list | check | accept`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::{CommandResult, exit, failed};
+use crate::config::Config;
+use crate::runtime::{Descriptor, EffectClass, Loaded, Runtime};
+
+#[derive(Subcommand, Debug)]
+pub enum CapabilitiesCommand {
+    /// List loaded, held and refused components.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load a component file the way the host would and print its descriptor.
+    Check {
+        /// The .wasm component to check.
+        file: PathBuf,
+    },
+    /// Allow a held replacement (raised label or new services) to take effect.
+    Accept {
+        /// Capability id, e.g. release.inspect.
+        id: String,
+    },
+}
+
+/// One row of `capabilities list`.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub id: String,
+    pub version: u32,
+    pub label: EffectClass,
+    /// Highest effect class among the component's actual imports.
+    pub effect_class: EffectClass,
+    pub services: Vec<String>,
+    pub digest: String,
+    pub source: String,
+    /// `active`, or `held: <reason>`.
+    pub status: String,
+}
+
+fn row(l: &Loaded, status: String) -> Row {
+    let source = match &l.source {
+        crate::runtime::Source::BuiltIn(_) => "built-in".to_string(),
+        crate::runtime::Source::Directory(p) => p.display().to_string(),
+    };
+    Row {
+        id: l.descriptor.id.clone(),
+        version: l.descriptor.version,
+        label: l.descriptor.label,
+        effect_class: l.imports.class,
+        services: l.descriptor.services.clone(),
+        digest: l.digest.clone(),
+        source,
+        status,
+    }
+}
+
+/// What `capabilities check` prints on success.
+#[derive(Serialize)]
+struct Checked<'a> {
+    descriptor: &'a Descriptor,
+    digest: &'a str,
+    effect_class: EffectClass,
+    imports: &'a [String],
+    verify: bool,
+}
+
+pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
+    match cmd {
+        CapabilitiesCommand::List { json } => list(config, *json).await,
+        CapabilitiesCommand::Check { file } => check(config, file).await,
+        CapabilitiesCommand::Accept { id } => {
+            let runtime = Runtime::start(config).await.map_err(failed)?;
+            let digest = runtime.accept(id).map_err(failed)?;
+            println!("accepted {id} ({})", &digest[..12]);
+            Ok(0)
+        }
+    }
+}
+
+async fn list(config: Config, json: bool) -> CommandResult {
+    let runtime = Runtime::start(config).await.map_err(failed)?;
+    let snapshot = runtime.snapshot();
+    let mut rows: Vec<Row> = snapshot.active.values().map(|l| row(l, "active".into())).collect();
+    rows.extend(snapshot.held.values().map(|h| row(&h.candidate, format!("held: {}", h.reason))));
+    if json {
+        let out = serde_json::json!({ "capabilities": rows, "refused": snapshot.refused });
+        println!("{}", serde_json::to_string_pretty(&out).map_err(failed)?);
+        return Ok(0);
+    }
+    println!("{:<22} {:>3} {:<8} {:<8} {:<20} {:<12} {:<10} STATUS", "ID", "VER", "LABEL", "CLASS", "SERVICES", "DIGEST", "SOURCE");
+    for r in &rows {
+        println!(
+            "{:<22} {:>3} {:<8} {:<8} {:<20} {:<12} {:<10} {}",
+            r.id,
+            r.version,
+            r.label.as_str(),
+            r.effect_class.as_str(),
+            if r.services.is_empty() { "-".to_string() } else { r.services.join(",") },
+            &r.digest[..12],
+            if r.source == "built-in" { "built-in" } else { "dir" },
+            r.status
+        );
+    }
+    for refusal in &snapshot.refused {
+        println!("refused {}: {}", refusal.file.display(), refusal.reason);
+    }
+    Ok(0)
+}
+
+async fn check(config: Config, file: &PathBuf) -> CommandResult {
+    let bytes = std::fs::read(file)
+        .map_err(|e| (exit::USAGE, anyhow::anyhow!("cannot read {}: {e}", file.display())))?;
+    let runtime = Runtime::new(config).map_err(failed)?;
+    match runtime.check(&bytes, file.clone()).await {
+        Ok(loaded) => {
+            let out = Checked {
+                descriptor: &loaded.descriptor,
+                digest: &loaded.digest,
+                effect_class: loaded.imports.class,
+                imports: &loaded.imports.imports,
+                verify: loaded.has_verifier,
+            };
+            println!("{}", serde_json::to_string_pretty(&out).map_err(failed)?);
+            Ok(0)
+        }
+        Err(reason) => Err(failed(anyhow::anyhow!("{} refused: {reason}", file.display()))),
+    }
+}

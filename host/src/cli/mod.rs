@@ -1,0 +1,111 @@
+//! The `capstan` command line: argument parsing, configuration resolution
+//! and one function per subcommand. Commands print for humans by default
+//! and JSON with `--json`; failures exit non-zero with a one-line reason.
+
+mod capabilities;
+mod invoke;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+
+/// Exit codes shared by the commands.
+pub mod exit {
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const UNKNOWN: u8 = 3;
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "capstan", version, about = "A WebAssembly-sandboxed capability host for media automation")]
+pub struct Cli {
+    /// Where Capstan keeps its state.
+    #[arg(long, global = true, env = "CAPSTAN_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Folder of plugin components (default <data-dir>/capabilities).
+    #[arg(long, global = true, env = "CAPSTAN_CAPABILITIES_DIR")]
+    pub capabilities_dir: Option<PathBuf>,
+    /// Configuration file (TOML).
+    #[arg(long, global = true, env = "CAPSTAN_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTP API and console, watching the capabilities directory.
+    Serve {
+        /// Address to listen on.
+        #[arg(long)]
+        listen: Option<String>,
+    },
+    /// List, check and accept capability components.
+    #[command(subcommand)]
+    Capabilities(capabilities::CapabilitiesCommand),
+    /// Call one capability and print its result.
+    Invoke(invoke::InvokeArgs),
+}
+
+impl Cli {
+    /// The configuration file (if any) with command-line folders on top.
+    pub fn resolve_config(&self) -> anyhow::Result<Config> {
+        let mut config = match &self.config {
+            Some(path) => Config::load(path)?,
+            None => Config::default(),
+        };
+        if let Some(dir) = &self.data_dir {
+            config.data_dir = Some(dir.clone());
+        }
+        if let Some(dir) = &self.capabilities_dir {
+            config.capabilities_dir = Some(dir.clone());
+        }
+        Ok(config)
+    }
+}
+
+fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info" } else { "warn" });
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    let result = rt.block_on(async {
+        let config = cli.resolve_config().map_err(|e| (exit::USAGE, e))?;
+        match &cli.command {
+            Command::Serve { listen } => serve::run(config, listen.clone()).await,
+            Command::Capabilities(cmd) => capabilities::run(config, cmd).await,
+            Command::Invoke(args) => invoke::run(config, args).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err((code, e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// A command's result: an exit code, or an exit code with the error.
+pub type CommandResult = Result<u8, (u8, anyhow::Error)>;
+
+/// Tags an error with the "failed" exit code.
+pub(crate) fn failed(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
+    (exit::FAILED, e.into())
+}

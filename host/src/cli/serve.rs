@@ -1,0 +1,35 @@
+//! `capstan serve`: the runtime, the directory watcher and the HTTP API,
+//! until Ctrl-C or SIGTERM.
+
+use super::{CommandResult, failed};
+use crate::config::Config;
+use crate::runtime::{Runtime, watcher};
+
+pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
+    let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
+    let runtime = Runtime::start(config).await.map_err(failed)?;
+    let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
+    tracing::info!(%addr, capabilities = runtime.snapshot().active.len(), "capstan is serving");
+    crate::http::serve(listener, runtime, shutdown()).await.map_err(failed)?;
+    Ok(0)
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return ctrl_c.await.unwrap_or(()),
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

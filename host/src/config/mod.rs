@@ -1,0 +1,181 @@
+//! Operator configuration (`capstan.toml`): data and capability folders,
+//! per-call limits with per-capability overrides, outbound services and
+//! file roots. Owns parsing and validation only; nothing here opens a file
+//! root or a connection. Unknown keys are refused so typos are not silently
+//! ignored.
+
+mod services;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use services::{Auth, OperationRule, SecretRef, ServiceConfig};
+
+/// Why a configuration file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path} is not valid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config is not valid: {0}")]
+    Invalid(String),
+}
+
+/// Per-call resource limits. Every field is optional in overrides.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock deadline of one call, milliseconds.
+    pub deadline_ms: u64,
+    /// Instruction bound (wasmtime fuel units, roughly one per instruction).
+    pub fuel: u64,
+    /// Linear-memory cap, bytes.
+    pub memory_bytes: u64,
+    /// Cap on the output JSON, bytes.
+    pub output_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline_ms: 30_000,
+            fuel: 20_000_000_000,
+            memory_bytes: 64 << 20,
+            output_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Overrides for one capability, under `[capabilities."<id>"]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityConfig {
+    pub deadline_ms: Option<u64>,
+    pub fuel: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    pub output_bytes: Option<u64>,
+    /// Non-secret settings readable through `invocation.setting`.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where Capstan keeps its state. Default `./data`.
+    pub data_dir: Option<PathBuf>,
+    /// Plugin folder. Default `<data-dir>/capabilities`.
+    pub capabilities_dir: Option<PathBuf>,
+    /// HTTP listen address. Default `127.0.0.1:4380`.
+    pub listen: Option<String>,
+    /// Compiled-component cache folder. Default `<data-dir>/cache`.
+    pub cache_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub capabilities: BTreeMap<String, CapabilityConfig>,
+    #[serde(default)]
+    pub services: BTreeMap<String, ServiceConfig>,
+    /// Named file roots: name → directory.
+    #[serde(default)]
+    pub roots: BTreeMap<String, PathBuf>,
+}
+
+impl Config {
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Self::parse(&text).map_err(|e| match e {
+            ConfigError::Invalid(message) => ConfigError::Parse { path: path.to_path_buf(), message },
+            other => other,
+        })
+    }
+
+    /// Parses and validates TOML text.
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_limits("limits", &self.limits)?;
+        for (id, cap) in &self.capabilities {
+            check_limits(&format!("capabilities.{id}"), &self.limits_for_config(cap))?;
+        }
+        for (name, service) in &self.services {
+            service.validate(name).map_err(ConfigError::Invalid)?;
+        }
+        for (name, dir) in &self.roots {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                return Err(ConfigError::Invalid(format!("root name {name:?} must be letters, digits, - or _")));
+            }
+            if !dir.is_absolute() {
+                return Err(ConfigError::Invalid(format!("root {name} must be an absolute path")));
+            }
+        }
+        Ok(())
+    }
+
+    fn limits_for_config(&self, cap: &CapabilityConfig) -> Limits {
+        Limits {
+            deadline_ms: cap.deadline_ms.unwrap_or(self.limits.deadline_ms),
+            fuel: cap.fuel.unwrap_or(self.limits.fuel),
+            memory_bytes: cap.memory_bytes.unwrap_or(self.limits.memory_bytes),
+            output_bytes: cap.output_bytes.unwrap_or(self.limits.output_bytes),
+        }
+    }
+
+    /// The limits for capability `id`: its overrides over the defaults.
+    pub fn limits_for(&self, id: &str) -> Limits {
+        match self.capabilities.get(id) {
+            Some(cap) => self.limits_for_config(cap),
+            None => self.limits,
+        }
+    }
+
+    /// The largest memory cap any capability may get; sizes the instance pool.
+    pub fn max_memory_bytes(&self) -> u64 {
+        self.capabilities
+            .values()
+            .filter_map(|c| c.memory_bytes)
+            .fold(self.limits.memory_bytes, u64::max)
+    }
+
+    /// Data folder.
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir.clone().unwrap_or_else(|| PathBuf::from("data"))
+    }
+
+    /// Plugin folder.
+    pub fn capabilities_dir(&self) -> PathBuf {
+        self.capabilities_dir.clone().unwrap_or_else(|| self.data_dir().join("capabilities"))
+    }
+
+    /// Compiled-component cache folder.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(|| self.data_dir().join("cache"))
+    }
+}
+
+fn check_limits(at: &str, l: &Limits) -> Result<(), ConfigError> {
+    let bad = |what: &str| Err(ConfigError::Invalid(format!("{at}.{what}")));
+    if l.deadline_ms == 0 || l.deadline_ms > 3_600_000 {
+        return bad("deadline_ms must be between 1 and 3600000");
+    }
+    if l.fuel == 0 {
+        return bad("fuel must be positive");
+    }
+    if l.memory_bytes < (1 << 20) || l.memory_bytes > (4 << 30) {
+        return bad("memory_bytes must be between 1 MiB and 4 GiB");
+    }
+    if l.output_bytes == 0 || l.output_bytes > (256 << 20) {
+        return bad("output_bytes must be between 1 and 256 MiB");
+    }
+    Ok(())
+}

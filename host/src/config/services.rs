@@ -1,0 +1,160 @@
+//! Outbound service definitions: base URL, how credentials are injected,
+//! which operations count as reads, timeouts and response caps. Secrets are
+//! references (`env:NAME`, `file:/path`) or literals, resolved only when a
+//! request is sent and never handed to a component.
+
+use serde::Deserialize;
+
+/// Where a secret comes from.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct SecretRef(pub String);
+
+impl SecretRef {
+    /// Resolves the secret now. `env:NAME` reads an environment variable,
+    /// `file:/path` a file (trailing newline trimmed), anything else is the
+    /// value itself.
+    pub fn resolve(&self) -> Result<String, String> {
+        if let Some(name) = self.0.strip_prefix("env:") {
+            std::env::var(name).map_err(|_| format!("environment variable {name} is not set"))
+        } else if let Some(path) = self.0.strip_prefix("file:") {
+            std::fs::read_to_string(path)
+                .map(|s| s.trim_end_matches(['\n', '\r']).to_string())
+                .map_err(|e| format!("cannot read secret file {path}: {e}"))
+        } else {
+            Ok(self.0.clone())
+        }
+    }
+}
+
+impl std::fmt::Display for SecretRef {
+    /// Never prints the value, only where it comes from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.starts_with("env:") || self.0.starts_with("file:") {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "<literal secret>")
+        }
+    }
+}
+
+/// How the host authenticates to a service.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Auth {
+    #[default]
+    None,
+    /// A request header, e.g. `Authorization: Bearer <secret>` with
+    /// `prefix = "Bearer "`, or `X-Api-Key: <secret>`.
+    Header { name: String, value: SecretRef, #[serde(default)] prefix: String },
+    /// A query parameter, e.g. `api_key=<secret>`.
+    Query { name: String, value: SecretRef },
+    /// HTTP basic auth.
+    Basic { username: String, password: SecretRef },
+    /// A form POST that sets a session cookie (qBittorrent's WebUI login).
+    /// The host logs in before the first request and again when the
+    /// service answers 401 or 403.
+    FormLogin {
+        path: String,
+        username: String,
+        password: SecretRef,
+        #[serde(default = "default_username_field")]
+        username_field: String,
+        #[serde(default = "default_password_field")]
+        password_field: String,
+    },
+}
+
+fn default_username_field() -> String {
+    "username".into()
+}
+
+fn default_password_field() -> String {
+    "password".into()
+}
+
+/// One row of a service's operation table. Rules are tried in order; the
+/// first whose method and path match decides the class. Without a match,
+/// GET and HEAD are reads and everything else is a write.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationRule {
+    /// HTTP method, or `*` for any.
+    pub method: String,
+    /// Exact path, or a prefix ending in `*`.
+    pub path: String,
+    /// `read` or `write`.
+    pub class: String,
+}
+
+impl OperationRule {
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        let method_ok = self.method == "*" || self.method.eq_ignore_ascii_case(method);
+        let path_ok = match self.path.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => self.path == path,
+        };
+        method_ok && path_ok
+    }
+}
+
+/// One outbound service under `[services.<name>]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceConfig {
+    /// Base URL; component paths are appended to it.
+    pub base_url: String,
+    #[serde(default)]
+    pub auth: Auth,
+    #[serde(default)]
+    pub operations: Vec<OperationRule>,
+    /// Per-request timeout, milliseconds. Default 15000.
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+    /// Largest response body accepted, bytes. Default 8 MiB.
+    #[serde(default = "default_response_cap")]
+    pub response_cap_bytes: u64,
+}
+
+fn default_timeout() -> u64 {
+    15_000
+}
+
+fn default_response_cap() -> u64 {
+    8 << 20
+}
+
+impl ServiceConfig {
+    pub(super) fn validate(&self, name: &str) -> Result<(), String> {
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|e| format!("services.{name}.base_url {:?}: {e}", self.base_url))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(format!("services.{name}.base_url must be http or https"));
+        }
+        for rule in &self.operations {
+            if rule.class != "read" && rule.class != "write" {
+                return Err(format!("services.{name}.operations: class must be read or write, not {:?}", rule.class));
+            }
+            if !rule.path.starts_with('/') {
+                return Err(format!("services.{name}.operations: path {:?} must start with /", rule.path));
+            }
+        }
+        if self.timeout_ms == 0 {
+            return Err(format!("services.{name}.timeout_ms must be positive"));
+        }
+        if let Auth::FormLogin { path, .. } = &self.auth
+            && !path.starts_with('/')
+        {
+            return Err(format!("services.{name}.auth.path must start with /"));
+        }
+        Ok(())
+    }
+
+    /// Whether `method path` is a read according to the operation table.
+    pub fn is_read(&self, method: &str, path: &str) -> bool {
+        match self.operations.iter().find(|r| r.matches(method, path)) {
+            Some(rule) => rule.class == "read",
+            None => method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD"),
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The capabilities compiled into the binary, and the core set the host
+//! refuses to start without. This is the one place the core set is defined.
+
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// Capability ids that must be present, exactly once, for the host to start.
+pub const CORE_CAPABILITIES: &[&str] = &["release.inspect"];

@@ -1,0 +1,110 @@
+//! The data inside each call's `Store`: the grant, the capability being
+//! called, the shared host services, a WASI context that grants nothing,
+//! resource limits, and what the call did (effects started, denials).
+//! Every host import goes through [`CallState::check`] before doing anything.
+
+use std::sync::Arc;
+
+use wasmtime::StoreLimits;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::capstan::host::types::HostError;
+use super::effects::EffectClass;
+use super::grant::{Denial, Grant};
+use super::host::HostServices;
+
+/// Bytes of guest stdout/stderr kept per call; the rest is dropped.
+const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
+
+/// Static facts about the capability a store is calling.
+#[derive(Debug, Clone)]
+pub struct CallTarget {
+    pub id: String,
+    pub services: Vec<String>,
+}
+
+pub struct CallState {
+    pub(crate) grant: Grant,
+    pub(crate) target: Arc<CallTarget>,
+    pub(crate) services: Arc<HostServices>,
+    pub(crate) limits: StoreLimits,
+    pub(crate) effect_started: bool,
+    pub(crate) denials: Vec<Denial>,
+    pub(crate) stdout: MemoryOutputPipe,
+    pub(crate) stderr: MemoryOutputPipe,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl CallState {
+    pub(crate) fn new(grant: Grant, target: Arc<CallTarget>, services: Arc<HostServices>, limits: StoreLimits) -> Self {
+        let stdout = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        // Nothing is inherited or preopened: no env, no args, no directories,
+        // no network. Output goes to in-memory pipes the host logs afterwards.
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        CallState {
+            grant,
+            target,
+            services,
+            limits,
+            effect_started: false,
+            denials: Vec::new(),
+            stdout,
+            stderr,
+            wasi,
+            table: ResourceTable::new(),
+        }
+    }
+
+    /// Refuses the import unless this call's grant opens `class`. A refusal
+    /// is logged as a structured event and kept in the call report.
+    pub(crate) fn check(&mut self, import: &str, class: EffectClass) -> Result<(), HostError> {
+        if self.grant.allows(class) {
+            return Ok(());
+        }
+        let reason = format!(
+            "{import} needs the {class} class but this call is granted only {}",
+            self.grant.max_class
+        );
+        self.deny(import, class, reason.clone());
+        Err(HostError::Denied(reason))
+    }
+
+    /// Records a denial that is not about the class (an undeclared service,
+    /// a path out of a root).
+    pub(crate) fn deny(&mut self, import: &str, needed: EffectClass, reason: String) {
+        tracing::warn!(
+            target: "capstan::denial",
+            capability = %self.target.id,
+            import,
+            needed = %needed,
+            granted = %self.grant.max_class,
+            actor = ?self.grant.actor,
+            run_id = self.grant.run_id.as_deref(),
+            %reason,
+            "host import denied"
+        );
+        self.denials.push(Denial { import: import.to_string(), needed, granted: self.grant.max_class, reason });
+    }
+
+    /// Marks that an effect is about to happen: from here on, a trap or a
+    /// timeout leaves the outcome unknown rather than failed.
+    pub(crate) fn mark_effect(&mut self) {
+        self.effect_started = true;
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}

@@ -1,0 +1,46 @@
+//! Implementations of the `capstan:host` interfaces, one file each, and the
+//! services they share (outbound clients, file roots, the domain store hook).
+//! Each import first checks its class against the call's grant through
+//! [`CallState::check`](super::call_state::CallState::check); the class used
+//! is the one in the effect table.
+
+mod domain;
+mod files;
+mod invocation;
+mod log;
+mod outbound;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use domain::DomainStore;
+pub use files::Roots;
+pub use outbound::Outbound;
+
+use crate::config::Config;
+
+use super::bindings;
+use super::call_state::CallState;
+
+/// What host imports reach, shared by every call of one runtime.
+pub struct HostServices {
+    pub outbound: Outbound,
+    pub roots: Roots,
+    pub domain: Option<Arc<dyn DomainStore>>,
+    /// Non-secret per-capability settings.
+    pub settings: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl HostServices {
+    pub fn from_config(config: &Config) -> anyhow::Result<HostServices> {
+        Ok(HostServices {
+            outbound: Outbound::new(&config.services)?,
+            roots: Roots::open(&config.roots)?,
+            domain: None,
+            settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
+        })
+    }
+}
+
+impl bindings::capstan::host::types::Host for CallState {}
+impl bindings::capstan::capability::types::Host for CallState {}

@@ -1,0 +1,302 @@
+//! One sandboxed call: a fresh `Store` holding the grant and limits, an
+//! instance from the component's `InstancePre`, the export call under an
+//! epoch deadline, fuel and a memory limiter, then classification of what
+//! happened into a [`CallOutcome`]. The store is dropped after every call.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use wasmtime::component::InstancePre;
+use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap};
+
+use super::bindings::capstan::capability::types as wit;
+use super::bindings::exports::capstan::capability::capability;
+use super::call_state::{CallState, CallTarget};
+use super::engine::deadline_ticks;
+use super::grant::{Denial, Grant};
+use super::host::HostServices;
+use super::loader::Loaded;
+use crate::config::Limits;
+
+/// A business failure the component returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// `invalid-input`, `not-found`, `conflict`, `denied`, `unavailable`, `internal`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// Why the host stopped a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrapKind {
+    Deadline,
+    InstructionBound,
+    MemoryCap,
+    OutputTooLarge,
+    Panic,
+    Trap,
+}
+
+/// What a call produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CallOutcome {
+    Succeeded { output: serde_json::Value },
+    Pending { output: serde_json::Value },
+    Failed { failure: Failure },
+    Trapped { trap: TrapKind, message: String },
+}
+
+/// The four statuses every result carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Succeeded,
+    Failed,
+    Pending,
+    Unknown,
+}
+
+/// Everything the host learned from one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallReport {
+    pub capability: String,
+    pub version: u32,
+    pub digest: String,
+    pub outcome: CallOutcome,
+    /// Whether an effect import ran before the call ended.
+    pub effect_started: bool,
+    pub denials: Vec<Denial>,
+    pub elapsed_us: u64,
+}
+
+impl CallReport {
+    /// A trap after an effect started is `unknown`: something may have happened.
+    pub fn status(&self) -> Status {
+        match &self.outcome {
+            CallOutcome::Succeeded { .. } => Status::Succeeded,
+            CallOutcome::Pending { .. } => Status::Pending,
+            CallOutcome::Failed { .. } => Status::Failed,
+            CallOutcome::Trapped { .. } if self.effect_started => Status::Unknown,
+            CallOutcome::Trapped { .. } => Status::Failed,
+        }
+    }
+}
+
+fn new_store(
+    engine: &Engine,
+    grant: Grant,
+    target: Arc<CallTarget>,
+    services: Arc<HostServices>,
+    limits: Limits,
+) -> anyhow::Result<Store<CallState>> {
+    let store_limits = StoreLimitsBuilder::new()
+        .memory_size(limits.memory_bytes as usize)
+        .trap_on_grow_failure(true)
+        .instances(64)
+        .build();
+    let mut store = Store::new(engine, CallState::new(grant, target, services, store_limits));
+    store.limiter(|state| &mut state.limits);
+    store.set_fuel(limits.fuel)?;
+    store.set_epoch_deadline(deadline_ticks(Duration::from_millis(limits.deadline_ms)));
+    store.epoch_deadline_trap();
+    Ok(store)
+}
+
+/// Calls `describe` on a component being loaded.
+pub(crate) async fn describe(
+    engine: &Engine,
+    pre: &InstancePre<CallState>,
+    exports: &capability::GuestIndices,
+    grant: Grant,
+    target: Arc<CallTarget>,
+    services: Arc<HostServices>,
+    limits: Limits,
+) -> Result<wit::Descriptor, String> {
+    let mut store = new_store(engine, grant, target, services, limits).map_err(|e| e.to_string())?;
+    let run = async {
+        let instance = pre.instantiate_async(&mut store).await?;
+        let guest = exports.load(&mut store, &instance)?;
+        guest.call_describe(&mut store).await
+    };
+    match tokio::time::timeout(Duration::from_millis(limits.deadline_ms + 1000), run).await {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(e)) => Err(classify(&e, &store).1),
+        Err(_) => Err("describe did not return within its deadline".into()),
+    }
+}
+
+fn stdio_lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+}
+
+/// Sends the guest's captured stdout/stderr to the log, tagged.
+fn log_stdio(store: &Store<CallState>) {
+    let id = store.data().target.id.as_str();
+    for line in stdio_lines(&store.data().stdout.contents()) {
+        tracing::info!(target: "capstan::guest::stdout", capability = id, "{line}");
+    }
+    for line in stdio_lines(&store.data().stderr.contents()) {
+        tracing::warn!(target: "capstan::guest::stderr", capability = id, "{line}");
+    }
+}
+
+/// Names what stopped a call.
+fn classify(e: &wasmtime::Error, store: &Store<CallState>) -> (TrapKind, String) {
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => return (TrapKind::Deadline, "the call ran past its deadline".into()),
+        Some(Trap::OutOfFuel) => return (TrapKind::InstructionBound, "the call ran past its instruction bound".into()),
+        _ => {}
+    }
+    let text = format!("{e:#}");
+    if text.contains("growing memory") || text.contains("memory.grow") {
+        return (TrapKind::MemoryCap, "the call went over its memory cap".into());
+    }
+    let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
+    if let Some(line) = stderr.lines().find(|l| l.contains("panicked at")) {
+        let detail = stderr.lines().skip_while(|l| !l.contains("panicked at")).nth(1).unwrap_or(line);
+        return (TrapKind::Panic, format!("the capability panicked: {}", detail.trim()));
+    }
+    if stderr.contains("memory allocation of") {
+        return (TrapKind::MemoryCap, "the call went over its memory cap".into());
+    }
+    (TrapKind::Trap, format!("the capability trapped: {}", text.lines().next().unwrap_or("")))
+}
+
+fn failure(f: wit::Failure) -> Failure {
+    let (kind, message) = match f {
+        wit::Failure::InvalidInput(m) => ("invalid-input", m),
+        wit::Failure::NotFound(m) => ("not-found", m),
+        wit::Failure::Conflict(m) => ("conflict", m),
+        wit::Failure::Denied(m) => ("denied", m),
+        wit::Failure::Unavailable(m) => ("unavailable", m),
+        wit::Failure::Internal(m) => ("internal", m),
+    };
+    Failure { kind: kind.into(), message }
+}
+
+fn outcome(result: Result<wit::Outcome, wit::Failure>, output_cap: u64) -> CallOutcome {
+    let out = match result {
+        Ok(out) => out,
+        Err(f) => return CallOutcome::Failed { failure: failure(f) },
+    };
+    if out.output.len() as u64 > output_cap {
+        return CallOutcome::Trapped {
+            trap: TrapKind::OutputTooLarge,
+            message: format!("output of {} bytes is over the cap of {output_cap} bytes", out.output.len()),
+        };
+    }
+    let output = match serde_json::from_str(&out.output) {
+        Ok(v) => v,
+        Err(e) => {
+            let failure = Failure { kind: "internal".into(), message: format!("output is not JSON: {e}") };
+            return CallOutcome::Failed { failure };
+        }
+    };
+    match out.status {
+        wit::OutcomeStatus::Succeeded => CallOutcome::Succeeded { output },
+        wit::OutcomeStatus::Pending => CallOutcome::Pending { output },
+    }
+}
+
+/// Calls `invoke` on `loaded` with `input` under `grant` and `limits`.
+pub(crate) async fn call(
+    engine: &Engine,
+    loaded: &Loaded,
+    services: Arc<HostServices>,
+    grant: Grant,
+    limits: Limits,
+    input: &str,
+) -> CallReport {
+    let started = Instant::now();
+    let mut report = CallReport {
+        capability: loaded.descriptor.id.clone(),
+        version: loaded.descriptor.version,
+        digest: loaded.digest.clone(),
+        outcome: CallOutcome::Trapped { trap: TrapKind::Trap, message: String::new() },
+        effect_started: false,
+        denials: Vec::new(),
+        elapsed_us: 0,
+    };
+    let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
+        Ok(store) => store,
+        Err(e) => {
+            report.outcome = CallOutcome::Trapped { trap: TrapKind::Trap, message: format!("cannot set up the call: {e}") };
+            return report;
+        }
+    };
+    let run = async {
+        let instance = loaded.pre.instantiate_async(&mut store).await?;
+        let guest = loaded.exports.load(&mut store, &instance)?;
+        guest.call_invoke(&mut store, input).await
+    };
+    // The epoch deadline stops guest code; this timeout also stops a call
+    // that is waiting inside a host import.
+    let backstop = Duration::from_millis(limits.deadline_ms) + Duration::from_millis(500);
+    let result = tokio::time::timeout(backstop, run).await;
+    report.outcome = match result {
+        Ok(Ok(result)) => outcome(result, limits.output_bytes),
+        Ok(Err(e)) => {
+            let (trap, message) = classify(&e, &store);
+            CallOutcome::Trapped { trap, message }
+        }
+        Err(_) => CallOutcome::Trapped { trap: TrapKind::Deadline, message: "the call ran past its deadline".into() },
+    };
+    log_stdio(&store);
+    let state = store.data();
+    report.effect_started = state.effect_started;
+    report.denials = state.denials.clone();
+    report.elapsed_us = started.elapsed().as_micros() as u64;
+    report
+}
+
+/// What `verify` reported, or why it could not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum VerifyOutcome {
+    Done { output: serde_json::Value },
+    NotDone,
+    CannotTell { reason: String },
+}
+
+/// Calls `verify` under a read grant (verification must not change
+/// anything). A component without the export, a failure or a trap all
+/// answer `cannot-tell`.
+pub(crate) async fn verify(
+    engine: &Engine,
+    loaded: &Loaded,
+    services: Arc<HostServices>,
+    grant: Grant,
+    limits: Limits,
+    input: &str,
+) -> VerifyOutcome {
+    let Some(indices) = &loaded.verifier else {
+        return VerifyOutcome::CannotTell { reason: format!("{} does not export verify", loaded.descriptor.id) };
+    };
+    let grant = Grant { max_class: super::effects::EffectClass::Read, ..grant };
+    let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
+        Ok(store) => store,
+        Err(e) => return VerifyOutcome::CannotTell { reason: format!("cannot set up the call: {e}") },
+    };
+    let run = async {
+        let instance = loaded.pre.instantiate_async(&mut store).await?;
+        let guest = indices.load(&mut store, &instance)?;
+        guest.call_verify(&mut store, input).await
+    };
+    let backstop = Duration::from_millis(limits.deadline_ms) + Duration::from_millis(500);
+    let result = tokio::time::timeout(backstop, run).await;
+    log_stdio(&store);
+    match result {
+        Ok(Ok(Ok(wit::Verification::Done(text)))) => match serde_json::from_str(&text) {
+            Ok(output) => VerifyOutcome::Done { output },
+            Err(e) => VerifyOutcome::CannotTell { reason: format!("verify output is not JSON: {e}") },
+        },
+        Ok(Ok(Ok(wit::Verification::NotDone))) => VerifyOutcome::NotDone,
+        Ok(Ok(Ok(wit::Verification::CannotTell(reason)))) => VerifyOutcome::CannotTell { reason },
+        Ok(Ok(Err(f))) => VerifyOutcome::CannotTell { reason: format!("verify failed: {}", failure(f).message) },
+        Ok(Err(e)) => VerifyOutcome::CannotTell { reason: classify(&e, &store).1 },
+        Err(_) => VerifyOutcome::CannotTell { reason: "verify ran past its deadline".into() },
+    }
+}

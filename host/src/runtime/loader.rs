@@ -1,0 +1,119 @@
+//! Turns component bytes into a [`Loaded`] capability or a one-line reason
+//! for refusing them: checks the file is a component, compiles it (through
+//! the engine's cache), checks its imports against the effect table, links
+//! it, finds the capability exports, calls `describe`, validates the
+//! descriptor and checks the label against the imports actually present.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::{Component, InstancePre, Linker};
+
+use super::bindings::exports::capstan::capability::{capability, verifier};
+use super::call_state::{CallState, CallTarget};
+use super::descriptor::Descriptor;
+use super::effects::{self, EffectClass, ImportSummary};
+use super::grant::{Actor, Grant};
+use super::host::HostServices;
+use super::invoke;
+use crate::config::Limits;
+
+/// Where a component came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "path", rename_all = "kebab-case")]
+pub enum Source {
+    /// Embedded in the binary (crate name).
+    BuiltIn(String),
+    /// A file in the capabilities directory.
+    Directory(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::BuiltIn(name) => write!(f, "built-in {name}"),
+            Source::Directory(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A component ready to be called.
+pub struct Loaded {
+    pub descriptor: Descriptor,
+    /// SHA-256 of the component bytes, hex.
+    pub digest: String,
+    pub source: Source,
+    pub imports: ImportSummary,
+    pub has_verifier: bool,
+    pub(crate) pre: InstancePre<CallState>,
+    pub(crate) exports: capability::GuestIndices,
+    pub(crate) verifier: Option<verifier::GuestIndices>,
+    pub(crate) target: Arc<CallTarget>,
+}
+
+/// SHA-256 of `bytes` as hex.
+pub fn digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The 8-byte preamble of a component (magic, then layer 1, version 0x0d).
+const COMPONENT_PREAMBLE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+fn first_line(e: &wasmtime::Error) -> String {
+    let text = format!("{e:#}");
+    text.lines().next().unwrap_or("").to_string()
+}
+
+/// Limits for `describe`: it must be cheap and pure.
+const DESCRIBE_LIMITS: Limits =
+    Limits { deadline_ms: 5_000, fuel: 2_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 };
+
+/// Loads `bytes` or says in one line why not.
+pub async fn load(
+    engine: &Engine,
+    linker: &Linker<CallState>,
+    services: &Arc<HostServices>,
+    bytes: &[u8],
+    source: Source,
+) -> Result<Loaded, String> {
+    if bytes.len() < 8 || bytes[..4] != COMPONENT_PREAMBLE[..4] {
+        return Err("not a WebAssembly file".into());
+    }
+    if bytes[4..8] != COMPONENT_PREAMBLE[4..8] {
+        return Err("a core WebAssembly module, not a component (build for wasm32-wasip2)".into());
+    }
+    let digest = digest(bytes);
+    let component =
+        Component::new(engine, bytes).map_err(|e| format!("not a valid component: {}", first_line(&e)))?;
+
+    let names: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    // Unknown imports are refused before linking, so the reason is ours and clear.
+    effects::check_imports(names.iter().map(String::as_str), EffectClass::Execute)?;
+
+    let pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| format!("cannot be linked against the host: {}", first_line(&e)))?;
+    let exports = capability::GuestIndices::new(&pre).map_err(|_| {
+        "does not export capstan:capability/capability@0.1.0 (wrong world; build with capstan-sdk)".to_string()
+    })?;
+    let verifier = verifier::GuestIndices::new(&pre).ok();
+
+    let probe = Arc::new(CallTarget { id: "<loading>".into(), services: Vec::new() });
+    let grant = Grant::new(Actor::Cli, EffectClass::Read);
+    let raw = invoke::describe(engine, &pre, &exports, grant, probe, services.clone(), DESCRIBE_LIMITS)
+        .await
+        .map_err(|e| format!("describe failed: {e}"))?;
+    let descriptor = Descriptor::from_wit(raw).map_err(|e| format!("bad descriptor: {e}"))?;
+    let imports = effects::check_imports(names.iter().map(String::as_str), descriptor.label)
+        .map_err(|e| format!("{}: {e}", descriptor.id))?;
+
+    let target = Arc::new(CallTarget { id: descriptor.id.clone(), services: descriptor.services.clone() });
+    Ok(Loaded { has_verifier: verifier.is_some(), descriptor, digest, source, imports, pre, exports, verifier, target })
+}

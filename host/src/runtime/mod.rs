@@ -1,0 +1,121 @@
+//! The sandboxed component runtime: one engine, the linker with the WASI
+//! context and every `capstan:host` interface, the registry of loaded
+//! capabilities (built-ins plus the watched directory), and the per-call
+//! path that runs a capability under a grant with limits. Owns nothing
+//! durable except the capability state file; ledgers, authorisation and
+//! audit sit above it and call [`Runtime::call`].
+
+pub mod bindings;
+pub mod builtins;
+mod call_state;
+pub mod descriptor;
+pub mod effects;
+mod engine;
+pub mod grant;
+pub mod host;
+mod invoke;
+pub mod loader;
+pub mod registry;
+mod scan;
+mod state;
+pub mod watcher;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+pub use call_state::CallState;
+pub use descriptor::{Descriptor, Replay};
+pub use effects::EffectClass;
+pub use grant::{Actor, Denial, Grant, Mode};
+pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
+pub use loader::{Loaded, Source};
+pub use registry::{Held, Refusal, Snapshot};
+pub use scan::ScanReport;
+
+use crate::config::Config;
+
+/// Why a call could not even start.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no capability with id {0} is loaded")]
+    NotFound(String),
+}
+
+/// The runtime. Cheap to share behind an `Arc`.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    services: Arc<host::HostServices>,
+    config: Arc<Config>,
+    registry: registry::Registry,
+    /// Loaded components by digest, so unchanged files are not reloaded.
+    loads: Mutex<HashMap<String, Arc<Loaded>>>,
+    /// Serialises rescans; the registry swap itself is atomic.
+    scan_lock: tokio::sync::Mutex<()>,
+    _ticker: engine::EpochTicker,
+}
+
+impl Runtime {
+    /// Builds the runtime without loading anything.
+    pub fn new(config: Config) -> anyhow::Result<Runtime> {
+        let engine = engine::build(config.max_memory_bytes(), &config.cache_dir())?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        bindings::CapabilityComponent::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        let services = Arc::new(host::HostServices::from_config(&config)?);
+        let ticker = engine::EpochTicker::start(&engine);
+        Ok(Runtime {
+            engine,
+            linker,
+            services,
+            config: Arc::new(config),
+            registry: registry::Registry::default(),
+            loads: Mutex::new(HashMap::new()),
+            scan_lock: tokio::sync::Mutex::new(()),
+            _ticker: ticker,
+        })
+    }
+
+    /// Builds the runtime and loads the built-ins and the directory,
+    /// refusing to start when a core capability is missing or duplicated.
+    pub async fn start(config: Config) -> anyhow::Result<Arc<Runtime>> {
+        std::fs::create_dir_all(config.data_dir())?;
+        std::fs::create_dir_all(config.capabilities_dir())?;
+        let runtime = Arc::new(Runtime::new(config)?);
+        runtime.rescan(true).await?;
+        Ok(runtime)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The current registry snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.registry.snapshot()
+    }
+
+    /// Loads one component without registering it (`capabilities check`).
+    pub async fn check(&self, bytes: &[u8], file: PathBuf) -> Result<Loaded, String> {
+        loader::load(&self.engine, &self.linker, &self.services, bytes, Source::Directory(file)).await
+    }
+
+    /// Calls capability `id` with JSON `input` under `grant`.
+    pub async fn call(&self, id: &str, input: &str, grant: Grant) -> Result<CallReport, CallError> {
+        let loaded = self.snapshot().get(id).ok_or_else(|| CallError::NotFound(id.to_string()))?;
+        let limits = self.config.limits_for(id);
+        Ok(invoke::call(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
+    }
+
+    /// Asks capability `id` whether `invoke(input)` took effect, under a
+    /// read grant derived from `grant`.
+    pub async fn verify(&self, id: &str, input: &str, grant: Grant) -> Result<VerifyOutcome, CallError> {
+        let loaded = self.snapshot().get(id).ok_or_else(|| CallError::NotFound(id.to_string()))?;
+        let limits = self.config.limits_for(id);
+        Ok(invoke::verify(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
+    }
+}

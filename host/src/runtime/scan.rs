@@ -1,0 +1,195 @@
+//! Rescanning: builds the next registry snapshot from the built-ins and the
+//! capabilities directory, applying the rules for overrides, duplicates,
+//! refusals (keep the last good version), held replacements and the core
+//! set, then swaps it in and logs every change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::builtins::{BUILTINS, CORE_CAPABILITIES};
+use super::loader::{self, Loaded, Source};
+use super::registry::{Held, Refusal, Snapshot};
+use super::state::{Known, State};
+use super::Runtime;
+
+/// What a rescan changed.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ScanReport {
+    pub loaded: Vec<String>,
+    pub removed: Vec<String>,
+    pub held: Vec<String>,
+    pub refused: Vec<Refusal>,
+}
+
+fn known_of(l: &Loaded) -> Known {
+    Known { label: l.descriptor.label, services: l.descriptor.services.clone(), digest: l.digest.clone() }
+}
+
+/// The `.wasm` files directly in `dir`, sorted by name.
+fn wasm_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+impl Runtime {
+    async fn load_cached(&self, bytes: &[u8], source: Source) -> Result<Arc<Loaded>, String> {
+        let digest = loader::digest(bytes);
+        if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest) {
+            if hit.source == source {
+                return Ok(hit.clone());
+            }
+        }
+        let loaded = Arc::new(loader::load(&self.engine, &self.linker, &self.services, bytes, source).await?);
+        self.loads.lock().unwrap_or_else(|e| e.into_inner()).insert(digest, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Rebuilds the registry. At `startup`, a broken built-in or a missing or
+    /// duplicated core capability is an error; later it only refuses files.
+    pub async fn rescan(&self, startup: bool) -> anyhow::Result<ScanReport> {
+        let _guard = self.scan_lock.lock().await;
+        let previous = self.registry.snapshot();
+        let state_path = State::path(&self.config.data_dir());
+        let mut state = State::load(&state_path)?;
+        let mut report = ScanReport::default();
+
+        let mut builtins: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
+        for (name, bytes) in BUILTINS {
+            let loaded = self
+                .load_cached(bytes, Source::BuiltIn(name.to_string()))
+                .await
+                .map_err(|e| anyhow::anyhow!("built-in {name} cannot be loaded: {e}"))?;
+            let id = loaded.descriptor.id.clone();
+            if builtins.insert(id.clone(), loaded).is_some() {
+                anyhow::bail!("two built-in components declare the id {id}");
+            }
+        }
+
+        // Directory files, in name order; the first file to claim an id wins.
+        let mut from_dir: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
+        let mut claimed_by: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for file in wasm_files(&self.config.capabilities_dir()) {
+            let result = match std::fs::read(&file) {
+                Ok(bytes) => self.load_cached(&bytes, Source::Directory(file.clone())).await,
+                Err(e) => Err(format!("cannot read: {e}")),
+            };
+            let loaded = match result {
+                Ok(loaded) => loaded,
+                Err(reason) => {
+                    report.refused.push(Refusal { file: file.clone(), reason });
+                    // Keep the last good version this file provided.
+                    if let Some(last) = previous.from_file(&file) {
+                        claimed_by.entry(last.descriptor.id.clone()).or_insert(file.clone());
+                        from_dir.entry(last.descriptor.id.clone()).or_insert(last);
+                    }
+                    continue;
+                }
+            };
+            let id = loaded.descriptor.id.clone();
+            if let Some(first) = claimed_by.get(&id) {
+                let reason = format!("duplicate id {id}: already provided by {}", first.display());
+                if startup && CORE_CAPABILITIES.contains(&id.as_str()) {
+                    anyhow::bail!("core capability {id} is provided twice: {} and {}", first.display(), file.display());
+                }
+                report.refused.push(Refusal { file, reason });
+                continue;
+            }
+            claimed_by.insert(id.clone(), file);
+            from_dir.insert(id, loaded);
+        }
+
+        let mut next = Snapshot { active: builtins.clone(), held: BTreeMap::new(), refused: report.refused.clone() };
+        for (id, candidate) in from_dir {
+            let baseline = builtins.get(&id).map(|b| known_of(b));
+            let reason = state.hold_reason(
+                &id,
+                candidate.descriptor.label,
+                &candidate.descriptor.services,
+                &candidate.digest,
+                baseline.as_ref(),
+            );
+            match reason {
+                None => {
+                    next.active.insert(id, candidate);
+                }
+                Some(reason) => {
+                    // Keep serving what ran before, or the built-in.
+                    if let Some(prev) = previous.get(&id).filter(|p| p.digest != candidate.digest) {
+                        next.active.insert(id.clone(), prev);
+                    }
+                    next.held.insert(id, Held { candidate, reason });
+                }
+            }
+        }
+
+        let missing: Vec<&str> = CORE_CAPABILITIES.iter().copied().filter(|id| !next.active.contains_key(*id)).collect();
+        if !missing.is_empty() {
+            anyhow::bail!("core capabilities missing: {}", missing.join(", "));
+        }
+
+        for (id, loaded) in &next.active {
+            state.known.insert(id.clone(), known_of(loaded));
+            if state.accepted.get(id).is_some_and(|d| *d == loaded.digest) {
+                state.accepted.remove(id);
+            }
+        }
+        state.save(&state_path)?;
+        self.log_changes(&previous, &next, &mut report);
+        self.registry.swap(next);
+        Ok(report)
+    }
+
+    fn log_changes(&self, previous: &Snapshot, next: &Snapshot, report: &mut ScanReport) {
+        for (id, loaded) in &next.active {
+            if previous.active.get(id).is_none_or(|p| p.digest != loaded.digest) {
+                tracing::info!(target: "capstan::component", event = "component.loaded", capability = %id,
+                    version = loaded.descriptor.version, digest = %loaded.digest, source = %loaded.source,
+                    class = %loaded.imports.class, "capability loaded");
+                report.loaded.push(id.clone());
+            }
+        }
+        for id in previous.active.keys().filter(|id| !next.active.contains_key(*id)) {
+            tracing::info!(target: "capstan::component", event = "component.removed", capability = %id, "capability removed");
+            report.removed.push(id.clone());
+        }
+        for (id, held) in &next.held {
+            if previous.held.get(id).is_none_or(|p| p.candidate.digest != held.candidate.digest) {
+                tracing::warn!(target: "capstan::component", event = "component.held", capability = %id,
+                    digest = %held.candidate.digest, reason = %held.reason, "replacement held for the operator");
+                report.held.push(id.clone());
+            }
+        }
+        for refusal in &next.refused {
+            if !previous.refused.contains(refusal) {
+                tracing::warn!(target: "capstan::component", event = "component.refused",
+                    file = %refusal.file.display(), reason = %refusal.reason, "component refused");
+            }
+        }
+    }
+
+    /// Records the operator's acceptance of the held replacement for `id`;
+    /// the next rescan activates it.
+    pub fn accept(&self, id: &str) -> anyhow::Result<String> {
+        let snapshot = self.snapshot();
+        let held = snapshot
+            .held
+            .get(id)
+            .ok_or_else(|| anyhow::anyhow!("no replacement for {id} is waiting to be accepted"))?;
+        let path = State::path(&self.config.data_dir());
+        let mut state = State::load(&path)?;
+        state.accepted.insert(id.to_string(), held.candidate.digest.clone());
+        state.save(&path)?;
+        Ok(held.candidate.digest.clone())
+    }
+}

@@ -1,0 +1,68 @@
+//! Watches the capabilities directory (and the capability state file, which
+//! `capstan capabilities accept` writes) and rescans the registry after a
+//! short quiet period, so dropping, replacing or removing a `.wasm` takes
+//! effect without a restart.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+
+use super::Runtime;
+
+/// Events closer together than this are handled by one rescan; a file being
+/// copied in produces several.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// Keeps the watch alive; dropping it stops watching.
+pub struct DirWatcher {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for DirWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn relevant(event: &notify::Event) -> bool {
+    use notify::EventKind::*;
+    matches!(event.kind, Create(_) | Modify(_) | Remove(_))
+        && event.paths.iter().any(|p| {
+            p.extension().is_some_and(|x| x == "wasm")
+                || p.file_name().is_some_and(|n| n == "capabilities-state.json")
+        })
+}
+
+/// Starts watching. Must be called inside a tokio runtime.
+pub fn watch(runtime: Arc<Runtime>) -> anyhow::Result<DirWatcher> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(event) = res
+            && relevant(&event)
+        {
+            let _ = tx.send(());
+        }
+    })?;
+    let dir = runtime.config().capabilities_dir();
+    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    watcher.watch(Path::new(&runtime.config().data_dir()), RecursiveMode::NonRecursive)?;
+    let task = tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            // Let a burst of events settle, then rescan once.
+            loop {
+                match tokio::time::timeout(QUIET, rx.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = runtime.rescan(false).await {
+                tracing::error!(target: "capstan::component", error = %e, "rescan of the capabilities directory failed");
+            }
+        }
+    });
+    Ok(DirWatcher { _watcher: watcher, task })
+}
