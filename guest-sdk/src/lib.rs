@@ -61,6 +61,10 @@ macro_rules! export_capability {
             }
         }
 
+        // The component exports only exist on wasm32; natively the export
+        // names (with `:` and `#`) are not valid linker symbols, and the
+        // native build is for unit tests through `capstan_sdk::testing`.
+        #[cfg(target_arch = "wasm32")]
         $crate::bindings::__export_bindings!(__CapstanExport with_types_in $crate::bindings);
     };
 }

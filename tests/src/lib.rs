@@ -1,1 +1,14 @@
-//! placeholder
+//! Shared pieces of Capstan's end-to-end suites: paths of the built test
+//! components, a runtime builder over a temporary data directory, a loopback
+//! HTTP server that plays outbound services, and helpers to run the
+//! `capstan` binary.
+
+pub mod components {
+    //! Paths of the test components and the example plugin, built by this
+    //! crate's build script.
+    include!(concat!(env!("OUT_DIR"), "/test_components.rs"));
+}
+
+pub mod binary;
+pub mod host;
+pub mod mock_service;

@@ -292,16 +292,14 @@ fn component(s: &str) -> ReleaseInfo {
     if let Some(y) = year {
         title_end = title_end.min(y.start());
     }
-    if let Some((ms, me)) = marker {
-        if ms >= body_start {
-            title_end = title_end.min(ms);
-            let next = next_hit(&hits, me, group_start);
-            let year_after = year
-                .map(|y| y.start())
-                .filter(|&p| p >= me)
-                .unwrap_or(usize::MAX);
-            info.episode_title = clean(&s[me.min(next)..next.min(year_after).max(me.min(next))]);
-        }
+    if let Some((ms, me)) = marker
+        && ms >= body_start
+    {
+        title_end = title_end.min(ms);
+        let next = next_hit(&hits, me, group_start);
+        let year_after = year.map(|y| y.start()).filter(|&p| p >= me);
+        let end = next.min(year_after.unwrap_or(usize::MAX));
+        info.episode_title = clean(&s[me.min(next)..end.max(me.min(next))]);
     }
     info.title = clean(&s[body_start.min(title_end)..title_end]);
     info

@@ -249,7 +249,7 @@ pub fn score(set: &CaseSet, parse: impl Fn(&str) -> ReleaseInfo) -> Report {
     report
 }
 
-/// Adds the counts of `other` into `self` (to combine per-file reports).
+/// Sums two reports (to combine the per-file ones).
 pub fn merge(mut a: Report, b: Report) -> Report {
     for (x, y) in a.fields.iter_mut().zip(b.fields) {
         x.correct += y.correct;
@@ -322,44 +322,23 @@ fn join(set: &BTreeSet<String>) -> String {
 /// Folds a language name or ISO 639 code (with optional region, `pt-BR`)
 /// to its two-letter code so `French`, `fre` and `fr` compare equal.
 fn language_code(v: &str) -> String {
+    #[rustfmt::skip]
     const TABLE: &[(&str, &[&str])] = &[
-        ("en", &["english", "eng"]),
-        ("fr", &["french", "fre", "fra"]),
-        (
-            "es",
-            &["spanish", "spa", "castellano", "espanol", "español"],
-        ),
-        ("de", &["german", "ger", "deu", "deutsch"]),
-        ("it", &["italian", "ita", "italiano"]),
-        ("pt", &["portuguese", "por"]),
-        ("ru", &["russian", "rus"]),
-        ("ja", &["japanese", "jpn", "jp"]),
-        ("zh", &["chinese", "chi", "zho"]),
-        ("ko", &["korean", "kor"]),
-        ("ar", &["arabic", "ara"]),
-        ("hi", &["hindi", "hin"]),
-        ("nl", &["dutch", "dut", "nld"]),
-        ("sv", &["swedish", "swe"]),
-        ("no", &["norwegian", "nor"]),
-        ("da", &["danish", "dan"]),
-        ("fi", &["finnish", "fin"]),
-        ("pl", &["polish", "pol"]),
-        ("cs", &["czech", "cze", "ces"]),
-        ("tr", &["turkish", "tur"]),
-        ("el", &["greek", "gre", "ell"]),
-        ("hu", &["hungarian", "hun"]),
-        ("ro", &["romanian", "rum", "ron"]),
-        ("th", &["thai", "tha"]),
-        ("vi", &["vietnamese", "vie"]),
-        ("uk", &["ukrainian", "ukr"]),
-        ("he", &["hebrew", "heb"]),
-        ("hr", &["croatian", "hrv"]),
-        ("sr", &["serbian", "srp"]),
-        ("bg", &["bulgarian", "bul"]),
-        ("ca", &["catalan", "cat"]),
-        ("id", &["indonesian", "ind"]),
-        ("mul", &["multi", "multiple languages"]),
-        ("und", &["undetermined"]),
+        ("en", &["english", "eng"]), ("fr", &["french", "fre", "fra"]),
+        ("es", &["spanish", "spa", "castellano", "espanol", "español"]),
+        ("de", &["german", "ger", "deu", "deutsch"]), ("it", &["italian", "ita", "italiano"]),
+        ("pt", &["portuguese", "por"]), ("ru", &["russian", "rus"]),
+        ("ja", &["japanese", "jpn", "jp"]), ("zh", &["chinese", "chi", "zho"]),
+        ("ko", &["korean", "kor"]), ("ar", &["arabic", "ara"]), ("hi", &["hindi", "hin"]),
+        ("nl", &["dutch", "dut", "nld"]), ("sv", &["swedish", "swe"]),
+        ("no", &["norwegian", "nor"]), ("da", &["danish", "dan"]), ("fi", &["finnish", "fin"]),
+        ("pl", &["polish", "pol"]), ("cs", &["czech", "cze", "ces"]), ("tr", &["turkish", "tur"]),
+        ("el", &["greek", "gre", "ell"]), ("hu", &["hungarian", "hun"]),
+        ("ro", &["romanian", "rum", "ron"]), ("th", &["thai", "tha"]),
+        ("vi", &["vietnamese", "vie"]), ("uk", &["ukrainian", "ukr"]), ("he", &["hebrew", "heb"]),
+        ("hr", &["croatian", "hrv"]), ("sr", &["serbian", "srp"]), ("bg", &["bulgarian", "bul"]),
+        ("ca", &["catalan", "cat"]), ("id", &["indonesian", "ind"]),
+        ("mul", &["multi", "multiple languages"]), ("und", &["undetermined"]),
     ];
     let (base, region) = match v.split_once(['-', '_']) {
         Some((b, r)) if r.len() == 2 => (b, Some(r)),
@@ -440,17 +419,22 @@ mod tests {
         ("other", 85.0),
     ];
 
-    fn run(parse: impl Fn(&str) -> ReleaseInfo + Copy) -> Report {
+    /// Scores both files and prints all three tables in one write, so
+    /// tests running in parallel do not interleave them.
+    fn run(label: &str, parse: impl Fn(&str) -> ReleaseInfo + Copy) -> Report {
         let movies = score(&load("movies.yml"), parse);
         let episodes = score(&load("episodes.yml"), parse);
-        println!("movies.yml\n{movies}\n\nepisodes.yml\n{episodes}\n");
-        merge(movies, episodes)
+        let both = merge(movies.clone(), episodes.clone());
+        println!(
+            "== {label}: movies.yml\n{movies}\n\n== {label}: episodes.yml\n{episodes}\n\n\
+             == {label}: movies.yml + episodes.yml\n{both}\n"
+        );
+        both
     }
 
     #[test]
     fn hunch_meets_conformance_floors() {
-        let report = run(inspect);
-        println!("movies.yml + episodes.yml, hunch\n{report}");
+        let report = run("hunch", inspect);
         assert!(
             report.cases > 600,
             "expected the full guessit sets, got {} cases",
@@ -475,8 +459,7 @@ mod tests {
     /// The in-house baseline over the same cases, for comparison only.
     #[test]
     fn baseline_report() {
-        let report = run(crate::baseline::inspect);
-        println!("movies.yml + episodes.yml, in-house baseline\n{report}");
+        let report = run("baseline", crate::baseline::inspect);
         if let Ok(field) = std::env::var("RELEASE_INSPECT_MISSES") {
             for m in report.misses.iter().filter(|m| m.field == field) {
                 println!("{:<70} want [{}] got [{}]", m.case, m.expected, m.got);

@@ -5,10 +5,8 @@
 
 pub mod parse;
 
-/// In-house parser kept only to measure `hunch` against.
 #[cfg(any(test, feature = "compare"))]
 pub mod baseline;
-/// Scoring against guessit's test cases.
 #[cfg(any(test, feature = "compare"))]
 pub mod conformance;
 

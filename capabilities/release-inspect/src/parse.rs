@@ -35,7 +35,7 @@ pub struct ReleaseInfo {
     /// Every episode number the release contains, in order: one for a single
     /// episode, several for multi-episode releases such as `S01E01E02` or
     /// `S01E01-E03`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub episodes: Vec<u32>,
 
     /// Episode title, when the name has one after the episode marker.
@@ -63,7 +63,7 @@ pub struct ReleaseInfo {
 
     /// High-dynamic-range formats the release declares: `HDR10`, `HDR10+`,
     /// `Dolby Vision`; `Standard Dynamic Range` when it says SDR explicitly.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dynamic_range: Vec<String>,
 
     /// Colour bit depth, e.g. `10-bit` or `8-bit`.
@@ -82,12 +82,12 @@ pub struct ReleaseInfo {
 
     /// Audio languages named in the release, as English names (`French`,
     /// `Japanese`); `mul` for a multi-language release.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub languages: Vec<String>,
 
     /// Subtitle languages named in the release, same vocabulary as
     /// `languages`; `und` when subtitles are announced without a language.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subtitle_languages: Vec<String>,
 
     /// Streaming service the video was taken from: `Netflix`,
@@ -102,7 +102,7 @@ pub struct ReleaseInfo {
     /// Other flags: `Proper`, `Rip`, `Remux`, `Complete`, `Dual Audio`,
     /// `Internal`, `Screener`, `BT.2020`, ... (HDR flags are in
     /// `dynamic_range` instead).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other: Vec<String>,
 
     /// How many times the release was re-done: one per `PROPER`/`REPACK`
@@ -263,6 +263,25 @@ mod tests {
             title.contains("Wandering Earth") || title.contains("流浪地球"),
             "title: {title}"
         );
+    }
+
+    #[test]
+    fn schema_carries_field_descriptions() {
+        let schema = serde_json::to_value(schemars::schema_for!(ReleaseInfo)).unwrap();
+        let props = &schema["properties"];
+        assert!(
+            props["episodes"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("S01E01E02")
+        );
+        assert!(
+            props["dynamic_range"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("Dolby Vision")
+        );
+        assert_eq!(schema["required"], serde_json::json!(["kind"]));
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             deadline_ms: 30_000,
-            fuel: 20_000_000_000,
+            fuel: 1_000_000_000_000,
             memory_bytes: 64 << 20,
             output_bytes: 1 << 20,
         }

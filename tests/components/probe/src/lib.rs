@@ -1,0 +1,132 @@
+//! Test component `test.probe` (label execute): does whatever its input asks
+//! — misbehave, touch host imports, print — so the suites can show that the
+//! host contains each behaviour and keeps serving.
+
+use capstan_sdk::host::{self, Level, Request, files, outbound};
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    /// Loops forever.
+    Spin,
+    /// Allocates until memory runs out.
+    Alloc,
+    /// Reads /etc/passwd with std::fs.
+    Passwd,
+    /// Sends a GET through outbound-read.
+    Read { service: String, path: String, #[serde(default)] query: Vec<(String, String)> },
+    /// Sends a request through outbound-write.
+    Write { service: String, method: String, path: String },
+    /// Creates a directory through files-write.
+    Mkdir { root: String, path: String },
+    /// Stats a path through files-read.
+    Stat { root: String, path: String },
+    /// Copies a file through files-write.
+    Copy { root: String, from: String, to: String },
+    /// Returns an output of about `bytes` bytes.
+    Big { bytes: usize },
+    /// Panics.
+    Panic,
+    /// Returns the call context and a setting, after logging and printing.
+    Context,
+    /// Creates a directory, then loops forever (effect, then deadline).
+    MkdirThenSpin { root: String, path: String },
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Output {
+    pub result: serde_json::Value,
+}
+
+pub struct Probe;
+
+fn ok(result: serde_json::Value) -> Result<Outcome<Output>, Failure> {
+    Ok(Outcome::Succeeded(Output { result }))
+}
+
+impl Capability for Probe {
+    type Input = Action;
+    type Output = Output;
+    const META: Meta = Meta {
+        id: "test.probe",
+        version: 1,
+        label: Label::Execute,
+        summary: "Test component that does what its input asks",
+        description: "Used by the end-to-end suites only.",
+        tags: &["test"],
+        aliases: &[],
+        replay: Replay::Never,
+        services: &["echo"],
+    };
+
+    fn invoke(action: Action) -> Result<Outcome<Output>, Failure> {
+        match action {
+            Action::Spin => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            Action::Alloc => {
+                let mut keep: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    keep.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&keep);
+                }
+            }
+            Action::Passwd => match std::fs::read_to_string("/etc/passwd") {
+                Ok(text) => ok(serde_json::json!(text)),
+                Err(e) => Err(Failure::Unavailable(format!("cannot read /etc/passwd: {e}"))),
+            },
+            Action::Read { service, path, query } => {
+                let mut req = Request::get(&service, &path);
+                req.query = query;
+                let resp = outbound::read(req)?;
+                ok(serde_json::json!({ "status": resp.status, "body": resp.text() }))
+            }
+            Action::Write { service, method, path } => {
+                let req = Request { service, method, path, ..Request::default() };
+                let resp = outbound::write(req)?;
+                ok(serde_json::json!({ "status": resp.status, "body": resp.text() }))
+            }
+            Action::Mkdir { root, path } => {
+                files::mkdir(&root, &path)?;
+                ok(serde_json::json!("created"))
+            }
+            Action::Stat { root, path } => {
+                let info = files::stat(&root, &path)?;
+                ok(serde_json::json!({ "size": info.size, "isDir": info.is_dir }))
+            }
+            Action::Copy { root, from, to } => {
+                let n = files::copy(&root, &from, &root, &to)?;
+                ok(serde_json::json!(n))
+            }
+            Action::Big { bytes } => ok(serde_json::json!("x".repeat(bytes))),
+            Action::Panic => panic!("probe was asked to panic"),
+            Action::Context => {
+                host::log(Level::Info, "probe context requested");
+                println!("probe says hello on stdout");
+                let c = host::context();
+                ok(serde_json::json!({
+                    "capability": c.capability_id,
+                    "grant": c.grant,
+                    "mode": c.mode,
+                    "runId": c.run_id,
+                    "setting": host::setting("greeting"),
+                    "env": std::env::vars().count(),
+                }))
+            }
+            Action::MkdirThenSpin { root, path } => {
+                files::mkdir(&root, &path)?;
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+        }
+    }
+}
+
+capstan_sdk::export_capability!(Probe);

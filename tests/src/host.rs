@@ -1,0 +1,64 @@
+//! A runtime over a fresh temporary data directory, with the compiled
+//! component cache shared between tests so each component compiles once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use capstan::{Config, Runtime};
+use tempfile::TempDir;
+
+/// The workspace's `target/` folder.
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("target")
+}
+
+/// The compiled-component cache shared by all tests.
+pub fn shared_cache() -> PathBuf {
+    target_dir().join("capstan-test-cache")
+}
+
+/// A temporary data directory and a config pointing into it.
+pub struct TestHost {
+    pub dir: TempDir,
+    pub config: Config,
+}
+
+impl TestHost {
+    pub fn new() -> TestHost {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            data_dir: Some(dir.path().join("data")),
+            cache_dir: Some(shared_cache()),
+            ..Config::default()
+        };
+        TestHost { dir, config }
+    }
+
+    /// The plugin folder.
+    pub fn plugins(&self) -> PathBuf {
+        self.config.capabilities_dir()
+    }
+
+    /// Copies a component into the plugin folder under `name`.
+    pub fn drop_plugin(&self, component: &str, name: &str) -> PathBuf {
+        std::fs::create_dir_all(self.plugins()).unwrap();
+        let to = self.plugins().join(name);
+        // Write then rename, as an operator's copy tool would, so the watcher
+        // never sees half a file.
+        let tmp = self.plugins().join(format!(".{name}.part"));
+        std::fs::copy(component, &tmp).unwrap();
+        std::fs::rename(&tmp, &to).unwrap();
+        to
+    }
+
+    /// Starts the runtime.
+    pub async fn start(&self) -> anyhow::Result<Arc<Runtime>> {
+        Runtime::start(self.config.clone()).await
+    }
+}
+
+impl Default for TestHost {
+    fn default() -> Self {
+        TestHost::new()
+    }
+}

@@ -1,0 +1,116 @@
+//! A real HTTP server on loopback that plays an outbound service: it echoes
+//! what it received (so tests can see injected credentials), counts writes,
+//! has a form login with a session cookie, a large body and a slow answer.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::IntoResponse;
+use axum::routing::{any, get, post};
+use axum::{Json, Router};
+use serde_json::json;
+
+/// Counters the tests read.
+#[derive(Default)]
+pub struct Counters {
+    pub writes: AtomicUsize,
+    pub logins: AtomicUsize,
+    pub requests: AtomicUsize,
+}
+
+/// A running mock service.
+pub struct MockService {
+    pub addr: SocketAddr,
+    pub counters: Arc<Counters>,
+}
+
+/// The session cookie value the login hands out.
+pub const SESSION: &str = "SID=mock-session";
+
+impl MockService {
+    /// Starts the server on 127.0.0.1 with a free port.
+    pub async fn start() -> MockService {
+        let counters = Arc::new(Counters::default());
+        let app = Router::new()
+            .route("/echo", any(echo))
+            .route("/count", post(count))
+            .route("/login", post(login))
+            .route("/protected", get(protected))
+            .route("/big", get(big))
+            .route("/slow", get(slow))
+            .with_state(counters.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        MockService { addr, counters }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn writes(&self) -> usize {
+        self.counters.writes.load(Ordering::SeqCst)
+    }
+
+    pub fn logins(&self) -> usize {
+        self.counters.logins.load(Ordering::SeqCst)
+    }
+}
+
+async fn echo(
+    State(c): State<Arc<Counters>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> impl IntoResponse {
+    c.requests.fetch_add(1, Ordering::SeqCst);
+    let headers: BTreeMap<String, String> = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    Json(json!({ "method": method.as_str(), "path": uri.path(), "query": query, "headers": headers }))
+}
+
+async fn count(State(c): State<Arc<Counters>>) -> impl IntoResponse {
+    let n = c.writes.fetch_add(1, Ordering::SeqCst) + 1;
+    Json(json!({ "count": n }))
+}
+
+async fn login(State(c): State<Arc<Counters>>, Form(form): Form<BTreeMap<String, String>>) -> impl IntoResponse {
+    c.logins.fetch_add(1, Ordering::SeqCst);
+    let ok = form.get("username").map(String::as_str) == Some("admin")
+        && form.get("password").map(String::as_str) == Some("secret");
+    if ok {
+        (StatusCode::OK, [("set-cookie", format!("{SESSION}; HttpOnly; path=/"))], "Ok.").into_response()
+    } else {
+        (StatusCode::FORBIDDEN, "Fails.").into_response()
+    }
+}
+
+async fn protected(headers: HeaderMap) -> impl IntoResponse {
+    let cookie = headers.get("cookie").and_then(|v| v.to_str().ok()).unwrap_or("");
+    if cookie.contains(SESSION) {
+        (StatusCode::OK, "inside").into_response()
+    } else {
+        (StatusCode::FORBIDDEN, "Forbidden").into_response()
+    }
+}
+
+async fn big(Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
+    let n: usize = q.get("bytes").and_then(|b| b.parse().ok()).unwrap_or(1 << 20);
+    "y".repeat(n)
+}
+
+async fn slow() -> impl IntoResponse {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    "late"
+}

@@ -1,0 +1,171 @@
+//! The `capstan` command line as an operator uses it, including the README's
+//! "Write a capability" steps with the example plugin: check it, drop it
+//! into a running server's directory, call it.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capstan_tests::binary::{capstan_bin, run, stderr, stdout};
+use capstan_tests::components;
+use capstan_tests::host::shared_cache;
+use serde_json::Value;
+
+/// A temporary data directory with the shared compile cache configured.
+struct Setup {
+    _dir: tempfile::TempDir,
+    data: String,
+    config: String,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let config = dir.path().join("capstan.toml");
+    std::fs::write(&config, format!("cache_dir = {:?}\n", shared_cache().display().to_string())).unwrap();
+    Setup { data, config: config.display().to_string(), _dir: dir }
+}
+
+impl Setup {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["--data-dir", &self.data, "--config", &self.config];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+}
+
+#[test]
+fn invoke_prints_the_result_and_exits_by_status() {
+    let s = setup();
+    let ok = s.run(&["invoke", "release.inspect", "--input", r#"{"name":"The.Expanse.S02E05.1080p.WEB-DL.x264-GRP.mkv"}"#]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let text = stdout(&ok);
+    assert!(text.starts_with("status: succeeded"), "{text}");
+    assert!(text.contains("\"season\": 2") && text.contains("\"release_group\": \"GRP\""), "{text}");
+
+    let bad_field = s.run(&["invoke", "release.inspect", "--input", r#"{"title":"x"}"#]);
+    assert_eq!(bad_field.status.code(), Some(1));
+    assert!(stdout(&bad_field).contains("invalid-input"));
+
+    let bad_json = s.run(&["invoke", "release.inspect", "--input", "{nope"]);
+    assert_eq!(bad_json.status.code(), Some(2));
+    assert!(stderr(&bad_json).contains("input is not valid JSON"));
+
+    let unknown = s.run(&["invoke", "no.such", "--input", "{}"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("no capability with id no.such"));
+
+    let json = s.run(&["invoke", "release.inspect", "--input", r#"{"name":"Alien.1979.mkv"}"#, "--json"]);
+    let report: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["outcome"]["output"]["year"], 1979);
+}
+
+#[test]
+fn list_shows_digest_class_and_source() {
+    let s = setup();
+    let out = s.run(&["capabilities", "list", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let inspect = list["capabilities"].as_array().unwrap().iter().find(|c| c["id"] == "release.inspect").unwrap();
+    assert_eq!(inspect["label"], "read");
+    assert_eq!(inspect["effect_class"], "read");
+    assert_eq!(inspect["source"], "built-in");
+    assert_eq!(inspect["status"], "active");
+    assert_eq!(inspect["digest"].as_str().unwrap().len(), 64);
+    let table = stdout(&s.run(&["capabilities", "list"]));
+    assert!(table.lines().any(|l| l.starts_with("release.inspect")), "{table}");
+}
+
+#[test]
+fn check_refuses_a_lying_component_and_bad_config_is_reported() {
+    let s = setup();
+    let out = s.run(&["capabilities", "check", components::LABEL_LIE]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("exceed its label"), "{}", stderr(&out));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[limits]\ndeadline_ms = 0\nfuel = 1\nmemory_bytes = 1\noutput_bytes = 1\n").unwrap();
+    let out = run(&["--config", bad.to_str().unwrap(), "capabilities", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("deadline_ms"), "{}", stderr(&out));
+    std::fs::write(&bad, "surprise = true\n").unwrap();
+    let out = run(&["--config", bad.to_str().unwrap(), "capabilities", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown field"), "{}", stderr(&out));
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Polls the running server's capability list until `id` shows up.
+fn wait_for_capability(base: &str, id: &str, limit: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Ok(resp) = reqwest::blocking_get(&format!("{base}/api/v1/capabilities")) {
+            if resp.contains(&format!("\"id\":\"{id}\"")) {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+mod reqwest {
+    //! A tiny blocking GET over std, enough for polling the local server.
+    use std::io::{Read, Write};
+
+    pub fn blocking_get(url: &str) -> std::io::Result<String> {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_once('/').unwrap();
+        let mut stream = std::net::TcpStream::connect(host)?;
+        write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body)?;
+        Ok(body)
+    }
+}
+
+#[test]
+fn the_example_plugin_follows_the_readme_steps() {
+    let s = setup();
+    // Step: check the built component.
+    let out = s.run(&["capabilities", "check", components::WORD_COUNT]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let checked: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(checked["descriptor"]["id"], "example.word-count");
+    assert_eq!(checked["effect_class"], "read");
+
+    // Step: drop it into the directory of a running server.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(capstan_bin())
+        .args(["--data-dir", &s.data, "--config", &s.config, "serve", "--listen", &listen])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Server(child);
+    let base = format!("http://{listen}");
+    assert!(wait_for_capability(&base, "release.inspect", Duration::from_secs(60)), "server did not come up");
+    let plugins = std::path::Path::new(&s.data).join("capabilities");
+    std::fs::copy(components::WORD_COUNT, plugins.join("word-count.wasm")).unwrap();
+    assert!(wait_for_capability(&base, "example.word-count", Duration::from_secs(5)), "plugin was not picked up");
+
+    // Step: call it.
+    let out = s.run(&["invoke", "example.word-count", "--input", r#"{"text":"one two three"}"#, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["outcome"]["output"]["words"], 3);
+}

@@ -1,0 +1,15 @@
+//! Capstan's end-to-end suites, one module per concern, in one test binary.
+
+mod cli;
+mod files;
+mod loading;
+mod outbound;
+mod release;
+mod sandbox;
+
+use capstan::runtime::{Actor, EffectClass, Grant};
+
+/// A CLI-actor grant up to `class`.
+pub fn grant(class: EffectClass) -> Grant {
+    Grant::new(Actor::Cli, class)
+}
