@@ -107,13 +107,16 @@ pub trait Capability {
     /// Does the work.
     fn invoke(input: Self::Input) -> Result<Outcome<Self::Output>, Failure>;
 
+    /// Warms up state every call would otherwise rebuild (lazy tables,
+    /// compiled patterns). The host runs it once at load time and starts
+    /// every call from the resulting memory snapshot. It must not call host
+    /// imports. The default does nothing.
+    fn preinit() {}
+
     /// Says from real state whether `invoke(input)` took effect. The default
     /// cannot tell, which is right for capabilities without side effects.
     fn verify(_input: Self::Input) -> Result<Verification<Self::Output>, Failure> {
-        Ok(Verification::CannotTell(format!(
-            "{} does not implement verify",
-            Self::META.id
-        )))
+        Ok(Verification::CannotTell(format!("{} does not implement verify", Self::META.id)))
     }
 }
 
@@ -178,14 +181,10 @@ pub fn __describe<C: Capability>() -> wit::Descriptor {
 pub fn __invoke<C: Capability>(input: &str) -> Result<wit::Outcome, wit::Failure> {
     let input = parse_input::<C>(input)?;
     match C::invoke(input)? {
-        Outcome::Succeeded(out) => Ok(wit::Outcome {
-            status: wit::OutcomeStatus::Succeeded,
-            output: output_text(&out)?,
-        }),
-        Outcome::Pending(out) => Ok(wit::Outcome {
-            status: wit::OutcomeStatus::Pending,
-            output: output_text(&out)?,
-        }),
+        Outcome::Succeeded(out) => {
+            Ok(wit::Outcome { status: wit::OutcomeStatus::Succeeded, output: output_text(&out)? })
+        }
+        Outcome::Pending(out) => Ok(wit::Outcome { status: wit::OutcomeStatus::Pending, output: output_text(&out)? }),
     }
 }
 

@@ -77,12 +77,7 @@ pub struct Request {
 impl Request {
     /// A GET of `path` on `service`.
     pub fn get(service: &str, path: &str) -> Self {
-        Request {
-            service: service.into(),
-            method: "GET".into(),
-            path: path.into(),
-            ..Request::default()
-        }
+        Request { service: service.into(), method: "GET".into(), path: path.into(), ..Request::default() }
     }
 
     /// Adds a query parameter.

@@ -18,10 +18,7 @@ pub mod host;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
-pub use capability::{
-    __describe, __invoke, __verify, Capability, Failure, Label, Meta, Outcome, Replay,
-    Verification,
-};
+pub use capability::{__describe, __invoke, __verify, Capability, Failure, Label, Meta, Outcome, Replay, Verification};
 pub use host::HostError;
 pub use schemars;
 pub use schemars::JsonSchema;
@@ -47,6 +44,12 @@ macro_rules! export_capability {
                 $crate::bindings::capstan::capability::types::Failure,
             > {
                 $crate::__invoke::<$ty>(&input)
+            }
+        }
+
+        impl $crate::bindings::Guest for __CapstanExport {
+            fn capstan_preinit() {
+                <$ty as $crate::Capability>::preinit()
             }
         }
 

@@ -52,9 +52,7 @@ thread_local! {
 pub(crate) fn with_mock<R>(f: impl FnOnce(&mut MockHost) -> R) -> R {
     MOCK.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let mock = slot
-            .as_mut()
-            .expect("no MockHost installed on this thread: call MockHost::install() first");
+        let mock = slot.as_mut().expect("no MockHost installed on this thread: call MockHost::install() first");
         f(mock)
     })
 }
@@ -161,10 +159,8 @@ impl MockHost {
         self.check(class, iface)?;
         let arg: serde_json::Value =
             serde_json::from_str(arg).map_err(|e| HostError::Invalid(format!("bad JSON: {e}")))?;
-        let handler = self
-            .domain
-            .as_mut()
-            .ok_or_else(|| HostError::Unavailable("no domain handler in this mock".into()))?;
+        let handler =
+            self.domain.as_mut().ok_or_else(|| HostError::Unavailable("no domain handler in this mock".into()))?;
         handler(iface, name, &arg).map(|v| v.to_string())
     }
 }
@@ -189,8 +185,8 @@ pub fn invoke<C: Capability>(input: serde_json::Value) -> Result<Called, Failure
         wit::Failure::Internal(m) => Failure::Internal(m),
     };
     let outcome = crate::__invoke::<C>(&input.to_string()).map_err(to_failure)?;
-    let output: serde_json::Value = serde_json::from_str(&outcome.output)
-        .map_err(|e| Failure::Internal(format!("output is not JSON: {e}")))?;
+    let output: serde_json::Value =
+        serde_json::from_str(&outcome.output).map_err(|e| Failure::Internal(format!("output is not JSON: {e}")))?;
     Ok(match outcome.status {
         wit::OutcomeStatus::Succeeded => Called::Succeeded(output),
         wit::OutcomeStatus::Pending => Called::Pending(output),

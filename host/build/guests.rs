@@ -47,17 +47,13 @@ fn ensure_target() {
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let installed = sysroot
-        .map(|root| Path::new(&root).join("lib/rustlib").join(GUEST_TARGET).exists())
-        .unwrap_or(false);
+    let installed =
+        sysroot.map(|root| Path::new(&root).join("lib/rustlib").join(GUEST_TARGET).exists()).unwrap_or(false);
     if installed {
         return;
     }
-    let added = Command::new("rustup")
-        .args(["target", "add", GUEST_TARGET])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
+    let added =
+        Command::new("rustup").args(["target", "add", GUEST_TARGET]).status().map(|s| s.success()).unwrap_or(false);
     if !added {
         panic!(
             "the Rust target {GUEST_TARGET} is missing and could not be installed automatically; \
@@ -69,9 +65,23 @@ fn ensure_target() {
 /// Environment variables the inner cargo may keep; everything else the outer
 /// build set (CARGO_*, RUSTFLAGS, wrappers, target settings) is dropped.
 const KEEP_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "TMPDIR", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_HOME",
-    "CARGO_NET_OFFLINE", "CARGO_HTTP_TIMEOUT", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "PATH",
+    "HOME",
+    "USER",
+    "TMPDIR",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "CARGO_HOME",
+    "CARGO_NET_OFFLINE",
+    "CARGO_HTTP_TIMEOUT",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
 ];
 
 /// Builds `guests` in release mode for wasm32-wasip2 and returns the path of
@@ -89,18 +99,13 @@ pub fn build(workspace: &Path, guests: &[Guest], target_dir: &Path) -> Vec<PathB
             cmd.env(key, value);
         }
     }
-    cmd.current_dir(workspace)
-        .args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"])
-        .arg(target_dir);
+    cmd.current_dir(workspace).args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"]).arg(target_dir);
     for guest in guests {
         cmd.args(["-p", &guest.package]);
     }
     let output = cmd.output().expect("could not run cargo for the guest crates");
     if !output.status.success() {
-        panic!(
-            "building guest components for {GUEST_TARGET} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        panic!("building guest components for {GUEST_TARGET} failed:\n{}", String::from_utf8_lossy(&output.stderr));
     }
     let out = target_dir.join(GUEST_TARGET).join("release");
     guests.iter().map(|g| out.join(g.artifact_name())).collect()

@@ -26,11 +26,8 @@ pub struct TestHost {
 impl TestHost {
     pub fn new() -> TestHost {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config {
-            data_dir: Some(dir.path().join("data")),
-            cache_dir: Some(shared_cache()),
-            ..Config::default()
-        };
+        let config =
+            Config { data_dir: Some(dir.path().join("data")), cache_dir: Some(shared_cache()), ..Config::default() };
         TestHost { dir, config }
     }
 

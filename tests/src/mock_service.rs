@@ -73,10 +73,8 @@ async fn echo(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> impl IntoResponse {
     c.requests.fetch_add(1, Ordering::SeqCst);
-    let headers: BTreeMap<String, String> = headers
-        .iter()
-        .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-        .collect();
+    let headers: BTreeMap<String, String> =
+        headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
     Json(json!({ "method": method.as_str(), "path": uri.path(), "query": query, "headers": headers }))
 }
 

@@ -21,10 +21,7 @@ const PASSES: usize = 20;
 type Parser = fn(&str) -> ReleaseInfo;
 
 fn main() {
-    let sets = [
-        conformance::load("movies.yml"),
-        conformance::load("episodes.yml"),
-    ];
+    let sets = [conformance::load("movies.yml"), conformance::load("episodes.yml")];
     let parsers: [(&str, Parser); 2] = [("hunch", parse::inspect), ("baseline", baseline::inspect)];
     let misses_of = std::env::args().nth(1);
 
@@ -45,17 +42,11 @@ fn main() {
         .iter()
         .map(|(_, p)| {
             let [movies, episodes] = &sets;
-            conformance::merge(
-                conformance::score(movies, p),
-                conformance::score(episodes, p),
-            )
+            conformance::merge(conformance::score(movies, p), conformance::score(episodes, p))
         })
         .collect();
 
-    println!(
-        "Accuracy on guessit movies.yml + episodes.yml ({} cases)\n",
-        reports[0].cases
-    );
+    println!("Accuracy on guessit movies.yml + episodes.yml ({} cases)\n", reports[0].cases);
     println!("{:<20} {:>18} {:>18}", "field", parsers[0].0, parsers[1].0);
     for (i, field) in reports[0].fields.iter().enumerate() {
         let other = &reports[1].fields[i];
@@ -86,14 +77,8 @@ fn main() {
         a.skipped_failing, a.skipped_options
     );
 
-    let names: Vec<&str> = sets
-        .iter()
-        .flat_map(|s: &CaseSet| s.cases.iter().map(|c| c.name.as_str()))
-        .collect();
-    println!(
-        "Speed over {} names, {PASSES} passes (mean per name)",
-        names.len()
-    );
+    let names: Vec<&str> = sets.iter().flat_map(|s: &CaseSet| s.cases.iter().map(|c| c.name.as_str())).collect();
+    println!("Speed over {} names, {PASSES} passes (mean per name)", names.len());
     for (label, parse) in parsers {
         let (ns, per_sec) = time(&names, parse);
         println!("{label:<10} {ns:>10.0} ns/name {per_sec:>12.0} names/s");

@@ -93,13 +93,7 @@ const KEYWORDS: &[(Field, &str, &str)] = &[
 static COMPILED: LazyLock<Vec<(Field, Regex, &'static str)>> = LazyLock::new(|| {
     KEYWORDS
         .iter()
-        .map(|(f, pat, v)| {
-            (
-                *f,
-                Regex::new(&format!(r"(?i)(?:^|[\s._\-\[\](){{}},+])({pat})")).unwrap(),
-                *v,
-            )
-        })
+        .map(|(f, pat, v)| (*f, Regex::new(&format!(r"(?i)(?:^|[\s._\-\[\](){{}},+])({pat})")).unwrap(), *v))
         .collect()
 });
 
@@ -137,8 +131,8 @@ mod re {
 use re::*;
 
 const CONTAINERS: &[&str] = &[
-    "mkv", "mp4", "avi", "m4v", "mov", "wmv", "ts", "m2ts", "webm", "mpg", "mpeg", "flv", "ogm",
-    "srt", "sub", "idx", "ass", "nfo", "torrent", "nzb", "iso", "mk3d", "divx", "vob",
+    "mkv", "mp4", "avi", "m4v", "mov", "wmv", "ts", "m2ts", "webm", "mpg", "mpeg", "flv", "ogm", "srt", "sub", "idx",
+    "ass", "nfo", "torrent", "nzb", "iso", "mk3d", "divx", "vob",
 ];
 
 /// One recognised piece of the name.
@@ -219,10 +213,7 @@ fn component(s: &str) -> ReleaseInfo {
         info.season = c[1].parse().ok();
         info.episodes = episode_list(&c[2], c.get(3).map_or("", |m| m.as_str()));
         marker = span(&c);
-    } else if let Some(c) = CROSS
-        .captures_iter(s)
-        .find(|c| &c[1] != "1920" && &c[1] != "1280")
-    {
+    } else if let Some(c) = CROSS.captures_iter(s).find(|c| &c[1] != "1920" && &c[1] != "1280") {
         info.season = c[1].parse().ok();
         info.episodes = episode_list(&c[2], &c[3].replace('x', "e"));
         marker = span(&c);
@@ -249,9 +240,7 @@ fn component(s: &str) -> ReleaseInfo {
     let tail = GROUP_TAIL.captures(s).filter(|c| {
         // A trailing "-720p" or "-DTS" is a keyword, not a group.
         let g = c.get(1).unwrap();
-        let keyword = hits
-            .iter()
-            .any(|h| h.start <= g.start() && h.end >= g.end());
+        let keyword = hits.iter().any(|h| h.start <= g.start() && h.end >= g.end());
         g.start() > body_start && !keyword && !g.as_str().bytes().all(|b| b.is_ascii_digit())
     });
     // Without a dash, a last word right after a codec is the group
@@ -260,12 +249,10 @@ fn component(s: &str) -> ReleaseInfo {
         let last = hits.last()?;
         let rest = &s[last.end..];
         let word = rest.trim_start_matches([' ', '.', '_']);
-        let ok = word.len() > 1
-            && word.len() + 1 >= rest.len()
-            && word.chars().all(|c| c.is_alphanumeric() || c == '@');
-        (ok && matches!(last.field, VideoCodec | AudioCodec | Marker)
-            && !word.chars().all(|c| c.is_ascii_digit()))
-        .then(|| (last.end + rest.len() - word.len(), word.to_string()))
+        let ok =
+            word.len() > 1 && word.len() + 1 >= rest.len() && word.chars().all(|c| c.is_alphanumeric() || c == '@');
+        (ok && matches!(last.field, VideoCodec | AudioCodec | Marker) && !word.chars().all(|c| c.is_ascii_digit()))
+            .then(|| (last.end + rest.len() - word.len(), word.to_string()))
     };
     let (group_start, group) = match (tail, loose()) {
         (Some(c), _) => (c.get(0).unwrap().start(), Some(c[1].to_string())),
@@ -307,10 +294,7 @@ fn component(s: &str) -> ReleaseInfo {
 
 /// Start of the first keyword at or after `from`, else `default`.
 fn next_hit(hits: &[Hit], from: usize, default: usize) -> usize {
-    hits.iter()
-        .map(|h| h.start)
-        .find(|&p| p >= from)
-        .unwrap_or(default)
+    hits.iter().map(|h| h.start).find(|&p| p >= from).unwrap_or(default)
 }
 
 /// All keyword matches, longest-first where two overlap.
@@ -323,12 +307,7 @@ fn keyword_hits(s: &str) -> Vec<Hit> {
             let overlaps = hits.iter().any(|h| h.start < m.end() && m.start() < h.end);
             if !overlaps && !after.is_some_and(|ch| ch.is_alphanumeric()) {
                 let (start, end, field) = (m.start(), m.end(), *field);
-                hits.push(Hit {
-                    start,
-                    end,
-                    field,
-                    value,
-                });
+                hits.push(Hit { start, end, field, value });
             }
         }
     }
@@ -336,16 +315,11 @@ fn keyword_hits(s: &str) -> Vec<Hit> {
     // "Pal Joey", "DC") only count after something unambiguous, or when
     // they stand in brackets like "[BD]".
     const AMBIGUOUS: &[&str] = &[
-        "it", "dc", "dv", "ts", "tc", "dm", "hd", "pal", "int", "nf", "st", "sub", "subs", "dub",
-        "fix", "mux", "ws", "hc", "pl", "por", "spa", "esp", "ita", "ger", "eng", "fre", "fra",
-        "rus", "kor", "vf", "vff", "cam", "scr", "dd", "line", "md", "hr", "dual", "r5", "stv",
-        "real", "sample", "complete", "limited", "int", "ac3", "dts",
+        "it", "dc", "dv", "ts", "tc", "dm", "hd", "pal", "int", "nf", "st", "sub", "subs", "dub", "fix", "mux", "ws",
+        "hc", "pl", "por", "spa", "esp", "ita", "ger", "eng", "fre", "fra", "rus", "kor", "vf", "vff", "cam", "scr",
+        "dd", "line", "md", "hr", "dual", "r5", "stv", "real", "sample", "complete", "limited", "int", "ac3", "dts",
     ];
-    let ambiguous = |h: &Hit| {
-        AMBIGUOUS
-            .iter()
-            .any(|w| s[h.start..h.end].eq_ignore_ascii_case(w))
-    };
+    let ambiguous = |h: &Hit| AMBIGUOUS.iter().any(|w| s[h.start..h.end].eq_ignore_ascii_case(w));
     let strong = hits.iter().filter(|h| !ambiguous(h)).map(|h| h.start);
     let first_strong = strong.min().unwrap_or(usize::MAX);
     let bracketed = |h: &Hit| s[..h.start].ends_with(['[', '(']);
@@ -368,8 +342,7 @@ fn fill(info: &mut ReleaseInfo, h: &Hit, text: &str) {
     match h.field {
         // Unusual resolutions are reported as written (`960x544`).
         ScreenSize if h.value.is_empty() => {
-            info.screen_size
-                .get_or_insert_with(|| text.to_ascii_lowercase().replace('*', "x"));
+            info.screen_size.get_or_insert_with(|| text.to_ascii_lowercase().replace('*', "x"));
         }
         ScreenSize => set(&mut info.screen_size),
         Source => {
@@ -405,18 +378,11 @@ fn fill(info: &mut ReleaseInfo, h: &Hit, text: &str) {
 /// episode 17 unless the name looks like anime, where they are absolute).
 fn bare_number(s: &str, hits: &[Hit], info: &mut ReleaseInfo) -> Option<(usize, usize)> {
     let anime = s.starts_with('[');
-    let m = BARE_NUMBER
-        .captures_iter(s)
-        .filter_map(|c| c.get(1))
-        .find(|m| {
-            let n: u32 = m.as_str().parse().unwrap_or(0);
-            let is_year = (1900..2040).contains(&n) && m.as_str().len() == 4;
-            !is_year
-                && !hits
-                    .iter()
-                    .any(|h| h.start <= m.start() && h.end >= m.end())
-                && (anime || m.as_str().len() <= 3)
-        })?;
+    let m = BARE_NUMBER.captures_iter(s).filter_map(|c| c.get(1)).find(|m| {
+        let n: u32 = m.as_str().parse().unwrap_or(0);
+        let is_year = (1900..2040).contains(&n) && m.as_str().len() == 4;
+        !is_year && !hits.iter().any(|h| h.start <= m.start() && h.end >= m.end()) && (anime || m.as_str().len() <= 3)
+    })?;
     let n: u32 = m.as_str().parse().ok()?;
     if m.as_str().len() == 3 && !anime && n >= 100 {
         info.season = Some(n / 100);
@@ -429,10 +395,7 @@ fn bare_number(s: &str, hits: &[Hit], info: &mut ReleaseInfo) -> Option<(usize, 
 
 /// One per PROPER/REPACK/RERIP, plus one for a REAL prefix.
 fn proper_count(s: &str) -> Option<u32> {
-    let n: u32 = PROPER
-        .captures_iter(s)
-        .map(|c| 1 + u32::from(c.get(1).is_some()))
-        .sum();
+    let n: u32 = PROPER.captures_iter(s).map(|c| 1 + u32::from(c.get(1).is_some())).sum();
     (n > 0).then_some(n)
 }
 
@@ -455,11 +418,7 @@ fn span(c: &Captures) -> Option<(usize, usize)> {
     let m = c.get(0)?;
     // The leading separator belongs to the text before the marker.
     let first = m.as_str().chars().next()?;
-    let lead = if first.is_alphanumeric() {
-        0
-    } else {
-        first.len_utf8()
-    };
+    let lead = if first.is_alphanumeric() { 0 } else { first.len_utf8() };
     Some((m.start() + lead, m.end()))
 }
 
@@ -476,19 +435,11 @@ fn clean(raw: &str) -> Option<String> {
             && (i < 2 || !chars[i - 2].is_alphanumeric())
             && chars.get(i + 1).is_some_and(|c| c.is_alphabetic())
             && chars.get(i + 2).is_none_or(|c| *c == '.');
-        out.push(if (ch == '.' && !abbrev) || ch == '_' {
-            ' '
-        } else {
-            ch
-        });
+        out.push(if (ch == '.' && !abbrev) || ch == '_' { ' ' } else { ch });
     }
     let t = out.split_whitespace().collect::<Vec<_>>().join(" ");
     let t = t.trim_matches(|c: char| c.is_whitespace() || "-[](){}:,+~".contains(c));
     // Drop a dangling opening bracket group such as "Title (".
-    let t = t
-        .split(['(', '['])
-        .next()
-        .unwrap_or(t)
-        .trim_end_matches([' ', '-']);
+    let t = t.split(['(', '[']).next().unwrap_or(t).trim_end_matches([' ', '-']);
     (!t.is_empty()).then(|| t.to_string())
 }

@@ -53,8 +53,7 @@ pub fn data_dir() -> PathBuf {
 /// Loads one of guessit's YAML files (`movies.yml`, `episodes.yml`).
 pub fn load(file: &str) -> CaseSet {
     let path = data_dir().join(file);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let Pairs::<Pairs<Value>>(entries) =
         serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
 
@@ -81,10 +80,7 @@ pub fn load(file: &str) -> CaseSet {
             expect.retain(|(dk, _)| *dk != k);
             expect.push((k, v));
         }
-        set.cases.push(Case {
-            name: name.to_string(),
-            expect,
-        });
+        set.cases.push(Case { name: name.to_string(), expect });
     }
     set
 }
@@ -200,23 +196,13 @@ impl Report {
 }
 
 fn percent(n: usize, d: usize) -> f64 {
-    if d == 0 {
-        100.0
-    } else {
-        n as f64 * 100.0 / d as f64
-    }
+    if d == 0 { 100.0 } else { n as f64 * 100.0 / d as f64 }
 }
 
 /// Scores `parse` over `set`: per-field correct/expected and whole cases.
 pub fn score(set: &CaseSet, parse: impl Fn(&str) -> ReleaseInfo) -> Report {
     let mut report = Report {
-        fields: FIELDS
-            .iter()
-            .map(|(f, _)| FieldScore {
-                field: f,
-                ..Default::default()
-            })
-            .collect(),
+        fields: FIELDS.iter().map(|(f, _)| FieldScore { field: f, ..Default::default() }).collect(),
         skipped_failing: set.skipped_failing,
         skipped_options: set.skipped_options,
         ..Default::default()
@@ -235,12 +221,7 @@ pub fn score(set: &CaseSet, parse: impl Fn(&str) -> ReleaseInfo) -> Report {
                 report.fields[i].correct += 1;
             } else {
                 all_ok = false;
-                report.misses.push(Miss {
-                    case: case.name.clone(),
-                    field,
-                    expected: join(&want),
-                    got: join(&have),
-                });
+                report.misses.push(Miss { case: case.name.clone(), field, expected: join(&want), got: join(&have) });
             }
         }
         report.cases += 1;
@@ -344,10 +325,7 @@ fn language_code(v: &str) -> String {
         Some((b, r)) if r.len() == 2 => (b, Some(r)),
         _ => (v, None),
     };
-    let code = TABLE
-        .iter()
-        .find(|(code, names)| *code == base || names.contains(&base))
-        .map_or(base, |(code, _)| code);
+    let code = TABLE.iter().find(|(code, names)| *code == base || names.contains(&base)).map_or(base, |(code, _)| code);
     match region {
         Some(r) => format!("{code}-{r}"),
         None => code.to_string(),
@@ -356,31 +334,13 @@ fn language_code(v: &str) -> String {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{:<20} {:>7} / {:<8} {:>6}",
-            "field", "correct", "expected", "%"
-        )?;
+        writeln!(f, "{:<20} {:>7} / {:<8} {:>6}", "field", "correct", "expected", "%")?;
         for s in &self.fields {
             if s.expected > 0 {
-                writeln!(
-                    f,
-                    "{:<20} {:>7} / {:<8} {:>5.1}%",
-                    s.field,
-                    s.correct,
-                    s.expected,
-                    s.percent()
-                )?;
+                writeln!(f, "{:<20} {:>7} / {:<8} {:>5.1}%", s.field, s.correct, s.expected, s.percent())?;
             }
         }
-        writeln!(
-            f,
-            "{:<20} {:>7} / {:<8} {:>5.1}%",
-            "WHOLE CASE",
-            self.passed,
-            self.cases,
-            self.case_percent()
-        )?;
+        writeln!(f, "{:<20} {:>7} / {:<8} {:>5.1}%", "WHOLE CASE", self.passed, self.cases, self.case_percent())?;
         write!(
             f,
             "(skipped: {} marked failing by guessit, {} needing guessit options)",
@@ -435,17 +395,10 @@ mod tests {
     #[test]
     fn hunch_meets_conformance_floors() {
         let report = run("hunch", inspect);
-        assert!(
-            report.cases > 600,
-            "expected the full guessit sets, got {} cases",
-            report.cases
-        );
+        assert!(report.cases > 600, "expected the full guessit sets, got {} cases", report.cases);
         let mut failures = Vec::new();
         if report.case_percent() < CASE_FLOOR {
-            failures.push(format!(
-                "whole case {:.1}% < {CASE_FLOOR}%",
-                report.case_percent()
-            ));
+            failures.push(format!("whole case {:.1}% < {CASE_FLOOR}%", report.case_percent()));
         }
         for (field, floor) in FIELD_FLOORS {
             let got = report.field(field).unwrap().percent();
@@ -472,12 +425,7 @@ mod tests {
         let set = load("episodes.yml");
         assert!(set.skipped_failing > 0 && set.skipped_options > 0);
         let first = &set.cases[0];
-        assert!(
-            first
-                .expect
-                .iter()
-                .any(|(k, v)| k == "type" && v.as_str() == Some("episode"))
-        );
+        assert!(first.expect.iter().any(|(k, v)| k == "type" && v.as_str() == Some("episode")));
         assert!(set.cases.iter().all(|c| !c.name.starts_with('-')));
     }
 

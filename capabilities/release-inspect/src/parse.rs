@@ -147,16 +147,11 @@ fn from_hunch(r: &HunchResult) -> ReleaseInfo {
     // should not happen) is dropped rather than guessed.
     let number = |p: Property| r.first(p).and_then(|v| v.parse::<u32>().ok());
 
-    let mut episodes: Vec<u32> = r
-        .all(Property::Episode)
-        .iter()
-        .filter_map(|v| v.parse().ok())
-        .collect();
+    let mut episodes: Vec<u32> = r.all(Property::Episode).iter().filter_map(|v| v.parse().ok()).collect();
     episodes.dedup();
 
-    let (dynamic_range, other): (Vec<String>, Vec<String>) = list(Property::Other)
-        .into_iter()
-        .partition(|v| DYNAMIC_RANGE.contains(&v.as_str()));
+    let (dynamic_range, other): (Vec<String>, Vec<String>) =
+        list(Property::Other).into_iter().partition(|v| DYNAMIC_RANGE.contains(&v.as_str()));
 
     // hunch has a third type, `extra` (openings, specials, bonus clips). Our
     // schema only distinguishes movies from episodes, so an extra counts as
@@ -210,10 +205,7 @@ mod tests {
         assert_eq!(r.container.as_deref(), Some("mkv"));
         assert!(r.dynamic_range.iter().any(|v| v == "Dolby Vision"), "{r:?}");
         assert!(r.dynamic_range.iter().any(|v| v == "HDR10"), "{r:?}");
-        assert!(
-            !r.other.iter().any(|v| v.starts_with("HDR")),
-            "HDR must not stay in other: {r:?}"
-        );
+        assert!(!r.other.iter().any(|v| v.starts_with("HDR")), "HDR must not stay in other: {r:?}");
     }
 
     #[test]
@@ -249,9 +241,7 @@ mod tests {
 
     #[test]
     fn chinese_titled_release() {
-        let r = inspect(
-            "流浪地球2.The.Wandering.Earth.II.2023.2160p.WEB-DL.H265.10bit.DDP5.1-HHWEB.mkv",
-        );
+        let r = inspect("流浪地球2.The.Wandering.Earth.II.2023.2160p.WEB-DL.H265.10bit.DDP5.1-HHWEB.mkv");
         assert_eq!(r.kind, Kind::Movie);
         assert_eq!(r.year, Some(2023));
         assert_eq!(r.screen_size.as_deref(), Some("2160p"));
@@ -259,28 +249,15 @@ mod tests {
         assert_eq!(r.video_codec.as_deref(), Some("H.265"));
         assert_eq!(r.release_group.as_deref(), Some("HHWEB"));
         let title = r.title.unwrap_or_default();
-        assert!(
-            title.contains("Wandering Earth") || title.contains("流浪地球"),
-            "title: {title}"
-        );
+        assert!(title.contains("Wandering Earth") || title.contains("流浪地球"), "title: {title}");
     }
 
     #[test]
     fn schema_carries_field_descriptions() {
         let schema = serde_json::to_value(schemars::schema_for!(ReleaseInfo)).unwrap();
         let props = &schema["properties"];
-        assert!(
-            props["episodes"]["description"]
-                .as_str()
-                .unwrap()
-                .contains("S01E01E02")
-        );
-        assert!(
-            props["dynamic_range"]["description"]
-                .as_str()
-                .unwrap()
-                .contains("Dolby Vision")
-        );
+        assert!(props["episodes"]["description"].as_str().unwrap().contains("S01E01E02"));
+        assert!(props["dynamic_range"]["description"].as_str().unwrap().contains("Dolby Vision"));
         assert_eq!(schema["required"], serde_json::json!(["kind"]));
     }
 

@@ -40,7 +40,9 @@ impl Capability for WordCount {
 
     fn invoke(input: Input) -> Result<Outcome<Output>, Failure> {
         let min: usize = match host::setting("min_length") {
-            Some(v) => v.parse().map_err(|_| Failure::InvalidInput(format!("setting min_length={v} is not a number")))?,
+            Some(v) => {
+                v.parse().map_err(|_| Failure::InvalidInput(format!("setting min_length={v} is not a number")))?
+            }
             None => 1,
         };
         let words = input.text.split_whitespace().filter(|w| w.chars().count() >= min).count();

@@ -25,9 +25,7 @@ pub fn setting(name: &str) -> Option<String> {
 pub fn outbound_read(req: Request) -> Result<Response, HostError> {
     let method = req.method.to_ascii_uppercase();
     if method != "GET" && method != "HEAD" {
-        return Err(HostError::Denied(format!(
-            "{method} is a write operation; use outbound::write"
-        )));
+        return Err(HostError::Denied(format!("{method} is a write operation; use outbound::write")));
     }
     with_mock(|m| m.send(Class::Read, req))
 }

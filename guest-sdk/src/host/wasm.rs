@@ -75,11 +75,7 @@ fn request(req: Request) -> h::types::Request {
 }
 
 fn response(r: h::types::Response) -> Response {
-    Response {
-        status: r.status,
-        headers: r.headers.into_iter().map(|p| (p.name, p.value)).collect(),
-        body: r.body,
-    }
+    Response { status: r.status, headers: r.headers.into_iter().map(|p| (p.name, p.value)).collect(), body: r.body }
 }
 
 pub fn outbound_read(req: Request) -> Result<Response, HostError> {
@@ -99,9 +95,7 @@ pub fn stat(root: &str, path: &str) -> Result<FileInfo, HostError> {
 }
 
 pub fn list(root: &str, path: &str, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-    h::files_read::list(root, path, limit)
-        .map(|v| v.into_iter().map(info).collect())
-        .map_err(err)
+    h::files_read::list(root, path, limit).map(|v| v.into_iter().map(info).collect()).map_err(err)
 }
 
 pub fn sha256(root: &str, path: &str) -> Result<String, HostError> {

@@ -20,10 +20,7 @@ fn io(e: std::io::Error) -> HostError {
 
 impl MockFiles<'_> {
     fn resolve(&self, root: &str, path: &str) -> Result<PathBuf, HostError> {
-        let base = self
-            .roots
-            .get(root)
-            .ok_or_else(|| HostError::Invalid(format!("unknown root {root}")))?;
+        let base = self.roots.get(root).ok_or_else(|| HostError::Invalid(format!("unknown root {root}")))?;
         let rel = Path::new(path);
         if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
             return Err(HostError::Denied(format!("path {path} leaves root {root}")));

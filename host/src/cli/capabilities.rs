@@ -47,7 +47,7 @@ pub struct Row {
 fn row(l: &Loaded, status: String) -> Row {
     let source = match &l.source {
         crate::runtime::Source::BuiltIn(_) => "built-in".to_string(),
-        crate::runtime::Source::Directory(p) => p.display().to_string(),
+        crate::runtime::Source::Directory(p) | crate::runtime::Source::Retained(p) => p.display().to_string(),
     };
     Row {
         id: l.descriptor.id.clone(),
@@ -94,7 +94,10 @@ async fn list(config: Config, json: bool) -> CommandResult {
         println!("{}", serde_json::to_string_pretty(&out).map_err(failed)?);
         return Ok(0);
     }
-    println!("{:<22} {:>3} {:<8} {:<8} {:<20} {:<12} {:<10} STATUS", "ID", "VER", "LABEL", "CLASS", "SERVICES", "DIGEST", "SOURCE");
+    println!(
+        "{:<22} {:>3} {:<8} {:<8} {:<20} {:<12} {:<10} STATUS",
+        "ID", "VER", "LABEL", "CLASS", "SERVICES", "DIGEST", "SOURCE"
+    );
     for r in &rows {
         println!(
             "{:<22} {:>3} {:<8} {:<8} {:<20} {:<12} {:<10} {}",
@@ -115,8 +118,8 @@ async fn list(config: Config, json: bool) -> CommandResult {
 }
 
 async fn check(config: Config, file: &PathBuf) -> CommandResult {
-    let bytes = std::fs::read(file)
-        .map_err(|e| (exit::USAGE, anyhow::anyhow!("cannot read {}: {e}", file.display())))?;
+    let bytes =
+        std::fs::read(file).map_err(|e| (exit::USAGE, anyhow::anyhow!("cannot read {}: {e}", file.display())))?;
     let runtime = Runtime::new(config).map_err(failed)?;
     match runtime.check(&bytes, file.clone()).await {
         Ok(loaded) => {

@@ -25,7 +25,9 @@ pub struct InvokeArgs {
 
 fn read_input(raw: &str) -> anyhow::Result<String> {
     let text = match raw.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read input file {path}: {e}"))?,
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read input file {path}: {e}"))?
+        }
         None => raw.to_string(),
     };
     let value: serde_json::Value =
@@ -37,10 +39,8 @@ pub async fn run(config: Config, args: &InvokeArgs) -> CommandResult {
     let input = read_input(&args.input).map_err(|e| (exit::USAGE, e))?;
     let class = EffectClass::parse(&args.grant).ok_or_else(|| (exit::USAGE, anyhow::anyhow!("bad --grant")))?;
     let runtime = Runtime::start(config).await.map_err(failed)?;
-    let report = runtime
-        .call(&args.id, &input, Grant::new(Actor::Cli, class))
-        .await
-        .map_err(|e| (exit::USAGE, e.into()))?;
+    let report =
+        runtime.call(&args.id, &input, Grant::new(Actor::Cli, class)).await.map_err(|e| (exit::USAGE, e.into()))?;
     let status = report.status();
     if args.json {
         let mut value = serde_json::to_value(&report).map_err(failed)?;

@@ -40,12 +40,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            deadline_ms: 30_000,
-            fuel: 1_000_000_000_000,
-            memory_bytes: 64 << 20,
-            output_bytes: 1 << 20,
-        }
+        Limits { deadline_ms: 30_000, fuel: 1_000_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 }
     }
 }
 
@@ -88,8 +83,8 @@ pub struct Config {
 impl Config {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
         Self::parse(&text).map_err(|e| match e {
             ConfigError::Invalid(message) => ConfigError::Parse { path: path.to_path_buf(), message },
             other => other,
@@ -141,10 +136,7 @@ impl Config {
 
     /// The largest memory cap any capability may get; sizes the instance pool.
     pub fn max_memory_bytes(&self) -> u64 {
-        self.capabilities
-            .values()
-            .filter_map(|c| c.memory_bytes)
-            .fold(self.limits.memory_bytes, u64::max)
+        self.capabilities.values().filter_map(|c| c.memory_bytes).fold(self.limits.memory_bytes, u64::max)
     }
 
     /// Data folder.

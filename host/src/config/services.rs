@@ -46,7 +46,12 @@ pub enum Auth {
     None,
     /// A request header, e.g. `Authorization: Bearer <secret>` with
     /// `prefix = "Bearer "`, or `X-Api-Key: <secret>`.
-    Header { name: String, value: SecretRef, #[serde(default)] prefix: String },
+    Header {
+        name: String,
+        value: SecretRef,
+        #[serde(default)]
+        prefix: String,
+    },
     /// A query parameter, e.g. `api_key=<secret>`.
     Query { name: String, value: SecretRef },
     /// HTTP basic auth.

@@ -71,10 +71,7 @@ impl CallState {
         if self.grant.allows(class) {
             return Ok(());
         }
-        let reason = format!(
-            "{import} needs the {class} class but this call is granted only {}",
-            self.grant.max_class
-        );
+        let reason = format!("{import} needs the {class} class but this call is granted only {}", self.grant.max_class);
         self.deny(import, class, reason.clone());
         Err(HostError::Denied(reason))
     }

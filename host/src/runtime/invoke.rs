@@ -85,7 +85,7 @@ impl CallReport {
     }
 }
 
-fn new_store(
+pub(crate) fn new_store(
     engine: &Engine,
     grant: Grant,
     target: Arc<CallTarget>,
@@ -223,7 +223,8 @@ pub(crate) async fn call(
     let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
         Ok(store) => store,
         Err(e) => {
-            report.outcome = CallOutcome::Trapped { trap: TrapKind::Trap, message: format!("cannot set up the call: {e}") };
+            report.outcome =
+                CallOutcome::Trapped { trap: TrapKind::Trap, message: format!("cannot set up the call: {e}") };
             return report;
         }
     };

@@ -4,7 +4,7 @@
 //! it, finds the capability exports, calls `describe`, validates the
 //! descriptor and checks the label against the imports actually present.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -18,7 +18,7 @@ use super::descriptor::Descriptor;
 use super::effects::{self, EffectClass, ImportSummary};
 use super::grant::{Actor, Grant};
 use super::host::HostServices;
-use super::invoke;
+use super::{invoke, preinit};
 use crate::config::Limits;
 
 /// Where a component came from.
@@ -29,6 +29,9 @@ pub enum Source {
     BuiltIn(String),
     /// A file in the capabilities directory.
     Directory(PathBuf),
+    /// The copy the host kept of the last accepted version of a plugin,
+    /// serving while a replacement waits for the operator.
+    Retained(PathBuf),
 }
 
 impl std::fmt::Display for Source {
@@ -36,6 +39,7 @@ impl std::fmt::Display for Source {
         match self {
             Source::BuiltIn(name) => write!(f, "built-in {name}"),
             Source::Directory(path) => write!(f, "{}", path.display()),
+            Source::Retained(path) => write!(f, "retained copy {}", path.display()),
         }
     }
 }
@@ -78,6 +82,7 @@ pub async fn load(
     services: &Arc<HostServices>,
     bytes: &[u8],
     source: Source,
+    cache_dir: &Path,
 ) -> Result<Loaded, String> {
     if bytes.len() < 8 || bytes[..4] != COMPONENT_PREAMBLE[..4] {
         return Err("not a WebAssembly file".into());
@@ -86,16 +91,18 @@ pub async fn load(
         return Err("a core WebAssembly module, not a component (build for wasm32-wasip2)".into());
     }
     let digest = digest(bytes);
-    let component =
+    let mut component =
         Component::new(engine, bytes).map_err(|e| format!("not a valid component: {}", first_line(&e)))?;
 
-    let names: Vec<String> = component
-        .component_type()
-        .imports(engine)
-        .map(|(name, _)| name.to_string())
-        .collect();
+    let names: Vec<String> = component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
     // Unknown imports are refused before linking, so the reason is ours and clear.
     effects::check_imports(names.iter().map(String::as_str), EffectClass::Execute)?;
+
+    if preinit::wanted(&component) {
+        let snap = preinit::snapshot(engine, linker, services, bytes, &digest, cache_dir, DESCRIBE_LIMITS).await?;
+        component = Component::new(engine, &snap)
+            .map_err(|e| format!("pre-initialised component is not valid: {}", first_line(&e)))?;
+    }
 
     let pre = linker
         .instantiate_pre(&component)

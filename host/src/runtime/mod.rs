@@ -15,6 +15,7 @@ pub mod grant;
 pub mod host;
 mod invoke;
 pub mod loader;
+mod preinit;
 pub mod registry;
 mod scan;
 mod state;
@@ -101,7 +102,15 @@ impl Runtime {
 
     /// Loads one component without registering it (`capabilities check`).
     pub async fn check(&self, bytes: &[u8], file: PathBuf) -> Result<Loaded, String> {
-        loader::load(&self.engine, &self.linker, &self.services, bytes, Source::Directory(file)).await
+        loader::load(
+            &self.engine,
+            &self.linker,
+            &self.services,
+            bytes,
+            Source::Directory(file),
+            &self.config.cache_dir(),
+        )
+        .await
     }
 
     /// Calls capability `id` with JSON `input` under `grant`.

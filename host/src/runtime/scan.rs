@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::Runtime;
 use super::builtins::{BUILTINS, CORE_CAPABILITIES};
 use super::loader::{self, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
-use super::Runtime;
 
 /// What a rescan changed.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -45,12 +45,14 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
 impl Runtime {
     async fn load_cached(&self, bytes: &[u8], source: Source) -> Result<Arc<Loaded>, String> {
         let digest = loader::digest(bytes);
-        if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest) {
-            if hit.source == source {
-                return Ok(hit.clone());
-            }
+        if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
+            && hit.source == source
+        {
+            return Ok(hit.clone());
         }
-        let loaded = Arc::new(loader::load(&self.engine, &self.linker, &self.services, bytes, source).await?);
+        let loaded = Arc::new(
+            loader::load(&self.engine, &self.linker, &self.services, bytes, source, &self.config.cache_dir()).await?,
+        );
         self.loads.lock().unwrap_or_else(|e| e.into_inner()).insert(digest, loaded.clone());
         Ok(loaded)
     }
@@ -79,9 +81,16 @@ impl Runtime {
         // Directory files, in name order; the first file to claim an id wins.
         let mut from_dir: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
         let mut claimed_by: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut bytes_by_digest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         for file in wasm_files(&self.config.capabilities_dir()) {
             let result = match std::fs::read(&file) {
-                Ok(bytes) => self.load_cached(&bytes, Source::Directory(file.clone())).await,
+                Ok(bytes) => {
+                    let result = self.load_cached(&bytes, Source::Directory(file.clone())).await;
+                    if let Ok(loaded) = &result {
+                        bytes_by_digest.insert(loaded.digest.clone(), bytes);
+                    }
+                    result
+                }
                 Err(e) => Err(format!("cannot read: {e}")),
             };
             let loaded = match result {
@@ -124,8 +133,13 @@ impl Runtime {
                     next.active.insert(id, candidate);
                 }
                 Some(reason) => {
-                    // Keep serving what ran before, or the built-in.
-                    if let Some(prev) = previous.get(&id).filter(|p| p.digest != candidate.digest) {
+                    // Keep serving what ran before: from memory, or from the
+                    // retained copy after a restart, or the built-in.
+                    let prev = match previous.get(&id).filter(|p| p.digest != candidate.digest) {
+                        Some(prev) => Some(prev),
+                        None => self.load_retained(&state, &id).await,
+                    };
+                    if let Some(prev) = prev {
                         next.active.insert(id.clone(), prev);
                     }
                     next.held.insert(id, Held { candidate, reason });
@@ -133,7 +147,8 @@ impl Runtime {
             }
         }
 
-        let missing: Vec<&str> = CORE_CAPABILITIES.iter().copied().filter(|id| !next.active.contains_key(*id)).collect();
+        let missing: Vec<&str> =
+            CORE_CAPABILITIES.iter().copied().filter(|id| !next.active.contains_key(*id)).collect();
         if !missing.is_empty() {
             anyhow::bail!("core capabilities missing: {}", missing.join(", "));
         }
@@ -145,9 +160,48 @@ impl Runtime {
             }
         }
         state.save(&state_path)?;
+        self.retain(&next, &bytes_by_digest, &state);
         self.log_changes(&previous, &next, &mut report);
         self.registry.swap(next);
         Ok(report)
+    }
+
+    fn retained_dir(&self) -> PathBuf {
+        self.config.data_dir().join("retained")
+    }
+
+    /// Keeps a copy of every active plugin's bytes, so that after a restart
+    /// a held replacement does not leave its capability without a version.
+    /// Copies no longer recorded as active are removed.
+    fn retain(&self, next: &Snapshot, bytes_by_digest: &BTreeMap<String, Vec<u8>>, state: &State) {
+        let dir = self.retained_dir();
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        for loaded in next.active.values().filter(|l| matches!(l.source, Source::Directory(_))) {
+            let path = dir.join(format!("{}.wasm", loaded.digest));
+            if let (false, Some(bytes)) = (path.exists(), bytes_by_digest.get(&loaded.digest)) {
+                let tmp = path.with_extension("wasm.tmp");
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, &path);
+                }
+            }
+        }
+        let wanted: Vec<String> = state.known.values().map(|k| format!("{}.wasm", k.digest)).collect();
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !wanted.contains(&name) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// Loads the retained copy of the last accepted version of `id`.
+    async fn load_retained(&self, state: &State, id: &str) -> Option<Arc<Loaded>> {
+        let known = state.known.get(id)?;
+        let path = self.retained_dir().join(format!("{}.wasm", known.digest));
+        let bytes = std::fs::read(&path).ok()?;
+        self.load_cached(&bytes, Source::Retained(path)).await.ok()
     }
 
     fn log_changes(&self, previous: &Snapshot, next: &Snapshot, report: &mut ScanReport) {

@@ -36,8 +36,7 @@ impl State {
     /// Reads the state; a missing file is an empty state, a corrupt one an error.
     pub fn load(path: &Path) -> anyhow::Result<State> {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("{} is corrupt: {e}", path.display())),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is corrupt: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
             Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
         }
@@ -53,7 +52,14 @@ impl State {
     }
 
     /// Why a candidate must wait for the operator, if it must.
-    pub fn hold_reason(&self, id: &str, label: EffectClass, services: &[String], digest: &str, baseline: Option<&Known>) -> Option<String> {
+    pub fn hold_reason(
+        &self,
+        id: &str,
+        label: EffectClass,
+        services: &[String],
+        digest: &str,
+        baseline: Option<&Known>,
+    ) -> Option<String> {
         let known = self.known.get(id).or(baseline)?;
         if self.accepted.get(id).is_some_and(|d| d == digest) {
             return None;

@@ -31,8 +31,7 @@ fn relevant(event: &notify::Event) -> bool {
     use notify::EventKind::*;
     matches!(event.kind, Create(_) | Modify(_) | Remove(_))
         && event.paths.iter().any(|p| {
-            p.extension().is_some_and(|x| x == "wasm")
-                || p.file_name().is_some_and(|n| n == "capabilities-state.json")
+            p.extension().is_some_and(|x| x == "wasm") || p.file_name().is_some_and(|n| n == "capabilities-state.json")
         })
 }
 

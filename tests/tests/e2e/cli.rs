@@ -36,7 +36,8 @@ impl Setup {
 #[test]
 fn invoke_prints_the_result_and_exits_by_status() {
     let s = setup();
-    let ok = s.run(&["invoke", "release.inspect", "--input", r#"{"name":"The.Expanse.S02E05.1080p.WEB-DL.x264-GRP.mkv"}"#]);
+    let ok =
+        s.run(&["invoke", "release.inspect", "--input", r#"{"name":"The.Expanse.S02E05.1080p.WEB-DL.x264-GRP.mkv"}"#]);
     assert!(ok.status.success(), "{}", stderr(&ok));
     let text = stdout(&ok);
     assert!(text.starts_with("status: succeeded"), "{text}");
@@ -112,21 +113,21 @@ fn free_port() -> u16 {
 fn wait_for_capability(base: &str, id: &str, limit: Duration) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
-        if let Ok(resp) = reqwest::blocking_get(&format!("{base}/api/v1/capabilities")) {
-            if resp.contains(&format!("\"id\":\"{id}\"")) {
-                return true;
-            }
+        if let Ok(resp) = plain_http::get(&format!("{base}/api/v1/capabilities"))
+            && resp.contains(&format!("\"id\":\"{id}\""))
+        {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     false
 }
 
-mod reqwest {
+mod plain_http {
     //! A tiny blocking GET over std, enough for polling the local server.
     use std::io::{Read, Write};
 
-    pub fn blocking_get(url: &str) -> std::io::Result<String> {
+    pub fn get(url: &str) -> std::io::Result<String> {
         let rest = url.strip_prefix("http://").unwrap();
         let (host, path) = rest.split_once('/').unwrap();
         let mut stream = std::net::TcpStream::connect(host)?;
@@ -168,4 +169,35 @@ fn the_example_plugin_follows_the_readme_steps() {
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(report["outcome"]["output"]["words"], 3);
+}
+
+#[test]
+fn accept_lets_a_held_replacement_take_effect() {
+    let s = setup();
+    let plugins = std::path::Path::new(&s.data).join("capabilities");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(components::PROBE_LITE, plugins.join("probe.wasm")).unwrap();
+    let first = s.run(&["capabilities", "list", "--json"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+
+    std::fs::copy(components::PROBE, plugins.join("probe.wasm")).unwrap();
+    let listed: Value = serde_json::from_str(&stdout(&s.run(&["capabilities", "list", "--json"]))).unwrap();
+    let rows = listed["capabilities"].as_array().unwrap();
+    let probe_rows: Vec<&Value> = rows.iter().filter(|r| r["id"] == "test.probe").collect();
+    assert_eq!(probe_rows.len(), 2, "the active old version and the held new one: {rows:?}");
+    assert!(probe_rows.iter().any(|r| r["status"] == "active" && r["label"] == "read"));
+    assert!(probe_rows.iter().any(|r| r["status"].as_str().unwrap().starts_with("held:") && r["label"] == "execute"));
+
+    let nothing = s.run(&["capabilities", "accept", "release.inspect"]);
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(stderr(&nothing).contains("no replacement for release.inspect is waiting"), "{}", stderr(&nothing));
+
+    let accepted = s.run(&["capabilities", "accept", "test.probe"]);
+    assert!(accepted.status.success(), "{}", stderr(&accepted));
+    let listed: Value = serde_json::from_str(&stdout(&s.run(&["capabilities", "list", "--json"]))).unwrap();
+    let probe: Vec<&Value> =
+        listed["capabilities"].as_array().unwrap().iter().filter(|r| r["id"] == "test.probe").collect();
+    assert_eq!(probe.len(), 1);
+    assert_eq!(probe[0]["label"], "execute");
+    assert_eq!(probe[0]["status"], "active");
 }

@@ -51,7 +51,8 @@ async fn paths_cannot_leave_their_root() {
 #[tokio::test(flavor = "multi_thread")]
 async fn copies_are_verified_and_never_overwrite() {
     let (_h, runtime, root) = start().await;
-    let copy = json!({"action": "copy", "root": "downloads", "from": "Show/ep1.mkv", "to": "Show/ep1-copy.mkv"}).to_string();
+    let copy =
+        json!({"action": "copy", "root": "downloads", "from": "Show/ep1.mkv", "to": "Show/ep1-copy.mkv"}).to_string();
     let report = runtime.call("test.probe", &copy, grant(EffectClass::Execute)).await.unwrap();
     assert_eq!(report.status(), Status::Succeeded, "{:?}", report.outcome);
     assert_eq!(std::fs::read(root.join("Show/ep1-copy.mkv")).unwrap().len(), 4096);

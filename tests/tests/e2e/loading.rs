@@ -64,7 +64,10 @@ async fn the_watched_directory_adds_replaces_and_removes_without_restart() {
     within_two_seconds(&runtime, "loading a dropped plugin", |s| s.get("example.word-count").is_some()).await;
     let loaded = runtime.snapshot().get("example.word-count").unwrap();
     assert_eq!(loaded.digest, capstan::runtime::loader::digest(&std::fs::read(&file).unwrap()));
-    let report = runtime.call("example.word-count", &json!({"text": "one two"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report = runtime
+        .call("example.word-count", &json!({"text": "one two"}).to_string(), grant(EffectClass::Read))
+        .await
+        .unwrap();
     assert_eq!(report.status(), Status::Succeeded);
 
     // Garbage over the good file: refused, and the last good version stays.

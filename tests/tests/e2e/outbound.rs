@@ -51,7 +51,12 @@ async fn credentials_are_injected_by_header_query_or_basic_auth() {
     let mock = MockService::start().await;
     let header = Auth::Header { name: "X-Api-Key".into(), value: SecretRef("tok-123".into()), prefix: String::new() };
     let (_h, runtime) = start(Some(service(mock.base_url(), header))).await;
-    let report = call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo", "query": [["q", "dune"]]}), EffectClass::Read).await;
+    let report = call(
+        &runtime,
+        json!({"action": "read", "service": "echo", "path": "/echo", "query": [["q", "dune"]]}),
+        EffectClass::Read,
+    )
+    .await;
     let seen = echoed(&report);
     assert_eq!(seen["headers"]["x-api-key"], "tok-123");
     assert_eq!(seen["query"]["q"], "dune");
@@ -59,12 +64,14 @@ async fn credentials_are_injected_by_header_query_or_basic_auth() {
 
     let query = Auth::Query { name: "api_key".into(), value: SecretRef("qs-456".into()) };
     let (_h, runtime) = start(Some(service(mock.base_url(), query))).await;
-    let seen = echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
+    let seen =
+        echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
     assert_eq!(seen["query"]["api_key"], "qs-456");
 
     let basic = Auth::Basic { username: "user".into(), password: SecretRef("pw".into()) };
     let (_h, runtime) = start(Some(service(mock.base_url(), basic))).await;
-    let seen = echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
+    let seen =
+        echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
     assert_eq!(seen["headers"]["authorization"], "Basic dXNlcjpwdw==");
 }
 
@@ -109,7 +116,8 @@ async fn the_operation_table_decides_what_is_a_read() {
     let mut config = service(mock.base_url(), Auth::None);
     config.operations.push(OperationRule { method: "GET".into(), path: "/echo*".into(), class: "write".into() });
     let (_h, runtime) = start(Some(config)).await;
-    let report = call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Execute).await;
+    let report =
+        call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Execute).await;
     let (kind, message) = failure(&report);
     assert_eq!(kind, "denied");
     assert!(message.contains("write operation"), "{message}");
@@ -127,7 +135,8 @@ async fn form_login_keeps_a_session_cookie_the_component_never_sees() {
     };
     let (_h, runtime) = start(Some(service(mock.base_url(), auth))).await;
     for _ in 0..3 {
-        let report = call(&runtime, json!({"action": "read", "service": "echo", "path": "/protected"}), EffectClass::Read).await;
+        let report =
+            call(&runtime, json!({"action": "read", "service": "echo", "path": "/protected"}), EffectClass::Read).await;
         let CallOutcome::Succeeded { output } = &report.outcome else { panic!("{:?}", report.outcome) };
         assert_eq!(output["result"]["status"], 200);
         assert_eq!(output["result"]["body"], "inside");
@@ -148,12 +157,20 @@ async fn timeouts_caps_and_bad_paths_are_clear_errors() {
     assert_eq!(kind, "unavailable");
     assert!(message.contains("timed out"), "{message}");
 
-    let big = call(&runtime, json!({"action": "read", "service": "echo", "path": "/big", "query": [["bytes", "20000"]]}), EffectClass::Read).await;
+    let big = call(
+        &runtime,
+        json!({"action": "read", "service": "echo", "path": "/big", "query": [["bytes", "20000"]]}),
+        EffectClass::Read,
+    )
+    .await;
     let (_, message) = failure(&big);
     assert!(message.contains("exceeds 10000 bytes"), "{message}");
 
-    let escape = call(&runtime, json!({"action": "read", "service": "echo", "path": "/../../etc"}), EffectClass::Read).await;
+    let escape =
+        call(&runtime, json!({"action": "read", "service": "echo", "path": "/../../etc"}), EffectClass::Read).await;
     assert_eq!(failure(&escape).0, "invalid-input");
-    let host = call(&runtime, json!({"action": "read", "service": "echo", "path": "//evil.example/x"}), EffectClass::Read).await;
+    let host =
+        call(&runtime, json!({"action": "read", "service": "echo", "path": "//evil.example/x"}), EffectClass::Read)
+            .await;
     assert_eq!(failure(&host).0, "invalid-input");
 }

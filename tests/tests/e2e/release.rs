@@ -21,7 +21,10 @@ async fn sandboxed_and_native_parsing_agree() {
     let host = TestHost::new();
     let runtime = host.start().await.unwrap();
     for name in NAMES {
-        let report = runtime.call("release.inspect", &json!({ "name": name }).to_string(), grant(EffectClass::Read)).await.unwrap();
+        let report = runtime
+            .call("release.inspect", &json!({ "name": name }).to_string(), grant(EffectClass::Read))
+            .await
+            .unwrap();
         let CallOutcome::Succeeded { output } = report.outcome else { panic!("{name}: {:?}", report.outcome) };
         let native = serde_json::to_value(cap_release_inspect::parse::inspect(name)).unwrap();
         assert_eq!(output, native, "{name}");
@@ -34,7 +37,10 @@ async fn empty_and_oversized_names_are_invalid_input() {
     let host = TestHost::new();
     let runtime = host.start().await.unwrap();
     for name in [String::new(), "x".repeat(2000)] {
-        let report = runtime.call("release.inspect", &json!({ "name": name }).to_string(), grant(EffectClass::Read)).await.unwrap();
+        let report = runtime
+            .call("release.inspect", &json!({ "name": name }).to_string(), grant(EffectClass::Read))
+            .await
+            .unwrap();
         match report.outcome {
             CallOutcome::Failed { failure } => assert_eq!(failure.kind, "invalid-input"),
             other => panic!("expected invalid input, got {other:?}"),

@@ -18,7 +18,12 @@ async fn probe_host(deadline_ms: u64) -> (TestHost, Arc<Runtime>) {
     let mut host = TestHost::new();
     host.config.capabilities.insert(
         "test.probe".into(),
-        CapabilityConfig { deadline_ms: Some(deadline_ms), memory_bytes: Some(16 << 20), output_bytes: Some(64 << 10), ..Default::default() },
+        CapabilityConfig {
+            deadline_ms: Some(deadline_ms),
+            memory_bytes: Some(16 << 20),
+            output_bytes: Some(64 << 10),
+            ..Default::default()
+        },
     );
     host.config.capabilities.get_mut("test.probe").unwrap().settings.insert("greeting".into(), "hello".into());
     host.drop_plugin(components::PROBE, "probe.wasm");
@@ -29,11 +34,16 @@ async fn probe_host(deadline_ms: u64) -> (TestHost, Arc<Runtime>) {
 /// The host still answers a normal call after whatever happened before.
 async fn still_serving(runtime: &Runtime) {
     let report = runtime
-        .call("release.inspect", &json!({"name": "Heat.1995.1080p.BluRay.x264-GRP"}).to_string(), grant(EffectClass::Read))
+        .call(
+            "release.inspect",
+            &json!({"name": "Heat.1995.1080p.BluRay.x264-GRP"}).to_string(),
+            grant(EffectClass::Read),
+        )
         .await
         .unwrap();
     assert_eq!(report.status(), Status::Succeeded, "{:?}", report.outcome);
-    let report = runtime.call("test.probe", &json!({"action": "context"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report =
+        runtime.call("test.probe", &json!({"action": "context"}).to_string(), grant(EffectClass::Read)).await.unwrap();
     assert_eq!(report.status(), Status::Succeeded, "{:?}", report.outcome);
 }
 
@@ -48,7 +58,8 @@ fn trap(outcome: &CallOutcome) -> TrapKind {
 async fn an_infinite_loop_fails_within_the_deadline_plus_one_second() {
     let (_host, runtime) = probe_host(1_000).await;
     let started = Instant::now();
-    let report = runtime.call("test.probe", &json!({"action": "spin"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report =
+        runtime.call("test.probe", &json!({"action": "spin"}).to_string(), grant(EffectClass::Read)).await.unwrap();
     let took = started.elapsed();
     assert_eq!(trap(&report.outcome), TrapKind::Deadline);
     assert_eq!(report.status(), Status::Failed, "no effect ran, so the loop is a plain failure");
@@ -66,7 +77,8 @@ async fn the_instruction_bound_stops_a_loop_before_its_deadline() {
     host.drop_plugin(components::PROBE, "probe.wasm");
     let runtime = host.start().await.unwrap();
     let started = Instant::now();
-    let report = runtime.call("test.probe", &json!({"action": "spin"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report =
+        runtime.call("test.probe", &json!({"action": "spin"}).to_string(), grant(EffectClass::Read)).await.unwrap();
     assert_eq!(trap(&report.outcome), TrapKind::InstructionBound);
     assert!(started.elapsed() < Duration::from_secs(30), "the bound, not the 60 s deadline, ended the call");
     still_serving(&runtime).await;
@@ -75,7 +87,8 @@ async fn the_instruction_bound_stops_a_loop_before_its_deadline() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_memory_bomb_fails_at_the_cap() {
     let (_host, runtime) = probe_host(10_000).await;
-    let report = runtime.call("test.probe", &json!({"action": "alloc"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report =
+        runtime.call("test.probe", &json!({"action": "alloc"}).to_string(), grant(EffectClass::Read)).await.unwrap();
     assert_eq!(trap(&report.outcome), TrapKind::MemoryCap, "{:?}", report.outcome);
     assert_eq!(report.status(), Status::Failed);
     still_serving(&runtime).await;
@@ -84,7 +97,10 @@ async fn a_memory_bomb_fails_at_the_cap() {
 #[tokio::test(flavor = "multi_thread")]
 async fn std_fs_cannot_read_host_files_without_preopens() {
     let (_host, runtime) = probe_host(10_000).await;
-    let report = runtime.call("test.probe", &json!({"action": "passwd"}).to_string(), grant(EffectClass::Execute)).await.unwrap();
+    let report = runtime
+        .call("test.probe", &json!({"action": "passwd"}).to_string(), grant(EffectClass::Execute))
+        .await
+        .unwrap();
     assert_eq!(report.status(), Status::Failed);
     let text = serde_json::to_string(&report.outcome).unwrap();
     assert!(!text.contains("root:"), "the host's /etc/passwd leaked: {text}");
@@ -155,7 +171,8 @@ async fn oversized_output_is_capped() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_panic_is_a_failed_call_and_the_host_is_fine() {
     let (_host, runtime) = probe_host(10_000).await;
-    let report = runtime.call("test.probe", &json!({"action": "panic"}).to_string(), grant(EffectClass::Read)).await.unwrap();
+    let report =
+        runtime.call("test.probe", &json!({"action": "panic"}).to_string(), grant(EffectClass::Read)).await.unwrap();
     assert_eq!(trap(&report.outcome), TrapKind::Panic);
     assert_eq!(report.status(), Status::Failed);
     let text = serde_json::to_string(&report.outcome).unwrap();
@@ -166,7 +183,10 @@ async fn a_panic_is_a_failed_call_and_the_host_is_fine() {
 #[tokio::test(flavor = "multi_thread")]
 async fn components_see_their_context_settings_and_no_environment() {
     let (_host, runtime) = probe_host(10_000).await;
-    let report = runtime.call("test.probe", &json!({"action": "context"}).to_string(), grant(EffectClass::Propose)).await.unwrap();
+    let report = runtime
+        .call("test.probe", &json!({"action": "context"}).to_string(), grant(EffectClass::Propose))
+        .await
+        .unwrap();
     let CallOutcome::Succeeded { output } = &report.outcome else { panic!("{:?}", report.outcome) };
     let result = &output["result"];
     assert_eq!(result["capability"], "test.probe");
@@ -189,4 +209,19 @@ async fn subagent_calls_are_read_only_whatever_they_ask_for() {
     assert_eq!(report.status(), Status::Failed);
     assert!(!library.join("Sub").exists());
     assert_eq!(report.denials.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_without_an_implementation_cannot_tell() {
+    let (_host, runtime) = probe_host(10_000).await;
+    let outcome = runtime
+        .verify("test.probe", &json!({"action": "context"}).to_string(), grant(EffectClass::Execute))
+        .await
+        .unwrap();
+    match outcome {
+        capstan::runtime::VerifyOutcome::CannotTell { reason } => {
+            assert!(reason.contains("does not implement verify"), "{reason}")
+        }
+        other => panic!("expected cannot-tell, got {other:?}"),
+    }
 }

@@ -47,7 +47,9 @@ fn confined(path: &str) -> Result<PathBuf, HostError> {
         match c {
             Component::Normal(seg) => out.push(seg),
             Component::CurDir => {}
-            Component::ParentDir => return Err(HostError::Denied(format!("path {path:?} uses .., which is not allowed"))),
+            Component::ParentDir => {
+                return Err(HostError::Denied(format!("path {path:?} uses .., which is not allowed")));
+            }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(HostError::Denied(format!("path {path:?} is absolute; paths are relative to a root")));
             }
@@ -65,7 +67,9 @@ fn io_error(path: &str, e: std::io::Error) -> HostError {
         ErrorKind::AlreadyExists => HostError::Conflict(format!("{path} already exists")),
         // cap-std reports an escape through a symlink as PermissionDenied.
         ErrorKind::PermissionDenied => HostError::Denied(format!("{path}: access outside the root or not permitted")),
-        ErrorKind::CrossesDevices => HostError::Unavailable(format!("{path}: source and target are on different devices")),
+        ErrorKind::CrossesDevices => {
+            HostError::Unavailable(format!("{path}: source and target are on different devices"))
+        }
         _ => HostError::Unavailable(format!("{path}: {e}")),
     }
 }
@@ -82,10 +86,10 @@ fn info(dir: &Dir, rel: &Path, shown: String) -> Result<FileInfo, HostError> {
     Ok(FileInfo { path: shown, is_dir: meta.is_dir(), size: meta.len(), modified_ms: millis(meta.modified()) })
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, HostError> + Send + 'static) -> Result<T, HostError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .unwrap_or_else(|e| Err(HostError::Internal(format!("file task failed: {e}"))))
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, HostError> + Send + 'static,
+) -> Result<T, HostError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(HostError::Internal(format!("file task failed: {e}"))))
 }
 
 impl CallState {
@@ -108,7 +112,13 @@ impl CallState {
         })
     }
 
-    fn pair(&mut self, sr: &str, s: &str, tr: &str, t: &str) -> Result<(Arc<Dir>, PathBuf, Arc<Dir>, PathBuf), HostError> {
+    fn pair(
+        &mut self,
+        sr: &str,
+        s: &str,
+        tr: &str,
+        t: &str,
+    ) -> Result<(Arc<Dir>, PathBuf, Arc<Dir>, PathBuf), HostError> {
         let from_dir = self.root(WRITE, EffectClass::Execute, sr)?;
         let to_dir = self.root(WRITE, EffectClass::Execute, tr)?;
         let from = self.path(WRITE, EffectClass::Execute, s)?;
@@ -147,7 +157,11 @@ impl files_read::Host for CallState {
                 .into_iter()
                 .take(limit as usize)
                 .map(|name| {
-                    let shown = if path.is_empty() || path == "." { name.clone() } else { format!("{}/{name}", path.trim_end_matches('/')) };
+                    let shown = if path.is_empty() || path == "." {
+                        name.clone()
+                    } else {
+                        format!("{}/{name}", path.trim_end_matches('/'))
+                    };
                     info(&dir, &rel.join(&name), shown)
                 })
                 .collect()
@@ -196,7 +210,9 @@ impl files_write::Host for CallState {
             let written = to_dir.metadata(&to).map_err(|e| io_error(&t, e))?.len();
             if copied != expected || written != expected {
                 let _ = to_dir.remove_file(&to);
-                return Err(HostError::Unavailable(format!("copy of {s} is incomplete ({written} of {expected} bytes)")));
+                return Err(HostError::Unavailable(format!(
+                    "copy of {s} is incomplete ({written} of {expected} bytes)"
+                )));
             }
             Ok(copied)
         })

@@ -33,9 +33,7 @@ impl Host for CallState {
     }
 
     async fn now_ms(&mut self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
     }
 
     async fn setting(&mut self, name: String) -> Option<String> {

@@ -125,7 +125,12 @@ impl Service {
         Ok(())
     }
 
-    async fn send_once(&self, name: &str, req: &Request, method: &reqwest::Method) -> Result<reqwest::Response, HostError> {
+    async fn send_once(
+        &self,
+        name: &str,
+        req: &Request,
+        method: &reqwest::Method,
+    ) -> Result<reqwest::Response, HostError> {
         let url = self.url(&req.path, &req.query)?;
         let mut builder = self.client.request(method.clone(), url);
         for h in &req.headers {
@@ -172,17 +177,16 @@ impl CallState {
     async fn send(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
         let class = if import.ends_with("outbound-read") { EffectClass::Read } else { EffectClass::Execute };
         self.check(import, class)?;
-        if !self.target.services.iter().any(|s| *s == req.service) {
+        if !self.target.services.contains(&req.service) {
             let reason = format!("service {} is not declared by {}", req.service, self.target.id);
             self.deny(import, class, reason.clone());
             return Err(HostError::Denied(reason));
         }
         let services = self.services.clone();
-        let service = services
-            .outbound
-            .services
-            .get(&req.service)
-            .ok_or_else(|| HostError::NotFound(format!("service {} is not configured by the operator", req.service)))?;
+        let service =
+            services.outbound.services.get(&req.service).ok_or_else(|| {
+                HostError::NotFound(format!("service {} is not configured by the operator", req.service))
+            })?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .ok()
             .filter(|m| ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"].contains(&m.as_str()))

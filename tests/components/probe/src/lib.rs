@@ -16,7 +16,12 @@ pub enum Action {
     /// Reads /etc/passwd with std::fs.
     Passwd,
     /// Sends a GET through outbound-read.
-    Read { service: String, path: String, #[serde(default)] query: Vec<(String, String)> },
+    Read {
+        service: String,
+        path: String,
+        #[serde(default)]
+        query: Vec<(String, String)>,
+    },
     /// Sends a request through outbound-write.
     Write { service: String, method: String, path: String },
     /// Creates a directory through files-write.
