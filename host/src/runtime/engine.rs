@@ -9,13 +9,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use wasmtime::{Cache, CacheConfig, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Cache, CacheConfig, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances; deadlines are counted in these ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Concurrent calls the instance pool is sized for.
 const POOL_INSTANCES: u32 = 128;
+
+/// Linear memory a warm pool slot keeps resident between calls.
+const KEEP_RESIDENT_BYTES: usize = 64 << 20;
 
 /// Builds the engine. `max_memory_bytes` is the largest memory cap any
 /// capability may get; `cache_dir` holds compiled components.
@@ -24,6 +27,11 @@ pub fn build(max_memory_bytes: u64, cache_dir: &Path) -> anyhow::Result<Engine> 
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.consume_fuel(true);
+    // Copy data segments into a resident slot instead of mapping them
+    // copy-on-write: a pre-initialised snapshot is several MiB that every
+    // call reads, and re-faulting those pages per call cost more than one
+    // memcpy (see docs/benchmarks.md).
+    config.memory_init_cow(false);
 
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(POOL_INSTANCES)
@@ -34,7 +42,15 @@ pub fn build(max_memory_bytes: u64, cache_dir: &Path) -> anyhow::Result<Engine> 
         .max_core_instances_per_component(32)
         .max_memories_per_component(4)
         .max_tables_per_component(8)
-        .max_memory_size(max_memory_bytes as usize);
+        .max_memory_size(max_memory_bytes as usize)
+        // Keep a slot's pages resident between calls and reset only the
+        // dirty ones from the component's (pre-initialised) image, found by
+        // scanning the page map; otherwise every call page-faults its way
+        // back through the snapshot.
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(1 << 20)
+        .async_stack_keep_resident(2 << 20)
+        .pagemap_scan(Enabled::Auto);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 
     std::fs::create_dir_all(cache_dir)?;
