@@ -1,11 +1,16 @@
 //! Capstan: a WebAssembly-sandboxed capability host for a media-automation
 //! agent. This crate is the host: configuration, the component runtime and
-//! its host interfaces, the HTTP API and the command line.
+//! its host interfaces, the durable store, the invocation ledger, the audit
+//! chain, the single invoke path, the HTTP API and the command line.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod http;
+pub mod ledger;
+pub mod pipeline;
 pub mod runtime;
+pub mod store;
 
 pub use config::Config;
 pub use runtime::Runtime;

@@ -2,6 +2,7 @@
 //! and one function per subcommand. Commands print for humans by default
 //! and JSON with `--json`; failures exit non-zero with a one-line reason.
 
+mod audit;
 mod capabilities;
 mod invoke;
 mod serve;
@@ -32,6 +33,9 @@ pub struct Cli {
     /// Configuration file (TOML).
     #[arg(long, global = true, env = "CAPSTAN_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Database: sqlite://FILE or postgres://... (default: SQLite in the data directory).
+    #[arg(long, global = true, env = "CAPSTAN_DATABASE_URL")]
+    pub database_url: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -47,8 +51,13 @@ pub enum Command {
     /// List, check and accept capability components.
     #[command(subcommand)]
     Capabilities(capabilities::CapabilitiesCommand),
-    /// Call one capability and print its result.
+    /// Call one capability through the invoke path and print its result.
     Invoke(invoke::InvokeArgs),
+    /// Create or update the database schema.
+    Migrate,
+    /// Inspect the audit log.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 impl Cli {
@@ -63,6 +72,9 @@ impl Cli {
         }
         if let Some(dir) = &self.capabilities_dir {
             config.capabilities_dir = Some(dir.clone());
+        }
+        if let Some(url) = &self.database_url {
+            config.database_url = Some(url.clone());
         }
         Ok(config)
     }
@@ -91,6 +103,8 @@ pub fn main() -> ExitCode {
             Command::Serve { listen } => serve::run(config, listen.clone()).await,
             Command::Capabilities(cmd) => capabilities::run(config, cmd).await,
             Command::Invoke(args) => invoke::run(config, args).await,
+            Command::Migrate => audit::migrate(config).await,
+            Command::Audit(cmd) => audit::run(config, cmd).await,
         }
     });
     match result {
@@ -104,6 +118,21 @@ pub fn main() -> ExitCode {
 
 /// A command's result: an exit code, or an exit code with the error.
 pub type CommandResult = Result<u8, (u8, anyhow::Error)>;
+
+/// Opens the database (migrating it), starts the runtime, recovers claims
+/// orphaned by a dead process, and returns the invoke path.
+pub(crate) async fn open(config: Config) -> anyhow::Result<std::sync::Arc<crate::pipeline::Capabilities>> {
+    std::fs::create_dir_all(config.data_dir())?;
+    let db = crate::store::Db::open(&config.database_url()).await?;
+    let runtime = crate::runtime::Runtime::start(config).await?;
+    let capabilities = crate::pipeline::Capabilities::new(runtime, db, crate::store::new_id());
+    capabilities.ledger().heartbeat().await?;
+    let orphans = capabilities.ledger().recover_orphans().await?;
+    if orphans > 0 {
+        tracing::warn!(orphans, "claims of a process that died are now unknown");
+    }
+    Ok(std::sync::Arc::new(capabilities))
+}
 
 /// Tags an error with the "failed" exit code.
 pub(crate) fn failed(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {

@@ -3,12 +3,23 @@
 
 use super::{CommandResult, failed};
 use crate::config::Config;
-use crate::runtime::{Runtime, watcher};
+use crate::runtime::watcher;
 
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
-    let runtime = Runtime::start(config).await.map_err(failed)?;
+    let capabilities = super::open(config).await.map_err(failed)?;
+    let runtime = capabilities.runtime().clone();
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
+    let beating = capabilities.clone();
+    // The heartbeat tells other processes this one's claims are alive.
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            if let Err(e) = beating.ledger().heartbeat().await {
+                tracing::warn!(error = %e, "heartbeat failed");
+            }
+        }
+    });
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;

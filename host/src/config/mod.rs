@@ -69,6 +69,9 @@ pub struct Config {
     pub listen: Option<String>,
     /// Compiled-component cache folder. Default `<data-dir>/cache`.
     pub cache_dir: Option<PathBuf>,
+    /// `sqlite://...` or `postgres://...`. Default: `capstan.db` (SQLite) in
+    /// the data directory.
+    pub database_url: Option<String>,
     #[serde(default)]
     pub limits: Limits,
     #[serde(default)]
@@ -147,6 +150,11 @@ impl Config {
     /// Plugin folder.
     pub fn capabilities_dir(&self) -> PathBuf {
         self.capabilities_dir.clone().unwrap_or_else(|| self.data_dir().join("capabilities"))
+    }
+
+    /// The database URL to use.
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| crate::store::Db::default_url(&self.data_dir()))
     }
 
     /// Compiled-component cache folder.

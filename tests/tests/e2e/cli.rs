@@ -58,7 +58,7 @@ fn invoke_prints_the_result_and_exits_by_status() {
     let json = s.run(&["invoke", "release.inspect", "--input", r#"{"name":"Alien.1979.mkv"}"#, "--json"]);
     let report: Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert_eq!(report["status"], "succeeded");
-    assert_eq!(report["outcome"]["output"]["year"], 1979);
+    assert_eq!(report["output"]["year"], 1979);
 }
 
 #[test]
@@ -168,7 +168,7 @@ fn the_example_plugin_follows_the_readme_steps() {
     let out = s.run(&["invoke", "example.word-count", "--input", r#"{"text":"one two three"}"#, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(report["outcome"]["output"]["words"], 3);
+    assert_eq!(report["output"]["words"], 3);
 }
 
 #[test]

@@ -1,0 +1,363 @@
+//! The invocation ledger (`capability_invocation`): every propose/execute
+//! call is claimed here before its effect can happen, keyed by its
+//! idempotency key, and finished with the claim token it was given. The
+//! rules: no claim, no call; a recorded success (or accepted pending work)
+//! is returned without calling again; the same tool-call id with a different
+//! input is a conflict; a finish with a stale token is rejected; running
+//! rows of dead owners become `unknown` on start, and nothing is replayed
+//! merely because time passed; retention never removes `running` or
+//! `unknown` rows.
+
+mod record;
+
+use std::time::Duration;
+
+use sqlx::{Any, Transaction};
+
+pub use record::{LedgerStatus, Record};
+
+use crate::store::{Db, new_id, now_ms};
+
+/// How long a process may go without a heartbeat before its running claims
+/// are considered orphaned.
+pub const OWNER_LEASE: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("the claim token is stale: another owner has taken over invocation {0}")]
+    StaleToken(String),
+    #[error("invocation {0} did not settle in time")]
+    NotSettled(String),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// What is being claimed.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    pub key: String,
+    pub capability_id: String,
+    pub capability_version: u32,
+    pub actor_kind: String,
+    pub principal: String,
+    pub run_id: Option<String>,
+    pub task_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub input_digest: String,
+}
+
+/// The outcome of a claim.
+#[derive(Debug, Clone)]
+pub enum Claim {
+    /// This caller owns the call: run it, then `finish` with the token.
+    Claimed { id: String, token: String },
+    /// Already succeeded, or accepted as pending: return this, do not run.
+    Recorded(Record),
+    /// Another live owner is running it now.
+    InFlight(Record),
+    /// An earlier attempt's outcome is unknown; the replay policy decides.
+    Unknown(Record),
+    /// The same tool-call id was used with a different input.
+    Conflict(String),
+}
+
+/// The ledger of one process (`owner`).
+#[derive(Clone)]
+pub struct Ledger {
+    db: Db,
+    owner: String,
+}
+
+impl Ledger {
+    pub fn new(db: Db, owner: String) -> Ledger {
+        Ledger { db, owner }
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Records that this process is alive.
+    pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO process_heartbeat (owner, started_at, heartbeat_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (owner) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+        )
+        .bind(&self.owner)
+        .bind(now)
+        .bind(now)
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn owner_alive(&self, tx: &mut Transaction<'static, Any>, owner: &str) -> Result<bool, sqlx::Error> {
+        if owner == self.owner {
+            return Ok(true);
+        }
+        let cutoff = now_ms() - OWNER_LEASE.as_millis() as i64;
+        let alive: Option<i64> = sqlx::query_scalar("SELECT heartbeat_at FROM process_heartbeat WHERE owner = $1")
+            .bind(owner)
+            .fetch_optional(&mut **tx)
+            .await?;
+        Ok(alive.is_some_and(|at| at > cutoff))
+    }
+
+    /// Claims `req` inside `tx` (which must come from `Db::begin_write`).
+    pub async fn claim_in(&self, tx: &mut Transaction<'static, Any>, req: &ClaimRequest) -> Result<Claim, LedgerError> {
+        if let (Some(run), Some(call)) = (&req.run_id, &req.tool_call_id) {
+            let other: Option<String> = sqlx::query_scalar(
+                "SELECT input_digest FROM capability_invocation WHERE run_id = $1 AND tool_call_id = $2",
+            )
+            .bind(run)
+            .bind(call)
+            .fetch_optional(&mut **tx)
+            .await?;
+            if other.is_some_and(|d| d != req.input_digest) {
+                return Ok(Claim::Conflict(format!("tool call {call} was already made with a different input")));
+            }
+        }
+        let existing = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+            .bind(&req.key)
+            .fetch_optional(&mut **tx)
+            .await?;
+        let now = now_ms();
+        let token = new_id();
+        let Some(row) = existing else {
+            let id = new_id();
+            sqlx::query(
+                "INSERT INTO capability_invocation (id, idempotency_key, capability_id, capability_version, actor_kind, \
+                 principal, run_id, task_id, tool_call_id, input_digest, status, claim_token, owner, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'running', $11, $12, $13, $13)",
+            )
+            .bind(&id)
+            .bind(&req.key)
+            .bind(&req.capability_id)
+            .bind(req.capability_version as i64)
+            .bind(&req.actor_kind)
+            .bind(&req.principal)
+            .bind(&req.run_id)
+            .bind(&req.task_id)
+            .bind(&req.tool_call_id)
+            .bind(&req.input_digest)
+            .bind(&token)
+            .bind(&self.owner)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+            return Ok(Claim::Claimed { id, token });
+        };
+        let record = Record::from_row(&row)?;
+        match record.status {
+            LedgerStatus::Succeeded | LedgerStatus::Pending => Ok(Claim::Recorded(record)),
+            LedgerStatus::Running if self.owner_alive(tx, &record.owner).await? => Ok(Claim::InFlight(record)),
+            LedgerStatus::Running => {
+                let record = self.mark_unknown_in(tx, record).await?;
+                Ok(Claim::Unknown(record))
+            }
+            LedgerStatus::Unknown => Ok(Claim::Unknown(record)),
+            LedgerStatus::Failed => {
+                // Nothing happened last time; this is a new attempt.
+                let id = record.id.clone();
+                self.reclaim_in(tx, &record).await.map(|token| Claim::Claimed { id, token })
+            }
+        }
+    }
+
+    /// Claims in a transaction of its own.
+    pub async fn claim(&self, req: &ClaimRequest) -> Result<Claim, LedgerError> {
+        for _ in 0..3 {
+            let mut tx = self.db.begin_write().await?;
+            match self.claim_in(&mut tx, req).await {
+                Ok(claim) => {
+                    tx.commit().await?;
+                    return Ok(claim);
+                }
+                // Two first claims raced on PostgreSQL; the loser reads the winner's row.
+                Err(LedgerError::Sql(e)) if crate::store::is_unique_violation(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(LedgerError::NotSettled(req.key.clone()))
+    }
+
+    async fn reclaim_in(&self, tx: &mut Transaction<'static, Any>, record: &Record) -> Result<String, LedgerError> {
+        let token = new_id();
+        let n = sqlx::query(
+            "UPDATE capability_invocation SET status = 'running', claim_token = $1, owner = $2, attempts = attempts + 1, \
+             effect_started = 0, result = NULL, error = NULL, finished_at = NULL, updated_at = $3 \
+             WHERE id = $4 AND claim_token = $5",
+        )
+        .bind(&token)
+        .bind(&self.owner)
+        .bind(now_ms())
+        .bind(&record.id)
+        .bind(&record.claim_token)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(LedgerError::StaleToken(record.id.clone()));
+        }
+        Ok(token)
+    }
+
+    /// Takes over an `unknown` record for a replay (the replay policy allowed
+    /// it): a new token, status running again.
+    pub async fn reclaim_unknown(&self, record: &Record) -> Result<String, LedgerError> {
+        let mut tx = self.db.begin_write().await?;
+        let token = self.reclaim_in(&mut tx, record).await?;
+        tx.commit().await?;
+        Ok(token)
+    }
+
+    async fn mark_unknown_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        mut record: Record,
+    ) -> Result<Record, LedgerError> {
+        let token = new_id();
+        sqlx::query(
+            "UPDATE capability_invocation SET status = 'unknown', claim_token = $1, updated_at = $2 \
+             WHERE id = $3 AND claim_token = $4",
+        )
+        .bind(&token)
+        .bind(now_ms())
+        .bind(&record.id)
+        .bind(&record.claim_token)
+        .execute(&mut **tx)
+        .await?;
+        record.status = LedgerStatus::Unknown;
+        record.claim_token = token;
+        Ok(record)
+    }
+
+    /// Finishes a claimed call. A token that is no longer current (recovery
+    /// took the row over) is rejected and changes nothing.
+    pub async fn finish(
+        &self,
+        id: &str,
+        token: &str,
+        status: LedgerStatus,
+        result: Option<&str>,
+        error: Option<&str>,
+        effect_started: bool,
+    ) -> Result<(), LedgerError> {
+        let now = now_ms();
+        let n = sqlx::query(
+            "UPDATE capability_invocation SET status = $1, result = $2, error = $3, effect_started = $4, \
+             finished_at = $5, updated_at = $5 WHERE id = $6 AND claim_token = $7 AND status = 'running'",
+        )
+        .bind(status.as_str())
+        .bind(result)
+        .bind(error)
+        .bind(effect_started as i64)
+        .bind(now)
+        .bind(id)
+        .bind(token)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(LedgerError::StaleToken(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Settles an `unknown` record from what `verify` found, with its token.
+    pub async fn settle_unknown(
+        &self,
+        record: &Record,
+        status: LedgerStatus,
+        result: Option<&str>,
+    ) -> Result<(), LedgerError> {
+        let n = sqlx::query(
+            "UPDATE capability_invocation SET status = $1, result = $2, finished_at = $3, updated_at = $3 \
+             WHERE id = $4 AND claim_token = $5 AND status = 'unknown'",
+        )
+        .bind(status.as_str())
+        .bind(result)
+        .bind(now_ms())
+        .bind(&record.id)
+        .bind(&record.claim_token)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if n == 0 {
+            return Err(LedgerError::StaleToken(record.id.clone()));
+        }
+        Ok(())
+    }
+
+    /// Waits until another owner's call with `key` is no longer running.
+    pub async fn wait_settled(&self, key: &str, limit: Duration) -> Result<Record, LedgerError> {
+        let started = std::time::Instant::now();
+        loop {
+            let row = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+                .bind(key)
+                .fetch_one(&self.db.pool)
+                .await?;
+            let record = Record::from_row(&row)?;
+            if record.status != LedgerStatus::Running || started.elapsed() > limit {
+                return if record.status == LedgerStatus::Running {
+                    Err(LedgerError::NotSettled(record.id))
+                } else {
+                    Ok(record)
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// On a cold start: running rows whose owner is dead become `unknown`
+    /// with a new token, so a late finish from the old owner is rejected.
+    /// Returns how many rows changed.
+    pub async fn recover_orphans(&self) -> Result<u64, sqlx::Error> {
+        let cutoff = now_ms() - OWNER_LEASE.as_millis() as i64;
+        let now = now_ms();
+        let n = sqlx::query(
+            "UPDATE capability_invocation SET status = 'unknown', claim_token = claim_token || ':recovered:' || $1, \
+             updated_at = $1 WHERE status = 'running' AND owner <> $2 AND owner NOT IN \
+             (SELECT owner FROM process_heartbeat WHERE heartbeat_at > $3)",
+        )
+        .bind(now.to_string())
+        .bind(&self.owner)
+        .bind(cutoff)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        Ok(n)
+    }
+
+    /// The latest observed state of an invocation, only for its principal.
+    pub async fn get(&self, id: &str, principal: &str) -> Result<Option<Record>, sqlx::Error> {
+        let row = sqlx::query("SELECT * FROM capability_invocation WHERE id = $1 AND principal = $2")
+            .bind(id)
+            .bind(principal)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        row.map(|r| Record::from_row(&r)).transpose()
+    }
+
+    /// Removes finished receipts (succeeded, failed) older than `age`.
+    /// Running, unknown and pending rows are never removed by time.
+    pub async fn prune(&self, age: Duration) -> Result<u64, sqlx::Error> {
+        let cutoff = now_ms() - age.as_millis() as i64;
+        let n = sqlx::query(
+            "DELETE FROM capability_invocation WHERE status IN ('succeeded', 'failed') AND updated_at < $1",
+        )
+        .bind(cutoff)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        Ok(n)
+    }
+}
+
+/// Reads a row by id regardless of principal (for tests and operators).
+pub async fn by_id(db: &Db, id: &str) -> Result<Option<Record>, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT * FROM capability_invocation WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
+    row.map(|r| Record::from_row(&r)).transpose()
+}

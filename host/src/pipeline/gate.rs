@@ -1,0 +1,100 @@
+//! Who is calling and what that allows: the origin of a call, the mode gate
+//! (plan-only runs and subagents), the authorisation decision, and the grant
+//! the sandbox gets. Text from a model never reaches this decision; only the
+//! origin's kind and records do.
+
+use crate::runtime::{Actor, EffectClass, Grant, Mode};
+
+/// Where a call comes from.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub actor: Actor,
+    /// The authenticated principal: `admin:<name>`, `key:<id>`, `cli:<user>`, `task:<kind>`.
+    pub principal: String,
+    pub run_id: Option<String>,
+    pub task_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// The explicit user request this call belongs to; scopes idempotency
+    /// when the call is in no run or task.
+    pub request_id: String,
+    pub mode: Mode,
+    /// The highest class the caller asked to open (the CLI's `--grant`).
+    pub ceiling: EffectClass,
+}
+
+impl Origin {
+    /// A call from the command line by the operator at the machine.
+    pub fn cli(ceiling: EffectClass) -> Origin {
+        let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
+        Origin {
+            actor: Actor::Cli,
+            principal: format!("cli:{user}"),
+            run_id: None,
+            task_id: None,
+            tool_call_id: None,
+            request_id: crate::store::new_id(),
+            mode: Mode::Execute,
+            ceiling,
+        }
+    }
+
+    pub fn actor_kind(&self) -> &'static str {
+        match self.actor {
+            Actor::ConsoleAdmin => "console-admin",
+            Actor::ApiKey => "api-key",
+            Actor::Agent => "agent",
+            Actor::Subagent => "subagent",
+            Actor::Task => "task",
+            Actor::Cli => "cli",
+        }
+    }
+
+    /// The idempotency scope: the run, else the task, else the request.
+    pub fn scope(&self) -> String {
+        match (&self.run_id, &self.task_id) {
+            (Some(run), _) => format!("run:{run}"),
+            (None, Some(task)) => format!("task:{task}"),
+            (None, None) => format!("req:{}", self.request_id),
+        }
+    }
+
+    /// The mode gate: plan-only runs stop at propose, subagents at preview.
+    pub fn gate(&self, label: EffectClass) -> Result<(), String> {
+        if self.actor == Actor::Subagent && label > EffectClass::Preview {
+            return Err(format!("subagents may only read; this capability is labelled {label}"));
+        }
+        if self.mode == Mode::PlanOnly && label > EffectClass::Propose {
+            return Err(format!("a plan-only run may not call a capability labelled {label}"));
+        }
+        Ok(())
+    }
+
+    /// Authorisation. Read and preview are open to every authenticated
+    /// principal. Propose and execute are open to a human at the console or
+    /// the command line; automated callers need an approval or an automation
+    /// grant, which this build does not have yet, so they are refused.
+    pub fn authorize(&self, label: EffectClass) -> Result<(), String> {
+        if label <= EffectClass::Preview {
+            return Ok(());
+        }
+        match self.actor {
+            Actor::ConsoleAdmin | Actor::Cli => Ok(()),
+            Actor::ApiKey | Actor::Agent | Actor::Task | Actor::Subagent => {
+                Err(format!("a {label} call by {} needs an approval or an automation grant", self.actor_kind()))
+            }
+        }
+    }
+
+    /// The grant the sandbox gets: the capability's own label, capped by the
+    /// caller's ceiling, the mode and the actor.
+    pub fn grant(&self, label: EffectClass, key: Option<String>) -> Grant {
+        let mut grant = Grant::new(self.actor, label.min(self.ceiling));
+        if self.mode == Mode::PlanOnly {
+            grant = grant.plan_only();
+        }
+        grant.run_id = self.run_id.clone();
+        grant.task_id = self.task_id.clone();
+        grant.idempotency_key = key;
+        grant
+    }
+}

@@ -1,0 +1,341 @@
+//! The one invoke path, `Capabilities::invoke(origin, id, input)`, used by
+//! the CLI, HTTP and (later) the agent and tasks: look up the descriptor,
+//! validate the input against its schema, apply the mode gate, authorise,
+//! derive the idempotency key, claim the ledger for propose/execute, run the
+//! call in the sandbox, finish the ledger row with its token, and audit.
+//! Results carry `succeeded | failed | pending | unknown`.
+
+mod canonical;
+mod gate;
+mod replay;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use canonical::{canonical, idempotency_key, input_digest};
+pub use gate::Origin;
+
+use crate::audit::{Audit, NewEvent, summarize_input};
+use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
+use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
+use crate::store::Db;
+
+/// An error a caller should see as a failed call, with its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallError {
+    /// `invalid-input`, `not-found`, `conflict`, `denied`, `unavailable`, `internal`, or a trap kind.
+    pub kind: String,
+    pub message: String,
+}
+
+/// What one invoke produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Invocation {
+    /// The ledger row, for propose/execute calls.
+    pub invocation_id: Option<String>,
+    pub status: Status,
+    pub output: Option<Value>,
+    pub error: Option<CallError>,
+    /// True when the result was recorded earlier and nothing ran now.
+    pub replayed: bool,
+    pub idempotency_key: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denials: Vec<Denial>,
+}
+
+/// Why an invoke could not be answered with a status at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InvokeError {
+    #[error("no capability with id {0} is loaded")]
+    NotFound(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+}
+
+/// The invoke path over one runtime and one store.
+pub struct Capabilities {
+    runtime: Arc<Runtime>,
+    ledger: Ledger,
+    audit: Audit,
+    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+}
+
+fn failed(key: &str, kind: &str, message: String) -> Invocation {
+    Invocation {
+        invocation_id: None,
+        status: Status::Failed,
+        output: None,
+        error: Some(CallError { kind: kind.into(), message }),
+        replayed: false,
+        idempotency_key: key.to_string(),
+        denials: Vec::new(),
+    }
+}
+
+impl Capabilities {
+    pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
+        Capabilities {
+            runtime,
+            ledger: Ledger::new(db.clone(), owner),
+            audit: Audit::new(db),
+            validators: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    pub fn audit(&self) -> &Audit {
+        &self.audit
+    }
+
+    fn validator(&self, loaded: &Loaded) -> Result<Arc<jsonschema::Validator>, String> {
+        let mut cache = self.validators.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cache.get(&loaded.digest) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(
+            jsonschema::validator_for(&loaded.descriptor.input_schema)
+                .map_err(|e| format!("{} has an unusable input schema: {e}", loaded.descriptor.id))?,
+        );
+        cache.insert(loaded.digest.clone(), v.clone());
+        Ok(v)
+    }
+
+    /// The single invoke path.
+    pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
+        let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
+        let d = &loaded.descriptor;
+        let digest = input_digest(input);
+        let key = idempotency_key(&d.id, d.version, &origin.scope(), &digest);
+        let summary = summarize_input(input);
+
+        let validator = match self.validator(&loaded) {
+            Ok(v) => v,
+            Err(message) => return Ok(failed(&key, "internal", message)),
+        };
+        let problems: Vec<String> =
+            validator.iter_errors(input).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        if !problems.is_empty() {
+            let inv = failed(
+                &key,
+                "invalid-input",
+                format!("input does not match the schema of {id}: {}", problems.join("; ")),
+            );
+            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            return Ok(inv);
+        }
+
+        if let Err(reason) = origin.gate(d.label).and_then(|()| origin.authorize(d.label)) {
+            let inv = failed(&key, "denied", reason);
+            self.audit_denied(origin, id, &key, &summary, &inv).await?;
+            return Ok(inv);
+        }
+        let grant = origin.grant(d.label, Some(key.clone()));
+
+        if d.label <= EffectClass::Preview {
+            let report = self.call(&loaded, input, grant).await;
+            let inv = invocation_from(&key, None, &report);
+            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            return Ok(inv);
+        }
+
+        let req = ClaimRequest {
+            key: key.clone(),
+            capability_id: d.id.clone(),
+            capability_version: d.version,
+            actor_kind: origin.actor_kind().into(),
+            principal: origin.principal.clone(),
+            run_id: origin.run_id.clone(),
+            task_id: origin.task_id.clone(),
+            tool_call_id: origin.tool_call_id.clone(),
+            input_digest: digest,
+        };
+        let inv = match self.ledger.claim(&req).await? {
+            Claim::Claimed { id: row, token } => self.run_claimed(&loaded, input, grant, &key, &row, &token).await?,
+            Claim::Recorded(record) => recorded(&key, &record),
+            Claim::InFlight(record) => {
+                let settled =
+                    self.ledger.wait_settled(&record.idempotency_key, std::time::Duration::from_secs(120)).await?;
+                recorded(&key, &settled)
+            }
+            Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record).await?,
+            Claim::Conflict(message) => failed(&key, "conflict", message),
+        };
+        self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+        Ok(inv)
+    }
+
+    async fn call(&self, loaded: &Loaded, input: &Value, grant: Grant) -> CallReport {
+        match self.runtime.call(&loaded.descriptor.id, &input.to_string(), grant).await {
+            Ok(report) => report,
+            Err(e) => CallReport {
+                capability: loaded.descriptor.id.clone(),
+                version: loaded.descriptor.version,
+                digest: loaded.digest.clone(),
+                outcome: CallOutcome::Trapped { trap: crate::runtime::TrapKind::Trap, message: e.to_string() },
+                effect_started: false,
+                denials: Vec::new(),
+                elapsed_us: 0,
+            },
+        }
+    }
+
+    /// Runs a claimed call and finishes its ledger row with the token.
+    async fn run_claimed(
+        &self,
+        loaded: &Loaded,
+        input: &Value,
+        grant: Grant,
+        key: &str,
+        row: &str,
+        token: &str,
+    ) -> Result<Invocation, InvokeError> {
+        let report = self.call(loaded, input, grant).await;
+        let inv = invocation_from(key, Some(row.to_string()), &report);
+        let (result, error) = ledger_payload(&inv);
+        self.ledger
+            .finish(row, token, ledger_status(inv.status), result.as_deref(), error.as_deref(), report.effect_started)
+            .await?;
+        Ok(inv)
+    }
+
+    async fn audit_invoke(
+        &self,
+        origin: &Origin,
+        loaded: &Loaded,
+        inv: &Invocation,
+        summary: &str,
+        authorization_id: Option<String>,
+    ) -> Result<(), sqlx::Error> {
+        for denial in &inv.denials {
+            self.audit
+                .append(&NewEvent {
+                    actor_kind: origin.actor_kind().into(),
+                    principal: origin.principal.clone(),
+                    action: "capability.denied".into(),
+                    subject: loaded.descriptor.id.clone(),
+                    outcome: "denied".into(),
+                    idempotency_key: Some(inv.idempotency_key.clone()),
+                    detail: Some(format!("{}: {}", denial.import, denial.reason)),
+                    ..NewEvent::default()
+                })
+                .await?;
+        }
+        let outcome =
+            serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        self.audit
+            .append(&NewEvent {
+                actor_kind: origin.actor_kind().into(),
+                principal: origin.principal.clone(),
+                action: "capability.invoke".into(),
+                subject: loaded.descriptor.id.clone(),
+                outcome,
+                authorization_id,
+                idempotency_key: Some(inv.idempotency_key.clone()),
+                input_summary: Some(summary.to_string()),
+                detail: inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message)),
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn audit_denied(
+        &self,
+        origin: &Origin,
+        id: &str,
+        key: &str,
+        summary: &str,
+        inv: &Invocation,
+    ) -> Result<(), sqlx::Error> {
+        self.audit
+            .append(&NewEvent {
+                actor_kind: origin.actor_kind().into(),
+                principal: origin.principal.clone(),
+                action: "capability.denied".into(),
+                subject: id.to_string(),
+                outcome: "denied".into(),
+                idempotency_key: Some(key.to_string()),
+                input_summary: Some(summary.to_string()),
+                detail: inv.error.as_ref().map(|e| e.message.clone()),
+                ..NewEvent::default()
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+fn ledger_status(status: Status) -> LedgerStatus {
+    match status {
+        Status::Succeeded => LedgerStatus::Succeeded,
+        Status::Failed => LedgerStatus::Failed,
+        Status::Pending => LedgerStatus::Pending,
+        Status::Unknown => LedgerStatus::Unknown,
+    }
+}
+
+fn ledger_payload(inv: &Invocation) -> (Option<String>, Option<String>) {
+    (inv.output.as_ref().map(Value::to_string), inv.error.as_ref().and_then(|e| serde_json::to_string(e).ok()))
+}
+
+/// Builds the invocation for a call that just ran.
+fn invocation_from(key: &str, row: Option<String>, report: &CallReport) -> Invocation {
+    let (output, error) = match &report.outcome {
+        CallOutcome::Succeeded { output } | CallOutcome::Pending { output } => (Some(output.clone()), None),
+        CallOutcome::Failed { failure } => {
+            (None, Some(CallError { kind: failure.kind.clone(), message: failure.message.clone() }))
+        }
+        CallOutcome::Trapped { trap, message } => {
+            let kind = serde_json::to_value(trap).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            (None, Some(CallError { kind, message: message.clone() }))
+        }
+    };
+    Invocation {
+        invocation_id: row,
+        status: report.status(),
+        output,
+        error,
+        replayed: false,
+        idempotency_key: key.to_string(),
+        denials: report.denials.clone(),
+    }
+}
+
+/// Builds the invocation for a result recorded earlier.
+fn recorded(key: &str, record: &Record) -> Invocation {
+    let status = match record.status {
+        LedgerStatus::Succeeded => Status::Succeeded,
+        LedgerStatus::Pending => Status::Pending,
+        LedgerStatus::Failed => Status::Failed,
+        LedgerStatus::Unknown | LedgerStatus::Running => Status::Unknown,
+    };
+    Invocation {
+        invocation_id: Some(record.id.clone()),
+        status,
+        output: record.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
+        error: record
+            .error
+            .as_deref()
+            .and_then(|e| serde_json::from_str::<CallErrorIn>(e).ok())
+            .map(|e| CallError { kind: e.kind, message: e.message }),
+        replayed: true,
+        idempotency_key: key.to_string(),
+        denials: Vec::new(),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct CallErrorIn {
+    kind: String,
+    message: String,
+}

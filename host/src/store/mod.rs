@@ -1,0 +1,131 @@
+//! The durable store: one sqlx `Any` pool over SQLite (WAL, a file in the
+//! data directory, the default) or PostgreSQL (`--database-url
+//! postgres://...`), the migrations for each, and write transactions that
+//! take SQLite's write lock up front. Owns connections and schema; the
+//! tables' meaning belongs to the modules that use them (ledger, audit).
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, Transaction};
+
+/// Which database is behind the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Why the store could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database URL {0:?} is not sqlite:// or postgres://")]
+    UnsupportedUrl(String),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// A handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A random identifier (UUID v4, 32 hex digits).
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Db {
+    /// The default database: `capstan.db` in the data directory.
+    pub fn default_url(data_dir: &Path) -> String {
+        format!("sqlite://{}?mode=rwc", data_dir.join("capstan.db").display())
+    }
+
+    /// Connects without migrating.
+    pub async fn connect(url: &str) -> Result<Db, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(StoreError::UnsupportedUrl(url.to_string()));
+        };
+        let options: AnyConnectOptions = url.parse()?;
+        let mut pool = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
+        pool = match backend {
+            // One writer at a time is SQLite's rule; a few readers beside it
+            // are enough, and WAL lets them read while it writes.
+            Backend::Sqlite => pool.max_connections(4).after_connect(|conn, _| {
+                Box::pin(async move {
+                    use sqlx::Executor;
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    conn.execute("PRAGMA foreign_keys = ON").await?;
+                    Ok(())
+                })
+            }),
+            Backend::Postgres => pool.max_connections(16),
+        };
+        let pool = pool.connect_with(options).await?;
+        Ok(Db { pool, backend })
+    }
+
+    /// Connects and brings the schema up to date.
+    pub async fn open(url: &str) -> Result<Db, StoreError> {
+        let db = Db::connect(url).await?;
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    /// Applies pending migrations; returns how many were applied.
+    pub async fn migrate(&self) -> Result<usize, StoreError> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        let before = self.applied_migrations().await.unwrap_or(0);
+        migrator.run(&self.pool).await?;
+        let after = self.applied_migrations().await.unwrap_or(before);
+        Ok(after.saturating_sub(before))
+    }
+
+    async fn applied_migrations(&self) -> Result<usize, sqlx::Error> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = TRUE")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n as usize)
+    }
+
+    /// Begins a transaction that will write. On SQLite it takes the write
+    /// lock up front, so a read-then-write transaction cannot fail to
+    /// upgrade when another connection committed in between.
+    pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+}
+
+/// Whether `e` is a unique-constraint violation (a lost insert race).
+pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db.is_unique_violation(),
+        _ => false,
+    }
+}
