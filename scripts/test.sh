@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test suite: unit tests, the release-name conformance test and
-# the end-to-end suites (which build the guest components themselves).
+# the end-to-end suites (which build the guest components themselves). The
+# storage suites run against SQLite and against a throwaway PostgreSQL that
+# this script starts on a free loopback port and stops afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+source scripts/postgres.sh
+start_throwaway_postgres
+trap stop_throwaway_postgres EXIT
+
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "$@"
 else

@@ -10,5 +10,6 @@ pub mod components {
 }
 
 pub mod binary;
+pub mod db;
 pub mod host;
 pub mod mock_service;

@@ -21,6 +21,10 @@ pub struct Counters {
     pub writes: AtomicUsize,
     pub logins: AtomicUsize,
     pub requests: AtomicUsize,
+    /// Idempotency keys whose write arrived, in order.
+    pub keys: std::sync::Mutex<Vec<String>>,
+    /// When set, the next count answers `crash: true` (and clears it).
+    pub crash_next: std::sync::atomic::AtomicBool,
 }
 
 /// A running mock service.
@@ -39,6 +43,7 @@ impl MockService {
         let app = Router::new()
             .route("/echo", any(echo))
             .route("/count", post(count))
+            .route("/count/status", get(count_status))
             .route("/login", post(login))
             .route("/protected", get(protected))
             .route("/big", get(big))
@@ -78,9 +83,19 @@ async fn echo(
     Json(json!({ "method": method.as_str(), "path": uri.path(), "query": query, "headers": headers }))
 }
 
-async fn count(State(c): State<Arc<Counters>>) -> impl IntoResponse {
+async fn count(State(c): State<Arc<Counters>>, Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
     let n = c.writes.fetch_add(1, Ordering::SeqCst) + 1;
-    Json(json!({ "count": n }))
+    if let Some(key) = q.get("key") {
+        c.keys.lock().unwrap().push(key.clone());
+    }
+    let crash = c.crash_next.swap(false, Ordering::SeqCst);
+    Json(json!({ "count": n, "crash": crash }))
+}
+
+async fn count_status(State(c): State<Arc<Counters>>, Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
+    let key = q.get("key").cloned().unwrap_or_default();
+    let done = c.keys.lock().unwrap().contains(&key);
+    Json(json!({ "done": done, "count": c.writes.load(Ordering::SeqCst) }))
 }
 
 async fn login(State(c): State<Arc<Counters>>, Form(form): Form<BTreeMap<String, String>>) -> impl IntoResponse {

@@ -318,10 +318,11 @@ impl Ledger {
         let now = now_ms();
         let n = sqlx::query(
             "UPDATE capability_invocation SET status = 'unknown', claim_token = claim_token || ':recovered:' || $1, \
-             updated_at = $1 WHERE status = 'running' AND owner <> $2 AND owner NOT IN \
-             (SELECT owner FROM process_heartbeat WHERE heartbeat_at > $3)",
+             updated_at = $2 WHERE status = 'running' AND owner <> $3 AND owner NOT IN \
+             (SELECT owner FROM process_heartbeat WHERE heartbeat_at > $4)",
         )
         .bind(now.to_string())
+        .bind(now)
         .bind(&self.owner)
         .bind(cutoff)
         .execute(&self.db.pool)

@@ -2,6 +2,7 @@
 
 mod cli;
 mod files;
+mod ledger;
 mod loading;
 mod outbound;
 mod release;
