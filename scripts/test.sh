@@ -10,6 +10,10 @@ source scripts/postgres.sh
 start_throwaway_postgres
 trap stop_throwaway_postgres EXIT
 
+# The CLI suites run the real `capstan` binary, which test builds alone
+# do not produce.
+cargo build -p capstan
+
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "$@"
 else

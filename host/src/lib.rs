@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod pipeline;
 pub mod runtime;
 pub mod store;
+pub mod tasks;
 
 pub use config::Config;
 pub use runtime::Runtime;

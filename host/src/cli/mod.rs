@@ -6,6 +6,7 @@ mod audit;
 mod capabilities;
 mod invoke;
 mod serve;
+mod worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,11 @@ pub enum Command {
     Invoke(invoke::InvokeArgs),
     /// Create or update the database schema.
     Migrate,
+    /// Run a task worker alone against the same database.
+    Worker,
+    /// List, enqueue, cancel and retry durable tasks.
+    #[command(subcommand)]
+    Tasks(worker::TasksCommand),
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -104,6 +110,8 @@ pub fn main() -> ExitCode {
             Command::Capabilities(cmd) => capabilities::run(config, cmd).await,
             Command::Invoke(args) => invoke::run(config, args).await,
             Command::Migrate => audit::migrate(config).await,
+            Command::Worker => worker::run(config).await,
+            Command::Tasks(cmd) => worker::tasks(config, cmd).await,
             Command::Audit(cmd) => audit::run(config, cmd).await,
         }
     });

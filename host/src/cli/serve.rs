@@ -7,19 +7,14 @@ use crate::runtime::watcher;
 
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
+    let worker_config = config.clone();
     let capabilities = super::open(config).await.map_err(failed)?;
     let runtime = capabilities.runtime().clone();
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
-    let beating = capabilities.clone();
-    // The heartbeat tells other processes this one's claims are alive.
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
-            if let Err(e) = beating.ledger().heartbeat().await {
-                tracing::warn!(error = %e, "heartbeat failed");
-            }
-        }
-    });
+    spawn_heartbeat(capabilities.clone());
+    // `serve` runs the API and a worker in one process.
+    let worker = std::sync::Arc::new(super::worker::build_worker(capabilities.clone(), &worker_config));
+    tokio::spawn(worker.run(shutdown()));
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
@@ -28,7 +23,8 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     Ok(0)
 }
 
-async fn shutdown() {
+/// Resolves on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -43,4 +39,16 @@ async fn shutdown() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// Tells other processes, every 10 s, that this one's claims are alive.
+pub(crate) fn spawn_heartbeat(capabilities: std::sync::Arc<crate::pipeline::Capabilities>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            if let Err(e) = capabilities.ledger().heartbeat().await {
+                tracing::warn!(error = %e, "heartbeat failed");
+            }
+        }
+    });
 }

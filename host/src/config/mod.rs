@@ -26,7 +26,7 @@ pub enum ConfigError {
 
 /// Per-call resource limits. Every field is optional in overrides.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Wall-clock deadline of one call, milliseconds.
     pub deadline_ms: u64,
@@ -81,6 +81,26 @@ pub struct Config {
     /// Named file roots: name → directory.
     #[serde(default)]
     pub roots: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    pub tasks: TasksConfig,
+}
+
+/// The durable task worker, under `[tasks]`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksConfig {
+    /// How long a worker's claim lasts without renewal, milliseconds.
+    pub lease_ms: u64,
+    /// Tasks one worker runs at once.
+    pub concurrency: usize,
+    /// Attempts before a task is dead.
+    pub max_attempts: i64,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        TasksConfig { lease_ms: 30_000, concurrency: 2, max_attempts: 5 }
+    }
 }
 
 impl Config {
@@ -105,6 +125,11 @@ impl Config {
         check_limits("limits", &self.limits)?;
         for (id, cap) in &self.capabilities {
             check_limits(&format!("capabilities.{id}"), &self.limits_for_config(cap))?;
+        }
+        if self.tasks.lease_ms < 1_000 || self.tasks.concurrency == 0 || self.tasks.max_attempts < 1 {
+            return Err(ConfigError::Invalid(
+                "tasks.lease_ms must be at least 1000, tasks.concurrency and tasks.max_attempts at least 1".into(),
+            ));
         }
         for (name, service) in &self.services {
             service.validate(name).map_err(ConfigError::Invalid)?;
@@ -160,6 +185,26 @@ impl Config {
     /// Compiled-component cache folder.
     pub fn cache_dir(&self) -> PathBuf {
         self.cache_dir.clone().unwrap_or_else(|| self.data_dir().join("cache"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    #[test]
+    fn partial_tables_keep_the_other_defaults() {
+        let c = Config::parse("[limits]\ndeadline_ms = 5000\n[tasks]\nlease_ms = 2000\n").unwrap();
+        assert_eq!(c.limits.deadline_ms, 5000);
+        assert_eq!(c.limits.memory_bytes, 64 << 20);
+        assert_eq!(c.tasks.lease_ms, 2000);
+        assert_eq!(c.tasks.concurrency, 2);
+    }
+
+    #[test]
+    fn typos_are_refused() {
+        let err = Config::parse("[limits]\ndeadline = 5\n").unwrap_err().to_string();
+        assert!(err.contains("unknown field"), "{err}");
     }
 }
 

@@ -8,6 +8,7 @@
 mod canonical;
 mod gate;
 mod replay;
+mod task_handler;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 pub use canonical::{canonical, idempotency_key, input_digest};
 pub use gate::Origin;
+pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
 
 use crate::audit::{Audit, NewEvent, summarize_input};
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
@@ -60,6 +62,7 @@ pub enum InvokeError {
 /// The invoke path over one runtime and one store.
 pub struct Capabilities {
     runtime: Arc<Runtime>,
+    db: Db,
     ledger: Ledger,
     audit: Audit,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
@@ -81,6 +84,7 @@ impl Capabilities {
     pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
         Capabilities {
             runtime,
+            db: db.clone(),
             ledger: Ledger::new(db.clone(), owner),
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
@@ -89,6 +93,10 @@ impl Capabilities {
 
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     pub fn ledger(&self) -> &Ledger {

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use wasmtime::{Cache, CacheConfig, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// How often the epoch advances; deadlines are counted in these ticks.
+/// How often the epoch advances: the granularity of deadlines and of guest
+/// yields to the executor.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Concurrent calls the instance pool is sized for.
@@ -88,9 +89,4 @@ impl Drop for EpochTicker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
-}
-
-/// Epoch ticks for a deadline, rounded up, plus one for the tick in progress.
-pub fn deadline_ticks(deadline: Duration) -> u64 {
-    (deadline.as_millis() as u64).div_ceil(EPOCH_TICK.as_millis() as u64) + 1
 }

@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Engine, Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::capstan::capability::types as wit;
 use super::bindings::exports::capstan::capability::capability;
 use super::call_state::{CallState, CallTarget};
-use super::engine::deadline_ticks;
 use super::grant::{Denial, Grant};
 use super::host::HostServices;
 use super::loader::Loaded;
@@ -100,8 +99,14 @@ pub(crate) fn new_store(
     let mut store = Store::new(engine, CallState::new(grant, target, services, store_limits));
     store.limiter(|state| &mut state.limits);
     store.set_fuel(limits.fuel)?;
-    store.set_epoch_deadline(deadline_ticks(Duration::from_millis(limits.deadline_ms)));
-    store.epoch_deadline_trap();
+    // Every epoch tick the guest yields to the executor, so a busy guest
+    // never starves other work on its thread (lease renewals, HTTP), and
+    // past the wall-clock deadline the call is interrupted.
+    let deadline = Instant::now() + Duration::from_millis(limits.deadline_ms);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+    });
     Ok(store)
 }
 

@@ -7,6 +7,7 @@ mod loading;
 mod outbound;
 mod release;
 mod sandbox;
+mod tasks;
 
 use capstan::runtime::{Actor, EffectClass, Grant};
 

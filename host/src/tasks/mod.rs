@@ -1,0 +1,331 @@
+//! Durable tasks: work that must survive restarts (`task` table) with a
+//! kind, a subject, a JSON payload, attempts with exponential backoff, a
+//! dedupe key (one active task per key), and a lease that a worker renews
+//! while it works. A worker whose lease lapses is replaced by another; the
+//! lease token fences the old one out, so a task completes once.
+
+pub mod worker;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use sqlx::Row;
+
+pub use worker::{TaskHandler, Worker, WorkerConfig};
+
+use crate::store::{Backend, Db, new_id, now_ms};
+
+/// Task statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Dead,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Dead => "dead",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    fn parse(s: &str) -> Result<TaskStatus, sqlx::Error> {
+        Ok(match s {
+            "queued" => TaskStatus::Queued,
+            "running" => TaskStatus::Running,
+            "succeeded" => TaskStatus::Succeeded,
+            "failed" => TaskStatus::Failed,
+            "dead" => TaskStatus::Dead,
+            "cancelled" => TaskStatus::Cancelled,
+            other => return Err(sqlx::Error::Decode(format!("unknown task status {other}").into())),
+        })
+    }
+}
+
+/// A task row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Task {
+    pub id: String,
+    pub kind: String,
+    pub subject: Option<String>,
+    pub payload: serde_json::Value,
+    pub status: TaskStatus,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_after: i64,
+    pub dedupe_key: Option<String>,
+    pub lease_owner: Option<String>,
+    #[serde(skip)]
+    pub lease_token: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub result: Option<serde_json::Value>,
+    pub last_error: Option<String>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+fn json_col(r: &sqlx::any::AnyRow, col: &str) -> Result<Option<serde_json::Value>, sqlx::Error> {
+    let text: Option<String> = r.try_get(col)?;
+    text.map(|t| serde_json::from_str(&t).map_err(|e| sqlx::Error::Decode(Box::new(e)))).transpose()
+}
+
+impl Task {
+    fn from_row(r: &sqlx::any::AnyRow) -> Result<Task, sqlx::Error> {
+        let status: String = r.try_get("status")?;
+        Ok(Task {
+            id: r.try_get("id")?,
+            kind: r.try_get("kind")?,
+            subject: r.try_get("subject")?,
+            payload: json_col(r, "payload")?.unwrap_or(serde_json::Value::Null),
+            status: TaskStatus::parse(&status)?,
+            attempts: r.try_get("attempts")?,
+            max_attempts: r.try_get("max_attempts")?,
+            run_after: r.try_get("run_after")?,
+            dedupe_key: r.try_get("dedupe_key")?,
+            lease_owner: r.try_get("lease_owner")?,
+            lease_token: r.try_get("lease_token")?,
+            lease_expires_at: r.try_get("lease_expires_at")?,
+            result: json_col(r, "result")?,
+            last_error: r.try_get("last_error")?,
+            created_by: r.try_get("created_by")?,
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
+        })
+    }
+}
+
+/// A task to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub kind: String,
+    pub subject: Option<String>,
+    pub payload: serde_json::Value,
+    pub dedupe_key: Option<String>,
+    pub max_attempts: i64,
+    pub created_by: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("no task with id {0}")]
+    NotFound(String),
+    #[error("task {0} is {1} and cannot be {2}")]
+    WrongState(String, &'static str, &'static str),
+    #[error("the lease on task {0} was lost to another worker")]
+    LeaseLost(String),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// Backoff before attempt `attempts + 1`: 1 s doubling, at most 5 minutes.
+pub fn backoff(attempts: i64) -> Duration {
+    let exp = attempts.clamp(0, 9) as u32;
+    Duration::from_secs(1u64 << exp).min(Duration::from_secs(300))
+}
+
+/// The task store.
+#[derive(Clone)]
+pub struct Tasks {
+    db: Db,
+}
+
+impl Tasks {
+    pub fn new(db: Db) -> Tasks {
+        Tasks { db }
+    }
+
+    /// The pool, for operators' and tests' direct queries.
+    pub fn pool(&self) -> sqlx::AnyPool {
+        self.db.pool.clone()
+    }
+
+    /// Enqueues a task; with a dedupe key that an active task already holds,
+    /// returns that task instead (and `false`).
+    pub async fn enqueue(&self, new: &NewTask) -> Result<(Task, bool), TaskError> {
+        let mut tx = self.db.begin_write().await?;
+        if let Some(key) = &new.dedupe_key {
+            let existing = sqlx::query("SELECT * FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(row) = existing {
+                tx.commit().await?;
+                return Ok((Task::from_row(&row)?, false));
+            }
+        }
+        let id = new_id();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO task (id, kind, subject, payload, status, attempts, max_attempts, run_after, dedupe_key, \
+             created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', 0, $5, $6, $7, $8, $6, $6)",
+        )
+        .bind(&id)
+        .bind(&new.kind)
+        .bind(&new.subject)
+        .bind(new.payload.to_string())
+        .bind(new.max_attempts.max(1))
+        .bind(now)
+        .bind(&new.dedupe_key)
+        .bind(&new.created_by)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((self.get(&id).await?.ok_or_else(|| TaskError::NotFound(id))?, true))
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<Task>, sqlx::Error> {
+        let row = sqlx::query("SELECT * FROM task WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
+        row.map(|r| Task::from_row(&r)).transpose()
+    }
+
+    /// Tasks, newest first, optionally only those about `subject`.
+    pub async fn list(&self, subject: Option<&str>, limit: i64) -> Result<Vec<Task>, sqlx::Error> {
+        let rows = match subject {
+            Some(s) => {
+                sqlx::query("SELECT * FROM task WHERE subject = $1 ORDER BY created_at DESC, id LIMIT $2")
+                    .bind(s)
+                    .bind(limit)
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
+            None => {
+                sqlx::query("SELECT * FROM task ORDER BY created_at DESC, id LIMIT $1")
+                    .bind(limit)
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
+        };
+        rows.iter().map(Task::from_row).collect()
+    }
+
+    /// Takes the next ready task (queued and due, or running with a lapsed
+    /// lease) for `owner`, with a fresh lease token.
+    pub async fn claim(&self, owner: &str, lease: Duration) -> Result<Option<Task>, sqlx::Error> {
+        let now = now_ms();
+        let token = new_id();
+        let expires = now + lease.as_millis() as i64;
+        let ready = "(status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_expires_at < $1)";
+        let update = "UPDATE task SET status = 'running', attempts = attempts + 1, lease_owner = $2, \
+                      lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5";
+        let mut tx = self.db.begin_write().await?;
+        // PostgreSQL lets concurrent workers skip each other's locked rows;
+        // SQLite's write lock (BEGIN IMMEDIATE) already serialises claims.
+        let pick = match self.db.backend {
+            Backend::Postgres => {
+                format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED")
+            }
+            Backend::Sqlite => format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1"),
+        };
+        let Some(id) = sqlx::query_scalar::<_, String>(&pick).bind(now).fetch_optional(&mut *tx).await? else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        sqlx::query(update).bind(now).bind(owner).bind(&token).bind(expires).bind(&id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        self.get(&id).await
+    }
+
+    /// Extends the lease; fails when another worker took the task over.
+    pub async fn renew(&self, task: &Task, lease: Duration) -> Result<(), TaskError> {
+        let n = sqlx::query(
+            "UPDATE task SET lease_expires_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'",
+        )
+        .bind(now_ms() + lease.as_millis() as i64)
+        .bind(&task.id)
+        .bind(&task.lease_token)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
+    }
+
+    /// Records success, fenced by the lease token.
+    pub async fn succeed(&self, task: &Task, result: &serde_json::Value) -> Result<(), TaskError> {
+        let n = sqlx::query(
+            "UPDATE task SET status = 'succeeded', result = $1, lease_owner = NULL, lease_expires_at = NULL, \
+             updated_at = $2 WHERE id = $3 AND lease_token = $4 AND status = 'running'",
+        )
+        .bind(result.to_string())
+        .bind(now_ms())
+        .bind(&task.id)
+        .bind(&task.lease_token)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
+    }
+
+    /// Records a failed attempt: queued again after a backoff, or dead when
+    /// the attempts are used up. Returns the new status.
+    pub async fn fail(&self, task: &Task, error: &str) -> Result<TaskStatus, TaskError> {
+        let dead = task.attempts >= task.max_attempts;
+        let status = if dead { TaskStatus::Dead } else { TaskStatus::Queued };
+        let run_after = now_ms() + backoff(task.attempts).as_millis() as i64;
+        let n = sqlx::query(
+            "UPDATE task SET status = $1, last_error = $2, run_after = $3, lease_owner = NULL, lease_expires_at = NULL, \
+             updated_at = $4 WHERE id = $5 AND lease_token = $6 AND status = 'running'",
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(run_after)
+        .bind(now_ms())
+        .bind(&task.id)
+        .bind(&task.lease_token)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(status) }
+    }
+
+    /// Cancels a queued or running task. A running handler finds out when it
+    /// next renews its lease.
+    pub async fn cancel(&self, id: &str) -> Result<Task, TaskError> {
+        let n = sqlx::query(
+            "UPDATE task SET status = 'cancelled', lease_token = NULL, updated_at = $1 \
+             WHERE id = $2 AND status IN ('queued', 'running')",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        if n == 0 {
+            return Err(TaskError::WrongState(id.to_string(), task.status.as_str(), "cancelled"));
+        }
+        Ok(task)
+    }
+
+    /// Queues a dead, failed or cancelled task again with fresh attempts.
+    pub async fn retry(&self, id: &str) -> Result<Task, TaskError> {
+        let n = sqlx::query(
+            "UPDATE task SET status = 'queued', attempts = 0, run_after = $1, last_error = NULL, updated_at = $1 \
+             WHERE id = $2 AND status IN ('dead', 'failed', 'cancelled')",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await;
+        let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        match n {
+            Ok(r) if r.rows_affected() == 1 => Ok(task),
+            Ok(_) => Err(TaskError::WrongState(id.to_string(), task.status.as_str(), "retried")),
+            // Another active task holds the same dedupe key.
+            Err(e) if crate::store::is_unique_violation(&e) => {
+                Err(TaskError::WrongState(id.to_string(), "duplicated by an active task", "retried"))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The worker loop: claims ready tasks, runs each kind's handler while
+//! renewing the lease, and records the outcome (fenced by the lease token)
+//! with an audit event. A handler that loses its lease is abandoned; the
+//! worker that took the task over finishes it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::{Task, TaskError, TaskStatus, Tasks};
+use crate::audit::{Audit, NewEvent};
+
+/// A handler's result: output JSON, or an error message for a failed attempt.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+
+/// Runs tasks of one kind.
+pub trait TaskHandler: Send + Sync {
+    fn run(&self, task: Task) -> HandlerFuture;
+}
+
+/// Worker settings.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerConfig {
+    /// How long a claim lasts without renewal (about 30 s by default).
+    pub lease: Duration,
+    /// How often an idle worker looks for work.
+    pub poll: Duration,
+    /// Tasks run at once.
+    pub concurrency: usize,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig { lease: Duration::from_secs(30), poll: Duration::from_millis(250), concurrency: 2 }
+    }
+}
+
+/// A worker process's loop.
+pub struct Worker {
+    tasks: Tasks,
+    audit: Audit,
+    owner: String,
+    handlers: HashMap<String, Arc<dyn TaskHandler>>,
+    config: WorkerConfig,
+}
+
+impl Worker {
+    pub fn new(tasks: Tasks, audit: Audit, owner: String, config: WorkerConfig) -> Worker {
+        Worker { tasks, audit, owner, handlers: HashMap::new(), config }
+    }
+
+    /// Registers the handler for `kind`.
+    pub fn handle(&mut self, kind: &str, handler: Arc<dyn TaskHandler>) {
+        self.handlers.insert(kind.to_string(), handler);
+    }
+
+    /// Runs until `shutdown` resolves; tasks in progress are left to their
+    /// leases (another worker takes them over).
+    pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                _ = &mut shutdown => return,
+                permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+            };
+            match self.tasks.claim(&self.owner, self.config.lease).await {
+                Ok(Some(task)) => {
+                    let worker = self.clone();
+                    tokio::spawn(async move {
+                        worker.process(task).await;
+                        drop(permit);
+                    });
+                }
+                Ok(None) => {
+                    drop(permit);
+                    tokio::select! {
+                        _ = &mut shutdown => return,
+                        _ = tokio::time::sleep(self.config.poll) => {}
+                    }
+                }
+                Err(e) => {
+                    drop(permit);
+                    tracing::warn!(error = %e, "claiming a task failed");
+                    tokio::time::sleep(self.config.poll).await;
+                }
+            }
+        }
+    }
+
+    /// Runs one claimed task to an outcome.
+    pub async fn process(&self, task: Task) {
+        tracing::info!(task = %task.id, kind = %task.kind, attempt = task.attempts, "task started");
+        let outcome = match self.handlers.get(&task.kind) {
+            None => Err(format!("no handler for task kind {}", task.kind)),
+            Some(handler) => {
+                // The handler runs as its own task so renewals keep their
+                // schedule however busy it is.
+                let mut run = tokio::spawn(handler.run(task.clone()));
+                let renew_every = self.config.lease / 3;
+                loop {
+                    tokio::select! {
+                        result = &mut run => break result.unwrap_or_else(|e| Err(format!("the handler failed: {e}"))),
+                        _ = tokio::time::sleep(renew_every) => {
+                            if let Err(e) = self.tasks.renew(&task, self.config.lease).await {
+                                tracing::warn!(task = %task.id, error = %e, "lease lost; abandoning the task");
+                                run.abort();
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let (recorded, outcome_text, detail) = match &outcome {
+            Ok(value) => (self.tasks.succeed(&task, value).await.map(|()| TaskStatus::Succeeded), "succeeded", None),
+            Err(error) => (self.tasks.fail(&task, error).await, "failed", Some(error.clone())),
+        };
+        let status = match recorded {
+            Ok(status) => status,
+            Err(TaskError::LeaseLost(_)) => {
+                tracing::warn!(task = %task.id, "finished after losing the lease; the result is discarded");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(task = %task.id, error = %e, "could not record the task outcome");
+                return;
+            }
+        };
+        let action = match status {
+            TaskStatus::Succeeded => "task.succeeded",
+            TaskStatus::Dead => "task.dead",
+            _ => "task.failed",
+        };
+        let event = NewEvent {
+            actor_kind: "task".into(),
+            principal: format!("worker:{}", self.owner),
+            action: action.into(),
+            subject: task.id.clone(),
+            outcome: outcome_text.into(),
+            detail: detail.map(|d| format!("attempt {}: {d}", task.attempts)),
+            ..NewEvent::default()
+        };
+        if let Err(e) = self.audit.append(&event).await {
+            tracing::error!(task = %task.id, error = %e, "could not audit the task outcome");
+        }
+        tracing::info!(task = %task.id, status = status.as_str(), "task finished");
+    }
+}
