@@ -134,6 +134,7 @@ pub(crate) async fn open(config: Config) -> anyhow::Result<std::sync::Arc<crate:
     let db = crate::store::Db::open(&config.database_url()).await?;
     let runtime = crate::runtime::Runtime::start(config).await?;
     let capabilities = crate::pipeline::Capabilities::new(runtime, db, crate::store::new_id());
+    capabilities.flush_component_events().await?;
     capabilities.ledger().heartbeat().await?;
     let orphans = capabilities.ledger().recover_orphans().await?;
     if orphans > 0 {

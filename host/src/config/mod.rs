@@ -188,6 +188,23 @@ impl Config {
     }
 }
 
+fn check_limits(at: &str, l: &Limits) -> Result<(), ConfigError> {
+    let bad = |what: &str| Err(ConfigError::Invalid(format!("{at}.{what}")));
+    if l.deadline_ms == 0 || l.deadline_ms > 3_600_000 {
+        return bad("deadline_ms must be between 1 and 3600000");
+    }
+    if l.fuel == 0 {
+        return bad("fuel must be positive");
+    }
+    if l.memory_bytes < (1 << 20) || l.memory_bytes > (4 << 30) {
+        return bad("memory_bytes must be between 1 MiB and 4 GiB");
+    }
+    if l.output_bytes == 0 || l.output_bytes > (256 << 20) {
+        return bad("output_bytes must be between 1 and 256 MiB");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::Config;
@@ -206,21 +223,4 @@ mod tests {
         let err = Config::parse("[limits]\ndeadline = 5\n").unwrap_err().to_string();
         assert!(err.contains("unknown field"), "{err}");
     }
-}
-
-fn check_limits(at: &str, l: &Limits) -> Result<(), ConfigError> {
-    let bad = |what: &str| Err(ConfigError::Invalid(format!("{at}.{what}")));
-    if l.deadline_ms == 0 || l.deadline_ms > 3_600_000 {
-        return bad("deadline_ms must be between 1 and 3600000");
-    }
-    if l.fuel == 0 {
-        return bad("fuel must be positive");
-    }
-    if l.memory_bytes < (1 << 20) || l.memory_bytes > (4 << 30) {
-        return bad("memory_bytes must be between 1 MiB and 4 GiB");
-    }
-    if l.output_bytes == 0 || l.output_bytes > (256 << 20) {
-        return bad("output_bytes must be between 1 and 256 MiB");
-    }
-    Ok(())
 }

@@ -66,6 +66,8 @@ pub struct Capabilities {
     ledger: Ledger,
     audit: Audit,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+    /// Serialises writing component changes to the audit log.
+    drain_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn failed(key: &str, kind: &str, message: String) -> Invocation {
@@ -81,14 +83,27 @@ fn failed(key: &str, kind: &str, message: String) -> Invocation {
 }
 
 impl Capabilities {
+    /// Builds the invoke path and starts writing the runtime's component
+    /// changes (loads, removals, held replacements, refusals) to the audit
+    /// log. Must be called inside a tokio runtime.
     pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
+        let drain_lock = Arc::new(tokio::sync::Mutex::new(()));
+        spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
         Capabilities {
+            drain_lock,
             runtime,
             db: db.clone(),
             ledger: Ledger::new(db.clone(), owner),
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Writes the component changes seen so far to the audit log now (the
+    /// background writer may not get to them before a short-lived process
+    /// exits).
+    pub async fn flush_component_events(&self) -> Result<(), sqlx::Error> {
+        drain_component_events(&self.runtime, &self.audit, &self.drain_lock).await
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -281,6 +296,41 @@ impl Capabilities {
             .await?;
         Ok(())
     }
+}
+
+/// Writes the component changes waiting in the runtime to the audit log.
+/// Draining holds `lock`, so a flush also waits for a drain already under way.
+async fn drain_component_events(
+    runtime: &Runtime,
+    audit: &Audit,
+    lock: &tokio::sync::Mutex<()>,
+) -> Result<(), sqlx::Error> {
+    let _drain = lock.lock().await;
+    for event in runtime.take_component_events() {
+        let new = NewEvent {
+            actor_kind: "host".into(),
+            principal: "host".into(),
+            action: event.action.into(),
+            outcome: event.action.trim_start_matches("component.").to_string(),
+            subject: event.subject,
+            detail: Some(event.detail),
+            ..NewEvent::default()
+        };
+        audit.append(&new).await?;
+    }
+    Ok(())
+}
+
+/// Keeps writing component changes (from the directory watcher) to the audit log.
+fn spawn_component_audit(runtime: Arc<Runtime>, audit: Audit, lock: Arc<tokio::sync::Mutex<()>>) {
+    tokio::spawn(async move {
+        loop {
+            runtime.component_events_changed().await;
+            if let Err(e) = drain_component_events(&runtime, &audit, &lock).await {
+                tracing::error!(error = %e, "could not audit a component change");
+            }
+        }
+    });
 }
 
 fn ledger_status(status: Status) -> LedgerStatus {

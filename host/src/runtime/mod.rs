@@ -35,7 +35,7 @@ pub use grant::{Actor, Denial, Grant, Mode};
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{Loaded, Source};
 pub use registry::{Held, Refusal, Snapshot};
-pub use scan::ScanReport;
+pub use scan::{ComponentEvent, ScanReport};
 
 use crate::config::Config;
 
@@ -57,6 +57,9 @@ pub struct Runtime {
     loads: Mutex<HashMap<String, Arc<Loaded>>>,
     /// Serialises rescans; the registry swap itself is atomic.
     scan_lock: tokio::sync::Mutex<()>,
+    /// Component changes waiting for the audit log.
+    component_events: Mutex<Vec<scan::ComponentEvent>>,
+    component_events_ready: tokio::sync::Notify,
     _ticker: engine::EpochTicker,
 }
 
@@ -77,6 +80,8 @@ impl Runtime {
             registry: registry::Registry::default(),
             loads: Mutex::new(HashMap::new()),
             scan_lock: tokio::sync::Mutex::new(()),
+            component_events: Mutex::new(Vec::new()),
+            component_events_ready: tokio::sync::Notify::new(),
             _ticker: ticker,
         })
     }

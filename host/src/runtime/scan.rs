@@ -22,6 +22,18 @@ pub struct ScanReport {
     pub removed: Vec<String>,
     pub held: Vec<String>,
     pub refused: Vec<Refusal>,
+    /// Changes not seen before by this data directory, for the audit log.
+    pub events: Vec<ComponentEvent>,
+}
+
+/// A component change worth an audit event: `component.loaded`,
+/// `component.removed`, `component.held` or `component.refused`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ComponentEvent {
+    pub action: &'static str,
+    /// The capability id, or the refused file.
+    pub subject: String,
+    pub detail: String,
 }
 
 fn known_of(l: &Loaded) -> Known {
@@ -42,7 +54,53 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The changes this data directory has not recorded yet: a digest it did
+/// not know, a capability gone since the last scan, a newly held
+/// replacement, a newly refused file. Updates the held/refused records.
+fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot) -> Vec<ComponentEvent> {
+    let mut events = Vec::new();
+    for (id, l) in &next.active {
+        if state.known.get(id).is_none_or(|k| k.digest != l.digest) {
+            let detail = format!(
+                "version {} digest {} from {} (class {})",
+                l.descriptor.version, l.digest, l.source, l.imports.class
+            );
+            events.push(ComponentEvent { action: "component.loaded", subject: id.clone(), detail });
+        }
+    }
+    for id in previous.active.keys().filter(|id| !next.active.contains_key(*id)) {
+        events.push(ComponentEvent { action: "component.removed", subject: id.clone(), detail: String::new() });
+    }
+    let held: BTreeMap<String, String> =
+        next.held.iter().map(|(id, h)| (id.clone(), h.candidate.digest.clone())).collect();
+    for (id, h) in &next.held {
+        if state.held.get(id) != Some(&h.candidate.digest) {
+            events.push(ComponentEvent { action: "component.held", subject: id.clone(), detail: h.reason.clone() });
+        }
+    }
+    let refused: BTreeMap<String, String> =
+        next.refused.iter().map(|r| (r.file.display().to_string(), r.reason.clone())).collect();
+    for (file, reason) in &refused {
+        if state.refused.get(file) != Some(reason) {
+            events.push(ComponentEvent { action: "component.refused", subject: file.clone(), detail: reason.clone() });
+        }
+    }
+    state.held = held;
+    state.refused = refused;
+    events
+}
+
 impl Runtime {
+    /// Component changes not yet written to the audit log, oldest first.
+    pub fn take_component_events(&self) -> Vec<ComponentEvent> {
+        std::mem::take(&mut *self.component_events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Resolves when new component events may be waiting.
+    pub async fn component_events_changed(&self) {
+        self.component_events_ready.notified().await
+    }
+
     async fn load_cached(&self, bytes: &[u8], source: Source) -> Result<Arc<Loaded>, String> {
         let digest = loader::digest(bytes);
         if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
@@ -153,6 +211,7 @@ impl Runtime {
             anyhow::bail!("core capabilities missing: {}", missing.join(", "));
         }
 
+        report.events = unseen_events(&mut state, &previous, &next);
         for (id, loaded) in &next.active {
             state.known.insert(id.clone(), known_of(loaded));
             if state.accepted.get(id).is_some_and(|d| *d == loaded.digest) {
@@ -163,6 +222,8 @@ impl Runtime {
         self.retain(&next, &bytes_by_digest, &state);
         self.log_changes(&previous, &next, &mut report);
         self.registry.swap(next);
+        self.component_events.lock().unwrap_or_else(|e| e.into_inner()).extend(report.events.iter().cloned());
+        self.component_events_ready.notify_one();
         Ok(report)
     }
 

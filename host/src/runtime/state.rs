@@ -26,6 +26,12 @@ pub struct State {
     /// id → digest the operator accepted.
     #[serde(default)]
     pub accepted: BTreeMap<String, String>,
+    /// id → digest of the replacement last reported as held.
+    #[serde(default)]
+    pub held: BTreeMap<String, String>,
+    /// file → reason last reported as refused.
+    #[serde(default)]
+    pub refused: BTreeMap<String, String>,
 }
 
 impl State {

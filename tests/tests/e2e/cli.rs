@@ -201,3 +201,31 @@ fn accept_lets_a_held_replacement_take_effect() {
     assert_eq!(probe[0]["label"], "execute");
     assert_eq!(probe[0]["status"], "active");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn audit_verify_names_the_first_altered_event() {
+    let s = setup();
+    for name in ["Heat.1995.mkv", "Ronin.1998.mkv"] {
+        let out = s.run(&["invoke", "release.inspect", "--input", &format!(r#"{{"name":"{name}"}}"#)]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let ok = s.run(&["audit", "verify"]);
+    assert!(ok.status.success(), "{}", stdout(&ok));
+    assert!(stdout(&ok).starts_with("audit chain intact"), "{}", stdout(&ok));
+
+    let url = capstan::store::Db::default_url(std::path::Path::new(&s.data));
+    let db = capstan::store::Db::connect(&url).await.unwrap();
+    let seq: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM audit_event WHERE action = 'capability.invoke'")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE audit_event SET principal = 'someone else' WHERE seq = $1")
+        .bind(seq)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    db.pool.close().await;
+    let broken = s.run(&["audit", "verify"]);
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(stdout(&broken).contains(&format!("broken at event {seq}")), "{}", stdout(&broken));
+}

@@ -50,6 +50,7 @@ pub async fn env(backend: Backend) -> Env {
     let db = Db::open(&url).await.unwrap();
     let runtime = host.start().await.unwrap();
     let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    caps.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, mock, db, caps }
 }
@@ -258,12 +259,19 @@ async fn the_audit_chain_finds_an_altered_row(backend: Backend) {
         count(&env, "test.counter-safe", &operator(), label).await;
     }
     let audit = env.caps.audit();
-    assert_eq!(audit.verify().await.unwrap(), capstan::audit::Verdict::Intact { events: 3 });
-    let events = audit.list(0, 10).await.unwrap();
-    assert!(events.iter().all(|e| e.event.input_summary.as_deref() == Some("{label:string(1)}")));
-    sqlx::query("UPDATE audit_event SET outcome = 'failed' WHERE seq = 2").execute(&env.db.pool).await.unwrap();
+    let events = audit.list(0, 100).await.unwrap();
+    assert_eq!(audit.verify().await.unwrap(), capstan::audit::Verdict::Intact { events: events.len() as i64 });
+    let invokes: Vec<_> = events.iter().filter(|e| e.event.action == "capability.invoke").collect();
+    assert_eq!(invokes.len(), 3);
+    assert!(invokes.iter().all(|e| e.event.input_summary.as_deref() == Some("{label:string(1)}")));
+    let altered = invokes[1].seq;
+    sqlx::query("UPDATE audit_event SET outcome = 'failed' WHERE seq = $1")
+        .bind(altered)
+        .execute(&env.db.pool)
+        .await
+        .unwrap();
     match audit.verify().await.unwrap() {
-        capstan::audit::Verdict::Broken { seq, .. } => assert_eq!(seq, 2),
+        capstan::audit::Verdict::Broken { seq, .. } => assert_eq!(seq, altered),
         other => panic!("tampering was not found: {other:?}"),
     }
 }
@@ -282,3 +290,29 @@ both_backends!(
     automated_callers_and_plan_only_runs_are_gated,
     the_audit_chain_finds_an_altered_row,
 );
+
+async fn component_changes_are_audited_once(backend: Backend) {
+    let env = env(backend).await;
+    std::fs::write(env._host.plugins().join("junk.wasm"), b"not wasm").unwrap();
+    env.caps.runtime().rescan(false).await.unwrap();
+    env.caps.flush_component_events().await.unwrap();
+    let events = env.caps.audit().list(0, 1000).await.unwrap();
+    let of = |action: &str, subject: &str| {
+        events.iter().filter(|e| e.event.action == action && e.event.subject.ends_with(subject)).count()
+    };
+    assert_eq!(of("component.loaded", "release.inspect"), 1);
+    assert_eq!(of("component.loaded", "test.counter-safe"), 1);
+    assert_eq!(of("component.refused", "junk.wasm"), 1);
+    // Scanning again, or another process starting on the same data, adds nothing.
+    env.caps.runtime().rescan(false).await.unwrap();
+    let again = Capabilities::new(env._host.start().await.unwrap(), env.db.clone(), "second".into());
+    again.flush_component_events().await.unwrap();
+    env.caps.flush_component_events().await.unwrap();
+    assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), events.len());
+    assert_eq!(
+        env.caps.audit().verify().await.unwrap(),
+        capstan::audit::Verdict::Intact { events: events.len() as i64 }
+    );
+}
+
+both_backends!(component_changes_are_audited_once);
