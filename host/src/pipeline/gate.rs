@@ -69,20 +69,11 @@ impl Origin {
         Ok(())
     }
 
-    /// Authorisation. Read and preview are open to every authenticated
-    /// principal. Propose and execute are open to a human at the console or
-    /// the command line; automated callers need an approval or an automation
-    /// grant, which this build does not have yet, so they are refused.
-    pub fn authorize(&self, label: EffectClass) -> Result<(), String> {
-        if label <= EffectClass::Preview {
-            return Ok(());
-        }
-        match self.actor {
-            Actor::ConsoleAdmin | Actor::Cli => Ok(()),
-            Actor::ApiKey | Actor::Agent | Actor::Task | Actor::Subagent => {
-                Err(format!("a {label} call by {} needs an approval or an automation grant", self.actor_kind()))
-            }
-        }
+    /// Whether a human stands behind this call (the console admin's own
+    /// call, or the operator at the command line): that is authorisation
+    /// enough for propose and execute.
+    pub fn is_human(&self) -> bool {
+        matches!(self.actor, Actor::ConsoleAdmin | Actor::Cli)
     }
 
     /// The grant the sandbox gets: the capability's own label, capped by the

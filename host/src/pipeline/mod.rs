@@ -5,6 +5,7 @@
 //! call in the sandbox, finish the ledger row with its token, and audit.
 //! Results carry `succeeded | failed | pending | unknown`.
 
+mod authorize;
 mod canonical;
 mod gate;
 mod replay;
@@ -21,6 +22,7 @@ pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
 
 use crate::audit::{Audit, NewEvent, summarize_input};
+use crate::authz::Authz;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
 use crate::store::Db;
@@ -64,6 +66,7 @@ pub struct Capabilities {
     runtime: Arc<Runtime>,
     db: Db,
     ledger: Ledger,
+    authz: Authz,
     audit: Audit,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Serialises writing component changes to the audit log.
@@ -94,6 +97,7 @@ impl Capabilities {
             runtime,
             db: db.clone(),
             ledger: Ledger::new(db.clone(), owner),
+            authz: Authz::new(db.clone()),
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
         }
@@ -112,6 +116,10 @@ impl Capabilities {
 
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    pub fn authz(&self) -> &Authz {
+        &self.authz
     }
 
     pub fn ledger(&self) -> &Ledger {
@@ -159,11 +167,19 @@ impl Capabilities {
             return Ok(inv);
         }
 
-        if let Err(reason) = origin.gate(d.label).and_then(|()| origin.authorize(d.label)) {
-            let inv = failed(&key, "denied", reason);
-            self.audit_denied(origin, id, &key, &summary, &inv).await?;
-            return Ok(inv);
-        }
+        let authorized = match origin.gate(d.label) {
+            Ok(()) => self.authorize(origin, d, input).await?,
+            Err(reason) => Err(reason),
+        };
+        let automation = match authorized {
+            Ok(automation) => automation,
+            Err(reason) => {
+                let inv = failed(&key, "denied", reason);
+                self.audit_denied(origin, id, &key, &summary, &inv).await?;
+                return Ok(inv);
+            }
+        };
+        let authorization_id = automation.as_ref().map(|g| g.id.clone());
         let grant = origin.grant(d.label, Some(key.clone()));
 
         if d.label <= EffectClass::Preview {
@@ -184,7 +200,23 @@ impl Capabilities {
             tool_call_id: origin.tool_call_id.clone(),
             input_digest: digest,
         };
-        let inv = match self.ledger.claim(&req).await? {
+        let bytes = canonical(input).len() as i64;
+        let claim = match self.claim(&req, automation.as_ref(), bytes).await? {
+            Some(claim) => claim,
+            None => {
+                let inv = failed(
+                    &key,
+                    "denied",
+                    format!(
+                        "the daily budget of automation grant {} is spent",
+                        authorization_id.clone().unwrap_or_default()
+                    ),
+                );
+                self.audit_denied(origin, id, &key, &summary, &inv).await?;
+                return Ok(inv);
+            }
+        };
+        let inv = match claim {
             Claim::Claimed { id: row, token } => self.run_claimed(&loaded, input, grant, &key, &row, &token).await?,
             Claim::Recorded(record) => recorded(&key, &record),
             Claim::InFlight(record) => {
@@ -195,7 +227,7 @@ impl Capabilities {
             Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record).await?,
             Claim::Conflict(message) => failed(&key, "conflict", message),
         };
-        self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+        self.audit_invoke(origin, &loaded, &inv, &summary, authorization_id).await?;
         Ok(inv)
     }
 

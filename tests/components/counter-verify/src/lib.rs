@@ -17,7 +17,7 @@ impl Capability for Counter {
         label: Label::Execute,
         summary: "Counts its effects on a test server",
         description: "Used by the end-to-end suites only.",
-        tags: &["test"],
+        tags: &["test", "policy.counting"],
         aliases: &[],
         replay: Replay::Verify,
         services: &["counter"],

@@ -1,0 +1,218 @@
+//! Standing automation grants: what an automated caller may do without a
+//! per-call approval. A grant names an action (an exact capability id, a
+//! policy action such as `policy.acquisition` that capabilities carry as a
+//! tag, or `*`), optionally a policy revision that must still be published,
+//! a scope (entity ids, media kinds, capabilities), daily budgets and an
+//! expiry. Grants may be revoked or shortened, never widened.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::{Authz, AuthzError};
+use crate::runtime::Descriptor;
+use crate::store::{new_id, now_ms};
+
+/// What a grant covers; an empty list means "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GrantScope {
+    #[serde(default)]
+    pub entity_ids: Vec<String>,
+    #[serde(default)]
+    pub media_kinds: Vec<String>,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+}
+
+/// A grant to create.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewGrant {
+    pub action: String,
+    #[serde(default)]
+    pub policy_name: Option<String>,
+    #[serde(default)]
+    pub policy_revision: Option<i64>,
+    #[serde(default)]
+    pub scope: GrantScope,
+    pub daily_invocations: i64,
+    pub daily_bytes: i64,
+    pub expires_at: i64,
+}
+
+/// A stored grant.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    pub id: String,
+    pub action: String,
+    pub policy_name: Option<String>,
+    pub policy_revision: Option<i64>,
+    pub scope: GrantScope,
+    pub daily_invocations: i64,
+    pub daily_bytes: i64,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+    pub created_by: String,
+    pub created_at: i64,
+}
+
+fn from_row(r: &sqlx::any::AnyRow) -> Result<Grant, sqlx::Error> {
+    let scope: String = r.try_get("scope")?;
+    Ok(Grant {
+        id: r.try_get("id")?,
+        action: r.try_get("action")?,
+        policy_name: r.try_get("policy_name")?,
+        policy_revision: r.try_get("policy_revision")?,
+        scope: serde_json::from_str(&scope).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        daily_invocations: r.try_get("daily_invocations")?,
+        daily_bytes: r.try_get("daily_bytes")?,
+        expires_at: r.try_get("expires_at")?,
+        revoked_at: r.try_get("revoked_at")?,
+        created_by: r.try_get("created_by")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+fn listed(list: &[String], value: Option<&str>) -> bool {
+    list.is_empty() || value.is_some_and(|v| list.iter().any(|x| x == v))
+}
+
+impl Grant {
+    /// Whether this grant, by itself, covers a call of `d` with `input`
+    /// (the policy binding is checked separately, against the database).
+    pub fn covers(&self, d: &Descriptor, input: &serde_json::Value, now: i64) -> bool {
+        let action_ok = self.action == "*"
+            || self.action == d.id
+            || (self.action.starts_with("policy.") && d.tags.iter().any(|t| *t == self.action));
+        let field = |name: &str| input.get(name).and_then(|v| v.as_str());
+        self.revoked_at.is_none()
+            && self.expires_at > now
+            && action_ok
+            && listed(&self.scope.capabilities, Some(&d.id))
+            && listed(&self.scope.entity_ids, field("entityId"))
+            && listed(&self.scope.media_kinds, field("mediaKind"))
+    }
+}
+
+impl Authz {
+    /// Creates a grant after checking it makes sense.
+    pub async fn create_grant(&self, new: &NewGrant, by: &str) -> Result<Grant, AuthzError> {
+        let bad = |m: &str| Err(AuthzError::Invalid(m.to_string()));
+        if new.action.trim().is_empty() {
+            return bad("action must not be empty");
+        }
+        if new.daily_invocations < 1 || new.daily_bytes < 1 {
+            return bad("daily budgets must be at least 1");
+        }
+        if new.expires_at <= now_ms() {
+            return bad("expiresAt must be in the future");
+        }
+        match (&new.policy_name, new.policy_revision) {
+            (None, None) => {}
+            (Some(name), Some(rev)) => {
+                if self.policy(name, rev).await?.is_none() {
+                    return Err(AuthzError::NotFound("policy revision", format!("{name}@{rev}")));
+                }
+            }
+            _ => return bad("policyName and policyRevision go together"),
+        }
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO automation_grant (id, action, policy_name, policy_revision, scope, daily_invocations, \
+             daily_bytes, expires_at, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&id)
+        .bind(&new.action)
+        .bind(&new.policy_name)
+        .bind(new.policy_revision)
+        .bind(serde_json::to_string(&new.scope).unwrap_or_else(|_| "{}".into()))
+        .bind(new.daily_invocations)
+        .bind(new.daily_bytes)
+        .bind(new.expires_at)
+        .bind(by)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
+        self.grant(&id).await?.ok_or(AuthzError::NotFound("grant", id))
+    }
+
+    pub async fn grant(&self, id: &str) -> Result<Option<Grant>, sqlx::Error> {
+        let row =
+            sqlx::query("SELECT * FROM automation_grant WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
+        row.map(|r| from_row(&r)).transpose()
+    }
+
+    pub async fn grants(&self) -> Result<Vec<Grant>, sqlx::Error> {
+        let rows =
+            sqlx::query("SELECT * FROM automation_grant ORDER BY created_at, id").fetch_all(&self.db.pool).await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Revokes a grant now.
+    pub async fn revoke_grant(&self, id: &str) -> Result<Grant, AuthzError> {
+        sqlx::query("UPDATE automation_grant SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.db.pool)
+            .await?;
+        self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))
+    }
+
+    /// Shortens a grant: an earlier expiry or smaller budgets. Anything that
+    /// would widen it is refused and nothing changes.
+    pub async fn shorten_grant(
+        &self,
+        id: &str,
+        expires_at: Option<i64>,
+        daily_invocations: Option<i64>,
+        daily_bytes: Option<i64>,
+    ) -> Result<Grant, AuthzError> {
+        let current = self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))?;
+        let widen =
+            |what: &str| Err(AuthzError::Invalid(format!("{what} can only be reduced; create a new grant to widen")));
+        if expires_at.is_some_and(|e| e > current.expires_at) {
+            return widen("expiresAt");
+        }
+        if daily_invocations.is_some_and(|n| n > current.daily_invocations || n < 0) {
+            return widen("dailyInvocations");
+        }
+        if daily_bytes.is_some_and(|n| n > current.daily_bytes || n < 0) {
+            return widen("dailyBytes");
+        }
+        sqlx::query(
+            "UPDATE automation_grant SET expires_at = $1, daily_invocations = $2, daily_bytes = $3 WHERE id = $4",
+        )
+        .bind(expires_at.unwrap_or(current.expires_at))
+        .bind(daily_invocations.unwrap_or(current.daily_invocations))
+        .bind(daily_bytes.unwrap_or(current.daily_bytes))
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?;
+        self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))
+    }
+
+    /// The first active grant that covers the call, with its bound policy
+    /// revision still published.
+    pub async fn covering_grant(
+        &self,
+        d: &Descriptor,
+        input: &serde_json::Value,
+    ) -> Result<Option<Grant>, sqlx::Error> {
+        let now = now_ms();
+        for grant in self.grants().await? {
+            if !grant.covers(d, input, now) {
+                continue;
+            }
+            if let (Some(name), Some(rev)) = (&grant.policy_name, grant.policy_revision) {
+                let published =
+                    self.policy(name, rev).await?.is_some_and(|p| p.status == super::PolicyStatus::Published);
+                if !published {
+                    continue;
+                }
+            }
+            return Ok(Some(grant));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,76 @@
+//! The authorisation step of the invoke path and the claim that charges a
+//! grant's budget. Read and preview are open to any authenticated caller;
+//! propose and execute are open to a human, and to an automated caller
+//! (API key, agent, task) only through an automation grant that covers the
+//! call — and for execute only while automation is switched on and the host
+//! is not reconciling. Nothing in the input (an `approvalId`, "the user
+//! agreed") authorises anything by itself.
+
+use serde_json::Value;
+
+use super::{Capabilities, Origin};
+use crate::authz::{Authz, AutomationGrant};
+use crate::ledger::{Claim, ClaimRequest, LedgerError};
+use crate::runtime::{Descriptor, EffectClass};
+
+impl Capabilities {
+    /// `Ok(Some(grant))` for an automated call authorised by a grant,
+    /// `Ok(None)` when no grant is needed, `Err(reason)` when refused.
+    pub(super) async fn authorize(
+        &self,
+        origin: &Origin,
+        d: &Descriptor,
+        input: &Value,
+    ) -> Result<Result<Option<AutomationGrant>, String>, sqlx::Error> {
+        if d.label <= EffectClass::Preview || origin.is_human() {
+            return Ok(Ok(None));
+        }
+        if d.label == EffectClass::Execute {
+            let switches = self.authz.switches().await?;
+            if !switches.automation_enabled {
+                return Ok(Err("automation is switched off: automated execute calls are denied".into()));
+            }
+            if switches.read_only_reconcile {
+                return Ok(Err("the host is in read-only reconcile mode: automated execute calls are denied".into()));
+            }
+        }
+        Ok(match self.authz.covering_grant(d, input).await? {
+            Some(grant) => Ok(Some(grant)),
+            None => Err(format!(
+                "a {} call of {} by {} needs an approval or an automation grant that covers it",
+                d.label,
+                d.id,
+                origin.actor_kind()
+            )),
+        })
+    }
+
+    /// Claims the ledger row and, for a grant-authorised call that will
+    /// really run, charges the grant in the same transaction. `None` when
+    /// the budget is spent (and nothing was claimed).
+    pub(super) async fn claim(
+        &self,
+        req: &ClaimRequest,
+        grant: Option<&AutomationGrant>,
+        bytes: i64,
+    ) -> Result<Option<Claim>, LedgerError> {
+        for _ in 0..3 {
+            let mut tx = self.db.begin_write().await?;
+            let claim = match self.ledger.claim_in(&mut tx, req).await {
+                Ok(claim) => claim,
+                // Two first claims raced on PostgreSQL; the loser reads the winner's row.
+                Err(LedgerError::Sql(e)) if crate::store::is_unique_violation(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            if let (Claim::Claimed { .. }, Some(grant)) = (&claim, grant)
+                && !Authz::charge_in(&mut tx, grant, bytes).await?
+            {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            tx.commit().await?;
+            return Ok(Some(claim));
+        }
+        Err(LedgerError::NotSettled(req.key.clone()))
+    }
+}
