@@ -84,7 +84,7 @@ impl Grant {
     pub fn covers(&self, d: &Descriptor, input: &serde_json::Value, now: i64) -> bool {
         let action_ok = self.action == "*"
             || self.action == d.id
-            || (self.action.starts_with("policy.") && d.tags.iter().any(|t| *t == self.action));
+            || (self.action.starts_with("policy.") && d.tags.contains(&self.action));
         let field = |name: &str| input.get(name).and_then(|v| v.as_str());
         self.revoked_at.is_none()
             && self.expires_at > now
