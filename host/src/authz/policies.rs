@@ -91,7 +91,9 @@ impl Authz {
             None => return Err(AuthzError::NotFound("policy revision", format!("{name}@{revision}"))),
             Some("draft") => {}
             Some(other) => {
-                return Err(AuthzError::Invalid(format!("{name}@{revision} is {other}; only a draft can be published")));
+                return Err(AuthzError::Invalid(format!(
+                    "{name}@{revision} is {other}; only a draft can be published"
+                )));
             }
         }
         let now = now_ms();

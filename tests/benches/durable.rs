@@ -1,0 +1,125 @@
+//! Durable-core benchmark: prints figures, asserts nothing.
+//!
+//! - execute invokes per second through the whole invoke path (schema,
+//!   ledger claim and finish, sandboxed call, audit append), on SQLite and
+//!   on PostgreSQL, with 1 and 8 concurrent callers;
+//! - ledger claim contention: 16 writers claiming the same key, and 16
+//!   writers claiming distinct keys.
+//!
+//! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
+//! `cargo bench -p capstan-tests --bench durable` for SQLite only.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use capstan::ledger::{Claim, ClaimRequest, Ledger};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::{EffectClass, Status};
+use capstan::store::Db;
+use capstan_tests::components;
+use capstan_tests::db::{Backend, POSTGRES_ENV, fresh_url};
+use capstan_tests::host::TestHost;
+use serde_json::json;
+
+async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per_caller: usize) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..callers {
+        let caps = caps.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..per_caller {
+                // Each call is a new explicit request, so each one really runs.
+                let inv = caps
+                    .invoke(&Origin::cli(EffectClass::Execute), "test.probe", &json!({"action": "context"}))
+                    .await
+                    .unwrap();
+                assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let n = callers * per_caller;
+    let secs = started.elapsed().as_secs_f64();
+    println!("{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s)", n as f64 / secs);
+}
+
+fn request(key: String) -> ClaimRequest {
+    ClaimRequest {
+        key,
+        capability_id: "bench.claim".into(),
+        capability_version: 1,
+        actor_kind: "cli".into(),
+        principal: "cli:bench".into(),
+        run_id: None,
+        task_id: None,
+        tool_call_id: None,
+        input_digest: "d".into(),
+    }
+}
+
+async fn contention(db: &Db, backend: Backend, same_key: bool) {
+    let writers = 16;
+    let per_writer = 100;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let ledger = Ledger::new(db.clone(), format!("bench-{w}"));
+        let tag = capstan::store::new_id();
+        tasks.push(tokio::spawn(async move {
+            // A live owner: without a heartbeat its claims look orphaned.
+            ledger.heartbeat().await.unwrap();
+            let mut claimed = 0;
+            for i in 0..per_writer {
+                let key = if same_key { "bench:same".to_string() } else { format!("bench:{tag}:{i}") };
+                if let Claim::Claimed { id, token } = ledger.claim(&request(key)).await.unwrap() {
+                    claimed += 1;
+                    ledger
+                        .finish(&id, &token, capstan::ledger::LedgerStatus::Succeeded, Some("{}"), None, true)
+                        .await
+                        .unwrap();
+                }
+            }
+            claimed
+        }));
+    }
+    let mut claimed = 0;
+    for t in tasks {
+        claimed += t.await.unwrap();
+    }
+    let n = writers * per_writer;
+    let secs = started.elapsed().as_secs_f64();
+    let which = if same_key { "same key" } else { "distinct keys" };
+    println!(
+        "{backend:?}: claim contention, 16 writers, {which:<13} {:>8.0} claims/s ({claimed} claimed of {n})",
+        n as f64 / secs
+    );
+}
+
+async fn run(backend: Backend) {
+    let mut host = TestHost::new();
+    host.drop_plugin(components::PROBE, "probe.wasm");
+    host.config.database_url = Some(fresh_url(backend, host.dir.path()).await);
+    let db = Db::open(&host.config.database_url()).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    caps.flush_component_events().await.unwrap();
+    invokes(&caps, backend, 1, 50).await; // warm-up
+    invokes(&caps, backend, 1, 1_000).await;
+    invokes(&caps, backend, 8, 250).await;
+    contention(&db, backend, true).await;
+    contention(&db, backend, false).await;
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        run(Backend::Sqlite).await;
+        if std::env::var(POSTGRES_ENV).is_ok() {
+            run(Backend::Postgres).await;
+        } else {
+            println!("Postgres: skipped ({POSTGRES_ENV} is not set; scripts/bench.sh starts a server)");
+        }
+    });
+}
