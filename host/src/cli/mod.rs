@@ -2,6 +2,7 @@
 //! and one function per subcommand. Commands print for humans by default
 //! and JSON with `--json`; failures exit non-zero with a one-line reason.
 
+mod admin;
 mod audit;
 mod capabilities;
 mod invoke;
@@ -61,6 +62,9 @@ pub enum Command {
     /// List, enqueue, cancel and retry durable tasks.
     #[command(subcommand)]
     Tasks(worker::TasksCommand),
+    /// Administer API keys.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -113,6 +117,7 @@ pub fn main() -> ExitCode {
             Command::Worker => worker::run(config).await,
             Command::Tasks(cmd) => worker::tasks(config, cmd).await,
             Command::Audit(cmd) => audit::run(config, cmd).await,
+            Command::Admin(cmd) => admin::run(config, cmd).await,
         }
     });
     match result {

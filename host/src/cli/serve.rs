@@ -19,7 +19,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
     tracing::info!(%addr, capabilities = runtime.snapshot().active.len(), "capstan is serving");
-    crate::http::serve(listener, runtime, shutdown()).await.map_err(failed)?;
+    crate::http::serve(listener, capabilities, shutdown()).await.map_err(failed)?;
     Ok(0)
 }
 

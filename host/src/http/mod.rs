@@ -1,57 +1,51 @@
-//! The HTTP API under `/api/v1`. For now: health and the capability list;
-//! every error is JSON `{"error":{"code","message"}}`.
+//! The HTTP API under `/api/v1`: API-key authentication, the capability
+//! list, the invoke endpoint (the one invoke path), and the audit log.
+//! Every error is JSON `{"error":{"code","message"}}`; bodies over 1 MiB,
+//! malformed JSON, wrong types and unknown fields are 4xx and change
+//! nothing.
+
+pub mod auth;
+pub mod error;
+pub mod keys;
+mod routes;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::runtime::Runtime;
+use crate::pipeline::Capabilities;
+use error::ApiError;
 
-/// The API router.
-pub fn router(runtime: Arc<Runtime>) -> Router {
-    Router::new()
-        .route("/api/v1/health", get(|| async { Json(json!({ "status": "ok" })) }))
-        .route("/api/v1/capabilities", get(capabilities))
-        .fallback(|| async {
-            (
-                axum::http::StatusCode::NOT_FOUND,
-                Json(json!({ "error": { "code": "not_found", "message": "no such endpoint" } })),
-            )
-        })
-        .with_state(runtime)
+/// Largest request body accepted.
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// What handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub caps: Arc<Capabilities>,
 }
 
-async fn capabilities(State(runtime): State<Arc<Runtime>>) -> Json<Value> {
-    let snapshot = runtime.snapshot();
-    let active: Vec<Value> = snapshot
-        .active
-        .values()
-        .map(|l| {
-            json!({
-                "descriptor": l.descriptor,
-                "digest": l.digest,
-                "effectClass": l.imports.class,
-                "source": l.source,
-            })
-        })
-        .collect();
-    let held: Vec<Value> = snapshot
-        .held
-        .iter()
-        .map(|(id, h)| json!({ "id": id, "digest": h.candidate.digest, "reason": h.reason }))
-        .collect();
-    Json(json!({ "capabilities": active, "held": held, "refused": snapshot.refused }))
+/// The API router.
+pub fn router(caps: Arc<Capabilities>) -> Router {
+    Router::new()
+        .route("/api/v1/health", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/api/v1/capabilities", get(routes::capabilities::list))
+        .route("/api/v1/capabilities/{id}/invoke", post(routes::capabilities::invoke))
+        .route("/api/v1/audit", get(routes::audit::list))
+        .fallback(|| async { ApiError::not_found("no such endpoint") })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(AppState { caps })
 }
 
 /// Serves the API on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    runtime: Arc<Runtime>,
+    caps: Arc<Capabilities>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(runtime)).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(caps)).with_graceful_shutdown(shutdown).await
 }

@@ -99,7 +99,22 @@ impl Db {
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
         let before = self.applied_migrations().await.unwrap_or(0);
-        migrator.run(&self.pool).await?;
+        // Two processes starting on a fresh SQLite file (serve and worker,
+        // say) can race to apply the same migration; the loser's attempt
+        // fails, and a retry finds the work done. PostgreSQL migrations take
+        // an advisory lock and never race.
+        let mut attempt = 0;
+        loop {
+            match migrator.run(&self.pool).await {
+                Ok(()) => break,
+                Err(e) if self.backend == Backend::Sqlite && attempt < 5 => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, attempt, "migration raced another process; retrying");
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let after = self.applied_migrations().await.unwrap_or(before);
         Ok(after.saturating_sub(before))
     }

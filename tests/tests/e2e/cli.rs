@@ -110,10 +110,10 @@ fn free_port() -> u16 {
 }
 
 /// Polls the running server's capability list until `id` shows up.
-fn wait_for_capability(base: &str, id: &str, limit: Duration) -> bool {
+fn wait_for_capability(base: &str, key: &str, id: &str, limit: Duration) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
-        if let Ok(resp) = plain_http::get(&format!("{base}/api/v1/capabilities"))
+        if let Ok(resp) = plain_http::get(&format!("{base}/api/v1/capabilities"), key)
             && resp.contains(&format!("\"id\":\"{id}\""))
         {
             return true;
@@ -127,11 +127,11 @@ mod plain_http {
     //! A tiny blocking GET over std, enough for polling the local server.
     use std::io::{Read, Write};
 
-    pub fn get(url: &str) -> std::io::Result<String> {
+    pub fn get(url: &str, key: &str) -> std::io::Result<String> {
         let rest = url.strip_prefix("http://").unwrap();
         let (host, path) = rest.split_once('/').unwrap();
         let mut stream = std::net::TcpStream::connect(host)?;
-        write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
+        write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n\r\n")?;
         let mut body = String::new();
         stream.read_to_string(&mut body)?;
         Ok(body)
@@ -159,10 +159,14 @@ fn the_example_plugin_follows_the_readme_steps() {
         .unwrap();
     let _server = Server(child);
     let base = format!("http://{listen}");
-    assert!(wait_for_capability(&base, "release.inspect", Duration::from_secs(60)), "server did not come up");
+    let key = s.run(&["admin", "create-key", "--name", "readme", "--scope", "read"]);
+    assert!(key.status.success(), "{}", stderr(&key));
+    let key = stdout(&key).trim().to_string();
+    assert!(key.starts_with("cap_"), "{key}");
+    assert!(wait_for_capability(&base, &key, "release.inspect", Duration::from_secs(60)), "server did not come up");
     let plugins = std::path::Path::new(&s.data).join("capabilities");
     std::fs::copy(components::WORD_COUNT, plugins.join("word-count.wasm")).unwrap();
-    assert!(wait_for_capability(&base, "example.word-count", Duration::from_secs(5)), "plugin was not picked up");
+    assert!(wait_for_capability(&base, &key, "example.word-count", Duration::from_secs(5)), "plugin was not picked up");
 
     // Step: call it.
     let out = s.run(&["invoke", "example.word-count", "--input", r#"{"text":"one two three"}"#, "--json"]);

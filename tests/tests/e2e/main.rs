@@ -3,6 +3,7 @@
 mod authz;
 mod cli;
 mod files;
+mod http;
 mod ledger;
 mod loading;
 mod outbound;

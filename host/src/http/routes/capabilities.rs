@@ -1,0 +1,77 @@
+//! `GET /api/v1/capabilities` and `POST /api/v1/capabilities/{id}/invoke`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::AppState;
+use crate::http::auth::KeyAuth;
+use crate::http::error::{ApiError, ApiJson};
+use crate::pipeline::{Invocation, InvokeError, Origin};
+use crate::runtime::{Actor, Mode};
+
+pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
+    let snapshot = state.caps.runtime().snapshot();
+    let active: Vec<Value> = snapshot
+        .active
+        .values()
+        .map(|l| json!({ "descriptor": l.descriptor, "digest": l.digest, "effectClass": l.imports.class, "source": l.source }))
+        .collect();
+    let held: Vec<Value> = snapshot
+        .held
+        .iter()
+        .map(|(id, h)| json!({ "id": id, "digest": h.candidate.digest, "reason": h.reason }))
+        .collect();
+    Json(json!({ "capabilities": active, "held": held, "refused": snapshot.refused }))
+}
+
+/// The invoke request body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InvokeBody {
+    /// The capability's input.
+    pub input: Value,
+    /// Makes retries of the same request one operation: calls with the same
+    /// key and input share one ledger identity.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+pub async fn invoke(
+    State(state): State<AppState>,
+    KeyAuth(key): KeyAuth,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<InvokeBody>,
+) -> Result<Json<Invocation>, ApiError> {
+    let loaded =
+        state.caps.runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
+    let label = loaded.descriptor.label;
+    // The key's scopes are re-checked against the descriptor on every call.
+    let ceiling = key
+        .ceiling()
+        .filter(|c| *c >= label)
+        .ok_or_else(|| ApiError::forbidden(format!("{id} is labelled {label}; this key's scopes do not reach it")))?;
+    if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 128) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            "requestId must be 1 to 128 characters",
+        ));
+    }
+    let origin = Origin {
+        actor: Actor::ApiKey,
+        principal: format!("key:{}", key.id),
+        run_id: None,
+        task_id: None,
+        tool_call_id: None,
+        request_id: body.request_id.map(|r| format!("{}:{r}", key.id)).unwrap_or_else(crate::store::new_id),
+        mode: Mode::Execute,
+        ceiling,
+    };
+    match state.caps.invoke(&origin, &id, &body.input).await {
+        Ok(inv) => Ok(Json(inv)),
+        Err(InvokeError::NotFound(id)) => Err(ApiError::not_found(format!("no capability {id}"))),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}

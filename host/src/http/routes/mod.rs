@@ -1,0 +1,4 @@
+//! Route handlers, one file per resource.
+
+pub mod audit;
+pub mod capabilities;

@@ -1,0 +1,137 @@
+//! The HTTP API over a real loopback socket: API-key authentication, scope
+//! checks against the descriptor, the invoke endpoint, the audit log, and
+//! JSON 4xx answers for bad requests that change nothing.
+
+use capstan::runtime::EffectClass;
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use serde_json::{Value, json};
+
+use super::ledger::env;
+
+async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
+    format!("http://{addr}/api/v1")
+}
+
+async fn error_code(resp: reqwest::Response) -> (u16, String) {
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.expect("errors are JSON");
+    (status, body["error"]["code"].as_str().unwrap_or_default().to_string())
+}
+
+async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let read = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
+    let exec = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "test").await.unwrap();
+    let http = reqwest::Client::new();
+    let invoke = |id: &str| format!("{base}/capabilities/{id}/invoke");
+
+    // No key, a wrong key: 401 with a JSON error.
+    let resp = http.post(invoke("release.inspect")).json(&json!({"input": {"name": "x"}})).send().await.unwrap();
+    assert_eq!(error_code(resp).await, (401, "unauthorized".into()));
+    let forged = format!("{}x", &read[..read.len() - 1]);
+    let resp = http.get(format!("{base}/capabilities")).bearer_auth(&forged).send().await.unwrap();
+    assert_eq!(error_code(resp).await.0, 401);
+
+    // A read key invokes a read capability.
+    let resp = http
+        .post(invoke("release.inspect"))
+        .bearer_auth(&read)
+        .json(&json!({"input": {"name": "Heat.1995.1080p.mkv"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let inv: Value = resp.json().await.unwrap();
+    assert_eq!(inv["status"], "succeeded");
+    assert_eq!(inv["output"]["year"], 1995);
+
+    // The key's scope is re-checked against the label.
+    let resp = http
+        .post(invoke("test.counter-safe"))
+        .bearer_auth(&read)
+        .json(&json!({"input": {"label": "a"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(resp).await, (403, "forbidden".into()));
+    // An execute key still needs an automation grant: the call is denied and audited.
+    let resp = http
+        .post(invoke("test.counter-safe"))
+        .bearer_auth(&exec)
+        .json(&json!({"input": {"label": "a"}}))
+        .send()
+        .await
+        .unwrap();
+    let inv: Value = resp.json().await.unwrap();
+    assert_eq!(inv["status"], "failed");
+    assert_eq!(inv["error"]["kind"], "denied");
+    assert_eq!(env.mock.writes(), 0);
+
+    let before = env.caps.audit().list(0, 1000).await.unwrap().len();
+    let bad: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (
+            http.post(invoke("release.inspect"))
+                .bearer_auth(&read)
+                .header("content-type", "application/json")
+                .body("{nope"),
+            400,
+            "malformed_json",
+        ),
+        (
+            http.post(invoke("release.inspect")).bearer_auth(&read).json(&json!({"input": {}, "surprise": 1})),
+            422,
+            "invalid_body",
+        ),
+        (
+            http.post(invoke("release.inspect")).bearer_auth(&read).json(&json!({"input": {}, "requestId": 7})),
+            422,
+            "invalid_body",
+        ),
+        (http.post(invoke("release.inspect")).bearer_auth(&read).body("{\"input\":{}}"), 415, "content_type"),
+        (
+            http.post(invoke("release.inspect"))
+                .bearer_auth(&read)
+                .json(&json!({"input": {"name": "y".repeat(2 << 20)}})),
+            413,
+            "too_large",
+        ),
+        (http.post(invoke("no.such")).bearer_auth(&read).json(&json!({"input": {}})), 404, "not_found"),
+        (http.get(format!("{base}/nowhere")).bearer_auth(&read), 404, "not_found"),
+        (http.get(format!("{base}/audit?limit=0")).bearer_auth(&read), 422, "invalid_query"),
+    ];
+    for (request, status, code) in bad {
+        let resp = request.send().await.unwrap();
+        assert_eq!(error_code(resp).await, (status, code.to_string()));
+    }
+    assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), before, "bad requests wrote nothing");
+
+    // The audit log pages by sequence number.
+    let page: Value = http
+        .get(format!("{base}/audit?after=0&limit=2"))
+        .bearer_auth(&read)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["events"].as_array().unwrap().len(), 2);
+    let next = page["next"].as_i64().unwrap();
+    let rest: Value = http
+        .get(format!("{base}/audit?after={next}&limit=1000"))
+        .bearer_auth(&read)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rest["events"][0]["seq"].as_i64().unwrap(), next + 1);
+}
+
+both_backends!(keys_scopes_invoke_and_bad_requests);
