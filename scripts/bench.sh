@@ -9,3 +9,4 @@ start_throwaway_postgres
 trap stop_throwaway_postgres EXIT
 cargo bench -p capstan-tests --bench runtime
 cargo bench -p capstan-tests --bench durable
+cargo bench -p capstan-tests --bench http
