@@ -56,3 +56,37 @@ pub fn verify(_input: Input) -> Result<Verification<Output>, Failure> {
     let status: Status = resp.json()?;
     Ok(if status.done { Verification::Done(Output { count: status.count }) } else { Verification::NotDone })
 }
+
+/// Defines and exports a counter capability with `id` and replay policy.
+#[macro_export]
+macro_rules! counter_capability {
+    ($id:literal, $replay:expr) => {
+        pub struct Counter;
+
+        impl capstan_sdk::Capability for Counter {
+            type Input = common::Input;
+            type Output = common::Output;
+            const META: capstan_sdk::Meta = capstan_sdk::Meta {
+                id: $id,
+                version: 1,
+                label: capstan_sdk::Label::Execute,
+                summary: "Counts its effects on a test server",
+                description: "Used by the end-to-end suites only.",
+                tags: &["test", "policy.counting"],
+                aliases: &[],
+                replay: $replay,
+                services: &["counter"],
+            };
+
+            fn invoke(input: common::Input) -> Result<capstan_sdk::Outcome<common::Output>, capstan_sdk::Failure> {
+                common::invoke(input)
+            }
+
+            fn verify(input: common::Input) -> Result<capstan_sdk::Verification<common::Output>, capstan_sdk::Failure> {
+                common::verify(input)
+            }
+        }
+
+        capstan_sdk::export_capability!(Counter);
+    };
+}
