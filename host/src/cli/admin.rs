@@ -1,4 +1,5 @@
-//! `capstan admin create-key --name N --scope read [--scope execute]`.
+//! `capstan admin set-password [--name admin]` (password on standard input)
+//! and `capstan admin create-key --name N --scope read [--scope execute]`.
 
 use clap::Subcommand;
 
@@ -9,6 +10,12 @@ use crate::store::Db;
 
 #[derive(Subcommand, Debug)]
 pub enum AdminCommand {
+    /// Set a console administrator's password, read from standard input.
+    SetPassword {
+        /// The administrator's name.
+        #[arg(long, default_value = "admin")]
+        name: String,
+    },
     /// Create an API key; it is printed once and stored only as a hash.
     CreateKey {
         /// A name to recognise the key by.
@@ -22,6 +29,19 @@ pub enum AdminCommand {
 
 pub async fn run(config: Config, cmd: &AdminCommand) -> CommandResult {
     match cmd {
+        AdminCommand::SetPassword { name } => {
+            let mut password = String::new();
+            std::io::stdin().read_line(&mut password).map_err(failed)?;
+            let password = password.trim_end_matches(['\n', '\r']);
+            std::fs::create_dir_all(config.data_dir()).map_err(failed)?;
+            let db = Db::open(&config.database_url()).await.map_err(failed)?;
+            crate::http::session::set_password(&db, name, password).await.map_err(|e| match e {
+                crate::http::session::SessionError::Invalid(m) => (exit::USAGE, anyhow::anyhow!(m)),
+                other => failed(other),
+            })?;
+            println!("password set for {name}");
+            Ok(0)
+        }
         AdminCommand::CreateKey { name, scopes } => {
             if name.trim().is_empty() {
                 return Err((exit::USAGE, anyhow::anyhow!("--name must not be empty")));

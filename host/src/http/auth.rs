@@ -1,27 +1,71 @@
-//! Who is calling: an API key presented as `Authorization: Bearer cap_...`.
-//! (Console sessions with cookies and CSRF protection join here later.)
+//! Who is calling: an API key presented as `Authorization: Bearer cap_...`,
+//! or a console administrator's session cookie. Cookie-authenticated writes
+//! must carry the session's CSRF token in `X-CSRF-Token`, so another site
+//! cannot make the browser act for the administrator.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use axum::http::{Method, header};
 
 use super::AppState;
 use super::error::ApiError;
 use super::keys::{self, ApiKey};
+use super::session::{self, COOKIE, CSRF_HEADER, Session};
 
 /// An authenticated API-key caller.
 pub struct KeyAuth(pub ApiKey);
+
+/// Any authenticated caller.
+pub enum Caller {
+    Key(ApiKey),
+    Console(Session),
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "))
+}
+
+/// The session id from the cookie header, if present.
+pub fn session_cookie(parts: &Parts) -> Option<String> {
+    let cookies = parts.headers.get(header::COOKIE)?.to_str().ok()?;
+    cookies.split(';').find_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_string))
+}
 
 impl FromRequestParts<AppState> for KeyAuth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let Some(token) = header.and_then(|h| h.strip_prefix("Bearer ")) else {
-            return Err(ApiError::unauthorized());
-        };
-        match keys::authenticate(state.caps.db(), token.trim()).await? {
-            Some(key) => Ok(KeyAuth(key)),
-            None => Err(ApiError::unauthorized()),
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Key(key) => Ok(KeyAuth(key)),
+            // Read endpoints accept a console session as a key with every scope.
+            Caller::Console(s) => Ok(KeyAuth(ApiKey {
+                id: format!("console:{}", s.admin),
+                name: s.admin,
+                scopes: vec![crate::runtime::EffectClass::Execute],
+            })),
         }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(token) = bearer(parts) {
+            return match keys::authenticate(state.caps.db(), token.trim()).await? {
+                Some(key) => Ok(Caller::Key(key)),
+                None => Err(ApiError::unauthorized()),
+            };
+        }
+        let Some(id) = session_cookie(parts) else { return Err(ApiError::unauthorized()) };
+        let Some(s) = session::find(state.caps.db(), &id).await? else { return Err(ApiError::unauthorized()) };
+        let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        if writes {
+            let presented = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+            if presented != Some(s.csrf_token.as_str()) {
+                return Err(ApiError::forbidden("this write needs the session's CSRF token in X-CSRF-Token"));
+            }
+        }
+        Ok(Caller::Console(s))
     }
 }

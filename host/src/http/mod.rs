@@ -1,5 +1,6 @@
-//! The HTTP API under `/api/v1`: API-key authentication, the capability
-//! list, the invoke endpoint (the one invoke path), and the audit log.
+//! The HTTP API under `/api/v1`: API-key and console-session
+//! authentication, the capability list, the invoke endpoint (the one invoke
+//! path), and the audit log.
 //! Every error is JSON `{"error":{"code","message"}}`; bodies over 1 MiB,
 //! malformed JSON, wrong types and unknown fields are 4xx and change
 //! nothing.
@@ -8,6 +9,7 @@ pub mod auth;
 pub mod error;
 pub mod keys;
 mod routes;
+pub mod session;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -36,6 +38,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .route("/api/v1/capabilities", get(routes::capabilities::list))
         .route("/api/v1/capabilities/{id}/invoke", post(routes::capabilities::invoke))
         .route("/api/v1/audit", get(routes::audit::list))
+        .route("/api/v1/session", post(routes::session::login).delete(routes::session::logout))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(AppState { caps })

@@ -233,3 +233,26 @@ async fn audit_verify_names_the_first_altered_event() {
     assert_eq!(broken.status.code(), Some(1));
     assert!(stdout(&broken).contains(&format!("broken at event {seq}")), "{}", stdout(&broken));
 }
+
+#[test]
+fn set_password_reads_standard_input_and_refuses_short_ones() {
+    use std::io::Write;
+    let s = setup();
+    let run_with_stdin = |password: &str| {
+        let mut child = Command::new(capstan_bin())
+            .args(["--data-dir", &s.data, "--config", &s.config, "admin", "set-password", "--name", "admin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let short = run_with_stdin("short");
+    assert_eq!(short.status.code(), Some(2));
+    assert!(stderr(&short).contains("at least 10 characters"), "{}", stderr(&short));
+    let ok = run_with_stdin("a long enough passphrase");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("password set for admin"));
+}

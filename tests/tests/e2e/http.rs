@@ -135,3 +135,68 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
 }
 
 both_backends!(keys_scopes_invoke_and_bad_requests);
+
+async fn console_sessions_need_csrf_for_writes(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let short = capstan::http::session::set_password(&env.db, "admin", "short").await;
+    assert!(short.is_err(), "short passwords are refused");
+    capstan::http::session::set_password(&env.db, "admin", "correct horse battery").await.unwrap();
+    let http = reqwest::Client::new();
+
+    let wrong = http
+        .post(format!("{base}/session"))
+        .json(&json!({"name": "admin", "password": "nope nope nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(wrong).await.0, 401);
+    let resp = http
+        .post(format!("{base}/session"))
+        .json(&json!({"name": "admin", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let set_cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    for attribute in ["HttpOnly", "Secure", "SameSite=Strict"] {
+        assert!(set_cookie.contains(attribute), "{set_cookie}");
+    }
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+    let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
+    let invoke = format!("{base}/capabilities/test.counter-safe/invoke");
+
+    // A cookie alone cannot write: another site could send it.
+    let resp =
+        http.post(&invoke).header("cookie", &cookie).json(&json!({"input": {"label": "a"}})).send().await.unwrap();
+    assert_eq!(error_code(resp).await, (403, "forbidden".into()));
+    assert_eq!(env.mock.writes(), 0);
+    // With the token, the administrator's own execute call needs no grant.
+    let resp = http
+        .post(&invoke)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"input": {"label": "a"}}))
+        .send()
+        .await
+        .unwrap();
+    let inv: Value = resp.json().await.unwrap();
+    assert_eq!(inv["status"], "succeeded", "{inv}");
+    assert_eq!(env.mock.writes(), 1);
+    // Reads need no token.
+    let list = http.get(format!("{base}/capabilities")).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(list.status().as_u16(), 200);
+
+    let out = http
+        .delete(format!("{base}/session"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status().as_u16(), 204);
+    let after = http.get(format!("{base}/capabilities")).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(error_code(after).await.0, 401, "the session is gone");
+}
+
+both_backends!(console_sessions_need_csrf_for_writes);

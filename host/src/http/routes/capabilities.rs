@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
-use crate::http::auth::KeyAuth;
+use crate::http::auth::{Caller, KeyAuth};
 use crate::http::error::{ApiError, ApiJson};
 use crate::pipeline::{Invocation, InvokeError, Origin};
-use crate::runtime::{Actor, Mode};
+use crate::runtime::{Actor, EffectClass, Mode};
 
 pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
     let snapshot = state.caps.runtime().snapshot();
@@ -40,18 +40,13 @@ pub struct InvokeBody {
 
 pub async fn invoke(
     State(state): State<AppState>,
-    KeyAuth(key): KeyAuth,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<InvokeBody>,
 ) -> Result<Json<Invocation>, ApiError> {
     let loaded =
         state.caps.runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
     let label = loaded.descriptor.label;
-    // The key's scopes are re-checked against the descriptor on every call.
-    let ceiling = key
-        .ceiling()
-        .filter(|c| *c >= label)
-        .ok_or_else(|| ApiError::forbidden(format!("{id} is labelled {label}; this key's scopes do not reach it")))?;
     if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 128) {
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
@@ -59,13 +54,24 @@ pub async fn invoke(
             "requestId must be 1 to 128 characters",
         ));
     }
+    let (actor, principal, ceiling) = match caller {
+        // The key's scopes are re-checked against the descriptor on every call.
+        Caller::Key(key) => {
+            let ceiling = key.ceiling().filter(|c| *c >= label).ok_or_else(|| {
+                ApiError::forbidden(format!("{id} is labelled {label}; this key's scopes do not reach it"))
+            })?;
+            (Actor::ApiKey, format!("key:{}", key.id), ceiling)
+        }
+        // A console administrator's own call is human authorisation.
+        Caller::Console(s) => (Actor::ConsoleAdmin, format!("admin:{}", s.admin), EffectClass::Execute),
+    };
     let origin = Origin {
-        actor: Actor::ApiKey,
-        principal: format!("key:{}", key.id),
+        actor,
         run_id: None,
         task_id: None,
         tool_call_id: None,
-        request_id: body.request_id.map(|r| format!("{}:{r}", key.id)).unwrap_or_else(crate::store::new_id),
+        request_id: body.request_id.map(|r| format!("{principal}:{r}")).unwrap_or_else(crate::store::new_id),
+        principal,
         mode: Mode::Execute,
         ceiling,
     };

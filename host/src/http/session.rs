@@ -1,0 +1,130 @@
+//! Console administrators and their sessions. Passwords are stored as
+//! argon2id hashes (`capstan admin set-password`); logging in creates a
+//! server-side session named by an `HttpOnly; Secure; SameSite=Strict`
+//! cookie and a CSRF token that every cookie-authenticated write must echo
+//! in the `X-CSRF-Token` header.
+
+use argon2::Argon2;
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+
+use crate::store::{Db, new_id, now_ms};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "capstan_session";
+/// The header carrying the CSRF token.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// How long a console session lasts.
+pub const SESSION_MS: i64 = 12 * 3_600_000;
+/// Shortest password accepted.
+pub const MIN_PASSWORD: usize = 10;
+
+/// A live console session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: String,
+    pub admin: String,
+    pub csrf_token: String,
+    pub expires_at: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    // Argon2 is deliberately slow; keep it off the async workers.
+    tokio::task::spawn_blocking(f).await.expect("password hashing task panicked")
+}
+
+/// Sets (or replaces) an administrator's password.
+pub async fn set_password(db: &Db, name: &str, password: &str) -> Result<(), SessionError> {
+    if name.trim().is_empty() || name.len() > 64 {
+        return Err(SessionError::Invalid("the administrator name must be 1 to 64 characters".into()));
+    }
+    if password.chars().count() < MIN_PASSWORD {
+        return Err(SessionError::Invalid(format!("the password must be at least {MIN_PASSWORD} characters")));
+    }
+    let password = password.to_string();
+    let hash = blocking(move || Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string()))
+        .await
+        .map_err(|e| SessionError::Invalid(format!("cannot hash the password: {e}")))?;
+    sqlx::query(
+        "INSERT INTO admin_user (name, password_hash, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (name) DO UPDATE SET password_hash = excluded.password_hash, updated_at = excluded.updated_at",
+    )
+    .bind(name)
+    .bind(hash)
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await?;
+    // A new password ends the administrator's existing sessions.
+    sqlx::query("DELETE FROM console_session WHERE admin = $1").bind(name).execute(&db.pool).await?;
+    Ok(())
+}
+
+/// Checks credentials and opens a session; `None` for a wrong name or
+/// password (the answer does not say which).
+pub async fn login(db: &Db, name: &str, password: &str) -> Result<Option<Session>, sqlx::Error> {
+    let stored: Option<String> = sqlx::query_scalar("SELECT password_hash FROM admin_user WHERE name = $1")
+        .bind(name)
+        .fetch_optional(&db.pool)
+        .await?;
+    let Some(stored) = stored else { return Ok(None) };
+    let password = password.to_string();
+    let ok = blocking(move || {
+        PasswordHash::new(&stored).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+    })
+    .await;
+    if !ok {
+        return Ok(None);
+    }
+    let session = Session {
+        id: format!("{}{}", new_id(), new_id()),
+        admin: name.to_string(),
+        csrf_token: new_id(),
+        expires_at: now_ms() + SESSION_MS,
+    };
+    sqlx::query(
+        "INSERT INTO console_session (id, admin, csrf_token, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&session.id)
+    .bind(&session.admin)
+    .bind(&session.csrf_token)
+    .bind(session.expires_at)
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await?;
+    Ok(Some(session))
+}
+
+/// The live session with this id, if any.
+pub async fn find(db: &Db, id: &str) -> Result<Option<Session>, sqlx::Error> {
+    let row: Option<(String, String, i64)> =
+        sqlx::query_as("SELECT admin, csrf_token, expires_at FROM console_session WHERE id = $1 AND expires_at > $2")
+            .bind(id)
+            .bind(now_ms())
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(row.map(|(admin, csrf_token, expires_at)| Session { id: id.to_string(), admin, csrf_token, expires_at }))
+}
+
+/// Ends a session.
+pub async fn logout(db: &Db, id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM console_session WHERE id = $1").bind(id).execute(&db.pool).await?;
+    Ok(())
+}
+
+/// The `Set-Cookie` value that carries a session.
+pub fn cookie(session: &Session) -> String {
+    format!("{COOKIE}={}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age={}", session.id, SESSION_MS / 1000)
+}
+
+/// The `Set-Cookie` value that removes the session cookie.
+pub fn expired_cookie() -> String {
+    format!("{COOKIE}=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0")
+}
