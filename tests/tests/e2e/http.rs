@@ -200,3 +200,95 @@ async fn console_sessions_need_csrf_for_writes(backend: Backend) {
 }
 
 both_backends!(console_sessions_need_csrf_for_writes);
+
+/// Logs in as a fresh administrator and returns (cookie, csrf token).
+async fn admin_session(env: &super::ledger::Env, http: &reqwest::Client, base: &str) -> (String, String) {
+    capstan::http::session::set_password(&env.db, "admin", "correct horse battery").await.unwrap();
+    let resp = http
+        .post(format!("{base}/session"))
+        .json(&json!({"name": "admin", "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
+    (cookie, csrf)
+}
+
+async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let (cookie, csrf) = admin_session(&env, &http, &base).await;
+    let key = capstan::http::keys::create(&env.db, "automation", &[EffectClass::Execute], "test").await.unwrap();
+    let grants = format!("{base}/automation-grants");
+    let expires = capstan::store::now_ms() + 3_600_000;
+    let body =
+        json!({"action": "test.counter-safe", "dailyInvocations": 3, "dailyBytes": 100000, "expiresAt": expires});
+
+    // An API key cannot grant itself anything.
+    let resp = http.post(&grants).bearer_auth(&key).json(&body).send().await.unwrap();
+    assert_eq!(error_code(resp).await.0, 403);
+    let resp = http
+        .post(&grants)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"action": "", "dailyInvocations": 1, "dailyBytes": 1, "expiresAt": expires}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
+    let resp =
+        http.post(&grants).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let grant: Value = resp.json().await.unwrap();
+    let id = grant["id"].as_str().unwrap().to_string();
+
+    // The grant lets the automated key run the capability.
+    let invoke = format!("{base}/capabilities/test.counter-safe/invoke");
+    let inv: Value = http
+        .post(&invoke)
+        .bearer_auth(&key)
+        .json(&json!({"input": {"label": "g"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inv["status"], "succeeded", "{inv}");
+
+    // Widening is refused and changes nothing; shortening and revoking work.
+    let patch = |change: Value| {
+        http.patch(format!("{grants}/{id}"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
+            .json(&change)
+            .send()
+    };
+    let resp = patch(json!({"expiresAt": expires + 1})).await.unwrap();
+    assert_eq!(error_code(resp).await.0, 422);
+    let resp = patch(json!({"dailyInvocations": 10})).await.unwrap();
+    assert_eq!(error_code(resp).await.0, 422);
+    let shortened: Value = patch(json!({"dailyInvocations": 2})).await.unwrap().json().await.unwrap();
+    assert_eq!(shortened["dailyInvocations"], 2);
+    assert_eq!(shortened["expiresAt"].as_i64().unwrap(), expires);
+    let revoked: Value = patch(json!({"revoke": true})).await.unwrap().json().await.unwrap();
+    assert!(revoked["revokedAt"].is_i64());
+    let inv: Value = http
+        .post(&invoke)
+        .bearer_auth(&key)
+        .json(&json!({"input": {"label": "h"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inv["error"]["kind"], "denied");
+    assert_eq!(env.mock.writes(), 1);
+    let listed: Value = http.get(&grants).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["grants"].as_array().unwrap().len(), 1);
+}
+
+both_backends!(grants_are_managed_from_the_console_and_never_widened);

@@ -1,0 +1,79 @@
+//! `GET/POST /api/v1/automation-grants` and `PATCH
+//! /api/v1/automation-grants/{id}`: standing grants for automated callers,
+//! managed only from a console administrator's session (an API key, which
+//! may itself be automated, gets 403). A PATCH may revoke or shorten;
+//! anything that would widen a grant is 422 and changes nothing.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::authz::{AuthzError, NewGrant};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+
+fn admin_only(caller: Caller) -> Result<String, ApiError> {
+    match caller {
+        Caller::Console(s) => Ok(format!("admin:{}", s.admin)),
+        Caller::Key(_) => {
+            Err(ApiError::forbidden("automation grants are managed from a console session, not with an API key"))
+        }
+    }
+}
+
+fn authz_error(e: AuthzError) -> ApiError {
+    match e {
+        AuthzError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_grant", m),
+        AuthzError::NotFound(what, id) => ApiError::not_found(format!("no {what} {id}")),
+        AuthzError::Sql(e) => ApiError::internal(e),
+    }
+}
+
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    admin_only(caller)?;
+    let grants = state.caps.authz().grants().await?;
+    Ok(Json(json!({ "grants": grants })))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewGrant>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let by = admin_only(caller)?;
+    let grant = state.caps.authz().create_grant(&body, &by).await.map_err(authz_error)?;
+    Ok((StatusCode::CREATED, Json(json!(grant))))
+}
+
+/// A change to a grant: revoke it, or shorten its expiry or budgets.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GrantChange {
+    #[serde(default)]
+    revoke: bool,
+    expires_at: Option<i64>,
+    daily_invocations: Option<i64>,
+    daily_bytes: Option<i64>,
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(change): ApiJson<GrantChange>,
+) -> Result<Json<Value>, ApiError> {
+    admin_only(caller)?;
+    let authz = state.caps.authz();
+    let grant = if change.revoke {
+        authz.revoke_grant(&id).await.map_err(authz_error)?
+    } else {
+        authz
+            .shorten_grant(&id, change.expires_at, change.daily_invocations, change.daily_bytes)
+            .await
+            .map_err(authz_error)?
+    };
+    Ok(Json(json!(grant)))
+}
