@@ -15,14 +15,12 @@ use super::loader::{self, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
 
-/// What a rescan changed.
+/// What a rescan found.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct ScanReport {
-    pub loaded: Vec<String>,
-    pub removed: Vec<String>,
-    pub held: Vec<String>,
     pub refused: Vec<Refusal>,
-    /// Changes not seen before by this data directory, for the audit log.
+    /// Changes not seen before by this data directory, for the log and the
+    /// audit chain.
     pub events: Vec<ComponentEvent>,
 }
 
@@ -88,6 +86,20 @@ fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot) -> Vec
     state.held = held;
     state.refused = refused;
     events
+}
+
+/// Logs each change once, when this data directory first sees it.
+fn log_events(events: &[ComponentEvent]) {
+    for e in events {
+        match e.action {
+            "component.loaded" | "component.removed" => {
+                tracing::info!(target: "capstan::component", event = e.action, subject = %e.subject, detail = %e.detail, "component change")
+            }
+            _ => {
+                tracing::warn!(target: "capstan::component", event = e.action, subject = %e.subject, detail = %e.detail, "component change")
+            }
+        }
+    }
 }
 
 impl Runtime {
@@ -220,7 +232,7 @@ impl Runtime {
         }
         state.save(&state_path)?;
         self.retain(&next, &bytes_by_digest, &state);
-        self.log_changes(&previous, &next, &mut report);
+        log_events(&report.events);
         self.registry.swap(next);
         self.component_events.lock().unwrap_or_else(|e| e.into_inner()).extend(report.events.iter().cloned());
         self.component_events_ready.notify_one();
@@ -263,34 +275,6 @@ impl Runtime {
         let path = self.retained_dir().join(format!("{}.wasm", known.digest));
         let bytes = std::fs::read(&path).ok()?;
         self.load_cached(&bytes, Source::Retained(path)).await.ok()
-    }
-
-    fn log_changes(&self, previous: &Snapshot, next: &Snapshot, report: &mut ScanReport) {
-        for (id, loaded) in &next.active {
-            if previous.active.get(id).is_none_or(|p| p.digest != loaded.digest) {
-                tracing::info!(target: "capstan::component", event = "component.loaded", capability = %id,
-                    version = loaded.descriptor.version, digest = %loaded.digest, source = %loaded.source,
-                    class = %loaded.imports.class, "capability loaded");
-                report.loaded.push(id.clone());
-            }
-        }
-        for id in previous.active.keys().filter(|id| !next.active.contains_key(*id)) {
-            tracing::info!(target: "capstan::component", event = "component.removed", capability = %id, "capability removed");
-            report.removed.push(id.clone());
-        }
-        for (id, held) in &next.held {
-            if previous.held.get(id).is_none_or(|p| p.candidate.digest != held.candidate.digest) {
-                tracing::warn!(target: "capstan::component", event = "component.held", capability = %id,
-                    digest = %held.candidate.digest, reason = %held.reason, "replacement held for the operator");
-                report.held.push(id.clone());
-            }
-        }
-        for refusal in &next.refused {
-            if !previous.refused.contains(refusal) {
-                tracing::warn!(target: "capstan::component", event = "component.refused",
-                    file = %refusal.file.display(), reason = %refusal.reason, "component refused");
-            }
-        }
     }
 
     /// Records the operator's acceptance of the held replacement for `id`;
