@@ -7,6 +7,7 @@ pub mod audit;
 pub mod authz;
 pub mod cli;
 pub mod config;
+pub mod domain;
 pub mod http;
 pub mod ledger;
 pub mod pipeline;

@@ -122,4 +122,19 @@ impl Authz {
             .await?;
         row.map(|r| from_row(&r)).transpose()
     }
+
+    /// The published revision of policy `name`.
+    pub async fn published_policy(&self, name: &str) -> Result<Policy, AuthzError> {
+        let row = sqlx::query("SELECT * FROM policy WHERE name = $1 AND status = 'published'")
+            .bind(name)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        row.map(|r| from_row(&r)).transpose()?.ok_or_else(|| AuthzError::NotFound("published policy", name.to_string()))
+    }
+
+    /// Every revision of every policy, newest first.
+    pub async fn policies(&self) -> Result<Vec<Policy>, sqlx::Error> {
+        let rows = sqlx::query("SELECT * FROM policy ORDER BY name, revision DESC").fetch_all(&self.db.pool).await?;
+        rows.iter().map(from_row).collect()
+    }
 }

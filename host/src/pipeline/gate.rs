@@ -86,6 +86,7 @@ impl Origin {
         grant.run_id = self.run_id.clone();
         grant.task_id = self.task_id.clone();
         grant.idempotency_key = key;
+        grant.principal = self.principal.clone();
         grant
     }
 }

@@ -92,6 +92,7 @@ impl Capabilities {
     pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
         let drain_lock = Arc::new(tokio::sync::Mutex::new(()));
         spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
+        runtime.attach_domain(crate::domain::Domain::new(db.clone()));
         Capabilities {
             drain_lock,
             runtime,

@@ -36,6 +36,9 @@ pub struct Grant {
     pub run_id: Option<String>,
     pub task_id: Option<String>,
     pub idempotency_key: Option<String>,
+    /// Who is calling (`admin:<name>`, `key:<id>`, ...); records the domain
+    /// store creates name it, so nobody approves their own plan.
+    pub principal: String,
 }
 
 impl Grant {
@@ -44,7 +47,15 @@ impl Grant {
     /// mode never opens execute.
     pub fn new(actor: Actor, max_class: EffectClass) -> Grant {
         let max_class = if actor == Actor::Subagent { EffectClass::Read } else { max_class };
-        Grant { max_class, actor, mode: Mode::Execute, run_id: None, task_id: None, idempotency_key: None }
+        Grant {
+            max_class,
+            actor,
+            mode: Mode::Execute,
+            run_id: None,
+            task_id: None,
+            idempotency_key: None,
+            principal: format!("{actor:?}").to_lowercase(),
+        }
     }
 
     /// The same grant inside a plan-only run: capped at propose.

@@ -100,6 +100,11 @@ impl Runtime {
         &self.config
     }
 
+    /// Opens the `library`, `drafts` and `records` imports onto `domain`.
+    pub fn attach_domain(&self, domain: crate::domain::Domain) {
+        self.services.attach_domain(domain);
+    }
+
     /// The current registry snapshot.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.registry.snapshot()

@@ -1,6 +1,7 @@
 //! Capstan's end-to-end suites, one module per concern, in one test binary.
 
 mod authz;
+mod domain;
 mod cli;
 mod files;
 mod http;

@@ -1,46 +1,62 @@
 //! `capstan:host/library` (read), `drafts` (propose) and `records`
-//! (execute): the doors to the domain store. The store itself plugs in
-//! through [`DomainStore`]; without one, calls answer `unavailable`.
+//! (execute): the doors to the domain store. The store is attached once the
+//! database is open ([`HostServices::attach_domain`]); before that, or in a
+//! runtime without a database, calls answer `unavailable`.
 
+use crate::domain::{Actor, Domain, DomainError};
 use crate::runtime::bindings::capstan::host::types::HostError;
 use crate::runtime::bindings::capstan::host::{drafts, library, records};
 use crate::runtime::call_state::CallState;
 use crate::runtime::effects::EffectClass;
 
-/// The domain store as host imports see it. Implementations enforce their
-/// own invariants in one transaction per call.
-pub trait DomainStore: Send + Sync {
-    fn query(&self, name: &str, params: &str) -> Result<String, HostError>;
-    fn create_draft(&self, kind: &str, draft: &str) -> Result<String, HostError>;
-    fn transition(&self, name: &str, args: &str) -> Result<String, HostError>;
+fn host_error(e: DomainError) -> HostError {
+    match e {
+        DomainError::Invalid(m) => HostError::Invalid(m),
+        DomainError::NotFound(m) => HostError::NotFound(m),
+        DomainError::Conflict(m) => HostError::Conflict(m),
+        DomainError::Sql(e) => {
+            tracing::warn!(error = %e, "domain store failed");
+            HostError::Unavailable("the domain store could not be reached".into())
+        }
+    }
 }
 
-fn no_store() -> HostError {
-    HostError::Unavailable("no domain store is attached to this runtime".into())
+impl CallState {
+    fn domain(&self) -> Result<Domain, HostError> {
+        self.services
+            .domain
+            .get()
+            .cloned()
+            .ok_or_else(|| HostError::Unavailable("no domain store is attached to this runtime".into()))
+    }
+
+    fn domain_actor(&self) -> Actor {
+        Actor { principal: self.grant.principal.clone(), run_id: self.grant.run_id.clone() }
+    }
 }
 
 impl library::Host for CallState {
     async fn query(&mut self, name: String, params: String) -> Result<String, HostError> {
         self.check("capstan:host/library", EffectClass::Read)?;
-        let store = self.services.domain.clone().ok_or_else(no_store)?;
-        store.query(&name, &params)
+        let domain = self.domain()?;
+        domain.query(&name, &params).await.map(|v| v.to_string()).map_err(host_error)
     }
 }
 
 impl drafts::Host for CallState {
     async fn create(&mut self, kind: String, draft: String) -> Result<String, HostError> {
         self.check("capstan:host/drafts", EffectClass::Propose)?;
-        let store = self.services.domain.clone().ok_or_else(no_store)?;
+        let domain = self.domain()?;
         self.mark_effect();
-        store.create_draft(&kind, &draft)
+        domain.create_draft(&self.domain_actor(), &kind, &draft).await.map(|v| v.to_string()).map_err(host_error)
     }
 }
 
 impl records::Host for CallState {
     async fn transition(&mut self, name: String, args: String) -> Result<String, HostError> {
         self.check("capstan:host/records", EffectClass::Execute)?;
-        let store = self.services.domain.clone().ok_or_else(no_store)?;
+        let domain = self.domain()?;
         self.mark_effect();
-        store.transition(&name, &args)
+        domain.transition(&self.domain_actor(), &name, &args).await.map(|v| v.to_string()).map_err(host_error)
     }
 }

@@ -11,13 +11,13 @@ mod log;
 mod outbound;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::OnceLock;
 
-pub use domain::DomainStore;
 pub use files::Roots;
 pub use outbound::Outbound;
 
 use crate::config::Config;
+use crate::domain::Domain;
 
 use super::bindings;
 use super::call_state::CallState;
@@ -26,7 +26,8 @@ use super::call_state::CallState;
 pub struct HostServices {
     pub outbound: Outbound,
     pub roots: Roots,
-    pub domain: Option<Arc<dyn DomainStore>>,
+    /// Attached once the database is open.
+    pub domain: OnceLock<Domain>,
     /// Non-secret per-capability settings.
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
 }
@@ -36,9 +37,17 @@ impl HostServices {
         Ok(HostServices {
             outbound: Outbound::new(&config.services)?,
             roots: Roots::open(&config.roots)?,
-            domain: None,
+            domain: OnceLock::new(),
             settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
         })
+    }
+}
+
+impl HostServices {
+    /// Gives `library`, `drafts` and `records` their store. The first
+    /// attachment wins; a runtime serves one database.
+    pub fn attach_domain(&self, domain: Domain) {
+        let _ = self.domain.set(domain);
     }
 }
 

@@ -1,0 +1,83 @@
+//! Download tasks: what the client is doing with a submitted plan. Status
+//! changes come from polling the client; `imported` and `removed` are final.
+
+use super::{DOWNLOAD_STATUSES, Domain, DomainError, DownloadTask, one_of, require};
+use crate::store::now_ms;
+
+/// A status change worth telling others about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusChange {
+    pub from: String,
+    pub to: String,
+}
+
+impl Domain {
+    pub async fn download(&self, id: &str) -> Result<DownloadTask, DomainError> {
+        sqlx::query("SELECT * FROM download_task WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| DownloadTask::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no download task {id}")))
+    }
+
+    pub async fn download_for_plan(&self, plan_id: &str) -> Result<Option<DownloadTask>, DomainError> {
+        Ok(sqlx::query("SELECT * FROM download_task WHERE plan_id = $1")
+            .bind(plan_id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| DownloadTask::from_row(&r))
+            .transpose()?)
+    }
+
+    /// Download tasks, most recently changed first, optionally in one status.
+    pub async fn downloads(&self, status: Option<&str>, limit: i64) -> Result<Vec<DownloadTask>, DomainError> {
+        if let Some(status) = status {
+            one_of(status, DOWNLOAD_STATUSES, "download status")?;
+        }
+        let rows = self.filtered("download_task", &[("status", status)], "updated_at DESC, id", limit).await?;
+        Ok(rows.iter().map(DownloadTask::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Records what the client reports. Returns the task and, when the
+    /// status changed, the change — exactly once per change, because the
+    /// update only applies while the row still holds the old status.
+    pub async fn update_download(
+        &self,
+        id: &str,
+        status: &str,
+        progress: f64,
+        content_path: Option<&str>,
+    ) -> Result<(DownloadTask, Option<StatusChange>), DomainError> {
+        one_of(status, DOWNLOAD_STATUSES, "download status")?;
+        require((0.0..=1.0).contains(&progress), || format!("progress {progress} is not between 0 and 1"))?;
+        let mut tx = self.db.begin_write().await?;
+        let current = sqlx::query("SELECT * FROM download_task WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| DownloadTask::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no download task {id}")))?;
+        if matches!(current.status.as_str(), "imported" | "removed") && current.status != status {
+            return Err(DomainError::Conflict(format!("download {id} is {}; it does not change any more", current.status)));
+        }
+        sqlx::query(
+            "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), updated_at = $4 \
+             WHERE id = $5 AND status = $6",
+        )
+        .bind(status)
+        .bind(progress)
+        .bind(content_path)
+        .bind(now_ms())
+        .bind(id)
+        .bind(&current.status)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let change =
+            (current.status != status).then(|| StatusChange { from: current.status.clone(), to: status.to_string() });
+        Ok((self.download(id).await?, change))
+    }
+}

@@ -1,0 +1,182 @@
+//! Media entities (a movie or a series, keyed by kind and TMDB id) and the
+//! slots that say what the library wants of them.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Domain, DomainError, Entity, Slot, SLOT_STATUSES, one_of, require};
+use crate::store::{new_id, now_ms};
+
+/// An entity to record; an existing one with the same kind and TMDB id is
+/// updated instead.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewEntity {
+    pub kind: String,
+    #[serde(default)]
+    pub tmdb_id: Option<i64>,
+    pub title: String,
+    #[serde(default)]
+    pub original_title: Option<String>,
+    #[serde(default)]
+    pub year: Option<i64>,
+    #[serde(default)]
+    pub seasons: Vec<Value>,
+}
+
+/// A slot to open on an entity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSlot {
+    pub entity_id: String,
+    #[serde(default)]
+    pub season: Option<i64>,
+    pub quality: String,
+    #[serde(default)]
+    pub profile: Option<String>,
+}
+
+impl Domain {
+    /// Records an entity, or refreshes the one with the same kind and TMDB id.
+    pub async fn upsert_entity(&self, new: &NewEntity) -> Result<Entity, DomainError> {
+        one_of(&new.kind, &["movie", "tv"], "kind")?;
+        require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
+        let seasons = serde_json::to_string(&new.seasons).map_err(|e| DomainError::Invalid(e.to_string()))?;
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let existing = match new.tmdb_id {
+            Some(tmdb) => sqlx::query("SELECT id FROM media_entity WHERE kind = $1 AND tmdb_id = $2")
+                .bind(&new.kind)
+                .bind(tmdb)
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| sqlx::Row::get::<String, _>(&r, "id")),
+            None => None,
+        };
+        let id = match existing {
+            Some(id) => {
+                sqlx::query(
+                    "UPDATE media_entity SET title = $1, original_title = $2, year = $3, seasons = $4, updated_at = $5 WHERE id = $6",
+                )
+                .bind(new.title.trim())
+                .bind(&new.original_title)
+                .bind(new.year)
+                .bind(&seasons)
+                .bind(now)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+                id
+            }
+            None => {
+                let id = new_id();
+                sqlx::query(
+                    "INSERT INTO media_entity (id, kind, tmdb_id, title, original_title, year, seasons, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+                )
+                .bind(&id)
+                .bind(&new.kind)
+                .bind(new.tmdb_id)
+                .bind(new.title.trim())
+                .bind(&new.original_title)
+                .bind(new.year)
+                .bind(&seasons)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                id
+            }
+        };
+        tx.commit().await?;
+        self.entity(&id).await
+    }
+
+    pub async fn entity(&self, id: &str) -> Result<Entity, DomainError> {
+        sqlx::query("SELECT * FROM media_entity WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Entity::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no entity {id}")))
+    }
+
+    /// Entities, newest first, optionally of one kind.
+    pub async fn entities(&self, kind: Option<&str>, limit: i64) -> Result<Vec<Entity>, DomainError> {
+        let limit = limit.clamp(1, 1000);
+        // Two statements rather than `$1 IS NULL`, which PostgreSQL cannot type.
+        let rows = match kind {
+            Some(kind) => {
+                sqlx::query("SELECT * FROM media_entity WHERE kind = $1 ORDER BY created_at DESC, id LIMIT $2")
+                    .bind(kind)
+                    .bind(limit)
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
+            None => {
+                sqlx::query("SELECT * FROM media_entity ORDER BY created_at DESC, id LIMIT $1")
+                    .bind(limit)
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
+        };
+        Ok(rows.iter().map(Entity::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Opens a slot: the library now wants this entity (or season) at this quality.
+    pub async fn want(&self, new: &NewSlot) -> Result<Slot, DomainError> {
+        let entity = self.entity(&new.entity_id).await?;
+        require(!new.quality.trim().is_empty(), || "quality must not be empty".into())?;
+        match (entity.kind.as_str(), new.season) {
+            ("movie", Some(_)) => return Err(DomainError::Invalid("a movie slot has no season".into())),
+            ("tv", None) => return Err(DomainError::Invalid("a series slot names a season".into())),
+            (_, Some(s)) if s < 0 => return Err(DomainError::Invalid("season must not be negative".into())),
+            _ => {}
+        }
+        let id = new_id();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO media_slot (id, entity_id, season, quality, profile, status, revision, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, 'wanted', 1, $6, $6)",
+        )
+        .bind(&id)
+        .bind(&entity.id)
+        .bind(new.season)
+        .bind(new.quality.trim())
+        .bind(&new.profile)
+        .bind(now)
+        .execute(&self.db.pool)
+        .await?;
+        self.slot(&id).await
+    }
+
+    pub async fn slot(&self, id: &str) -> Result<Slot, DomainError> {
+        sqlx::query("SELECT * FROM media_slot WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Slot::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no slot {id}")))
+    }
+
+    /// An entity's slots in creation order.
+    pub async fn slots_for_entity(&self, entity_id: &str) -> Result<Vec<Slot>, DomainError> {
+        let rows = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 ORDER BY created_at, id")
+            .bind(entity_id)
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Slots in one status, oldest first.
+    pub async fn slots_with_status(&self, status: &str, limit: i64) -> Result<Vec<Slot>, DomainError> {
+        one_of(status, SLOT_STATUSES, "slot status")?;
+        let rows = sqlx::query("SELECT * FROM media_slot WHERE status = $1 ORDER BY created_at, id LIMIT $2")
+            .bind(status)
+            .bind(limit.clamp(1, 1000))
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
+    }
+}

@@ -1,0 +1,112 @@
+//! The media domain store: entities and their slots, source releases,
+//! acquisition plans, download tasks, organizations, artifacts and
+//! decisions. Every state change is one function here that checks its
+//! invariants and writes in one transaction; a revision that no longer
+//! matches is a [`DomainError::Conflict`]. Capabilities reach the store
+//! through the `library` (read), `drafts` (propose) and `records` (execute)
+//! host imports, dispatched by name in [`dispatch`]; the HTTP API and
+//! background tasks call it directly. It never calls components and never
+//! decides authorisation: callers arrive already authorised.
+
+mod decisions;
+pub mod dispatch;
+mod downloads;
+mod entities;
+mod model;
+mod organizations;
+mod plans;
+mod releases;
+
+pub use entities::{NewEntity, NewSlot};
+pub use model::*;
+pub use organizations::NewOrganizationPlan;
+pub use plans::NewPlan;
+pub use releases::NewRelease;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use sqlx::any::AnyRow;
+
+use crate::store::Db;
+
+/// Why a domain operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+}
+
+/// Who asks, recorded on what they create.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    /// `admin:<name>`, `key:<id>`, `task:<kind>`, ...
+    pub principal: String,
+    pub run_id: Option<String>,
+}
+
+impl Actor {
+    pub fn new(principal: impl Into<String>) -> Actor {
+        Actor { principal: principal.into(), run_id: None }
+    }
+}
+
+/// The domain store over one database; cheap to clone.
+#[derive(Clone)]
+pub struct Domain {
+    db: Db,
+}
+
+impl Domain {
+    pub fn new(db: Db) -> Domain {
+        Domain { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Rows of `table` whose columns equal the given values (a `None` value
+    /// filters nothing), in `order`, at most `limit`.
+    async fn filtered(
+        &self,
+        table: &str,
+        filters: &[(&str, Option<&str>)],
+        order: &str,
+        limit: i64,
+    ) -> Result<Vec<AnyRow>, sqlx::Error> {
+        let mut sql = format!("SELECT * FROM {table}");
+        let mut values = Vec::new();
+        for (column, value) in filters {
+            if let Some(value) = value {
+                values.push(*value);
+                sql.push_str(if values.len() == 1 { " WHERE " } else { " AND " });
+                sql.push_str(&format!("{column} = ${}", values.len()));
+            }
+        }
+        sql.push_str(&format!(" ORDER BY {order} LIMIT ${}", values.len() + 1));
+        let mut query = sqlx::query(&sql);
+        for value in values {
+            query = query.bind(value);
+        }
+        query.bind(limit.clamp(1, 1000)).fetch_all(&self.db.pool).await
+    }
+}
+
+/// The fingerprint of a JSON payload: sha256 of its canonical form, hex.
+pub fn payload_hash(payload: &Value) -> String {
+    hex::encode(Sha256::digest(crate::pipeline::canonical(payload).as_bytes()))
+}
+
+fn require(cond: bool, message: impl FnOnce() -> String) -> Result<(), DomainError> {
+    if cond { Ok(()) } else { Err(DomainError::Invalid(message())) }
+}
+
+fn one_of(value: &str, allowed: &[&str], what: &str) -> Result<(), DomainError> {
+    require(allowed.contains(&value), || format!("{what} {value:?} is not one of {}", allowed.join(", ")))
+}

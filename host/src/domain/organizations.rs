@@ -1,0 +1,220 @@
+//! Artifacts (frozen plans, reports, evidence, each with the hash of its
+//! body) and organizations: putting a completed download into the library
+//! by a frozen plan. Starting an organization checks the plan's
+//! fingerprint; finishing it marks the download imported and the slot
+//! satisfied in the same transaction.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ARTIFACT_KINDS, Actor, Artifact, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require};
+use crate::store::{new_id, now_ms};
+
+/// An organization plan to freeze.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewOrganizationPlan {
+    pub download_task_id: String,
+    pub mode: String,
+    /// `[{ "source": ..., "destination": ..., ... }]`, as the planner worked them out.
+    pub items: Vec<Value>,
+}
+
+impl Domain {
+    /// Stores an artifact; its payload hash is the fingerprint of `body`.
+    pub async fn create_artifact(
+        &self,
+        by: &Actor,
+        kind: &str,
+        subject: Option<&str>,
+        body: &Value,
+    ) -> Result<Artifact, DomainError> {
+        one_of(kind, ARTIFACT_KINDS, "artifact kind")?;
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO artifact (id, kind, subject, body, payload_hash, created_by, run_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&id)
+        .bind(kind)
+        .bind(subject)
+        .bind(body.to_string())
+        .bind(payload_hash(body))
+        .bind(&by.principal)
+        .bind(&by.run_id)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
+        self.artifact(&id).await
+    }
+
+    pub async fn artifact(&self, id: &str) -> Result<Artifact, DomainError> {
+        sqlx::query("SELECT * FROM artifact WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Artifact::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no artifact {id}")))
+    }
+
+    /// Artifacts, newest first, optionally of one kind or about one subject.
+    pub async fn artifacts(&self, kind: Option<&str>, subject: Option<&str>, limit: i64) -> Result<Vec<Artifact>, DomainError> {
+        let rows =
+            self.filtered("artifact", &[("kind", kind), ("subject", subject)], "created_at DESC, id", limit).await?;
+        Ok(rows.iter().map(Artifact::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Freezes an organization plan for a completed download. The same plan
+    /// again returns the open organization; a different one supersedes it.
+    pub async fn plan_organization(
+        &self,
+        by: &Actor,
+        new: &NewOrganizationPlan,
+    ) -> Result<(Organization, Artifact), DomainError> {
+        one_of(&new.mode, ORGANIZE_MODES, "mode")?;
+        require(!new.items.is_empty(), || "an organization plan needs at least one item".into())?;
+        let download = self.download(&new.download_task_id).await?;
+        require(matches!(download.status.as_str(), "completed" | "importing"), || {
+            format!("download {} is {}; only a completed download can be organized", download.id, download.status)
+        })?;
+        let body = json!({ "downloadTaskId": download.id, "mode": new.mode, "items": new.items });
+        let fingerprint = payload_hash(&body);
+        if let Some(open) = self.open_organization(&download.id).await? {
+            let artifact = self.artifact(&open.plan_artifact_id).await?;
+            if artifact.payload_hash == fingerprint {
+                return Ok((open, artifact));
+            }
+        }
+        let artifact = self.create_artifact(by, "plan", Some(&download.id), &body).await?;
+        let id = new_id();
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query(
+            "UPDATE organization SET status = 'superseded', revision = revision + 1, updated_at = $1 \
+             WHERE download_task_id = $2 AND status = 'planned'",
+        )
+        .bind(now)
+        .bind(&download.id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO organization (id, download_task_id, plan_artifact_id, mode, items, status, revision, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, 'planned', 1, $6, $7, $7)",
+        )
+        .bind(&id)
+        .bind(&download.id)
+        .bind(&artifact.id)
+        .bind(&new.mode)
+        .bind(Value::Array(new.items.clone()).to_string())
+        .bind(&by.principal)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((self.organization(&id).await?, artifact))
+    }
+
+    async fn open_organization(&self, download_id: &str) -> Result<Option<Organization>, DomainError> {
+        Ok(sqlx::query("SELECT * FROM organization WHERE download_task_id = $1 AND status = 'planned'")
+            .bind(download_id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Organization::from_row(&r))
+            .transpose()?)
+    }
+
+    pub async fn organization(&self, id: &str) -> Result<Organization, DomainError> {
+        sqlx::query("SELECT * FROM organization WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Organization::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no organization {id}")))
+    }
+
+    /// Organizations of one download, newest first.
+    pub async fn organizations_for_download(&self, download_id: &str) -> Result<Vec<Organization>, DomainError> {
+        let rows = self
+            .filtered("organization", &[("download_task_id", Some(download_id))], "created_at DESC, id", 100)
+            .await?;
+        Ok(rows.iter().map(Organization::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// planned → running, only while the frozen plan still has the
+    /// fingerprint the caller worked from; the download becomes `importing`.
+    pub async fn start_organization(&self, id: &str, fingerprint: &str) -> Result<Organization, DomainError> {
+        let org = self.organization(id).await?;
+        let artifact = self.artifact(&org.plan_artifact_id).await?;
+        if artifact.payload_hash != fingerprint {
+            return Err(DomainError::Conflict(format!("organization {id} was planned with another fingerprint")));
+        }
+        match org.status.as_str() {
+            "planned" => {}
+            "running" => return Ok(org),
+            other => return Err(DomainError::Conflict(format!("organization {id} is {other}; it cannot start"))),
+        }
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let changed = sqlx::query(
+            "UPDATE organization SET status = 'running', revision = revision + 1, updated_at = $1 WHERE id = $2 AND status = 'planned'",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(DomainError::Conflict(format!("organization {id} changed while starting")));
+        }
+        sqlx::query("UPDATE download_task SET status = 'importing', updated_at = $1 WHERE id = $2 AND status = 'completed'")
+            .bind(now)
+            .bind(&org.download_task_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.organization(id).await
+    }
+
+    /// running → succeeded (download imported, slot satisfied) or failed
+    /// (download back to completed, so it can be planned again).
+    pub async fn finish_organization(&self, id: &str, error: Option<&str>) -> Result<Organization, DomainError> {
+        let org = self.organization(id).await?;
+        let status = if error.is_some() { "failed" } else { "succeeded" };
+        match org.status.as_str() {
+            "running" => {}
+            s if s == status => return Ok(org),
+            other => return Err(DomainError::Conflict(format!("organization {id} is {other}, not running"))),
+        }
+        let download = self.download(&org.download_task_id).await?;
+        let plan = self.plan(&download.plan_id).await?;
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("UPDATE organization SET status = $1, error = $2, revision = revision + 1, updated_at = $3 WHERE id = $4")
+            .bind(status)
+            .bind(error)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let download_status = if error.is_some() { "completed" } else { "imported" };
+        sqlx::query("UPDATE download_task SET status = $1, updated_at = $2 WHERE id = $3")
+            .bind(download_status)
+            .bind(now)
+            .bind(&download.id)
+            .execute(&mut *tx)
+            .await?;
+        if error.is_none() {
+            sqlx::query(
+                "UPDATE media_slot SET status = 'satisfied', revision = revision + 1, updated_at = $1 WHERE id = $2 AND status <> 'satisfied'",
+            )
+            .bind(now)
+            .bind(&plan.slot_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        self.organization(id).await
+    }
+}

@@ -1,0 +1,249 @@
+//! Acquisition plans: draft → reserved → submitted, or failed / cancelled.
+//! A draft reserves nothing. Reserving takes the slot only if the slot is
+//! still at the revision the plan was made against; submitting records the
+//! download task the client now holds. Each step bumps the plan's revision,
+//! so an approval given for one revision cannot be used for another.
+
+use serde::Deserialize;
+use serde_json::json;
+use sqlx::{Any, Transaction};
+
+use super::{Actor, Domain, DomainError, DownloadTask, Plan, PLAN_STATUSES, Slot, one_of, payload_hash};
+use crate::store::{new_id, now_ms};
+
+/// A plan to draft.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewPlan {
+    pub slot_id: String,
+    pub source_release_id: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+async fn plan_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Plan, DomainError> {
+    sqlx::query("SELECT * FROM acquisition_plan WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(|r| Plan::from_row(&r))
+        .transpose()?
+        .ok_or_else(|| DomainError::NotFound(format!("no acquisition plan {id}")))
+}
+
+async fn slot_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Slot, DomainError> {
+    sqlx::query("SELECT * FROM media_slot WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .map(|r| Slot::from_row(&r))
+        .transpose()?
+        .ok_or_else(|| DomainError::NotFound(format!("no slot {id}")))
+}
+
+async fn set_plan_status(
+    tx: &mut Transaction<'static, Any>,
+    plan: &Plan,
+    status: &str,
+    reason: Option<&str>,
+) -> Result<(), DomainError> {
+    sqlx::query(
+        "UPDATE acquisition_plan SET status = $1, reason = COALESCE($2, reason), revision = revision + 1, updated_at = $3 \
+         WHERE id = $4 AND revision = $5",
+    )
+    .bind(status)
+    .bind(reason)
+    .bind(now_ms())
+    .bind(&plan.id)
+    .bind(plan.revision)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn set_slot_status(tx: &mut Transaction<'static, Any>, slot: &Slot, status: &str) -> Result<(), DomainError> {
+    sqlx::query("UPDATE media_slot SET status = $1, revision = revision + 1, updated_at = $2 WHERE id = $3")
+        .bind(status)
+        .bind(now_ms())
+        .bind(&slot.id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+impl Domain {
+    /// Drafts a plan to fetch a release into a wanted slot. The release must
+    /// be identified as the slot's entity. Drafting the same thing twice
+    /// returns the first draft.
+    pub async fn draft_plan(&self, by: &Actor, new: &NewPlan) -> Result<Plan, DomainError> {
+        let slot = self.slot(&new.slot_id).await?;
+        let release = self.release(&new.source_release_id).await?;
+        if slot.status != "wanted" {
+            return Err(DomainError::Conflict(format!("slot {} is {}, not wanted", slot.id, slot.status)));
+        }
+        match (release.identity_status.as_str(), release.entity_id.as_deref()) {
+            ("resolved", Some(entity)) if entity == slot.entity_id => {}
+            ("resolved", Some(entity)) => {
+                return Err(DomainError::Conflict(format!(
+                    "release {} is identified as entity {entity}, not the slot's entity {}",
+                    release.id, slot.entity_id
+                )));
+            }
+            (status, _) => {
+                return Err(DomainError::Conflict(format!(
+                    "release {} has identity {status}; resolve it before planning",
+                    release.id
+                )));
+            }
+        }
+        let payload = json!({
+            "slotId": slot.id,
+            "slotRevision": slot.revision,
+            "entityId": slot.entity_id,
+            "season": slot.season,
+            "quality": slot.quality,
+            "sourceReleaseId": release.id,
+            "title": release.title,
+            "infohash": release.infohash,
+            "downloadUrl": release.download_url,
+            "size": release.size,
+        });
+        let hash = payload_hash(&payload);
+        let mut tx = self.db.begin_write().await?;
+        if let Some(row) = sqlx::query(
+            "SELECT * FROM acquisition_plan WHERE slot_id = $1 AND payload_hash = $2 AND status = 'draft'",
+        )
+        .bind(&slot.id)
+        .bind(&hash)
+        .fetch_optional(&mut *tx)
+        .await?
+        {
+            return Ok(Plan::from_row(&row)?);
+        }
+        let id = new_id();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO acquisition_plan (id, slot_id, source_release_id, status, payload, payload_hash, revision, \
+             slot_revision, note, created_by, run_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'draft', $4, $5, 1, $6, $7, $8, $9, $10, $10)",
+        )
+        .bind(&id)
+        .bind(&slot.id)
+        .bind(&release.id)
+        .bind(payload.to_string())
+        .bind(&hash)
+        .bind(slot.revision)
+        .bind(&new.note)
+        .bind(&by.principal)
+        .bind(&by.run_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let plan = plan_in(&mut tx, &id).await?;
+        tx.commit().await?;
+        Ok(plan)
+    }
+
+    /// draft → reserved, taking the slot; `Conflict` when the slot moved on
+    /// since the plan was drafted. Reserving a plan that is already reserved
+    /// or submitted returns it unchanged, so a retried submit can go on.
+    pub async fn reserve_plan(&self, plan_id: &str) -> Result<Plan, DomainError> {
+        let mut tx = self.db.begin_write().await?;
+        let plan = plan_in(&mut tx, plan_id).await?;
+        match plan.status.as_str() {
+            "draft" => {}
+            "reserved" | "submitted" => return Ok(plan),
+            other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot be reserved"))),
+        }
+        let slot = slot_in(&mut tx, &plan.slot_id).await?;
+        if slot.revision != plan.slot_revision || slot.status != "wanted" {
+            return Err(DomainError::Conflict(format!(
+                "slot {} changed since the plan was drafted (revision {} → {}, status {}); draft a new plan",
+                slot.id, plan.slot_revision, slot.revision, slot.status
+            )));
+        }
+        set_slot_status(&mut tx, &slot, "reserved").await?;
+        set_plan_status(&mut tx, &plan, "reserved", None).await?;
+        let plan = plan_in(&mut tx, plan_id).await?;
+        tx.commit().await?;
+        Ok(plan)
+    }
+
+    /// reserved → submitted with the client's hash; records the download
+    /// task. Repeating it returns the task already recorded.
+    pub async fn mark_submitted(&self, plan_id: &str, client_hash: &str) -> Result<(Plan, DownloadTask), DomainError> {
+        let client_hash = super::releases::normalize_infohash(client_hash)?;
+        let mut tx = self.db.begin_write().await?;
+        let plan = plan_in(&mut tx, plan_id).await?;
+        match plan.status.as_str() {
+            "reserved" => {
+                set_plan_status(&mut tx, &plan, "submitted", None).await?;
+                let now = now_ms();
+                sqlx::query(
+                    "INSERT INTO download_task (id, plan_id, client_hash, status, progress, created_at, updated_at) \
+                     VALUES ($1, $2, $3, 'queued', 0, $4, $4)",
+                )
+                .bind(new_id())
+                .bind(plan_id)
+                .bind(&client_hash)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            "submitted" => {}
+            other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}, not reserved"))),
+        }
+        let plan = plan_in(&mut tx, plan_id).await?;
+        let task = sqlx::query("SELECT * FROM download_task WHERE plan_id = $1")
+            .bind(plan_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map(|r| DownloadTask::from_row(&r))??;
+        tx.commit().await?;
+        Ok((plan, task))
+    }
+
+    /// Ends a plan that has not been submitted (`failed` or `cancelled`),
+    /// giving its slot back when it held one.
+    pub async fn end_plan(&self, plan_id: &str, status: &str, reason: &str) -> Result<Plan, DomainError> {
+        one_of(status, &["failed", "cancelled"], "final plan status")?;
+        let mut tx = self.db.begin_write().await?;
+        let plan = plan_in(&mut tx, plan_id).await?;
+        match plan.status.as_str() {
+            "draft" => {}
+            "reserved" => {
+                let slot = slot_in(&mut tx, &plan.slot_id).await?;
+                if slot.status == "reserved" {
+                    set_slot_status(&mut tx, &slot, "wanted").await?;
+                }
+            }
+            other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot end as {status}"))),
+        }
+        set_plan_status(&mut tx, &plan, status, Some(reason)).await?;
+        let plan = plan_in(&mut tx, plan_id).await?;
+        tx.commit().await?;
+        Ok(plan)
+    }
+
+    pub async fn plan(&self, id: &str) -> Result<Plan, DomainError> {
+        sqlx::query("SELECT * FROM acquisition_plan WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| Plan::from_row(&r))
+            .transpose()?
+            .ok_or_else(|| DomainError::NotFound(format!("no acquisition plan {id}")))
+    }
+
+    /// Plans, newest first, filtered by status and/or slot.
+    pub async fn plans(&self, status: Option<&str>, slot_id: Option<&str>, limit: i64) -> Result<Vec<Plan>, DomainError> {
+        if let Some(status) = status {
+            one_of(status, PLAN_STATUSES, "plan status")?;
+        }
+        let rows = self
+            .filtered("acquisition_plan", &[("status", status), ("slot_id", slot_id)], "created_at DESC, id", limit)
+            .await?;
+        Ok(rows.iter().map(Plan::from_row).collect::<Result<_, _>>()?)
+    }
+
+}

@@ -1,0 +1,221 @@
+//! The domain store's invariants on both backends: plans reserve a slot
+//! only at the revision they were drafted against, a download reports each
+//! status change once, an organization starts only from its frozen
+//! fingerprint and, when it succeeds, satisfies the slot; releases and
+//! decisions are recorded once; bad arguments change nothing.
+
+use capstan::domain::{
+    Actor, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot, SourceRelease,
+};
+use capstan::store::Db;
+use capstan_tests::both_backends;
+use capstan_tests::db::{Backend, fresh_url};
+use serde_json::json;
+
+pub async fn open(backend: Backend, dir: &std::path::Path) -> Domain {
+    let db = Db::open(&fresh_url(backend, dir).await).await.unwrap();
+    Domain::new(db)
+}
+
+/// A wanted 2160p movie slot and an unidentified release for it.
+pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) {
+    let entity = domain
+        .upsert_entity(&NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(693134),
+            title: "Dune: Part Two".into(),
+            original_title: None,
+            year: Some(2024),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    let slot = domain
+        .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
+        .await
+        .unwrap();
+    let release = domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX".into(),
+            parsed: json!({"title": "Dune Part Two", "year": 2024}),
+            size: Some(20_000_000_000),
+            infohash: Some(hash.into()),
+            download_url: None,
+        })
+        .await
+        .unwrap();
+    (slot, release)
+}
+
+fn conflict<T: std::fmt::Debug>(r: Result<T, DomainError>) -> String {
+    match r {
+        Err(DomainError::Conflict(m)) => m,
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let agent = Actor { principal: "key:k1".into(), run_id: Some("run-1".into()) };
+    let (slot, release) = wanted_movie(&domain, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").await;
+    let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
+
+    // Unidentified releases are not planned.
+    let message = conflict(domain.draft_plan(&agent, &new).await);
+    assert!(message.contains("resolve it"), "{message}");
+
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"tmdb": 693134})).await.unwrap();
+    let first = domain.draft_plan(&agent, &new).await.unwrap();
+    assert_eq!((first.status.as_str(), first.revision, first.slot_revision), ("draft", 1, slot.revision));
+    assert_eq!(first.created_by, "key:k1");
+    assert_eq!(first.payload["infohash"], "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    // Drafting the same thing again is the same draft; a draft reserves nothing.
+    assert_eq!(domain.draft_plan(&agent, &new).await.unwrap().id, first.id);
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "wanted");
+
+    // A second plan for the same slot, drafted at the same revision.
+    let other = domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: "Dune.Part.Two.2024.2160p.BluRay.REMUX-GRP".into(),
+            parsed: json!({}),
+            size: None,
+            infohash: Some("b".repeat(40)),
+            download_url: None,
+        })
+        .await
+        .unwrap();
+    domain.match_identity(&other.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let second = domain
+        .draft_plan(&agent, &NewPlan { slot_id: slot.id.clone(), source_release_id: other.id.clone(), note: None })
+        .await
+        .unwrap();
+    assert_ne!(second.payload_hash, first.payload_hash);
+
+    let reserved = domain.reserve_plan(&first.id).await.unwrap();
+    assert_eq!((reserved.status.as_str(), reserved.revision), ("reserved", 2));
+    let slot_now = domain.slot(&slot.id).await.unwrap();
+    assert_eq!((slot_now.status.as_str(), slot_now.revision), ("reserved", slot.revision + 1));
+    // The other plan was made against the old slot revision.
+    let message = conflict(domain.reserve_plan(&second.id).await);
+    assert!(message.contains("changed since the plan was drafted"), "{message}");
+    assert_eq!(domain.plan(&second.id).await.unwrap().status, "draft");
+
+    // Submitting records one download task, however often it is repeated.
+    let (submitted, download) = domain.mark_submitted(&first.id, &"A".repeat(40)).await.unwrap();
+    assert_eq!(submitted.status, "submitted");
+    let (_, again) = domain.mark_submitted(&first.id, &"a".repeat(40)).await.unwrap();
+    assert_eq!(again.id, download.id);
+    assert_eq!(download.status, "queued");
+    // A submitted plan cannot be cancelled.
+    conflict(domain.end_plan(&first.id, "cancelled", "changed my mind").await);
+    // Cancelling the other draft leaves the reserved slot alone.
+    domain.end_plan(&second.id, "cancelled", "another release won").await.unwrap();
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "reserved");
+}
+
+async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let task = Actor::new("task:syncDownloads");
+    let (slot, release) = wanted_movie(&domain, &"c".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = domain
+        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
+        .await
+        .unwrap();
+    domain.reserve_plan(&plan.id).await.unwrap();
+    let (_, download) = domain.mark_submitted(&plan.id, &"c".repeat(40)).await.unwrap();
+
+    let items = vec![json!({"source": "Dune.mkv", "destination": "Dune Part Two (2024)/Dune Part Two (2024).mkv"})];
+    let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "hardlink".into(), items };
+    // Nothing to organize before the download completes.
+    assert!(matches!(domain.plan_organization(&task, &organize).await, Err(DomainError::Invalid(_))));
+
+    let (_, change) = domain.update_download(&download.id, "downloading", 0.5, None).await.unwrap();
+    assert_eq!(change.unwrap().to, "downloading");
+    let (_, change) = domain.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
+    assert_eq!(change.unwrap().from, "downloading");
+    let (done, change) = domain.update_download(&download.id, "completed", 1.0, None).await.unwrap();
+    assert!(change.is_none(), "the same status twice is one change");
+    assert_eq!(done.content_path.as_deref(), Some("/downloads/Dune"));
+    assert!(matches!(domain.update_download(&download.id, "completed", 1.5, None).await, Err(DomainError::Invalid(_))));
+
+    let (org, artifact) = domain.plan_organization(&task, &organize).await.unwrap();
+    assert_eq!((org.status.as_str(), artifact.kind.as_str()), ("planned", "plan"));
+    let (same, _) = domain.plan_organization(&task, &organize).await.unwrap();
+    assert_eq!(same.id, org.id, "the same frozen plan is the same organization");
+
+    let message = conflict(domain.start_organization(&org.id, "not-the-fingerprint").await);
+    assert!(message.contains("fingerprint"), "{message}");
+    assert_eq!(domain.organization(&org.id).await.unwrap().status, "planned");
+    domain.start_organization(&org.id, &artifact.payload_hash).await.unwrap();
+    assert_eq!(domain.download(&download.id).await.unwrap().status, "importing");
+    let finished = domain.finish_organization(&org.id, None).await.unwrap();
+    assert_eq!(finished.status, "succeeded");
+    assert_eq!(domain.download(&download.id).await.unwrap().status, "imported");
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "satisfied");
+    // An imported download no longer changes.
+    conflict(domain.update_download(&download.id, "missing", 0.0, None).await);
+}
+
+async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothing(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let (slot, release) = wanted_movie(&domain, &"d".repeat(40)).await;
+    let same = domain
+        .record_release(&NewRelease {
+            indexer: "other-indexer".into(),
+            title: "another name for the same torrent".into(),
+            parsed: json!({}),
+            size: None,
+            infohash: Some("D".repeat(40)),
+            download_url: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(same.id, release.id, "one release per infohash");
+    let bad_hash = NewRelease {
+        indexer: "i".into(),
+        title: "t".into(),
+        parsed: json!({}),
+        size: None,
+        infohash: Some("xyz".into()),
+        download_url: None,
+    };
+    assert!(matches!(domain.record_release(&bad_hash).await, Err(DomainError::Invalid(_))));
+
+    let (decision, created) = domain
+        .open_decision("identity_ambiguous", Some(&release.id), &json!(["a", "b"]), &json!({}), "identity:x")
+        .await
+        .unwrap();
+    assert!(created);
+    let (again, created) =
+        domain.open_decision("identity_ambiguous", Some(&release.id), &json!([]), &json!({}), "identity:x").await.unwrap();
+    assert!(!created);
+    assert_eq!(again.id, decision.id);
+
+    // Through the import-facing dispatch: unknown names and fields are refused.
+    let err = domain.query("entity.delete", "{}").await.unwrap_err();
+    assert!(matches!(err, DomainError::NotFound(ref m) if m.contains("entity.get")), "{err:?}");
+    let err = domain.query("slot.get", r#"{"id": "x", "extra": 1}"#).await.unwrap_err();
+    assert!(matches!(err, DomainError::Invalid(ref m) if m.contains("unknown field")), "{err:?}");
+    let err = domain.create_draft(&Actor::new("key:k"), "entity", r#"{"kind": "book", "title": "x"}"#).await.unwrap_err();
+    assert!(matches!(err, DomainError::Invalid(_)), "{err:?}");
+    let err = domain
+        .want(&NewSlot { entity_id: slot.entity_id.clone(), season: Some(1), quality: "1080p".into(), profile: None })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DomainError::Invalid(ref m) if m.contains("no season")), "{err:?}");
+    let inventory = domain.query("inventory", "{}").await.unwrap();
+    assert_eq!(inventory["items"].as_array().unwrap().len(), 1);
+    assert_eq!(inventory["items"][0]["slots"].as_array().unwrap().len(), 1, "the refused slot was not added");
+}
+
+both_backends!(
+    a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against,
+    downloads_report_each_change_once_and_organizations_satisfy_the_slot,
+    releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothing,
+);
