@@ -6,12 +6,14 @@
 //! never widened in place. Budgets are charged inside the ledger's claim
 //! transaction, so concurrent calls cannot overspend them.
 
+mod approvals;
 mod grants;
 mod policies;
 
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, Transaction};
 
+pub use approvals::{APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
 pub use grants::{Grant as AutomationGrant, GrantScope, NewGrant};
 pub use policies::{Policy, PolicyStatus};
 
@@ -23,6 +25,10 @@ pub enum AuthzError {
     Invalid(String),
     #[error("no {0} with id {1}")]
     NotFound(&'static str, String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }
@@ -39,13 +45,6 @@ pub struct Switches {
 
 const AUTOMATION_ENABLED: &str = "automation.enabled";
 const READ_ONLY_RECONCILE: &str = "automation.read_only_reconcile";
-
-/// What an automated call is authorised by, charged in the claim transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Authorization {
-    pub grant_id: String,
-    pub bytes: i64,
-}
 
 /// Authorisation records over one database.
 #[derive(Clone)]

@@ -24,6 +24,10 @@ pub enum AdminCommand {
         /// Effect classes the key may use: read, preview, propose, execute.
         #[arg(long = "scope", required = true, value_parser = ["read", "preview", "propose", "execute"])]
         scopes: Vec<String>,
+        /// The console administrator the key belongs to; they may not
+        /// approve plans the key creates.
+        #[arg(long)]
+        owner: Option<String>,
     },
 }
 
@@ -42,15 +46,18 @@ pub async fn run(config: Config, cmd: &AdminCommand) -> CommandResult {
             println!("password set for {name}");
             Ok(0)
         }
-        AdminCommand::CreateKey { name, scopes } => {
+        AdminCommand::CreateKey { name, scopes, owner } => {
             if name.trim().is_empty() {
                 return Err((exit::USAGE, anyhow::anyhow!("--name must not be empty")));
             }
             let scopes: Vec<EffectClass> = scopes.iter().filter_map(|s| EffectClass::parse(s)).collect();
             std::fs::create_dir_all(config.data_dir()).map_err(failed)?;
             let db = Db::open(&config.database_url()).await.map_err(failed)?;
-            let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
-            let key = crate::http::keys::create(&db, name, &scopes, &format!("cli:{user}")).await.map_err(failed)?;
+            let by = match owner {
+                Some(admin) => format!("admin:{admin}"),
+                None => format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "operator".into())),
+            };
+            let key = crate::http::keys::create(&db, name, &scopes, &by).await.map_err(failed)?;
             println!("{key}");
             Ok(0)
         }

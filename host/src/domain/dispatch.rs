@@ -89,6 +89,7 @@ fn from_authz(e: AuthzError) -> DomainError {
     match e {
         AuthzError::Invalid(m) => DomainError::Invalid(m),
         AuthzError::NotFound(what, id) => DomainError::NotFound(format!("no {what} {id}")),
+        AuthzError::Conflict(m) | AuthzError::Forbidden(m) => DomainError::Conflict(m),
         AuthzError::Sql(e) => DomainError::Sql(e),
     }
 }

@@ -14,6 +14,7 @@ mod downloads;
 mod entities;
 mod model;
 mod organizations;
+mod plan_source;
 mod plans;
 mod releases;
 

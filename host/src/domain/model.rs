@@ -228,7 +228,7 @@ pub struct Organization {
     pub plan_artifact_id: String,
     pub mode: String,
     pub items: Value,
-    /// `planned`, `running`, `succeeded`, `failed` or `superseded`.
+    /// `planned`, `running`, `succeeded` or `failed`.
     pub status: String,
     pub revision: i64,
     pub error: Option<String>,

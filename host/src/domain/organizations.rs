@@ -66,7 +66,9 @@ impl Domain {
     }
 
     /// Freezes an organization plan for a completed download. The same plan
-    /// again returns the open organization; a different one supersedes it.
+    /// again returns the open organization unchanged; a different one
+    /// re-freezes it (new artifact, revision bumped), which makes approvals
+    /// of the old plan stale.
     pub async fn plan_organization(
         &self,
         by: &Actor,
@@ -80,38 +82,52 @@ impl Domain {
         })?;
         let body = json!({ "downloadTaskId": download.id, "mode": new.mode, "items": new.items });
         let fingerprint = payload_hash(&body);
-        if let Some(open) = self.open_organization(&download.id).await? {
+        let open = self.open_organization(&download.id).await?;
+        if let Some(open) = &open {
             let artifact = self.artifact(&open.plan_artifact_id).await?;
             if artifact.payload_hash == fingerprint {
-                return Ok((open, artifact));
+                return Ok((open.clone(), artifact));
             }
         }
         let artifact = self.create_artifact(by, "plan", Some(&download.id), &body).await?;
-        let id = new_id();
+        let items = Value::Array(new.items.clone()).to_string();
         let now = now_ms();
-        let mut tx = self.db.begin_write().await?;
-        sqlx::query(
-            "UPDATE organization SET status = 'superseded', revision = revision + 1, updated_at = $1 \
-             WHERE download_task_id = $2 AND status = 'planned'",
-        )
-        .bind(now)
-        .bind(&download.id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO organization (id, download_task_id, plan_artifact_id, mode, items, status, revision, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, 'planned', 1, $6, $7, $7)",
-        )
-        .bind(&id)
-        .bind(&download.id)
-        .bind(&artifact.id)
-        .bind(&new.mode)
-        .bind(Value::Array(new.items.clone()).to_string())
-        .bind(&by.principal)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        let id = match open {
+            Some(open) => {
+                let changed = sqlx::query(
+                    "UPDATE organization SET plan_artifact_id = $1, mode = $2, items = $3, revision = revision + 1,                      updated_at = $4 WHERE id = $5 AND revision = $6 AND status = 'planned'",
+                )
+                .bind(&artifact.id)
+                .bind(&new.mode)
+                .bind(&items)
+                .bind(now)
+                .bind(&open.id)
+                .bind(open.revision)
+                .execute(&self.db.pool)
+                .await?
+                .rows_affected();
+                if changed == 0 {
+                    return Err(DomainError::Conflict(format!("organization {} changed while re-planning", open.id)));
+                }
+                open.id
+            }
+            None => {
+                let id = new_id();
+                sqlx::query(
+                    "INSERT INTO organization (id, download_task_id, plan_artifact_id, mode, items, status, revision,                      created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'planned', 1, $6, $7, $7)",
+                )
+                .bind(&id)
+                .bind(&download.id)
+                .bind(&artifact.id)
+                .bind(&new.mode)
+                .bind(&items)
+                .bind(&by.principal)
+                .bind(now)
+                .execute(&self.db.pool)
+                .await?;
+                id
+            }
+        };
         Ok((self.organization(&id).await?, artifact))
     }
 

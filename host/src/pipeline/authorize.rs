@@ -1,29 +1,65 @@
 //! The authorisation step of the invoke path and the claim that charges a
 //! grant's budget. Read and preview are open to any authenticated caller;
 //! propose and execute are open to a human, and to an automated caller
-//! (API key, agent, task) only through an automation grant that covers the
-//! call — and for execute only while automation is switched on and the host
-//! is not reconciling. Nothing in the input (an `approvalId`, "the user
-//! agreed") authorises anything by itself.
+//! (API key, agent, task) only through an approval of the plan the call
+//! acts on or an automation grant that covers the call — and for execute
+//! only while automation is switched on and the host is not reconciling.
+//! Nothing in the input (an `approvalId`, "the user agreed") authorises
+//! anything by itself: the plan a capability acts on is named by its
+//! `plan:<type>` tag and the input's `planId`, and only a decided approval
+//! record bound to that plan as it stands counts.
 
 use serde_json::Value;
 
 use super::{Capabilities, Origin};
-use crate::authz::{Authz, AutomationGrant};
+use crate::authz::{Approval, Authz, AutomationGrant};
 use crate::ledger::{Claim, ClaimRequest, LedgerError};
 use crate::runtime::{Descriptor, EffectClass};
 
+/// What lets a call through.
+#[derive(Debug, Clone)]
+pub(super) enum Authorization {
+    /// Read or preview, or a human's own call.
+    NotNeeded,
+    /// A standing grant, charged in the claim transaction.
+    Grant(AutomationGrant),
+    /// An approval of the plan, consumed by the first success.
+    Approval(Approval),
+}
+
+impl Authorization {
+    pub(super) fn id(&self) -> Option<String> {
+        match self {
+            Authorization::NotNeeded => None,
+            Authorization::Grant(g) => Some(g.id.clone()),
+            Authorization::Approval(a) => Some(a.id.clone()),
+        }
+    }
+
+    pub(super) fn grant(&self) -> Option<&AutomationGrant> {
+        match self {
+            Authorization::Grant(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+/// The plan a capability acts on: its `plan:<type>` tag and the input's `planId`.
+fn plan_of<'a>(d: &'a Descriptor, input: &'a Value) -> Option<(&'a str, &'a str)> {
+    let plan_type = d.tags.iter().find_map(|t| t.strip_prefix("plan:"))?;
+    Some((plan_type, input.get("planId")?.as_str()?))
+}
+
 impl Capabilities {
-    /// `Ok(Some(grant))` for an automated call authorised by a grant,
-    /// `Ok(None)` when no grant is needed, `Err(reason)` when refused.
+    /// How the call is authorised, or `Err(reason)` when it is refused.
     pub(super) async fn authorize(
         &self,
         origin: &Origin,
         d: &Descriptor,
         input: &Value,
-    ) -> Result<Result<Option<AutomationGrant>, String>, sqlx::Error> {
+    ) -> Result<Result<Authorization, String>, sqlx::Error> {
         if d.label <= EffectClass::Preview || origin.is_human() {
-            return Ok(Ok(None));
+            return Ok(Ok(Authorization::NotNeeded));
         }
         if d.label == EffectClass::Execute {
             let switches = self.authz.switches().await?;
@@ -34,8 +70,13 @@ impl Capabilities {
                 return Ok(Err("the host is in read-only reconcile mode: automated execute calls are denied".into()));
             }
         }
+        if let Some((plan_type, plan_id)) = plan_of(d, input)
+            && let Some(approval) = self.authz.covering_approval(&self.domain, plan_type, plan_id).await?
+        {
+            return Ok(Ok(Authorization::Approval(approval)));
+        }
         Ok(match self.authz.covering_grant(d, input).await? {
-            Some(grant) => Ok(Some(grant)),
+            Some(grant) => Ok(Authorization::Grant(grant)),
             None => Err(format!(
                 "a {} call of {} by {} needs an approval or an automation grant that covers it",
                 d.label,

@@ -23,6 +23,8 @@ pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
 
 use crate::audit::{Audit, NewEvent, summarize_input};
 use crate::authz::Authz;
+use authorize::Authorization;
+use crate::domain::Domain;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
 use crate::store::Db;
@@ -37,6 +39,7 @@ pub struct CallError {
 
 /// What one invoke produced.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Invocation {
     /// The ledger row, for propose/execute calls.
     pub invocation_id: Option<String>,
@@ -68,6 +71,7 @@ pub struct Capabilities {
     ledger: Ledger,
     authz: Authz,
     audit: Audit,
+    domain: Domain,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Serialises writing component changes to the audit log.
     drain_lock: Arc<tokio::sync::Mutex<()>>,
@@ -92,13 +96,15 @@ impl Capabilities {
     pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
         let drain_lock = Arc::new(tokio::sync::Mutex::new(()));
         spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
-        runtime.attach_domain(crate::domain::Domain::new(db.clone()));
+        let domain = Domain::new(db.clone());
+        runtime.attach_domain(domain.clone());
         Capabilities {
             drain_lock,
             runtime,
             db: db.clone(),
             ledger: Ledger::new(db.clone(), owner),
             authz: Authz::new(db.clone()),
+            domain,
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
         }
@@ -121,6 +127,10 @@ impl Capabilities {
 
     pub fn authz(&self) -> &Authz {
         &self.authz
+    }
+
+    pub fn domain(&self) -> &Domain {
+        &self.domain
     }
 
     pub fn ledger(&self) -> &Ledger {
@@ -172,15 +182,15 @@ impl Capabilities {
             Ok(()) => self.authorize(origin, d, input).await?,
             Err(reason) => Err(reason),
         };
-        let automation = match authorized {
-            Ok(automation) => automation,
+        let authorization = match authorized {
+            Ok(authorization) => authorization,
             Err(reason) => {
                 let inv = failed(&key, "denied", reason);
                 self.audit_denied(origin, id, &key, &summary, &inv).await?;
                 return Ok(inv);
             }
         };
-        let authorization_id = automation.as_ref().map(|g| g.id.clone());
+        let authorization_id = authorization.id();
         let grant = origin.grant(d.label, Some(key.clone()));
 
         if d.label <= EffectClass::Preview {
@@ -202,7 +212,7 @@ impl Capabilities {
             input_digest: digest,
         };
         let bytes = canonical(input).len() as i64;
-        let claim = match self.claim(&req, automation.as_ref(), bytes).await? {
+        let claim = match self.claim(&req, authorization.grant(), bytes).await? {
             Some(claim) => claim,
             None => {
                 let inv = failed(
@@ -228,6 +238,11 @@ impl Capabilities {
             Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record).await?,
             Claim::Conflict(message) => failed(&key, "conflict", message),
         };
+        if let (Authorization::Approval(approval), Status::Succeeded, Some(row)) =
+            (&authorization, inv.status, &inv.invocation_id)
+        {
+            self.authz.consume_approval(&approval.id, row).await?;
+        }
         self.audit_invoke(origin, &loaded, &inv, &summary, authorization_id).await?;
         Ok(inv)
     }

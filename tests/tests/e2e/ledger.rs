@@ -43,6 +43,7 @@ pub async fn env(backend: Backend) -> Env {
         (components::COUNTER_VERIFY, "verify.wasm"),
         (components::COUNTER_NEVER, "never.wasm"),
         (components::PROBE, "probe.wasm"),
+        (components::PLAN_STEP, "plan-step.wasm"),
     ] {
         host.drop_plugin(component, file);
     }

@@ -24,10 +24,12 @@ fn admin_only(caller: Caller) -> Result<String, ApiError> {
     }
 }
 
-fn authz_error(e: AuthzError) -> ApiError {
+pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     match e {
         AuthzError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_grant", m),
         AuthzError::NotFound(what, id) => ApiError::not_found(format!("no {what} {id}")),
+        AuthzError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+        AuthzError::Forbidden(m) => ApiError::forbidden(m),
         AuthzError::Sql(e) => ApiError::internal(e),
     }
 }

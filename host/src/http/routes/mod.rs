@@ -1,5 +1,6 @@
 //! Route handlers, one file per resource.
 
+pub mod approvals;
 pub mod audit;
 pub mod capabilities;
 pub mod grants;

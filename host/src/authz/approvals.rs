@@ -1,0 +1,263 @@
+//! Approvals: a human's yes to one plan as it stands. An approval binds the
+//! plan type, plan id, the plan's payload hash and revision, and an expiry.
+//! It is requested by anyone, decided only by a console administrator who
+//! did not create the plan (directly or through a key they own), authorises
+//! one automated call on that plan while the plan is unchanged, and is
+//! consumed by the first success. A plan whose hash or revision moved on
+//! makes its approvals stale: they authorise nothing.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::{Authz, AuthzError};
+use crate::store::{new_id, now_ms};
+
+/// The plan types approvals can bind, and the capability tag that marks a
+/// capability acting on one (`plan:acquisition` → input `planId`).
+pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
+
+/// How long a requested approval stays decidable and usable.
+pub const APPROVAL_TTL_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// A plan as an approval sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanState {
+    pub payload_hash: String,
+    pub revision: i64,
+    /// The principal that created the plan.
+    pub created_by: String,
+    /// Whether the plan can still be acted on (not submitted, ended or run).
+    pub open: bool,
+}
+
+/// Where plans live; the domain store implements it.
+pub trait PlanSource: Sync {
+    fn plan_state(
+        &self,
+        plan_type: &str,
+        plan_id: &str,
+    ) -> impl std::future::Future<Output = Result<Option<PlanState>, sqlx::Error>> + Send;
+}
+
+/// A stored approval. `stale` is computed when read.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    pub id: String,
+    pub plan_type: String,
+    pub plan_id: String,
+    pub payload_hash: String,
+    pub revision: i64,
+    /// `pending`, `approved`, `rejected` or `consumed`.
+    pub status: String,
+    pub requested_by: String,
+    pub plan_creator: String,
+    pub decided_by: Option<String>,
+    pub expires_at: i64,
+    pub consumed_by: Option<String>,
+    pub stale: bool,
+}
+
+fn from_row(r: &sqlx::any::AnyRow) -> Result<Approval, sqlx::Error> {
+    Ok(Approval {
+        id: r.try_get("id")?,
+        plan_type: r.try_get("plan_type")?,
+        plan_id: r.try_get("plan_id")?,
+        payload_hash: r.try_get("payload_hash")?,
+        revision: r.try_get("revision")?,
+        status: r.try_get("status")?,
+        requested_by: r.try_get("requested_by")?,
+        plan_creator: r.try_get("plan_creator")?,
+        decided_by: r.try_get("decided_by")?,
+        expires_at: r.try_get("expires_at")?,
+        consumed_by: r.try_get("consumed_by")?,
+        stale: false,
+    })
+}
+
+fn matches(approval: &Approval, plan: &PlanState) -> bool {
+    plan.open && approval.payload_hash == plan.payload_hash && approval.revision == plan.revision
+}
+
+impl Authz {
+    async fn approval_row(&self, id: &str) -> Result<Approval, AuthzError> {
+        sqlx::query("SELECT * FROM approval WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| from_row(&r))
+            .transpose()?
+            .ok_or_else(|| AuthzError::NotFound("approval", id.to_string()))
+    }
+
+    /// An approval, marked stale when its plan has moved on.
+    pub async fn approval(&self, plans: &impl PlanSource, id: &str) -> Result<Approval, AuthzError> {
+        let mut approval = self.approval_row(id).await?;
+        let plan = plans.plan_state(&approval.plan_type, &approval.plan_id).await?;
+        approval.stale = matches!(approval.status.as_str(), "pending" | "approved")
+            && !plan.as_ref().is_some_and(|p| matches(&approval, p));
+        Ok(approval)
+    }
+
+    /// Asks for a human's approval of a plan as it stands now. An open
+    /// request for the same plan state is returned instead of a second one.
+    pub async fn request_approval(
+        &self,
+        plans: &impl PlanSource,
+        plan_type: &str,
+        plan_id: &str,
+        by: &str,
+    ) -> Result<Approval, AuthzError> {
+        if !PLAN_TYPES.contains(&plan_type) {
+            return Err(AuthzError::Invalid(format!("plan type {plan_type:?} is not one of {}", PLAN_TYPES.join(", "))));
+        }
+        let plan = plans
+            .plan_state(plan_type, plan_id)
+            .await?
+            .ok_or_else(|| AuthzError::NotFound("plan", format!("{plan_type}/{plan_id}")))?;
+        if !plan.open {
+            return Err(AuthzError::Conflict(format!("{plan_type} plan {plan_id} can no longer be approved")));
+        }
+        let now = now_ms();
+        if let Some(row) = sqlx::query(
+            "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND payload_hash = $3 AND revision = $4 \
+             AND status IN ('pending', 'approved') AND expires_at > $5",
+        )
+        .bind(plan_type)
+        .bind(plan_id)
+        .bind(&plan.payload_hash)
+        .bind(plan.revision)
+        .bind(now)
+        .fetch_optional(&self.db.pool)
+        .await?
+        {
+            return Ok(from_row(&row)?);
+        }
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO approval (id, plan_type, plan_id, payload_hash, revision, status, requested_by, plan_creator, \
+             expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9)",
+        )
+        .bind(&id)
+        .bind(plan_type)
+        .bind(plan_id)
+        .bind(&plan.payload_hash)
+        .bind(plan.revision)
+        .bind(by)
+        .bind(&plan.created_by)
+        .bind(now + APPROVAL_TTL_MS)
+        .bind(now)
+        .execute(&self.db.pool)
+        .await?;
+        self.approval(plans, &id).await
+    }
+
+    /// A console administrator approves or rejects. `payload_hash` is what
+    /// the administrator saw; it must still be the plan's. Nobody decides a
+    /// plan they created, directly or through an API key they own.
+    pub async fn decide_approval(
+        &self,
+        plans: &impl PlanSource,
+        id: &str,
+        status: &str,
+        payload_hash: &str,
+        admin: &str,
+    ) -> Result<Approval, AuthzError> {
+        if !matches!(status, "approved" | "rejected") {
+            return Err(AuthzError::Invalid(format!("status {status:?} is not approved or rejected")));
+        }
+        let approval = self.approval(plans, id).await?;
+        if approval.status != "pending" {
+            return Err(AuthzError::Conflict(format!("approval {id} is already {}", approval.status)));
+        }
+        if approval.expires_at <= now_ms() {
+            return Err(AuthzError::Conflict(format!("approval {id} has expired")));
+        }
+        if approval.stale || payload_hash != approval.payload_hash {
+            return Err(AuthzError::Conflict(format!(
+                "the plan changed since approval {id} was requested (its payload hash is no longer {payload_hash}); request a new approval"
+            )));
+        }
+        let creator = &approval.plan_creator;
+        let own_key = match creator.strip_prefix("key:") {
+            Some(key) => sqlx::query_scalar::<_, String>("SELECT created_by FROM api_key WHERE id = $1")
+                .bind(key)
+                .fetch_optional(&self.db.pool)
+                .await?
+                .is_some_and(|owner| owner == admin),
+            None => false,
+        };
+        if creator == admin || own_key {
+            return Err(AuthzError::Forbidden(format!("{admin} created this plan and cannot approve it")));
+        }
+        let changed = sqlx::query(
+            "UPDATE approval SET status = $1, decided_by = $2, updated_at = $3 WHERE id = $4 AND status = 'pending'",
+        )
+        .bind(status)
+        .bind(admin)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(AuthzError::Conflict(format!("approval {id} was decided by someone else meanwhile")));
+        }
+        self.approval(plans, id).await
+    }
+
+    /// The approval that authorises acting on a plan now: approved, not
+    /// consumed, unexpired, and bound to the plan as it stands.
+    pub async fn covering_approval(
+        &self,
+        plans: &impl PlanSource,
+        plan_type: &str,
+        plan_id: &str,
+    ) -> Result<Option<Approval>, sqlx::Error> {
+        let Some(plan) = plans.plan_state(plan_type, plan_id).await? else { return Ok(None) };
+        let rows = sqlx::query(
+            "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND status = 'approved' AND expires_at > $3 \
+             ORDER BY created_at",
+        )
+        .bind(plan_type)
+        .bind(plan_id)
+        .bind(now_ms())
+        .fetch_all(&self.db.pool)
+        .await?;
+        for row in rows {
+            let approval = from_row(&row)?;
+            if matches(&approval, &plan) {
+                return Ok(Some(approval));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Uses an approval up; `false` when it was already consumed.
+    pub async fn consume_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
+        let changed = sqlx::query(
+            "UPDATE approval SET status = 'consumed', consumed_by = $1, updated_at = $2 WHERE id = $3 AND status = 'approved'",
+        )
+        .bind(invocation_id)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
+    }
+
+    /// Approvals, newest first, optionally in one status.
+    pub async fn approvals(&self, status: Option<&str>) -> Result<Vec<Approval>, sqlx::Error> {
+        let rows = match status {
+            Some(s) => {
+                sqlx::query("SELECT * FROM approval WHERE status = $1 ORDER BY created_at DESC LIMIT 500")
+                    .bind(s)
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
+            None => sqlx::query("SELECT * FROM approval ORDER BY created_at DESC LIMIT 500").fetch_all(&self.db.pool).await?,
+        };
+        rows.iter().map(from_row).collect()
+    }
+}

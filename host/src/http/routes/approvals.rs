@@ -1,0 +1,92 @@
+//! `POST /api/v1/approvals {planType, planId}` asks for a human's approval
+//! of a plan as it stands (any authenticated caller); `PATCH
+//! /api/v1/approvals/{id} {status, payloadHash}` decides it, only from a
+//! console administrator's session (API keys get 403), never by the plan's
+//! creator, and only while the plan still has the payload hash the
+//! administrator saw. `GET /api/v1/approvals[/{id}]` lists them, with
+//! `stale` set where the plan has moved on.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::grants::authz_error;
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+
+fn principal(caller: &Caller) -> String {
+    match caller {
+        Caller::Console(s) => format!("admin:{}", s.admin),
+        Caller::Key(k) => format!("key:{}", k.id),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    plan_type: String,
+    plan_id: String,
+}
+
+pub async fn request(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<ApprovalRequest>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let approval = state
+        .caps
+        .authz()
+        .request_approval(state.caps.domain(), &body.plan_type, &body.plan_id, &principal(&caller))
+        .await
+        .map_err(authz_error)?;
+    Ok((StatusCode::CREATED, Json(json!(approval))))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApprovalDecision {
+    status: String,
+    payload_hash: String,
+}
+
+pub async fn decide(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ApprovalDecision>,
+) -> Result<Json<Value>, ApiError> {
+    let admin = match &caller {
+        Caller::Console(_) => principal(&caller),
+        Caller::Key(_) => return Err(ApiError::forbidden("approvals are decided from a console session, not with an API key")),
+    };
+    let approval = state
+        .caps
+        .authz()
+        .decide_approval(state.caps.domain(), &id, &body.status, &body.payload_hash, &admin)
+        .await
+        .map_err(authz_error)?;
+    Ok(Json(json!(approval)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    status: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let approvals = state.caps.authz().approvals(q.status.as_deref()).await?;
+    Ok(Json(json!({ "approvals": approvals })))
+}
+
+pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let approval = state.caps.authz().approval(state.caps.domain(), &id).await.map_err(authz_error)?;
+    Ok(Json(json!(approval)))
+}

@@ -1,0 +1,183 @@
+//! Approvals over HTTP: requested by anyone, decided only from a console
+//! session, never by the plan's creator or the owner of the key that
+//! created it, only against the payload hash the plan still has; an
+//! approval lets one automated call act on its plan and is consumed by the
+//! first success; a plan that changed leaves its approvals stale.
+
+use capstan::domain::{Actor, NewOrganizationPlan, NewPlan};
+use capstan::runtime::EffectClass;
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use serde_json::{Value, json};
+
+use super::domain::wanted_movie;
+use super::ledger::env;
+
+async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
+    format!("http://{addr}/api/v1")
+}
+
+/// A console session for administrator `name`: (cookie, csrf token).
+async fn login(db: &capstan::store::Db, http: &reqwest::Client, base: &str, name: &str) -> (String, String) {
+    capstan::http::session::set_password(db, name, "correct horse battery").await.unwrap();
+    let resp = http
+        .post(format!("{base}/session"))
+        .json(&json!({"name": name, "password": "correct horse battery"}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
+    (cookie, csrf)
+}
+
+async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let domain = env.caps.domain().clone();
+    // A key that belongs to administrator alice drafts a plan.
+    let key = capstan::http::keys::create(&env.db, "alice's automation", &[EffectClass::Execute], "admin:alice")
+        .await
+        .unwrap();
+    let key_id = key.split('_').nth(1).unwrap().to_string();
+    let (slot, release) = wanted_movie(&domain, &"e".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = domain
+        .draft_plan(
+            &Actor::new(format!("key:{key_id}")),
+            &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None },
+        )
+        .await
+        .unwrap();
+    let invoke = format!("{base}/capabilities/test.plan-step/invoke");
+    let call = |input: Value| http.post(&invoke).bearer_auth(&key).json(&json!({ "input": input })).send();
+
+    // Without an approval the key may not act on the plan; claiming one in
+    // the input changes nothing.
+    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    assert_eq!(inv["error"]["kind"], "denied", "{inv}");
+
+    let resp = http
+        .post(format!("{base}/approvals"))
+        .bearer_auth(&key)
+        .json(&json!({"planType": "acquisition", "planId": plan.id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let approval: Value = resp.json().await.unwrap();
+    assert_eq!((approval["status"].as_str(), approval["payloadHash"].as_str()), (Some("pending"), Some(plan.payload_hash.as_str())));
+    let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
+    let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+
+    // Keys never decide; alice owns the key that made the plan; bob must
+    // approve what he saw.
+    let resp = http.patch(&decide).bearer_auth(&key).json(&approve).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let (alice, alice_csrf) = login(&env.db, &http, &base, "alice").await;
+    let resp = http.patch(&decide).header("cookie", &alice).header("x-csrf-token", &alice_csrf).json(&approve).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
+    let wrong = json!({"status": "approved", "payloadHash": "0".repeat(64)});
+    let resp = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&wrong).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 409);
+    let resp = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&json!({"status": "maybe", "payloadHash": plan.payload_hash})).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 422);
+    let decided: Value = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&approve).send().await.unwrap().json().await.unwrap();
+    assert_eq!((decided["status"].as_str(), decided["decidedBy"].as_str()), (Some("approved"), Some("admin:bob")));
+
+    // Approved: one call goes through and uses the approval up.
+    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    assert_eq!(inv["status"], "succeeded", "{inv}");
+    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "reserved");
+    let used: Value = http.get(&decide).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(used["status"], "consumed");
+    assert_eq!(used["consumedBy"], inv["invocationId"]);
+    let audit = env.caps.audit().list(0, 100).await.unwrap();
+    let authorised = audit.iter().rev().find(|e| e.event.action == "capability.invoke" && e.event.subject == "test.plan-step").unwrap();
+    assert_eq!(authorised.event.authorization_id.as_deref(), approval["id"].as_str());
+    // A second request cannot replay it.
+    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    assert_eq!(inv["error"]["kind"], "denied", "{inv}");
+}
+
+async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let domain = env.caps.domain().clone();
+    let task = Actor::new("task:verifyAndImport");
+    let (slot, release) = wanted_movie(&domain, &"f".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = domain
+        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
+        .await
+        .unwrap();
+    domain.reserve_plan(&plan.id).await.unwrap();
+    let (_, download) = domain.mark_submitted(&plan.id, &"f".repeat(40)).await.unwrap();
+    domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x")).await.unwrap();
+    let organize = |destination: &str| NewOrganizationPlan {
+        download_task_id: download.id.clone(),
+        mode: "hardlink".into(),
+        items: vec![json!({"source": "x.mkv", "destination": destination})],
+    };
+    let (org, artifact) = domain.plan_organization(&task, &organize("Movies/X (2024).mkv")).await.unwrap();
+
+    let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
+    let approval: Value = http
+        .post(format!("{base}/approvals"))
+        .bearer_auth(&key)
+        .json(&json!({"planType": "organization", "planId": org.id}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
+    let (cookie, csrf) = login(&env.db, &http, &base, "carol").await;
+    let approved: Value = http
+        .patch(&url)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"status": "approved", "payloadHash": artifact.payload_hash}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!((approved["status"].as_str(), approved["stale"].as_bool()), (Some("approved"), Some(false)));
+    assert!(env.caps.authz().covering_approval(&domain, "organization", &org.id).await.unwrap().is_some());
+
+    // Re-planned with another destination: the approval no longer covers it.
+    let (replanned, new_artifact) = domain.plan_organization(&task, &organize("Movies/X.mkv")).await.unwrap();
+    assert_eq!((replanned.id.as_str(), replanned.revision), (org.id.as_str(), 2));
+    assert_ne!(new_artifact.payload_hash, artifact.payload_hash);
+    let after: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(after["stale"], true, "{after}");
+    assert!(env.caps.authz().covering_approval(&domain, "organization", &org.id).await.unwrap().is_none());
+    // Unknown plan types and plans are refused.
+    let resp = http
+        .post(format!("{base}/approvals"))
+        .bearer_auth(&key)
+        .json(&json!({"planType": "spaceship", "planId": org.id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 422);
+    let resp = http
+        .post(format!("{base}/approvals"))
+        .bearer_auth(&key)
+        .json(&json!({"planType": "acquisition", "planId": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 404);
+}
+
+both_backends!(approvals_authorise_one_call_on_the_plan_as_approved, a_replanned_organization_leaves_its_approval_stale);
