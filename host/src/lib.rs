@@ -12,6 +12,7 @@ pub mod http;
 pub mod ledger;
 pub mod pipeline;
 pub mod runtime;
+pub mod settings;
 pub mod store;
 pub mod tasks;
 

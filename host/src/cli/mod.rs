@@ -136,6 +136,9 @@ pub type CommandResult = Result<u8, (u8, anyhow::Error)>;
 /// orphaned by a dead process, and returns the invoke path.
 pub(crate) async fn open(config: Config) -> anyhow::Result<std::sync::Arc<crate::pipeline::Capabilities>> {
     std::fs::create_dir_all(config.data_dir())?;
+    // A malformed CAPSTAN_MASTER_KEY or an unreadable key file stops the
+    // start here rather than at the first secret.
+    crate::settings::MasterKey::load(&config.data_dir())?;
     let db = crate::store::Db::open(&config.database_url()).await?;
     let runtime = crate::runtime::Runtime::start(config).await?;
     let capabilities = crate::pipeline::Capabilities::new(runtime, db, crate::store::new_id());

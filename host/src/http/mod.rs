@@ -42,6 +42,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .route("/api/v1/automation-grants/{id}", axum::routing::patch(routes::grants::update))
         .route("/api/v1/approvals", get(routes::approvals::list).post(routes::approvals::request))
         .route("/api/v1/approvals/{id}", get(routes::approvals::get).patch(routes::approvals::decide))
+        .route("/api/v1/settings", get(routes::settings::get).patch(routes::settings::update))
         .route("/api/v1/session", post(routes::session::login).delete(routes::session::logout))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

@@ -25,6 +25,7 @@ use crate::audit::{Audit, NewEvent, summarize_input};
 use crate::authz::Authz;
 use authorize::Authorization;
 use crate::domain::Domain;
+use crate::settings::Settings;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
 use crate::store::Db;
@@ -72,6 +73,7 @@ pub struct Capabilities {
     authz: Authz,
     audit: Audit,
     domain: Domain,
+    settings: Arc<Settings>,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Serialises writing component changes to the audit log.
     drain_lock: Arc<tokio::sync::Mutex<()>>,
@@ -98,6 +100,7 @@ impl Capabilities {
         spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
         let domain = Domain::new(db.clone());
         runtime.attach_domain(domain.clone());
+        let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir()));
         Capabilities {
             drain_lock,
             runtime,
@@ -105,6 +108,7 @@ impl Capabilities {
             ledger: Ledger::new(db.clone(), owner),
             authz: Authz::new(db.clone()),
             domain,
+            settings,
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
         }
@@ -131,6 +135,10 @@ impl Capabilities {
 
     pub fn domain(&self) -> &Domain {
         &self.domain
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
     }
 
     pub fn ledger(&self) -> &Ledger {

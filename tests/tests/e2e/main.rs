@@ -11,6 +11,7 @@ mod loading;
 mod outbound;
 mod release;
 mod sandbox;
+mod settings;
 mod tasks;
 
 use capstan::runtime::{Actor, EffectClass, Grant};

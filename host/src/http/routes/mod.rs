@@ -5,3 +5,4 @@ pub mod audit;
 pub mod capabilities;
 pub mod grants;
 pub mod session;
+pub mod settings;

@@ -1,0 +1,40 @@
+//! `GET /api/v1/settings`: every setting's value (secrets only say whether
+//! they are set) and what each one is. `PATCH /api/v1/settings {key: value}`
+//! changes several at once, only from a console administrator's session
+//! (API keys get 403); an unknown key or a wrong type is 422 and changes
+//! nothing; `null` resets a setting or clears a secret.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::settings::{Settings, SettingsError};
+
+fn settings_error(e: SettingsError) -> ApiError {
+    match e {
+        SettingsError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", m),
+        other => ApiError::internal(other),
+    }
+}
+
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let values = state.caps.settings().all().await.map_err(settings_error)?;
+    Ok(Json(json!({ "settings": values, "schema": Settings::describe() })))
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(changes): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>, ApiError> {
+    if let Caller::Key(_) = caller {
+        return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
+    }
+    state.caps.settings().update(&changes).await.map_err(settings_error)?;
+    let values = state.caps.settings().all().await.map_err(settings_error)?;
+    Ok(Json(json!({ "settings": values })))
+}

@@ -1,0 +1,153 @@
+//! Host settings: the automation switches, the model and agent limits, and
+//! secrets such as the model API key. Every key is declared in [`registry`]
+//! with its type and bounds; a change naming an unknown key or a wrong type
+//! is refused whole. Secrets are write-only and encrypted at rest
+//! ([`secrets`]); reads say only whether one is set. Owns the `setting`
+//! table's meaning; who may change settings is the HTTP layer's call.
+
+pub mod registry;
+pub mod secrets;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+pub use registry::{Kind, SETTINGS, Spec};
+pub use secrets::{MASTER_KEY_ENV, MasterKey, SecretError};
+
+use crate::store::{Db, now_ms};
+
+/// Why settings could not be read or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+}
+
+/// Settings over one database; the master key is loaded on first use.
+pub struct Settings {
+    db: Db,
+    data_dir: PathBuf,
+    key: OnceLock<MasterKey>,
+}
+
+impl Settings {
+    pub fn new(db: Db, data_dir: PathBuf) -> Settings {
+        Settings { db, data_dir, key: OnceLock::new() }
+    }
+
+    /// The master key, loading (or creating) it the first time.
+    pub fn master_key(&self) -> Result<&MasterKey, SecretError> {
+        if let Some(key) = self.key.get() {
+            return Ok(key);
+        }
+        let key = MasterKey::load(&self.data_dir)?;
+        Ok(self.key.get_or_init(|| key))
+    }
+
+    async fn stored(&self) -> Result<Map<String, Value>, SettingsError> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT key, value FROM setting").fetch_all(&self.db.pool).await?;
+        Ok(rows.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+    }
+
+    /// Every setting with its current value (the default when unset).
+    /// Secrets show `{"set": true|false}` and nothing else.
+    pub async fn all(&self) -> Result<Value, SettingsError> {
+        let stored = self.stored().await?;
+        let mut values = Map::new();
+        for spec in SETTINGS {
+            let raw = stored.get(spec.key).and_then(Value::as_str);
+            let value = match (spec.is_secret(), raw) {
+                (true, raw) => json!({ "set": raw.is_some() }),
+                (false, Some(text)) => serde_json::from_str(text).unwrap_or(Value::Null),
+                (false, None) => spec.default_value(),
+            };
+            values.insert(spec.key.to_string(), value);
+        }
+        Ok(Value::Object(values))
+    }
+
+    /// The value of a non-secret setting, or its default.
+    pub async fn get(&self, key: &str) -> Result<Value, SettingsError> {
+        let spec = registry::find(key).ok_or_else(|| SettingsError::Invalid(format!("unknown setting {key}")))?;
+        if spec.is_secret() {
+            return Err(SettingsError::Invalid(format!("{key} is a secret; use Settings::secret")));
+        }
+        let text: Option<String> = sqlx::query_scalar("SELECT value FROM setting WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| spec.default_value()))
+    }
+
+    /// The plaintext of a secret setting, for the one request that needs it.
+    pub async fn secret(&self, key: &str) -> Result<Option<String>, SettingsError> {
+        match registry::find(key) {
+            Some(spec) if spec.is_secret() => {}
+            _ => return Err(SettingsError::Invalid(format!("{key} is not a secret setting"))),
+        }
+        let text: Option<String> = sqlx::query_scalar("SELECT value FROM setting WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        text.map(|t| self.master_key()?.decrypt(key, &t).map_err(SettingsError::from)).transpose()
+    }
+
+    /// Applies `changes` (`key → value`, `null` resets to the default or
+    /// clears a secret) all together, or none of them when one is invalid.
+    pub async fn update(&self, changes: &Map<String, Value>) -> Result<(), SettingsError> {
+        if changes.is_empty() {
+            return Err(SettingsError::Invalid("no settings to change".into()));
+        }
+        let mut writes = Vec::new();
+        for (key, value) in changes {
+            let spec = registry::find(key).ok_or_else(|| {
+                SettingsError::Invalid(format!("unknown setting {key:?}; GET /settings lists the known ones"))
+            })?;
+            let stored = match value {
+                Value::Null => None,
+                value => {
+                    spec.check(value).map_err(SettingsError::Invalid)?;
+                    Some(match (spec.is_secret(), value) {
+                        (true, Value::String(plain)) => self.master_key()?.encrypt(key, plain),
+                        _ => value.to_string(),
+                    })
+                }
+            };
+            writes.push((key.clone(), stored));
+        }
+        let mut tx = self.db.begin_write().await?;
+        let now = now_ms();
+        for (key, stored) in writes {
+            match stored {
+                Some(text) => {
+                    sqlx::query(
+                        "INSERT INTO setting (key, value, updated_at) VALUES ($1, $2, $3) \
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                    )
+                    .bind(&key)
+                    .bind(&text)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                None => {
+                    sqlx::query("DELETE FROM setting WHERE key = $1").bind(&key).execute(&mut *tx).await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// What each setting is: type, bounds, default, help.
+    pub fn describe() -> Value {
+        Value::Object(SETTINGS.iter().map(|s| (s.key.to_string(), s.describe())).collect())
+    }
+}

@@ -1,0 +1,146 @@
+//! Every setting the host knows: its key, type, bounds, default and what it
+//! does. Anything else is refused, so a typo in a PATCH is an error rather
+//! than a setting nobody reads.
+
+use serde_json::{Value, json};
+
+/// What a setting holds.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Bool,
+    Int { min: i64, max: i64 },
+    Float { min: f64, max: f64 },
+    Text { max_len: usize },
+    Choice(&'static [&'static str]),
+    /// An `http://` or `https://` URL.
+    Url,
+    /// Write-only; encrypted at rest; reads show only whether it is set.
+    Secret,
+}
+
+/// One known setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub key: &'static str,
+    pub kind: Kind,
+    /// The default as JSON text (`null` for none).
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+impl Spec {
+    pub fn default_value(&self) -> Value {
+        serde_json::from_str(self.default).unwrap_or(Value::Null)
+    }
+
+    pub fn is_secret(&self) -> bool {
+        matches!(self.kind, Kind::Secret)
+    }
+
+    /// Checks `value` against the type and bounds.
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        let key = self.key;
+        let ok = match (self.kind, value) {
+            (Kind::Bool, Value::Bool(_)) => true,
+            (Kind::Int { min, max }, Value::Number(n)) => {
+                let v = n.as_i64().ok_or_else(|| format!("{key} must be a whole number"))?;
+                if v < min || v > max {
+                    return Err(format!("{key} must be between {min} and {max}"));
+                }
+                true
+            }
+            (Kind::Float { min, max }, Value::Number(n)) => {
+                let v = n.as_f64().unwrap_or(f64::NAN);
+                if !(min..=max).contains(&v) {
+                    return Err(format!("{key} must be between {min} and {max}"));
+                }
+                true
+            }
+            (Kind::Text { max_len }, Value::String(s)) => {
+                if s.trim().is_empty() || s.len() > max_len {
+                    return Err(format!("{key} must be 1 to {max_len} characters"));
+                }
+                true
+            }
+            (Kind::Choice(options), Value::String(s)) => {
+                if !options.contains(&s.as_str()) {
+                    return Err(format!("{key} must be one of {}", options.join(", ")));
+                }
+                true
+            }
+            (Kind::Url, Value::String(s)) => {
+                let parsed = reqwest::Url::parse(s).map_err(|e| format!("{key} is not a URL: {e}"))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(format!("{key} must be an http or https URL"));
+                }
+                true
+            }
+            (Kind::Secret, Value::String(s)) => {
+                if s.is_empty() || s.len() > 4096 {
+                    return Err(format!("{key} must be 1 to 4096 characters"));
+                }
+                true
+            }
+            _ => false,
+        };
+        if ok { Ok(()) } else { Err(format!("{key} must be {}", self.kind_name())) }
+    }
+
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Bool => "true or false",
+            Kind::Int { .. } => "a whole number",
+            Kind::Float { .. } => "a number",
+            Kind::Text { .. } | Kind::Url | Kind::Secret => "a string",
+            Kind::Choice(_) => "one of its choices",
+        }
+    }
+
+    /// How the setting is described in `GET /settings`.
+    pub fn describe(&self) -> Value {
+        let kind = match self.kind {
+            Kind::Bool => json!({"type": "boolean"}),
+            Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
+            Kind::Float { min, max } => json!({"type": "number", "minimum": min, "maximum": max}),
+            Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len}),
+            Kind::Choice(options) => json!({"type": "string", "enum": options}),
+            Kind::Url => json!({"type": "string", "format": "uri"}),
+            Kind::Secret => json!({"type": "string", "writeOnly": true}),
+        };
+        json!({ "schema": kind, "default": self.default_value(), "help": self.help })
+    }
+}
+
+const fn spec(key: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Spec {
+    Spec { key, kind, default, help }
+}
+
+const MAX: i64 = i64::MAX / 2;
+
+/// Every setting, in the order they are shown.
+pub const SETTINGS: &[Spec] = &[
+    spec("automation.enabled", Kind::Bool, "true", "Master switch: off denies every automated execute call."),
+    spec("automation.read_only_reconcile", Kind::Bool, "false", "While on, automated execute calls are denied."),
+    spec("model.provider", Kind::Choice(&["scripted", "anthropic", "openai-compatible"]), "\"scripted\"", "Which model drives agent runs."),
+    spec("model.base_url", Kind::Url, "null", "The provider's API base URL; the provider's public endpoint when unset."),
+    spec("model.model", Kind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
+    spec("model.thinking_level", Kind::Choice(&["off", "low", "medium", "high"]), "\"off\"", "How much extended reasoning to ask for."),
+    spec("model.context_budget", Kind::Int { min: 1024, max: 10_000_000 }, "200000", "The context window in tokens."),
+    spec("model.compaction.enabled", Kind::Bool, "true", "Compact the conversation when it nears the context budget."),
+    spec("model.compaction.threshold_ratio", Kind::Float { min: 0.1, max: 0.95 }, "0.8", "Share of the context budget at which to compact."),
+    spec("model.api_key", Kind::Secret, "null", "The provider's API key; decrypted only for a request."),
+    spec("agent.max_tool_calls", Kind::Int { min: 1, max: 10_000 }, "50", "Tool calls per run."),
+    spec("agent.max_duration_sec", Kind::Int { min: 1, max: 604_800 }, "1800", "Wall-clock time per run, in seconds."),
+    spec("agent.max_tokens_per_run", Kind::Int { min: 1, max: MAX }, "500000", "Model tokens per run."),
+    spec("agent.max_cost_usd_per_run", Kind::Float { min: 0.0, max: 1.0e6 }, "5.0", "Model cost per run, in US dollars."),
+    spec("agent.max_tools", Kind::Int { min: 0, max: 1000 }, "0", "Tools offered on the first request; 0 offers every allowed tool."),
+    spec("agent.goal_poll_sec", Kind::Int { min: 1, max: 86_400 }, "30", "How often a waiting run checks what it touched."),
+    spec("agent.goal_wait_hours", Kind::Int { min: 0, max: 720 }, "48", "How long a run waits for what it touched to settle."),
+    spec("budget.max_runs_per_day", Kind::Int { min: 0, max: 1_000_000 }, "100", "Agent runs started per day."),
+    spec("budget.max_cost_usd_per_day", Kind::Float { min: 0.0, max: 1.0e7 }, "50.0", "Model cost per day, in US dollars."),
+];
+
+/// The spec of `key`, if it is a known setting.
+pub fn find(key: &str) -> Option<&'static Spec> {
+    SETTINGS.iter().find(|s| s.key == key)
+}
