@@ -13,7 +13,7 @@ use crate::runtime::Descriptor;
 use crate::store::{new_id, now_ms};
 
 /// What a grant covers; an empty list means "any".
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GrantScope {
     #[serde(default)]
@@ -25,7 +25,7 @@ pub struct GrantScope {
 }
 
 /// A grant to create.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGrant {
     pub action: String,

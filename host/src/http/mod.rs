@@ -1,6 +1,7 @@
 //! The HTTP API under `/api/v1`: API-key and console-session
 //! authentication, the capability list, the invoke endpoint (the one invoke
-//! path), and the audit log.
+//! path), automation grants, approvals, settings, the audit log, and the
+//! OpenAPI document built from the handlers.
 //! Every error is JSON `{"error":{"code","message"}}`; bodies over 1 MiB,
 //! malformed JSON, wrong types and unknown fields are 4xx and change
 //! nothing.
@@ -8,6 +9,7 @@
 pub mod auth;
 pub mod error;
 pub mod keys;
+pub mod openapi;
 mod routes;
 pub mod session;
 
@@ -15,9 +17,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::json;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::pipeline::Capabilities;
 use error::ApiError;
@@ -31,19 +35,22 @@ pub struct AppState {
     pub caps: Arc<Capabilities>,
 }
 
-/// The API router.
+/// The API router, with its OpenAPI document built from the same handlers.
 pub fn router(caps: Arc<Capabilities>) -> Router {
-    Router::new()
-        .route("/api/v1/health", get(|| async { Json(json!({ "status": "ok" })) }))
-        .route("/api/v1/capabilities", get(routes::capabilities::list))
-        .route("/api/v1/capabilities/{id}/invoke", post(routes::capabilities::invoke))
-        .route("/api/v1/audit", get(routes::audit::list))
-        .route("/api/v1/automation-grants", get(routes::grants::list).post(routes::grants::create))
-        .route("/api/v1/automation-grants/{id}", axum::routing::patch(routes::grants::update))
-        .route("/api/v1/approvals", get(routes::approvals::list).post(routes::approvals::request))
-        .route("/api/v1/approvals/{id}", get(routes::approvals::get).patch(routes::approvals::decide))
-        .route("/api/v1/settings", get(routes::settings::get).patch(routes::settings::update))
-        .route("/api/v1/session", post(routes::session::login).delete(routes::session::logout))
+    let (api, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(openapi::health))
+        .routes(routes!(routes::capabilities::list))
+        .routes(routes!(routes::capabilities::invoke))
+        .routes(routes!(routes::audit::list))
+        .routes(routes!(routes::grants::list, routes::grants::create))
+        .routes(routes!(routes::grants::update))
+        .routes(routes!(routes::approvals::list, routes::approvals::request))
+        .routes(routes!(routes::approvals::get, routes::approvals::decide))
+        .routes(routes!(routes::settings::get, routes::settings::update))
+        .routes(routes!(routes::session::login, routes::session::logout))
+        .split_for_parts();
+    let doc = Arc::new(doc);
+    api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(AppState { caps })

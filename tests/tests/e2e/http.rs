@@ -292,3 +292,50 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
 }
 
 both_backends!(grants_are_managed_from_the_console_and_never_widened);
+
+/// The OpenAPI document lists every endpoint the router serves, and every
+/// operation it lists is answered by a handler rather than the fallback.
+async fn the_openapi_document_describes_the_routes_that_exist(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let doc: Value = http.get(format!("{base}/openapi.json")).send().await.unwrap().json().await.unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().unwrap();
+    for expected in [
+        "/api/v1/capabilities/{id}/invoke",
+        "/api/v1/automation-grants/{id}",
+        "/api/v1/approvals/{id}",
+        "/api/v1/settings",
+        "/api/v1/audit",
+        "/api/v1/session",
+    ] {
+        assert!(paths.contains_key(expected), "{expected} is missing from the document");
+    }
+    assert!(paths["/api/v1/settings"].get("patch").is_some());
+    let invoke_body = &doc["components"]["schemas"]["InvokeBody"];
+    assert!(invoke_body["required"].as_array().unwrap().contains(&json!("input")), "{invoke_body}");
+    assert!(doc["components"]["securitySchemes"]["apiKey"].is_object());
+
+    let mut operations = 0;
+    for (path, item) in paths {
+        for method in ["get", "post", "patch", "delete"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            operations += 1;
+            let url = format!("{}{}", base.trim_end_matches("/api/v1"), path.replace("{id}", "x"));
+            let req = http.request(method.to_uppercase().parse().unwrap(), &url).json(&json!({}));
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            let text = resp.text().await.unwrap();
+            assert!(!text.contains("no such endpoint"), "{method} {path} is documented but not routed ({status})");
+        }
+    }
+    assert!(operations >= 15, "only {operations} operations documented");
+    // And the fallback is what an undocumented path gets.
+    let resp = http.get(format!("{base}/no-such-thing")).send().await.unwrap();
+    assert!(resp.text().await.unwrap().contains("no such endpoint"));
+}
+
+both_backends!(the_openapi_document_describes_the_routes_that_exist);

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::grants::authz_error;
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 
@@ -24,13 +25,17 @@ fn principal(caller: &Caller) -> String {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalRequest {
     plan_type: String,
     plan_id: String,
 }
 
+/// Asks for an approval of a plan as it stands.
+#[utoipa::path(post, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
+    request_body = ApprovalRequest,
+    responses((status = 201, description = "The pending approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "The record changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn request(
     State(state): State<AppState>,
     caller: Caller,
@@ -45,13 +50,18 @@ pub async fn request(
     Ok((StatusCode::CREATED, Json(json!(approval))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalDecision {
     status: String,
     payload_hash: String,
 }
 
+/// Approves or rejects, from a console session.
+#[utoipa::path(patch, path = "/api/v1/approvals/{id}", tag = "authorization", security(("consoleSession" = [])),
+    params(("id" = String, Path, description = "Approval id")),
+    request_body = ApprovalDecision,
+    responses((status = 200, description = "The decided approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "The record changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn decide(
     State(state): State<AppState>,
     caller: Caller,
@@ -77,6 +87,10 @@ pub struct ListQuery {
     status: Option<String>,
 }
 
+/// Approvals, newest first.
+#[utoipa::path(get, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("status" = Option<String>, Query, description = "pending, approved, rejected or consumed")),
+    responses((status = 200, description = "The approvals", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
@@ -86,6 +100,10 @@ pub async fn list(
     Ok(Json(json!({ "approvals": approvals })))
 }
 
+/// One approval, marked stale when its plan has changed.
+#[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Approval id")),
+    responses((status = 200, description = "The approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody)))]
 pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let approval = state.caps.authz().approval(state.caps.domain(), &id).await.map_err(authz_error)?;
     Ok(Json(json!(approval)))

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::KeyAuth;
 use crate::http::error::ApiError;
 
@@ -22,6 +23,11 @@ fn default_limit() -> i64 {
     100
 }
 
+/// The audit log, oldest first.
+#[utoipa::path(get, path = "/api/v1/audit", tag = "audit", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("after" = Option<i64>, Query, description = "Sequence number to start after"),
+           ("limit" = Option<i64>, Query, description = "At most this many events, 1 to 1000")),
+    responses((status = 200, description = "Events and the sequence number to continue from", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     KeyAuth(_): KeyAuth,

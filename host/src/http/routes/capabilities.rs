@@ -6,11 +6,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::{Caller, KeyAuth};
 use crate::http::error::{ApiError, ApiJson};
 use crate::pipeline::{Invocation, InvokeError, Origin};
 use crate::runtime::{Actor, EffectClass, Mode};
 
+/// The active, held and refused components.
+#[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
+    responses((status = 200, description = "Active, held and refused components", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
     let snapshot = state.caps.runtime().snapshot();
     let active: Vec<Value> = snapshot
@@ -27,10 +31,11 @@ pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Va
 }
 
 /// The invoke request body.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct InvokeBody {
     /// The capability's input.
+    #[schema(value_type = Object)]
     pub input: Value,
     /// Makes retries of the same request one operation: calls with the same
     /// key and input share one ledger identity.
@@ -38,6 +43,11 @@ pub struct InvokeBody {
     pub request_id: Option<String>,
 }
 
+/// Invokes a capability through the one invoke path.
+#[utoipa::path(post, path = "/api/v1/capabilities/{id}/invoke", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Capability id, e.g. release.inspect")),
+    request_body = InvokeBody,
+    responses((status = 200, description = "The invocation: status, output or error", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn invoke(
     State(state): State<AppState>,
     caller: Caller,

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::authz::{AuthzError, NewGrant};
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 
@@ -34,12 +35,19 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     }
 }
 
+/// Every automation grant.
+#[utoipa::path(get, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
+    responses((status = 200, description = "The grants", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     admin_only(caller)?;
     let grants = state.caps.authz().grants().await?;
     Ok(Json(json!({ "grants": grants })))
 }
 
+/// Creates an automation grant.
+#[utoipa::path(post, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
+    request_body = NewGrant,
+    responses((status = 201, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -51,7 +59,7 @@ pub async fn create(
 }
 
 /// A change to a grant: revoke it, or shorten its expiry or budgets.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GrantChange {
     #[serde(default)]
@@ -61,6 +69,11 @@ pub struct GrantChange {
     daily_bytes: Option<i64>,
 }
 
+/// Revokes or shortens a grant; widening is refused.
+#[utoipa::path(patch, path = "/api/v1/automation-grants/{id}", tag = "authorization", security(("consoleSession" = [])),
+    params(("id" = String, Path, description = "Grant id")),
+    request_body = GrantChange,
+    responses((status = 200, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,

@@ -8,17 +8,21 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::session;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     name: String,
     password: String,
 }
 
+/// Logs a console administrator in: sets the session cookie and returns the CSRF token.
+#[utoipa::path(post, path = "/api/v1/session", tag = "session", request_body = Login,
+    responses((status = 200, description = "The session's administrator, CSRF token and expiry", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn login(State(state): State<AppState>, ApiJson(body): ApiJson<Login>) -> Result<Response, ApiError> {
     let Some(s) = session::login(state.caps.db(), &body.name, &body.password).await? else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong name or password"));
@@ -27,6 +31,9 @@ pub async fn login(State(state): State<AppState>, ApiJson(body): ApiJson<Login>)
     Ok(([(header::SET_COOKIE, session::cookie(&s))], body).into_response())
 }
 
+/// Ends the console session.
+#[utoipa::path(delete, path = "/api/v1/session", tag = "session", security(("consoleSession" = [])),
+    responses((status = 204, description = "Logged out"), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, caller: Caller) -> Result<Response, ApiError> {
     let Caller::Console(s) = caller else {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "no_session", "only a console session can log out"));

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use crate::http::AppState;
+use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::settings::{Settings, SettingsError};
@@ -21,11 +22,18 @@ fn settings_error(e: SettingsError) -> ApiError {
     }
 }
 
+/// Every setting's value and what it is; secrets show only whether they are set.
+#[utoipa::path(get, path = "/api/v1/settings", tag = "settings", security(("apiKey" = []), ("consoleSession" = [])),
+    responses((status = 200, description = "Values and their schema", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     let values = state.caps.settings().all().await.map_err(settings_error)?;
     Ok(Json(json!({ "settings": values, "schema": Settings::describe() })))
 }
 
+/// Changes settings, all or none; `null` resets one.
+#[utoipa::path(patch, path = "/api/v1/settings", tag = "settings", security(("consoleSession" = [])),
+    request_body(content = serde_json::Value, description = "Setting keys and their new values"),
+    responses((status = 200, description = "The settings after the change", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
