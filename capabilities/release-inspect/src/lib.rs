@@ -1,14 +1,16 @@
 //! Capability `release.inspect` (label read): turns a release name such as
 //! `Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv` into
 //! structured fields. Pure computation: it imports nothing from the host.
-//! The parsing itself lives in [`parse`] so it can be measured natively.
+//! The output type lives in [`parse`], the parser in [`parser`], so both
+//! can be tested and measured natively.
 
 pub mod parse;
+pub mod parser;
 
 #[cfg(any(test, feature = "compare"))]
-pub mod baseline;
-#[cfg(any(test, feature = "compare"))]
 pub mod conformance;
+#[cfg(any(test, feature = "compare"))]
+pub mod hunch_parse;
 
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::Deserialize;
