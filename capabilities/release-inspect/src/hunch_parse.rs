@@ -63,4 +63,3 @@ fn from_hunch(r: &HunchResult) -> ReleaseInfo {
         proper_count: number(Property::ProperCount),
     }
 }
-

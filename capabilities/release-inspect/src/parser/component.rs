@@ -8,7 +8,7 @@
 use super::episode::{self, Episodes};
 use super::keywords::{self, Field, Keyword, Strength};
 use super::token::Tokens;
-use super::{fill, group, title, Role};
+use super::{Role, fill, group, title};
 use crate::parse::{Kind, ReleaseInfo};
 
 /// Extensions read as the container (and removed before parsing).

@@ -7,8 +7,8 @@
 //! and, when none of those is present, bare numbers (`Show.117.HDTV`,
 //! `[Grp] Show - 05`, `05 - Episode Name`).
 
-use super::token::Tokens;
 use super::Role;
+use super::token::Tokens;
 
 /// Season and episodes found in one path component, and where.
 #[derive(Debug, Default)]
@@ -83,7 +83,8 @@ fn lead_number(s: &str) -> Option<(u32, usize)> {
 pub fn versioned(s: &str) -> Option<(u32, usize)> {
     let (v, n) = lead_number(s)?;
     let rest = &s[n..];
-    let ok = rest.is_empty() || (rest.len() >= 2 && rest.starts_with('v') && rest[1..].bytes().all(|b| b.is_ascii_digit()));
+    let ok =
+        rest.is_empty() || (rest.len() >= 2 && rest.starts_with('v') && rest[1..].bytes().all(|b| b.is_ascii_digit()));
     ok.then_some((v, n))
 }
 
@@ -160,7 +161,9 @@ fn continuation(t: &Tokens, roles: &[Role], mut last: usize, found: &mut Episode
             eps.into_iter().for_each(|e| found.push(e));
         } else if let Some((_, eps)) = parse_cross(low).filter(|(_, e)| !e.is_empty()) {
             eps.into_iter().for_each(|e| found.push(e));
-        } else if let Some(n) = low.strip_prefix(['e', 'x']).and_then(versioned).filter(|&(_, k)| k <= 4).map(|(v, _)| v) {
+        } else if let Some(n) =
+            low.strip_prefix(['e', 'x']).and_then(versioned).filter(|&(_, k)| k <= 4).map(|(v, _)| v)
+        {
             if low.starts_with('x') && !found.episodes.is_empty() {
                 return last;
             }
@@ -301,7 +304,10 @@ fn episode_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) 
         }
         let (v, d) = versioned(t.low(i + 1))?;
         // `Episode 59 v2`.
-        let last = if i + 2 < t.len() && versioned(t.low(i + 2).trim_start_matches('v')).is_some() && t.low(i + 2).starts_with('v') {
+        let last = if i + 2 < t.len()
+            && versioned(t.low(i + 2).trim_start_matches('v')).is_some()
+            && t.low(i + 2).starts_with('v')
+        {
             i + 2
         } else {
             i + 1
@@ -313,7 +319,10 @@ fn episode_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) 
         found.season.get_or_insert(n / 100);
         found.push(n % 100);
         let mut last = last;
-        if last + 1 < t.len() && t.sep_before(last + 1) == "_" && let Some(to) = t.number(last + 1) {
+        if last + 1 < t.len()
+            && t.sep_before(last + 1) == "_"
+            && let Some(to) = t.number(last + 1)
+        {
             found.range_to(to % 100);
             last += 1;
         }
@@ -344,7 +353,9 @@ fn of_marker(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -> 
 pub fn implicit(t: &Tokens, roles: &mut [Role], start: usize, stop: usize, anime: bool, has_year: bool) -> Episodes {
     let mut found = Episodes::default();
     let usable = |i: usize, roles: &[Role]| {
-        roles[i] == Role::Free && (t.list[i].bracket.is_none() || t.alone_in_bracket(i)) && versioned(t.low(i)).is_some()
+        roles[i] == Role::Free
+            && (t.list[i].bracket.is_none() || t.alone_in_bracket(i))
+            && versioned(t.low(i)).is_some()
     };
     // `05 - Name`, `003. Name`, `[Grp] 06 Name`: a number first.
     if start < t.len() && usable(start, roles) && !has_year {

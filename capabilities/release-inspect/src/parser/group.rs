@@ -7,14 +7,17 @@
 //! Owns the choice between those, after repost suffixes, checksums and web
 //! sites are set aside.
 
+use super::Role;
 use super::component::Component;
 use super::keywords::{Field, Strength};
-use super::Role;
 
 /// Finds the group; `title_end` is the token after the title (a group is
 /// never inside the title).
 pub fn find(c: &mut Component, title_end: usize) -> Option<String> {
-    tail(c, title_end).or_else(|| glued(c, title_end)).or_else(|| bracketed(c, title_end)).or_else(|| c.leading_group.clone())
+    tail(c, title_end)
+        .or_else(|| glued(c, title_end))
+        .or_else(|| bracketed(c, title_end))
+        .or_else(|| c.leading_group.clone())
 }
 
 /// The group at the end of the name, after the last tag.

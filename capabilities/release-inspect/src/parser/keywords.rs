@@ -218,6 +218,7 @@ fn table(key: &str) -> Option<Keyword> {
         "netflixuhdrip" => kw(Strong, &[(Streaming, "Netflix"), (Source, "Ultra HDTV"), (Other, "Rip")]),
         "dsnp" | "dsny" | "disney+" => kw(Strong, &[(Streaming, "Disney+")]),
         "hmax" => kw(Strong, &[(Streaming, "HBO Max")]),
+        "max" => kw(Tail, &[(Streaming, "Max")]),
         "hbo" => kw(Tail, &[(Streaming, "HBO")]),
         "atvp" | "atv" => kw(Strong, &[(Streaming, "Apple TV+")]),
         "hulu" => kw(Tail, &[(Streaming, "Hulu")]),
@@ -340,13 +341,29 @@ fn shaped(key: &str) -> Option<Keyword> {
     }
     // Sizes, bit rates, frame rates, channel counts: 4.7GB, 384kbit, 24fps, 6ch.
     if digits >= 1
-        && matches!(rest, "mb" | "gb" | "tb" | "mib" | "gib" | "kbps" | "kbit" | "kbits" | "mbps" | "mbit" | "mbits" | "kb" | "fps" | "ch")
+        && matches!(
+            rest,
+            "mb" | "gb"
+                | "tb"
+                | "mib"
+                | "gib"
+                | "kbps"
+                | "kbit"
+                | "kbits"
+                | "mbps"
+                | "mbit"
+                | "mbits"
+                | "kb"
+                | "fps"
+                | "ch"
+        )
     {
         return kw(Strong, &[(Marker, "")]);
     }
     // Disc numbers: CD1, CD1of2, 2CD.
     let disc = |s: &str| s.len() <= 2 && !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-    let cd = key.strip_prefix("cd").is_some_and(|r| disc(r) || r.split_once("of").is_some_and(|(a, b)| disc(a) && disc(b)));
+    let cd =
+        key.strip_prefix("cd").is_some_and(|r| disc(r) || r.split_once("of").is_some_and(|(a, b)| disc(a) && disc(b)));
     if cd || (digits == 1 && rest == "cd") {
         return kw(Medium, &[(Marker, "")]);
     }

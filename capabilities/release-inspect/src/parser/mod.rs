@@ -62,7 +62,8 @@ pub fn inspect(name: &str) -> ReleaseInfo {
         p.richness > main.richness + 1 || (main.prefix_group && p.info.release_group.is_some() && !p.prefix_group)
     });
     if let Some(k) = release {
-        let mut folder = ups.drain(..=k).last().unwrap_or_else(|| unreachable!());
+        let mut folder = ups.remove(k);
+        ups.drain(..k);
         std::mem::swap(&mut main, &mut folder);
         let file = folder.info;
         main.info.container = file.container.or(main.info.container.take());

@@ -9,9 +9,9 @@
 //! (`Movie.EXTENDED.2012`). A bracket or a spaced dash (` - `) also ends
 //! it: what follows is an alternative title, a country or a description.
 
+use super::Role;
 use super::component::Component;
 use super::keywords::Strength;
-use super::Role;
 
 /// The title and where it ended.
 pub struct Found {
@@ -110,7 +110,7 @@ pub fn start(c: &mut Component) -> Option<String> {
         && c.roles[i] == Role::Free
         && c.roles[i + 1] == Role::Free
         && !(t.sep_before(n - 1) == "-" && c.roles[n - 1] == Role::Free)
-        && c.roles.iter().any(|r| *r == Role::Kw)
+        && c.roles.contains(&Role::Kw)
     {
         c.title_start = i + 1;
         return Some(t.raw(i).to_string());

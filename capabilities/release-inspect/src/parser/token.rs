@@ -119,7 +119,8 @@ impl<'a> Tokens<'a> {
     pub fn alone_in_bracket(&self, i: usize) -> bool {
         let Some(b) = self.list[i].bracket else { return false };
         let same = |j: usize| self.list.get(j).is_some_and(|t| t.bracket == Some(b));
-        !(i > 0 && same(i - 1)) && !same(i + 1)
+        let before = i > 0 && same(i - 1);
+        !(before || same(i + 1))
     }
 
     /// Token index range `[first, last]` inside bracket pair `b` (directly
