@@ -120,7 +120,15 @@ pub fn parse(text: &str) -> Parsed {
         c.episodes = implicit;
     }
 
+    short_language_codes(&mut c);
     let found = title::find(&c);
+    // Tags that ended up inside the title are title words
+    // (`French.Immersion.2011`).
+    for h in &mut c.hits {
+        if h.first >= found.start && h.last < found.end {
+            h.active = false;
+        }
+    }
     info.title = found.title;
     info.episode_title = found.episode_title;
     info.release_group = match group::find(&mut c, found.end) {
@@ -318,7 +326,7 @@ fn keywords_pass(c: &mut Component) {
             }
             // Country tags only count in upper case (`Shameless.US`, not
             // `This.is.Us`).
-            let country = j == i && matches!(key.as_str(), "us" | "uk" | "au" | "nz");
+            let country = j == i && matches!(key.as_str(), "us" | "uk" | "au" | "nz" | "it");
             if country && t.raw(i).bytes().any(|b| b.is_ascii_lowercase()) {
                 continue;
             }
@@ -374,6 +382,27 @@ fn bare_resolutions(c: &mut Component) {
                 _ => &[(Field::ScreenSize, "2160p")],
             };
             push_hit(c, i, i, Keyword { strength: Strength::Strong, effects });
+        }
+    }
+}
+
+/// Two-letter language codes in mixed or lower case (`De`, `en`) are
+/// words of other languages unless they stand in a list of languages or
+/// next to a subtitle word (`Fr-Eng`, `Ro.Subbed`).
+fn short_language_codes(c: &mut Component) {
+    let is_lang = |h: &Hit| h.kw.effects.iter().any(|(f, _)| matches!(f, Field::Language | Field::SubtitleWord));
+    for k in 0..c.hits.len() {
+        let h = c.hits[k];
+        let raw = c.t.raw(h.first);
+        let short = h.first == h.last && raw.len() == 2 && h.kw.effects.iter().any(|(f, _)| *f == Field::Language);
+        if !h.active || !short || raw.bytes().all(|b| b.is_ascii_uppercase()) {
+            continue;
+        }
+        let near = |j: usize| c.hit_of[j].is_some_and(|o| o != k && c.hits[o].active && is_lang(&c.hits[o]));
+        let listed = (h.first > 0 && near(h.first - 1)) || (h.last + 1 < c.t.len() && near(h.last + 1));
+        if !listed {
+            c.hits[k].active = false;
+            c.roles[h.first] = Role::Free;
         }
     }
 }

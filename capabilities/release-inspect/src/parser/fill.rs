@@ -25,6 +25,7 @@ fn set(slot: &mut Option<String>, v: &str) {
 pub fn from_hits(c: &Component, info: &mut ReleaseInfo) {
     let hits: Vec<&Hit> = c.hits.iter().filter(|h| h.active).collect();
     let mut proper = 0;
+    let mut dubbed = false;
     for (k, h) in hits.iter().enumerate() {
         for &(field, value) in h.kw.effects {
             match field {
@@ -64,9 +65,14 @@ pub fn from_hits(c: &Component, info: &mut ReleaseInfo) {
                         push(&mut info.subtitle_languages, "und");
                     }
                 }
+                Field::Container => set(&mut info.container, value),
+                Field::Dubbed => dubbed = true,
                 Field::Marker => {}
             }
         }
+    }
+    if dubbed && info.languages.is_empty() {
+        info.languages.push("und".to_string());
     }
     if proper > 0 {
         info.proper_count = Some(proper);

@@ -42,7 +42,10 @@ fn tail(c: &mut Component, title_end: usize) -> Option<String> {
         let k = end - 1;
         let h = c.hit_of[k]?;
         let hit = c.hits[h];
-        if c.roles[k] != Role::Kw || hit.first != k || hit.last != k || t.sep_before(k) != "-" {
+        // A language after another language is a list (`English-Spanish`).
+        let is_lang = |h: usize| c.hits[h].kw.effects.iter().any(|(f, _)| *f == Field::Language);
+        let listed = is_lang(h) && c.hit_of[k - 1].is_some_and(is_lang);
+        if c.roles[k] != Role::Kw || hit.first != k || hit.last != k || t.sep_before(k) != "-" || listed {
             return None;
         }
         let dup = hit.kw.effects.iter().any(|(f, _)| {

@@ -15,6 +15,12 @@
 pub enum Field {
     ScreenSize, Source, VideoCodec, AudioCodec, DynamicRange, BitDepth, Edition,
     Language, SubtitleLanguage, Streaming, Other,
+    /// A container named inside the name (`...MP4-GROUP`, `[MKV]`); the
+    /// file extension wins over it.
+    Container,
+    /// `Dubbed`, `Dublado`: audio in a language the name does not give
+    /// (`und` when no language is named).
+    Dubbed,
     /// `PROPER`, `REPACK`: an `other` flag that also counts towards
     /// `proper_count`.
     Proper,
@@ -151,7 +157,11 @@ fn table(key: &str) -> Option<Keyword> {
         "vp8" => kw(Strong, &[(VideoCodec, "VP8")]),
         "vp9" => kw(Strong, &[(VideoCodec, "VP9")]),
         "av1" => kw(Strong, &[(VideoCodec, "AV1")]),
-        "dxva" | "wmv" | "mkv" | "mp4" | "avi" => kw(Tail, &[(Marker, "")]),
+        "dxva" => kw(Tail, &[(Marker, "")]),
+        "mkv" => kw(Tail, &[(Container, "mkv")]),
+        "mp4" => kw(Tail, &[(Container, "mp4")]),
+        "avi" => kw(Tail, &[(Container, "avi")]),
+        "wmv" => kw(Tail, &[(Container, "wmv")]),
 
         // Audio codecs (channel counts glued on are stripped by `shaped`).
         "ac3" | "ac3d" | "dolbydigital" => kw(Strong, &[(AudioCodec, "Dolby Digital")]),
@@ -245,7 +255,8 @@ fn table(key: &str) -> Option<Keyword> {
         "complete" | "thecomplete" | "complet" => kw(Medium, &[(Other, "Complete")]),
         "dual" => kw(Tail, &[(Other, "Dual Audio")]),
         "dualaudio" => kw(Medium, &[(Other, "Dual Audio")]),
-        "dl" => kw(Tail, &[(Marker, "")]),
+        // German `DL` (dual language): the original audio as well.
+        "dl" => kw(Tail, &[(Language, "mul")]),
         "ws" | "widescreen" => kw(Tail, &[(Other, "Widescreen")]),
         "3d" | "hsbs" | "hou" => kw(Strong, &[(Other, "3D")]),
         "ntsc" => kw(Medium, &[(Other, "NTSC")]),
@@ -289,11 +300,13 @@ fn table(key: &str) -> Option<Keyword> {
         "md" => kw(Tail, &[(Other, "Mic Dubbed")]),
         "line" => kw(Tail, &[(Other, "Line Audio")]),
         "ldtv" => kw(Strong, &[(Other, "Low Definition")]),
-        "final" | "custom" | "dubbed" | "dub" | "dublado" | "vo" | "audio" => kw(Tail, &[(Marker, "")]),
+        "final" | "custom" | "vo" | "audio" => kw(Tail, &[(Marker, "")]),
+        "dubbed" | "dub" | "dublado" => kw(Tail, &[(Dubbed, "und")]),
         "reenc" | "reencoded" => kw(Medium, &[(Other, "Reencoded")]),
         // Country tags after a series title (`Shameless.US`); upper case
         // only, which the keyword pass checks.
         "us" | "uk" | "au" | "nz" => kw(Tail, &[(Marker, "")]),
+        "it" => kw(Tail, &[(Language, "Italian")]),
 
         // Subtitle words; languages themselves are in `language`.
         "sub" | "subs" | "subbed" | "subtitles" | "subtitle" | "subtitulado" | "subtitulos" | "legendado"

@@ -16,6 +16,8 @@ use super::keywords::Strength;
 /// The title and where it ended.
 pub struct Found {
     pub title: Option<String>,
+    /// Token index of the title's first word.
+    pub start: usize,
     pub episode_title: Option<String>,
     /// Token index after the title.
     pub end: usize,
@@ -161,7 +163,7 @@ pub fn find(c: &Component) -> Found {
             episode_title = clean(c, s, span_end(c, s));
         }
     }
-    Found { title, episode_title, end, after_marker }
+    Found { title, start, episode_title, end, after_marker }
 }
 
 /// End (exclusive token index) of the title-like text starting at `start`.
