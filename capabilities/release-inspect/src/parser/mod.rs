@@ -43,7 +43,7 @@ pub enum Role {
 
 /// Parses a release or file name, optionally with folders before it.
 pub fn inspect(name: &str) -> ReleaseInfo {
-    let parts: Vec<&str> = name.split(['/', '\\']).filter(|p| !p.trim().is_empty()).collect();
+    let parts: Vec<&str> = path_components(name).into_iter().filter(|p| !p.trim().is_empty()).collect();
     let Some((file, folders)) = parts.split_last() else {
         return ReleaseInfo::default();
     };
@@ -117,6 +117,26 @@ pub fn inspect(name: &str) -> ReleaseInfo {
         info.kind = Kind::Episode;
     }
     main.info
+}
+
+/// Splits a path at `/` and `\\`, except inside brackets
+/// (`[720p/MKV]` is one tag, not two folders).
+fn path_components(name: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0usize, 0);
+    for (i, c) in name.char_indices() {
+        match c {
+            '[' | '(' | '{' => depth += 1,
+            ']' | ')' | '}' => depth = depth.saturating_sub(1),
+            '/' | '\\' if depth == 0 => {
+                parts.push(&name[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&name[from..]);
+    parts
 }
 
 /// `Season 2`, `S01`, `Saison 6`: a folder that only numbers a season.

@@ -110,7 +110,7 @@ pub fn start(c: &mut Component) -> Option<String> {
         && t.sep_after(i) == "-"
         && (3..=6).contains(&t.raw(i).len())
         && c.roles[i] == Role::Free
-        && c.roles[i + 1] == Role::Free
+        && matches!(c.roles[i + 1], Role::Free | Role::Kw)
         && !(t.sep_before(n - 1) == "-" && c.roles[n - 1] == Role::Free)
         && c.roles.contains(&Role::Kw)
     {
