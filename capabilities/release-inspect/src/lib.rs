@@ -1,14 +1,18 @@
 //! Capability `release.inspect` (label read): turns a release name such as
 //! `Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv` into
 //! structured fields. Pure computation: it imports nothing from the host.
-//! The parsing itself lives in [`parse`] so it can be measured natively.
+//! The output type lives in [`parse`], the parser in [`parser`], so both
+//! can be tested and measured natively. The parser keeps no state between
+//! calls and builds nothing at run time (its tables are static code), so
+//! the component needs no pre-initialisation: a fresh instance is ready.
 
 pub mod parse;
+pub mod parser;
 
 #[cfg(any(test, feature = "compare"))]
-pub mod baseline;
-#[cfg(any(test, feature = "compare"))]
 pub mod conformance;
+#[cfg(any(test, feature = "compare"))]
+pub mod hunch_parse;
 
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::Deserialize;
@@ -24,21 +28,13 @@ pub struct InspectInput {
 /// The capability.
 pub struct ReleaseInspect;
 
-/// Names that exercise the movie, episode and anime paths of the parser.
-const PREINIT_NAMES: &[&str] = &[
-    "Warm.Up.2020.2160p.UHD.BluRay.REMUX.HDR.DV.HEVC.TrueHD.Atmos.7.1-GRP.mkv",
-    "Warm.Up.S01E01E02.1080p.AMZN.WEB-DL.DDP5.1.H.264.MULTi.FRENCH-GRP",
-    "[Group] Warm Up - 01 (1080p) [ABCDEF01].mkv",
-    "Warm Up (2020)/Warm.Up.2020.PROPER.DVDRip.XviD.AC3-GRP.avi",
-];
-
 impl Capability for ReleaseInspect {
     type Input = InspectInput;
     type Output = parse::ReleaseInfo;
 
     const META: Meta = Meta {
         id: "release.inspect",
-        version: 1,
+        version: 2,
         label: Label::Read,
         summary: "Parse a release name into title, year, season/episode and quality fields",
         description: "Reads a torrent or file release name and returns what it says: title, year, season, episodes, resolution, source, codecs, HDR, bit depth, release group, edition, languages, streaming service, container and whether it is a movie or an episode. It looks nothing up; use catalog.lookup to confirm the title.",
@@ -47,14 +43,6 @@ impl Capability for ReleaseInspect {
         replay: Replay::Safe,
         services: &[],
     };
-
-    /// Parsing builds the parser's pattern tables on first use; doing it
-    /// here lets the host snapshot them once instead of on every call.
-    fn preinit() {
-        for name in PREINIT_NAMES {
-            let _ = parse::inspect(name);
-        }
-    }
 
     fn invoke(input: InspectInput) -> Result<Outcome<parse::ReleaseInfo>, Failure> {
         let name = input.name.trim();

@@ -1,13 +1,12 @@
 //! Release-name parsing: the [`ReleaseInfo`] output type and [`inspect`],
-//! which fills it from the `hunch` parser.
+//! which fills it with the parser in [`crate::parser`].
 //!
-//! `hunch` already uses guessit's value vocabulary ("Blu-ray", "H.265",
-//! "Dolby Digital Plus", ...), so values are passed through unchanged. The
-//! only reshaping done here is the one our schema asks for: episode lists as
-//! numbers, HDR flags in their own field instead of the catch-all `other`,
-//! and a `kind` that is always `movie` or `episode`.
+//! Values use guessit's vocabulary ("Blu-ray", "H.265", "Dolby Digital
+//! Plus", ...), the de-facto standard for release names. Our schema
+//! differs from guessit's in three ways: episode lists are numbers, HDR
+//! flags have their own field instead of the catch-all `other`, and `kind`
+//! is always `movie` or `episode`.
 
-use hunch::{HunchResult, MediaType, Property};
 use serde::Serialize;
 
 /// Fields read from a release name. Only what the name actually says is
@@ -132,58 +131,9 @@ impl Kind {
     }
 }
 
-/// Values `hunch` files under `other` that belong in `dynamic_range`.
-const DYNAMIC_RANGE: &[&str] = &["HDR10", "HDR10+", "Dolby Vision", "Standard Dynamic Range"];
-
 /// Parses a release or file name (optionally with folders before it).
 pub fn inspect(name: &str) -> ReleaseInfo {
-    from_hunch(&hunch::hunch(name))
-}
-
-fn from_hunch(r: &HunchResult) -> ReleaseInfo {
-    let text = |p: Property| r.first(p).map(str::to_string);
-    let list = |p: Property| r.all(p).into_iter().map(str::to_string).collect::<Vec<_>>();
-    // hunch stores numbers as strings; a value that does not parse (it
-    // should not happen) is dropped rather than guessed.
-    let number = |p: Property| r.first(p).and_then(|v| v.parse::<u32>().ok());
-
-    let mut episodes: Vec<u32> = r.all(Property::Episode).iter().filter_map(|v| v.parse().ok()).collect();
-    episodes.dedup();
-
-    let (dynamic_range, other): (Vec<String>, Vec<String>) =
-        list(Property::Other).into_iter().partition(|v| DYNAMIC_RANGE.contains(&v.as_str()));
-
-    // hunch has a third type, `extra` (openings, specials, bonus clips). Our
-    // schema only distinguishes movies from episodes, so an extra counts as
-    // an episode when it carries series numbering and as a movie otherwise.
-    let kind = match r.media_type() {
-        Some(MediaType::Episode) => Kind::Episode,
-        Some(MediaType::Extra) if !episodes.is_empty() || r.season().is_some() => Kind::Episode,
-        _ => Kind::Movie,
-    };
-
-    ReleaseInfo {
-        kind,
-        title: text(Property::Title),
-        year: number(Property::Year),
-        season: number(Property::Season),
-        episodes,
-        episode_title: text(Property::EpisodeTitle),
-        screen_size: text(Property::ScreenSize),
-        source: text(Property::Source),
-        video_codec: text(Property::VideoCodec),
-        audio_codec: text(Property::AudioCodec),
-        dynamic_range,
-        bit_depth: text(Property::ColorDepth),
-        release_group: text(Property::ReleaseGroup),
-        edition: text(Property::Edition),
-        languages: list(Property::Language),
-        subtitle_languages: list(Property::SubtitleLanguage),
-        streaming_service: text(Property::StreamingService),
-        container: text(Property::Container),
-        other,
-        proper_count: number(Property::ProperCount),
-    }
+    crate::parser::inspect(name)
 }
 
 #[cfg(test)]
@@ -194,9 +144,9 @@ mod tests {
     fn uhd_web_movie_with_dolby_vision() {
         let r = inspect("Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv");
         assert_eq!(r.kind, Kind::Movie);
-        // Like guessit, hunch reads "Part Two" as a part number and leaves it
-        // out of the title; our schema has no `part` field.
-        assert_eq!(r.title.as_deref(), Some("Dune"));
+        // Our schema has no `part` field, so "Part Two" stays in the title
+        // (it is part of the film's name as catalogues list it).
+        assert_eq!(r.title.as_deref(), Some("Dune Part Two"));
         assert_eq!(r.year, Some(2024));
         assert_eq!(r.screen_size.as_deref(), Some("2160p"));
         assert_eq!(r.source.as_deref(), Some("Web"));
@@ -219,6 +169,29 @@ mod tests {
         assert_eq!(r.streaming_service.as_deref(), Some("Amazon Prime"));
         assert_eq!(r.audio_codec.as_deref(), Some("Dolby Digital Plus"));
         assert_eq!(r.release_group.as_deref(), Some("NTb"));
+    }
+
+    #[test]
+    fn scene_episode_without_extension() {
+        let r = inspect("The.Mandalorian.S02E05.1080p.WEB.H264-GLHF");
+        assert_eq!(r.kind, Kind::Episode);
+        assert_eq!(r.title.as_deref(), Some("The Mandalorian"));
+        assert_eq!((r.season, r.episodes.as_slice()), (Some(2), &[5][..]));
+        assert_eq!(r.screen_size.as_deref(), Some("1080p"));
+        assert_eq!(r.source.as_deref(), Some("Web"));
+        assert_eq!(r.video_codec.as_deref(), Some("H.264"));
+        assert_eq!(r.release_group.as_deref(), Some("GLHF"));
+    }
+
+    #[test]
+    fn fansub_episode_with_checksum() {
+        let r = inspect("[SubsPlease] Frieren - 12 (1080p) [ABCD1234].mkv");
+        assert_eq!(r.kind, Kind::Episode);
+        assert_eq!(r.title.as_deref(), Some("Frieren"));
+        assert_eq!(r.episodes, vec![12]);
+        assert_eq!(r.season, None);
+        assert_eq!(r.screen_size.as_deref(), Some("1080p"));
+        assert_eq!(r.release_group.as_deref(), Some("SubsPlease"));
     }
 
     #[test]
