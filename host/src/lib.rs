@@ -8,6 +8,7 @@ pub mod authz;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod events;
 pub mod http;
 pub mod ledger;
 pub mod pipeline;

@@ -1,6 +1,8 @@
 //! Download tasks: what the client is doing with a submitted plan. Status
 //! changes come from polling the client; `imported` and `removed` are final.
 
+use serde_json::json;
+
 use super::{DOWNLOAD_STATUSES, Domain, DomainError, DownloadTask, one_of, require};
 use crate::store::now_ms;
 
@@ -63,7 +65,7 @@ impl Domain {
         if matches!(current.status.as_str(), "imported" | "removed") && current.status != status {
             return Err(DomainError::Conflict(format!("download {id} is {}; it does not change any more", current.status)));
         }
-        sqlx::query(
+        let changed = sqlx::query(
             "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), updated_at = $4 \
              WHERE id = $5 AND status = $6",
         )
@@ -74,10 +76,26 @@ impl Domain {
         .bind(id)
         .bind(&current.status)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected();
+        // Another writer moved it first: their change is the one reported.
+        let change = (changed == 1 && current.status != status)
+            .then(|| StatusChange { from: current.status.clone(), to: status.to_string() });
+        let mut seq = None;
+        if let Some(change) = &change {
+            let payload = json!({
+                "downloadTaskId": id,
+                "planId": current.plan_id,
+                "from": change.from,
+                "to": change.to,
+                "progress": progress,
+            });
+            seq = Some(self.emit(&mut tx, "download.status_changed", id, payload).await?);
+        }
         tx.commit().await?;
-        let change =
-            (current.status != status).then(|| StatusChange { from: current.status.clone(), to: status.to_string() });
+        if let Some(seq) = seq {
+            self.events.announce(seq);
+        }
         Ok((self.download(id).await?, change))
     }
 }

@@ -27,7 +27,9 @@ pub use releases::NewRelease;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
 
+use crate::events::Events;
 use crate::store::Db;
 
 /// Why a domain operation was refused.
@@ -61,11 +63,31 @@ impl Actor {
 #[derive(Clone)]
 pub struct Domain {
     db: Db,
+    events: Events,
 }
 
 impl Domain {
+    /// A store with its own event log handle. Must be called inside a tokio
+    /// runtime.
     pub fn new(db: Db) -> Domain {
-        Domain { db }
+        let events = Events::new(db.clone());
+        Domain { db, events }
+    }
+
+    /// A store announcing its events through `events`, shared with readers.
+    pub fn with_events(db: Db, events: Events) -> Domain {
+        Domain { db, events }
+    }
+
+    /// Appends a change event inside the change's transaction.
+    async fn emit(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        kind: &str,
+        subject: &str,
+        payload: Value,
+    ) -> Result<i64, sqlx::Error> {
+        Events::append_in(tx, self.db.backend, kind, Some(subject), &payload).await
     }
 
     pub fn db(&self) -> &Db {

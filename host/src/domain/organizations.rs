@@ -189,7 +189,10 @@ impl Domain {
             .bind(&org.download_task_id)
             .execute(&mut *tx)
             .await?;
+        let payload = json!({ "organizationId": id, "downloadTaskId": org.download_task_id, "status": "running" });
+        let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;
+        self.events.announce(seq);
         self.organization(id).await
     }
 
@@ -207,13 +210,20 @@ impl Domain {
         let plan = self.plan(&download.plan_id).await?;
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
-        sqlx::query("UPDATE organization SET status = $1, error = $2, revision = revision + 1, updated_at = $3 WHERE id = $4")
-            .bind(status)
-            .bind(error)
-            .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let changed = sqlx::query(
+            "UPDATE organization SET status = $1, error = $2, revision = revision + 1, updated_at = $3 \
+             WHERE id = $4 AND status = 'running'",
+        )
+        .bind(status)
+        .bind(error)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(DomainError::Conflict(format!("organization {id} changed while finishing")));
+        }
         let download_status = if error.is_some() { "completed" } else { "imported" };
         sqlx::query("UPDATE download_task SET status = $1, updated_at = $2 WHERE id = $3")
             .bind(download_status)
@@ -230,7 +240,16 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         }
+        let payload = json!({
+            "organizationId": id,
+            "downloadTaskId": download.id,
+            "slotId": plan.slot_id,
+            "status": status,
+            "error": error,
+        });
+        let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;
+        self.events.announce(seq);
         self.organization(id).await
     }
 }

@@ -71,6 +71,11 @@ async fn set_slot_status(tx: &mut Transaction<'static, Any>, slot: &Slot, status
     Ok(())
 }
 
+/// The payload of a `plan.changed` event.
+fn changed(plan: &Plan) -> serde_json::Value {
+    json!({ "planId": plan.id, "slotId": plan.slot_id, "status": plan.status, "revision": plan.revision })
+}
+
 impl Domain {
     /// Drafts a plan to fetch a release into a wanted slot. The release must
     /// be identified as the slot's entity. Drafting the same thing twice
@@ -165,7 +170,9 @@ impl Domain {
         set_slot_status(&mut tx, &slot, "reserved").await?;
         set_plan_status(&mut tx, &plan, "reserved", None).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
+        let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
+        self.events.announce(seq);
         Ok(plan)
     }
 
@@ -175,9 +182,12 @@ impl Domain {
         let client_hash = super::releases::normalize_infohash(client_hash)?;
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
+        let mut seq = None;
         match plan.status.as_str() {
             "reserved" => {
                 set_plan_status(&mut tx, &plan, "submitted", None).await?;
+                let submitted = plan_in(&mut tx, plan_id).await?;
+                seq = Some(self.emit(&mut tx, "plan.changed", plan_id, changed(&submitted)).await?);
                 let now = now_ms();
                 sqlx::query(
                     "INSERT INTO download_task (id, plan_id, client_hash, status, progress, created_at, updated_at) \
@@ -200,6 +210,9 @@ impl Domain {
             .await
             .map(|r| DownloadTask::from_row(&r))??;
         tx.commit().await?;
+        if let Some(seq) = seq {
+            self.events.announce(seq);
+        }
         Ok((plan, task))
     }
 
@@ -221,7 +234,9 @@ impl Domain {
         }
         set_plan_status(&mut tx, &plan, status, Some(reason)).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
+        let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
+        self.events.announce(seq);
         Ok(plan)
     }
 

@@ -42,6 +42,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
         .routes(routes!(routes::audit::list))
+        .routes(routes!(routes::events::list))
         .routes(routes!(routes::grants::list, routes::grants::create))
         .routes(routes!(routes::grants::update))
         .routes(routes!(routes::approvals::list, routes::approvals::request))

@@ -25,6 +25,7 @@ use crate::audit::{Audit, NewEvent, summarize_input};
 use crate::authz::Authz;
 use authorize::Authorization;
 use crate::domain::Domain;
+use crate::events::Events;
 use crate::settings::Settings;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
@@ -73,6 +74,7 @@ pub struct Capabilities {
     authz: Authz,
     audit: Audit,
     domain: Domain,
+    events: Events,
     settings: Arc<Settings>,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Serialises writing component changes to the audit log.
@@ -98,7 +100,8 @@ impl Capabilities {
     pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
         let drain_lock = Arc::new(tokio::sync::Mutex::new(()));
         spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
-        let domain = Domain::new(db.clone());
+        let events = Events::new(db.clone());
+        let domain = Domain::with_events(db.clone(), events.clone());
         runtime.attach_domain(domain.clone());
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir()));
         Capabilities {
@@ -108,6 +111,7 @@ impl Capabilities {
             ledger: Ledger::new(db.clone(), owner),
             authz: Authz::new(db.clone()),
             domain,
+            events,
             settings,
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
@@ -135,6 +139,10 @@ impl Capabilities {
 
     pub fn domain(&self) -> &Domain {
         &self.domain
+    }
+
+    pub fn events(&self) -> &Events {
+        &self.events
     }
 
     pub fn settings(&self) -> &Arc<Settings> {
@@ -326,6 +334,18 @@ impl Capabilities {
                 detail: inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message)),
             })
             .await?;
+        // Reads are too frequent and change nothing; everything else is news.
+        if loaded.descriptor.label > EffectClass::Preview {
+            let payload = serde_json::json!({
+                "capability": loaded.descriptor.id,
+                "status": inv.status,
+                "invocationId": inv.invocation_id,
+                "replayed": inv.replayed,
+                "actorKind": origin.actor_kind(),
+                "runId": origin.run_id,
+            });
+            self.events.publish("capability.invoked", Some(&loaded.descriptor.id), &payload).await?;
+        }
         Ok(())
     }
 
@@ -350,6 +370,13 @@ impl Capabilities {
                 ..NewEvent::default()
             })
             .await?;
+        let payload = serde_json::json!({
+            "capability": id,
+            "reason": inv.error.as_ref().map(|e| e.message.clone()),
+            "actorKind": origin.actor_kind(),
+            "runId": origin.run_id,
+        });
+        self.events.publish("capability.denied", Some(id), &payload).await?;
         Ok(())
     }
 }

@@ -33,6 +33,8 @@ pub enum StoreError {
 pub struct Db {
     pub pool: AnyPool,
     pub backend: Backend,
+    /// The URL it was opened with (PostgreSQL listeners connect to it).
+    pub url: std::sync::Arc<str>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -82,7 +84,7 @@ impl Db {
             Backend::Postgres => pool.max_connections(16),
         };
         let pool = pool.connect_with(options).await?;
-        Ok(Db { pool, backend })
+        Ok(Db { pool, backend, url: url.into() })
     }
 
     /// Connects and brings the schema up to date.

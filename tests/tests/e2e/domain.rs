@@ -159,6 +159,21 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     assert_eq!(domain.slot(&slot.id).await.unwrap().status, "satisfied");
     // An imported download no longer changes.
     conflict(domain.update_download(&download.id, "missing", 0.0, None).await);
+
+    // Each change was published once, in order.
+    let log = capstan::events::Events::new(domain.db().clone()).list(0, 100).await.unwrap();
+    let downloads: Vec<&str> = log
+        .iter()
+        .filter(|e| e.kind == "download.status_changed")
+        .map(|e| e.payload["to"].as_str().unwrap())
+        .collect();
+    assert_eq!(downloads, vec!["downloading", "completed"]);
+    let organizations: Vec<&str> = log
+        .iter()
+        .filter(|e| e.kind == "organization.changed")
+        .map(|e| e.payload["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(organizations, vec!["running", "succeeded"]);
 }
 
 async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothing(backend: Backend) {

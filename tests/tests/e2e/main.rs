@@ -3,6 +3,7 @@
 mod approvals;
 mod authz;
 mod domain;
+mod events;
 mod cli;
 mod files;
 mod http;

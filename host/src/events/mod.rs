@@ -1,0 +1,152 @@
+//! The global event log: `download.status_changed`, `organization.changed`,
+//! `capability.invoked`, ... each with a sequence number that only grows.
+//! Writers append inside the transaction of the change they describe, so an
+//! event exists exactly when its change does. Readers page by sequence
+//! number and wait for news: in this process through a broadcast channel,
+//! from other processes through PostgreSQL `LISTEN/NOTIFY`, and on SQLite
+//! by polling once a second. Owns the `event` and `event_head` tables.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{Any, Row, Transaction};
+use tokio::sync::broadcast;
+
+use crate::store::{Backend, Db, now_ms};
+
+/// The PostgreSQL channel appends notify.
+const CHANNEL: &str = "capstan_events";
+
+/// One stored event.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Event {
+    pub seq: i64,
+    pub kind: String,
+    pub subject: Option<String>,
+    pub payload: Value,
+    pub at: i64,
+}
+
+fn from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
+    let payload: String = r.try_get("payload")?;
+    Ok(Event {
+        seq: r.try_get("seq")?,
+        kind: r.try_get("kind")?,
+        subject: r.try_get("subject")?,
+        payload: serde_json::from_str(&payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        at: r.try_get("at")?,
+    })
+}
+
+/// The event log over one database; cheap to clone, one per process.
+#[derive(Clone)]
+pub struct Events {
+    db: Db,
+    news: Arc<broadcast::Sender<i64>>,
+}
+
+impl Events {
+    /// Must be called inside a tokio runtime: on PostgreSQL it starts
+    /// listening for other processes' appends.
+    pub fn new(db: Db) -> Events {
+        let (news, _) = broadcast::channel(256);
+        let events = Events { db, news: Arc::new(news) };
+        if events.db.backend == Backend::Postgres {
+            tokio::spawn(listen(events.db.url.clone(), events.news.clone()));
+        }
+        events
+    }
+
+    /// Appends inside `tx`; call [`Events::announce`] after it commits.
+    pub async fn append_in(
+        tx: &mut Transaction<'static, Any>,
+        backend: Backend,
+        kind: &str,
+        subject: Option<&str>,
+        payload: &Value,
+    ) -> Result<i64, sqlx::Error> {
+        sqlx::query("UPDATE event_head SET seq = seq + 1 WHERE id = 1").execute(&mut **tx).await?;
+        let seq: i64 = sqlx::query_scalar("SELECT seq FROM event_head WHERE id = 1").fetch_one(&mut **tx).await?;
+        sqlx::query("INSERT INTO event (seq, kind, subject, payload, at) VALUES ($1, $2, $3, $4, $5)")
+            .bind(seq)
+            .bind(kind)
+            .bind(subject)
+            .bind(payload.to_string())
+            .bind(now_ms())
+            .execute(&mut **tx)
+            .await?;
+        if backend == Backend::Postgres {
+            // Delivered when the transaction commits, never before.
+            sqlx::query(&format!("NOTIFY {CHANNEL}")).execute(&mut **tx).await?;
+        }
+        Ok(seq)
+    }
+
+    /// Wakes this process's readers after an append committed.
+    pub fn announce(&self, seq: i64) {
+        let _ = self.news.send(seq);
+    }
+
+    /// Appends in its own transaction and announces it.
+    pub async fn publish(&self, kind: &str, subject: Option<&str>, payload: &Value) -> Result<i64, sqlx::Error> {
+        let mut tx = self.db.begin_write().await?;
+        let seq = Self::append_in(&mut tx, self.db.backend, kind, subject, payload).await?;
+        tx.commit().await?;
+        self.announce(seq);
+        Ok(seq)
+    }
+
+    /// Events after `after`, oldest first, at most `limit`.
+    pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
+        let rows = sqlx::query("SELECT * FROM event WHERE seq > $1 ORDER BY seq LIMIT $2")
+            .bind(after)
+            .bind(limit.clamp(1, 1000))
+            .fetch_all(&self.db.pool)
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// The newest sequence number (0 when there are no events).
+    pub async fn head(&self) -> Result<i64, sqlx::Error> {
+        let row = sqlx::query("SELECT seq FROM event_head WHERE id = 1").fetch_one(&self.db.pool).await?;
+        row.try_get("seq")
+    }
+
+    /// A subscription to this process's wake-ups. Take it before reading,
+    /// so an append between the read and the wait is not missed.
+    pub fn subscribe(&self) -> broadcast::Receiver<i64> {
+        self.news.subscribe()
+    }
+
+    /// Waits until something may have been appended, or `timeout` passes.
+    /// Callers re-read with [`Events::list`]; a wake-up may be spurious.
+    pub async fn wait(&self, news: &mut broadcast::Receiver<i64>, timeout: Duration) {
+        // SQLite has no notifications across processes; a short poll
+        // interval bounds how late another process's event is seen.
+        let timeout = if self.db.backend == Backend::Sqlite { timeout.min(Duration::from_secs(1)) } else { timeout };
+        let _ = tokio::time::timeout(timeout, news.recv()).await;
+    }
+}
+
+/// Forwards PostgreSQL notifications to this process's readers, reconnecting
+/// when the connection drops.
+async fn listen(url: Arc<str>, news: Arc<broadcast::Sender<i64>>) {
+    loop {
+        match sqlx::postgres::PgListener::connect(&url).await {
+            Ok(mut listener) => {
+                if listener.listen(CHANNEL).await.is_ok() {
+                    while listener.recv().await.is_ok() {
+                        let _ = news.send(0);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for events; retrying"),
+        }
+        if Arc::strong_count(&news) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}

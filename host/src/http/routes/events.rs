@@ -1,0 +1,106 @@
+//! `GET /api/v1/events`: the global event log. With `Accept:
+//! text/event-stream` it is a Server-Sent Events stream — each event's `id:`
+//! is its sequence number, a reconnecting client resumes after
+//! `Last-Event-ID` (or `?after=`), and a comment line every 15 seconds keeps
+//! idle connections open. Otherwise it answers one JSON page
+//! (`?after=&limit=`), which is how API-key callers poll.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::events::{Event, Events};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::ApiError;
+use crate::http::openapi::ErrorBody;
+
+/// How often an idle stream sends a heartbeat comment.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    after: Option<i64>,
+    limit: Option<i64>,
+}
+
+fn sse(e: &Event) -> SseEvent {
+    let data = json!({ "seq": e.seq, "kind": e.kind, "subject": e.subject, "payload": e.payload, "at": e.at });
+    SseEvent::default().id(e.seq.to_string()).event(e.kind.clone()).data(data.to_string())
+}
+
+/// Events after `after`, as they come, in order, without gaps.
+fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>> {
+    let news = events.subscribe();
+    stream::unfold((events, news, after, VecDeque::<Event>::new()), |(events, mut news, mut after, mut ready)| async move {
+        loop {
+            if let Some(e) = ready.pop_front() {
+                after = e.seq;
+                let item = sse(&e);
+                return Some((Ok(item), (events, news, after, ready)));
+            }
+            match events.list(after, 200).await {
+                Ok(batch) if !batch.is_empty() => ready.extend(batch),
+                Ok(_) => events.wait(&mut news, HEARTBEAT).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading events for a stream failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    })
+}
+
+/// The event log, as a stream or a JSON page.
+#[utoipa::path(get, path = "/api/v1/events", tag = "events",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("after" = Option<i64>, Query, description = "Sequence number to start after"),
+           ("limit" = Option<i64>, Query, description = "JSON page size, 1 to 1000"),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume a stream after this sequence number")),
+    responses((status = 200, description = "A JSON page {events, next}, or text/event-stream", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 422, description = "Bad query", body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    headers: HeaderMap,
+    Query(page): Query<Page>,
+) -> Result<Response, ApiError> {
+    let bad = |m: &str| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", m);
+    let limit = page.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) || page.after.is_some_and(|a| a < 0) {
+        return Err(bad("limit must be 1 to 1000 and after at least 0"));
+    }
+    let events = state.caps.events().clone();
+    let streaming = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if !streaming {
+        let list = events.list(page.after.unwrap_or(0), limit).await?;
+        let next = list.last().map(|e| e.seq).or(page.after);
+        return Ok(Json(json!({ "events": list, "next": next })).into_response());
+    }
+    let resume = match headers.get("last-event-id").map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok())) {
+        Some(Some(seq)) if seq >= 0 => Some(seq),
+        Some(_) => return Err(bad("Last-Event-ID must be a sequence number")),
+        None => page.after,
+    };
+    // A new subscriber without a position starts with what happens next.
+    let after = match resume {
+        Some(seq) => seq,
+        None => events.head().await?,
+    };
+    let keep_alive = KeepAlive::new().interval(HEARTBEAT).text("heartbeat");
+    Ok(Sse::new(follow(events, after)).keep_alive(keep_alive).into_response())
+}
