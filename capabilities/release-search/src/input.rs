@@ -104,9 +104,10 @@ impl SearchInput {
         if self.episode.is_some() && self.season.is_none() {
             return bad("episode needs a season".into());
         }
-        if self.kind == Kind::Any && self.query().is_none() && self.tmdb_id.is_some() && !tv_only {
-            // TMDB ids are per catalogue: 603 is a movie and a different series.
-            return bad("a tmdb_id names a movie or a series only together with kind movie or tv".into());
+        if self.effective_kind() == Kind::Any && self.query().is_none() {
+            // Ids are searched with the typed movie or tv functions, and a
+            // TMDB id means different titles in the two catalogues.
+            return bad("searching by id alone needs kind movie or tv".into());
         }
         if let Some(limit) = self.limit
             && !(1..=MAX_LIMIT).contains(&limit)

@@ -1,6 +1,7 @@
 //! Capstan's end-to-end suites, one module per concern, in one test binary.
 
 mod authz;
+mod catalog;
 mod cli;
 mod files;
 mod http;
@@ -9,6 +10,7 @@ mod loading;
 mod outbound;
 mod release;
 mod sandbox;
+mod search;
 mod tasks;
 
 use capstan::runtime::{Actor, EffectClass, Grant};

@@ -243,6 +243,7 @@ fn bad_input_is_refused_before_any_request() {
         json!({"query": "Dune", "kind": "movie", "season": 1}),
         json!({"query": "Shogun", "episode": 2}),
         json!({"tmdb_id": 693134}),
+        json!({"imdb_id": "tt15239678"}),
         json!({"query": "Dune", "limit": 0}),
         json!({"query": "Dune", "indexers": ["jackett"]}),
         json!({"query": "Dune", "kind": "music"}),
