@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use capstan::Runtime;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::runtime::{CallOutcome, CallReport, EffectClass};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::{CallOutcome, CallReport, EffectClass, Status};
+use capstan::store::Db;
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_tmdb::{Catalog, Failure, MockTmdb};
 use serde_json::{Value, json};
@@ -176,4 +178,30 @@ async fn bad_input_and_a_missing_service_are_clear_before_anything_is_sent() {
     let (kind, message) = failure(&lookup(&runtime, json!({"action": "search", "query": "Dune"})).await);
     assert_eq!(kind, "unavailable");
     assert!(message.contains("[services.tmdb]"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_invoke_path_accepts_each_action_and_refuses_misspelt_fields_by_the_published_schema() {
+    let mock = MockTmdb::start(KEY, Catalog::sample()).await;
+    let (host, runtime) = start(Some(tmdb_service(&mock, api_key(KEY)))).await;
+    let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
+    let caps = Capabilities::new(runtime, db, capstan::store::new_id());
+    let origin = Origin::cli(EffectClass::Read);
+
+    for input in [
+        json!({"action": "search", "query": "Shōgun", "kind": "tv", "year": 2024, "language": "zh-CN", "limit": 5}),
+        json!({"action": "details", "kind": "movie", "tmdb_id": 693134}),
+        json!({"action": "external-ids", "kind": "tv", "tmdb_id": 126308}),
+    ] {
+        let done = caps.invoke(&origin, "catalog.lookup", &input).await.unwrap();
+        assert_eq!(done.status, Status::Succeeded, "{input}: {:?}", done.error);
+    }
+    assert_eq!(mock.received().len(), 3);
+
+    let misspelt = json!({"action": "details", "kind": "movie", "tmdbId": 693134});
+    let refused = caps.invoke(&origin, "catalog.lookup", &misspelt).await.unwrap();
+    let error = refused.error.unwrap();
+    assert_eq!(error.kind, "invalid-input");
+    assert!(error.message.contains("does not match the schema of catalog.lookup"), "{}", error.message);
+    assert_eq!(mock.received().len(), 3, "the host refused it before the component ran");
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use capstan::Runtime;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::runtime::{CallOutcome, CallReport, EffectClass};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::{CallOutcome, CallReport, EffectClass, Status};
+use capstan::store::Db;
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_torznab::{Failure, Indexer, Item, MockTorznab};
 use serde_json::{Value, json};
@@ -274,4 +276,26 @@ async fn no_indexer_and_bad_input_are_clear_failures() {
         assert_eq!(kind, "invalid-input", "{input}");
     }
     assert!(a.received().is_empty(), "nothing is sent for bad input");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_invoke_path_checks_search_input_against_the_published_schema() {
+    let a = MockTorznab::start(ALPHA_KEY, alpha()).await;
+    let (host, runtime) = start(&[("torznab", indexer_service(&a, ALPHA_KEY))]).await;
+    let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
+    let caps = Capabilities::new(runtime, db, capstan::store::new_id());
+    let origin = Origin::cli(EffectClass::Read);
+
+    let input = json!({"kind": "tv", "query": "Shogun", "imdb_id": "tt2788316", "season": 1, "episode": 2,
+        "categories": [5040], "indexers": ["torznab"], "limit": 10});
+    let done = caps.invoke(&origin, "release.search", &input).await.unwrap();
+    assert_eq!(done.status, Status::Succeeded, "{:?}", done.error);
+    assert_eq!(done.output.unwrap()["releases"][0]["title"], "Shogun.2024.S01E02.1080p.WEB.h264-ETHEL");
+
+    let before = a.received().len();
+    let refused = caps.invoke(&origin, "release.search", &json!({"query": "Dune", "sort": "seeders"})).await.unwrap();
+    let error = refused.error.unwrap();
+    assert_eq!(error.kind, "invalid-input");
+    assert!(error.message.contains("does not match the schema of release.search"), "{}", error.message);
+    assert_eq!(a.received().len(), before, "the host refused it before the component ran");
 }
