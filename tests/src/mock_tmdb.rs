@@ -114,6 +114,8 @@ impl Catalog {
 /// A way the server can be told to fail every request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
+    /// 401 with TMDB's code 7 even for the right key, as for a revoked one.
+    RevokedKey,
     /// 429 with `Retry-After`.
     RateLimited { retry_after_secs: u32 },
     /// 503 with an HTML body, as a proxy in front of TMDB would answer.
@@ -206,6 +208,9 @@ fn admit(shared: &Shared, uri: &Uri, query: &BTreeMap<String, String>, headers: 
     }
     match *shared.failure.lock().unwrap() {
         None => Ok(()),
+        Some(Failure::RevokedKey) => {
+            Err(tmdb_error(StatusCode::UNAUTHORIZED, 7, "Invalid API key: You must be granted a valid key."))
+        }
         Some(Failure::RateLimited { retry_after_secs }) => Err((
             StatusCode::TOO_MANY_REQUESTS,
             [("retry-after", retry_after_secs.to_string())],

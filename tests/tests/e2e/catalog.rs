@@ -135,12 +135,13 @@ async fn an_unknown_id_is_not_found_and_a_wrong_key_is_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn rate_limits_server_errors_and_broken_bodies_are_unavailable() {
+async fn revoked_keys_rate_limits_server_errors_and_broken_bodies_are_unavailable() {
     let mock = MockTmdb::start(KEY, Catalog::sample()).await;
     let (_h, runtime) = start(Some(tmdb_service(&mock, api_key(KEY)))).await;
     let details = json!({"action": "details", "kind": "movie", "tmdb_id": 438631});
 
     let cases = [
+        (Failure::RevokedKey, "TMDB refused the configured credential (TMDB code 7: Invalid API key"),
         (
             Failure::RateLimited { retry_after_secs: 7 },
             "rate-limited the lookup of movie with TMDB id 438631; retry after 7 s",
@@ -186,6 +187,7 @@ async fn the_invoke_path_accepts_each_action_and_refuses_misspelt_fields_by_the_
     let (host, runtime) = start(Some(tmdb_service(&mock, api_key(KEY)))).await;
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     let caps = Capabilities::new(runtime, db, capstan::store::new_id());
+    caps.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);
 
     for input in [
