@@ -192,9 +192,9 @@ fn tmdb_error(status: StatusCode, code: u32, message: &str) -> Response {
     (status, Json(json!({"success": false, "status_code": code, "status_message": message}))).into_response()
 }
 
-/// Records the request, then applies auth and the failure mode. `Err` is
+/// Records the request, then applies auth and the failure mode: `Some` is
 /// the answer to send instead of the real one.
-fn admit(shared: &Shared, uri: &Uri, query: &BTreeMap<String, String>, headers: &HeaderMap) -> Result<(), Response> {
+fn refusal(shared: &Shared, uri: &Uri, query: &BTreeMap<String, String>, headers: &HeaderMap) -> Option<Response> {
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string);
     shared.received.lock().unwrap().push(Received {
         path: uri.path().to_string(),
@@ -204,23 +204,23 @@ fn admit(shared: &Shared, uri: &Uri, query: &BTreeMap<String, String>, headers: 
     let bearer_ok = authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")) == Some(shared.key.as_str());
     let query_ok = query.get("api_key") == Some(&shared.key);
     if !bearer_ok && !query_ok {
-        return Err(tmdb_error(StatusCode::UNAUTHORIZED, 7, "Invalid API key: You must be granted a valid key."));
+        return Some(tmdb_error(StatusCode::UNAUTHORIZED, 7, "Invalid API key: You must be granted a valid key."));
     }
     match *shared.failure.lock().unwrap() {
-        None => Ok(()),
+        None => None,
         Some(Failure::RevokedKey) => {
-            Err(tmdb_error(StatusCode::UNAUTHORIZED, 7, "Invalid API key: You must be granted a valid key."))
+            Some(tmdb_error(StatusCode::UNAUTHORIZED, 7, "Invalid API key: You must be granted a valid key."))
         }
-        Some(Failure::RateLimited { retry_after_secs }) => Err((
+        Some(Failure::RateLimited { retry_after_secs }) => Some((
             StatusCode::TOO_MANY_REQUESTS,
             [("retry-after", retry_after_secs.to_string())],
             Json(json!({"success": false, "status_code": 25, "status_message": "Your request count (41) is over the allowed limit of 40."})),
         )
             .into_response()),
         Some(Failure::ServerError) => {
-            Err((StatusCode::SERVICE_UNAVAILABLE, "<html><body>503 Service Unavailable</body></html>").into_response())
+            Some((StatusCode::SERVICE_UNAVAILABLE, "<html><body>503 Service Unavailable</body></html>").into_response())
         }
-        Some(Failure::Malformed) => Err((StatusCode::OK, [("content-type", "application/json")], r#"{"page":1,"results":[{"id":"#).into_response()),
+        Some(Failure::Malformed) => Some((StatusCode::OK, [("content-type", "application/json")], r#"{"page":1,"results":[{"id":"#).into_response()),
     }
 }
 
@@ -241,7 +241,7 @@ fn page(results: Vec<Value>) -> Response {
 type Params = Query<BTreeMap<String, String>>;
 
 async fn search_movie(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, Query(q): Params) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let year = q.get("year").or(q.get("primary_release_year"));
@@ -261,7 +261,7 @@ async fn search_movie(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap
 }
 
 async fn search_tv(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, Query(q): Params) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let year = q.get("first_air_date_year");
@@ -291,7 +291,7 @@ async fn movie(
     headers: HeaderMap,
     Query(q): Params,
 ) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let Some(m) = s.catalog.movies.iter().find(|m| m.id == id) else { return not_found() };
@@ -309,7 +309,7 @@ async fn series(
     headers: HeaderMap,
     Query(q): Params,
 ) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let Some(t) = s.catalog.series.iter().find(|t| t.id == id) else { return not_found() };
@@ -337,7 +337,7 @@ async fn movie_ids(
     headers: HeaderMap,
     Query(q): Params,
 ) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let Some(m) = s.catalog.movies.iter().find(|m| m.id == id) else { return not_found() };
@@ -351,7 +351,7 @@ async fn series_ids(
     headers: HeaderMap,
     Query(q): Params,
 ) -> Response {
-    if let Err(answer) = admit(&s, &uri, &q, &headers) {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
         return answer;
     }
     let Some(t) = s.catalog.series.iter().find(|t| t.id == id) else { return not_found() };
