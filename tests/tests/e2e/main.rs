@@ -2,9 +2,10 @@
 
 mod approvals;
 mod authz;
+mod catalog;
+mod cli;
 mod domain;
 mod events;
-mod cli;
 mod files;
 mod http;
 mod ledger;
@@ -12,6 +13,7 @@ mod loading;
 mod outbound;
 mod release;
 mod sandbox;
+mod search;
 mod settings;
 mod tasks;
 

@@ -1,0 +1,290 @@
+//! A Torznab indexer on loopback: `/api?t=caps` answers a caps document,
+//! `t=search|movie|tvsearch` an RSS 2.0 feed with `torznab:attr` elements,
+//! filtered by `q`, `imdbid`, `tmdbid`, `tvdbid`, `season`, `ep` and `cat`.
+//! It is strict where real indexers differ: a function its caps do not
+//! offer or a parameter they do not list is answered with a Torznab error,
+//! so a test fails if a client ignores the caps. Tests switch it into a
+//! failure mode and read back every query it received.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// One release the indexer lists.
+#[derive(Debug, Clone, Default)]
+pub struct Item {
+    pub title: &'static str,
+    pub size: u64,
+    pub seeders: u32,
+    pub peers: u32,
+    /// Sent as the `infohash` attribute when set.
+    pub infohash: Option<&'static str>,
+    /// Sent as the `magneturl` attribute when set.
+    pub magnet: Option<&'static str>,
+    pub categories: &'static [u32],
+    /// `tt...`.
+    pub imdb_id: Option<&'static str>,
+    pub tmdb_id: Option<u64>,
+    pub tvdb_id: Option<u64>,
+    pub season: Option<u32>,
+    pub episode: Option<u32>,
+    /// RFC 2822.
+    pub pub_date: &'static str,
+}
+
+/// What the indexer says it can do and what it lists.
+#[derive(Debug, Clone)]
+pub struct Indexer {
+    pub title: &'static str,
+    /// `supportedParams` of `movie-search`; `None` when not offered.
+    pub movie_params: Option<&'static str>,
+    /// `supportedParams` of `tv-search`; `None` when not offered.
+    pub tv_params: Option<&'static str>,
+    pub items: Vec<Item>,
+}
+
+/// A way the indexer can be told to fail every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// 200 with `<error code="100" .../>`, as some indexers answer a bad key.
+    ErrorDocument,
+    /// 429 with `Retry-After`.
+    RateLimited { retry_after_secs: u32 },
+    /// 500 with an HTML body.
+    ServerError,
+    /// 200 with a feed cut off mid-item.
+    Malformed,
+    /// The caps answer normally; searches fail with 500. Shows that an
+    /// indexer can fail after its caps were read.
+    SearchServerError,
+}
+
+struct Shared {
+    key: String,
+    indexer: Indexer,
+    failure: Mutex<Option<Failure>>,
+    received: Mutex<Vec<BTreeMap<String, String>>>,
+}
+
+/// A running mock indexer.
+pub struct MockTorznab {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl MockTorznab {
+    /// Starts the indexer on 127.0.0.1 with a free port; requests must carry
+    /// `apikey=<key>`.
+    pub async fn start(key: &str, indexer: Indexer) -> MockTorznab {
+        let shared = Arc::new(Shared {
+            key: key.to_string(),
+            indexer,
+            failure: Mutex::new(None),
+            received: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().route("/api", get(api)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        MockTorznab { addr, shared }
+    }
+
+    /// The base URL to configure (`/api` is appended to it).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Makes later requests fail this way; `None` recovers.
+    pub fn fail_with(&self, failure: Option<Failure>) {
+        *self.shared.failure.lock().unwrap() = failure;
+    }
+
+    /// The query of every request received so far, in order.
+    pub fn received(&self) -> Vec<BTreeMap<String, String>> {
+        self.shared.received.lock().unwrap().clone()
+    }
+
+    /// The queries of searches (everything but `t=caps`).
+    pub fn searches(&self) -> Vec<BTreeMap<String, String>> {
+        self.received().into_iter().filter(|q| q.get("t").map(String::as_str) != Some("caps")).collect()
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn xml(status: StatusCode, body: String) -> Response {
+    (status, [("content-type", "application/xml; charset=utf-8")], body).into_response()
+}
+
+fn torznab_error(status: StatusCode, code: u32, description: &str) -> Response {
+    xml(
+        status,
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?><error code="{code}" description="{}" />"#,
+            escape(description)
+        ),
+    )
+}
+
+async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, String>>) -> Response {
+    s.received.lock().unwrap().push(q.clone());
+    if q.get("apikey") != Some(&s.key) {
+        return torznab_error(StatusCode::UNAUTHORIZED, 100, "Invalid API Key");
+    }
+    let function = q.get("t").map(String::as_str).unwrap_or("");
+    match (*s.failure.lock().unwrap(), function) {
+        (Some(Failure::SearchServerError), "caps") | (None, _) => {}
+        (Some(Failure::ErrorDocument), _) => return torznab_error(StatusCode::OK, 100, "Incorrect user credentials"),
+        (Some(Failure::RateLimited { retry_after_secs }), _) => {
+            let body = r#"<error code="500" description="Request limit reached"/>"#;
+            return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_secs.to_string())], body)
+                .into_response();
+        }
+        (Some(Failure::ServerError | Failure::SearchServerError), _) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "<html><body>Internal Server Error</body></html>")
+                .into_response();
+        }
+        (Some(Failure::Malformed), _) => {
+            return xml(StatusCode::OK, "<rss version=\"2.0\"><channel><item><title>Cut off".into());
+        }
+    }
+    let indexer = &s.indexer;
+    let offered = match function {
+        "caps" => return xml(StatusCode::OK, caps(indexer)),
+        "search" => Some("q"),
+        "movie" => indexer.movie_params,
+        "tvsearch" => indexer.tv_params,
+        other => return torznab_error(StatusCode::OK, 202, &format!("No such function ({other})")),
+    };
+    let Some(offered) = offered else {
+        return torznab_error(StatusCode::OK, 203, &format!("Function not available ({function})"));
+    };
+    let narrowing = ["q", "imdbid", "tmdbid", "tvdbid", "season", "ep"];
+    if let Some(unlisted) = narrowing.iter().find(|p| q.contains_key(**p) && !offered.split(',').any(|o| o == **p)) {
+        return torznab_error(StatusCode::OK, 201, &format!("Incorrect parameter ({unlisted})"));
+    }
+    let items: Vec<&Item> = indexer.items.iter().filter(|item| wanted(item, &q)).collect();
+    xml(StatusCode::OK, feed(indexer.title, &items))
+}
+
+fn caps(indexer: &Indexer) -> String {
+    let mode = |tag: &str, params: Option<&str>| match params {
+        Some(p) => format!(r#"<{tag} available="yes" supportedParams="{p}"/>"#),
+        None => format!(r#"<{tag} available="no" supportedParams="q"/>"#),
+    };
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<caps>
+  <server version="1.0" title="{title}"/>
+  <limits max="100" default="50"/>
+  <searching>
+    <search available="yes" supportedParams="q"/>
+    {tv}
+    {movie}
+  </searching>
+  <categories>
+    <category id="2000" name="Movies"><subcat id="2040" name="Movies/HD"/><subcat id="2045" name="Movies/UHD"/></category>
+    <category id="5000" name="TV"><subcat id="5040" name="TV/HD"/><subcat id="5045" name="TV/UHD"/></category>
+  </categories>
+</caps>"#,
+        title = escape(indexer.title),
+        tv = mode("tv-search", indexer.tv_params),
+        movie = mode("movie-search", indexer.movie_params),
+    )
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+fn digits(imdb: &str) -> &str {
+    imdb.trim_start_matches("tt").trim_start_matches('0')
+}
+
+/// Whether `item` answers the query: every given filter must match.
+fn wanted(item: &Item, q: &BTreeMap<String, String>) -> bool {
+    let title_words = words(item.title);
+    let q_ok = q.get("q").is_none_or(|text| words(text).iter().all(|w| title_words.contains(w)));
+    let imdb_ok = q.get("imdbid").is_none_or(|id| item.imdb_id.is_some_and(|mine| digits(mine) == digits(id)));
+    let num =
+        |name: &str, mine: Option<u64>| q.get(name).is_none_or(|v| v.parse::<u64>().ok() == mine && mine.is_some());
+    let cat_ok = q.get("cat").is_none_or(|cats| {
+        cats.split(',').filter_map(|c| c.parse::<u32>().ok()).any(|want| {
+            item.categories.iter().any(|have| *have == want || (want % 1000 == 0 && have / 1000 * 1000 == want))
+        })
+    });
+    q_ok && imdb_ok
+        && num("tmdbid", item.tmdb_id)
+        && num("tvdbid", item.tvdb_id)
+        && num("season", item.season.map(u64::from))
+        && num("ep", item.episode.map(u64::from))
+        && cat_ok
+}
+
+fn feed(title: &str, items: &[&Item]) -> String {
+    let mut out = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" xmlns:torznab="http://torznab.com/schemas/2015/feed">
+<channel>
+"#,
+    );
+    let _ = writeln!(out, "<title>{}</title>", escape(title));
+    for (n, item) in items.iter().enumerate() {
+        let guid = format!("https://indexer.example/details/{}", n + 1);
+        let link = format!("https://indexer.example/download/{}.torrent", n + 1);
+        let _ = write!(
+            out,
+            "<item>\n<title>{}</title>\n<guid>{guid}</guid>\n<comments>{guid}</comments>\n<pubDate>{}</pubDate>\n<size>{}</size>\n<link>{link}</link>\n<enclosure url=\"{link}\" length=\"{}\" type=\"application/x-bittorrent\"/>\n",
+            escape(item.title),
+            item.pub_date,
+            item.size,
+            item.size
+        );
+        let mut attr = |name: &str, value: String| {
+            let _ = writeln!(out, r#"<torznab:attr name="{name}" value="{}"/>"#, escape(&value));
+        };
+        for category in item.categories {
+            attr("category", category.to_string());
+        }
+        attr("size", item.size.to_string());
+        attr("seeders", item.seeders.to_string());
+        attr("peers", item.peers.to_string());
+        if let Some(hash) = item.infohash {
+            attr("infohash", hash.to_string());
+        }
+        if let Some(magnet) = item.magnet {
+            attr("magneturl", magnet.to_string());
+        }
+        if let Some(imdb) = item.imdb_id {
+            attr("imdbid", imdb.to_string());
+        }
+        if let Some(id) = item.tmdb_id {
+            attr("tmdbid", id.to_string());
+        }
+        if let Some(id) = item.tvdb_id {
+            attr("tvdbid", id.to_string());
+        }
+        if let Some(season) = item.season {
+            attr("season", season.to_string());
+        }
+        if let Some(episode) = item.episode {
+            attr("episode", episode.to_string());
+        }
+        attr("downloadvolumefactor", "1".into());
+        attr("uploadvolumefactor", "1".into());
+        out.push_str("</item>\n");
+    }
+    out.push_str("</channel>\n</rss>\n");
+    out
+}
