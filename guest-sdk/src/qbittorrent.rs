@@ -183,6 +183,11 @@ impl Client {
     }
 
     /// Verifies the data of torrents on disk again (execute class).
+    ///
+    /// Ask only once [`TorrentState::is_checking`] is false: a recheck sent
+    /// while qBittorrent is still loading a torrent can leave it checking
+    /// for good. A torrent that was `missingFiles` also needs [`Self::resume`]
+    /// before the check runs.
     pub fn recheck(&self, hashes: &[&str]) -> Result<(), HostError> {
         self.command("/api/v2/torrents/recheck", hashes)
     }

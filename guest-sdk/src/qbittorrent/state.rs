@@ -105,6 +105,13 @@ impl TorrentState {
         matches!(self, S::Uploading | S::StoppedUp | S::QueuedUp | S::StalledUp | S::ForcedUp)
     }
 
+    /// Whether qBittorrent is loading or verifying the torrent's data. Wait
+    /// for this to end before asking for a recheck: qBittorrent 4.5 leaves a
+    /// torrent rechecked while loading stuck in checking.
+    pub fn is_checking(&self) -> bool {
+        matches!(self, TorrentState::CheckingUp | TorrentState::CheckingDl | TorrentState::CheckingResumeData)
+    }
+
     /// Whether the torrent is stopped by a user (it will not start by itself).
     pub fn is_stopped(&self) -> bool {
         matches!(self, TorrentState::StoppedUp | TorrentState::StoppedDl)

@@ -204,5 +204,7 @@ fn both_naming_lines_map_to_the_same_statuses() {
     assert_eq!(TorrentState::from_api("pausedDL"), TorrentState::from_api("stoppedDL"));
     assert_eq!(TorrentState::from_api("pausedUP"), TorrentState::from_api("stoppedUP"));
     assert!(TorrentState::from_api("stoppedUP").is_stopped());
+    assert!(TorrentState::from_api("checkingResumeData").is_checking());
+    assert!(!TorrentState::from_api("stalledUP").is_checking());
     assert_eq!(TorrentState::from_api("someFutureState"), TorrentState::Unknown("someFutureState".into()));
 }
