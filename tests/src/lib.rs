@@ -1,6 +1,7 @@
 //! Shared pieces of Capstan's end-to-end suites: paths of the built test
 //! components, a runtime builder over a temporary data directory, a loopback
-//! HTTP server that plays outbound services, and helpers to run the
+//! HTTP server that plays outbound services, a real qbittorrent-nox with a
+//! builder for the `.torrent` files it is fed, and helpers to run the
 //! `capstan` binary.
 
 pub mod components {
@@ -13,3 +14,5 @@ pub mod binary;
 pub mod db;
 pub mod host;
 pub mod mock_service;
+pub mod qbittorrent;
+pub mod torrent;
