@@ -289,8 +289,8 @@ fn answer(resp: Response) -> Result<Response, HostError> {
     if (200..300).contains(&status) {
         return Ok(resp);
     }
-    let mut body = resp.text();
-    body.truncate(200);
+    // Enough of the body to explain, not a whole error page.
+    let body: String = resp.text().chars().take(200).collect();
     let said = format!("qBittorrent answered {status}: {}", body.trim());
     Err(match status {
         401 | 403 => HostError::Denied(format!(

@@ -106,7 +106,11 @@ impl QBittorrent {
     /// starts it again on the same profile and ports, as after a reboot.
     pub async fn restart(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            // SIGTERM lets it save resume data; std only offers SIGKILL.
+            let asked = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            if !asked.is_ok_and(|s| s.success()) {
+                let _ = child.kill();
+            }
             let deadline = Instant::now() + Duration::from_secs(20);
             while child.try_wait().unwrap().is_none() {
                 if Instant::now() > deadline {

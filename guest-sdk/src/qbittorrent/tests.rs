@@ -115,6 +115,10 @@ fn add_refusals_become_clear_errors() {
     serve(Class::Execute, |_| status(409, "{\"success_count\":0}"));
     assert!(matches!(client.add(&magnet), Err(HostError::Conflict(_))));
 
+    // Long or non-ASCII error pages are cut on a character boundary.
+    serve(Class::Execute, |_| status(500, &"é".repeat(300)));
+    assert!(matches!(client.add(&magnet), Err(HostError::Unavailable(m)) if m.ends_with(&"é".repeat(200))));
+
     serve(Class::Execute, |_| status(403, "Forbidden"));
     assert!(matches!(client.add(&magnet), Err(HostError::Denied(m)) if m.contains("login")));
 
