@@ -7,14 +7,18 @@
 //! `schemars`). Host imports are reached through the helpers in [`host`],
 //! which on the wasm target call the real imports and on the native target
 //! call the mock host in [`testing`], so capability logic is unit-tested
-//! with plain `cargo test`.
+//! with plain `cargo test`. [`qbittorrent`] is a typed client for the
+//! download client service several capabilities share, built on those
+//! helpers.
 //!
-//! This crate owns the guest side of the WIT contract only; it must not
-//! grow capability logic of its own.
+//! This crate owns the guest side of the WIT contract and protocol clients
+//! over it; it must not grow capability logic (what to download, where to
+//! put it) of its own.
 
 pub mod bindings;
 mod capability;
 pub mod host;
+pub mod qbittorrent;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 

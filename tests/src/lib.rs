@@ -1,7 +1,8 @@
 //! Shared pieces of Capstan's end-to-end suites: paths of the built test
 //! components, a runtime builder over a temporary data directory, a loopback
 //! HTTP server that plays outbound services, mock TMDB and Torznab servers
-//! speaking the real protocols, and helpers to run the `capstan` binary.
+//! speaking the real protocols, a real qbittorrent-nox with a builder for
+//! the `.torrent` files it is fed, and helpers to run the `capstan` binary.
 
 pub mod components {
     //! Paths of the test components and the example plugin, built by this
@@ -15,3 +16,5 @@ pub mod host;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;
+pub mod qbittorrent;
+pub mod torrent;

@@ -11,6 +11,7 @@ mod http;
 mod ledger;
 mod loading;
 mod outbound;
+mod qbittorrent;
 mod release;
 mod sandbox;
 mod search;
