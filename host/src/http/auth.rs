@@ -69,3 +69,39 @@ impl FromRequestParts<AppState> for Caller {
         Ok(Caller::Console(s))
     }
 }
+
+impl Caller {
+    /// `admin:<name>` or `key:<id>`.
+    pub fn principal(&self) -> String {
+        match self {
+            Caller::Console(s) => format!("admin:{}", s.admin),
+            Caller::Key(k) => format!("key:{}", k.id),
+        }
+    }
+
+    /// The origin of calls made for this caller within one request, after
+    /// checking that a key's scopes reach `label` (403 otherwise). A console
+    /// administrator's own call is human authorisation.
+    pub fn origin(&self, label: crate::runtime::EffectClass, what: &str, request_id: String) -> Result<crate::pipeline::Origin, ApiError> {
+        use crate::runtime::{Actor, EffectClass, Mode};
+        let (actor, ceiling) = match self {
+            Caller::Key(key) => {
+                let ceiling = key.ceiling().filter(|c| *c >= label).ok_or_else(|| {
+                    ApiError::forbidden(format!("{what} needs the {label} scope; this key's scopes do not reach it"))
+                })?;
+                (Actor::ApiKey, ceiling)
+            }
+            Caller::Console(_) => (Actor::ConsoleAdmin, EffectClass::Execute),
+        };
+        Ok(crate::pipeline::Origin {
+            actor,
+            principal: self.principal(),
+            run_id: None,
+            task_id: None,
+            tool_call_id: None,
+            request_id,
+            mode: Mode::Execute,
+            ceiling,
+        })
+    }
+}

@@ -48,6 +48,14 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .routes(routes!(routes::approvals::list, routes::approvals::request))
         .routes(routes!(routes::approvals::get, routes::approvals::decide))
         .routes(routes!(routes::settings::get, routes::settings::update))
+        .routes(routes!(routes::library::library))
+        .routes(routes!(routes::acquisition::create))
+        .routes(routes!(routes::library::artifacts))
+        .routes(routes!(routes::library::artifact))
+        .routes(routes!(routes::library::tasks))
+        .routes(routes!(routes::library::task))
+        .routes(routes!(routes::library::cancel))
+        .routes(routes!(routes::library::retry))
         .routes(routes!(routes::session::login, routes::session::logout))
         .split_for_parts();
     let doc = Arc::new(doc);

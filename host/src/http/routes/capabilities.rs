@@ -9,8 +9,7 @@ use crate::http::AppState;
 use crate::http::openapi::ErrorBody;
 use crate::http::auth::{Caller, KeyAuth};
 use crate::http::error::{ApiError, ApiJson};
-use crate::pipeline::{Invocation, InvokeError, Origin};
-use crate::runtime::{Actor, EffectClass, Mode};
+use crate::pipeline::{Invocation, InvokeError};
 
 /// The active, held and refused components.
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
@@ -64,27 +63,12 @@ pub async fn invoke(
             "requestId must be 1 to 128 characters",
         ));
     }
-    let (actor, principal, ceiling) = match caller {
-        // The key's scopes are re-checked against the descriptor on every call.
-        Caller::Key(key) => {
-            let ceiling = key.ceiling().filter(|c| *c >= label).ok_or_else(|| {
-                ApiError::forbidden(format!("{id} is labelled {label}; this key's scopes do not reach it"))
-            })?;
-            (Actor::ApiKey, format!("key:{}", key.id), ceiling)
-        }
-        // A console administrator's own call is human authorisation.
-        Caller::Console(s) => (Actor::ConsoleAdmin, format!("admin:{}", s.admin), EffectClass::Execute),
+    let request_id = match &body.request_id {
+        Some(r) => format!("{}:{r}", caller.principal()),
+        None => crate::store::new_id(),
     };
-    let origin = Origin {
-        actor,
-        run_id: None,
-        task_id: None,
-        tool_call_id: None,
-        request_id: body.request_id.map(|r| format!("{principal}:{r}")).unwrap_or_else(crate::store::new_id),
-        principal,
-        mode: Mode::Execute,
-        ceiling,
-    };
+    // The key's scopes are re-checked against the descriptor on every call.
+    let origin = caller.origin(label, &id, request_id)?;
     match state.caps.invoke(&origin, &id, &body.input).await {
         Ok(inv) => Ok(Json(inv)),
         Err(InvokeError::NotFound(id)) => Err(ApiError::not_found(format!("no capability {id}"))),

@@ -1,9 +1,11 @@
 //! Route handlers, one file per resource.
 
+pub mod acquisition;
 pub mod approvals;
 pub mod audit;
 pub mod capabilities;
 pub mod events;
 pub mod grants;
+pub mod library;
 pub mod session;
 pub mod settings;

@@ -1,0 +1,108 @@
+//! `POST /api/v1/acquisition-plans {sourceReleaseId, slotId? | entityId?,
+//! note?}`: plan and submit a download in one request, through the one
+//! invoke path — `download.plan` drafts, `download.submit` reserves the slot
+//! and hands the torrent to the client, each authorised and audited like
+//! any other call. Without a slot, the entity's wanted slots are tried in
+//! creation order and the first that yields a plan wins; when none does,
+//! the answer is `submitted: false` with the reason for each slot.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::library::domain_error;
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
+use crate::pipeline::{Invocation, Origin};
+use crate::runtime::{EffectClass, Status};
+
+pub const PLAN_CAPABILITY: &str = "download.plan";
+pub const SUBMIT_CAPABILITY: &str = "download.submit";
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AcquisitionRequest {
+    source_release_id: String,
+    slot_id: Option<String>,
+    entity_id: Option<String>,
+    note: Option<String>,
+}
+
+fn reason(inv: &Invocation) -> Value {
+    match &inv.error {
+        Some(e) => json!({ "kind": e.kind, "message": e.message }),
+        None => json!({ "kind": "status", "message": format!("the call ended {:?}", inv.status) }),
+    }
+}
+
+async fn call(state: &AppState, origin: &Origin, id: &str, input: Value) -> Result<Invocation, ApiError> {
+    state.caps.invoke(origin, id, &input).await.map_err(ApiError::internal)
+}
+
+/// Plans and submits a release for a slot, or for the first of an entity's
+/// wanted slots that takes it.
+#[utoipa::path(post, path = "/api/v1/acquisition-plans", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    request_body = AcquisitionRequest,
+    responses((status = 200, description = "{submitted, planId?, plan?, submit?, reasons?}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
+              (status = 404, description = "No such slot or entity", body = ErrorBody),
+              (status = 422, description = "Neither or both of slotId and entityId", body = ErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<AcquisitionRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let domain = state.caps.domain();
+    let slots: Vec<String> = match (&body.slot_id, &body.entity_id) {
+        (Some(slot), None) => vec![domain.slot(slot).await.map_err(domain_error)?.id],
+        (None, Some(entity)) => {
+            domain.entity(entity).await.map_err(domain_error)?;
+            let slots = domain.slots_for_entity(entity).await.map_err(domain_error)?;
+            slots.into_iter().filter(|s| s.status == "wanted").map(|s| s.id).collect()
+        }
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "give exactly one of slotId and entityId",
+            ));
+        }
+    };
+    // One user request: both calls share its idempotency scope.
+    let origin = caller.origin(EffectClass::Execute, "planning and submitting a download", crate::store::new_id())?;
+    let mut reasons = Vec::new();
+    for slot in slots {
+        let mut input = json!({ "sourceReleaseId": body.source_release_id, "slotId": slot });
+        if let Some(note) = &body.note {
+            input["note"] = json!(note);
+        }
+        let planned = call(&state, &origin, PLAN_CAPABILITY, input).await?;
+        if planned.status != Status::Succeeded {
+            reasons.push(json!({ "slotId": slot, "stage": "plan", "reason": reason(&planned) }));
+            continue;
+        }
+        let plan = planned.output.clone().unwrap_or(Value::Null);
+        let Some(plan_id) = plan.get("id").and_then(Value::as_str).map(str::to_string) else {
+            return Err(ApiError::internal(format!("{PLAN_CAPABILITY} answered without a plan id")));
+        };
+        let submitted = call(&state, &origin, SUBMIT_CAPABILITY, json!({ "planId": plan_id })).await?;
+        let ok = submitted.status == Status::Succeeded;
+        return Ok(Json(json!({
+            "submitted": ok,
+            "planId": plan_id,
+            "plan": plan,
+            "submit": submitted,
+            "reasons": if ok { vec![] } else { vec![json!({ "slotId": slot, "stage": "submit", "reason": reason(&submitted) })] },
+        })));
+    }
+    if reasons.is_empty() {
+        reasons.push(json!({ "reason": { "kind": "no-slot", "message": "the entity has no wanted slot" } }));
+    }
+    Ok(Json(json!({ "submitted": false, "reasons": reasons })))
+}

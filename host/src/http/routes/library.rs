@@ -1,0 +1,187 @@
+//! The media domain over HTTP: `GET /library` (what the library holds and
+//! wants), `GET /artifacts[/{id}]` (plans, reports, evidence), and the
+//! durable tasks — `GET /tasks[/{id}]` (`?subjectId=`), `POST
+//! /tasks/{id}/cancel`, `POST /tasks/{id}/retry`. Task changes need a
+//! console session or a key with the execute scope, and are audited.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::audit::NewEvent;
+use crate::domain::DomainError;
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::ApiError;
+use crate::http::openapi::ErrorBody;
+use crate::runtime::EffectClass;
+use crate::tasks::{TaskError, Tasks};
+
+pub(crate) fn domain_error(e: DomainError) -> ApiError {
+    match e {
+        DomainError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
+        DomainError::NotFound(m) => ApiError::not_found(m),
+        DomainError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+        DomainError::Sql(e) => ApiError::internal(e),
+    }
+}
+
+fn task_error(e: TaskError) -> ApiError {
+    match e {
+        TaskError::NotFound(id) => ApiError::not_found(format!("no task {id}")),
+        TaskError::Sql(e) => ApiError::internal(e),
+        other => ApiError::new(StatusCode::CONFLICT, "conflict", other.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LibraryQuery {
+    kind: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Entities with their slots.
+#[utoipa::path(get, path = "/api/v1/library", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("kind" = Option<String>, Query, description = "movie or tv"), ("limit" = Option<i64>, Query, description = "At most this many entities")),
+    responses((status = 200, description = "{items: [{entity, slots}]}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 422, description = "Bad query", body = ErrorBody)))]
+pub async fn library(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<LibraryQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(kind) = &q.kind
+        && !matches!(kind.as_str(), "movie" | "tv")
+    {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", "kind must be movie or tv"));
+    }
+    let inventory = state.caps.domain().inventory(q.kind.as_deref(), q.limit.unwrap_or(100)).await.map_err(domain_error)?;
+    Ok(Json(inventory))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArtifactQuery {
+    kind: Option<String>,
+    subject: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Artifacts, newest first.
+#[utoipa::path(get, path = "/api/v1/artifacts", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("kind" = Option<String>, Query, description = "plan, report or evidence"),
+           ("subject" = Option<String>, Query, description = "The record the artifact is about"),
+           ("limit" = Option<i64>, Query, description = "At most this many")),
+    responses((status = 200, description = "{artifacts}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn artifacts(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<ArtifactQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let list = state
+        .caps
+        .domain()
+        .artifacts(q.kind.as_deref(), q.subject.as_deref(), q.limit.unwrap_or(100))
+        .await
+        .map_err(domain_error)?;
+    Ok(Json(json!({ "artifacts": list })))
+}
+
+/// One artifact.
+#[utoipa::path(get, path = "/api/v1/artifacts/{id}", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Artifact id")),
+    responses((status = 200, description = "The artifact", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 404, description = "Not found", body = ErrorBody)))]
+pub async fn artifact(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let artifact = state.caps.domain().artifact(&id).await.map_err(domain_error)?;
+    Ok(Json(json!(artifact)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaskQuery {
+    subject_id: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Durable tasks, newest first, optionally about one subject.
+#[utoipa::path(get, path = "/api/v1/tasks", tag = "tasks",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("subjectId" = Option<String>, Query, description = "Only tasks about this record"),
+           ("limit" = Option<i64>, Query, description = "At most this many, 1 to 1000")),
+    responses((status = 200, description = "{tasks}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn tasks(State(state): State<AppState>, _caller: Caller, Query(q): Query<TaskQuery>) -> Result<Json<Value>, ApiError> {
+    let tasks = Tasks::new(state.caps.db().clone());
+    let list = tasks.list(q.subject_id.as_deref(), q.limit.unwrap_or(100).clamp(1, 1000)).await?;
+    Ok(Json(json!({ "tasks": list })))
+}
+
+/// One task.
+#[utoipa::path(get, path = "/api/v1/tasks/{id}", tag = "tasks",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "The task", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 404, description = "Not found", body = ErrorBody)))]
+pub async fn task(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let task = Tasks::new(state.caps.db().clone()).get(&id).await?;
+    Ok(Json(json!(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?)))
+}
+
+async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) -> Result<Json<Value>, ApiError> {
+    caller.origin(EffectClass::Execute, &format!("{action} of a task"), crate::store::new_id())?;
+    let tasks = Tasks::new(state.caps.db().clone());
+    let result = if action == "cancel" { tasks.cancel(id).await } else { tasks.retry(id).await };
+    let outcome = if result.is_ok() { "succeeded" } else { "failed" };
+    state
+        .caps
+        .audit()
+        .append(&NewEvent {
+            actor_kind: match caller {
+                Caller::Console(_) => "console-admin".into(),
+                Caller::Key(_) => "api-key".into(),
+            },
+            principal: caller.principal(),
+            action: format!("task.{action}"),
+            subject: id.to_string(),
+            outcome: outcome.into(),
+            detail: result.as_ref().err().map(|e| e.to_string()),
+            ..NewEvent::default()
+        })
+        .await?;
+    Ok(Json(json!(result.map_err(task_error)?)))
+}
+
+/// Cancels a queued or running task.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", tag = "tasks",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "The cancelled task", body = serde_json::Value),
+              (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
+              (status = 404, description = "Not found", body = ErrorBody),
+              (status = 409, description = "The task already finished", body = ErrorBody)))]
+pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    change_task(&state, &caller, &id, "cancel").await
+}
+
+/// Queues a failed, dead or cancelled task again.
+#[utoipa::path(post, path = "/api/v1/tasks/{id}/retry", tag = "tasks",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, description = "The queued task", body = serde_json::Value),
+              (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
+              (status = 404, description = "Not found", body = ErrorBody),
+              (status = 409, description = "The task cannot be retried now", body = ErrorBody)))]
+pub async fn retry(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    change_task(&state, &caller, &id, "retry").await
+}
