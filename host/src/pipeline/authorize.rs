@@ -1,9 +1,11 @@
 //! The authorisation step of the invoke path and the claim that charges a
-//! grant's budget. Read and preview are open to any authenticated caller;
-//! propose and execute are open to a human, and to an automated caller
-//! (API key, agent, task) only through an approval of the plan the call
-//! acts on or an automation grant that covers the call — and for execute
-//! only while automation is switched on and the host is not reconciling.
+//! grant's budget. Read, preview and propose are open to any authenticated
+//! caller whose mode allows them: propose only writes drafts, internal facts
+//! with no outside effect, and counts no budget. Execute is open to a human,
+//! and to an automated caller (API key, agent, task) only through an
+//! approval of the plan the call acts on or an automation grant that covers
+//! the call, and only while automation is switched on and the host is not
+//! reconciling.
 //! Nothing in the input (an `approvalId`, "the user agreed") authorises
 //! anything by itself: the plan a capability acts on is named by its
 //! `plan:<type>` tag and the input's `planId`, and only a decided approval
@@ -58,10 +60,10 @@ impl Capabilities {
         d: &Descriptor,
         input: &Value,
     ) -> Result<Result<Authorization, String>, sqlx::Error> {
-        if d.label <= EffectClass::Preview || origin.is_human() {
+        if d.label <= EffectClass::Propose || origin.is_human() {
             return Ok(Ok(Authorization::NotNeeded));
         }
-        if d.label == EffectClass::Execute {
+        {
             let switches = self.authz.switches().await?;
             if !switches.automation_enabled {
                 return Ok(Err("automation is switched off: automated execute calls are denied".into()));
