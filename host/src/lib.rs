@@ -3,6 +3,7 @@
 //! its host interfaces, the durable store, the invocation ledger, the audit
 //! chain, the single invoke path, the HTTP API and the command line.
 
+pub mod acquisition;
 pub mod audit;
 pub mod authz;
 pub mod cli;

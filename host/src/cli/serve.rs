@@ -15,6 +15,10 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     // `serve` runs the API and a worker in one process.
     let worker = std::sync::Arc::new(super::worker::build_worker(capabilities.clone(), &worker_config));
     tokio::spawn(worker.run(shutdown()));
+    if worker_config.tasks.pipeline_interval_sec > 0 {
+        let interval = std::time::Duration::from_secs(worker_config.tasks.pipeline_interval_sec);
+        crate::acquisition::spawn_schedule(capabilities.clone(), interval);
+    }
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;

@@ -95,11 +95,14 @@ pub struct TasksConfig {
     pub concurrency: usize,
     /// Attempts before a task is dead.
     pub max_attempts: i64,
+    /// How often `serve` queues the acquisition pipeline's sweeps
+    /// (`syncDownloads`, `evaluateAcquisition`), seconds; 0 turns them off.
+    pub pipeline_interval_sec: u64,
 }
 
 impl Default for TasksConfig {
     fn default() -> Self {
-        TasksConfig { lease_ms: 30_000, concurrency: 2, max_attempts: 5 }
+        TasksConfig { lease_ms: 30_000, concurrency: 2, max_attempts: 5, pipeline_interval_sec: 60 }
     }
 }
 

@@ -141,6 +141,17 @@ impl Capabilities {
         &self.domain
     }
 
+    /// Whether a call of `id` with `input` from `origin` would be let
+    /// through the mode gate and authorisation now. Records nothing; the
+    /// pipeline uses it to leave work for a human instead of being refused.
+    pub async fn is_authorized(&self, origin: &Origin, id: &str, input: &Value) -> Result<bool, InvokeError> {
+        let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
+        if origin.gate(loaded.descriptor.label).is_err() {
+            return Ok(false);
+        }
+        Ok(self.authorize(origin, &loaded.descriptor, input).await?.is_ok())
+    }
+
     pub fn events(&self) -> &Events {
         &self.events
     }

@@ -1,0 +1,154 @@
+//! `evaluateAcquisition {slotId?}`: for each wanted slot (or the one given),
+//! search the indexers for the slot's entity, record what they offer with
+//! the fields its name says, resolve each release's identity, keep those
+//! that are this entity at the slot's quality (and season), draft a plan for
+//! the best seeded one, and submit it only when an approval or grant covers
+//! the submission. Without one, the draft waits for a human and nothing
+//! else is opened.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{call, failure, origin};
+use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
+use crate::pipeline::Capabilities;
+use crate::runtime::Status;
+use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
+
+pub struct EvaluateAcquisition(pub Arc<Capabilities>);
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Payload {
+    #[serde(default)]
+    slot_id: Option<String>,
+}
+
+/// How many search results are looked at per slot.
+const RESULTS_PER_SLOT: u64 = 25;
+
+/// Whether a release's parsed fields fit the slot: the resolution when the
+/// slot names one, and the season for series.
+fn fits(slot: &Slot, parsed: &Value) -> bool {
+    let quality = slot.quality.to_ascii_lowercase();
+    let resolution_ok = match parsed.get("screen_size").and_then(Value::as_str) {
+        _ if !quality.ends_with('p') => true,
+        Some(size) => size.eq_ignore_ascii_case(&quality),
+        None => false,
+    };
+    let season_ok = match slot.season {
+        None => true,
+        Some(season) => parsed.get("season").and_then(Value::as_i64) == Some(season),
+    };
+    resolution_ok && season_ok
+}
+
+fn search_input(entity: &Entity, slot: &Slot) -> Value {
+    let mut input = json!({ "query": entity.title, "kind": entity.kind, "limit": RESULTS_PER_SLOT });
+    if let Some(tmdb) = entity.tmdb_id {
+        input["tmdbId"] = json!(tmdb);
+    }
+    if let Some(season) = slot.season {
+        input["season"] = json!(season);
+    }
+    input
+}
+
+async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Option<SourceRelease>, String> {
+    let Some(title) = found.get("title").and_then(Value::as_str) else { return Ok(None) };
+    let inspected = call(caps, task, "release.inspect", json!({ "name": title })).await?;
+    let parsed = if inspected.status == Status::Succeeded { inspected.output.unwrap_or_default() } else { json!({}) };
+    let new = NewRelease {
+        indexer: found["indexers"].get(0).and_then(Value::as_str).unwrap_or("torznab").to_string(),
+        title: title.to_string(),
+        parsed,
+        size: found.get("size_bytes").and_then(Value::as_i64),
+        infohash: found.get("infohash").and_then(Value::as_str).map(str::to_string),
+        download_url: found
+            .get("magnet_url")
+            .or_else(|| found.get("download_url"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    match caps.domain().record_release(&new).await {
+        Ok(release) => Ok(Some(release)),
+        // A listing without a usable hash or link is skipped, not fatal.
+        Err(crate::domain::DomainError::Invalid(_)) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<Value, String> {
+    let domain = caps.domain();
+    let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
+    let searched = call(caps, task, "release.search", search_input(&entity, slot)).await?;
+    if searched.status != Status::Succeeded {
+        return Ok(json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched) }));
+    }
+    let found = searched.output.unwrap_or_default();
+    let mut best: Option<(i64, SourceRelease)> = None;
+    for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
+        let Some(mut release) = record(caps, task, item).await? else { continue };
+        if release.identity_status == "unresolved" {
+            let input = json!({ "sourceReleaseId": release.id, "candidates": [{ "entityId": entity.id }] });
+            let resolved = call(caps, task, "identity.resolve", input).await?;
+            if resolved.status != Status::Succeeded {
+                continue;
+            }
+            release = domain.release(&release.id).await.map_err(|e| e.to_string())?;
+        }
+        let ours = release.identity_status == "resolved" && release.entity_id.as_deref() == Some(entity.id.as_str());
+        if !ours || !fits(slot, &release.parsed) {
+            continue;
+        }
+        let seeders = item.get("seeders").and_then(Value::as_i64).unwrap_or(0);
+        if best.as_ref().is_none_or(|(s, _)| seeders > *s) {
+            best = Some((seeders, release));
+        }
+    }
+    let Some((_, release)) = best else {
+        return Ok(json!({ "slotId": slot.id, "outcome": "no-match" }));
+    };
+    let planned =
+        call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
+    if planned.status != Status::Succeeded {
+        return Ok(json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned) }));
+    }
+    let plan = planned.output.unwrap_or_default();
+    let plan_id = plan.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let submit = json!({ "planId": plan_id });
+    // A background sweep submits only under a standing authorisation; it
+    // never asks and never leaves a refusal behind.
+    if !caps.is_authorized(&origin(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
+        return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id }));
+    }
+    let submitted = call(caps, task, "download.submit", submit).await?;
+    if submitted.status != Status::Succeeded {
+        return Err(failure("download.submit", &submitted));
+    }
+    Ok(json!({ "slotId": slot.id, "outcome": "submitted", "planId": plan_id, "submit": submitted.output }))
+}
+
+impl TaskHandler for EvaluateAcquisition {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let caps = self.0.clone();
+        Box::pin(async move {
+            let payload: Payload = if task.payload.as_object().is_some_and(|o| o.is_empty()) {
+                Payload::default()
+            } else {
+                serde_json::from_value(task.payload.clone()).map_err(|e| format!("payload does not fit evaluateAcquisition: {e}"))?
+            };
+            let slots = match &payload.slot_id {
+                Some(id) => vec![caps.domain().slot(id).await.map_err(|e| e.to_string())?],
+                None => caps.domain().slots_with_status("wanted", 50).await.map_err(|e| e.to_string())?,
+            };
+            let mut results = Vec::new();
+            for slot in slots.iter().filter(|s| s.status == "wanted") {
+                results.push(evaluate_slot(&caps, &task, slot).await?);
+            }
+            Ok(json!({ "slots": results }))
+        })
+    }
+}

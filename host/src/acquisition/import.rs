@@ -1,0 +1,54 @@
+//! `verifyAndImport {downloadTaskId}`: `organize.plan` freezes where each
+//! file goes, `organize.execute` places them. Without an approval or a grant
+//! for the execution the organization stays planned for a human, and the
+//! task ends saying so without calling, so no refusal is left behind.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{call, failure, origin};
+use crate::pipeline::Capabilities;
+use crate::runtime::Status;
+use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
+
+pub const PLAN_CAPABILITY: &str = "organize.plan";
+pub const EXECUTE_CAPABILITY: &str = "organize.execute";
+
+pub struct VerifyAndImport(pub Arc<Capabilities>);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Payload {
+    download_task_id: String,
+}
+
+impl TaskHandler for VerifyAndImport {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let caps = self.0.clone();
+        Box::pin(async move {
+            let payload: Payload = serde_json::from_value(task.payload.clone())
+                .map_err(|e| format!("payload does not fit verifyAndImport: {e}"))?;
+            let planned = call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
+            if planned.status != Status::Succeeded {
+                return Err(failure(PLAN_CAPABILITY, &planned));
+            }
+            let plan = planned.output.unwrap_or(Value::Null);
+            let (Some(organization), Some(fingerprint)) =
+                (plan.get("organizationId").and_then(Value::as_str), plan.get("fingerprint").and_then(Value::as_str))
+            else {
+                return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint"));
+            };
+            let input = json!({ "planId": organization, "fingerprint": fingerprint });
+            if !caps.is_authorized(&origin(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {
+                return Ok(json!({ "organizationId": organization, "status": "awaiting-authorization" }));
+            }
+            let executed = call(&caps, &task, EXECUTE_CAPABILITY, input).await?;
+            match executed.status {
+                Status::Succeeded => Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output })),
+                _ => Err(failure(EXECUTE_CAPABILITY, &executed)),
+            }
+        })
+    }
+}

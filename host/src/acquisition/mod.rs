@@ -1,0 +1,107 @@
+//! The background acquisition pipeline, as durable tasks that call
+//! capabilities through the one invoke path as the `task` actor — so every
+//! outside effect is claimed in the ledger, audited, and authorised by an
+//! automation grant or an approval like any other automated call:
+//!
+//! - `evaluateAcquisition`: for wanted slots, search the indexers, record
+//!   what they offer, resolve identities, pick the best release the slot's
+//!   quality allows, draft a plan, and submit it only when a grant covers
+//!   the submission (otherwise the plan stays a draft for a human);
+//! - `syncDownloads`: read the client's state of every open download and
+//!   record it; the store publishes `download.status_changed` once per
+//!   change, and a download that completes queues its import;
+//! - `verifyAndImport`: plan the organization of a completed download and
+//!   execute it; success marks the download imported and the slot
+//!   satisfied (`organization.changed`).
+//!
+//! A scheduler queues `syncDownloads` and `evaluateAcquisition` at an
+//! interval; dedupe keys keep one of each queued at a time.
+
+mod evaluate;
+mod import;
+mod sync;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::pipeline::{Capabilities, Invocation, Origin};
+use crate::runtime::{Actor, EffectClass, Mode};
+use crate::tasks::{NewTask, Task, Tasks, Worker};
+
+pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
+pub const SYNC_DOWNLOADS: &str = "syncDownloads";
+pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
+
+/// Gives `worker` the pipeline's handlers.
+pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>) {
+    worker.handle(EVALUATE_ACQUISITION, Arc::new(evaluate::EvaluateAcquisition(caps.clone())));
+    worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(caps.clone())));
+    worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(caps.clone())));
+}
+
+/// Queues the periodic tasks every `interval` until the process ends.
+pub fn spawn_schedule(caps: Arc<Capabilities>, interval: Duration) {
+    tokio::spawn(async move {
+        let tasks = Tasks::new(caps.db().clone());
+        loop {
+            for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
+                if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
+                    tracing::warn!(error = %e, kind, "cannot queue a scheduled task");
+                }
+            }
+            tokio::time::sleep(interval).await;
+        }
+    });
+}
+
+/// Queues a pipeline task unless one with the same dedupe key is queued or
+/// running.
+pub async fn enqueue(
+    tasks: &Tasks,
+    kind: &str,
+    subject: Option<&str>,
+    payload: Value,
+    dedupe_key: &str,
+) -> Result<Task, crate::tasks::TaskError> {
+    let (task, _) = tasks
+        .enqueue(&NewTask {
+            kind: kind.to_string(),
+            subject: subject.map(str::to_string),
+            payload,
+            dedupe_key: Some(dedupe_key.to_string()),
+            max_attempts: 5,
+            created_by: "pipeline".into(),
+        })
+        .await?;
+    Ok(task)
+}
+
+/// The origin of a pipeline task's calls: the task actor, in the task's
+/// idempotency scope, so a retried attempt meets its earlier ledger records.
+fn origin(task: &Task) -> Origin {
+    Origin {
+        actor: Actor::Task,
+        principal: format!("task:{}", task.kind),
+        run_id: None,
+        task_id: Some(task.id.clone()),
+        tool_call_id: None,
+        request_id: task.id.clone(),
+        mode: Mode::Execute,
+        ceiling: EffectClass::Execute,
+    }
+}
+
+/// Calls a capability for `task`; an error only when no status came back.
+async fn call(caps: &Capabilities, task: &Task, id: &str, input: Value) -> Result<Invocation, String> {
+    caps.invoke(&origin(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
+}
+
+/// `kind: message` of a call that did not succeed.
+fn failure(id: &str, inv: &Invocation) -> String {
+    match &inv.error {
+        Some(e) => format!("{id} {}: {}", e.kind, e.message),
+        None => format!("{id} ended {:?}", inv.status),
+    }
+}

@@ -1,0 +1,74 @@
+//! `syncDownloads`: asks `download.status` what the client is doing with
+//! every open download and records it. Paths the client reports are stored
+//! relative to the `downloads` root, which is how the organizer names them.
+//! A download that reaches `completed` queues `verifyAndImport` once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{VERIFY_AND_IMPORT, call, enqueue, failure};
+use crate::domain::DomainError;
+use crate::pipeline::Capabilities;
+use crate::runtime::Status;
+use crate::tasks::{Task, TaskHandler, Tasks, worker::HandlerFuture};
+
+pub const STATUS_CAPABILITY: &str = "download.status";
+
+pub struct SyncDownloads(pub Arc<Capabilities>);
+
+/// `path` relative to the `downloads` root, when it lies under it.
+fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
+    let root = caps.runtime().config().roots.get("downloads")?;
+    let relative = Path::new(path).strip_prefix(root).ok()?;
+    let text = relative.to_str()?.to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+impl TaskHandler for SyncDownloads {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let caps = self.0.clone();
+        Box::pin(async move {
+            let inv = call(&caps, &task, STATUS_CAPABILITY, json!({})).await?;
+            if inv.status != Status::Succeeded {
+                return Err(failure(STATUS_CAPABILITY, &inv));
+            }
+            let output = inv.output.unwrap_or(Value::Null);
+            let items = output.get("downloads").and_then(Value::as_array).cloned().unwrap_or_default();
+            let tasks = Tasks::new(caps.db().clone());
+            let mut changes = Vec::new();
+            for item in items {
+                let (Some(id), Some(status)) =
+                    (item.get("downloadTaskId").and_then(Value::as_str), item.get("status").and_then(Value::as_str))
+                else {
+                    continue;
+                };
+                let current = caps.domain().download(id).await.map_err(|e| e.to_string())?;
+                // Once the import has started, the client's view no longer
+                // moves the record backwards.
+                if matches!(current.status.as_str(), "importing" | "imported" | "removed") {
+                    continue;
+                }
+                let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(current.progress).clamp(0.0, 1.0);
+                let path = item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
+                match caps.domain().update_download(id, status, progress, path.as_deref()).await {
+                    Ok((_, Some(change))) => {
+                        if change.to == "completed" {
+                            let key = format!("{VERIFY_AND_IMPORT}:{id}");
+                            enqueue(&tasks, VERIFY_AND_IMPORT, Some(id), json!({ "downloadTaskId": id }), &key)
+                                .await
+                                .map_err(|e| e.to_string())?;
+                        }
+                        changes.push(json!({ "downloadTaskId": id, "from": change.from, "to": change.to }));
+                    }
+                    Ok((_, None)) => {}
+                    // Someone else moved it on meanwhile; their change stands.
+                    Err(DomainError::Conflict(_)) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Ok(json!({ "changes": changes }))
+        })
+    }
+}
