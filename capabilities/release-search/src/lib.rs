@@ -17,6 +17,7 @@ pub mod input;
 pub mod merge;
 pub mod output;
 pub mod plan;
+pub mod redact;
 pub mod release;
 pub mod search;
 pub mod torznab;

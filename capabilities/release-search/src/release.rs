@@ -4,6 +4,7 @@
 use crate::date::rfc2822_to_rfc3339;
 use crate::infohash;
 use crate::output::Release;
+use crate::redact::strip_credentials;
 use crate::torznab::feed::FeedItem;
 
 fn is_magnet(url: &str) -> bool {
@@ -31,14 +32,14 @@ fn number<T: std::str::FromStr>(text: Option<&str>) -> Option<T> {
 /// Interprets one item found on `indexer`.
 pub fn from_item(item: FeedItem, indexer: &str) -> Release {
     let links = [item.attr("magneturl"), item.link.as_deref(), item.enclosure_url.as_deref(), item.guid.as_deref()];
-    let magnet_url = links.iter().flatten().find(|u| is_magnet(u)).map(|u| u.trim().to_string());
+    let magnet_url = links.iter().flatten().find(|u| is_magnet(u)).map(|u| strip_credentials(u.trim()));
     let download_url = [item.enclosure_url.as_deref(), item.link.as_deref()]
         .into_iter()
         .flatten()
         .find(|u| is_http(u))
-        .map(|u| u.trim().to_string());
+        .map(|u| strip_credentials(u.trim()));
     let details_url =
-        [item.comments.as_deref(), item.guid.as_deref()].into_iter().flatten().find(|u| is_http(u)).map(str::to_string);
+        [item.comments.as_deref(), item.guid.as_deref()].into_iter().flatten().find(|u| is_http(u)).map(strip_credentials);
     let infohash = item
         .attr("infohash")
         .and_then(infohash::normalise)

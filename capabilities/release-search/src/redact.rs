@@ -1,0 +1,116 @@
+//! Removing credentials from links before they leave the component. Torznab
+//! feeds often carry the indexer's own key in download links
+//! (`?apikey=...`, `jackett_apikey=...`) and private trackers a passkey in
+//! the tracker URLs of a magnet. Those answers go to the agent, the ledger
+//! and the audit log, so the key is taken out: a download link to a
+//! configured indexer is fetched through the host, which adds the key again.
+
+/// Query parameter names that carry a credential (compared ignoring case).
+const SECRET_PARAMS: &[&str] = &[
+    "apikey",
+    "api_key",
+    "jackett_apikey",
+    "passkey",
+    "pass_key",
+    "torrent_pass",
+    "authkey",
+    "auth",
+    "token",
+    "key",
+];
+
+fn is_secret(name: &str) -> bool {
+    SECRET_PARAMS.iter().any(|s| s.eq_ignore_ascii_case(name))
+}
+
+/// `url` without credential query parameters; tracker URLs inside a
+/// magnet's `tr=` parameters are cleaned the same way.
+pub fn strip_credentials(url: &str) -> String {
+    let (base, fragment) = match url.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (url, None),
+    };
+    let Some((path, query)) = base.split_once('?') else { return url.to_string() };
+    let magnet = path.eq_ignore_ascii_case("magnet:");
+    let kept: Vec<String> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| !is_secret(pair.split_once('=').map_or(*pair, |(name, _)| name)))
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if magnet && name.eq_ignore_ascii_case("tr") => {
+                format!("{name}={}", encode(&strip_credentials(&decode(value))))
+            }
+            _ => pair.to_string(),
+        })
+        .collect();
+    let mut out = path.to_string();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 3);
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_credentials;
+
+    #[test]
+    fn indexer_keys_are_removed_from_download_links() {
+        assert_eq!(
+            strip_credentials("http://127.0.0.1:9117/dl/x/?jackett_apikey=s3cret&path=abc&file=Dune"),
+            "http://127.0.0.1:9117/dl/x/?path=abc&file=Dune"
+        );
+        assert_eq!(strip_credentials("https://idx.example/api?t=get&id=7&APIKEY=s3cret"), "https://idx.example/api?t=get&id=7");
+        assert_eq!(strip_credentials("https://idx.example/get?apikey=s3cret"), "https://idx.example/get");
+        assert_eq!(strip_credentials("https://idx.example/file.torrent"), "https://idx.example/file.torrent");
+    }
+
+    #[test]
+    fn tracker_passkeys_are_removed_from_magnets() {
+        let magnet = "magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce%3Fpasskey%3Ds3cret";
+        let clean = strip_credentials(magnet);
+        assert!(!clean.contains("s3cret"), "{clean}");
+        assert!(clean.starts_with("magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce"), "{clean}");
+    }
+}
