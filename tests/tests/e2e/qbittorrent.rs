@@ -331,5 +331,12 @@ async fn a_wrong_operator_password_is_a_denial_the_component_can_report() {
     let (kind, message) = failure(&report);
     assert_eq!(kind, "denied");
     assert!(message.contains("login"), "{message}");
+    assert!(message.contains("no session cookie"), "qBittorrent's 200 `Fails.` is a refusal: {message}");
     assert!(!message.contains("not-the-password"), "the secret never reaches the component's messages");
+    // A refused login is not tried again at once, so the client's ban
+    // counter does not climb with every call.
+    let report = call(&runtime, json!({"action": "version"}), EffectClass::Read).await;
+    let (kind, message) = failure(&report);
+    assert_eq!(kind, "denied");
+    assert!(message.contains("not retried"), "{message}");
 }

@@ -22,10 +22,22 @@ const RESERVED_HEADERS: &[&str] = &["authorization", "cookie", "host", "proxy-au
 struct Service {
     config: ServiceConfig,
     client: reqwest::Client,
-    /// Whether a form login has succeeded; a mutex so concurrent calls log
-    /// in once.
-    logged_in: Mutex<bool>,
+    /// Where a form login stands; a mutex so concurrent calls log in once.
+    login: Mutex<LoginState>,
 }
+
+/// A form login's state.
+enum LoginState {
+    Out,
+    In,
+    /// Refused at this time, for this reason. Further attempts wait out
+    /// [`LOGIN_BACKOFF`], so a wrong password does not get the host's
+    /// address banned by the service.
+    Refused(std::time::Instant, String),
+}
+
+/// How long a refused login is not retried.
+const LOGIN_BACKOFF: Duration = Duration::from_secs(30);
 
 /// All configured outbound services.
 pub struct Outbound {
@@ -41,7 +53,7 @@ impl Outbound {
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(Duration::from_millis(config.timeout_ms))
                 .build()?;
-            services.insert(name.clone(), Service { config: config.clone(), client, logged_in: Mutex::new(false) });
+            services.insert(name.clone(), Service { config: config.clone(), client, login: Mutex::new(LoginState::Out) });
         }
         Ok(Outbound { services })
     }
@@ -102,9 +114,13 @@ impl Service {
         let Auth::FormLogin { path, username, password, username_field, password_field } = &self.config.auth else {
             return Ok(());
         };
-        let mut logged_in = self.logged_in.lock().await;
-        if *logged_in && !force {
-            return Ok(());
+        let mut state = self.login.lock().await;
+        match &*state {
+            LoginState::In if !force => return Ok(()),
+            LoginState::Refused(at, reason) if at.elapsed() < LOGIN_BACKOFF => {
+                return Err(HostError::Denied(format!("{reason} (not retried for {} s)", LOGIN_BACKOFF.as_secs())));
+            }
+            _ => {}
         }
         let secret = password.resolve().map_err(HostError::Unavailable)?;
         let url = self.url(path, &[])?;
@@ -118,10 +134,25 @@ impl Service {
             .send()
             .await
             .map_err(|e| unavailable("login", &e))?;
-        if !resp.status().is_success() {
-            return Err(HostError::Denied(format!("login was refused with status {}", resp.status().as_u16())));
+        let status = resp.status();
+        // Some services (qBittorrent among them) answer a wrong password
+        // with 200 and a body such as `Fails.`; a login that sets no session
+        // cookie has not logged anything in.
+        let set_cookie = resp.headers().contains_key(reqwest::header::SET_COOKIE);
+        let refusal = if !status.is_success() {
+            Some(format!("login was refused with status {}", status.as_u16()))
+        } else if !set_cookie {
+            let body = resp.text().await.unwrap_or_default();
+            let said: String = body.trim().chars().take(40).collect();
+            Some(format!("login was not accepted: the service set no session cookie (it answered {said:?})"))
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            *state = LoginState::Refused(std::time::Instant::now(), reason.clone());
+            return Err(HostError::Denied(reason));
         }
-        *logged_in = true;
+        *state = LoginState::In;
         Ok(())
     }
 
