@@ -167,17 +167,35 @@ impl Ledger {
 
     /// Claims in a transaction of its own.
     pub async fn claim(&self, req: &ClaimRequest) -> Result<Claim, LedgerError> {
+        Ok(self.claim_charging(req, None, 0).await?.expect("a claim without a grant is never refused"))
+    }
+
+    /// Claims `req` and, when the claim is new and an automation grant
+    /// authorises it, charges the grant one invocation and `bytes` in the
+    /// same transaction. `None` when the grant's budget is spent (and
+    /// nothing was claimed).
+    pub async fn claim_charging(
+        &self,
+        req: &ClaimRequest,
+        grant: Option<&crate::authz::AutomationGrant>,
+        bytes: i64,
+    ) -> Result<Option<Claim>, LedgerError> {
         for _ in 0..3 {
             let mut tx = self.db.begin_write().await?;
-            match self.claim_in(&mut tx, req).await {
-                Ok(claim) => {
-                    tx.commit().await?;
-                    return Ok(claim);
-                }
+            let claim = match self.claim_in(&mut tx, req).await {
+                Ok(claim) => claim,
                 // Two first claims raced on PostgreSQL; the loser reads the winner's row.
                 Err(LedgerError::Sql(e)) if crate::store::is_unique_violation(&e) => continue,
                 Err(e) => return Err(e),
+            };
+            if let (Claim::Claimed { .. }, Some(grant)) = (&claim, grant)
+                && !crate::authz::Authz::charge_in(&mut tx, grant, bytes).await?
+            {
+                tx.rollback().await?;
+                return Ok(None);
             }
+            tx.commit().await?;
+            return Ok(Some(claim));
         }
         Err(LedgerError::NotSettled(req.key.clone()))
     }

@@ -1,5 +1,5 @@
-//! The authorisation step of the invoke path and the claim that charges a
-//! grant's budget. Read, preview and propose are open to any authenticated
+//! The authorisation step of the invoke path (the grant it finds is charged
+//! by the ledger claim). Read, preview and propose are open to any authenticated
 //! caller whose mode allows them: propose only writes drafts, internal facts
 //! with no outside effect, and counts no budget. Execute is open to a human,
 //! and to an automated caller (API key, agent, task) only through an
@@ -14,8 +14,7 @@
 use serde_json::Value;
 
 use super::{Capabilities, Origin};
-use crate::authz::{Approval, Authz, AutomationGrant};
-use crate::ledger::{Claim, ClaimRequest, LedgerError};
+use crate::authz::{Approval, AutomationGrant};
 use crate::runtime::{Descriptor, EffectClass};
 
 /// What lets a call through.
@@ -86,34 +85,5 @@ impl Capabilities {
                 origin.actor_kind()
             )),
         })
-    }
-
-    /// Claims the ledger row and, for a grant-authorised call that will
-    /// really run, charges the grant in the same transaction. `None` when
-    /// the budget is spent (and nothing was claimed).
-    pub(super) async fn claim(
-        &self,
-        req: &ClaimRequest,
-        grant: Option<&AutomationGrant>,
-        bytes: i64,
-    ) -> Result<Option<Claim>, LedgerError> {
-        for _ in 0..3 {
-            let mut tx = self.db.begin_write().await?;
-            let claim = match self.ledger.claim_in(&mut tx, req).await {
-                Ok(claim) => claim,
-                // Two first claims raced on PostgreSQL; the loser reads the winner's row.
-                Err(LedgerError::Sql(e)) if crate::store::is_unique_violation(&e) => continue,
-                Err(e) => return Err(e),
-            };
-            if let (Claim::Claimed { .. }, Some(grant)) = (&claim, grant)
-                && !Authz::charge_in(&mut tx, grant, bytes).await?
-            {
-                tx.rollback().await?;
-                return Ok(None);
-            }
-            tx.commit().await?;
-            return Ok(Some(claim));
-        }
-        Err(LedgerError::NotSettled(req.key.clone()))
     }
 }

@@ -239,7 +239,7 @@ impl Capabilities {
             input_digest: digest,
         };
         let bytes = canonical(input).len() as i64;
-        let claim = match self.claim(&req, authorization.grant(), bytes).await? {
+        let claim = match self.ledger.claim_charging(&req, authorization.grant(), bytes).await? {
             Some(claim) => claim,
             None => {
                 let inv = failed(
