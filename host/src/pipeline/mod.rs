@@ -316,9 +316,12 @@ impl Capabilities {
         summary: &str,
         authorization_id: Option<String>,
     ) -> Result<(), sqlx::Error> {
+        // The audit rows and the event commit together, in one write.
+        let mut tx = self.db.begin_write().await?;
         for denial in &inv.denials {
-            self.audit
-                .append(&NewEvent {
+            Audit::append_in(
+                &mut tx,
+                &NewEvent {
                     actor_kind: origin.actor_kind().into(),
                     principal: origin.principal.clone(),
                     action: "capability.denied".into(),
@@ -327,13 +330,15 @@ impl Capabilities {
                     idempotency_key: Some(inv.idempotency_key.clone()),
                     detail: Some(format!("{}: {}", denial.import, denial.reason)),
                     ..NewEvent::default()
-                })
-                .await?;
+                },
+            )
+            .await?;
         }
         let outcome =
             serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        self.audit
-            .append(&NewEvent {
+        Audit::append_in(
+            &mut tx,
+            &NewEvent {
                 actor_kind: origin.actor_kind().into(),
                 principal: origin.principal.clone(),
                 action: "capability.invoke".into(),
@@ -343,9 +348,11 @@ impl Capabilities {
                 idempotency_key: Some(inv.idempotency_key.clone()),
                 input_summary: Some(summary.to_string()),
                 detail: inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message)),
-            })
-            .await?;
+            },
+        )
+        .await?;
         // Reads are too frequent and change nothing; everything else is news.
+        let mut seq = None;
         if loaded.descriptor.label > EffectClass::Preview {
             let payload = serde_json::json!({
                 "capability": loaded.descriptor.id,
@@ -355,7 +362,12 @@ impl Capabilities {
                 "actorKind": origin.actor_kind(),
                 "runId": origin.run_id,
             });
-            self.events.publish("capability.invoked", Some(&loaded.descriptor.id), &payload).await?;
+            let id = Some(loaded.descriptor.id.as_str());
+            seq = Some(Events::append_in(&mut tx, self.db.backend, "capability.invoked", id, &payload).await?);
+        }
+        tx.commit().await?;
+        if let Some(seq) = seq {
+            self.events.announce(seq);
         }
         Ok(())
     }
@@ -368,8 +380,10 @@ impl Capabilities {
         summary: &str,
         inv: &Invocation,
     ) -> Result<(), sqlx::Error> {
-        self.audit
-            .append(&NewEvent {
+        let mut tx = self.db.begin_write().await?;
+        Audit::append_in(
+            &mut tx,
+            &NewEvent {
                 actor_kind: origin.actor_kind().into(),
                 principal: origin.principal.clone(),
                 action: "capability.denied".into(),
@@ -379,15 +393,18 @@ impl Capabilities {
                 input_summary: Some(summary.to_string()),
                 detail: inv.error.as_ref().map(|e| e.message.clone()),
                 ..NewEvent::default()
-            })
-            .await?;
+            },
+        )
+        .await?;
         let payload = serde_json::json!({
             "capability": id,
             "reason": inv.error.as_ref().map(|e| e.message.clone()),
             "actorKind": origin.actor_kind(),
             "runId": origin.run_id,
         });
-        self.events.publish("capability.denied", Some(id), &payload).await?;
+        let seq = Events::append_in(&mut tx, self.db.backend, "capability.denied", Some(id), &payload).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
         Ok(())
     }
 }
