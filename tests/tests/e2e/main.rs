@@ -5,6 +5,7 @@ mod authz;
 mod catalog;
 mod cli;
 mod domain;
+mod download;
 mod events;
 mod files;
 mod http;
