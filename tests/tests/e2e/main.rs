@@ -6,6 +6,7 @@ mod catalog;
 mod cli;
 mod domain;
 mod domain_api;
+mod download;
 mod events;
 mod files;
 mod http;

@@ -1,0 +1,176 @@
+//! Capability `download.status` (label read): what qBittorrent says about
+//! download tasks — status, progress, content path — read fresh from the
+//! client and mapped to Capstan's download statuses. It writes nothing: the
+//! host's sync task records what it reports.
+
+use std::collections::HashMap;
+
+use capstan_sdk::host::domain;
+use capstan_sdk::qbittorrent::{Client, DownloadStatus, Torrent, TorrentFilter};
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[cfg(test)]
+mod tests;
+
+/// Download statuses that qBittorrent still decides; the default listing.
+pub const ACTIVE_STATUSES: &[&str] = &["queued", "downloading", "stalled", "missing", "completed"];
+/// Most tasks read in one call.
+pub const MAX_TASKS: usize = 500;
+/// Hashes per `torrents/info` request, to keep the URL short.
+const HASHES_PER_REQUEST: usize = 50;
+
+/// Which downloads to read.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusInput {
+    /// Download task ids. Default: every task that is queued, downloading,
+    /// stalled, missing or completed.
+    #[serde(default)]
+    pub download_task_ids: Option<Vec<String>>,
+}
+
+/// One download as qBittorrent sees it now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadState {
+    pub download_task_id: String,
+    pub client_hash: String,
+    /// queued, downloading, stalled, missing, failed or completed; missing
+    /// also when qBittorrent does not hold the torrent at all.
+    pub status: String,
+    /// 0.0 to 1.0; the last recorded progress when the torrent is gone.
+    pub progress: f64,
+    /// qBittorrent's `content_path`, as it reports it (its own view of the
+    /// file system); absent when the torrent is gone.
+    pub content_path: Option<String>,
+    /// qBittorrent's state name; absent when the torrent is gone.
+    pub client_state: Option<String>,
+}
+
+/// Every download asked about, in the order asked (or most recently
+/// changed first, for the default listing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StatusOutput {
+    pub downloads: Vec<DownloadState>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DownloadRecord {
+    id: String,
+    client_hash: String,
+    #[serde(default)]
+    progress: f64,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Failure> {
+    serde_json::from_value(value)
+        .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected download: {e}")))
+}
+
+/// The Capstan name of a download status.
+pub fn status_name(status: DownloadStatus) -> &'static str {
+    match status {
+        DownloadStatus::Queued => "queued",
+        DownloadStatus::Downloading => "downloading",
+        DownloadStatus::Stalled => "stalled",
+        DownloadStatus::Missing => "missing",
+        DownloadStatus::Failed => "failed",
+        DownloadStatus::Completed => "completed",
+    }
+}
+
+fn tasks(input: &StatusInput) -> Result<Vec<DownloadRecord>, Failure> {
+    match &input.download_task_ids {
+        Some(ids) => {
+            if ids.is_empty() {
+                return Err(Failure::InvalidInput(
+                    "downloadTaskIds is empty; leave it out to read every active download".into(),
+                ));
+            }
+            if ids.len() > MAX_TASKS {
+                return Err(Failure::InvalidInput(format!("at most {MAX_TASKS} downloadTaskIds per call")));
+            }
+            ids.iter().map(|id| decode(domain::query("download.get", &json!({ "id": id.trim() }))?)).collect()
+        }
+        None => {
+            let mut all = Vec::new();
+            for status in ACTIVE_STATUSES {
+                let listed = domain::query("downloads.list", &json!({ "status": status, "limit": MAX_TASKS }))?;
+                all.extend(decode::<Vec<DownloadRecord>>(listed)?);
+            }
+            all.truncate(MAX_TASKS);
+            Ok(all)
+        }
+    }
+}
+
+/// The capability.
+pub struct DownloadStatusCapability;
+
+impl Capability for DownloadStatusCapability {
+    type Input = StatusInput;
+    type Output = StatusOutput;
+
+    const META: Meta = Meta {
+        id: "download.status",
+        version: 1,
+        label: Label::Read,
+        summary: "Read download progress and status from qBittorrent",
+        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, missing, failed, completed), progress, content path and qBittorrent's own state. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, missing or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
+        tags: &["download", "qbittorrent", "torrent", "progress"],
+        aliases: &[
+            "download status",
+            "download progress",
+            "check downloads",
+            "torrent status",
+            "下载状态",
+            "下载进度",
+            "查看下载",
+        ],
+        replay: Replay::Safe,
+        services: &["qbittorrent"],
+    };
+
+    fn invoke(input: StatusInput) -> Result<Outcome<StatusOutput>, Failure> {
+        let tasks = tasks(&input)?;
+        if tasks.is_empty() {
+            return Ok(Outcome::Succeeded(StatusOutput { downloads: Vec::new() }));
+        }
+        let client = Client::connect()?;
+        let mut held: HashMap<String, Torrent> = HashMap::new();
+        let hashes: Vec<String> = tasks.iter().map(|t| t.client_hash.to_ascii_lowercase()).collect();
+        for chunk in hashes.chunks(HASHES_PER_REQUEST) {
+            let filter = TorrentFilter { hashes: chunk.to_vec(), ..TorrentFilter::default() };
+            for torrent in client.torrents(&filter)? {
+                held.insert(torrent.hash.to_ascii_lowercase(), torrent);
+            }
+        }
+        let downloads = tasks
+            .into_iter()
+            .map(|task| match held.get(&task.client_hash.to_ascii_lowercase()) {
+                Some(t) => DownloadState {
+                    download_task_id: task.id,
+                    client_hash: task.client_hash,
+                    status: status_name(t.status()).to_string(),
+                    progress: t.progress.clamp(0.0, 1.0),
+                    content_path: Some(t.content_path.clone()).filter(|p| !p.is_empty()),
+                    client_state: Some(t.raw_state.clone()),
+                },
+                None => DownloadState {
+                    download_task_id: task.id,
+                    client_hash: task.client_hash,
+                    status: "missing".into(),
+                    progress: task.progress,
+                    content_path: None,
+                    client_state: None,
+                },
+            })
+            .collect();
+        Ok(Outcome::Succeeded(StatusOutput { downloads }))
+    }
+}
+
+capstan_sdk::export_capability!(DownloadStatusCapability);

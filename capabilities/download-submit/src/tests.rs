@@ -1,0 +1,200 @@
+//! `download.submit` against the mock host: a fake qBittorrent that keeps
+//! the torrents it was given, a fake domain store that keeps the plan's
+//! status. What a user would notice: one torrent per plan however often it
+//! is submitted, nothing added when the slot moved on, the `.torrent` file
+//! preferred when an indexer serves it, and `verify` answering from state.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use capstan_sdk::host::{Request, Response};
+use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+use capstan_sdk::{Capability, HostError, Verification};
+use serde_json::{Value, json};
+
+use crate::{DownloadSubmit, SubmitInput};
+
+const HASH: &str = "0123456789abcdef0123456789abcdef01234567";
+
+#[derive(Default)]
+struct World {
+    plan_status: String,
+    torrents: Vec<String>,
+    adds: Vec<String>,
+    reserve_conflict: bool,
+    qbittorrent_down: bool,
+}
+
+fn ok(body: impl Into<Vec<u8>>) -> Response {
+    Response { status: 200, headers: Vec::new(), body: body.into() }
+}
+
+fn qbittorrent(world: &Rc<RefCell<World>>, req: &Request) -> Result<Response, HostError> {
+    let mut w = world.borrow_mut();
+    if w.qbittorrent_down {
+        return Err(HostError::Unavailable("connection refused".into()));
+    }
+    match req.path.as_str() {
+        "/api/v2/app/webapiVersion" => Ok(ok("2.8.19")),
+        "/api/v2/torrents/info" => {
+            let wanted = req.query.iter().find(|(n, _)| n == "hashes").map(|(_, v)| v.clone());
+            let list: Vec<Value> = w
+                .torrents
+                .iter()
+                .filter(|h| wanted.as_deref().is_none_or(|x| x == h.as_str()))
+                .map(|h| json!({"hash": h, "state": "stalledDL", "progress": 0.0, "tags": "plan:p1"}))
+                .collect();
+            Ok(ok(serde_json::to_vec(&list).unwrap()))
+        }
+        "/api/v2/torrents/add" => {
+            w.adds.push(String::from_utf8_lossy(req.body.as_deref().unwrap_or_default()).into_owned());
+            w.torrents.push(HASH.into());
+            Ok(ok("Ok."))
+        }
+        other => panic!("unexpected qBittorrent call {other}"),
+    }
+}
+
+fn domain(
+    world: &Rc<RefCell<World>>,
+    payload: &Value,
+    iface: &str,
+    name: &str,
+    arg: &Value,
+) -> Result<Value, HostError> {
+    let mut w = world.borrow_mut();
+    assert_eq!(arg.get("planId").or(arg.get("id")), Some(&json!("p1")), "{iface} {name} {arg}");
+    let plan = |status: &str| json!({"id": "p1", "status": status, "payload": payload, "revision": 2});
+    let download = json!({"id": "dl-1", "planId": "p1", "clientHash": HASH, "status": "queued", "progress": 0.0});
+    match (iface, name) {
+        ("library", "plan.get") => Ok(plan(&w.plan_status)),
+        ("library", "download.for-plan") if w.plan_status == "submitted" => Ok(download),
+        ("library", "download.for-plan") => Ok(Value::Null),
+        ("records", "plan.reserve") if w.reserve_conflict => {
+            Err(HostError::Conflict("slot s1 changed since the plan was drafted; draft a new plan".into()))
+        }
+        ("records", "plan.reserve") => {
+            if w.plan_status == "draft" {
+                w.plan_status = "reserved".into();
+            }
+            Ok(plan(&w.plan_status))
+        }
+        ("records", "plan.submitted") => {
+            assert_eq!(arg["clientHash"], HASH);
+            w.plan_status = "submitted".into();
+            Ok(json!({"plan": plan("submitted"), "download": download}))
+        }
+        other => panic!("unexpected domain call {other:?}"),
+    }
+}
+
+/// Installs a mock around `world`; `setup` adds settings or services.
+fn install(world: &Rc<RefCell<World>>, payload: Value, setup: impl FnOnce(MockHost) -> MockHost) {
+    let (q, d) = (world.clone(), world.clone());
+    let host = MockHost::new("download.submit")
+        .with_service("qbittorrent", move |req| qbittorrent(&q, req))
+        .with_domain(move |iface, name, arg| domain(&d, &payload, iface, name, arg));
+    setup(host).install();
+}
+
+fn world(status: &str) -> Rc<RefCell<World>> {
+    Rc::new(RefCell::new(World { plan_status: status.into(), ..World::default() }))
+}
+
+fn submit() -> Result<Value, capstan_sdk::Failure> {
+    match invoke::<DownloadSubmit>(json!({"planId": "p1"}))? {
+        Called::Succeeded(out) => Ok(out),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_plan_is_added_once_by_magnet_however_often_it_is_submitted() {
+    let world = world("draft");
+    install(&world, json!({"title": "Dune Part Two (2024)", "infohash": HASH.to_uppercase()}), |h| h);
+    let first = submit().unwrap();
+    assert_eq!(first, json!({"planId": "p1", "downloadTaskId": "dl-1", "clientHash": HASH, "added": true}));
+    let again = submit().unwrap();
+    assert_eq!(again["added"], false);
+    assert_eq!(again["downloadTaskId"], "dl-1");
+
+    let w = world.borrow();
+    assert_eq!(w.adds.len(), 1, "the second submit finds the torrent and adds nothing");
+    let body = &w.adds[0];
+    assert!(body.contains(&format!("magnet:?xt=urn:btih:{HASH}&dn=Dune%20Part%20Two%20%282024%29")), "{body}");
+    assert!(body.contains("plan:p1"), "tagged with the plan");
+    assert!(body.contains("name=\"category\"\r\n\r\ncapstan\r\n"), "default category");
+    assert!(!body.contains("savepath"), "qBittorrent's own default save path");
+}
+
+#[test]
+fn a_slot_that_moved_on_is_a_conflict_and_qbittorrent_is_not_touched() {
+    let world = world("draft");
+    world.borrow_mut().reserve_conflict = true;
+    install(&world, json!({"infohash": HASH}), |h| h);
+    let failure = submit().unwrap_err();
+    assert!(failure.to_string().starts_with("conflict"), "{failure}");
+    assert!(MockHost::take().unwrap().requests.is_empty(), "nothing was sent to any service");
+}
+
+#[test]
+fn an_indexer_s_torrent_file_is_preferred_and_the_operator_s_settings_apply() {
+    let world = world("draft");
+    let payload = json!({"infohash": HASH, "downloadUrl": "http://indexer.local:9117/dl/7.torrent?apikey=k%2B1"});
+    install(&world, payload, |h| {
+        h.with_setting("torrent_sources", "torznab=http://indexer.local:9117")
+            .with_setting("category", "movies")
+            .with_setting("save_path", "/srv/downloads/movies")
+            .with_service("torznab", |req| {
+                assert_eq!(req.path, "/dl/7.torrent");
+                assert_eq!(req.query, [("apikey".to_string(), "k+1".to_string())]);
+                Ok(ok(b"d4:infod4:name5:dune!ee".to_vec()))
+            })
+    });
+    assert_eq!(submit().unwrap()["added"], true);
+    let body = world.borrow().adds[0].clone();
+    assert!(body.contains("filename=\"0123456789abcdef0123456789abcdef01234567.torrent\""), "{body}");
+    assert!(body.contains("d4:infod4:name5:dune!ee"), "the fetched bytes are uploaded");
+    assert!(!body.contains("magnet:"), "no magnet when the file is there");
+    assert!(body.contains("name=\"category\"\r\n\r\nmovies\r\n"));
+    assert!(body.contains("name=\"savepath\"\r\n\r\n/srv/downloads/movies\r\n"));
+}
+
+#[test]
+fn a_release_with_nothing_to_add_is_invalid_input_and_reserves_nothing() {
+    let world = world("draft");
+    install(&world, json!({"title": "Mystery", "downloadUrl": " "}), |h| h);
+    let failure = submit().unwrap_err();
+    assert!(failure.to_string().starts_with("invalid input"), "{failure}");
+    assert!(failure.to_string().contains("neither an infohash nor a download URL"), "{failure}");
+    assert_eq!(world.borrow().plan_status, "draft");
+}
+
+#[test]
+fn verify_answers_from_the_plan_and_qbittorrent() {
+    let input = || SubmitInput { plan_id: "p1".into() };
+    let world = world("reserved");
+    install(&world, json!({"infohash": HASH}), |h| h);
+    assert_eq!(DownloadSubmit::verify(input()).unwrap(), Verification::NotDone);
+
+    world.borrow_mut().plan_status = "submitted".into();
+    world.borrow_mut().torrents.push(HASH.into());
+    match DownloadSubmit::verify(input()).unwrap() {
+        Verification::Done(out) => {
+            assert_eq!((out.download_task_id.as_str(), out.client_hash.as_str()), ("dl-1", HASH))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    world.borrow_mut().qbittorrent_down = true;
+    assert!(matches!(DownloadSubmit::verify(input()).unwrap(), Verification::CannotTell(_)));
+}
+
+#[test]
+fn the_descriptor_names_every_service_it_uses_and_replays_by_verifying() {
+    let d = descriptor::<DownloadSubmit>();
+    assert_eq!(d.services, ["qbittorrent", "torznab", "torznab-2", "torznab-3"]);
+    assert!(d.tags.iter().any(|t| t == "plan:acquisition"));
+    assert!(d.aliases.iter().any(|a| a == "提交下载"));
+    assert!(matches!(d.replay, capstan_sdk::bindings::capstan::capability::types::ReplayPolicy::Verify));
+}

@@ -1,0 +1,325 @@
+//! Downloads end to end: `download.plan`, `download.submit`,
+//! `download.status` and `download.recheck` through the one invoke path,
+//! against the real domain store and a real qbittorrent-nox fed a torrent
+//! built here for data already on disk. The `.torrent` file is served by a
+//! loopback indexer the host reaches as service `torznab`, as a Torznab
+//! indexer's download link would be: offline, a magnet would never get its
+//! metadata.
+//!
+//! What a user would notice: a plan becomes exactly one torrent in
+//! qBittorrent however often it is submitted; a plan whose slot moved on,
+//! or a caller without authority, adds nothing; the download reads back
+//! and, after a recheck, is completed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
+use capstan::domain::{Actor, Domain, NewEntity, NewPlan, NewRelease, NewSlot, Slot, SourceRelease};
+use capstan::pipeline::{Capabilities, Invocation, Origin};
+use capstan::runtime::{EffectClass, Status};
+use capstan::store::Db;
+use capstan_sdk::qbittorrent::Torrent;
+use capstan_tests::both_backends;
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::TestHost;
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent::{self, BuiltTorrent};
+use serde_json::{Value, json};
+
+/// Checks of a few hundred KiB take well under a second; the margin is for
+/// a CI machine busy compiling.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Env {
+    /// Keeps the data directory alive.
+    _host: TestHost,
+    caps: Arc<Capabilities>,
+}
+
+impl Env {
+    fn domain(&self) -> &Domain {
+        self.caps.domain()
+    }
+
+    async fn invoke(&self, origin: &Origin, id: &str, input: Value) -> Invocation {
+        self.caps.invoke(origin, id, &input).await.unwrap()
+    }
+}
+
+/// The operator at the command line; each call is a new request.
+fn operator() -> Origin {
+    Origin::cli(EffectClass::Execute)
+}
+
+fn output(inv: Invocation) -> Value {
+    assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
+    inv.output.unwrap()
+}
+
+fn error(inv: &Invocation) -> (&str, &str) {
+    assert_eq!(inv.status, Status::Failed, "{:?}", inv.output);
+    let e = inv.error.as_ref().unwrap();
+    (e.kind.as_str(), e.message.as_str())
+}
+
+async fn start(backend: Backend, host: TestHost) -> Env {
+    let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    caps.flush_component_events().await.unwrap();
+    caps.ledger().heartbeat().await.unwrap();
+    Env { _host: host, caps }
+}
+
+/// Serves `.torrent` files on loopback under `/download/<name>`, as an
+/// indexer's download links do; returns its base URL.
+async fn serve_torrent_files(files: BTreeMap<String, Vec<u8>>) -> String {
+    use axum::extract::{Path, State};
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    async fn file(State(files): State<Arc<BTreeMap<String, Vec<u8>>>>, Path(name): Path<String>) -> impl IntoResponse {
+        match files.get(&name) {
+            Some(bytes) => {
+                (StatusCode::OK, [("content-type", "application/x-bittorrent")], bytes.clone()).into_response()
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+    let app = axum::Router::new().route("/download/{name}", axum::routing::get(file)).with_state(Arc::new(files));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}")
+}
+
+/// A host whose `qbittorrent` service logs into `qbt` and whose `torznab`
+/// service is the loopback indexer, with download.submit told to fetch
+/// that indexer's links and to save into qBittorrent's download folder.
+async fn start_with_qbittorrent(qbt: &QBittorrent, indexer: &str) -> Env {
+    let mut host = TestHost::new();
+    let qbittorrent = ServiceConfig {
+        base_url: qbt.base_url(),
+        auth: Auth::FormLogin {
+            path: "/api/v2/auth/login".into(),
+            username: qbt.username().into(),
+            password: SecretRef(qbt.password().into()),
+            username_field: "username".into(),
+            password_field: "password".into(),
+        },
+        operations: Vec::new(),
+        timeout_ms: 10_000,
+        response_cap_bytes: 4 << 20,
+    };
+    let torznab = ServiceConfig {
+        base_url: indexer.to_string(),
+        auth: Auth::None,
+        operations: Vec::new(),
+        timeout_ms: 5_000,
+        response_cap_bytes: 1 << 20,
+    };
+    host.config.services.insert("qbittorrent".into(), qbittorrent);
+    host.config.services.insert("torznab".into(), torznab);
+    let settings = BTreeMap::from([
+        ("torrent_sources".to_string(), format!("torznab={indexer}")),
+        ("save_path".to_string(), qbt.downloads().display().to_string()),
+        ("category".to_string(), "movies".to_string()),
+    ]);
+    host.config.capabilities.insert("download.submit".into(), CapabilityConfig { settings, ..Default::default() });
+    start(Backend::Sqlite, host).await
+}
+
+/// A wanted movie slot and a release of it, identified, with `infohash`
+/// and `download_url`.
+async fn wanted(
+    domain: &Domain,
+    title: &str,
+    infohash: Option<&str>,
+    download_url: Option<String>,
+) -> (Slot, SourceRelease) {
+    let entity = domain
+        .upsert_entity(&NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(438631),
+            title: "Dune".into(),
+            original_title: None,
+            year: Some(2021),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    let slot = domain
+        .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "1080p".into(), profile: None })
+        .await
+        .unwrap();
+    let release = domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: title.into(),
+            parsed: json!({"title": "Dune", "year": 2021}),
+            size: Some(70_000),
+            infohash: infohash.map(String::from),
+            download_url,
+        })
+        .await
+        .unwrap();
+    domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({"tmdb": 438631})).await.unwrap();
+    (slot, release)
+}
+
+/// Torrents qBittorrent holds, optionally only those with `tag`.
+async fn torrents(qbt: &QBittorrent, tag: Option<&str>) -> Vec<Torrent> {
+    let client = qbt.login().await;
+    let mut req = client.get(format!("{}/api/v2/torrents/info", qbt.base_url()));
+    if let Some(tag) = tag {
+        req = req.query(&[("tag", tag)]);
+    }
+    req.send().await.unwrap().error_for_status().unwrap().json().await.unwrap()
+}
+
+/// Polls `download.status` for one task until `wanted` holds.
+async fn wait_for_status(env: &Env, task: &str, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let read =
+            env.invoke(&Origin::cli(EffectClass::Read), "download.status", json!({"downloadTaskIds": [task]})).await;
+        let seen = output(read)["downloads"][0].clone();
+        if wanted(&seen) {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "download {task} never became {what}; last seen: {seen}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn built(qbt: &QBittorrent, name: &str, seed: u64) -> BuiltTorrent {
+    torrent::single_file(&qbt.downloads(), name, &torrent::payload(70_000, seed))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_becomes_one_torrent_however_often_it_is_submitted_and_completes_after_a_recheck() {
+    let qbt = QBittorrent::start().await;
+    let dune = built(&qbt, "Dune.2021.1080p.BluRay.x264.mkv", 21);
+    let indexer = serve_torrent_files(BTreeMap::from([("dune.torrent".to_string(), dune.bytes.clone())])).await;
+    let env = start_with_qbittorrent(&qbt, &indexer).await;
+    let link = Some(format!("{indexer}/download/dune.torrent"));
+    let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
+
+    let plan = output(
+        env.invoke(&operator(), "download.plan", json!({"sourceReleaseId": release.id, "slotId": slot.id})).await,
+    );
+    assert_eq!((plan["status"].as_str(), plan["infohash"].as_str()), (Some("draft"), Some(dune.info_hash.as_str())));
+    let plan_id = plan["id"].as_str().unwrap().to_string();
+    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "wanted", "a draft reserves nothing");
+    assert!(torrents(&qbt, None).await.is_empty());
+
+    let first = output(env.invoke(&operator(), "download.submit", json!({"planId": plan_id})).await);
+    assert_eq!((first["added"].as_bool(), first["clientHash"].as_str()), (Some(true), Some(dune.info_hash.as_str())));
+    let tag = format!("plan:{plan_id}");
+    let held = torrents(&qbt, Some(&tag)).await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!((held[0].hash.as_str(), held[0].category.as_str()), (dune.info_hash.as_str(), "movies"));
+    assert_eq!(env.domain().plan(&plan_id).await.unwrap().status, "submitted");
+    let task = env.domain().download_for_plan(&plan_id).await.unwrap().expect("a download task is recorded");
+    assert_eq!(
+        (task.id.as_str(), task.client_hash.as_str()),
+        (first["downloadTaskId"].as_str().unwrap(), dune.info_hash.as_str())
+    );
+
+    // A new request to submit the same plan finds the torrent and adds nothing.
+    let again = output(env.invoke(&operator(), "download.submit", json!({"planId": plan_id})).await);
+    assert_eq!((again["added"].as_bool(), again["downloadTaskId"].as_str()), (Some(false), Some(task.id.as_str())));
+    assert_eq!(torrents(&qbt, None).await.len(), 1);
+
+    // Let qBittorrent finish loading it: a recheck mid-load can stick.
+    let settled = wait_for_status(&env, &task.id, "settled", |d| d["status"] != "queued").await;
+    assert_eq!(settled["clientHash"], dune.info_hash);
+    let rechecked = output(env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": task.id})).await);
+    assert_eq!(
+        (rechecked["rechecked"].as_bool(), rechecked["clientHash"].as_str()),
+        (Some(true), Some(dune.info_hash.as_str()))
+    );
+    let done = wait_for_status(&env, &task.id, "completed", |d| d["status"] == "completed").await;
+    assert_eq!(done["progress"], 1.0);
+    assert_eq!(done["contentPath"].as_str(), Some(dune.files[0].to_str().unwrap()));
+    // Reading wrote nothing: the store still has what submit recorded.
+    assert_eq!(env.domain().download(&task.id).await.unwrap().status, "queued");
+
+    // The default listing includes it.
+    let all = output(env.invoke(&Origin::cli(EffectClass::Read), "download.status", json!({})).await);
+    assert_eq!(all["downloads"].as_array().unwrap().len(), 1);
+    assert_eq!(all["downloads"][0]["downloadTaskId"], task.id);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slot_that_moved_on_or_a_caller_without_authority_adds_nothing() {
+    let qbt = QBittorrent::start().await;
+    let indexer = serve_torrent_files(BTreeMap::new()).await;
+    let env = start_with_qbittorrent(&qbt, &indexer).await;
+    let domain = env.domain();
+    let (slot, first) = wanted(domain, "Dune.2021.1080p.WEB-DL", Some(&"1".repeat(40)), None).await;
+    let (_, second) = wanted(domain, "Dune.2021.1080p.BluRay", Some(&"2".repeat(40)), None).await;
+    let someone = Actor::new("cli:someone");
+    let draft = |release: &SourceRelease| NewPlan {
+        slot_id: slot.id.clone(),
+        source_release_id: release.id.clone(),
+        note: None,
+    };
+    let taken = domain.draft_plan(&someone, &draft(&first)).await.unwrap();
+    let late = domain.draft_plan(&someone, &draft(&second)).await.unwrap();
+
+    // An API key with no approval and no grant is stopped at the host.
+    let key = Origin { actor: capstan::runtime::Actor::ApiKey, principal: "key:k-unused".into(), ..operator() };
+    let denied = env.invoke(&key, "download.submit", json!({"planId": taken.id})).await;
+    assert_eq!(error(&denied).0, "denied");
+    assert_eq!(domain.plan(&taken.id).await.unwrap().status, "draft");
+
+    // Another plan took the slot: the late one is a conflict.
+    domain.reserve_plan(&taken.id).await.unwrap();
+    let refused = env.invoke(&operator(), "download.submit", json!({"planId": late.id})).await;
+    let (kind, message) = error(&refused);
+    assert_eq!(kind, "conflict");
+    assert!(message.contains("changed since the plan was drafted"), "{message}");
+    assert_eq!(domain.plan(&late.id).await.unwrap().status, "draft");
+    assert!(torrents(&qbt, None).await.is_empty(), "qBittorrent got nothing");
+}
+
+async fn planning_reports_the_store_s_refusals(backend: Backend) {
+    let env = start(backend, TestHost::new()).await;
+    let (slot, release) = wanted(env.domain(), "Dune.2021.2160p", Some(&"3".repeat(40)), None).await;
+    let unresolved = env
+        .domain()
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: "Dune.2021.Unknown".into(),
+            parsed: json!({}),
+            size: None,
+            infohash: Some("4".repeat(40)),
+            download_url: None,
+        })
+        .await
+        .unwrap();
+
+    let inv =
+        env.invoke(&operator(), "download.plan", json!({"sourceReleaseId": unresolved.id, "slotId": slot.id})).await;
+    let (kind, message) = error(&inv);
+    assert_eq!(kind, "conflict");
+    assert!(message.contains("resolve it before planning"), "{message}");
+    let inv = env
+        .invoke(&operator(), "download.plan", json!({"sourceReleaseId": release.id, "slotId": "no-such-slot"}))
+        .await;
+    assert_eq!(error(&inv).0, "not-found");
+    assert!(env.domain().plans(None, None, 10).await.unwrap().is_empty(), "nothing was drafted");
+
+    // Rechecking needs a download that exists; the store says so before
+    // any client is asked.
+    let inv = env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": "no-such-download"})).await;
+    let (kind, message) = error(&inv);
+    assert_eq!(kind, "not-found");
+    assert!(message.contains("no-such-download"), "{message}");
+}
+
+both_backends!(planning_reports_the_store_s_refusals);
