@@ -4,4 +4,15 @@
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Capability ids that must be present, exactly once, for the host to start.
-pub const CORE_CAPABILITIES: &[&str] = &["catalog.lookup", "release.inspect", "release.search"];
+pub const CORE_CAPABILITIES: &[&str] = &[
+    "catalog.lookup",
+    "identity.resolve",
+    "inventory.query",
+    "policy.apply",
+    "policy.preview",
+    "release.inspect",
+    "release.search",
+    "task.cancel",
+    "task.inspect",
+    "task.retry",
+];
