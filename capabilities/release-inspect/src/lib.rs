@@ -1,13 +1,14 @@
 //! Capability `release.inspect` (label read): turns a release name such as
 //! `Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv` into
 //! structured fields. Pure computation: it imports nothing from the host.
-//! The output type lives in [`parse`], the parser in [`parser`], so both
-//! can be tested and measured natively. The parser keeps no state between
-//! calls and builds nothing at run time (its tables are static code), so
-//! the component needs no pre-initialisation: a fresh instance is ready.
+//! The output type and the parser live in the `release-name` crate (so
+//! other components can link them without this one's exports) and are
+//! re-exported here as [`parse`] and [`parser`]. The parser keeps no state
+//! between calls and builds nothing at run time (its tables are static
+//! code), so the component needs no pre-initialisation: a fresh instance is
+//! ready.
 
-pub mod parse;
-pub mod parser;
+pub use release_name::{parse, parser};
 
 #[cfg(any(test, feature = "compare"))]
 pub mod conformance;

@@ -20,6 +20,7 @@ pub const QUERIES: &[&str] = &[
     "slots.list",
     "release.get",
     "release.by-infohash",
+    "releases.for-entity",
     "plan.get",
     "plans.list",
     "download.get",
@@ -127,6 +128,7 @@ impl Domain {
                 let hash = args::<ByHash>(name, params)?.infohash;
                 answer(self.release_by_infohash(&hash).await?)
             }
+            "releases.for-entity" => answer(self.releases_for_entity(&args::<ById>(name, params)?.id).await?),
             "plan.get" => answer(self.plan(&args::<ById>(name, params)?.id).await?),
             "plans.list" => {
                 let l: Listing = args(name, params)?;
@@ -213,7 +215,8 @@ impl Domain {
             }
             "acquisition-plan" => answer(self.draft_plan(by, &args::<NewPlan>(kind, draft)?).await?),
             "organization-plan" => {
-                let (organization, artifact) = self.plan_organization(by, &args::<NewOrganizationPlan>(kind, draft)?).await?;
+                let (organization, artifact) =
+                    self.plan_organization(by, &args::<NewOrganizationPlan>(kind, draft)?).await?;
                 Ok(json!({ "organization": answer(organization)?, "artifact": answer(artifact)? }))
             }
             "evidence" => {
@@ -246,7 +249,8 @@ impl Domain {
             "plan.reserve" => answer(self.reserve_plan(&args::<PlanStep>(name, arguments)?.plan_id).await?),
             "plan.submitted" => {
                 let step: PlanStep = args(name, arguments)?;
-                let hash = step.client_hash.ok_or_else(|| DomainError::Invalid("plan.submitted needs clientHash".into()))?;
+                let hash =
+                    step.client_hash.ok_or_else(|| DomainError::Invalid("plan.submitted needs clientHash".into()))?;
                 let (plan, download) = self.mark_submitted(&step.plan_id, &hash).await?;
                 Ok(json!({ "plan": answer(plan)?, "download": answer(download)? }))
             }
@@ -309,9 +313,7 @@ impl Domain {
                 let id = args::<ById>(name, arguments)?.id;
                 answer(Tasks::new(self.db.clone()).cancel(&id).await.map_err(from_tasks)?)
             }
-            other => {
-                Err(DomainError::NotFound(format!("no transition {other:?}; known: {}", TRANSITIONS.join(", "))))
-            }
+            other => Err(DomainError::NotFound(format!("no transition {other:?}; known: {}", TRANSITIONS.join(", ")))),
         }
     }
 

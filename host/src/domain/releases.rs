@@ -95,6 +95,18 @@ impl Domain {
             .transpose()?)
     }
 
+    /// The releases resolved to an entity, oldest first. An unknown entity
+    /// is `NotFound` rather than an empty list, so a typo is not mistaken
+    /// for "nothing offered yet".
+    pub async fn releases_for_entity(&self, entity_id: &str) -> Result<Vec<SourceRelease>, DomainError> {
+        self.entity(entity_id).await?;
+        let rows = sqlx::query("SELECT * FROM source_release WHERE entity_id = $1 ORDER BY created_at, id LIMIT 1000")
+            .bind(entity_id)
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(SourceRelease::from_row).collect::<Result<_, _>>()?)
+    }
+
     /// Records whom a release is for: `resolved` with an entity, or
     /// `ambiguous` without one, with the evidence either way.
     pub async fn match_identity(

@@ -10,6 +10,13 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "download.recheck",
     "download.status",
     "download.submit",
+    "identity.resolve",
+    "inventory.query",
+    "policy.apply",
+    "policy.preview",
     "release.inspect",
     "release.search",
+    "task.cancel",
+    "task.inspect",
+    "task.retry",
 ];

@@ -11,6 +11,7 @@ mod events;
 mod files;
 mod http;
 mod ledger;
+mod library;
 mod loading;
 mod outbound;
 mod qbittorrent;

@@ -1,0 +1,223 @@
+//! Capability `inventory.query` (label read): what the library holds and
+//! wants. Lists entities with their slots and, for each slot, where its
+//! acquisition stands: the plan that holds it (or the newest one), that
+//! plan's download and the download's newest organization. Reads the
+//! domain store through `library` only; it changes nothing.
+
+#[cfg(test)]
+mod tests;
+
+use capstan_sdk::host::domain;
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Movie,
+    Tv,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SlotStatus {
+    Wanted,
+    Reserved,
+    Satisfied,
+}
+
+/// Input: optional filters.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InventoryInput {
+    /// Only movies or only series.
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// Only entities with a slot in this status, and only those slots.
+    #[serde(default)]
+    pub status: Option<SlotStatus>,
+    /// Only entities whose title or original title contains these words.
+    #[serde(default)]
+    pub search: Option<String>,
+    /// At most this many entities (1–500, default 50).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Where one slot's acquisition stands.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotView {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub season: Option<i64>,
+    pub quality: String,
+    /// `wanted`, `reserved` or `satisfied`.
+    pub status: String,
+    /// `{id, status, sourceReleaseId}` of the plan holding the slot, or the newest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
+    /// `{id, status, progress}` of that plan's download.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub download: Option<Value>,
+    /// `{id, status, mode}` of the download's newest organization.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization: Option<Value>,
+}
+
+/// One entity and its slots.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Item {
+    pub entity_id: String,
+    pub kind: String,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmdb_id: Option<i64>,
+    pub slots: Vec<SlotView>,
+}
+
+/// Output.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryOutput {
+    pub items: Vec<Item>,
+    /// How many slots per status among the items shown.
+    pub counts: Value,
+}
+
+/// The capability.
+pub struct InventoryQuery;
+
+impl Capability for InventoryQuery {
+    type Input = InventoryInput;
+    type Output = InventoryOutput;
+
+    const META: Meta = Meta {
+        id: "inventory.query",
+        version: 1,
+        label: Label::Read,
+        summary: "What the library holds and wants: movies and series with their slots and acquisition status",
+        description: "Lists the library's movies and series, each with its slots (a movie at a quality, or a season) and, per slot, where its acquisition stands: the plan, the download and its progress, and the organization that put it in the library. Filter by kind, slot status (wanted, reserved, satisfied) or title words.",
+        tags: &["inventory", "library", "status"],
+        aliases: &[
+            "library",
+            "what do I have",
+            "what is wanted",
+            "my movies",
+            "my shows",
+            "媒体库",
+            "库存",
+            "我有什么",
+            "想看的",
+        ],
+        replay: Replay::Safe,
+        services: &[],
+    };
+
+    fn invoke(input: InventoryInput) -> Result<Outcome<InventoryOutput>, Failure> {
+        let limit = input.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(Failure::InvalidInput(format!("limit {limit} is not between 1 and 500")));
+        }
+        let words = input.search.as_deref().map(words).unwrap_or_default();
+        if input.search.is_some() && words.is_empty() {
+            return Err(Failure::InvalidInput("search must contain a word".into()));
+        }
+        let mut params = json!({ "limit": 1000 });
+        if let Some(kind) = input.kind {
+            params["kind"] = json!(kind);
+        }
+        let inventory = domain::query("inventory", &params)?;
+        let status = input.status.map(|s| json!(s));
+        let mut items = Vec::new();
+        let mut counts = json!({ "wanted": 0, "reserved": 0, "satisfied": 0 });
+        for entry in inventory["items"].as_array().into_iter().flatten() {
+            if items.len() as u32 >= limit {
+                break;
+            }
+            let entity = &entry["entity"];
+            if !words.is_empty() && !matches_search(entity, &words) {
+                continue;
+            }
+            let slots: Vec<&Value> = entry["slots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|s| status.as_ref().is_none_or(|st| s["status"] == *st))
+                .collect();
+            if status.is_some() && slots.is_empty() {
+                continue;
+            }
+            let mut views = Vec::new();
+            for slot in slots {
+                if let Some(n) = counts.get_mut(slot["status"].as_str().unwrap_or_default()) {
+                    *n = json!(n.as_i64().unwrap_or(0) + 1);
+                }
+                views.push(slot_view(slot)?);
+            }
+            items.push(Item {
+                entity_id: text(entity, "id"),
+                kind: text(entity, "kind"),
+                title: text(entity, "title"),
+                year: entity["year"].as_i64(),
+                tmdb_id: entity["tmdbId"].as_i64(),
+                slots: views,
+            });
+        }
+        Ok(Outcome::Succeeded(InventoryOutput { items, counts }))
+    }
+}
+
+fn text(v: &Value, field: &str) -> String {
+    v[field].as_str().unwrap_or_default().to_string()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// Every search word appears in the title or the original title.
+fn matches_search(entity: &Value, wanted: &[String]) -> bool {
+    ["title", "originalTitle"].iter().any(|field| {
+        let have = words(entity[*field].as_str().unwrap_or_default());
+        wanted.iter().all(|w| have.contains(w))
+    })
+}
+
+/// A slot with its plan, download and organization. The plan shown is the
+/// one that holds the slot (reserved or submitted) when there is one: a
+/// newer cancelled draft says less about the slot than the live plan.
+fn slot_view(slot: &Value) -> Result<SlotView, Failure> {
+    let plans = domain::query("plans.list", &json!({ "slotId": slot["id"], "limit": 20 }))?;
+    let plans = plans.as_array().cloned().unwrap_or_default();
+    let live = plans.iter().find(|p| p["status"] == "submitted" || p["status"] == "reserved");
+    let plan = live.or(plans.first());
+    let download = match plan {
+        Some(p) => domain::query("download.for-plan", &json!({ "id": p["id"] }))?,
+        None => Value::Null,
+    };
+    let organization = if download.is_null() {
+        None
+    } else {
+        let list = domain::query("organizations.for-download", &json!({ "id": download["id"] }))?;
+        list.as_array()
+            .and_then(|l| l.first())
+            .map(|o| json!({ "id": o["id"], "status": o["status"], "mode": o["mode"] }))
+    };
+    Ok(SlotView {
+        id: text(slot, "id"),
+        season: slot["season"].as_i64(),
+        quality: text(slot, "quality"),
+        status: text(slot, "status"),
+        plan: plan.map(|p| json!({ "id": p["id"], "status": p["status"], "sourceReleaseId": p["sourceReleaseId"] })),
+        download: (!download.is_null())
+            .then(|| json!({ "id": download["id"], "status": download["status"], "progress": download["progress"] })),
+        organization,
+    })
+}
+
+capstan_sdk::export_capability!(InventoryQuery);

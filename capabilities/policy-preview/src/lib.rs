@@ -1,0 +1,223 @@
+//! Capability `policy.preview` (label preview): what publishing a quality
+//! profile would change, before anything changes. For every wanted slot it
+//! judges the known releases of the slot's entity under the published
+//! revision of the policy (when there is one) and under the proposed body,
+//! and reports which releases become acceptable or rejected and whether the
+//! preferred release moves. It imports `library` only, so it cannot write;
+//! [`profile`] owns the profile and its judgement.
+
+pub mod profile;
+
+#[cfg(test)]
+mod tests;
+
+use capstan_sdk::host::domain;
+use capstan_sdk::{Capability, Failure, HostError, Label, Meta, Outcome, Replay};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use profile::{Judgement, Offer, QualityProfile};
+
+/// Input: the policy and the body it would get.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreviewInput {
+    /// The policy name, e.g. `quality.movies`.
+    pub name: String,
+    /// The proposed quality profile.
+    pub body: QualityProfile,
+}
+
+/// How one release fares under the current and the proposed profile.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseDiff {
+    pub release_id: String,
+    pub title: String,
+    pub current: Judgement,
+    pub proposed: Judgement,
+    /// `becomes-acceptable`, `becomes-rejected`, `still-acceptable` or `still-rejected`.
+    pub change: String,
+}
+
+/// One wanted slot's difference.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotDiff {
+    pub slot_id: String,
+    pub entity_id: String,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub season: Option<i64>,
+    pub quality: String,
+    /// The release the current profile would pick, if any is acceptable.
+    pub current_preferred: Option<String>,
+    /// The release the proposed profile would pick.
+    pub proposed_preferred: Option<String>,
+    pub preferred_changed: bool,
+    pub releases: Vec<ReleaseDiff>,
+}
+
+/// Output.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewOutput {
+    pub name: String,
+    /// The published revision compared against; absent when none is published.
+    pub current_revision: Option<i64>,
+    /// Why the current side accepts everything, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub slots: Vec<SlotDiff>,
+    /// Totals: slots, releases, becomeAcceptable, becomeRejected, preferredChanged.
+    pub summary: Value,
+}
+
+/// The capability.
+pub struct PolicyPreview;
+
+impl Capability for PolicyPreview {
+    type Input = PreviewInput;
+    type Output = PreviewOutput;
+
+    const META: Meta = Meta {
+        id: "policy.preview",
+        version: 1,
+        label: Label::Preview,
+        summary: "Show what a proposed quality profile would change for wanted slots and known releases, without changing anything",
+        description: "Compares a proposed quality profile (preferred resolutions, allowed sources, size limits, preferred codecs, rejected terms) with the published revision of the same policy: for every wanted slot, which known releases of its movie or series would become acceptable or rejected and which release would be preferred. Writes nothing; publish a draft revision with policy.apply.",
+        tags: &["policy", "quality", "preview"],
+        aliases: &["preview policy", "what would change", "dry run profile", "预览策略", "策略预览", "会有什么变化"],
+        replay: Replay::Safe,
+        services: &[],
+    };
+
+    fn invoke(input: PreviewInput) -> Result<Outcome<PreviewOutput>, Failure> {
+        let name = input.name.trim();
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        {
+            return Err(Failure::InvalidInput(format!(
+                "policy name {name:?} must be lowercase letters, digits, . or -"
+            )));
+        }
+        let problems = input.body.problems();
+        if !problems.is_empty() {
+            return Err(Failure::InvalidInput(format!(
+                "body is not a usable quality profile: {}",
+                problems.join("; ")
+            )));
+        }
+        let (current, current_revision, note) = match domain::query("policy.get", &json!({ "name": name })) {
+            Ok(policy) => match serde_json::from_value::<QualityProfile>(policy["body"].clone()) {
+                Ok(p) => (Some(p), policy["revision"].as_i64(), None),
+                Err(e) => (
+                    None,
+                    policy["revision"].as_i64(),
+                    Some(format!(
+                        "the published body is not a quality profile ({e}); compared as accepting everything"
+                    )),
+                ),
+            },
+            Err(HostError::NotFound(_)) => {
+                (None, None, Some("no revision is published; compared as accepting everything".to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let proposed = input.body;
+        let wanted = domain::query("slots.list", &json!({ "status": "wanted", "limit": 1000 }))?;
+        let mut slots = Vec::new();
+        for slot in wanted.as_array().into_iter().flatten() {
+            slots.push(slot_diff(slot, current.as_ref(), &proposed)?);
+        }
+        let releases = slots.iter().flat_map(|s| &s.releases);
+        let count = |change: &str| releases.clone().filter(|r| r.change == change).count();
+        let summary = json!({
+            "slots": slots.len(),
+            "releases": releases.clone().count(),
+            "becomeAcceptable": count("becomes-acceptable"),
+            "becomeRejected": count("becomes-rejected"),
+            "preferredChanged": slots.iter().filter(|s| s.preferred_changed).count(),
+        });
+        Ok(Outcome::Succeeded(PreviewOutput { name: name.to_string(), current_revision, note, slots, summary }))
+    }
+}
+
+/// What a release offers: its stored parsed fields, with what the
+/// release-name parser reads from its title filling the gaps.
+fn offer(release: &Value) -> Offer {
+    let name = release["title"].as_str().unwrap_or_default().to_string();
+    let read = release_name::parse::inspect(&name);
+    let parsed = &release["parsed"];
+    let field = |key: &str, fallback: Option<String>| parsed[key].as_str().map(str::to_string).or(fallback);
+    Offer {
+        resolution: field("screen_size", read.screen_size),
+        source: field("source", read.source),
+        codec: field("video_codec", read.video_codec),
+        size: release["size"].as_i64(),
+        name,
+    }
+}
+
+/// The release a profile would pick: the best-ranked acceptable one
+/// (ties go to the first recorded). Without a profile nothing is preferred.
+fn preferred<'a>(profile: Option<&QualityProfile>, offers: &'a [(String, Offer)]) -> Option<&'a str> {
+    let profile = profile?;
+    offers
+        .iter()
+        .filter(|(_, o)| profile.judge(o).acceptable)
+        .min_by_key(|(_, o)| profile.rank(o))
+        .map(|(id, _)| id.as_str())
+}
+
+fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityProfile) -> Result<SlotDiff, Failure> {
+    let entity_id = slot["entityId"].as_str().unwrap_or_default();
+    let entity = domain::query("entity.get", &json!({ "id": entity_id }))?;
+    let releases = domain::query("releases.for-entity", &json!({ "id": entity_id }))?;
+    let season = slot["season"].as_i64();
+    // A season slot only cares about releases of that season (or that do
+    // not say which season they are).
+    let offers: Vec<(String, Offer)> = releases
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| season.is_none() || r["parsed"]["season"].as_i64().is_none_or(|s| Some(s) == season))
+        .map(|r| (r["id"].as_str().unwrap_or_default().to_string(), offer(r)))
+        .collect();
+    let accept_all = Judgement { acceptable: true, reasons: Vec::new() };
+    let diffs = offers
+        .iter()
+        .map(|(id, o)| {
+            let before = current.map_or_else(|| accept_all.clone(), |p| p.judge(o));
+            let after = proposed.judge(o);
+            let change = match (before.acceptable, after.acceptable) {
+                (false, true) => "becomes-acceptable",
+                (true, false) => "becomes-rejected",
+                (true, true) => "still-acceptable",
+                (false, false) => "still-rejected",
+            };
+            ReleaseDiff {
+                release_id: id.clone(),
+                title: o.name.clone(),
+                current: before,
+                proposed: after,
+                change: change.into(),
+            }
+        })
+        .collect();
+    let current_preferred = preferred(current, &offers).map(str::to_string);
+    let proposed_preferred = preferred(Some(proposed), &offers).map(str::to_string);
+    Ok(SlotDiff {
+        slot_id: slot["id"].as_str().unwrap_or_default().to_string(),
+        entity_id: entity_id.to_string(),
+        title: entity["title"].as_str().unwrap_or_default().to_string(),
+        season,
+        quality: slot["quality"].as_str().unwrap_or_default().to_string(),
+        preferred_changed: current_preferred != proposed_preferred,
+        current_preferred,
+        proposed_preferred,
+        releases: diffs,
+    })
+}
+
+capstan_sdk::export_capability!(PolicyPreview);

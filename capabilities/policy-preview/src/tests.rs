@@ -1,0 +1,84 @@
+//! Native tests through the SDK's mock host with a read-only grant: one
+//! wanted movie with a 2160p web release and a 1080p Blu-ray release.
+
+use capstan_sdk::testing::{Called, Class, MockHost, invoke};
+use capstan_sdk::{Failure, HostError};
+use serde_json::{Value, json};
+
+use crate::PolicyPreview;
+
+fn install(published: Option<Value>) {
+    MockHost::new("policy.preview")
+        .with_grant(Class::Preview)
+        .with_domain(move |iface, name, arg| {
+            assert_eq!(iface, "library", "a preview only reads");
+            match name {
+                "policy.get" => published
+                    .clone()
+                    .map(|body| json!({"name": arg["name"], "revision": 1, "status": "published", "body": body}))
+                    .ok_or_else(|| HostError::NotFound("no published policy".into())),
+                "slots.list" => Ok(json!([{"id": "s1", "entityId": "m1", "season": null, "quality": "2160p", "status": "wanted"}])),
+                "entity.get" => Ok(json!({"id": "m1", "kind": "movie", "title": "Dune: Part Two", "year": 2024})),
+                "releases.for-entity" => Ok(json!([
+                    {"id": "r-uhd", "title": "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX", "parsed": {}, "size": 20_000_000_000_i64},
+                    {"id": "r-hd", "title": "Dune.Part.Two.2024.1080p.BluRay.x264-GRP", "parsed": {}, "size": 12_000_000_000_i64},
+                ])),
+                other => panic!("unexpected query {other}"),
+            }
+        })
+        .install();
+}
+
+fn call(input: Value) -> Result<Value, Failure> {
+    match invoke::<PolicyPreview>(input)? {
+        Called::Succeeded(v) | Called::Pending(v) => Ok(v),
+    }
+}
+
+fn release<'a>(out: &'a Value, id: &str) -> &'a Value {
+    out["slots"][0]["releases"].as_array().unwrap().iter().find(|r| r["releaseId"] == id).unwrap()
+}
+
+#[test]
+fn narrowing_to_blu_ray_rejects_the_web_release_and_moves_the_preference() {
+    install(Some(json!({"preferredResolutions": ["2160p", "1080p"]})));
+    let out = call(json!({"name": "quality.movies", "body": {"preferredResolutions": ["2160p", "1080p"], "allowedSources": ["Blu-ray"]}})).unwrap();
+    assert_eq!(out["currentRevision"], 1);
+    let slot = &out["slots"][0];
+    assert_eq!((slot["currentPreferred"].as_str(), slot["proposedPreferred"].as_str()), (Some("r-uhd"), Some("r-hd")));
+    assert_eq!(slot["preferredChanged"], true);
+    let uhd = release(&out, "r-uhd");
+    assert_eq!(uhd["change"], "becomes-rejected");
+    assert_eq!(uhd["proposed"]["reasons"], json!(["source Web is not allowed"]));
+    assert_eq!(release(&out, "r-hd")["change"], "still-acceptable");
+    assert_eq!(out["summary"]["becomeRejected"], 1);
+}
+
+#[test]
+fn without_a_published_revision_everything_counts_as_acceptable_today() {
+    install(None);
+    let out = call(json!({"name": "quality.movies", "body": {"preferredResolutions": ["1080p"], "maxSizeMb": 15000}}))
+        .unwrap();
+    assert!(out["currentRevision"].is_null());
+    assert!(out["note"].as_str().unwrap().contains("no revision is published"));
+    assert_eq!(release(&out, "r-uhd")["change"], "becomes-rejected");
+    assert_eq!(release(&out, "r-hd")["change"], "still-acceptable");
+    assert_eq!(out["slots"][0]["proposedPreferred"], "r-hd");
+}
+
+#[test]
+fn a_bad_body_is_invalid_input() {
+    install(None);
+    let bad = |body: Value| call(json!({"name": "quality.movies", "body": body}));
+    assert!(matches!(bad(json!({"preferredResolutions": []})), Err(Failure::InvalidInput(_))));
+    assert!(matches!(bad(json!({"preferredResolutions": ["8k"]})), Err(Failure::InvalidInput(_))));
+    assert!(matches!(
+        bad(json!({"preferredResolutions": ["1080p"], "minSizeMb": 10, "maxSizeMb": 1})),
+        Err(Failure::InvalidInput(_))
+    ));
+    assert!(matches!(bad(json!({"preferredResolutions": ["1080p"], "colour": "red"})), Err(Failure::InvalidInput(_))));
+    assert!(matches!(
+        call(json!({"name": "Bad Name", "body": {"preferredResolutions": ["1080p"]}})),
+        Err(Failure::InvalidInput(_))
+    ));
+}
