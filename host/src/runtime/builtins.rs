@@ -4,4 +4,5 @@
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Capability ids that must be present, exactly once, for the host to start.
-pub const CORE_CAPABILITIES: &[&str] = &["catalog.lookup", "release.inspect", "release.search"];
+pub const CORE_CAPABILITIES: &[&str] =
+    &["catalog.lookup", "organize.execute", "organize.plan", "release.inspect", "release.search"];

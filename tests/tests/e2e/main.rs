@@ -10,6 +10,7 @@ mod files;
 mod http;
 mod ledger;
 mod loading;
+mod organize;
 mod outbound;
 mod qbittorrent;
 mod release;
