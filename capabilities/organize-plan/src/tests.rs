@@ -157,6 +157,11 @@ fn bad_templates_unfinished_downloads_and_missing_content_are_clear_failures() {
     assert!(matches!(call(json!({"downloadTaskId": "nope"})), Err(Failure::NotFound(_))));
     assert!(matches!(call(json!({"downloadTaskId": " "})), Err(Failure::InvalidInput(_))));
 
+    let (handler, _) = store("movie", "completed", "./", json!({}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    let Err(Failure::Conflict(m)) = call(json!({"downloadTaskId": "dl-1"})) else { panic!("expected a conflict") };
+    assert!(m.contains("whole downloads root"), "{m}");
+
     let (handler, _) = store("movie", "completed", "../etc", json!({}));
     MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
     assert!(matches!(call(json!({"downloadTaskId": "dl-1"})), Err(Failure::Denied(_))));

@@ -116,6 +116,12 @@ pub fn media_files(content_path: &str) -> Result<Vec<MediaFile>, Failure> {
     if content_path.trim().is_empty() {
         return Err(Failure::Conflict("the download has no content path".into()));
     }
+    // A download is one file or folder; the whole root is every download.
+    if content_path.split('/').all(|s| matches!(s.trim(), "" | ".")) {
+        return Err(Failure::Conflict(format!(
+            "the download's content path {content_path:?} names the whole {DOWNLOADS} root, not one download"
+        )));
+    }
     let top = files::stat(DOWNLOADS, content_path).map_err(|e| host(content_path, e))?;
     let mut videos = Vec::new();
     if top.is_dir {
