@@ -10,7 +10,9 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest.parent().unwrap().to_path_buf();
     let folder = workspace.join("capabilities");
-    guests::rerun_if_changed(&workspace, &[&folder]);
+    // Libraries the capabilities link (not components themselves).
+    let libs = workspace.join("guest-libs");
+    guests::rerun_if_changed(&workspace, &[&folder, &libs]);
 
     let crates = guests::guests_in(&folder);
     let built = guests::build(&workspace, &crates, &guests::guest_target_dir(&workspace));

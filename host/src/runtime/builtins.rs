@@ -4,7 +4,6 @@
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Capability ids that must be present, exactly once, for the host to start.
-pub const CORE_CAPABILITIES: &[&str] = &[
     "catalog.lookup",
     "download.plan",
     "download.recheck",
@@ -12,6 +11,8 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "download.submit",
     "identity.resolve",
     "inventory.query",
+    "organize.execute",
+    "organize.plan",
     "policy.apply",
     "policy.preview",
     "release.inspect",
@@ -19,4 +20,3 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "task.cancel",
     "task.inspect",
     "task.retry",
-];

@@ -13,6 +13,7 @@ mod http;
 mod ledger;
 mod library;
 mod loading;
+mod organize;
 mod outbound;
 mod qbittorrent;
 mod release;

@@ -1,0 +1,142 @@
+//! The frozen plan an execution works from, and the re-freeze check: the
+//! caller's fingerprint must be the organization's current one, and the
+//! download's media files must still be the ones the plan was made from
+//! (same paths, same sizes, nothing added).
+//!
+//! Destinations are taken from the frozen plan, not re-rendered: they are
+//! what the approver saw, and the naming templates are `organize.plan`'s
+//! settings. A template change shows up when someone plans again, which
+//! re-freezes the organization under a new fingerprint.
+
+use std::collections::BTreeMap;
+
+use capstan_organize::content::{self, MediaFile};
+use capstan_organize::{DOWNLOADS, Item, LIBRARY, Mode};
+use capstan_sdk::host::{HostError, domain, files};
+use capstan_sdk::{Failure, serde_json};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// An organization and its frozen plan.
+#[derive(Debug, Clone)]
+pub struct Frozen {
+    pub id: String,
+    /// `planned`, `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub revision: i64,
+    pub download_id: String,
+    pub mode: Mode,
+    /// The plan artifact's payload hash.
+    pub fingerprint: String,
+    pub items: Vec<Item>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Body {
+    download_task_id: String,
+    mode: String,
+    items: Vec<Item>,
+}
+
+fn text(v: &Value, key: &str) -> Result<String, Failure> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Failure::Internal(format!("the domain store answered without {key}")))
+}
+
+impl Frozen {
+    /// Reads organization `id` and its plan artifact.
+    pub fn load(id: &str) -> Result<Frozen, Failure> {
+        let org = domain::query("organization.get", &json!({ "id": id }))?;
+        let artifact = domain::query("artifact.get", &json!({ "id": text(&org, "planArtifactId")? }))?;
+        let body: Body = serde_json::from_value(artifact.get("body").cloned().unwrap_or(Value::Null))
+            .map_err(|e| Failure::Internal(format!("organization {id}'s plan is not an organization plan: {e}")))?;
+        let mode = Mode::parse(&body.mode)
+            .ok_or_else(|| Failure::Internal(format!("organization {id} has unknown mode {:?}", body.mode)))?;
+        Ok(Frozen {
+            id: id.to_string(),
+            status: text(&org, "status")?,
+            revision: org.get("revision").and_then(Value::as_i64).unwrap_or(0),
+            download_id: body.download_task_id,
+            mode,
+            fingerprint: text(&artifact, "payloadHash")?,
+            items: body.items,
+        })
+    }
+
+    /// `conflict` unless `fingerprint` is this organization's current one.
+    pub fn check_fingerprint(&self, fingerprint: &str) -> Result<(), Failure> {
+        if fingerprint.trim() != self.fingerprint {
+            return Err(Failure::Conflict(format!(
+                "fingerprint {fingerprint:?} is not organization {}'s current plan (revision {}); it was planned \
+                 again since — review the new plan and use its fingerprint",
+                self.id, self.revision
+            )));
+        }
+        Ok(())
+    }
+
+    /// `conflict` unless the download's media are still what was planned.
+    /// During a resumed move, a planned source may already be gone: that is
+    /// fine when its destination holds a file of the planned size.
+    pub fn check_files(&self) -> Result<(), Failure> {
+        let download = domain::query("download.get", &json!({ "id": self.download_id }))?;
+        let status = text(&download, "status")?;
+        let resumable = self.status == "running" && status == "importing";
+        if status != "completed" && !resumable {
+            return Err(Failure::Conflict(format!(
+                "download {} is {status}; only a completed download can be organized",
+                self.download_id
+            )));
+        }
+        let content_path = download.get("contentPath").and_then(Value::as_str).unwrap_or_default();
+        let resumed_move = self.mode == Mode::Move && self.status == "running";
+        let current = match content::media_files(content_path) {
+            Ok(found) => found,
+            Err(Failure::NotFound(_)) if resumed_move => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let mut now: BTreeMap<&str, &MediaFile> = current.iter().map(|f| (f.path.as_str(), f)).collect();
+        for item in &self.items {
+            match now.remove(item.source.as_str()) {
+                Some(file) if file.size == item.size => {}
+                Some(file) => {
+                    return Err(Failure::Conflict(format!(
+                        "{} changed since it was planned ({} bytes, now {}); plan again",
+                        item.source, item.size, file.size
+                    )));
+                }
+                None if resumed_move && moved_already(item)? => {}
+                None => {
+                    return Err(Failure::Conflict(format!("{} is no longer in the download; plan again", item.source)));
+                }
+            }
+        }
+        if let Some(extra) = now.keys().next() {
+            return Err(Failure::Conflict(format!(
+                "{extra} appeared in the download since it was planned; plan again"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Whether an earlier attempt of a move already placed `item`.
+fn moved_already(item: &Item) -> Result<bool, Failure> {
+    match files::stat(LIBRARY, &item.destination) {
+        Ok(info) => Ok(!info.is_dir && info.size == item.size),
+        Err(HostError::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the source of `item` still exists under `downloads`.
+pub fn source_exists(item: &Item) -> Result<bool, Failure> {
+    match files::stat(DOWNLOADS, &item.source) {
+        Ok(_) => Ok(true),
+        Err(HostError::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,150 @@
+//! Capability `organize.plan` (label propose): works out where a completed
+//! download's media goes in the library — which files (videos, not samples
+//! or extras), under which names (the operator's movie and episode
+//! templates), by which mode (hardlink, copy, move) — and freezes that as
+//! an organization plan whose fingerprint `organize.execute` must be given.
+//! It reads files and the domain store and drafts the plan; it changes no
+//! file.
+//!
+//! Settings (`[capabilities."organize.plan".settings]`): `mode` (default
+//! `hardlink`), `movie_template`, `episode_template` (defaults in
+//! [`capstan_organize::naming`]).
+
+use capstan_organize::content;
+use capstan_organize::naming::{EPISODE_TEMPLATE, MOVIE_TEMPLATE, Template};
+use capstan_organize::plan::{self, Templates};
+use capstan_organize::subject::Subject;
+use capstan_organize::{Item, Mode};
+use capstan_sdk::host::{domain, setting};
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[cfg(test)]
+mod tests;
+
+/// Input: the download to organize.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanInput {
+    /// The completed download task whose content is organized.
+    pub download_task_id: String,
+    /// How files are placed; default from the `mode` setting, else hardlink.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+/// Output: the frozen plan.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanOutput {
+    /// The organization to pass to `organize.execute` as `planId`.
+    pub organization_id: String,
+    /// The frozen plan's fingerprint, to pass to `organize.execute`.
+    pub fingerprint: String,
+    /// The organization's revision; re-planning bumps it.
+    pub revision: i64,
+    pub mode: Mode,
+    /// Each file: `source` under `downloads`, `destination` under `library`.
+    pub items: Vec<Item>,
+}
+
+/// The capability.
+pub struct OrganizePlan;
+
+/// The mode from input, else the `mode` setting, else hardlink.
+fn mode(input: Option<Mode>) -> Result<Mode, Failure> {
+    if let Some(mode) = input {
+        return Ok(mode);
+    }
+    match setting("mode") {
+        None => Ok(Mode::Hardlink),
+        Some(text) => Mode::parse(&text).ok_or_else(|| {
+            Failure::InvalidInput(format!("setting mode is {text:?}; it must be hardlink, copy or move"))
+        }),
+    }
+}
+
+fn template(name: &str, default: &str) -> Result<Template, Failure> {
+    Template::parse(&setting(name).unwrap_or_else(|| default.to_string()), name)
+}
+
+/// The operator's templates, or the defaults.
+pub fn templates() -> Result<Templates, Failure> {
+    Ok(Templates {
+        movie: template("movie_template", MOVIE_TEMPLATE)?,
+        episode: template("episode_template", EPISODE_TEMPLATE)?,
+    })
+}
+
+fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Failure> {
+    v.get(key).ok_or_else(|| Failure::Internal(format!("the domain store answered without {key}")))
+}
+
+impl Capability for OrganizePlan {
+    type Input = PlanInput;
+    type Output = PlanOutput;
+
+    const META: Meta = Meta {
+        id: "organize.plan",
+        version: 1,
+        label: Label::Propose,
+        summary: "Plan how a completed download goes into the library: which files, what names, hardlink/copy/move",
+        description: "Looks at a completed download under the downloads root, picks its video files (skipping samples and extras), names each one under the library root with the operator's movie or episode template (Sonarr/Radarr-style tokens such as {Movie Title}, {Release Year}, {season:00}, {episode:00}, {Quality Full}) and freezes that as an organization plan. Returns the organization id and the plan's fingerprint, which organize.execute needs. Planning again with other files or names re-freezes the same organization under a new fingerprint. Changes no file.",
+        tags: &["organize", "policy.library", "library", "import", "rename"],
+        aliases: &[
+            "organize",
+            "import",
+            "rename",
+            "plan import",
+            "move to library",
+            "整理",
+            "入库",
+            "重命名",
+            "整理计划",
+            "导入媒体库",
+        ],
+        replay: Replay::Safe,
+        services: &[],
+    };
+
+    fn invoke(input: PlanInput) -> Result<Outcome<PlanOutput>, Failure> {
+        let id = input.download_task_id.trim();
+        if id.is_empty() {
+            return Err(Failure::InvalidInput("downloadTaskId must not be empty".into()));
+        }
+        let mode = mode(input.mode)?;
+        let templates = templates()?;
+        let subject = Subject::load(id)?;
+        if subject.status != "completed" {
+            return Err(Failure::Conflict(format!(
+                "download {id} is {}; only a completed download can be organized",
+                subject.status
+            )));
+        }
+        let content_path = subject
+            .content_path
+            .clone()
+            .ok_or_else(|| Failure::Conflict(format!("download {id} has no content path yet")))?;
+        let media = content::media_files(&content_path)?;
+        let items = plan::items(&subject, &media, &templates)?;
+        let drafted = domain::create_draft(
+            "organization-plan",
+            &json!({ "downloadTaskId": subject.download_id, "mode": mode, "items": items }),
+        )?;
+        let organization = field(&drafted, "organization")?;
+        let artifact = field(&drafted, "artifact")?;
+        let text = |v: &Value, key: &str| -> Result<String, Failure> {
+            Ok(field(v, key)?.as_str().unwrap_or_default().to_string())
+        };
+        Ok(Outcome::Succeeded(PlanOutput {
+            organization_id: text(organization, "id")?,
+            fingerprint: text(artifact, "payloadHash")?,
+            revision: field(organization, "revision")?.as_i64().unwrap_or(0),
+            mode,
+            items,
+        }))
+    }
+}
+
+capstan_sdk::export_capability!(OrganizePlan);

@@ -1,0 +1,179 @@
+//! Native tests through the SDK's mock host: a download folder on disk and
+//! a canned domain store in, the plan a user would be shown out.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use capstan_sdk::testing::{Called, Class, MockHost, descriptor, invoke};
+use capstan_sdk::{Failure, HostError};
+use serde_json::{Value, json};
+
+use crate::OrganizePlan;
+
+/// What the mock's domain handler is.
+type Handler = Box<dyn FnMut(&str, &str, &Value) -> Result<Value, HostError>>;
+/// Every organization plan drafted, in order.
+type Drafted = Rc<RefCell<Vec<Value>>>;
+
+/// A domain store holding one download of `kind` with `status`; drafted
+/// plans are recorded in the returned cell.
+fn store(kind: &str, status: &str, content: &str, parsed: Value) -> (Handler, Drafted) {
+    let drafted = Rc::new(RefCell::new(Vec::new()));
+    let seen = drafted.clone();
+    let (kind, status, content) = (kind.to_string(), status.to_string(), content.to_string());
+    let handler = move |iface: &str, name: &str, arg: &Value| -> Result<Value, HostError> {
+        match (iface, name) {
+            ("library", "download.get") if arg["id"] == "dl-1" => {
+                Ok(json!({"id": "dl-1", "planId": "plan-1", "status": status, "contentPath": content}))
+            }
+            ("library", "download.get") => Err(HostError::NotFound(format!("no download {}", arg["id"]))),
+            ("library", "plan.get") => Ok(json!({"id": "plan-1", "payload": {
+                "entityId": "ent-1", "season": if kind == "tv" { json!(2) } else { Value::Null },
+                "quality": "2160p", "sourceReleaseId": "rel-1", "title": "whatever"}})),
+            ("library", "entity.get") if kind == "tv" => {
+                Ok(json!({"id": "ent-1", "kind": "tv", "title": "Severance", "year": 2022}))
+            }
+            ("library", "entity.get") => {
+                Ok(json!({"id": "ent-1", "kind": "movie", "title": "Dune: Part Two", "year": 2024}))
+            }
+            ("library", "release.get") => Ok(json!({"id": "rel-1", "parsed": parsed})),
+            ("drafts", "organization-plan") => {
+                seen.borrow_mut().push(arg.clone());
+                Ok(json!({"organization": {"id": "org-1", "revision": 1}, "artifact": {"payloadHash": "f1"}}))
+            }
+            _ => Err(HostError::NotFound(format!("{iface} {name}"))),
+        }
+    };
+    (Box::new(handler), drafted)
+}
+
+fn write(dir: &std::path::Path, path: &str, size: usize) {
+    let full = dir.join(path);
+    std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+    std::fs::write(full, vec![1u8; size]).unwrap();
+}
+
+fn call(input: Value) -> Result<Value, Failure> {
+    match invoke::<OrganizePlan>(input)? {
+        Called::Succeeded(v) => Ok(v),
+        Called::Pending(v) => panic!("planning is never pending: {v}"),
+    }
+}
+
+#[test]
+fn a_movie_folder_becomes_one_templated_item_without_samples_or_extras() {
+    let downloads = tempfile::tempdir().unwrap();
+    let library = tempfile::tempdir().unwrap();
+    let folder = "Dune.Part.Two.2024.2160p.BluRay.x265-FLUX";
+    write(downloads.path(), &format!("{folder}/Dune.Part.Two.2024.2160p.BluRay.x265-FLUX.mkv"), 50_000);
+    write(downloads.path(), &format!("{folder}/Sample/dune-sample.mkv"), 40_000);
+    write(downloads.path(), &format!("{folder}/dune.sample.mkv"), 40_000);
+    write(downloads.path(), &format!("{folder}/Dune-trailer.mp4"), 30_000);
+    write(downloads.path(), &format!("{folder}/tiny-intro.mkv"), 100);
+    write(downloads.path(), &format!("{folder}/Dune.nfo"), 100);
+    let (handler, drafted) = store(
+        "movie",
+        "completed",
+        folder,
+        json!({"source": "Blu-ray", "screen_size": "2160p", "release_group": "FLUX"}),
+    );
+    MockHost::new("organize.plan")
+        .with_grant(Class::Propose)
+        .with_root("downloads", downloads.path())
+        .with_root("library", library.path())
+        .with_domain(handler)
+        .install();
+
+    let out = call(json!({"downloadTaskId": "dl-1"})).unwrap();
+    let destination = "Dune - Part Two (2024)/Dune - Part Two (2024) Bluray-2160p.mkv";
+    assert_eq!(out["organizationId"], "org-1");
+    assert_eq!(out["fingerprint"], "f1");
+    assert_eq!(out["mode"], "hardlink");
+    assert_eq!(
+        out["items"],
+        json!([{"source": format!("{folder}/Dune.Part.Two.2024.2160p.BluRay.x265-FLUX.mkv"), "destination": destination, "size": 50_000}])
+    );
+    // What was frozen is exactly what the caller was shown.
+    let frozen = drafted.borrow()[0].clone();
+    assert_eq!(frozen, json!({"downloadTaskId": "dl-1", "mode": "hardlink", "items": out["items"]}));
+    // Planning touches no file.
+    assert_eq!(std::fs::read_dir(library.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_season_pack_names_every_episode_and_honours_the_mode_setting() {
+    let downloads = tempfile::tempdir().unwrap();
+    let pack = "Severance.S02.1080p.ATVP.WEB-DL.DDP5.1.H.264-NTb";
+    for e in 1..=3 {
+        write(downloads.path(), &format!("{pack}/Severance.S02E0{e}.1080p.WEB-DL-NTb.mkv"), 10_000 + e);
+    }
+    let (handler, _) = store("tv", "completed", pack, json!({"source": "Web", "screen_size": "1080p", "season": 2}));
+    MockHost::new("organize.plan")
+        .with_setting("mode", "copy")
+        .with_root("downloads", downloads.path())
+        .with_domain(handler)
+        .install();
+    let out = call(json!({"downloadTaskId": "dl-1"})).unwrap();
+    assert_eq!(out["mode"], "copy");
+    let destinations: Vec<&str> =
+        out["items"].as_array().unwrap().iter().map(|i| i["destination"].as_str().unwrap()).collect();
+    assert_eq!(
+        destinations,
+        [
+            "Severance/Season 02/Severance - S02E01 WEBDL-1080p.mkv",
+            "Severance/Season 02/Severance - S02E02 WEBDL-1080p.mkv",
+            "Severance/Season 02/Severance - S02E03 WEBDL-1080p.mkv",
+        ]
+    );
+    // The input's mode wins over the setting.
+    let out = call(json!({"downloadTaskId": "dl-1", "mode": "move"})).unwrap();
+    assert_eq!(out["mode"], "move");
+}
+
+#[test]
+fn bad_templates_unfinished_downloads_and_missing_content_are_clear_failures() {
+    let downloads = tempfile::tempdir().unwrap();
+    write(downloads.path(), "Dune.mkv", 1000);
+    let (handler, drafted) = store("movie", "completed", "Dune.mkv", json!({}));
+    MockHost::new("organize.plan")
+        .with_setting("movie_template", "{Movie Title} {Resolution}")
+        .with_root("downloads", downloads.path())
+        .with_domain(handler)
+        .install();
+    let Err(Failure::InvalidInput(m)) = call(json!({"downloadTaskId": "dl-1"})) else {
+        panic!("expected invalid input")
+    };
+    assert!(m.contains("movie_template") && m.contains("{Resolution}"), "{m}");
+    assert!(drafted.borrow().is_empty(), "nothing is drafted from a bad template");
+
+    let (handler, _) = store("movie", "downloading", "Dune.mkv", json!({}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    let Err(Failure::Conflict(m)) = call(json!({"downloadTaskId": "dl-1"})) else { panic!("expected a conflict") };
+    assert!(m.contains("downloading"), "{m}");
+
+    let (handler, _) = store("movie", "completed", "Gone.Movie.2020", json!({}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    assert!(matches!(call(json!({"downloadTaskId": "dl-1"})), Err(Failure::NotFound(_))));
+    assert!(matches!(call(json!({"downloadTaskId": "nope"})), Err(Failure::NotFound(_))));
+    assert!(matches!(call(json!({"downloadTaskId": " "})), Err(Failure::InvalidInput(_))));
+
+    let (handler, _) = store("movie", "completed", "./", json!({}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    let Err(Failure::Conflict(m)) = call(json!({"downloadTaskId": "dl-1"})) else { panic!("expected a conflict") };
+    assert!(m.contains("whole downloads root"), "{m}");
+
+    let (handler, _) = store("movie", "completed", "../etc", json!({}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    assert!(matches!(call(json!({"downloadTaskId": "dl-1"})), Err(Failure::Denied(_))));
+}
+
+#[test]
+fn the_descriptor_speaks_english_and_chinese() {
+    let d = descriptor::<OrganizePlan>();
+    assert_eq!(d.id, "organize.plan");
+    for alias in ["organize", "import", "rename", "整理", "入库", "重命名"] {
+        assert!(d.aliases.iter().any(|a| a == alias), "{alias}");
+    }
+    assert!(d.tags.iter().any(|t| t == "policy.library"));
+    assert!(d.input_schema.contains("downloadTaskId"));
+}

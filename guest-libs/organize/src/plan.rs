@@ -1,0 +1,108 @@
+//! Items of an organization plan: each media file of the download with its
+//! destination under the library root, named by the movie or episode
+//! template. `organize.plan` drafts these items; `organize.execute`
+//! recomputes the file side of them to see whether the download changed.
+
+use capstan_sdk::Failure;
+
+use crate::Item;
+use crate::content::MediaFile;
+use crate::episodes;
+use crate::naming::{Template, Values};
+use crate::subject::{Kind, Subject};
+
+/// The two templates, parsed.
+#[derive(Debug, Clone)]
+pub struct Templates {
+    pub movie: Template,
+    pub episode: Template,
+}
+
+fn base_values(subject: &Subject) -> Values {
+    Values {
+        title: subject.title.clone(),
+        original_title: subject.original_title.clone(),
+        year: subject.year,
+        season: subject.season,
+        episodes: Vec::new(),
+        quality_full: subject.quality_full.clone(),
+        release_group: subject.release_group.clone(),
+    }
+}
+
+/// The plan's items for `media` (the download's media files), sorted by
+/// source. Two files landing on one destination is a `conflict`.
+pub fn items(subject: &Subject, media: &[MediaFile], templates: &Templates) -> Result<Vec<Item>, Failure> {
+    let mut items = match subject.kind {
+        Kind::Movie => movie_items(subject, media, &templates.movie)?,
+        Kind::Tv => episode_items(subject, media, &templates.episode)?,
+    };
+    items.sort();
+    let mut seen = std::collections::BTreeMap::new();
+    for item in &items {
+        if let Some(other) = seen.insert(item.destination.clone(), item.source.clone()) {
+            return Err(Failure::Conflict(format!(
+                "{other} and {} would both become {}; change the template or remove one",
+                item.source, item.destination
+            )));
+        }
+    }
+    Ok(items)
+}
+
+fn movie_items(subject: &Subject, media: &[MediaFile], template: &Template) -> Result<Vec<Item>, Failure> {
+    if template.uses_numbers() {
+        return Err(Failure::InvalidInput(
+            "movie_template uses {season} or {episode}, which a movie does not have".into(),
+        ));
+    }
+    let values = base_values(subject);
+    media
+        .iter()
+        .enumerate()
+        .map(|(i, file)| {
+            let mut destination = template.render(&values, "")?;
+            // A movie split over several files keeps them apart and in
+            // order the way media servers read stacked parts.
+            if media.len() > 1 {
+                destination.push_str(&format!(" - pt{}", i + 1));
+            }
+            destination.push('.');
+            destination.push_str(&file.extension());
+            Ok(Item { source: file.path.clone(), destination, size: file.size })
+        })
+        .collect()
+}
+
+fn episode_items(subject: &Subject, media: &[MediaFile], template: &Template) -> Result<Vec<Item>, Failure> {
+    if !template.uses_episode() {
+        return Err(Failure::InvalidInput(
+            "episode_template must contain {episode}, or every episode would get the same name".into(),
+        ));
+    }
+    media
+        .iter()
+        .map(|file| {
+            let mut values = base_values(subject);
+            match episodes::parse(file.name()) {
+                Some(found) => {
+                    values.season = Some(found.season);
+                    values.episodes = found.episodes;
+                }
+                // A lone file of a single-episode release whose file name
+                // lost the marker: the release name says which one it is.
+                None if media.len() == 1 && !subject.release_episodes.is_empty() && subject.season.is_some() => {
+                    values.episodes = subject.release_episodes.clone();
+                }
+                None => {
+                    return Err(Failure::Conflict(format!(
+                        "cannot tell which episode {} is: its name has no SxxEyy marker",
+                        file.path
+                    )));
+                }
+            }
+            let destination = template.render(&values, &file.extension())?;
+            Ok(Item { source: file.path.clone(), destination, size: file.size })
+        })
+        .collect()
+}

@@ -1,0 +1,154 @@
+//! What a download is, read from the domain store: `download.get` →
+//! `plan.get` (the slot's entity, season and quality, the source release)
+//! → `entity.get` and `release.get` (the parsed fields of the release
+//! name). Everything a naming template can ask for comes from here.
+
+use capstan_sdk::Failure;
+use capstan_sdk::host::domain;
+use serde_json::{Value, json};
+
+/// A movie or a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Movie,
+    Tv,
+}
+
+/// A download and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subject {
+    pub download_id: String,
+    /// `queued`, `downloading`, ..., `completed`, `importing`, `imported`.
+    pub status: String,
+    /// The content under the `downloads` root, once the client reported it.
+    pub content_path: Option<String>,
+    pub kind: Kind,
+    pub title: String,
+    pub original_title: Option<String>,
+    pub year: Option<i64>,
+    /// The slot's season (series only).
+    pub season: Option<u32>,
+    /// `Bluray-2160p`, `WEBDL-1080p`, ...
+    pub quality_full: String,
+    pub release_group: Option<String>,
+    /// Episodes the release name itself lists, for a single-file episode
+    /// whose file name has no marker.
+    pub release_episodes: Vec<u32>,
+}
+
+fn get(query: &str, id: &str) -> Result<Value, Failure> {
+    Ok(domain::query(query, &json!({ "id": id }))?)
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn field(v: &Value, key: &str) -> Result<String, Failure> {
+    text(v, key).ok_or_else(|| Failure::Internal(format!("the domain store answered without {key}")))
+}
+
+impl Subject {
+    /// Reads download `id` and everything it refers to.
+    pub fn load(id: &str) -> Result<Subject, Failure> {
+        let download = get("download.get", id)?;
+        let plan = get("plan.get", &field(&download, "planId")?)?;
+        let payload = plan.get("payload").cloned().unwrap_or(Value::Null);
+        let entity = get("entity.get", &field(&payload, "entityId")?)?;
+        let release = get("release.get", &field(&payload, "sourceReleaseId")?)?;
+        let parsed = release.get("parsed").cloned().unwrap_or(Value::Null);
+        let kind = match text(&entity, "kind").as_deref() {
+            Some("tv") => Kind::Tv,
+            _ => Kind::Movie,
+        };
+        let season = payload
+            .get("season")
+            .and_then(Value::as_u64)
+            .or_else(|| parsed.get("season").and_then(Value::as_u64))
+            .map(|s| s as u32);
+        let release_episodes = parsed
+            .get("episodes")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(Value::as_u64).map(|e| e as u32).collect())
+            .unwrap_or_default();
+        Ok(Subject {
+            download_id: field(&download, "id")?,
+            status: field(&download, "status")?,
+            content_path: text(&download, "contentPath"),
+            kind,
+            title: field(&entity, "title")?,
+            original_title: text(&entity, "originalTitle"),
+            year: entity.get("year").and_then(Value::as_i64),
+            season,
+            quality_full: quality_full(&parsed, text(&payload, "quality").as_deref()),
+            release_group: text(&parsed, "release_group"),
+            release_episodes,
+        })
+    }
+}
+
+/// Sonarr/Radarr's quality name: source and resolution (`Bluray-2160p`,
+/// `WEBDL-1080p`, `WEBRip-720p`, `Remux-2160p`, `HDTV-720p`), with
+/// ` Proper` when the release is a re-do. The resolution falls back to the
+/// slot's quality when the release name did not say.
+pub fn quality_full(parsed: &Value, slot_quality: Option<&str>) -> String {
+    let list = |key: &str| -> Vec<String> {
+        parsed
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).map(str::to_lowercase).collect())
+            .unwrap_or_default()
+    };
+    let other = list("other");
+    let source = text(parsed, "source").map(|s| s.to_lowercase());
+    let source = match source.as_deref() {
+        _ if other.iter().any(|o| o == "remux") => Some("Remux".to_string()),
+        Some("blu-ray" | "ultra hd blu-ray" | "bluray") => Some("Bluray".into()),
+        Some("web") if other.iter().any(|o| o == "rip") => Some("WEBRip".into()),
+        Some("web") => Some("WEBDL".into()),
+        Some("hdtv") => Some("HDTV".into()),
+        Some("digital tv" | "tv") => Some("SDTV".into()),
+        Some("dvd") => Some("DVD".into()),
+        Some("camera") => Some("CAM".into()),
+        Some("telesync") => Some("TELESYNC".into()),
+        Some(s) => Some(s.replace(' ', "")),
+        None => None,
+    };
+    let is_resolution =
+        |s: &str| s.len() > 1 && s.ends_with(['p', 'i']) && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit());
+    let resolution =
+        text(parsed, "screen_size").or_else(|| slot_quality.map(str::to_string)).filter(|s| is_resolution(s));
+    let mut name = match (source, resolution) {
+        (Some(s), Some(r)) => format!("{s}-{r}"),
+        (Some(s), None) => s,
+        (None, Some(r)) => r,
+        (None, None) => "Unknown".into(),
+    };
+    if parsed.get("proper_count").and_then(Value::as_u64).unwrap_or(0) > 0 {
+        name.push_str(" Proper");
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quality_full;
+    use serde_json::json;
+
+    #[test]
+    fn quality_names_read_like_sonarr_and_radarr() {
+        assert_eq!(quality_full(&json!({"source": "Blu-ray", "screen_size": "2160p"}), None), "Bluray-2160p");
+        assert_eq!(quality_full(&json!({"source": "Web", "screen_size": "1080p"}), None), "WEBDL-1080p");
+        assert_eq!(
+            quality_full(&json!({"source": "Web", "other": ["Rip"], "screen_size": "720p"}), None),
+            "WEBRip-720p"
+        );
+        assert_eq!(
+            quality_full(&json!({"source": "Blu-ray", "other": ["Remux"], "screen_size": "2160p"}), None),
+            "Remux-2160p"
+        );
+        assert_eq!(quality_full(&json!({"source": "HDTV", "proper_count": 1}), Some("720p")), "HDTV-720p Proper");
+        assert_eq!(quality_full(&json!({}), Some("1080p")), "1080p");
+        assert_eq!(quality_full(&json!({}), Some("any")), "Unknown");
+    }
+}
