@@ -4,6 +4,7 @@
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Capability ids that must be present, exactly once, for the host to start.
+pub const CORE_CAPABILITIES: &[&str] = &[
     "catalog.lookup",
     "download.plan",
     "download.recheck",
@@ -20,3 +21,4 @@ include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
     "task.cancel",
     "task.inspect",
     "task.retry",
+];
