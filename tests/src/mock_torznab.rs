@@ -71,6 +71,11 @@ struct Shared {
     indexer: Indexer,
     failure: Mutex<Option<Failure>>,
     received: Mutex<Vec<BTreeMap<String, String>>>,
+    /// `.torrent` files served at `/download/<n>.torrent`, by item number;
+    /// when any are set, feed links point at this server instead of
+    /// `indexer.example`.
+    files: Mutex<BTreeMap<usize, Vec<u8>>>,
+    base: Mutex<String>,
 }
 
 /// A running mock indexer.
@@ -88,8 +93,13 @@ impl MockTorznab {
             indexer,
             failure: Mutex::new(None),
             received: Mutex::new(Vec::new()),
+            files: Mutex::new(BTreeMap::new()),
+            base: Mutex::new("https://indexer.example".into()),
         });
-        let app = Router::new().route("/api", get(api)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/api", get(api))
+            .route("/download/{file}", get(download))
+            .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -101,6 +111,14 @@ impl MockTorznab {
     /// The base URL to configure (`/api` is appended to it).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Serves `bytes` as the `.torrent` file of item `index` (0-based) and
+    /// points the feed's links at this server, as a real indexer's
+    /// download links point at itself.
+    pub fn serve_torrent(&self, index: usize, bytes: Vec<u8>) {
+        self.shared.files.lock().unwrap().insert(index + 1, bytes);
+        *self.shared.base.lock().unwrap() = self.base_url();
     }
 
     /// Makes later requests fail this way; `None` recovers.
@@ -175,7 +193,8 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
         return torznab_error(StatusCode::OK, 201, &format!("Incorrect parameter ({unlisted})"));
     }
     let items: Vec<&Item> = indexer.items.iter().filter(|item| wanted(item, &q)).collect();
-    xml(StatusCode::OK, feed(indexer.title, &items))
+    let base = s.base.lock().unwrap().clone();
+    xml(StatusCode::OK, feed(indexer.title, &items, &base))
 }
 
 fn caps(indexer: &Indexer) -> String {
@@ -232,7 +251,15 @@ fn wanted(item: &Item, q: &BTreeMap<String, String>) -> bool {
         && cat_ok
 }
 
-fn feed(title: &str, items: &[&Item]) -> String {
+async fn download(State(s): State<Arc<Shared>>, axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let number = file.strip_suffix(".torrent").and_then(|n| n.parse::<usize>().ok());
+    match number.and_then(|n| s.files.lock().unwrap().get(&n).cloned()) {
+        Some(bytes) => (StatusCode::OK, [("content-type", "application/x-bittorrent")], bytes).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn feed(title: &str, items: &[&Item], base: &str) -> String {
     let mut out = String::from(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" xmlns:torznab="http://torznab.com/schemas/2015/feed">
@@ -242,7 +269,7 @@ fn feed(title: &str, items: &[&Item]) -> String {
     let _ = writeln!(out, "<title>{}</title>", escape(title));
     for (n, item) in items.iter().enumerate() {
         let guid = format!("https://indexer.example/details/{}", n + 1);
-        let link = format!("https://indexer.example/download/{}.torrent", n + 1);
+        let link = format!("{base}/download/{}.torrent", n + 1);
         let _ = write!(
             out,
             "<item>\n<title>{}</title>\n<guid>{guid}</guid>\n<comments>{guid}</comments>\n<pubDate>{}</pubDate>\n<size>{}</size>\n<link>{link}</link>\n<enclosure url=\"{link}\" length=\"{}\" type=\"application/x-bittorrent\"/>\n",

@@ -48,7 +48,7 @@ fn fits(slot: &Slot, parsed: &Value) -> bool {
 fn search_input(entity: &Entity, slot: &Slot) -> Value {
     let mut input = json!({ "query": entity.title, "kind": entity.kind, "limit": RESULTS_PER_SLOT });
     if let Some(tmdb) = entity.tmdb_id {
-        input["tmdbId"] = json!(tmdb);
+        input["tmdb_id"] = json!(tmdb);
     }
     if let Some(season) = slot.season {
         input["season"] = json!(season);
@@ -66,9 +66,11 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
         parsed,
         size: found.get("size_bytes").and_then(Value::as_i64),
         infohash: found.get("infohash").and_then(Value::as_str).map(str::to_string),
+        // The indexer's `.torrent` link first: it carries the metadata a
+        // magnet would have to find on the swarm.
         download_url: found
-            .get("magnet_url")
-            .or_else(|| found.get("download_url"))
+            .get("download_url")
+            .or_else(|| found.get("magnet_url"))
             .and_then(Value::as_str)
             .map(str::to_string),
     };

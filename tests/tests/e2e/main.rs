@@ -15,6 +15,7 @@ mod library;
 mod loading;
 mod organize;
 mod outbound;
+mod pipeline;
 mod qbittorrent;
 mod release;
 mod sandbox;

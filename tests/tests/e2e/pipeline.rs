@@ -1,0 +1,275 @@
+//! The acquisition pipeline end to end, as durable tasks on a worker: a
+//! Torznab feed item for a wanted movie is identified, planned, submitted
+//! to a real qBittorrent, completes (its payload is already on disk), is
+//! hardlinked into the library under the configured name, recorded as an
+//! organization, and the slot is satisfied. Without an automation grant the
+//! same sweep stops at a draft plan and opens nothing else.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS};
+use capstan::authz::NewGrant;
+use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
+use capstan::domain::{NewEntity, NewSlot, Slot};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::EffectClass;
+use capstan::store::Db;
+use capstan::tasks::{NewTask, Task, TaskStatus, Tasks, Worker, WorkerConfig};
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::TestHost;
+use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent::{self, BuiltTorrent};
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(90);
+const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
+
+struct Env {
+    _host: TestHost,
+    _library: tempfile::TempDir,
+    library: std::path::PathBuf,
+    caps: Arc<Capabilities>,
+    tasks: Tasks,
+    _indexer: MockTorznab,
+}
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
+    let indexer = MockTorznab::start(
+        "indexer-key",
+        Indexer {
+            title: "Loopback indexer",
+            movie_params: Some("q,imdbid,tmdbid"),
+            tv_params: None,
+            items: vec![Item {
+                title: leak(&dune.name),
+                size: 70_000,
+                seeders: 12,
+                peers: 14,
+                infohash: Some(leak(&dune.info_hash)),
+                categories: &[2000, 2045],
+                tmdb_id: Some(693134),
+                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
+                ..Item::default()
+            }],
+        },
+    )
+    .await;
+    indexer.serve_torrent(0, dune.bytes.clone());
+    let library = tempfile::tempdir().unwrap();
+    let mut host = TestHost::new();
+    let service = |base_url: String, auth: Auth| ServiceConfig {
+        base_url,
+        auth,
+        operations: Vec::new(),
+        timeout_ms: 10_000,
+        response_cap_bytes: 4 << 20,
+    };
+    host.config.services.insert(
+        "qbittorrent".into(),
+        service(
+            qbt.base_url(),
+            Auth::FormLogin {
+                path: "/api/v2/auth/login".into(),
+                username: qbt.username().into(),
+                password: SecretRef(qbt.password().into()),
+                username_field: "username".into(),
+                password_field: "password".into(),
+            },
+        ),
+    );
+    host.config.services.insert(
+        "torznab".into(),
+        service(
+            indexer.base_url(),
+            Auth::Query { name: "apikey".into(), value: SecretRef("indexer-key".into()) },
+        ),
+    );
+    let submit = BTreeMap::from([
+        ("torrent_sources".to_string(), format!("torznab={}", indexer.base_url())),
+        ("save_path".to_string(), qbt.downloads().display().to_string()),
+        ("category".to_string(), "movies".to_string()),
+    ]);
+    host.config.capabilities.insert("download.submit".into(), CapabilityConfig { settings: submit, ..Default::default() });
+    host.config.roots.insert("downloads".into(), qbt.downloads());
+    host.config.roots.insert("library".into(), library.path().to_path_buf());
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    caps.ledger().heartbeat().await.unwrap();
+    let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
+    let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "pipeline-test".into(), config);
+    capstan::acquisition::register(&mut worker, &caps);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    Env {
+        library: library.path().to_path_buf(),
+        _library: library,
+        _host: host,
+        caps,
+        tasks: Tasks::new(db),
+        _indexer: indexer,
+    }
+}
+
+async fn wanted_movie(env: &Env) -> Slot {
+    let entity = env
+        .caps
+        .domain()
+        .upsert_entity(&NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(693134),
+            title: "Dune: Part Two".into(),
+            original_title: None,
+            year: Some(2024),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    env.caps
+        .domain()
+        .want(&NewSlot { entity_id: entity.id, season: None, quality: "2160p".into(), profile: None })
+        .await
+        .unwrap()
+}
+
+/// Queues a pipeline task and waits for it to finish.
+async fn run(env: &Env, kind: &str, payload: Value) -> Task {
+    let (task, _) = env
+        .tasks
+        .enqueue(&NewTask {
+            kind: kind.into(),
+            subject: None,
+            payload,
+            dedupe_key: None,
+            max_attempts: 1,
+            created_by: "test".into(),
+        })
+        .await
+        .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let now = env.tasks.get(&task.id).await.unwrap().unwrap();
+        if matches!(now.status, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Dead) {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "{kind} did not finish: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn qbittorrent_torrents(qbt: &QBittorrent) -> Vec<Value> {
+    let client = qbt.login().await;
+    client.get(format!("{}/api/v2/torrents/info", qbt.base_url())).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 24));
+    let env = start(&qbt, &dune).await;
+    let slot = wanted_movie(&env).await;
+    let grant = NewGrant {
+        action: "*".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: Default::default(),
+        daily_invocations: 100,
+        daily_bytes: 1_000_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+
+    // Search → record → identify → plan → submit, as the task actor.
+    let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
+    assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
+    let outcome = &evaluated.result.clone().unwrap()["slots"][0];
+    assert_eq!(outcome["outcome"], "submitted", "{outcome}");
+    let plan_id = outcome["planId"].as_str().unwrap().to_string();
+    let held = qbittorrent_torrents(&qbt).await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0]["hash"], dune.info_hash.as_str());
+    let release = env.caps.domain().release_by_infohash(&dune.info_hash).await.unwrap().unwrap();
+    assert_eq!((release.identity_status.as_str(), release.entity_id.as_deref()), ("resolved", Some(slot.entity_id.as_str())));
+    let download = env.caps.domain().download_for_plan(&plan_id).await.unwrap().unwrap();
+
+    // The payload is on disk: once qBittorrent has settled, a recheck
+    // completes it; syncs record what the client says.
+    let deadline = Instant::now() + DEADLINE;
+    let mut rechecked = false;
+    loop {
+        let synced = run(&env, SYNC_DOWNLOADS, json!({})).await;
+        assert_eq!(synced.status, TaskStatus::Succeeded, "{:?}", synced.last_error);
+        let now = env.caps.domain().download(&download.id).await.unwrap();
+        if matches!(now.status.as_str(), "completed" | "importing" | "imported") {
+            break;
+        }
+        if !rechecked && now.status != "queued" {
+            let inv = env
+                .caps
+                .invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &json!({"downloadTaskId": download.id}))
+                .await
+                .unwrap();
+            rechecked = inv.error.is_none();
+        }
+        assert!(Instant::now() < deadline, "the download never completed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    // The completed download queued its import; wait for the organization.
+    let deadline = Instant::now() + DEADLINE;
+    let organization = loop {
+        let orgs = env.caps.domain().organizations_for_download(&download.id).await.unwrap();
+        if let Some(org) = orgs.iter().find(|o| o.status == "succeeded") {
+            break org.clone();
+        }
+        assert!(Instant::now() < deadline, "no organization succeeded: {orgs:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(organization.mode, "hardlink");
+    let destination = organization.items[0]["destination"].as_str().unwrap();
+    assert!(destination.starts_with("Dune - Part Two (2024)/Dune - Part Two (2024)"), "{destination}");
+    assert!(destination.ends_with(".mkv"), "{destination}");
+    {
+        use std::os::unix::fs::MetadataExt;
+        let placed = std::fs::metadata(env.library.join(destination)).unwrap();
+        let source = std::fs::metadata(&dune.files[0]).unwrap();
+        assert_eq!((placed.dev(), placed.ino()), (source.dev(), source.ino()), "a hardlink of the download");
+    }
+    assert_eq!(env.caps.domain().download(&download.id).await.unwrap().status, "imported");
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "satisfied");
+
+    // Each change was told once.
+    let events = env.caps.events().list(0, 1000).await.unwrap();
+    let completed =
+        events.iter().filter(|e| e.kind == "download.status_changed" && e.payload["to"] == "completed").count();
+    assert_eq!(completed, 1);
+    assert!(events.iter().any(|e| e.kind == "organization.changed" && e.payload["status"] == "succeeded"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 25));
+    let env = start(&qbt, &dune).await;
+    let slot = wanted_movie(&env).await;
+
+    let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
+    assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
+    let outcome = &evaluated.result.clone().unwrap()["slots"][0];
+    assert_eq!(outcome["outcome"], "planned", "{outcome}");
+    let plan = env.caps.domain().plan(outcome["planId"].as_str().unwrap()).await.unwrap();
+    assert_eq!(plan.status, "draft");
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "wanted");
+    assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
+    // Nothing else was opened: no refusal on record, no decision, no download.
+    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    assert!(audit.iter().all(|e| e.event.action != "capability.denied"), "no denial was recorded");
+    assert!(env.caps.domain().decisions(None, 10).await.unwrap().is_empty());
+    assert!(env.caps.domain().download_for_plan(&plan.id).await.unwrap().is_none());
+}
