@@ -323,3 +323,83 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
 }
 
 both_backends!(planning_reports_the_store_s_refusals);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn data_gone_is_missing_and_download_recheck_recovers_it_once_put_back() {
+    let mut qbt = QBittorrent::start().await;
+    let contents = torrent::payload(70_000, 31);
+    let dune = torrent::single_file(&qbt.downloads(), "Dune.2021.1080p.WEB-DL.x264.mkv", &contents);
+    let indexer = serve_torrent_files(BTreeMap::from([("dune.torrent".to_string(), dune.bytes.clone())])).await;
+    let env = start_with_qbittorrent(&qbt, &indexer).await;
+    let link = Some(format!("{indexer}/download/dune.torrent"));
+    let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
+    let plan = output(
+        env.invoke(&operator(), "download.plan", json!({"sourceReleaseId": release.id, "slotId": slot.id})).await,
+    );
+    let submitted = output(env.invoke(&operator(), "download.submit", json!({"planId": plan["id"]})).await);
+    let task = submitted["downloadTaskId"].as_str().unwrap().to_string();
+    wait_for_status(&env, &task, "settled", |d| d["status"] != "queued").await;
+    output(env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": task})).await);
+    wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
+
+    // The data disappears while the client is down: it comes back missing.
+    std::fs::remove_file(&dune.files[0]).unwrap();
+    qbt.restart().await;
+    let missing = wait_for_status(&env, &task, "missing", |d| d["status"] == "missing").await;
+    assert_eq!(missing["clientState"], "missingFiles", "{missing}");
+
+    // Put back, one download.recheck brings it to completed again.
+    std::fs::write(&dune.files[0], &contents).unwrap();
+    let rechecked = output(env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": task})).await);
+    assert_eq!(rechecked["clientHash"], dune.info_hash.as_str());
+    let done = wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
+    assert_eq!(done["progress"], 1.0);
+    assert_eq!(torrents(&qbt, None).await.len(), 1, "recheck re-adds nothing");
+}
+
+/// `POST /acquisition-plans` drives download.plan and download.submit for
+/// an entity's first wanted slot, and says why when nothing could be done.
+#[tokio::test(flavor = "multi_thread")]
+async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
+    let qbt = QBittorrent::start().await;
+    let dune = built(&qbt, "Dune.2021.1080p.BluRay.x264-GRP.mkv", 41);
+    let indexer = serve_torrent_files(BTreeMap::from([("dune.torrent".to_string(), dune.bytes.clone())])).await;
+    let env = start_with_qbittorrent(&qbt, &indexer).await;
+    let link = Some(format!("{indexer}/download/dune.torrent"));
+    let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
+    tokio::spawn(capstan::http::serve(listener, env.caps.clone(), std::future::pending()));
+    let key = capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
+    let grant = capstan::authz::NewGrant {
+        action: "policy.acquisition".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: Default::default(),
+        daily_invocations: 10,
+        daily_bytes: 100_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    env.caps.authz().create_grant(&grant, "admin:ops").await.unwrap();
+    let http = reqwest::Client::new();
+    let post = |body: Value| http.post(format!("{base}/acquisition-plans")).bearer_auth(&key).json(&body).send();
+
+    let answer: Value =
+        post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await.unwrap().json().await.unwrap();
+    assert_eq!(answer["submitted"], true, "{answer}");
+    assert_eq!(answer["plan"]["slotId"], slot.id.as_str());
+    assert_eq!(torrents(&qbt, None).await.len(), 1);
+
+    // The entity's only slot is taken now: nothing to plan, and it says so.
+    let answer: Value =
+        post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await.unwrap().json().await.unwrap();
+    assert_eq!(answer["submitted"], false, "{answer}");
+    assert_eq!(answer["reasons"][0]["reason"]["kind"], "no-slot");
+    // A named slot that will not take the release gives the planner's reason.
+    let answer: Value =
+        post(json!({"sourceReleaseId": release.id, "slotId": slot.id})).await.unwrap().json().await.unwrap();
+    assert_eq!(answer["submitted"], false, "{answer}");
+    assert_eq!(answer["reasons"][0]["stage"], "plan");
+    assert_eq!(answer["reasons"][0]["reason"]["kind"], "conflict");
+    assert_eq!(torrents(&qbt, None).await.len(), 1, "nothing more was added");
+}
