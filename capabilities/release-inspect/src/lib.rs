@@ -58,3 +58,47 @@ impl Capability for ReleaseInspect {
 }
 
 capstan_sdk::export_capability!(ReleaseInspect);
+
+/// Through the SDK's mock host, as the component is called: the input glue,
+/// the refusals, and a descriptor that asks for nothing.
+#[cfg(test)]
+mod through_the_sdk {
+    use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+    use capstan_sdk::Failure;
+    use serde_json::json;
+
+    use super::ReleaseInspect;
+
+    #[test]
+    fn a_release_name_comes_back_as_fields() {
+        MockHost::new("release.inspect").install();
+        let Ok(Called::Succeeded(out)) =
+            invoke::<ReleaseInspect>(json!({"name": "The.Mandalorian.S02E05.1080p.WEB.H264-GLHF"}))
+        else {
+            panic!("release.inspect did not succeed");
+        };
+        assert_eq!((out["title"].as_str(), out["season"].as_i64()), (Some("The Mandalorian"), Some(2)));
+        assert_eq!(out["release_group"], "GLHF");
+    }
+
+    #[test]
+    fn empty_long_and_misspelt_inputs_are_refused() {
+        MockHost::new("release.inspect").install();
+        for input in [json!({"name": "  "}), json!({"name": "x".repeat(1025)}), json!({"title": "Dune"})] {
+            assert!(
+                matches!(invoke::<ReleaseInspect>(input.clone()), Err(Failure::InvalidInput(_))),
+                "{input} should be invalid input"
+            );
+        }
+    }
+
+    #[test]
+    fn the_descriptor_is_read_only_with_no_services_and_both_languages() {
+        let d = descriptor::<ReleaseInspect>();
+        assert_eq!(d.id, "release.inspect");
+        assert!(matches!(d.label, capstan_sdk::bindings::capstan::capability::types::Label::Read));
+        assert!(d.services.is_empty());
+        assert!(d.aliases.iter().any(|a| a.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))));
+        assert!(d.aliases.iter().any(|a| a.is_ascii()));
+    }
+}
