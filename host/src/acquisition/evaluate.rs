@@ -121,6 +121,13 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     let plan = planned.output.unwrap_or_default();
     let plan_id = plan.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
     let submit = json!({ "planId": plan_id });
+    // Drafting the same thing twice returns the first draft: a draft someone
+    // else made (a person, an agent's plan-only run) is theirs to submit,
+    // never the sweep's.
+    let drafted_by = domain.plan(&plan_id).await.map_err(|e| e.to_string())?.created_by;
+    if drafted_by != origin(task).principal {
+        return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id, "draftedBy": drafted_by }));
+    }
     // A background sweep submits only under a standing authorisation; it
     // never asks and never leaves a refusal behind.
     if !caps.is_authorized(&origin(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {

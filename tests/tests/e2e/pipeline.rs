@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS};
 use capstan::authz::NewGrant;
 use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
-use capstan::domain::{NewEntity, NewSlot, Slot};
+use capstan::domain::{Actor, NewEntity, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
@@ -33,7 +33,7 @@ struct Env {
     library: std::path::PathBuf,
     caps: Arc<Capabilities>,
     tasks: Tasks,
-    _indexer: MockTorznab,
+    indexer: MockTorznab,
 }
 
 fn leak(text: &str) -> &'static str {
@@ -113,7 +113,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
         _host: host,
         caps,
         tasks: Tasks::new(db),
-        _indexer: indexer,
+        indexer,
     }
 }
 
@@ -272,4 +272,56 @@ async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
     assert!(audit.iter().all(|e| e.event.action != "capability.denied"), "no denial was recorded");
     assert!(env.caps.domain().decisions(None, 10).await.unwrap().is_empty());
     assert!(env.caps.domain().download_for_plan(&plan.id).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 26));
+    let env = start(&qbt, &dune).await;
+    let slot = wanted_movie(&env).await;
+    env.caps
+        .authz()
+        .create_grant(
+            &NewGrant {
+                action: "*".into(),
+                policy_name: None,
+                policy_revision: None,
+                scope: Default::default(),
+                daily_invocations: 100,
+                daily_bytes: 1_000_000,
+                expires_at: capstan::store::now_ms() + 3_600_000,
+            },
+            "admin:test",
+        )
+        .await
+        .unwrap();
+    // A person records the release, confirms whom it is for, and drafts
+    // the very plan the sweep would make.
+    let domain = env.caps.domain();
+    let release = domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: dune.name.clone(),
+            parsed: json!({"screen_size": "2160p"}),
+            size: Some(70_000),
+            infohash: Some(dune.info_hash.clone()),
+            download_url: Some(format!("{}/download/1.torrent", env.indexer.base_url())),
+        })
+        .await
+        .unwrap();
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"by": "alice"})).await.unwrap();
+    let mine = domain
+        .draft_plan(&Actor::new("admin:alice"), &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None })
+        .await
+        .unwrap();
+
+    // The sweep arrives at the same draft and leaves it to its owner.
+    let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
+    assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
+    let outcome = &evaluated.result.clone().unwrap()["slots"][0];
+    assert_eq!((outcome["outcome"].as_str(), outcome["planId"].as_str()), (Some("planned"), Some(mine.id.as_str())), "{outcome}");
+    assert_eq!(outcome["draftedBy"], "admin:alice");
+    assert_eq!(domain.plan(&mine.id).await.unwrap().status, "draft");
+    assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
 }
