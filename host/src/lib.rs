@@ -4,6 +4,7 @@
 //! chain, the single invoke path, the HTTP API and the command line.
 
 pub mod acquisition;
+pub mod agent;
 pub mod audit;
 pub mod authz;
 pub mod cli;

@@ -1,5 +1,6 @@
 //! Capstan's end-to-end suites, one module per concern, in one test binary.
 
+mod agent;
 mod approvals;
 mod authz;
 mod catalog;

@@ -1,0 +1,124 @@
+//! Model providers behind one trait. A request carries the system prompt,
+//! the conversation and the tools on offer; the answer streams back as
+//! [`StreamEvent`]s (text deltas, complete tool calls, usage) through a
+//! channel, and the call returns the whole [`Completion`]. Providers:
+//! `scripted` (deterministic JSON scripts, for tests and the demo); the
+//! Anthropic and OpenAI-compatible clients come next.
+
+pub mod scripted;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// Who said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text { text: String },
+    ToolUse { id: String, name: String, input: Value },
+    ToolResult { tool_use_id: String, content: String, is_error: bool },
+}
+
+/// One turn of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Message {
+        Message { role: Role::User, content: vec![Block::Text { text: text.into() }] }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// What is sent to the model.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Refusal,
+}
+
+/// A tool call as the model made it. `input` is an error when the model
+/// wrote arguments that are not a JSON object; such a call is answered with
+/// a failed tool result and never executed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Result<Value, String>,
+}
+
+/// Token counts the provider reported; absent when it did not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// What streams out while the model answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ToolCall(ToolCall),
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub stop: StopReason,
+    pub usage: Usage,
+}
+
+/// Why a model call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("the model request is invalid: {0}")]
+    Invalid(String),
+    #[error("the provider could not be reached or failed: {0}")]
+    Unavailable(String),
+    #[error("the request was cancelled")]
+    Cancelled,
+}
+
+pub type CompletionFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, ProviderError>> + Send + 'a>>;
+
+/// A model provider. Events are sent to `events` as they arrive (a closed
+/// receiver is not an error); the returned completion holds everything.
+pub trait Provider: Send + Sync {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a>;
+}

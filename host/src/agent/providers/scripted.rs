@@ -1,0 +1,243 @@
+//! The `scripted` provider: a deterministic model driven by JSON scripts,
+//! for tests and the out-of-the-box demo. A script file is
+//! `{"scripts": [{"match": [...], "steps": [...], "finalText": "..."}]}`.
+//! The first script whose `match` words appear in the latest user request
+//! (ignoring case; a script without `match` matches anything) answers it:
+//! the model's n-th response to that request is step n — text and/or tool
+//! calls — and after the last step it answers `finalText` and ends the turn.
+//! `{{capability.path}}` in texts and tool inputs is filled from the latest
+//! successful result of that capability in the conversation (`path` walks
+//! object keys and array indexes; `length` counts); what cannot be filled
+//! reads `(unknown)`, so a script never invents a figure.
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{
+    Block, Completion, CompletionFuture, Message, ModelRequest, Provider, ProviderError, Role, StopReason,
+    StreamEvent, ToolCall, Usage,
+};
+
+/// The demo: read the inventory and report only what it says.
+pub const DEMO_SCRIPT: &str = r#"{
+  "scripts": [
+    {
+      "steps": [
+        { "text": "I'll look at what the library holds.", "tools": [{ "name": "inventory.query", "input": {} }] }
+      ],
+      "finalText": "The library tracks {{inventory.query.items.length}} titles. I only read the inventory; nothing was changed."
+    }
+  ]
+}"#;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    scripts: Vec<Script>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Script {
+    /// Words any of which selects this script.
+    #[serde(default, rename = "match")]
+    matches: Vec<String>,
+    #[serde(default)]
+    steps: Vec<Step>,
+    final_text: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    tools: Vec<ScriptedCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    name: String,
+    #[serde(default)]
+    input: Value,
+}
+
+/// A model that follows scripts.
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    scripts: Vec<Script>,
+}
+
+impl Scripted {
+    /// Reads a script file; a malformed one is refused with the reason.
+    pub fn from_json(text: &str) -> Result<Scripted, ProviderError> {
+        let file: ScriptFile =
+            serde_json::from_str(text).map_err(|e| ProviderError::Invalid(format!("scripted model: {e}")))?;
+        if file.scripts.is_empty() {
+            return Err(ProviderError::Invalid("scripted model: the file has no scripts".into()));
+        }
+        Ok(Scripted { scripts: file.scripts })
+    }
+
+    /// The built-in demo.
+    pub fn demo() -> Scripted {
+        Scripted::from_json(DEMO_SCRIPT).expect("the demo script is valid")
+    }
+
+    fn script_for(&self, request: &str) -> Option<&Script> {
+        let request = request.to_lowercase();
+        self.scripts
+            .iter()
+            .find(|s| s.matches.is_empty() || s.matches.iter().any(|m| request.contains(&m.to_lowercase())))
+    }
+
+    /// The answer to `request`, computed without I/O.
+    pub fn answer(&self, request: &ModelRequest) -> Result<Completion, ProviderError> {
+        let (asked_at, asked) = latest_request(&request.messages)
+            .ok_or_else(|| ProviderError::Invalid("scripted model: there is no user request to answer".into()))?;
+        let script = self
+            .script_for(&asked)
+            .ok_or_else(|| ProviderError::Invalid(format!("scripted model: no script matches {asked:?}")))?;
+        let step = request.messages[asked_at..].iter().filter(|m| m.role == Role::Assistant).count();
+        let results = ToolResults::from(&request.messages);
+        let (text, calls) = match script.steps.get(step) {
+            Some(s) => (s.text.as_deref().map(|t| results.fill_text(t)).unwrap_or_default(), s.tools.clone()),
+            None => (results.fill_text(&script.final_text), Vec::new()),
+        };
+        let tool_calls: Vec<ToolCall> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(k, c)| ToolCall {
+                id: format!("call_{step}_{k}"),
+                name: c.name,
+                input: Ok(results.fill_value(&c.input)),
+            })
+            .collect();
+        let stop = if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+        let prompt_chars: usize = request.system.len() + serde_json::to_string(&request.messages).map_or(0, |s| s.len());
+        // A calibrated guess: a scripted model has no tokenizer.
+        let usage = Usage { input_tokens: Some((prompt_chars / 4) as u64), output_tokens: Some((text.len() / 4) as u64) };
+        Ok(Completion { text, tool_calls, stop, usage })
+    }
+}
+
+impl Provider for Scripted {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+        Box::pin(async move {
+            let completion = self.answer(request)?;
+            // Streamed a word at a time, as a real model's deltas arrive.
+            for piece in completion.text.split_inclusive(' ') {
+                let _ = events.send(StreamEvent::TextDelta(piece.to_string()));
+            }
+            for call in &completion.tool_calls {
+                let _ = events.send(StreamEvent::ToolCall(call.clone()));
+            }
+            Ok(completion)
+        })
+    }
+}
+
+/// The index and text of the latest user message that says something (not
+/// only tool results): the request being answered.
+fn latest_request(messages: &[Message]) -> Option<(usize, String)> {
+    messages.iter().enumerate().rev().find_map(|(i, m)| {
+        let text: Vec<&str> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        (m.role == Role::User && !text.is_empty()).then(|| (i, text.join("\n")))
+    })
+}
+
+/// The latest successful result of each capability in the conversation.
+struct ToolResults(Vec<(String, Value)>);
+
+impl ToolResults {
+    fn from(messages: &[Message]) -> ToolResults {
+        let mut names = std::collections::HashMap::new();
+        let mut found = Vec::new();
+        for block in messages.iter().flat_map(|m| &m.content) {
+            match block {
+                Block::ToolUse { id, name, .. } => {
+                    names.insert(id.clone(), name.clone());
+                }
+                Block::ToolResult { tool_use_id, content, is_error: false } => {
+                    if let (Some(name), Ok(value)) = (names.get(tool_use_id), serde_json::from_str::<Value>(content)) {
+                        found.push((name.clone(), value));
+                    }
+                }
+                _ => {}
+            }
+        }
+        ToolResults(found)
+    }
+
+    /// The value at `capability.path`, from the latest result of the
+    /// longest capability id that prefixes it.
+    fn lookup(&self, reference: &str) -> Option<Value> {
+        let (name, result) = self
+            .0
+            .iter()
+            .rev()
+            .filter(|(name, _)| reference == name || reference.starts_with(&format!("{name}.")))
+            .max_by_key(|(name, _)| name.len())?;
+        let path = reference[name.len()..].trim_start_matches('.');
+        let mut at = result.clone();
+        for part in path.split('.').filter(|p| !p.is_empty()) {
+            at = match (&at, part) {
+                (Value::Array(items), "length") => Value::from(items.len()),
+                (Value::Object(map), "length") if !map.contains_key("length") => Value::from(map.len()),
+                (Value::Array(items), index) => items.get(index.parse::<usize>().ok()?)?.clone(),
+                (Value::Object(map), key) => map.get(key)?.clone(),
+                _ => return None,
+            };
+        }
+        Some(at)
+    }
+
+    fn fill_text(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("{{") {
+            out.push_str(&rest[..start]);
+            let Some(end) = rest[start..].find("}}") else {
+                rest = &rest[start..];
+                break;
+            };
+            let reference = rest[start + 2..start + end].trim();
+            match self.lookup(reference) {
+                Some(Value::String(s)) => out.push_str(&s),
+                Some(v) => out.push_str(&v.to_string()),
+                None => out.push_str("(unknown)"),
+            }
+            rest = &rest[start + end + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// Fills strings inside a tool input; a string that is exactly one
+    /// reference takes the referenced value with its type.
+    fn fill_value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => {
+                let t = s.trim();
+                if t.starts_with("{{") && t.ends_with("}}") && t.matches("{{").count() == 1 {
+                    self.lookup(t[2..t.len() - 2].trim()).unwrap_or(Value::Null)
+                } else {
+                    Value::String(self.fill_text(s))
+                }
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.fill_value(v)).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.fill_value(v))).collect()),
+            other => other.clone(),
+        }
+    }
+}
