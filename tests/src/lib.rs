@@ -13,6 +13,7 @@ pub mod components {
 pub mod binary;
 pub mod db;
 pub mod host;
+pub mod mock_llm;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;

@@ -107,3 +107,149 @@ fn malformed_scripts_and_unanswerable_requests_are_refused_with_the_reason() {
     let err = picky.answer(&request(Vec::new())).unwrap_err();
     assert!(matches!(err, ProviderError::Invalid(ref m) if m.contains("no user request")), "{err:?}");
 }
+
+mod anthropic {
+    //! The Anthropic client against a loopback server replaying
+    //! recorded-shape streams.
+
+    use std::time::Duration;
+
+    use capstan::agent::providers::anthropic::Anthropic;
+    use capstan::agent::providers::wire::RetryPolicy;
+    use capstan::agent::providers::{
+        Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent, ToolSpec,
+    };
+    use capstan_tests::mock_llm::{MockLlm, Reply, sse};
+    use serde_json::json;
+
+    fn client(server: &MockLlm) -> Anthropic {
+        let mut client = Anthropic::new(&server.base_url(), "claude-test", "sk-ant-test-key".into()).unwrap();
+        client.retry = RetryPolicy { attempts: 3, first_backoff: Duration::from_millis(10), max_backoff: Duration::from_millis(50) };
+        client
+    }
+
+    fn lookup_tool() -> ToolSpec {
+        ToolSpec {
+            name: "catalog.lookup".into(),
+            description: "TMDB".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    /// A stream with a text block and a tool call whose arguments arrive in
+    /// `fragments`; `usage` on the final delta when given.
+    fn stream(text: &str, fragments: &[&str], output_tokens: Option<u64>) -> Vec<u8> {
+        let mut events = vec![
+            ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 25}}})),
+            ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+            ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})),
+            ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+            ("ping", json!({"type": "ping"})),
+            ("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "catalog_lookup", "input": {}}})),
+        ];
+        for f in fragments {
+            events.push(("content_block_delta", json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": f}})));
+        }
+        events.push(("content_block_stop", json!({"type": "content_block_stop", "index": 1})));
+        let usage = output_tokens.map(|n| json!({"output_tokens": n})).unwrap_or(json!({}));
+        events.push(("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": usage})));
+        events.push(("message_stop", json!({"type": "message_stop"})));
+        sse(&events)
+    }
+
+    /// Cuts `bytes` into pieces, one cut inside the first multi-byte character.
+    fn split_inside_a_character(bytes: Vec<u8>) -> Vec<Vec<u8>> {
+        let at = bytes.iter().position(|b| *b >= 0x80).expect("a multi-byte character") + 1;
+        let (a, b) = bytes.split_at(at);
+        let (b, c) = b.split_at(b.len() / 2);
+        vec![a.to_vec(), b.to_vec(), c.to_vec()]
+    }
+
+    #[tokio::test]
+    async fn text_and_tool_calls_stream_back_with_split_characters_and_mapped_names() {
+        let text = "Dune – Part Two ✓ 沙丘";
+        let body = stream(text, &["", "{\"action\":\"se", "arch\",\"query\":\"Dune\"}"], Some(12));
+        let server = MockLlm::start(vec![Reply::Stream(split_inside_a_character(body))]).await;
+        let request = ModelRequest {
+            system: "You manage a media library.".into(),
+            messages: vec![
+                Message::user_text("Find Dune"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Block::ToolUse { id: "toolu_0".into(), name: "catalog.lookup".into(), input: json!({}) }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        Block::Text { text: "and be quick".into() },
+                        Block::ToolResult { tool_use_id: "toolu_0".into(), content: "{}".into(), is_error: false },
+                    ],
+                },
+            ],
+            tools: vec![lookup_tool()],
+            max_tokens: 512,
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let done = client(&server).complete(&request, tx).await.unwrap();
+        assert_eq!(done.text, text);
+        assert_eq!(done.stop, StopReason::ToolUse);
+        assert_eq!(done.tool_calls.len(), 1);
+        assert_eq!(done.tool_calls[0].name, "catalog.lookup", "the wire name maps back to the capability id");
+        assert_eq!(done.tool_calls[0].input, Ok(json!({"action": "search", "query": "Dune"})));
+        assert_eq!((done.usage.input_tokens, done.usage.output_tokens), (Some(25), Some(12)));
+        let mut streamed = String::new();
+        while let Ok(event) = rx.try_recv() {
+            if let StreamEvent::TextDelta(t) = event {
+                streamed.push_str(&t);
+            }
+        }
+        assert_eq!(streamed, text);
+
+        let sent = &server.requests()[0];
+        assert_eq!(sent.path, "/v1/messages");
+        assert_eq!(sent.headers["x-api-key"], "sk-ant-test-key");
+        assert_eq!(sent.headers["anthropic-version"], "2023-06-01");
+        assert_eq!(sent.body["stream"], true);
+        assert_eq!(sent.body["tools"][0]["name"], "catalog_lookup");
+        assert_eq!(sent.body["messages"][1]["content"][0]["name"], "catalog_lookup");
+        let reply = &sent.body["messages"][2]["content"];
+        assert_eq!((reply[0]["type"].as_str(), reply[1]["type"].as_str()), (Some("tool_result"), Some("text")), "tool results go first");
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_are_a_failed_call_and_missing_usage_stays_unknown() {
+        let body = stream("", &["{\"query\": \"Du"], None);
+        let server = MockLlm::start(vec![Reply::Stream(vec![body])]).await;
+        let request = ModelRequest { messages: vec![Message::user_text("x")], tools: vec![lookup_tool()], max_tokens: 64, ..Default::default() };
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let done = client(&server).complete(&request, tx).await.unwrap();
+        let err = done.tool_calls[0].input.clone().unwrap_err();
+        assert!(err.contains("not valid JSON"), "{err}");
+        assert_eq!(done.usage.output_tokens, None);
+    }
+
+    #[tokio::test]
+    async fn overload_is_retried_a_refusal_is_not_and_a_cut_stream_is_an_error() {
+        let ok = stream("hi", &["{}"], Some(1));
+        let server = MockLlm::start(vec![
+            Reply::Status { code: 429, retry_after: Some(0), body: "{\"type\":\"error\"}".into() },
+            Reply::Status { code: 529, retry_after: None, body: "overloaded".into() },
+            Reply::Stream(vec![ok.clone()]),
+            Reply::Stream(vec![ok[..ok.len() / 2].to_vec()]),
+            Reply::Status { code: 400, retry_after: None, body: "bad request".into() },
+        ])
+        .await;
+        let request = ModelRequest { messages: vec![Message::user_text("x")], max_tokens: 64, ..Default::default() };
+        let model = client(&server);
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let done = model.complete(&request, tx.clone()).await.unwrap();
+        assert_eq!(done.text, "hi");
+        assert_eq!(server.requests().len(), 3, "two retries, then the answer");
+
+        let cut = model.complete(&request, tx.clone()).await.unwrap_err();
+        assert!(matches!(cut, ProviderError::Unavailable(ref m) if m.contains("before message_stop")), "{cut:?}");
+        let refused = model.complete(&request, tx).await.unwrap_err();
+        assert!(matches!(refused, ProviderError::Invalid(ref m) if m.contains("400")), "{refused:?}");
+        assert_eq!(server.requests().len(), 5, "a refusal is not retried");
+    }
+}

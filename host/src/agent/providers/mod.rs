@@ -5,7 +5,9 @@
 //! `scripted` (deterministic JSON scripts, for tests and the demo); the
 //! Anthropic and OpenAI-compatible clients come next.
 
+pub mod anthropic;
 pub mod scripted;
+pub mod wire;
 
 use std::future::Future;
 use std::pin::Pin;

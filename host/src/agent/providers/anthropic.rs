@@ -1,0 +1,203 @@
+//! The `anthropic` provider: the Messages API, streamed. Tool results go
+//! back in the next user message as `tool_result` blocks placed before any
+//! text; `input_json_delta` fragments are joined per content block and
+//! parsed when the block stops (an empty string is `{}`); arguments that
+//! are not a JSON object come back as a failed call, never executed.
+//! `ping` and unknown events are ignored; an `error` event or a stream that
+//! ends before `message_stop` is an error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::wire::{RetryPolicy, SseReader, ToolNames, send_with_retries};
+use super::{
+    Block, Completion, CompletionFuture, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
+    ToolCall, Usage,
+};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+const API_VERSION: &str = "2023-06-01";
+
+/// A Messages API client. The key is held only for the request headers.
+pub struct Anthropic {
+    pub base_url: String,
+    pub model: String,
+    api_key: String,
+    pub retry: RetryPolicy,
+    /// Longest wait for the next piece of the stream.
+    pub idle_timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl Anthropic {
+    pub fn new(base_url: &str, model: &str, api_key: String) -> Result<Anthropic, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProviderError::Invalid(e.to_string()))?;
+        Ok(Anthropic {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(120),
+            client,
+        })
+    }
+
+    fn body(&self, request: &ModelRequest, names: &ToolNames) -> Value {
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| {
+                // Tool results first, then text, as the API wants them.
+                let mut blocks: Vec<&Block> = m.content.iter().collect();
+                blocks.sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
+                let content: Vec<Value> = blocks
+                    .into_iter()
+                    .map(|b| match b {
+                        Block::Text { text } => json!({ "type": "text", "text": text }),
+                        Block::ToolUse { id, name, input } => {
+                            json!({ "type": "tool_use", "id": id, "name": names.wire(name), "input": input })
+                        }
+                        Block::ToolResult { tool_use_id, content, is_error } => json!({
+                            "type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error
+                        }),
+                    })
+                    .collect();
+                let role = if m.role == Role::User { "user" } else { "assistant" };
+                json!({ "role": role, "content": content })
+            })
+            .collect();
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({ "name": names.wire(&t.name), "description": t.description, "input_schema": t.input_schema }))
+            .collect();
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": request.max_tokens.max(1),
+            "system": request.system,
+            "messages": messages,
+            "stream": true,
+        });
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools);
+        }
+        body
+    }
+}
+
+/// A content block being assembled.
+enum Open {
+    Text,
+    Tool { id: String, name: String, json: String },
+}
+
+/// Turns a tool's joined argument text into its input.
+fn parse_arguments(text: &str) -> Result<Value, String> {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("tool arguments must be a JSON object, got {other}")),
+        Err(e) => Err(format!("tool arguments are not valid JSON: {e}")),
+    }
+}
+
+impl Provider for Anthropic {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+        Box::pin(async move {
+            let names = ToolNames::new(&request.tools)?;
+            let body = self.body(request, &names).to_string();
+            let url = format!("{}/v1/messages", self.base_url);
+            let build = || {
+                self.client
+                    .post(&url)
+                    .header("x-api-key", &self.api_key)
+                    .header("anthropic-version", API_VERSION)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone())
+            };
+            let mut resp = send_with_retries(build, self.retry).await?;
+            let mut reader = SseReader::default();
+            let mut open: BTreeMap<u64, Open> = BTreeMap::new();
+            let mut completion =
+                Completion { text: String::new(), tool_calls: Vec::new(), stop: StopReason::EndTurn, usage: Usage::default() };
+            loop {
+                let chunk = tokio::time::timeout(self.idle_timeout, resp.chunk())
+                    .await
+                    .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
+                    .map_err(|e| ProviderError::Unavailable(format!("the stream broke: {e}")))?;
+                let Some(chunk) = chunk else {
+                    return Err(ProviderError::Unavailable("the stream ended before message_stop".into()));
+                };
+                for event in reader.push(&chunk) {
+                    let data: Value = match serde_json::from_str(&event.data) {
+                        Ok(v) => v,
+                        Err(_) => continue,
+                    };
+                    let index = data["index"].as_u64().unwrap_or(0);
+                    match data["type"].as_str().unwrap_or_default() {
+                        "message_start" => {
+                            completion.usage.input_tokens = data["message"]["usage"]["input_tokens"].as_u64();
+                        }
+                        "content_block_start" => {
+                            let block = &data["content_block"];
+                            let entry = match block["type"].as_str() {
+                                Some("tool_use") => Open::Tool {
+                                    id: block["id"].as_str().unwrap_or_default().to_string(),
+                                    name: names.id(block["name"].as_str().unwrap_or_default()).to_string(),
+                                    json: String::new(),
+                                },
+                                _ => Open::Text,
+                            };
+                            open.insert(index, entry);
+                        }
+                        "content_block_delta" => {
+                            let delta = &data["delta"];
+                            match (delta["type"].as_str(), open.get_mut(&index)) {
+                                (Some("text_delta"), _) => {
+                                    let text = delta["text"].as_str().unwrap_or_default();
+                                    completion.text.push_str(text);
+                                    let _ = events.send(StreamEvent::TextDelta(text.to_string()));
+                                }
+                                (Some("input_json_delta"), Some(Open::Tool { json, .. })) => {
+                                    json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                                }
+                                _ => {}
+                            }
+                        }
+                        "content_block_stop" => {
+                            if let Some(Open::Tool { id, name, json }) = open.remove(&index) {
+                                let call = ToolCall { id, name, input: parse_arguments(&json) };
+                                let _ = events.send(StreamEvent::ToolCall(call.clone()));
+                                completion.tool_calls.push(call);
+                            }
+                        }
+                        "message_delta" => {
+                            completion.stop = match data["delta"]["stop_reason"].as_str() {
+                                Some("tool_use") => StopReason::ToolUse,
+                                Some("max_tokens") => StopReason::MaxTokens,
+                                Some("refusal") => StopReason::Refusal,
+                                _ => StopReason::EndTurn,
+                            };
+                            if let Some(out) = data["usage"]["output_tokens"].as_u64() {
+                                completion.usage.output_tokens = Some(out);
+                            }
+                        }
+                        "message_stop" => return Ok(completion),
+                        "error" => {
+                            let message = data["error"]["message"].as_str().unwrap_or("unknown error");
+                            let kind = data["error"]["type"].as_str().unwrap_or("error");
+                            return Err(ProviderError::Unavailable(format!("{kind}: {message}")));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        })
+    }
+}

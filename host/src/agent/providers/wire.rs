@@ -1,0 +1,166 @@
+//! What the HTTP providers share: tool names the wire accepts (`[a-zA-Z0-9_-]`,
+//! at most 64 characters) mapped to and from capability ids such as
+//! `catalog.lookup`; a Server-Sent Events reader that buffers bytes so a
+//! multi-byte character split across chunks is decoded whole; and retries
+//! with backoff for rate limits and overloaded servers.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::{ProviderError, ToolSpec};
+
+/// Capability ids ↔ names the model APIs accept.
+#[derive(Debug, Clone, Default)]
+pub struct ToolNames {
+    to_wire: HashMap<String, String>,
+    from_wire: HashMap<String, String>,
+}
+
+fn wire_name(id: &str) -> String {
+    let mut name: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    name.truncate(64);
+    name
+}
+
+impl ToolNames {
+    /// The mapping for these tools; two ids that would share a wire name
+    /// are refused rather than confused.
+    pub fn new(tools: &[ToolSpec]) -> Result<ToolNames, ProviderError> {
+        let mut names = ToolNames::default();
+        for tool in tools {
+            let wire = wire_name(&tool.name);
+            if let Some(other) = names.from_wire.get(&wire) {
+                return Err(ProviderError::Invalid(format!("tools {other} and {} have the same wire name {wire}", tool.name)));
+            }
+            names.to_wire.insert(tool.name.clone(), wire.clone());
+            names.from_wire.insert(wire, tool.name.clone());
+        }
+        Ok(names)
+    }
+
+    pub fn wire<'a>(&'a self, id: &'a str) -> &'a str {
+        self.to_wire.get(id).map(String::as_str).unwrap_or(id)
+    }
+
+    /// The capability id for a name the model used; unknown names pass
+    /// through (the loop answers them as unknown tools).
+    pub fn id<'a>(&'a self, wire: &'a str) -> &'a str {
+        self.from_wire.get(wire).map(String::as_str).unwrap_or(wire)
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Splits a byte stream into events.
+#[derive(Default)]
+pub struct SseReader {
+    buffer: Vec<u8>,
+}
+
+impl SseReader {
+    /// Adds bytes; returns the events now complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        self.buffer.extend_from_slice(bytes);
+        let mut events = Vec::new();
+        while let Some((end, sep)) = find_blank_line(&self.buffer) {
+            let block: Vec<u8> = self.buffer.drain(..end + sep).collect();
+            let text = String::from_utf8_lossy(&block[..end]);
+            let mut event = SseEvent::default();
+            let mut data = Vec::new();
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    event.event = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push(v.strip_prefix(' ').unwrap_or(v).to_string());
+                }
+            }
+            if !data.is_empty() || event.event.is_some() {
+                event.data = data.join("\n");
+                events.push(event);
+            }
+        }
+        events
+    }
+}
+
+fn find_blank_line(buf: &[u8]) -> Option<(usize, usize)> {
+    (0..buf.len()).find_map(|i| {
+        if buf[i..].starts_with(b"\r\n\r\n") {
+            Some((i, 4))
+        } else if buf[i..].starts_with(b"\n\n") {
+            Some((i, 2))
+        } else {
+            None
+        }
+    })
+}
+
+/// How failed requests are retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub attempts: u32,
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { attempts: 4, first_backoff: Duration::from_millis(500), max_backoff: Duration::from_secs(20) }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `n` (1-based retries), honouring a server's
+    /// `Retry-After` seconds within the cap.
+    pub fn backoff(&self, retry: u32, retry_after: Option<u64>) -> Duration {
+        let doubled = self.first_backoff.saturating_mul(1 << retry.saturating_sub(1).min(10));
+        retry_after.map(Duration::from_secs).unwrap_or(doubled).min(self.max_backoff)
+    }
+}
+
+/// Whether an HTTP status is worth retrying: rate limits, overload (529)
+/// and server errors.
+pub fn retryable(status: u16) -> bool {
+    status == 429 || status == 529 || (500..600).contains(&status)
+}
+
+/// Sends a streaming request, retrying what [`retryable`] allows, and
+/// returns the response whose body is to be streamed.
+pub async fn send_with_retries(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    policy: RetryPolicy,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut retry = 0;
+    loop {
+        let outcome = build().send().await;
+        let (reason, retry_after) = match outcome {
+            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                let body: String = resp.text().await.unwrap_or_default().chars().take(300).collect();
+                if !retryable(status) {
+                    return Err(ProviderError::Invalid(format!("the provider refused the request ({status}): {body}")));
+                }
+                (format!("status {status}: {body}"), after)
+            }
+            Err(e) if e.is_timeout() || e.is_connect() => (e.to_string(), None),
+            Err(e) => return Err(ProviderError::Unavailable(e.to_string())),
+        };
+        retry += 1;
+        if retry >= policy.attempts {
+            return Err(ProviderError::Unavailable(format!("gave up after {retry} attempts; last: {reason}")));
+        }
+        tokio::time::sleep(policy.backoff(retry, retry_after)).await;
+    }
+}

@@ -1,0 +1,97 @@
+//! A model API on loopback that replays recorded-shape answers: a queue of
+//! replies (an error status with `Retry-After`, or a body streamed in the
+//! exact byte chunks given — so a test can split a UTF-8 character or end
+//! the stream early), and a record of every request with its headers.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+
+/// One answer, used once, in order.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Status { code: u16, retry_after: Option<u64>, body: String },
+    /// `text/event-stream` sent in exactly these chunks, then the body ends.
+    Stream(Vec<Vec<u8>>),
+}
+
+/// A request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+pub struct MockLlm {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl MockLlm {
+    pub async fn start(replies: Vec<Reply>) -> MockLlm {
+        let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::new(Vec::new()) });
+        let app = Router::new().route("/{*path}", post(answer)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        MockLlm { addr, shared }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+}
+
+/// Server-Sent Events text for `(event, data)` pairs.
+pub fn sse(events: &[(&str, Value)]) -> Vec<u8> {
+    let mut out = String::new();
+    for (name, data) in events {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    }
+    out.into_bytes()
+}
+
+async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let recorded = Recorded {
+        path: uri.path().to_string(),
+        headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect(),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    };
+    shared.requests.lock().unwrap().push(recorded);
+    let reply = shared.replies.lock().unwrap().pop_front();
+    match reply {
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "no reply queued").into_response(),
+        Some(Reply::Status { code, retry_after, body }) => {
+            let mut resp = (StatusCode::from_u16(code).unwrap(), body).into_response();
+            if let Some(after) = retry_after {
+                resp.headers_mut().insert("retry-after", after.to_string().parse().unwrap());
+            }
+            resp
+        }
+        Some(Reply::Stream(chunks)) => {
+            let stream = futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+            ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
+    }
+}
