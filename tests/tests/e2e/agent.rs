@@ -253,3 +253,118 @@ mod anthropic {
         assert_eq!(server.requests().len(), 5, "a refusal is not retried");
     }
 }
+
+mod openai {
+    //! The OpenAI-compatible client against a loopback server replaying
+    //! recorded-shape chunk streams.
+
+    use std::time::Duration;
+
+    use capstan::agent::providers::openai::OpenAiCompatible;
+    use capstan::agent::providers::wire::RetryPolicy;
+    use capstan::agent::providers::{Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, ToolSpec};
+    use capstan_tests::mock_llm::{MockLlm, Reply};
+    use serde_json::{Value, json};
+
+    fn client(server: &MockLlm) -> OpenAiCompatible {
+        let mut client = OpenAiCompatible::new(&format!("{}/v1", server.base_url()), "gpt-test", "sk-test-key".into()).unwrap();
+        client.retry = RetryPolicy { attempts: 3, first_backoff: Duration::from_millis(10), max_backoff: Duration::from_millis(50) };
+        client
+    }
+
+    fn data(chunks: &[Value], done: bool) -> Vec<u8> {
+        let mut out = String::new();
+        for c in chunks {
+            out.push_str(&format!("data: {c}\n\n"));
+        }
+        if done {
+            out.push_str("data: [DONE]\n\n");
+        }
+        out.into_bytes()
+    }
+
+    fn delta(d: Value, finish: Option<&str>) -> Value {
+        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            system: "You manage a media library.".into(),
+            messages: vec![
+                Message::user_text("Find Dune"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Block::ToolUse { id: "call_0".into(), name: "release.search".into(), input: json!({"query": "Dune"}) }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![Block::ToolResult { tool_use_id: "call_0".into(), content: "{\"releases\":[]}".into(), is_error: false }],
+                },
+            ],
+            tools: vec![ToolSpec { name: "release.search".into(), description: "Torznab".into(), input_schema: json!({"type": "object"}) }],
+            max_tokens: 256,
+        }
+    }
+
+    #[tokio::test]
+    async fn fragments_are_grouped_by_index_names_map_back_and_usage_is_read() {
+        let body = data(
+            &[
+                delta(json!({"role": "assistant", "content": "Searching "}), None),
+                delta(json!({"content": "again…"}), None),
+                delta(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "release_search", "arguments": ""}}]}), None),
+                delta(json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "release_search", "arguments": "{\"query\":"}}]}), None),
+                delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"query\": \"Dune\", \"kind\": \"movie\"}"}}]}), None),
+                delta(json!({"tool_calls": [{"index": 1, "function": {"arguments": " \"Dune 2\""}}]}), None),
+                delta(json!({}), Some("tool_calls")),
+                json!({"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}),
+            ],
+            true,
+        );
+        let bytes = body.clone();
+        let cut = bytes.iter().position(|b| *b >= 0x80).unwrap() + 1;
+        let server = MockLlm::start(vec![Reply::Stream(vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()])]).await;
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let done = client(&server).complete(&request(), tx).await.unwrap();
+        assert_eq!(done.text, "Searching again…");
+        assert_eq!(done.stop, StopReason::ToolUse);
+        assert_eq!(done.tool_calls.len(), 2);
+        assert_eq!((done.tool_calls[0].id.as_str(), done.tool_calls[0].name.as_str()), ("call_1", "release.search"));
+        assert_eq!(done.tool_calls[0].input, Ok(json!({"query": "Dune", "kind": "movie"})));
+        // The second call's arguments never closed: a failed call, not run.
+        assert!(done.tool_calls[1].input.as_ref().unwrap_err().contains("not valid JSON"));
+        assert_eq!((done.usage.input_tokens, done.usage.output_tokens), (Some(40), Some(9)));
+
+        let sent = &server.requests()[0];
+        assert_eq!(sent.path, "/v1/chat/completions");
+        assert_eq!(sent.headers["authorization"], "Bearer sk-test-key");
+        assert_eq!(sent.body["tools"][0]["function"]["name"], "release_search");
+        assert_eq!(sent.body["messages"][0]["role"], "system");
+        assert_eq!(sent.body["messages"][2]["tool_calls"][0]["function"]["name"], "release_search");
+        assert_eq!(sent.body["messages"][3]["role"], "tool");
+        assert_eq!(sent.body["messages"][3]["tool_call_id"], "call_0");
+    }
+
+    #[tokio::test]
+    async fn missing_usage_a_cut_stream_and_retries() {
+        let no_usage = data(&[delta(json!({"content": "ok"}), Some("stop"))], true);
+        let cut = data(&[delta(json!({"content": "half"}), None)], false);
+        let server = MockLlm::start(vec![
+            Reply::Status { code: 503, retry_after: None, body: "busy".into() },
+            Reply::Stream(vec![no_usage]),
+            Reply::Stream(vec![cut]),
+            Reply::Status { code: 401, retry_after: None, body: "bad key".into() },
+        ])
+        .await;
+        let model = client(&server);
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let done = model.complete(&request(), tx.clone()).await.unwrap();
+        assert_eq!((done.text.as_str(), done.stop), ("ok", StopReason::EndTurn));
+        assert_eq!(done.usage.output_tokens, None, "a server that sends no usage leaves it unknown");
+        let err = model.complete(&request(), tx.clone()).await.unwrap_err();
+        assert!(matches!(err, ProviderError::Unavailable(ref m) if m.contains("ended before")), "{err:?}");
+        let err = model.complete(&request(), tx).await.unwrap_err();
+        assert!(matches!(err, ProviderError::Invalid(ref m) if m.contains("401")), "{err:?}");
+        assert_eq!(server.requests().len(), 4);
+    }
+}

@@ -2,10 +2,12 @@
 //! the conversation and the tools on offer; the answer streams back as
 //! [`StreamEvent`]s (text deltas, complete tool calls, usage) through a
 //! channel, and the call returns the whole [`Completion`]. Providers:
-//! `scripted` (deterministic JSON scripts, for tests and the demo); the
-//! Anthropic and OpenAI-compatible clients come next.
+//! `anthropic` (Messages API), `openai-compatible` (Chat Completions), both
+//! streaming with retries ([`wire`]), and `scripted` (deterministic JSON
+//! scripts, for tests and the demo).
 
 pub mod anthropic;
+pub mod openai;
 pub mod scripted;
 pub mod wire;
 
