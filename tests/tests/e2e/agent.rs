@@ -368,3 +368,47 @@ mod openai {
         assert_eq!(server.requests().len(), 4);
     }
 }
+
+/// The model comes from settings; its API key is decrypted only to be sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_provider_is_built_from_settings_with_the_decrypted_key() {
+    use capstan::agent::providers::from_settings;
+    use capstan::settings::Settings;
+    use capstan_tests::mock_llm::{MockLlm, Reply, sse};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = capstan::store::Db::open(&capstan_tests::db::fresh_url(capstan_tests::db::Backend::Sqlite, dir.path()).await)
+        .await
+        .unwrap();
+    let settings = Settings::new(db, dir.path().join("data"));
+    let asked = request(vec![Message::user_text("What do I have?")]);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+
+    // Out of the box: the scripted demo.
+    let demo = from_settings(&settings).await.unwrap().complete(&asked, tx.clone()).await.unwrap();
+    assert_eq!(demo.tool_calls[0].name, "inventory.query");
+
+    let mut change = serde_json::Map::new();
+    change.insert("model.provider".into(), json!("anthropic"));
+    change.insert("model.model".into(), json!("claude-test"));
+    settings.update(&change).await.unwrap();
+    let missing = from_settings(&settings).await.err().expect("no key, no client");
+    assert!(matches!(missing, ProviderError::Invalid(ref m) if m.contains("model.api_key")), "{missing:?}");
+
+    let server = MockLlm::start(vec![Reply::Stream(vec![sse(&[
+        ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})),
+        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})),
+        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}})),
+        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}})),
+        ("message_stop", json!({"type": "message_stop"})),
+    ])])])
+    .await;
+    let mut change = serde_json::Map::new();
+    change.insert("model.base_url".into(), json!(server.base_url()));
+    change.insert("model.api_key".into(), json!("sk-ant-from-settings"));
+    settings.update(&change).await.unwrap();
+    let answer = from_settings(&settings).await.unwrap().complete(&asked, tx).await.unwrap();
+    assert_eq!(answer.text, "hello");
+    assert_eq!(server.requests()[0].headers["x-api-key"], "sk-ant-from-settings");
+}

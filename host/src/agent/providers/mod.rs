@@ -126,3 +126,38 @@ pub type CompletionFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, P
 pub trait Provider: Send + Sync {
     fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a>;
 }
+
+/// The provider the settings name: `model.provider`, `model.base_url`,
+/// `model.model`, and the `model.api_key` secret, decrypted here for the
+/// client that sends it and nowhere else.
+pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<dyn Provider>, ProviderError> {
+    let text = |v: serde_json::Value| v.as_str().map(str::to_string);
+    let get = |key: &'static str| async move {
+        settings.get(key).await.map_err(|e| ProviderError::Invalid(format!("setting {key}: {e}")))
+    };
+    let provider = text(get("model.provider").await?).unwrap_or_else(|| "scripted".into());
+    if provider == "scripted" {
+        return Ok(Box::new(scripted::Scripted::demo()));
+    }
+    let model = text(get("model.model").await?)
+        .ok_or_else(|| ProviderError::Invalid(format!("model.model must be set for the {provider} provider")))?;
+    let key = settings
+        .secret("model.api_key")
+        .await
+        .map_err(|e| ProviderError::Invalid(format!("model.api_key: {e}")))?
+        .ok_or_else(|| ProviderError::Invalid(format!("model.api_key must be set for the {provider} provider")))?;
+    let base = text(get("model.base_url").await?);
+    match provider.as_str() {
+        "anthropic" => {
+            let base = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
+            Ok(Box::new(anthropic::Anthropic::new(&base, &model, key)?))
+        }
+        "openai-compatible" => {
+            let base = base.ok_or_else(|| {
+                ProviderError::Invalid("model.base_url must be set for the openai-compatible provider".into())
+            })?;
+            Ok(Box::new(openai::OpenAiCompatible::new(&base, &model, key)?))
+        }
+        other => Err(ProviderError::Invalid(format!("unknown model.provider {other}"))),
+    }
+}
