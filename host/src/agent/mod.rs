@@ -3,3 +3,4 @@
 //! on these. Must not call components except through the one invoke path.
 
 pub mod providers;
+pub mod tools;

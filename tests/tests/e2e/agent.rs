@@ -412,3 +412,50 @@ async fn the_provider_is_built_from_settings_with_the_decrypted_key() {
     assert_eq!(answer.text, "hello");
     assert_eq!(server.requests()[0].headers["x-api-key"], "sk-ant-from-settings");
 }
+
+mod update_plan {
+    //! The plan tool's rules as the model meets them.
+
+    use capstan::agent::tools::plan::{StepStatus, apply, render, tool_spec, validate};
+    use serde_json::json;
+
+    #[test]
+    fn completed_and_blocked_steps_need_evidence_and_one_step_is_in_progress() {
+        let good = json!({"goal": "Fetch Dune", "steps": [
+            {"title": "Find releases", "status": "completed", "evidence": "release.search returned 4"},
+            {"title": "Plan the best", "status": "in_progress"},
+            {"title": "Submit", "status": "pending"}
+        ]});
+        let plan = validate(&good).unwrap();
+        assert_eq!(plan.steps[1].status, StepStatus::InProgress);
+        let shown = render(&plan);
+        assert!(shown.contains("[x] Find releases — release.search returned 4"), "{shown}");
+        assert!(shown.contains("[>] Plan the best"), "{shown}");
+
+        for (bad, says) in [
+            (json!({"goal": "x", "steps": [{"title": "Submit", "status": "completed"}]}), "without evidence"),
+            (json!({"goal": "x", "steps": [{"title": "Submit", "status": "blocked", "evidence": "  "}]}), "without evidence"),
+            (json!({"goal": "x", "steps": [{"title": "a", "status": "in_progress"}, {"title": "b", "status": "in_progress"}]}), "one step"),
+            (json!({"goal": "", "steps": []}), "goal"),
+            (json!({"goal": "x", "steps": [{"title": "a", "status": "done"}]}), "unknown variant"),
+            (json!({"goal": "x", "steps": [], "approved": true}), "unknown field"),
+        ] {
+            let err = validate(&bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        assert_eq!(tool_spec().name, "update_plan");
+    }
+
+    #[test]
+    fn two_calls_in_one_response_are_both_refused() {
+        let a = json!({"goal": "A", "steps": []});
+        let b = json!({"goal": "B", "steps": []});
+        let (plan, results) = apply(&[&a, &b]);
+        assert!(plan.is_none());
+        assert_eq!(results.len(), 2);
+        assert!(results.iter().all(|r| r.as_ref().is_err_and(|e| e.contains("2 times"))));
+        let (plan, results) = apply(&[&a]);
+        assert_eq!(plan.unwrap().goal, "A");
+        assert!(results[0].is_ok());
+    }
+}
