@@ -459,3 +459,61 @@ mod update_plan {
         assert!(results[0].is_ok());
     }
 }
+
+mod read_tool_result {
+    //! Paging large results by characters, within the run that made them.
+
+    use std::time::Duration;
+
+    use capstan::agent::tools::results::{MAX_RESULT_BYTES, MAX_RESULTS_PER_RUN, PREVIEW_CHARS, ResultStore, Shown};
+
+    fn preview(shown: Shown) -> (String, String, usize) {
+        match shown {
+            Shown::Preview { text, result_id, next_offset, .. } => (text, result_id, next_offset),
+            other => panic!("expected a preview, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_long_result_is_paged_by_characters_without_splitting_any() {
+        let store = ResultStore::default();
+        assert!(matches!(store.keep("run-1", "short"), Shown::Whole { .. }));
+        // Multi-byte characters throughout: pages are counted in characters.
+        let text: String = "沙丘é🎬".chars().cycle().take(PREVIEW_CHARS * 2 + 7).collect();
+        let (first, id, next) = preview(store.keep("run-1", &text));
+        assert_eq!((first.chars().count(), next), (PREVIEW_CHARS, PREVIEW_CHARS));
+        let mut read = first;
+        let mut offset = Some(next);
+        while let Some(at) = offset {
+            let page = store.read("run-1", &id, at, 3_000).unwrap();
+            read.push_str(&page.text);
+            offset = page.next_offset;
+        }
+        assert_eq!(read, text, "the pages put back together are the result");
+        assert!(store.read("run-1", &id, PREVIEW_CHARS * 3, 10).unwrap_err().contains("past the end"));
+    }
+
+    #[test]
+    fn other_runs_closed_runs_expired_and_oversized_results_are_refused() {
+        let store = ResultStore::with_ttl(Duration::from_millis(200));
+        let long = "x".repeat(PREVIEW_CHARS + 1);
+        let (_, id, _) = preview(store.keep("run-1", &long));
+        assert!(store.read("run-2", &id, 0, 10).is_err(), "another run cannot read it");
+        assert!(store.read("run-1", &id, 0, 10).is_ok());
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(store.read("run-1", &id, 0, 10).unwrap_err().contains("expire"));
+
+        let (_, id, _) = preview(store.keep("run-1", &long));
+        store.close_run("run-1");
+        assert!(store.read("run-1", &id, 0, 10).is_err(), "nothing is readable after the run's privileges drop");
+
+        let huge = "y".repeat(MAX_RESULT_BYTES + 1);
+        assert!(matches!(store.keep("run-3", &huge), Shown::TooLarge { ref message } if message.contains("narrow")));
+
+        // The oldest make room: at most 8 per run.
+        let store = ResultStore::default();
+        let ids: Vec<String> = (0..MAX_RESULTS_PER_RUN + 1).map(|_| preview(store.keep("run-4", &long)).1).collect();
+        assert!(store.read("run-4", &ids[0], 0, 10).is_err(), "the oldest gave way");
+        assert!(store.read("run-4", &ids[MAX_RESULTS_PER_RUN], 0, 10).is_ok());
+    }
+}

@@ -1,4 +1,6 @@
 //! Session tools: tools the agent loop answers itself, never published as
-//! capabilities. So far `update_plan` ([`plan`]).
+//! capabilities: `update_plan` ([`plan`]) and the store behind
+//! `read_tool_result` ([`results`]).
 
 pub mod plan;
+pub mod results;
