@@ -517,3 +517,61 @@ mod read_tool_result {
         assert!(store.read("run-4", &ids[MAX_RESULTS_PER_RUN], 0, 10).is_ok());
     }
 }
+
+mod search_tools {
+    //! Discovery over the real built-in catalog.
+
+    use capstan::agent::tools::discovery::{Discovery, MAX_RESULTS, WINDOW};
+    use capstan::runtime::{Descriptor, EffectClass};
+    use capstan_tests::host::TestHost;
+
+    async fn catalog(max: EffectClass) -> Vec<Descriptor> {
+        let host = TestHost::new();
+        let runtime = host.start().await.unwrap();
+        let mut all: Vec<Descriptor> =
+            runtime.snapshot().active.values().map(|l| l.descriptor.clone()).filter(|d| d.label <= max).collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn names_beat_aliases_beat_tags_and_nothing_outside_the_mode_is_found() {
+        // A plan-only run's catalog: nothing above propose.
+        let mut discovery = Discovery::new(catalog(EffectClass::Propose).await);
+        let found = discovery.search("catalog.lookup", 8);
+        assert_eq!(found[0].name, "catalog.lookup", "the exact name first");
+        let found = discovery.search("整理", 8);
+        assert_eq!(found[0].name, "organize.plan", "a Chinese alias finds the planner: {found:?}");
+        assert!(found.iter().all(|f| f.name != "organize.execute"), "execute tools are outside a plan-only run");
+        let found = discovery.search("download", 20);
+        assert!(found.len() <= MAX_RESULTS);
+        assert!(found.iter().all(|f| f.name != "download.submit"), "{found:?}");
+        assert!(found.iter().any(|f| f.name == "download.plan"), "{found:?}");
+        assert!(discovery.search("astrophysics", 8).is_empty());
+        let first = discovery.initial("what is in my library inventory", 2);
+        assert_eq!(first.len(), 2);
+        assert!(first.contains(&"inventory.query".to_string()), "{first:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_next_request_enables_what_fits_and_says_why_not() {
+        let mut discovery = Discovery::new(catalog(EffectClass::Execute).await);
+        for q in ["catalog.lookup", "release.search", "release.inspect", "download", "task", "policy", "organize"] {
+            discovery.search(q, 8);
+        }
+        // A roomy window: the 16 most recent candidates within 4096 tokens.
+        let roomy = discovery.select(200_000, 10_000);
+        assert!(!roomy.enabled.is_empty());
+        assert!(roomy.enabled.len() + roomy.left_out.len() <= WINDOW);
+        // A small window: 10% of it is the budget, and the model hears why.
+        let tight = discovery.select(8_000, 1_000);
+        assert!(tight.enabled.len() < roomy.enabled.len(), "{tight:?}");
+        assert!(tight.left_out.iter().any(|(_, why)| why.contains("800-token discovery budget")), "{tight:?}");
+        // Little headroom left: nothing more is enabled.
+        let full = discovery.select(200_000, 180_000);
+        assert!(full.enabled.is_empty());
+        assert!(full.left_out.iter().all(|(_, why)| why.contains("15%")), "{full:?}");
+        discovery.reset();
+        assert_eq!(discovery.select(200_000, 0).enabled.len(), 0, "a new request starts afresh");
+    }
+}

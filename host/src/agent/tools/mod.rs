@@ -1,6 +1,7 @@
 //! Session tools: tools the agent loop answers itself, never published as
-//! capabilities: `update_plan` ([`plan`]) and the store behind
+//! capabilities: `update_plan` ([`plan`]), `search_tools` ([`discovery`]) and the store behind
 //! `read_tool_result` ([`results`]).
 
+pub mod discovery;
 pub mod plan;
 pub mod results;

@@ -1,0 +1,152 @@
+//! Tool discovery for runs that start with a few tools (`agent.max_tools >
+//! 0`): `search_tools(search, limit)` ranks the session's catalog — the
+//! capabilities the run's mode and allowlist permit, nothing more — by
+//! exact name, then alias, tag, part of the name, and description (at most
+//! 8 results). Found tools join a window of the 16 most recent candidates;
+//! the next request enables those whose schemas fit min(4096 tokens, 10% of
+//! the context window) while the whole request keeps 15% headroom, and the
+//! model is told which were enabled and why the others were not. Discovery
+//! starts afresh with each user request.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::agent::providers::ToolSpec;
+use crate::runtime::Descriptor;
+
+/// Most results one search returns.
+pub const MAX_RESULTS: usize = 8;
+/// Most candidates remembered between requests.
+pub const WINDOW: usize = 16;
+/// Largest schema budget for discovered tools, in tokens.
+pub const MAX_DISCOVERY_TOKENS: usize = 4096;
+
+/// A calibrated estimate: about four characters per token for JSON schemas.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+/// The tool as offered to the model.
+pub fn spec(d: &Descriptor) -> ToolSpec {
+    ToolSpec { name: d.id.clone(), description: d.description.clone(), input_schema: d.input_schema.clone() }
+}
+
+fn tokens_of(d: &Descriptor) -> usize {
+    estimate_tokens(&serde_json::to_string(&spec(d)).unwrap_or_default())
+}
+
+/// How well `d` matches `search`: higher is better, 0 is no match.
+fn score(d: &Descriptor, search: &str) -> u32 {
+    let q = search.trim().to_lowercase();
+    if q.is_empty() {
+        return 0;
+    }
+    if d.id == q {
+        return 50;
+    }
+    if d.aliases.iter().any(|a| a.to_lowercase() == q) {
+        return 40;
+    }
+    if d.tags.iter().any(|t| t.to_lowercase() == q) {
+        return 30;
+    }
+    let words: Vec<&str> = q.split_whitespace().collect();
+    if d.id.split(['.', '-', '_']).any(|part| words.contains(&part)) || d.id.contains(&q) {
+        return 20;
+    }
+    if d.aliases.iter().any(|a| a.to_lowercase().contains(&q)) {
+        return 15;
+    }
+    let text = format!("{} {}", d.summary, d.description).to_lowercase();
+    if words.iter().all(|w| text.contains(w)) {
+        return 10;
+    }
+    0
+}
+
+/// One search's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub name: String,
+    pub summary: String,
+}
+
+/// What the next request enables, and why the rest are left out.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Selection {
+    pub enabled: Vec<String>,
+    /// `(tool, reason)` for candidates not enabled.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// A run's discovery state for the current user request.
+pub struct Discovery {
+    /// What the run may use at all: its mode and allowlist applied.
+    catalog: Vec<Descriptor>,
+    candidates: VecDeque<String>,
+}
+
+impl Discovery {
+    pub fn new(catalog: Vec<Descriptor>) -> Discovery {
+        Discovery { catalog, candidates: VecDeque::new() }
+    }
+
+    /// The first request's tools: the `max_tools` best for the user's words
+    /// (the catalog's order breaks ties).
+    pub fn initial(&self, request: &str, max_tools: usize) -> Vec<String> {
+        let mut ranked: Vec<(u32, usize, &Descriptor)> = self
+            .catalog
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (request.split_whitespace().map(|w| score(d, w)).max().unwrap_or(0).max(score(d, request)), i, d))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().take(max_tools).map(|(_, _, d)| d.id.clone()).collect()
+    }
+
+    /// `search_tools`: ranked matches, remembered as candidates.
+    pub fn search(&mut self, search: &str, limit: usize) -> Vec<Found> {
+        let mut ranked: Vec<(u32, &Descriptor)> =
+            self.catalog.iter().map(|d| (score(d, search), d)).filter(|(s, _)| *s > 0).collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        let found: Vec<Found> = ranked
+            .into_iter()
+            .take(limit.clamp(1, MAX_RESULTS))
+            .map(|(_, d)| Found { name: d.id.clone(), summary: d.summary.clone() })
+            .collect();
+        for f in found.iter().rev() {
+            self.candidates.retain(|c| c != &f.name);
+            self.candidates.push_front(f.name.clone());
+        }
+        self.candidates.truncate(WINDOW);
+        found
+    }
+
+    /// The candidates the next request enables, most recent first, within
+    /// the budgets; `used_tokens` is what the request takes without them.
+    pub fn select(&self, context_window: usize, used_tokens: usize) -> Selection {
+        let budget = MAX_DISCOVERY_TOKENS.min(context_window / 10);
+        let headroom_left = (context_window * 85 / 100).saturating_sub(used_tokens);
+        let mut spent = 0;
+        let mut selection = Selection::default();
+        for name in &self.candidates {
+            let Some(d) = self.catalog.iter().find(|d| &d.id == name) else { continue };
+            let cost = tokens_of(d);
+            if spent + cost > budget {
+                selection.left_out.push((name.clone(), format!("its schema (~{cost} tokens) does not fit the {budget}-token discovery budget")));
+            } else if spent + cost > headroom_left {
+                selection.left_out.push((name.clone(), "the request would leave less than 15% of the context window free".into()));
+            } else {
+                spent += cost;
+                selection.enabled.push(name.clone());
+            }
+        }
+        selection
+    }
+
+    /// A new user request starts discovery afresh.
+    pub fn reset(&mut self) {
+        self.candidates.clear();
+    }
+}
