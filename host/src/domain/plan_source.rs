@@ -43,3 +43,30 @@ impl PlanSource for Domain {
         .transpose()
     }
 }
+
+impl Domain {
+    /// The entity a plan acts on and its kind (`movie`/`tv`), for checking
+    /// a grant's scope against the plan's real target rather than what an
+    /// input claims.
+    pub async fn plan_target(&self, plan_type: &str, plan_id: &str) -> Result<Option<(String, String)>, sqlx::Error> {
+        let acquisition_id = match plan_type {
+            "acquisition" => Some(plan_id.to_string()),
+            "organization" => sqlx::query_scalar::<_, String>(
+                "SELECT d.plan_id FROM organization o JOIN download_task d ON d.id = o.download_task_id WHERE o.id = $1",
+            )
+            .bind(plan_id)
+            .fetch_optional(&self.db.pool)
+            .await?,
+            _ => None,
+        };
+        let Some(acquisition_id) = acquisition_id else { return Ok(None) };
+        let row = sqlx::query(
+            "SELECT e.id AS entity_id, e.kind AS kind FROM acquisition_plan p \
+             JOIN media_slot s ON s.id = p.slot_id JOIN media_entity e ON e.id = s.entity_id WHERE p.id = $1",
+        )
+        .bind(&acquisition_id)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        row.map(|r| Ok((r.try_get("entity_id")?, r.try_get("kind")?))).transpose()
+    }
+}

@@ -71,12 +71,21 @@ impl Capabilities {
                 return Ok(Err("the host is in read-only reconcile mode: automated execute calls are denied".into()));
             }
         }
-        if let Some((plan_type, plan_id)) = plan_of(d, input)
-            && let Some(approval) = self.authz.covering_approval(&self.domain, plan_type, plan_id).await?
-        {
-            return Ok(Ok(Authorization::Approval(approval)));
+        let mut scoped = input.clone();
+        if let Some((plan_type, plan_id)) = plan_of(d, input) {
+            if let Some(approval) = self.authz.covering_approval(&self.domain, plan_type, plan_id).await? {
+                return Ok(Ok(Authorization::Approval(approval)));
+            }
+            // A grant's scope is checked against the plan's real target,
+            // never against an entity the input merely names.
+            if let (Some((entity, kind)), Some(fields)) =
+                (self.domain.plan_target(plan_type, plan_id).await?, scoped.as_object_mut())
+            {
+                fields.insert("entityId".into(), Value::String(entity));
+                fields.insert("mediaKind".into(), Value::String(kind));
+            }
         }
-        Ok(match self.authz.covering_grant(d, input).await? {
+        Ok(match self.authz.covering_grant(d, &scoped).await? {
             Some(grant) => Ok(Authorization::Grant(grant)),
             None => Err(format!(
                 "a {} call of {} by {} needs an approval or an automation grant that covers it",

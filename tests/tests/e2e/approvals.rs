@@ -181,3 +181,49 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
 }
 
 both_backends!(approvals_authorise_one_call_on_the_plan_as_approved, a_replanned_organization_leaves_its_approval_stale);
+
+/// A grant scoped to entities covers a plan-bound call only when the plan's
+/// real target is in scope.
+async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Backend) {
+    let env = env(backend).await;
+    let domain = env.caps.domain().clone();
+    let (slot, release) = wanted_movie(&domain, &"7".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let planner = Actor::new("task:evaluateAcquisition");
+    let plan = domain
+        .draft_plan(&planner, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
+        .await
+        .unwrap();
+    let grant = |entity: &str| capstan::authz::NewGrant {
+        action: "test.plan-step".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: capstan::authz::GrantScope { entity_ids: vec![entity.into()], media_kinds: vec!["movie".into()], capabilities: vec![] },
+        daily_invocations: 5,
+        daily_bytes: 10_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    let origin = capstan::pipeline::Origin {
+        actor: capstan::runtime::Actor::Task,
+        principal: "task:test".into(),
+        run_id: None,
+        task_id: Some("t1".into()),
+        tool_call_id: None,
+        request_id: "r1".into(),
+        mode: capstan::runtime::Mode::Execute,
+        ceiling: EffectClass::Execute,
+    };
+    let other = env.caps.authz().create_grant(&grant("some-other-entity"), "admin:test").await.unwrap();
+    let inv = env.caps.invoke(&origin, "test.plan-step", &json!({"planId": plan.id})).await.unwrap();
+    assert_eq!(inv.error.as_ref().map(|e| e.kind.as_str()), Some("denied"), "{inv:?}");
+    env.caps.authz().revoke_grant(&other.id).await.unwrap();
+
+    let ours = env.caps.authz().create_grant(&grant(&slot.entity_id), "admin:test").await.unwrap();
+    let inv = env.caps.invoke(&origin, "test.plan-step", &json!({"planId": plan.id})).await.unwrap();
+    assert_eq!(inv.status, capstan::runtime::Status::Succeeded, "{inv:?}");
+    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let used = audit.iter().rev().find(|e| e.event.action == "capability.invoke").unwrap();
+    assert_eq!(used.event.authorization_id.as_deref(), Some(ours.id.as_str()));
+}
+
+both_backends!(entity_scoped_grants_are_checked_against_the_plan_s_target);
