@@ -5,7 +5,7 @@
 //! never deletes, moves, re-sources or re-tags anything.
 
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, DownloadStatus, Torrent};
+use capstan_sdk::qbittorrent::{Client, Torrent};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -43,18 +43,6 @@ pub struct RecheckOutput {
 #[serde(rename_all = "camelCase")]
 struct DownloadRecord {
     client_hash: String,
-}
-
-/// The Capstan name of a download status.
-pub fn status_name(status: DownloadStatus) -> &'static str {
-    match status {
-        DownloadStatus::Queued => "queued",
-        DownloadStatus::Downloading => "downloading",
-        DownloadStatus::Stalled => "stalled",
-        DownloadStatus::Missing => "missing",
-        DownloadStatus::Failed => "failed",
-        DownloadStatus::Completed => "completed",
-    }
 }
 
 /// The capability.
@@ -115,7 +103,7 @@ impl Capability for DownloadRecheck {
             download_task_id: id.to_string(),
             client_hash: after.hash.clone(),
             rechecked,
-            status: status_name(after.status()).to_string(),
+            status: after.status().as_str().to_string(),
             progress: after.progress,
             client_state: after.raw_state,
         }))

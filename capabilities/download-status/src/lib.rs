@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, DownloadStatus, Torrent, TorrentFilter};
+use capstan_sdk::qbittorrent::{Client, Torrent, TorrentFilter};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -68,18 +68,6 @@ struct DownloadRecord {
 fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Failure> {
     serde_json::from_value(value)
         .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected download: {e}")))
-}
-
-/// The Capstan name of a download status.
-pub fn status_name(status: DownloadStatus) -> &'static str {
-    match status {
-        DownloadStatus::Queued => "queued",
-        DownloadStatus::Downloading => "downloading",
-        DownloadStatus::Stalled => "stalled",
-        DownloadStatus::Missing => "missing",
-        DownloadStatus::Failed => "failed",
-        DownloadStatus::Completed => "completed",
-    }
 }
 
 fn tasks(input: &StatusInput) -> Result<Vec<DownloadRecord>, Failure> {
@@ -154,7 +142,7 @@ impl Capability for DownloadStatusCapability {
                 Some(t) => DownloadState {
                     download_task_id: task.id,
                     client_hash: task.client_hash,
-                    status: status_name(t.status()).to_string(),
+                    status: t.status().as_str().to_string(),
                     progress: t.progress.clamp(0.0, 1.0),
                     content_path: Some(t.content_path.clone()).filter(|p| !p.is_empty()),
                     client_state: Some(t.raw_state.clone()),

@@ -70,6 +70,20 @@ pub enum DownloadStatus {
     Completed,
 }
 
+impl DownloadStatus {
+    /// The name the domain store uses (`queued`, `downloading`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DownloadStatus::Queued => "queued",
+            DownloadStatus::Downloading => "downloading",
+            DownloadStatus::Stalled => "stalled",
+            DownloadStatus::Missing => "missing",
+            DownloadStatus::Failed => "failed",
+            DownloadStatus::Completed => "completed",
+        }
+    }
+}
+
 impl TorrentState {
     /// Reads a `state` string exactly as qBittorrent sends it.
     pub fn from_api(state: &str) -> TorrentState {
