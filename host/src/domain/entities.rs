@@ -135,9 +135,11 @@ impl Domain {
         }
         let id = new_id();
         let now = now_ms();
+        // The next number in opening order, taken under the write lock.
+        let mut tx = self.db.begin_write().await?;
         sqlx::query(
-            "INSERT INTO media_slot (id, entity_id, season, quality, profile, status, revision, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, 'wanted', 1, $6, $6)",
+            "INSERT INTO media_slot (id, entity_id, season, quality, profile, status, revision, created_at, updated_at, created_seq) \
+             VALUES ($1, $2, $3, $4, $5, 'wanted', 1, $6, $6, (SELECT COALESCE(MAX(created_seq), 0) + 1 FROM media_slot))",
         )
         .bind(&id)
         .bind(&entity.id)
@@ -145,8 +147,9 @@ impl Domain {
         .bind(new.quality.trim())
         .bind(&new.profile)
         .bind(now)
-        .execute(&self.db.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         self.slot(&id).await
     }
 
@@ -162,7 +165,7 @@ impl Domain {
 
     /// An entity's slots in creation order.
     pub async fn slots_for_entity(&self, entity_id: &str) -> Result<Vec<Slot>, DomainError> {
-        let rows = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 ORDER BY created_at, id")
+        let rows = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 ORDER BY created_seq, id")
             .bind(entity_id)
             .fetch_all(&self.db.pool)
             .await?;
@@ -172,7 +175,7 @@ impl Domain {
     /// Slots in one status, oldest first.
     pub async fn slots_with_status(&self, status: &str, limit: i64) -> Result<Vec<Slot>, DomainError> {
         one_of(status, SLOT_STATUSES, "slot status")?;
-        let rows = sqlx::query("SELECT * FROM media_slot WHERE status = $1 ORDER BY created_at, id LIMIT $2")
+        let rows = sqlx::query("SELECT * FROM media_slot WHERE status = $1 ORDER BY created_seq, id LIMIT $2")
             .bind(status)
             .bind(limit.clamp(1, 1000))
             .fetch_all(&self.db.pool)

@@ -229,7 +229,36 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
     assert_eq!(inventory["items"][0]["slots"].as_array().unwrap().len(), 1, "the refused slot was not added");
 }
 
+/// Slots come back in the order they were opened, even when many are
+/// opened within one millisecond.
+async fn slots_keep_their_opening_order(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let series = domain
+        .upsert_entity(&NewEntity {
+            kind: "tv".into(),
+            tmdb_id: Some(1399),
+            title: "Game of Thrones".into(),
+            original_title: None,
+            year: Some(2011),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    let mut opened = Vec::new();
+    for season in 1..=20 {
+        let slot = domain
+            .want(&NewSlot { entity_id: series.id.clone(), season: Some(season), quality: "1080p".into(), profile: None })
+            .await
+            .unwrap();
+        opened.push(slot.id);
+    }
+    let listed: Vec<String> = domain.slots_for_entity(&series.id).await.unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(listed, opened);
+}
+
 both_backends!(
+    slots_keep_their_opening_order,
     a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against,
     downloads_report_each_change_once_and_organizations_satisfy_the_slot,
     releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothing,
