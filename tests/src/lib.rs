@@ -10,6 +10,7 @@ pub mod components {
     include!(concat!(env!("OUT_DIR"), "/test_components.rs"));
 }
 
+pub mod api;
 pub mod binary;
 pub mod db;
 pub mod host;

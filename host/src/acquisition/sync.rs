@@ -44,13 +44,7 @@ impl TaskHandler for SyncDownloads {
                 else {
                     continue;
                 };
-                let current = caps.domain().download(id).await.map_err(|e| e.to_string())?;
-                // Once the import has started, the client's view no longer
-                // moves the record backwards.
-                if matches!(current.status.as_str(), "importing" | "imported" | "removed") {
-                    continue;
-                }
-                let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(current.progress).clamp(0.0, 1.0);
+                let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 1.0);
                 let path = item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
                 match caps.domain().update_download(id, status, progress, path.as_deref()).await {
                     Ok((_, Some(change))) => {
@@ -63,7 +57,7 @@ impl TaskHandler for SyncDownloads {
                         changes.push(json!({ "downloadTaskId": id, "from": change.from, "to": change.to }));
                     }
                     Ok((_, None)) => {}
-                    // Someone else moved it on meanwhile; their change stands.
+                    // Being imported, or moved on by someone else: their state stands.
                     Err(DomainError::Conflict(_)) => {}
                     Err(e) => return Err(e.to_string()),
                 }

@@ -1,5 +1,6 @@
 //! Download tasks: what the client is doing with a submitted plan. Status
-//! changes come from polling the client; `imported` and `removed` are final.
+//! changes come from polling the client; from `importing` on, only the
+//! organization moves a download, and `imported` and `removed` are final.
 
 use serde_json::json;
 
@@ -62,8 +63,13 @@ impl Domain {
             .map(|r| DownloadTask::from_row(&r))
             .transpose()?
             .ok_or_else(|| DomainError::NotFound(format!("no download task {id}")))?;
-        if matches!(current.status.as_str(), "imported" | "removed") && current.status != status {
-            return Err(DomainError::Conflict(format!("download {id} is {}; it does not change any more", current.status)));
+        // Once an import has started, only the organization moves the record
+        // (back to completed when it fails); the client's view no longer does.
+        if matches!(current.status.as_str(), "importing" | "imported" | "removed") && current.status != status {
+            return Err(DomainError::Conflict(format!(
+                "download {id} is {}; the client's status no longer changes it",
+                current.status
+            )));
         }
         let changed = sqlx::query(
             "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), updated_at = $4 \

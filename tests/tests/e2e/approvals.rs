@@ -6,33 +6,13 @@
 
 use capstan::domain::{Actor, NewOrganizationPlan, NewPlan};
 use capstan::runtime::EffectClass;
+use capstan_tests::api::{login, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
 use super::domain::wanted_movie;
 use super::ledger::env;
-
-async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
-    format!("http://{addr}/api/v1")
-}
-
-/// A console session for administrator `name`: (cookie, csrf token).
-async fn login(db: &capstan::store::Db, http: &reqwest::Client, base: &str, name: &str) -> (String, String) {
-    capstan::http::session::set_password(db, name, "correct horse battery").await.unwrap();
-    let resp = http
-        .post(format!("{base}/session"))
-        .json(&json!({"name": name, "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
-    (cookie, csrf)
-}
 
 async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
     let env = env(backend).await;

@@ -367,9 +367,7 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
     let env = start_with_qbittorrent(&qbt, &indexer).await;
     let link = Some(format!("{indexer}/download/dune.torrent"));
     let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-    tokio::spawn(capstan::http::serve(listener, env.caps.clone(), std::future::pending()));
+    let base = capstan_tests::api::serve(env.caps.clone()).await;
     let key = capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
     let grant = capstan::authz::NewGrant {
         action: "policy.acquisition".into(),

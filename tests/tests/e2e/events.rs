@@ -5,18 +5,12 @@
 use std::time::Duration;
 
 use capstan::runtime::EffectClass;
+use capstan_tests::api::serve;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
 use super::ledger::env;
-
-async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
-    format!("http://{addr}/api/v1")
-}
 
 /// Reads Server-Sent Events off a streaming response.
 struct SseReader {

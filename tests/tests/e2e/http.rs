@@ -3,18 +3,12 @@
 //! JSON 4xx answers for bad requests that change nothing.
 
 use capstan::runtime::EffectClass;
+use capstan_tests::api::{login, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
 use super::ledger::env;
-
-async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
-    format!("http://{addr}/api/v1")
-}
 
 async fn error_code(resp: reqwest::Response) -> (u16, String) {
     let status = resp.status().as_u16();
@@ -201,25 +195,11 @@ async fn console_sessions_need_csrf_for_writes(backend: Backend) {
 
 both_backends!(console_sessions_need_csrf_for_writes);
 
-/// Logs in as a fresh administrator and returns (cookie, csrf token).
-async fn admin_session(env: &super::ledger::Env, http: &reqwest::Client, base: &str) -> (String, String) {
-    capstan::http::session::set_password(&env.db, "admin", "correct horse battery").await.unwrap();
-    let resp = http
-        .post(format!("{base}/session"))
-        .json(&json!({"name": "admin", "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = resp.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
-    (cookie, csrf)
-}
-
 async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.caps.clone()).await;
     let http = reqwest::Client::new();
-    let (cookie, csrf) = admin_session(&env, &http, &base).await;
+    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let key = capstan::http::keys::create(&env.db, "automation", &[EffectClass::Execute], "test").await.unwrap();
     let grants = format!("{base}/automation-grants");
     let expires = capstan::store::now_ms() + 3_600_000;

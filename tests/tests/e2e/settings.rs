@@ -8,18 +8,12 @@ use std::process::Command;
 use capstan::runtime::EffectClass;
 use capstan::settings::{MasterKey, Settings};
 use capstan_tests::binary::capstan_bin;
+use capstan_tests::api::{login, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
 use super::ledger::env;
-
-async fn serve(caps: std::sync::Arc<capstan::pipeline::Capabilities>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
-    format!("http://{addr}/api/v1")
-}
 
 const API_KEY: &str = "sk-ant-test-0123456789abcdef";
 
@@ -28,15 +22,7 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     let base = serve(env.caps.clone()).await;
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
-    capstan::http::session::set_password(&env.db, "admin", "correct horse battery").await.unwrap();
-    let login = http
-        .post(format!("{base}/session"))
-        .json(&json!({"name": "admin", "password": "correct horse battery"}))
-        .send()
-        .await
-        .unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
-    let csrf = login.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
+    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let url = format!("{base}/settings");
     let patch = |body: Value| http.patch(&url).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send();
 

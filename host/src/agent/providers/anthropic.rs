@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::wire::{RetryPolicy, SseReader, ToolNames, send_with_retries};
+use super::wire::{RetryPolicy, SseReader, ToolNames, parse_tool_arguments, send_with_retries};
 use super::{
     Block, Completion, CompletionFuture, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
     ToolCall, Usage,
@@ -97,16 +97,6 @@ enum Open {
     Tool { id: String, name: String, json: String },
 }
 
-/// Turns a tool's joined argument text into its input.
-fn parse_arguments(text: &str) -> Result<Value, String> {
-    let text = if text.trim().is_empty() { "{}" } else { text };
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!("tool arguments must be a JSON object, got {other}")),
-        Err(e) => Err(format!("tool arguments are not valid JSON: {e}")),
-    }
-}
-
 impl Provider for Anthropic {
     fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
         Box::pin(async move {
@@ -172,7 +162,7 @@ impl Provider for Anthropic {
                         }
                         "content_block_stop" => {
                             if let Some(Open::Tool { id, name, json }) = open.remove(&index) {
-                                let call = ToolCall { id, name, input: parse_arguments(&json) };
+                                let call = ToolCall { id, name, input: parse_tool_arguments(&json) };
                                 let _ = events.send(StreamEvent::ToolCall(call.clone()));
                                 completion.tool_calls.push(call);
                             }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::wire::{RetryPolicy, SseReader, ToolNames, send_with_retries};
+use super::wire::{RetryPolicy, SseReader, ToolNames, parse_tool_arguments, send_with_retries};
 use super::{
     Block, Completion, CompletionFuture, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
     ToolCall, Usage,
@@ -122,12 +122,7 @@ fn finish(partials: BTreeMap<u64, Partial>, names: &ToolNames, events: &mpsc::Un
     partials
         .into_values()
         .map(|p| {
-            let text = if p.arguments.trim().is_empty() { "{}" } else { p.arguments.as_str() };
-            let input = match serde_json::from_str::<Value>(text) {
-                Ok(v @ Value::Object(_)) => Ok(v),
-                Ok(other) => Err(format!("tool arguments must be a JSON object, got {other}")),
-                Err(e) => Err(format!("tool arguments are not valid JSON: {e}")),
-            };
+            let input = parse_tool_arguments(&p.arguments);
             let call = ToolCall { id: p.id, name: names.id(&p.name).to_string(), input };
             let _ = events.send(StreamEvent::ToolCall(call.clone()));
             call

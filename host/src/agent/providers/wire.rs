@@ -50,6 +50,18 @@ impl ToolNames {
     }
 }
 
+/// A tool's argument text, joined from the stream, as its input: an empty
+/// text is `{}`; anything but a JSON object is an error the model is told
+/// about, and the call is never run.
+pub fn parse_tool_arguments(text: &str) -> Result<serde_json::Value, String> {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("tool arguments must be a JSON object, got {other}")),
+        Err(e) => Err(format!("tool arguments are not valid JSON: {e}")),
+    }
+}
+
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {

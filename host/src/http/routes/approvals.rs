@@ -18,13 +18,6 @@ use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 
-fn principal(caller: &Caller) -> String {
-    match caller {
-        Caller::Console(s) => format!("admin:{}", s.admin),
-        Caller::Key(k) => format!("key:{}", k.id),
-    }
-}
-
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalRequest {
@@ -44,7 +37,7 @@ pub async fn request(
     let approval = state
         .caps
         .authz()
-        .request_approval(state.caps.domain(), &body.plan_type, &body.plan_id, &principal(&caller))
+        .request_approval(state.caps.domain(), &body.plan_type, &body.plan_id, &caller.principal())
         .await
         .map_err(authz_error)?;
     Ok((StatusCode::CREATED, Json(json!(approval))))
@@ -69,7 +62,7 @@ pub async fn decide(
     ApiJson(body): ApiJson<ApprovalDecision>,
 ) -> Result<Json<Value>, ApiError> {
     let admin = match &caller {
-        Caller::Console(_) => principal(&caller),
+        Caller::Console(_) => caller.principal(),
         Caller::Key(_) => return Err(ApiError::forbidden("approvals are decided from a console session, not with an API key")),
     };
     let approval = state
