@@ -21,6 +21,9 @@ pub enum Reply {
     Status { code: u16, retry_after: Option<u64>, body: String },
     /// `text/event-stream` sent in exactly these chunks, then the body ends.
     Stream(Vec<Vec<u8>>),
+    /// These chunks, then nothing: the connection stays open until the
+    /// client lets go of it (counted in [`MockLlm::disconnects`]).
+    Hang(Vec<Vec<u8>>),
 }
 
 /// A request as the server saw it.
@@ -35,6 +38,16 @@ pub struct Recorded {
 struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
+    disconnects: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a hanging answer's end when the server drops its body.
+struct OnDrop(Arc<Shared>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        self.0.disconnects.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 pub struct MockLlm {
@@ -44,7 +57,7 @@ pub struct MockLlm {
 
 impl MockLlm {
     pub async fn start(replies: Vec<Reply>) -> MockLlm {
-        let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), ..Shared::default() });
         let app = Router::new().route("/{*path}", post(answer)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -56,6 +69,11 @@ impl MockLlm {
 
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Hanging answers whose client went away.
+    pub fn disconnects(&self) -> usize {
+        self.shared.disconnects.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -91,6 +109,22 @@ async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         }
         Some(Reply::Stream(chunks)) => {
             let stream = futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+            ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
+        Some(Reply::Hang(chunks)) => {
+            let guard = OnDrop(shared.clone());
+            let queue: VecDeque<Vec<u8>> = chunks.into();
+            let stream = futures_util::stream::unfold((queue, guard), |(mut queue, guard)| async move {
+                match queue.pop_front() {
+                    Some(chunk) => Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), (queue, guard))),
+                    None => {
+                        // Held open; dropping this future (the client left) drops the guard.
+                        let _guard = guard;
+                        std::future::pending::<()>().await;
+                        None
+                    }
+                }
+            });
             ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
         }
     }

@@ -1,6 +1,14 @@
 //! The agent runtime: model providers behind one streaming trait
-//! ([`providers`]). The loop, its session tools, runs and resumption build
-//! on these. Must not call components except through the one invoke path.
+//! ([`providers`]), the session tools ([`tools`]), run records and their
+//! event streams ([`runs`]), the append-only session log ([`session_log`]),
+//! the loop and a run's lifecycle ([`engine`]) and the `runAgent` task
+//! ([`task`]). Components are called only through the one invoke path.
 
+pub mod engine;
 pub mod providers;
+pub mod runs;
+pub mod session_log;
+pub mod task;
 pub mod tools;
+
+pub use engine::{AgentRuntime, RUN_AGENT, StartError};

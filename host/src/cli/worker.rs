@@ -52,6 +52,7 @@ pub fn build_worker(capabilities: Arc<Capabilities>, config: &Config) -> Worker 
     let owner = capabilities.ledger().owner().to_string();
     let mut worker = Worker::new(Tasks::new(db.clone()), crate::audit::Audit::new(db), owner, worker_config);
     crate::acquisition::register(&mut worker, &capabilities);
+    crate::agent::task::register(&mut worker, &Arc::new(crate::agent::AgentRuntime::new(capabilities.clone())));
     worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(capabilities)));
     worker
 }

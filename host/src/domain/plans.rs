@@ -261,4 +261,12 @@ impl Domain {
         Ok(rows.iter().map(Plan::from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Plans made by an agent run, oldest first.
+    pub async fn plans_for_run(&self, run_id: &str) -> Result<Vec<Plan>, DomainError> {
+        let rows = sqlx::query("SELECT * FROM acquisition_plan WHERE run_id = $1 ORDER BY created_at, id")
+            .bind(run_id)
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(Plan::from_row).collect::<Result<_, _>>()?)
+    }
 }

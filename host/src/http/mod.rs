@@ -1,7 +1,7 @@
 //! The HTTP API under `/api/v1`: API-key and console-session
 //! authentication, the capability list, the invoke endpoint (the one invoke
-//! path), automation grants, approvals, settings, the audit log, and the
-//! OpenAPI document built from the handlers.
+//! path), automation grants, approvals, settings, the audit log, agent runs,
+//! and the OpenAPI document built from the handlers.
 //! Every error is JSON `{"error":{"code","message"}}`; bodies over 1 MiB,
 //! malformed JSON, wrong types and unknown fields are 4xx and change
 //! nothing.
@@ -23,6 +23,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::agent::AgentRuntime;
 use crate::pipeline::Capabilities;
 use error::ApiError;
 
@@ -33,6 +34,8 @@ pub const BODY_LIMIT: usize = 1 << 20;
 #[derive(Clone)]
 pub struct AppState {
     pub caps: Arc<Capabilities>,
+    /// Starts, messages and aborts runs; the loop itself runs on a worker.
+    pub agent: Arc<AgentRuntime>,
 }
 
 /// The API router, with its OpenAPI document built from the same handlers.
@@ -57,12 +60,16 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .routes(routes!(routes::library::cancel))
         .routes(routes!(routes::library::retry))
         .routes(routes!(routes::session::login, routes::session::logout))
+        .routes(routes!(routes::agent::start, routes::agent::list))
+        .routes(routes!(routes::agent::get))
+        .routes(routes!(routes::agent::message))
+        .routes(routes!(routes::agent::abort))
         .split_for_parts();
     let doc = Arc::new(doc);
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(AppState { caps })
+        .with_state(AppState { agent: Arc::new(AgentRuntime::new(caps.clone())), caps })
 }
 
 /// Serves the API on `listener` until `shutdown` resolves.

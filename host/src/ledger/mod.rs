@@ -328,6 +328,33 @@ impl Ledger {
         }
     }
 
+    /// Waits while the row under `key` is running for a live owner (a
+    /// process that took a run over must not race the call it inherited);
+    /// returns the row as it then stands, or `None` when there is none.
+    pub async fn await_unowned(&self, key: &str, limit: Duration) -> Result<Option<Record>, LedgerError> {
+        let started = std::time::Instant::now();
+        loop {
+            let mut tx = self.db.begin_write().await?;
+            let row = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(row) = row else { return Ok(None) };
+            let record = Record::from_row(&row)?;
+            let busy = record.status == LedgerStatus::Running
+                && record.owner != self.owner
+                && self.owner_alive(&mut tx, &record.owner).await?;
+            tx.commit().await?;
+            if !busy {
+                return Ok(Some(record));
+            }
+            if started.elapsed() > limit {
+                return Err(LedgerError::NotSettled(record.id));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
     /// On a cold start: running rows whose owner is dead become `unknown`
     /// with a new token, so a late finish from the old owner is rejected.
     /// Returns how many rows changed.
@@ -372,6 +399,15 @@ impl Ledger {
         .rows_affected();
         Ok(n)
     }
+}
+
+/// The rows of an agent run's write calls, oldest first.
+pub async fn for_run(db: &Db, run_id: &str) -> Result<Vec<Record>, sqlx::Error> {
+    let rows = sqlx::query("SELECT * FROM capability_invocation WHERE run_id = $1 ORDER BY created_at, id")
+        .bind(run_id)
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter().map(Record::from_row).collect()
 }
 
 /// Reads a row by id regardless of principal (for tests and operators).

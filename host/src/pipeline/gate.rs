@@ -49,10 +49,12 @@ impl Origin {
         }
     }
 
-    /// The idempotency scope: the run, else the task, else the request.
+    /// The idempotency scope: the user request within a run (identical
+    /// writes in one request collapse; a later request may repeat one),
+    /// else the task, else the request.
     pub fn scope(&self) -> String {
         match (&self.run_id, &self.task_id) {
-            (Some(run), _) => format!("run:{run}"),
+            (Some(run), _) => format!("run:{run}/req:{}", self.request_id),
             (None, Some(task)) => format!("task:{task}"),
             (None, None) => format!("req:{}", self.request_id),
         }

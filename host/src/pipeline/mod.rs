@@ -181,6 +181,13 @@ impl Capabilities {
         Ok(v)
     }
 
+    /// The idempotency key a call of `id` with `input` from `origin` gets,
+    /// when `id` is loaded.
+    pub fn idempotency_key_for(&self, origin: &Origin, id: &str, input: &Value) -> Option<String> {
+        let loaded = self.runtime.snapshot().get(id)?;
+        Some(idempotency_key(&loaded.descriptor.id, loaded.descriptor.version, &origin.scope(), &input_digest(input)))
+    }
+
     /// The single invoke path.
     pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;

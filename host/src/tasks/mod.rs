@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::Row;
 
-pub use worker::{TaskHandler, Worker, WorkerConfig};
+pub use worker::{HandlerFuture, TaskHandler, Worker, WorkerConfig};
 
 use crate::store::{Backend, Db, new_id, now_ms};
 

@@ -137,7 +137,10 @@ pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<d
     };
     let provider = text(get("model.provider").await?).unwrap_or_else(|| "scripted".into());
     if provider == "scripted" {
-        return Ok(Box::new(scripted::Scripted::demo()));
+        return match text(get("model.script").await?) {
+            Some(script) => Ok(Box::new(scripted::Scripted::from_json(&script)?)),
+            None => Ok(Box::new(scripted::Scripted::demo())),
+        };
     }
     let model = text(get("model.model").await?)
         .ok_or_else(|| ProviderError::Invalid(format!("model.model must be set for the {provider} provider")))?;

@@ -1,6 +1,7 @@
 //! Route handlers, one file per resource.
 
 pub mod acquisition;
+pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod capabilities;

@@ -1,0 +1,97 @@
+//! Run and day budgets from settings. A run is checked before every model
+//! request and tool call; the day before a run starts. Exceeding one ends
+//! the run `budget_exceeded` and opens a decision `agent_budget:<runId>`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::agent::runs::{Run, Runs};
+use crate::settings::Settings;
+use crate::store::now_ms;
+
+/// The per-run limits and prices in force when the run started a step.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_tool_calls: i64,
+    pub max_duration: Duration,
+    pub max_tokens: i64,
+    pub max_cost_usd: f64,
+    pub price_input_per_mtok: f64,
+    pub price_output_per_mtok: f64,
+    pub max_tools: usize,
+    pub context_budget: usize,
+    pub compaction: bool,
+    pub compaction_ratio: f64,
+    pub goal_poll: Duration,
+    pub goal_wait: Duration,
+}
+
+async fn number(settings: &Settings, key: &str) -> Result<f64, String> {
+    let value = settings.get(key).await.map_err(|e| format!("setting {key}: {e}"))?;
+    value.as_f64().ok_or_else(|| format!("setting {key} is not a number"))
+}
+
+impl Limits {
+    pub async fn load(settings: &Settings) -> Result<Limits, String> {
+        let n = |key: &'static str| number(settings, key);
+        let flag = settings.get("model.compaction.enabled").await.map_err(|e| e.to_string())?;
+        Ok(Limits {
+            max_tool_calls: n("agent.max_tool_calls").await? as i64,
+            max_duration: Duration::from_secs(n("agent.max_duration_sec").await? as u64),
+            max_tokens: n("agent.max_tokens_per_run").await? as i64,
+            max_cost_usd: n("agent.max_cost_usd_per_run").await?,
+            price_input_per_mtok: n("model.price_input_usd_per_mtok").await?,
+            price_output_per_mtok: n("model.price_output_usd_per_mtok").await?,
+            max_tools: n("agent.max_tools").await? as usize,
+            context_budget: n("model.context_budget").await? as usize,
+            compaction: flag.as_bool().unwrap_or(true),
+            compaction_ratio: n("model.compaction.threshold_ratio").await?,
+            goal_poll: Duration::from_secs(n("agent.goal_poll_sec").await? as u64),
+            goal_wait: Duration::from_secs(n("agent.goal_wait_hours").await? as u64 * 3600),
+        })
+    }
+
+    /// What a model answer cost.
+    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+        (input_tokens as f64 * self.price_input_per_mtok + output_tokens as f64 * self.price_output_per_mtok) / 1e6
+    }
+
+    /// Which run budget is spent, if any, before `extra_calls` more tool calls.
+    pub fn exceeded(&self, run: &Run, extra_calls: i64) -> Option<String> {
+        if run.tool_calls + extra_calls > self.max_tool_calls {
+            return Some(format!("the run would make more than {} tool calls", self.max_tool_calls));
+        }
+        if run.tokens > self.max_tokens {
+            return Some(format!("the run used {} tokens, more than {}", run.tokens, self.max_tokens));
+        }
+        if run.cost_usd > self.max_cost_usd {
+            return Some(format!("the run cost ${:.4}, more than ${:.4}", run.cost_usd, self.max_cost_usd));
+        }
+        let started = run.started_at.unwrap_or_else(now_ms);
+        if now_ms() - started > self.max_duration.as_millis() as i64 {
+            return Some(format!("the run took longer than {} s", self.max_duration.as_secs()));
+        }
+        None
+    }
+}
+
+/// Whether the day's budgets allow another run to start (the day is UTC).
+pub async fn day_allows(settings: &Settings, runs: &Runs) -> Result<Option<String>, String> {
+    let day_start = now_ms() - now_ms().rem_euclid(86_400_000);
+    let (started, cost) = runs.started_since(day_start).await.map_err(|e| e.to_string())?;
+    let max_runs = number(settings, "budget.max_runs_per_day").await? as i64;
+    let max_cost = number(settings, "budget.max_cost_usd_per_day").await?;
+    if started >= max_runs {
+        return Ok(Some(format!("{started} runs already started today; the daily limit is {max_runs}")));
+    }
+    if cost >= max_cost {
+        return Ok(Some(format!("runs today cost ${cost:.4}; the daily limit is ${max_cost:.4}")));
+    }
+    Ok(None)
+}
+
+/// The decision a spent budget opens.
+pub fn decision_options() -> Value {
+    serde_json::json!(["raise the budget and send the run a message", "leave the run ended"])
+}

@@ -1,0 +1,257 @@
+//! The agent loop and a run's lifecycle. [`AgentRuntime::drive`] is what the
+//! `runAgent` task runs: it checks the day's budget, rebuilds the
+//! conversation from the session log, reconciles tool calls a crash left
+//! without a result, then answers user requests turn by turn ([`turn`]),
+//! waits in execute mode until what the run touched settles, and finalizes
+//! the run with an AgentGoalReport built from the business tables
+//! ([`report`]). Aborts are honoured between steps and cancel a model
+//! stream in flight.
+
+pub mod budget;
+pub mod report;
+mod resume;
+pub mod toolbox;
+mod turn;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::providers::{self, Provider};
+use super::runs::{NewRun, Run, RunError, RunMode, RunStatus, Runs};
+use super::session_log::SessionLog;
+use super::tools::results::ResultStore;
+use crate::pipeline::Capabilities;
+use crate::runtime::{Actor, Mode};
+use crate::tasks::{NewTask, Tasks};
+use budget::Limits;
+
+/// The task kind that drives a run.
+pub const RUN_AGENT: &str = "runAgent";
+
+/// Where session logs go: `AGENT_SESSION_DIR`, else `<data-dir>/agent-sessions`.
+pub fn session_dir(data_dir: &std::path::Path) -> PathBuf {
+    std::env::var_os("AGENT_SESSION_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("agent-sessions"))
+}
+
+/// Everything runs need, shared by the API and the worker of one process.
+pub struct AgentRuntime {
+    caps: Arc<Capabilities>,
+    runs: Runs,
+    tasks: Tasks,
+    session_dir: PathBuf,
+    results: Arc<ResultStore>,
+    /// A provider fixed by the embedder (tests, benchmarks); otherwise the
+    /// settings choose one for each run.
+    provider: Option<Arc<dyn Provider>>,
+}
+
+/// Why a run could not be started or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("could not queue the run: {0}")]
+    Task(String),
+}
+
+impl AgentRuntime {
+    pub fn new(caps: Arc<Capabilities>) -> AgentRuntime {
+        let session_dir = session_dir(&caps.runtime().config().data_dir());
+        let runs = Runs::new(caps.db().clone(), caps.events().clone());
+        let tasks = Tasks::new(caps.db().clone());
+        AgentRuntime { caps, runs, tasks, session_dir, results: Arc::new(ResultStore::default()), provider: None }
+    }
+
+    /// Uses `provider` for every run instead of the settings' choice.
+    pub fn with_provider(mut self, provider: Arc<dyn Provider>) -> AgentRuntime {
+        self.provider = Some(provider);
+        self
+    }
+
+    pub fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    pub fn capabilities(&self) -> &Arc<Capabilities> {
+        &self.caps
+    }
+
+    pub fn session_path(&self, run_id: &str) -> PathBuf {
+        SessionLog::path(&self.session_dir, run_id)
+    }
+
+    /// Creates a run and queues its `runAgent` task. A plan-only run's
+    /// allowlist may not name a capability that changes anything outside.
+    pub async fn start(&self, new: NewRun) -> Result<Run, StartError> {
+        if new.goal.trim().is_empty() {
+            return Err(StartError::Invalid("goal must not be empty".into()));
+        }
+        if let Some(list) = &new.allowlist {
+            let snapshot = self.caps.runtime().snapshot();
+            for id in list {
+                let Some(loaded) = snapshot.get(id) else {
+                    return Err(StartError::Invalid(format!("capabilityAllowlist names {id}, which is not loaded")));
+                };
+                if new.mode == RunMode::PlanOnly && loaded.descriptor.label > crate::runtime::EffectClass::Propose {
+                    return Err(StartError::Invalid(format!(
+                        "a plan_only run may not allow {id}, which is labelled {}",
+                        loaded.descriptor.label
+                    )));
+                }
+            }
+        }
+        let run = self.runs.create(&new).await?;
+        self.wake(&run.id, &new.created_by).await?;
+        Ok(self.runs.get(&run.id).await?)
+    }
+
+    /// Makes sure a `runAgent` task is queued or running for the run.
+    pub async fn wake(&self, run_id: &str, by: &str) -> Result<(), StartError> {
+        let task = NewTask {
+            kind: RUN_AGENT.into(),
+            subject: Some(format!("run:{run_id}")),
+            payload: json!({"runId": run_id}),
+            dedupe_key: Some(format!("agent:{run_id}")),
+            max_attempts: 5,
+            created_by: by.to_string(),
+        };
+        let (task, _) = self.tasks.enqueue(&task).await.map_err(|e| StartError::Task(e.to_string()))?;
+        self.runs.set_task(run_id, &task.id).await?;
+        Ok(())
+    }
+
+    /// Sends a message: consumed after the current turn, or wakes a run
+    /// that finished or waits.
+    pub async fn message(&self, run_id: &str, text: &str, by: &str) -> Result<Run, StartError> {
+        if text.trim().is_empty() {
+            return Err(StartError::Invalid("text must not be empty".into()));
+        }
+        self.runs.add_message(run_id, text, by).await?;
+        let run = self.runs.get(run_id).await?;
+        if run.status == RunStatus::Succeeded {
+            self.runs.reopen(run_id).await?;
+        }
+        self.wake(run_id, by).await?;
+        Ok(self.runs.get(run_id).await?)
+    }
+
+    async fn provider(&self) -> Result<Arc<dyn Provider>, String> {
+        if let Some(p) = &self.provider {
+            return Ok(p.clone());
+        }
+        providers::from_settings(self.caps.settings()).await.map(Arc::from).map_err(|e| e.to_string())
+    }
+
+    /// Runs the run as far as it goes: the body of the `runAgent` task.
+    pub async fn drive(&self, run_id: &str) -> Result<Value, String> {
+        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+        if run.status.is_final() {
+            return Ok(json!({"runId": run_id, "status": run.status.as_str()}));
+        }
+        if run.status == RunStatus::Queued {
+            if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs).await? {
+                return self.end_over_budget(&run, &reason).await;
+            }
+            self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
+        }
+        let limits = Limits::load(self.caps.settings()).await?;
+        let provider = match self.provider().await {
+            Ok(p) => p,
+            Err(e) => return self.finish(run_id, RunStatus::Failed, Some(&e), "").await,
+        };
+        let (log, session) = SessionLog::open(&self.session_dir, run_id).map_err(|e| format!("session log: {e}"))?;
+        let mode = match run.mode {
+            RunMode::Execute => Mode::Execute,
+            RunMode::PlanOnly => Mode::PlanOnly,
+        };
+        let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, limits, log, session);
+        let started = Instant::now();
+        loop {
+            let outcome = state.answer_pending_requests().await?;
+            match outcome {
+                turn::Outcome::Aborted(reason) => {
+                    return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &state.final_text).await;
+                }
+                turn::Outcome::OverBudget(reason) => {
+                    let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+                    return self.end_over_budget_with(&run, &reason, &state.final_text).await;
+                }
+                turn::Outcome::Failed(reason) => {
+                    return self.finish(run_id, RunStatus::Failed, Some(&reason), &state.final_text).await;
+                }
+                turn::Outcome::Idle => {}
+            }
+            // Execute mode waits for what it touched; a message wakes it.
+            let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+            if run.mode == RunMode::PlanOnly || report::settled(&touched) {
+                let status = report::verdict(&touched);
+                return self.finish(run_id, status, None, &state.final_text).await;
+            }
+            if started.elapsed() > state.limits.goal_wait {
+                let reason = "what the run touched did not settle within agent.goal_wait_hours";
+                return self.finish(run_id, RunStatus::Failed, Some(reason), &state.final_text).await;
+            }
+            let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+            if current.status != RunStatus::Waiting {
+                self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await.map_err(|e| e.to_string())?;
+            }
+            state.wait_for_news(state.limits.goal_poll).await;
+            if state.has_new_messages().await? {
+                self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
+            }
+        }
+    }
+
+    /// Ends the run with `status`, writing the report.
+    async fn finish(&self, run_id: &str, status: RunStatus, detail: Option<&str>, final_text: &str) -> Result<Value, String> {
+        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        let calls = self.tool_call_counts(run_id).await?;
+        let report = report::write(self.caps.domain(), &run, status, &touched, &calls, final_text)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.runs.set_outcome(run_id, Some(&report.id), final_text).await.map_err(|e| e.to_string())?;
+        self.runs.set_status(run_id, status, detail).await.map_err(|e| e.to_string())?;
+        self.results.close_run(run_id);
+        Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
+    }
+
+    async fn end_over_budget(&self, run: &Run, reason: &str) -> Result<Value, String> {
+        self.end_over_budget_with(run, reason, "").await
+    }
+
+    async fn end_over_budget_with(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, String> {
+        let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
+        self.caps
+            .domain()
+            .open_decision("agent_budget", Some(&run.id), &budget::decision_options(), &evidence, &format!("agent_budget:{}", run.id))
+            .await
+            .map_err(|e| e.to_string())?;
+        self.finish(&run.id, RunStatus::BudgetExceeded, Some(reason), final_text).await
+    }
+
+    async fn tool_call_counts(&self, run_id: &str) -> Result<Value, String> {
+        let mut counts = serde_json::Map::new();
+        let mut after = 0;
+        loop {
+            let events = self.runs.run_events(run_id, after, 1000).await.map_err(|e| e.to_string())?;
+            let Some(last) = events.last() else { break };
+            after = last.seq;
+            for e in events.iter().filter(|e| e.kind == "agent.tool_call") {
+                if let Some(status) = e.payload.get("status").and_then(Value::as_str) {
+                    let n = counts.get(status).and_then(Value::as_i64).unwrap_or(0);
+                    counts.insert(status.to_string(), Value::from(n + 1));
+                }
+            }
+        }
+        Ok(Value::Object(counts))
+    }
+
+    /// How long to sleep between abort checks while a model answers.
+    pub(crate) const ABORT_POLL: Duration = Duration::from_millis(200);
+}

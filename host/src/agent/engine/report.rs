@@ -1,0 +1,146 @@
+//! What a run touched and the AgentGoalReport built from it. The report
+//! reads the business tables — the plans the run made or acted on, their
+//! downloads, and the organizations that put files in the library — never
+//! the model's words: a submitted download is not an imported one, and only
+//! an organization record proves a title reached the library. The model's
+//! final text is attached, marked unverified.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::agent::runs::{Run, RunStatus};
+use crate::domain::{Actor, Artifact, Domain, DomainError, Plan};
+use crate::store::Db;
+
+/// Where one touched plan stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// Nothing more will happen without a human (a draft waiting for approval).
+    AwaitingHuman,
+    /// Still moving (reserved, downloading, importing).
+    InFlight,
+    /// In the library: an organization succeeded.
+    Imported,
+    /// Ended without reaching the library.
+    Failed,
+}
+
+/// One plan as the report states it.
+#[derive(Debug, Clone)]
+pub struct Touched {
+    pub plan: Plan,
+    pub standing: Standing,
+    pub entry: Value,
+}
+
+/// The plans a run touched: made by it, or named by its write calls' results.
+pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touched>, DomainError> {
+    let mut ids: BTreeSet<String> = BTreeSet::new();
+    let mut plans = Vec::new();
+    for plan in domain.plans_for_run(run_id).await? {
+        ids.insert(plan.id.clone());
+        plans.push(plan);
+    }
+    for record in crate::ledger::for_run(db, run_id).await? {
+        let named = record
+            .result
+            .as_deref()
+            .and_then(|r| serde_json::from_str::<Value>(r).ok())
+            .and_then(|v| v.get("planId").and_then(Value::as_str).map(str::to_string));
+        if let Some(id) = named
+            && ids.insert(id.clone())
+        {
+            match domain.plan(&id).await {
+                Ok(plan) => plans.push(plan),
+                Err(DomainError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for plan in plans {
+        out.push(stand(domain, plan).await?);
+    }
+    Ok(out)
+}
+
+async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
+    let title = plan.payload.get("title").cloned().unwrap_or(Value::Null);
+    let mut entry = json!({"planId": plan.id, "planStatus": plan.status, "title": title});
+    let standing = match plan.status.as_str() {
+        "draft" => Standing::AwaitingHuman,
+        "reserved" => Standing::InFlight,
+        "failed" | "cancelled" => Standing::Failed,
+        _ => match domain.download_for_plan(&plan.id).await? {
+            None => Standing::InFlight,
+            Some(download) => {
+                let organizations = domain.organizations_for_download(&download.id).await?;
+                entry["download"] = json!({"id": download.id, "status": download.status, "progress": download.progress});
+                entry["organizations"] = organizations
+                    .iter()
+                    .map(|o| json!({"id": o.id, "status": o.status, "mode": o.mode, "items": o.items}))
+                    .collect();
+                if organizations.iter().any(|o| o.status == "succeeded") {
+                    Standing::Imported
+                } else if matches!(download.status.as_str(), "failed" | "removed")
+                    || organizations.iter().any(|o| o.status == "failed")
+                {
+                    Standing::Failed
+                } else {
+                    Standing::InFlight
+                }
+            }
+        },
+    };
+    entry["outcome"] = Value::from(match standing {
+        Standing::AwaitingHuman => "draft: waiting for a human to approve",
+        Standing::InFlight if plan.status == "submitted" => "submitted, not imported",
+        Standing::InFlight => "in progress",
+        Standing::Imported => "imported into the library",
+        Standing::Failed => "failed",
+    });
+    Ok(Touched { plan, standing, entry })
+}
+
+/// Whether everything the run touched has settled.
+pub fn settled(touched: &[Touched]) -> bool {
+    touched.iter().all(|t| t.standing != Standing::InFlight)
+}
+
+/// The status a normally ended run finishes with, from what it touched.
+pub fn verdict(touched: &[Touched]) -> RunStatus {
+    if touched.iter().any(|t| matches!(t.standing, Standing::Failed | Standing::InFlight)) {
+        RunStatus::Failed
+    } else {
+        RunStatus::Succeeded
+    }
+}
+
+/// Writes the AgentGoalReport artifact for `run`, ending `status`.
+pub async fn write(
+    domain: &Domain,
+    run: &Run,
+    status: RunStatus,
+    touched: &[Touched],
+    tool_calls: &Value,
+    final_text: &str,
+) -> Result<Artifact, DomainError> {
+    let imported: Vec<&Value> = touched.iter().filter(|t| t.standing == Standing::Imported).map(|t| &t.entry).collect();
+    let body = json!({
+        "type": "AgentGoalReport",
+        "runId": run.id,
+        "goal": run.goal,
+        "mode": run.mode,
+        "status": status.as_str(),
+        "verified": {
+            "plans": touched.iter().map(|t| &t.entry).collect::<Vec<_>>(),
+            "imported": imported,
+            "toolCalls": tool_calls,
+        },
+        "modelFinalText": {"text": final_text, "verified": false},
+        "note": "Built from the plans, downloads and organizations the run touched; only an organization record shows a title reached the library.",
+    });
+    let by = Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await
+}

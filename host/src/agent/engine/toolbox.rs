@@ -1,0 +1,213 @@
+//! What a run may call and how each call is answered. Capabilities come
+//! from the registry, filtered by the run's mode and allowlist, and are
+//! called only through `Capabilities::invoke` with an agent (or subagent)
+//! origin naming the run, the user request and the tool call. Session tools
+//! (`update_plan`, `search_tools`, `read_tool_result`, `get_tool_execution`,
+//! `delegate`) are answered here and never published as capabilities.
+
+use serde_json::{Value, json};
+
+use crate::agent::providers::{Block, ToolCall, ToolSpec};
+use crate::agent::tools::discovery::{self, Discovery};
+use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
+use crate::agent::tools::results::{ResultStore, Shown};
+use crate::pipeline::{Capabilities, Invocation, Origin};
+use crate::runtime::{Actor, Descriptor, EffectClass, Mode, Status};
+
+pub const SEARCH_TOOLS: &str = "search_tools";
+pub const READ_TOOL_RESULT: &str = "read_tool_result";
+pub const GET_TOOL_EXECUTION: &str = "get_tool_execution";
+pub const DELEGATE: &str = "delegate";
+
+/// Who the calls are made as.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub run_id: String,
+    pub actor: Actor,
+    pub mode: Mode,
+    pub request_id: String,
+}
+
+impl Caller {
+    pub fn principal(&self) -> String {
+        match self.actor {
+            Actor::Subagent => format!("subagent:{}", self.run_id),
+            _ => format!("agent:{}", self.run_id),
+        }
+    }
+
+    /// The origin of one tool call; the call id is made unique per request
+    /// so a model that reuses ids across requests is not confused with itself.
+    pub fn origin(&self, call_id: &str) -> Origin {
+        Origin {
+            actor: self.actor,
+            principal: self.principal(),
+            run_id: Some(self.run_id.clone()),
+            task_id: None,
+            tool_call_id: Some(format!("{}/{call_id}", self.request_id)),
+            request_id: self.request_id.clone(),
+            mode: self.mode,
+            ceiling: EffectClass::Execute,
+        }
+    }
+}
+
+/// The capabilities a run may see: its mode's ceiling and its allowlist.
+pub fn catalog(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<&[String]>) -> Vec<Descriptor> {
+    let ceiling = match (actor, mode) {
+        (Actor::Subagent, _) => EffectClass::Preview,
+        (_, Mode::PlanOnly) => EffectClass::Propose,
+        _ => EffectClass::Execute,
+    };
+    caps.runtime()
+        .snapshot()
+        .active
+        .values()
+        .map(|l| l.descriptor.clone())
+        .filter(|d| d.label <= ceiling)
+        .filter(|d| allowlist.is_none_or(|a| a.iter().any(|id| id == &d.id)))
+        .collect()
+}
+
+/// The session tools on offer (`delegate` only to a top-level run).
+pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
+    let mut specs = vec![
+        plan::tool_spec(),
+        ToolSpec {
+            name: SEARCH_TOOLS.into(),
+            description: "Find more tools by name, alias, tag or description; found tools are enabled on the next request.".into(),
+            input_schema: json!({"type": "object", "required": ["search"], "properties": {
+                "search": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 8}}}),
+        },
+        ToolSpec {
+            name: READ_TOOL_RESULT.into(),
+            description: "Read more of a large tool result by result_id, in Unicode characters.".into(),
+            input_schema: json!({"type": "object", "required": ["result_id"], "properties": {
+                "result_id": {"type": "string"}, "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1}}}),
+        },
+        ToolSpec {
+            name: GET_TOOL_EXECUTION.into(),
+            description: "The recorded status and result of an earlier write call of this run, by invocation_id.".into(),
+            input_schema: json!({"type": "object", "required": ["invocation_id"], "properties": {
+                "invocation_id": {"type": "string"}}}),
+        },
+    ];
+    if actor != Actor::Subagent {
+        specs.push(ToolSpec {
+            name: DELEGATE.into(),
+            description: "Hand a read-only subtask to a subagent; it may read and preview, never change anything, and answers with its findings.".into(),
+            input_schema: json!({"type": "object", "required": ["goal"], "properties": {
+                "goal": {"type": "string", "minLength": 1}, "context": {"type": "string"}}}),
+        });
+    }
+    specs
+}
+
+pub fn is_session_tool(name: &str) -> bool {
+    [UPDATE_PLAN, SEARCH_TOOLS, READ_TOOL_RESULT, GET_TOOL_EXECUTION, DELEGATE].contains(&name)
+}
+
+/// How a tool call ended, as the run's events and report tell it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    pub block: Block,
+    /// `succeeded | failed | pending | unknown | denied`.
+    pub status: &'static str,
+    pub invocation_id: Option<String>,
+    pub replayed: bool,
+}
+
+fn answer(call_id: &str, status: &'static str, content: String) -> Answered {
+    let is_error = !matches!(status, "succeeded" | "pending");
+    Answered {
+        block: Block::ToolResult { tool_use_id: call_id.to_string(), content, is_error },
+        status,
+        invocation_id: None,
+        replayed: false,
+    }
+}
+
+pub fn failed(call_id: &str, message: impl Into<String>) -> Answered {
+    answer(call_id, "failed", json!({"status": "failed", "error": message.into()}).to_string())
+}
+
+/// The words a model sees for a call whose outcome nobody knows.
+pub const UNKNOWN_RESULT: &str = "result unknown — verify before retrying";
+
+/// Turns an invocation into the tool result the model sees. A successful
+/// result's content is its output (large ones previewed and kept for
+/// `read_tool_result`).
+pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &ResultStore) -> Answered {
+    let denied = inv.error.as_ref().is_some_and(|e| e.kind == "denied");
+    let mut answered = match inv.status {
+        Status::Succeeded => {
+            let text = inv.output.as_ref().map(Value::to_string).unwrap_or_else(|| "null".into());
+            let shown = match results.keep(run_id, &text) {
+                Shown::Whole { text } => text,
+                Shown::Preview { text, result_id, next_offset, total_chars } => json!({
+                    "preview": text, "result_id": result_id, "next_offset": next_offset, "total_chars": total_chars,
+                    "note": "the result is longer than this preview; read on with read_tool_result"}).to_string(),
+                Shown::TooLarge { message } => json!({"status": "succeeded", "note": message}).to_string(),
+            };
+            answer(call_id, "succeeded", shown)
+        }
+        Status::Pending => answer(call_id, "pending", json!({"status": "pending", "output": inv.output}).to_string()),
+        Status::Unknown => answer(
+            call_id,
+            "unknown",
+            json!({"status": "unknown", "message": UNKNOWN_RESULT, "invocation_id": inv.invocation_id}).to_string(),
+        ),
+        Status::Failed if denied => answer(call_id, "denied", json!({"status": "denied", "error": inv.error}).to_string()),
+        Status::Failed => answer(call_id, "failed", json!({"status": "failed", "error": inv.error}).to_string()),
+    };
+    answered.invocation_id = inv.invocation_id.clone();
+    answered.replayed = inv.replayed;
+    answered
+}
+
+/// Answers the session tools that need only the run's in-memory state.
+/// Returns `None` for names that are not such tools.
+pub fn answer_local(
+    call: &ToolCall,
+    input: &Value,
+    run_id: &str,
+    discovery: &mut Discovery,
+    results: &ResultStore,
+) -> Option<Answered> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let number = |v: &Value, k: &str, d: usize| v.get(k).and_then(Value::as_u64).map_or(d, |n| n as usize);
+    Some(match call.name.as_str() {
+        SEARCH_TOOLS => match text(input, "search") {
+            Some(search) => {
+                let found = discovery.search(&search, number(input, "limit", discovery::MAX_RESULTS));
+                answer(&call.id, "succeeded", json!({"found": found, "note": "found tools are enabled on the next request, within the schema budget"}).to_string())
+            }
+            None => failed(&call.id, "search_tools needs a search text"),
+        },
+        READ_TOOL_RESULT => match text(input, "result_id") {
+            Some(id) => match results.read(run_id, &id, number(input, "offset", 0), number(input, "limit", 4000)) {
+                Ok(page) => answer(&call.id, "succeeded", serde_json::to_string(&page).unwrap_or_default()),
+                Err(e) => failed(&call.id, e),
+            },
+            None => failed(&call.id, "read_tool_result needs a result_id"),
+        },
+        _ => return None,
+    })
+}
+
+/// Applies the `update_plan` calls of one response: the new plan when
+/// exactly one valid call was made, and an answer for each call.
+pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<Plan>, Vec<Answered>) {
+    let inputs: Vec<&Value> = calls.iter().map(|(_, v)| *v).collect();
+    let (plan, outcomes) = plan::apply(&inputs);
+    let answers = calls
+        .iter()
+        .zip(outcomes)
+        .map(|((call, _), outcome)| match outcome {
+            Ok(text) => answer(&call.id, "succeeded", json!({"status": "succeeded", "message": text}).to_string()),
+            Err(e) => failed(&call.id, e),
+        })
+        .collect();
+    (plan, answers)
+}

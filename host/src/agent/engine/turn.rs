@@ -1,0 +1,464 @@
+//! One run's conversation in motion: takes user requests in order, asks the
+//! model, answers its tool calls, and writes every step to the session log
+//! before going on. Budgets are checked before each model request and tool
+//! call; an abort is noticed between steps and cancels a model stream in
+//! flight. Subagents run the same loop as read-only callers without a log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::budget::Limits;
+use super::toolbox::{self, Answered, Caller};
+use super::AgentRuntime;
+use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StreamEvent, ToolCall, ToolSpec};
+use crate::agent::runs::Run;
+use crate::agent::session_log::{Entry, Session, SessionLog};
+use crate::agent::tools::discovery::{self, Discovery};
+use crate::agent::tools::plan::{self, UPDATE_PLAN};
+use crate::runtime::{Actor, Mode};
+use crate::store::new_id;
+
+/// How far a call to [`RunState::answer_pending_requests`] got.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every request so far is answered.
+    Idle,
+    Aborted(String),
+    OverBudget(String),
+    Failed(String),
+}
+
+/// The fixed part of every request.
+const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
+every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
+not an imported one. Keep your plan current with update_plan.";
+
+/// The most model requests a subagent makes before it is reclaimed.
+const SUBAGENT_STEPS: usize = 8;
+
+pub struct RunState<'a> {
+    pub(super) rt: &'a AgentRuntime,
+    run_id: String,
+    allowlist: Option<Vec<String>>,
+    caller: Caller,
+    provider: Arc<dyn Provider>,
+    pub(super) limits: Limits,
+    log: Option<SessionLog>,
+    session: Session,
+    discovery: Discovery,
+    /// What the last search enabled and left out, told to the model.
+    discovery_note: Option<String>,
+    pub(super) final_text: String,
+}
+
+impl<'a> RunState<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        rt: &'a AgentRuntime,
+        run: &Run,
+        mode: Mode,
+        actor: Actor,
+        provider: Arc<dyn Provider>,
+        limits: Limits,
+        log: SessionLog,
+        session: Session,
+    ) -> RunState<'a> {
+        let request_id = session.request.as_ref().map(|(id, _)| id.clone()).unwrap_or_default();
+        let catalog = toolbox::catalog(&rt.caps, actor, mode, run.capability_allowlist.as_deref());
+        RunState {
+            rt,
+            run_id: run.id.clone(),
+            allowlist: run.capability_allowlist.clone(),
+            caller: Caller { run_id: run.id.clone(), actor, mode, request_id },
+            provider,
+            limits,
+            log: Some(log),
+            session,
+            discovery: Discovery::new(catalog),
+            discovery_note: None,
+            final_text: String::new(),
+        }
+    }
+
+    fn record(&mut self, entry: Entry) -> Result<(), String> {
+        if let Some(log) = &mut self.log {
+            log.append(&entry).map_err(|e| format!("cannot write the session log: {e}"))?;
+        }
+        self.session.apply(&entry);
+        Ok(())
+    }
+
+    async fn abort_reason(&self) -> Option<String> {
+        let run = self.rt.runs.get(&self.run_id).await.ok()?;
+        if run.status.is_final() {
+            return Some(format!("the run is {}", run.status.as_str()));
+        }
+        run.abort_reason
+    }
+
+    /// Messages sent after the last one taken into the conversation.
+    pub async fn has_new_messages(&self) -> Result<bool, String> {
+        let messages = self.rt.runs.messages(&self.run_id).await.map_err(|e| e.to_string())?;
+        Ok(messages.iter().any(|m| m.seq > self.session.last_message_seq))
+    }
+
+    /// Sleeps up to `limit`, waking early for a message or an abort.
+    pub async fn wait_for_news(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.has_new_messages().await.unwrap_or(false) || self.abort_reason().await.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250).min(limit)).await;
+        }
+    }
+
+    /// Answers requests until none is left, the run is aborted, a budget
+    /// is spent or the model fails.
+    pub async fn answer_pending_requests(&mut self) -> Result<Outcome, String> {
+        let pending = self.session.pending_calls();
+        if !pending.is_empty() {
+            let answers = super::resume::reconcile(self, &pending).await?;
+            self.record(Entry::ToolResults { content: answers })?;
+        }
+        loop {
+            if let Some(reason) = self.abort_reason().await {
+                return Ok(Outcome::Aborted(reason));
+            }
+            let awaiting_model = self.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::User);
+            if awaiting_model {
+                match self.step().await? {
+                    Outcome::Idle => continue,
+                    other => return Ok(other),
+                }
+            }
+            if !self.take_next_message().await? {
+                return Ok(Outcome::Idle);
+            }
+        }
+    }
+
+    /// Starts the next user request, if a message is waiting.
+    async fn take_next_message(&mut self) -> Result<bool, String> {
+        let messages = self.rt.runs.messages(&self.run_id).await.map_err(|e| e.to_string())?;
+        let Some(next) = messages.into_iter().find(|m| m.seq > self.session.last_message_seq) else {
+            return Ok(false);
+        };
+        let request_id = new_id();
+        if self.session.plan.is_some() {
+            // A new request is a new task: the old plan does not carry over.
+            self.record(Entry::Plan { plan: None })?;
+        }
+        self.record(Entry::Request { request_id: request_id.clone(), message_seq: next.seq, text: next.text })?;
+        self.rt.runs.mark_consumed(&self.run_id, next.seq).await.map_err(|e| e.to_string())?;
+        self.caller.request_id = request_id;
+        self.discovery.reset();
+        self.discovery_note = None;
+        Ok(true)
+    }
+
+    fn request(&self) -> ModelRequest {
+        let mut system = SYSTEM_PROMPT.to_string();
+        if let Some(plan) = &self.session.plan {
+            system.push_str("\n\n");
+            system.push_str(&plan::render(plan));
+        }
+        if let Some(note) = &self.discovery_note {
+            system.push_str("\n\n");
+            system.push_str(note);
+        }
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        let latest = self.session.request.as_ref().map(|_| last_request_text(&self.session.messages)).unwrap_or_default();
+        let chosen: Option<Vec<String>> = (self.limits.max_tools > 0).then(|| {
+            let mut names = self.discovery.initial(&latest, self.limits.max_tools);
+            let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
+            for name in self.discovery.select(self.limits.context_budget, used).enabled {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            names
+        });
+        for d in toolbox::catalog(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref()) {
+            if chosen.as_ref().is_none_or(|names| names.contains(&d.id)) {
+                tools.push(discovery::spec(&d));
+            }
+        }
+        tools.extend(toolbox::session_specs(self.caller.actor));
+        ModelRequest { system, messages: self.session.messages.clone(), tools, max_tokens: 4096 }
+    }
+
+    /// One model request and the tool calls it makes.
+    async fn step(&mut self) -> Result<Outcome, String> {
+        let run = self.rt.runs.get(&self.run_id).await.map_err(|e| e.to_string())?;
+        if let Some(reason) = self.limits.exceeded(&run, 0) {
+            return Ok(Outcome::OverBudget(reason));
+        }
+        let request = self.request();
+        let completion = match self.ask(&request).await? {
+            Ok(c) => c,
+            Err(outcome) => return Ok(outcome),
+        };
+        let mut content = Vec::new();
+        if !completion.text.is_empty() {
+            content.push(Block::Text { text: completion.text.clone() });
+        }
+        for call in &completion.tool_calls {
+            let input = call.input.clone().unwrap_or_else(|e| json!({"invalid_arguments": e}));
+            content.push(Block::ToolUse { id: call.id.clone(), name: call.name.clone(), input });
+        }
+        if content.is_empty() {
+            content.push(Block::Text { text: String::new() });
+        }
+        self.record(Entry::Assistant { content })?;
+        let (input_tokens, output_tokens) = (
+            completion.usage.input_tokens.unwrap_or_else(|| estimate(&request)),
+            completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
+        );
+        let cost = self.limits.cost(input_tokens, output_tokens);
+        self.rt.runs.charge(&self.run_id, 0, (input_tokens + output_tokens) as i64, cost).await.map_err(|e| e.to_string())?;
+        if completion.tool_calls.is_empty() {
+            self.final_text = completion.text;
+            return Ok(Outcome::Idle);
+        }
+        let (answers, over) = self.answer_calls(&completion.tool_calls).await?;
+        self.record(Entry::ToolResults { content: answers })?;
+        Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
+    }
+
+    /// Streams the model's answer, publishing text as it arrives; an abort
+    /// drops the stream.
+    async fn ask(&self, request: &ModelRequest) -> Result<Result<Completion, Outcome>, String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let forward = tokio::spawn(forward_text(self.rt.runs.clone(), self.run_id.clone(), rx));
+        let answer = tokio::select! {
+            answer = self.provider.complete(request, tx) => Ok(answer),
+            reason = self.watch_abort() => Err(reason),
+        };
+        let _ = forward.await;
+        Ok(match answer {
+            Ok(Ok(completion)) => Ok(completion),
+            Ok(Err(e)) => Err(Outcome::Failed(format!("the model request failed: {e}"))),
+            Err(reason) => Err(Outcome::Aborted(reason)),
+        })
+    }
+
+    async fn watch_abort(&self) -> String {
+        loop {
+            tokio::time::sleep(AgentRuntime::ABORT_POLL).await;
+            if let Some(reason) = self.abort_reason().await {
+                return reason;
+            }
+        }
+    }
+
+    /// Answers one response's tool calls in order; `update_plan` calls are
+    /// judged together. Returns the results and, when a budget ran out, why.
+    async fn answer_calls(&mut self, calls: &[ToolCall]) -> Result<(Vec<Block>, Option<String>), String> {
+        let plan_calls: Vec<(&ToolCall, &Value)> =
+            calls.iter().filter(|c| c.name == UPDATE_PLAN).filter_map(|c| c.input.as_ref().ok().map(|i| (c, i))).collect();
+        let (new_plan, plan_answers) = toolbox::answer_plan_calls(&plan_calls);
+        let mut plan_answers = plan_answers.into_iter();
+        if let Some(plan) = new_plan {
+            self.record(Entry::Plan { plan: Some(plan) })?;
+        }
+        let mut blocks = Vec::new();
+        let mut over = None;
+        for call in calls {
+            let run = self.rt.runs.get(&self.run_id).await.map_err(|e| e.to_string())?;
+            if over.is_none() {
+                over = self.limits.exceeded(&run, 1);
+            }
+            if let Some(reason) = &over {
+                blocks.push(toolbox::failed(&call.id, format!("not run: {reason}")).block);
+                continue;
+            }
+            self.event(call, "started", None).await;
+            let answered = match &call.input {
+                Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
+                Ok(_) if call.name == UPDATE_PLAN => {
+                    plan_answers.next().unwrap_or_else(|| toolbox::failed(&call.id, "update_plan was not applied"))
+                }
+                Ok(input) => self.answer_one(call, input).await?,
+            };
+            self.rt.runs.charge(&self.run_id, 1, 0, 0.0).await.map_err(|e| e.to_string())?;
+            self.event(call, if answered.status == "denied" { "denied" } else { "finished" }, Some(&answered)).await;
+            blocks.push(answered.block);
+        }
+        Ok((blocks, over))
+    }
+
+    async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, String> {
+        if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results) {
+            if call.name == toolbox::SEARCH_TOOLS {
+                self.note_discovery();
+            }
+            return Ok(answered);
+        }
+        match call.name.as_str() {
+            toolbox::GET_TOOL_EXECUTION => Ok(self.tool_execution(call, input).await),
+            toolbox::DELEGATE => Ok(self.delegate(call, input).await),
+            name => self.invoke(call, name, input).await,
+        }
+    }
+
+    /// A capability call through the one invoke path.
+    pub(super) async fn invoke(&self, call: &ToolCall, name: &str, input: &Value) -> Result<Answered, String> {
+        if self.rt.caps.runtime().snapshot().get(name).is_none() {
+            return Ok(toolbox::failed(&call.id, format!("no tool named {name} is available")));
+        }
+        if self.allowlist.as_ref().is_some_and(|a| !a.iter().any(|id| id == name)) {
+            let mut a = toolbox::failed(&call.id, format!("{name} is not in this run's capability allowlist"));
+            a.status = "denied";
+            return Ok(a);
+        }
+        let origin = self.caller.origin(&call.id);
+        match self.rt.caps.invoke(&origin, name, input).await {
+            Ok(inv) => Ok(toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results)),
+            Err(e) => Err(format!("invoking {name}: {e}")),
+        }
+    }
+
+    async fn tool_execution(&self, call: &ToolCall, input: &Value) -> Answered {
+        let Some(id) = input.get("invocation_id").and_then(Value::as_str) else {
+            return toolbox::failed(&call.id, "get_tool_execution needs an invocation_id");
+        };
+        match self.rt.caps.ledger().get(id, &format!("agent:{}", self.run_id)).await {
+            Ok(Some(r)) => {
+                let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
+                    "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});
+                toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(value), &self.rt.results)
+            }
+            Ok(None) => toolbox::failed(&call.id, format!("this run made no write call {id}")),
+            Err(e) => toolbox::failed(&call.id, format!("cannot read the ledger: {e}")),
+        }
+    }
+
+    fn note_discovery(&mut self) {
+        let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
+        let selection = self.discovery.select(self.limits.context_budget, used);
+        let mut note = format!("Tools enabled by your search: {}.", list_or_none(&selection.enabled));
+        for (name, reason) in &selection.left_out {
+            note.push_str(&format!(" {name} was not enabled: {reason}."));
+        }
+        self.discovery_note = Some(note);
+    }
+
+    /// `delegate`: a read-only subagent answers a subtask with the run's
+    /// budget; it ends within the turn or is reclaimed.
+    async fn delegate(&self, call: &ToolCall, input: &Value) -> Answered {
+        if self.caller.actor == Actor::Subagent {
+            return toolbox::failed(&call.id, "a subagent cannot delegate");
+        }
+        if let Some(reason) = self.abort_reason().await {
+            return toolbox::failed(&call.id, format!("the session is closed ({reason}); no new subtasks"));
+        }
+        let goal = input.get("goal").and_then(Value::as_str).unwrap_or_default();
+        let context = input.get("context").and_then(Value::as_str).unwrap_or_default();
+        let text = if context.is_empty() { goal.to_string() } else { format!("{goal}\n\nContext: {context}") };
+        let mut sub = RunState {
+            rt: self.rt,
+            run_id: self.run_id.clone(),
+            allowlist: self.allowlist.clone(),
+            caller: Caller { run_id: self.run_id.clone(), actor: Actor::Subagent, mode: self.caller.mode, request_id: new_id() },
+            provider: self.provider.clone(),
+            limits: self.limits,
+            log: None,
+            session: Session::default(),
+            discovery: Discovery::new(toolbox::catalog(&self.rt.caps, Actor::Subagent, self.caller.mode, self.allowlist.as_deref())),
+            discovery_note: None,
+            final_text: String::new(),
+        };
+        sub.session.apply(&Entry::Request { request_id: sub.caller.request_id.clone(), message_seq: 0, text });
+        for _ in 0..SUBAGENT_STEPS {
+            match Box::pin(sub.step()).await {
+                Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::Assistant) => {
+                    return toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(json!({"findings": sub.final_text})), &self.rt.results);
+                }
+                Ok(Outcome::Idle) => continue,
+                Ok(other) => return toolbox::failed(&call.id, format!("the subagent stopped: {other:?}")),
+                Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
+            }
+        }
+        toolbox::failed(&call.id, format!("the subagent did not finish within {SUBAGENT_STEPS} steps and was reclaimed"))
+    }
+
+    async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
+        let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": if self.caller.actor == Actor::Subagent { "subagent" } else { "agent" }});
+        if let Some(a) = answered {
+            payload["status"] = Value::from(a.status);
+            payload["invocationId"] = json!(a.invocation_id);
+            payload["replayed"] = Value::from(a.replayed);
+        }
+        if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.tool_call", &payload).await {
+            tracing::warn!(run = %self.run_id, error = %e, "could not record a tool-call event");
+        }
+    }
+
+    pub(super) fn caller(&self) -> &Caller {
+        &self.caller
+    }
+}
+
+fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
+    crate::pipeline::Invocation {
+        invocation_id: None,
+        status: crate::runtime::Status::Succeeded,
+        output: Some(output),
+        error: None,
+        replayed: false,
+        idempotency_key: String::new(),
+        denials: Vec::new(),
+    }
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() { "none".into() } else { names.join(", ") }
+}
+
+fn last_request_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| {
+            m.content.iter().find_map(|b| match b {
+                Block::Text { text } if m.role == crate::agent::providers::Role::User => Some(text.clone()),
+                _ => None,
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// A request's size when the provider did not say.
+fn estimate(request: &ModelRequest) -> u64 {
+    let text = request.system.len() + serde_json::to_string(&request.messages).map_or(0, |s| s.len());
+    (text / 4) as u64
+}
+
+/// Publishes streamed text as `agent.text_delta` events, a few deltas at a
+/// time so a fast stream does not become one database write per word.
+async fn forward_text(runs: crate::agent::runs::Runs, run_id: String, mut rx: mpsc::UnboundedReceiver<StreamEvent>) {
+    let mut buffer = String::new();
+    let mut last = tokio::time::Instant::now();
+    loop {
+        let next = tokio::time::timeout(Duration::from_millis(100), rx.recv()).await;
+        let closed = matches!(next, Ok(None));
+        if let Ok(Some(StreamEvent::TextDelta(text))) = next {
+            buffer.push_str(&text);
+        }
+        let due = last.elapsed() >= Duration::from_millis(100) || buffer.len() >= 512;
+        if !buffer.is_empty() && (due || closed) {
+            let payload = json!({"text": std::mem::take(&mut buffer)});
+            if let Err(e) = runs.append_event(&run_id, "agent.text_delta", &payload).await {
+                tracing::warn!(run = %run_id, error = %e, "could not record streamed text");
+            }
+            last = tokio::time::Instant::now();
+        }
+        if closed {
+            return;
+        }
+    }
+}

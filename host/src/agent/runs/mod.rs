@@ -1,0 +1,304 @@
+//! Agent runs as records: the `agent_run` row (goal, mode, allowlist,
+//! status, what the run has spent), the user messages sent to it
+//! (`agent_run_message`, consumed by the loop in order), and its own event
+//! stream (`agent_run_event`, run id + seq unique), each event also
+//! published on the global event log in the same transaction.
+
+mod model;
+
+use serde_json::Value;
+use sqlx::Row;
+
+pub use model::{NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
+
+use crate::events::Events;
+use crate::store::{Db, new_id, now_ms};
+
+/// Why a run operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("no agent run with id {0}")]
+    NotFound(String),
+    #[error("agent run {0} is {1}: {2}")]
+    WrongState(String, &'static str, &'static str),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// The run records over one database.
+#[derive(Clone)]
+pub struct Runs {
+    db: Db,
+    events: Events,
+}
+
+impl Runs {
+    pub fn new(db: Db, events: Events) -> Runs {
+        Runs { db, events }
+    }
+
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// Records a new run, `queued`, with its goal as the first message.
+    pub async fn create(&self, new: &NewRun) -> Result<Run, RunError> {
+        let id = new_id();
+        let now = now_ms();
+        let allowlist = new.allowlist.as_ref().map(|a| serde_json::to_string(a).unwrap_or_default());
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO agent_run (id, goal, mode, allowlist, status, created_by, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $6)",
+        )
+        .bind(&id)
+        .bind(&new.goal)
+        .bind(new.mode.as_str())
+        .bind(allowlist)
+        .bind(&new.created_by)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO agent_run_message (run_id, seq, text, consumed, created_by, created_at) VALUES ($1, 1, $2, 0, $3, $4)",
+        )
+        .bind(&id)
+        .bind(&new.goal)
+        .bind(&new.created_by)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.get(&id).await
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Run, RunError> {
+        let row = sqlx::query("SELECT * FROM agent_run WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
+        row.map(|r| Run::from_row(&r)).transpose()?.ok_or_else(|| RunError::NotFound(id.to_string()))
+    }
+
+    /// Newest first.
+    pub async fn list(&self, limit: i64) -> Result<Vec<Run>, RunError> {
+        let rows = sqlx::query("SELECT * FROM agent_run ORDER BY created_at DESC, id LIMIT $1")
+            .bind(limit.clamp(1, 500))
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(Run::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs created since `since_ms` (for the daily budget).
+    pub async fn started_since(&self, since_ms: i64) -> Result<(i64, f64), RunError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(cost_micro_usd), 0) AS BIGINT) AS cost FROM agent_run \
+             WHERE started_at IS NOT NULL AND started_at >= $1",
+        )
+        .bind(since_ms)
+        .fetch_one(&self.db.pool)
+        .await?;
+        let n: i64 = row.try_get("n")?;
+        let cost: i64 = row.try_get("cost")?;
+        Ok((n, cost as f64 / 1e6))
+    }
+
+    pub async fn set_task(&self, id: &str, task_id: &str) -> Result<(), RunError> {
+        sqlx::query("UPDATE agent_run SET task_id = $2, updated_at = $3 WHERE id = $1")
+            .bind(id)
+            .bind(task_id)
+            .bind(now_ms())
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Moves the run to `status` and records an `agent.run_status` event in
+    /// the same transaction. A finished run stays finished.
+    pub async fn set_status(&self, id: &str, status: RunStatus, detail: Option<&str>) -> Result<Run, RunError> {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let current: Option<String> =
+            sqlx::query_scalar("SELECT status FROM agent_run WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+        let current = RunStatus::parse(&current.ok_or_else(|| RunError::NotFound(id.to_string()))?)?;
+        if current.is_final() {
+            return Err(RunError::WrongState(id.to_string(), current.as_str(), "a finished run does not change"));
+        }
+        let finished = status.is_final().then_some(now);
+        sqlx::query(
+            "UPDATE agent_run SET status = $2, updated_at = $3, finished_at = COALESCE($4, finished_at), \
+             started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN $3 ELSE started_at END, \
+             error = CASE WHEN $5 IS NOT NULL THEN $5 ELSE error END WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status.as_str())
+        .bind(now)
+        .bind(finished)
+        .bind(if status.is_final() && status != RunStatus::Succeeded { detail } else { None })
+        .execute(&mut *tx)
+        .await?;
+        let payload = serde_json::json!({"status": status.as_str(), "detail": detail});
+        let seq = append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
+        self.get(id).await
+    }
+
+    /// A succeeded run that was sent a new message is queued again.
+    pub async fn reopen(&self, id: &str) -> Result<Run, RunError> {
+        let mut tx = self.db.begin_write().await?;
+        let n = sqlx::query(
+            "UPDATE agent_run SET status = 'queued', finished_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'succeeded'",
+        )
+        .bind(id)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let mut announce = None;
+        if n == 1 {
+            let payload = serde_json::json!({"status": "queued", "detail": "a new message arrived"});
+            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+        }
+        tx.commit().await?;
+        if let Some(seq) = announce {
+            self.events.announce(seq);
+        }
+        self.get(id).await
+    }
+
+    /// Records what the run spent on one step.
+    pub async fn charge(&self, id: &str, tool_calls: i64, tokens: i64, cost_usd: f64) -> Result<Run, RunError> {
+        sqlx::query(
+            "UPDATE agent_run SET tool_calls = tool_calls + $2, tokens = tokens + $3, \
+             cost_micro_usd = cost_micro_usd + $4, updated_at = $5 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(tool_calls)
+        .bind(tokens)
+        .bind((cost_usd * 1e6).round() as i64)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
+        self.get(id).await
+    }
+
+    /// Records the end of a run: the report and the model's own words.
+    pub async fn set_outcome(&self, id: &str, report_id: Option<&str>, final_text: &str) -> Result<(), RunError> {
+        sqlx::query("UPDATE agent_run SET report_id = COALESCE($2, report_id), final_text = $3, updated_at = $4 WHERE id = $1")
+            .bind(id)
+            .bind(report_id)
+            .bind(final_text)
+            .bind(now_ms())
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Asks the run to stop after its current step; undoes nothing.
+    pub async fn request_abort(&self, id: &str, reason: &str) -> Result<Run, RunError> {
+        let run = self.get(id).await?;
+        if run.status.is_final() {
+            return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "there is nothing to abort"));
+        }
+        sqlx::query("UPDATE agent_run SET abort_reason = $2, updated_at = $3 WHERE id = $1")
+            .bind(id)
+            .bind(reason)
+            .bind(now_ms())
+            .execute(&self.db.pool)
+            .await?;
+        self.get(id).await
+    }
+
+    /// Adds a user message; the loop reads it after the current turn.
+    pub async fn add_message(&self, id: &str, text: &str, by: &str) -> Result<RunMessage, RunError> {
+        let run = self.get(id).await?;
+        if run.status.is_final() && run.status != RunStatus::Succeeded {
+            return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "it accepts no new messages"));
+        }
+        let mut tx = self.db.begin_write().await?;
+        let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_message WHERE run_id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO agent_run_message (run_id, seq, text, consumed, created_by, created_at) VALUES ($1, $2, $3, 0, $4, $5)",
+        )
+        .bind(id)
+        .bind(seq)
+        .bind(text)
+        .bind(by)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        let payload = serde_json::json!({"seq": seq, "text": text});
+        let event = append_event_in(&mut tx, &self.db, id, "agent.message", &payload).await?;
+        tx.commit().await?;
+        self.events.announce(event);
+        Ok(RunMessage { seq, text: text.to_string(), consumed: false })
+    }
+
+    pub async fn messages(&self, id: &str) -> Result<Vec<RunMessage>, RunError> {
+        let rows = sqlx::query("SELECT seq, text, consumed FROM agent_run_message WHERE run_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(RunMessage::from_row).collect::<Result<_, _>>()?)
+    }
+
+    pub async fn mark_consumed(&self, id: &str, seq: i64) -> Result<(), RunError> {
+        sqlx::query("UPDATE agent_run_message SET consumed = 1 WHERE run_id = $1 AND seq = $2")
+            .bind(id)
+            .bind(seq)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Appends to the run's stream and the global log.
+    pub async fn append_event(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
+        let mut tx = self.db.begin_write().await?;
+        let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
+        Ok(seq)
+    }
+
+    /// The run's events after `after_seq`, oldest first.
+    pub async fn run_events(&self, id: &str, after_seq: i64, limit: i64) -> Result<Vec<RunEvent>, RunError> {
+        let rows = sqlx::query("SELECT * FROM agent_run_event WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+            .bind(id)
+            .bind(after_seq)
+            .bind(limit.clamp(1, 1000))
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(RunEvent::from_row).collect::<Result<_, _>>()?)
+    }
+}
+
+/// Appends one run event inside `tx`: the next seq of the run, then the same
+/// event on the global log with the run's seq in its payload. Returns the
+/// global seq to announce.
+async fn append_event_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    db: &Db,
+    run_id: &str,
+    kind: &str,
+    payload: &Value,
+) -> Result<i64, sqlx::Error> {
+    let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_event WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    sqlx::query("INSERT INTO agent_run_event (run_id, seq, kind, payload, at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(run_id)
+        .bind(seq)
+        .bind(kind)
+        .bind(payload.to_string())
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+    let mut global = payload.clone();
+    if let Value::Object(map) = &mut global {
+        map.insert("runId".into(), Value::from(run_id));
+        map.insert("runSeq".into(), Value::from(seq));
+    }
+    Events::append_in(tx, db.backend, kind, Some(run_id), &global).await
+}

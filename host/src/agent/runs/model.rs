@@ -1,0 +1,175 @@
+//! The shapes of run records and their statuses.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+/// `queued → running → waiting → succeeded | failed | cancelled | budget_exceeded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Waiting,
+    Succeeded,
+    Failed,
+    Cancelled,
+    BudgetExceeded,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::Waiting => "waiting",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::BudgetExceeded => "budget_exceeded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<RunStatus, sqlx::Error> {
+        Ok(match s {
+            "queued" => RunStatus::Queued,
+            "running" => RunStatus::Running,
+            "waiting" => RunStatus::Waiting,
+            "succeeded" => RunStatus::Succeeded,
+            "failed" => RunStatus::Failed,
+            "cancelled" => RunStatus::Cancelled,
+            "budget_exceeded" => RunStatus::BudgetExceeded,
+            other => return Err(sqlx::Error::Decode(format!("unknown run status {other}").into())),
+        })
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled | RunStatus::BudgetExceeded)
+    }
+}
+
+/// `execute` may use every capability the caller's authority allows;
+/// `plan_only` stops at propose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    Execute,
+    PlanOnly,
+}
+
+impl RunMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunMode::Execute => "execute",
+            RunMode::PlanOnly => "plan_only",
+        }
+    }
+
+    fn parse(s: &str) -> Result<RunMode, sqlx::Error> {
+        match s {
+            "execute" => Ok(RunMode::Execute),
+            "plan_only" => Ok(RunMode::PlanOnly),
+            other => Err(sqlx::Error::Decode(format!("unknown run mode {other}").into())),
+        }
+    }
+}
+
+/// A run to create.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub goal: String,
+    pub mode: RunMode,
+    pub allowlist: Option<Vec<String>>,
+    pub created_by: String,
+}
+
+/// One run.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub id: String,
+    pub goal: String,
+    pub mode: RunMode,
+    pub capability_allowlist: Option<Vec<String>>,
+    pub status: RunStatus,
+    pub created_by: String,
+    pub task_id: Option<String>,
+    /// The AgentGoalReport artifact, once the run is finalized.
+    pub report_id: Option<String>,
+    /// What the model said last; unverified.
+    pub final_text: Option<String>,
+    pub error: Option<String>,
+    pub abort_reason: Option<String>,
+    pub tool_calls: i64,
+    pub tokens: i64,
+    pub cost_usd: f64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Run {
+    pub(super) fn from_row(r: &AnyRow) -> Result<Run, sqlx::Error> {
+        let allowlist: Option<String> = r.try_get("allowlist")?;
+        let cost: i64 = r.try_get("cost_micro_usd")?;
+        Ok(Run {
+            id: r.try_get("id")?,
+            goal: r.try_get("goal")?,
+            mode: RunMode::parse(&r.try_get::<String, _>("mode")?)?,
+            capability_allowlist: allowlist.and_then(|a| serde_json::from_str(&a).ok()),
+            status: RunStatus::parse(&r.try_get::<String, _>("status")?)?,
+            created_by: r.try_get("created_by")?,
+            task_id: r.try_get("task_id")?,
+            report_id: r.try_get("report_id")?,
+            final_text: r.try_get("final_text")?,
+            error: r.try_get("error")?,
+            abort_reason: r.try_get("abort_reason")?,
+            tool_calls: r.try_get("tool_calls")?,
+            tokens: r.try_get("tokens")?,
+            cost_usd: cost as f64 / 1e6,
+            started_at: r.try_get("started_at")?,
+            finished_at: r.try_get("finished_at")?,
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
+        })
+    }
+}
+
+/// A user message sent to a run.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunMessage {
+    pub seq: i64,
+    pub text: String,
+    pub consumed: bool,
+}
+
+impl RunMessage {
+    pub(super) fn from_row(r: &AnyRow) -> Result<RunMessage, sqlx::Error> {
+        let consumed: i64 = r.try_get("consumed")?;
+        Ok(RunMessage { seq: r.try_get("seq")?, text: r.try_get("text")?, consumed: consumed != 0 })
+    }
+}
+
+/// One event of a run's stream.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunEvent {
+    pub seq: i64,
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    pub at: i64,
+}
+
+impl RunEvent {
+    pub(super) fn from_row(r: &AnyRow) -> Result<RunEvent, sqlx::Error> {
+        let payload: String = r.try_get("payload")?;
+        Ok(RunEvent {
+            seq: r.try_get("seq")?,
+            kind: r.try_get("kind")?,
+            payload: serde_json::from_str(&payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            at: r.try_get("at")?,
+        })
+    }
+}

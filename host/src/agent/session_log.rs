@@ -1,0 +1,137 @@
+//! The append-only session log `AGENT_SESSION_DIR/<runId>.jsonl`: one JSON
+//! line per thing the conversation gained — a user request, the model's
+//! answer (written before any of its tool calls run), the tool results, a
+//! new plan, a compacted history. Each line is flushed to disk before the
+//! loop goes on, so a worker that takes a run over rebuilds the same
+//! conversation; a torn last line (the writer died mid-line) is ignored.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::providers::{Block, Message, Role};
+use super::tools::plan::Plan;
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// A user request starts: the goal or a later message.
+    Request { request_id: String, message_seq: i64, text: String },
+    /// The model's answer, tool calls included.
+    Assistant { content: Vec<Block> },
+    /// The results of the answer's tool calls.
+    ToolResults { content: Vec<Block> },
+    /// The plan after an `update_plan` call (or `null` when a new request clears it).
+    Plan { plan: Option<Plan> },
+    /// The history after compaction replaces everything before.
+    Compacted { messages: Vec<Message> },
+}
+
+/// What a log says about a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Session {
+    pub messages: Vec<Message>,
+    pub plan: Option<Plan>,
+    /// The request being answered, and the seq of its message.
+    pub request: Option<(String, i64)>,
+    /// The highest message seq taken into the conversation.
+    pub last_message_seq: i64,
+}
+
+impl Session {
+    /// Applies one entry.
+    pub fn apply(&mut self, entry: &Entry) {
+        match entry {
+            Entry::Request { request_id, message_seq, text } => {
+                self.messages.push(Message::user_text(text.clone()));
+                self.request = Some((request_id.clone(), *message_seq));
+                self.last_message_seq = self.last_message_seq.max(*message_seq);
+            }
+            Entry::Assistant { content } => {
+                self.messages.push(Message { role: Role::Assistant, content: content.clone() })
+            }
+            Entry::ToolResults { content } => self.messages.push(Message { role: Role::User, content: content.clone() }),
+            Entry::Plan { plan } => self.plan = plan.clone(),
+            Entry::Compacted { messages } => self.messages = messages.clone(),
+        }
+    }
+
+    /// Tool calls of the last answer that have no result yet: what a crash
+    /// interrupted.
+    pub fn pending_calls(&self) -> Vec<(String, String, serde_json::Value)> {
+        let Some(last) = self.messages.last() else { return Vec::new() };
+        if last.role != Role::Assistant {
+            return Vec::new();
+        }
+        last.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The log of one run.
+pub struct SessionLog {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl SessionLog {
+    /// The log's path for `run_id` under `dir`.
+    pub fn path(dir: &Path, run_id: &str) -> PathBuf {
+        dir.join(format!("{run_id}.jsonl"))
+    }
+
+    /// Opens (creating) the log and reads what it holds.
+    pub fn open(dir: &Path, run_id: &str) -> std::io::Result<(SessionLog, Session)> {
+        std::fs::create_dir_all(dir)?;
+        let path = Self::path(dir, run_id);
+        let session = read(&path)?;
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok((SessionLog { path, file }, session))
+    }
+
+    pub fn file_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one entry and makes it durable.
+    pub fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.sync_data()
+    }
+}
+
+/// Replays a log file; a missing file is an empty session.
+pub fn read(path: &Path) -> std::io::Result<Session> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let mut session = Session::default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Entry>(line) {
+            Ok(entry) => session.apply(&entry),
+            // Only the last line can be torn by a crash; anything earlier is damage.
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!(path = %path.display(), "ignoring a torn last line of the session log")
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} line {}: {e}", path.display(), i + 1),
+                ));
+            }
+        }
+    }
+    Ok(session)
+}

@@ -1,0 +1,32 @@
+//! The `runAgent` task: drives one run on a worker. The task's lease makes
+//! one worker at a time own the run; when a worker dies, another takes the
+//! task over after the lease lapses and resumes from the session log.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::engine::{AgentRuntime, RUN_AGENT};
+use crate::tasks::{HandlerFuture, Task, TaskHandler, Worker};
+
+struct RunAgent(Arc<AgentRuntime>);
+
+impl TaskHandler for RunAgent {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let runtime = self.0.clone();
+        Box::pin(async move {
+            let run_id = task
+                .payload
+                .get("runId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| "the runAgent payload has no runId".to_string())?
+                .to_string();
+            runtime.drive(&run_id).await
+        })
+    }
+}
+
+/// Registers `runAgent` on `worker`.
+pub fn register(worker: &mut Worker, runtime: &Arc<AgentRuntime>) {
+    worker.handle(RUN_AGENT, Arc::new(RunAgent(runtime.clone())));
+}

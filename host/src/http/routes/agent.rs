@@ -1,0 +1,186 @@
+//! Agent runs over HTTP: `POST /agent/runs {goal, mode, capabilityAllowlist?}`
+//! creates a run and its durable `runAgent` task (`queued`); `GET
+//! /agent/runs` lists them; `GET /agent/runs/{id}?afterSeq=&limit=` returns
+//! the run, its events by seq, its messages and the verified report;
+//! `POST /agent/runs/{id}/messages {text}` and `POST /agent/runs/{id}/abort
+//! {reason?}`. An execute run needs the execute scope, a plan-only run the
+//! propose scope; reading needs any key or a console session.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::StartError;
+use crate::agent::runs::{NewRun, Run, RunError, RunMode};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
+use crate::runtime::EffectClass;
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::NotFound(id) => ApiError::not_found(format!("no agent run {id}")),
+        RunError::WrongState(..) => ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string()),
+        RunError::Sql(e) => ApiError::internal(e),
+    }
+}
+
+fn start_error(e: StartError) -> ApiError {
+    match e {
+        StartError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
+        StartError::Run(e) => run_error(e),
+        StartError::Task(m) => ApiError::internal(m),
+    }
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StartRun {
+    goal: String,
+    #[serde(default = "execute")]
+    mode: RunMode,
+    capability_allowlist: Option<Vec<String>>,
+}
+
+fn execute() -> RunMode {
+    RunMode::Execute
+}
+
+/// Starts a run: it is queued for a worker.
+#[utoipa::path(post, path = "/api/v1/agent/runs", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    request_body = StartRun,
+    responses((status = 201, description = "The queued run", body = Run),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
+              (status = 422, description = "Empty goal, unknown capability, or an execute capability in a plan_only allowlist", body = ErrorBody)))]
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<StartRun>,
+) -> Result<(StatusCode, Json<Run>), ApiError> {
+    let needs = if body.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
+    caller.origin(needs, "starting an agent run in this mode", String::new())?;
+    let new = NewRun { goal: body.goal, mode: body.mode, allowlist: body.capability_allowlist, created_by: caller.principal() };
+    let run = state.agent.start(new).await.map_err(start_error)?;
+    Ok((StatusCode::CREATED, Json(run)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    limit: Option<i64>,
+}
+
+/// Runs, newest first.
+#[utoipa::path(get, path = "/api/v1/agent/runs", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("limit" = Option<i64>, Query, description = "At most this many runs")),
+    responses((status = 200, description = "{items: [run]}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>, _caller: Caller, Query(q): Query<ListQuery>) -> Result<Json<Value>, ApiError> {
+    let runs = state.agent.runs().list(q.limit.unwrap_or(50)).await.map_err(run_error)?;
+    Ok(Json(json!({ "items": runs })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunQuery {
+    after_seq: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// A run with its events after `afterSeq`, its messages and its report.
+#[utoipa::path(get, path = "/api/v1/agent/runs/{id}", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Run id"),
+           ("afterSeq" = Option<i64>, Query, description = "Events after this run seq"),
+           ("limit" = Option<i64>, Query, description = "At most this many events (1000 at most)")),
+    responses((status = 200, description = "{run, events, nextSeq, messages, report}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 404, description = "No such run", body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<RunQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let runs = state.agent.runs();
+    let run = runs.get(&id).await.map_err(run_error)?;
+    let after = q.after_seq.unwrap_or(0).max(0);
+    let events = runs.run_events(&id, after, q.limit.unwrap_or(200)).await.map_err(run_error)?;
+    let next = events.last().map_or(after, |e| e.seq);
+    let messages = runs.messages(&id).await.map_err(run_error)?;
+    let report = match &run.report_id {
+        Some(report) => Some(state.caps.domain().artifact(report).await.map_err(super::library::domain_error)?),
+        None => None,
+    };
+    Ok(Json(json!({"run": run, "events": events, "nextSeq": next, "messages": messages, "report": report})))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    text: String,
+}
+
+/// Sends the run a message: taken after the current turn, or it wakes a
+/// run that finished or waits.
+#[utoipa::path(post, path = "/api/v1/agent/runs/{id}/messages", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    request_body = SendMessage,
+    responses((status = 200, description = "The run", body = Run),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
+              (status = 404, description = "No such run", body = ErrorBody),
+              (status = 409, description = "The run ended and takes no messages", body = ErrorBody),
+              (status = 422, description = "Empty text", body = ErrorBody)))]
+pub async fn message(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SendMessage>,
+) -> Result<Json<Run>, ApiError> {
+    let run = state.agent.runs().get(&id).await.map_err(run_error)?;
+    let needs = if run.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
+    caller.origin(needs, "messaging an agent run in this mode", String::new())?;
+    let run = state.agent.message(&id, &body.text, &caller.principal()).await.map_err(start_error)?;
+    Ok(Json(run))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbortRun {
+    reason: Option<String>,
+}
+
+/// Stops the run after its current step (a model answer in flight is cut
+/// off); undoes nothing.
+#[utoipa::path(post, path = "/api/v1/agent/runs/{id}/abort", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    request_body = AbortRun,
+    responses((status = 200, description = "The run, with the abort recorded", body = Run),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 404, description = "No such run", body = ErrorBody),
+              (status = 409, description = "The run already ended", body = ErrorBody)))]
+pub async fn abort(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<AbortRun>,
+) -> Result<Json<Run>, ApiError> {
+    caller.origin(EffectClass::Propose, "aborting an agent run", String::new())?;
+    let reason = body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("aborted by {}", caller.principal()));
+    let run = state.agent.runs().request_abort(&id, &reason).await.map_err(run_error)?;
+    if run.status == crate::agent::runs::RunStatus::Queued {
+        // No worker holds it yet: it ends here.
+        let run = state.agent.runs().set_status(&id, crate::agent::runs::RunStatus::Cancelled, Some(&reason)).await.map_err(run_error)?;
+        return Ok(Json(run));
+    }
+    Ok(Json(run))
+}

@@ -1,0 +1,280 @@
+//! Agent runs through the API, driven by a worker: a run is queued, runs
+//! its scripted model through the one invoke path, streams events, and ends
+//! with a report built from the business tables. Identical writes in one
+//! user request run once; a later request may repeat them. Without a grant
+//! an execute call is denied (audited, no ledger row); messages wake a
+//! finished run; an abort cuts a model stream in flight; budgets end runs
+//! `budget_exceeded` with a decision. On SQLite and on PostgreSQL.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use capstan::authz::NewGrant;
+use capstan::pipeline::Capabilities;
+use capstan::runtime::EffectClass;
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use capstan_tests::mock_llm::{MockLlm, Reply, sse};
+use serde_json::{Map, Value, json};
+
+use crate::ledger::{Env, env};
+
+struct Api {
+    base: String,
+    http: reqwest::Client,
+    key: String,
+}
+
+impl Api {
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let resp = self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let resp = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "GET {path}");
+        resp.json().await.unwrap()
+    }
+
+    /// Polls the run until `cond` holds.
+    async fn wait_run(&self, id: &str, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let body = self.get(&format!("/agent/runs/{id}?limit=1000")).await;
+            if cond(&body["run"]) {
+                return body;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                let task = self.get(&format!("/tasks/{}", body["run"]["taskId"].as_str().unwrap_or("-"))).await;
+                panic!("run never {what}: {body}\ntask: {task}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn ended(run: &Value) -> bool {
+    matches!(run["status"].as_str(), Some("succeeded" | "failed" | "cancelled" | "budget_exceeded"))
+}
+
+async fn set(caps: &Capabilities, pairs: &[(&str, Value)]) {
+    let mut change = Map::new();
+    for (k, v) in pairs {
+        change.insert(k.to_string(), v.clone());
+    }
+    caps.settings().update(&change).await.unwrap();
+}
+
+/// The API on loopback, a worker that runs agent tasks, and an execute key.
+async fn start(env: &Env) -> Api {
+    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "agent-test".into(), config);
+    let agent = Arc::new(capstan::agent::AgentRuntime::new(env.caps.clone()));
+    capstan::agent::task::register(&mut worker, &agent);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
+    Api { base, http: reqwest::Client::new(), key }
+}
+
+fn events_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
+    body["events"].as_array().unwrap().iter().filter(|e| e["kind"] == kind).collect()
+}
+
+fn report(body: &Value) -> &Value {
+    &body["report"]["body"]
+}
+
+/// Counts with the counter capability twice in one response and once more
+/// in the next: one effect per user request.
+const COUNTING: &str = r#"{"scripts": [{
+  "match": ["count"],
+  "steps": [
+    {"text": "Counting.", "tools": [
+      {"name": "test.counter-safe", "input": {"label": "once"}},
+      {"name": "test.counter-safe", "input": {"label": "once"}}]},
+    {"tools": [{"name": "test.counter-safe", "input": {"label": "once"}}]}
+  ],
+  "finalText": "Counted to {{test.counter-safe.count}}."
+}]}"#;
+
+async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
+    let env = env(backend).await;
+    let api = start(&env).await;
+    let (status, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
+    assert_eq!(status, 201, "{run}");
+    assert_eq!(run["status"], "queued");
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = api.wait_run(&id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+
+    let statuses: Vec<&str> =
+        events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["running", "succeeded"]);
+    let calls = events_of(&body, "agent.tool_call");
+    assert_eq!(calls.len(), 2, "started and finished");
+    assert_eq!((calls[1]["payload"]["name"].as_str(), calls[1]["payload"]["status"].as_str()), (Some("inventory.query"), Some("succeeded")));
+    let streamed: String = events_of(&body, "agent.text_delta").iter().map(|e| e["payload"]["text"].as_str().unwrap()).collect();
+    assert!(streamed.contains("The library tracks 0 titles"), "{streamed}");
+    let seqs: Vec<i64> = body["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "run seqs are dense: {seqs:?}");
+
+    let report = report(&body);
+    assert_eq!(report["type"], "AgentGoalReport");
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["verified"]["plans"], json!([]), "nothing was planned");
+    assert_eq!(report["modelFinalText"]["verified"], false);
+    assert!(report["modelFinalText"]["text"].as_str().unwrap().contains("nothing was changed"));
+
+    // The same events reached the global log, tagged with the run.
+    let global = api.get("/events?after=0&limit=1000").await;
+    let tagged = global["events"].as_array().unwrap().iter().filter(|e| e["payload"]["runId"] == id.as_str()).count();
+    assert_eq!(tagged, seqs.len());
+    // The session log holds the conversation.
+    let log = std::fs::read_to_string(env._host.config.data_dir().join("agent-sessions").join(format!("{id}.jsonl"))).unwrap();
+    assert!(log.lines().count() >= 4 && log.contains("inventory.query"), "{log}");
+    let listed = api.get("/agent/runs").await;
+    assert_eq!(listed["items"][0]["id"], id.as_str());
+}
+
+async fn bad_run_requests_are_refused(backend: Backend) {
+    let env = env(backend).await;
+    let api = start(&env).await;
+    for (body, code, says) in [
+        (json!({"goal": "x", "mode": "plan_only", "capabilityAllowlist": ["test.counter-safe"]}), 422, "plan_only"),
+        (json!({"goal": "x", "capabilityAllowlist": ["no.such"]}), 422, "not loaded"),
+        (json!({"goal": "  "}), 422, "goal"),
+        (json!({"goal": "x", "mode": "sideways"}), 422, ""),
+        (json!({"goal": "x", "extra": 1}), 422, ""),
+    ] {
+        let (status, answer) = api.post("/agent/runs", body.clone()).await;
+        assert_eq!(status, code, "{body} → {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap_or_default().contains(says), "{answer}");
+    }
+    assert_eq!(api.get("/agent/runs").await["items"], json!([]), "nothing was created");
+    let reader = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "admin:test").await.unwrap();
+    let resp = api.http.post(format!("{}/agent/runs", api.base)).bearer_auth(reader).json(&json!({"goal": "x"})).send().await.unwrap();
+    assert_eq!(resp.status(), 403);
+    let (status, _) = api.post("/agent/runs/nope/messages", json!({"text": "hi"})).await;
+    assert_eq!(status, 404);
+}
+
+async fn identical_writes_in_one_request_run_once(backend: Backend) {
+    let env = env(backend).await;
+    set(&env.caps, &[("model.script", json!(COUNTING))]).await;
+    let api = start(&env).await;
+
+    // Without a grant the write is denied: audited, no ledger row, no effect.
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = api.wait_run(&id, "ended", ended).await;
+    let finished: Vec<&Value> = events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "denied").collect();
+    assert_eq!(finished.len(), 3, "{body}");
+    assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 0);
+    assert!(capstan::ledger::for_run(&env.db, &id).await.unwrap().is_empty());
+    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.principal == format!("agent:{id}")));
+    assert!(report(&body)["modelFinalText"]["text"].as_str().unwrap().contains("(unknown)"), "no figure is invented");
+
+    // With a grant: three identical calls in one request, one effect.
+    let grant = NewGrant {
+        action: "*".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: Default::default(),
+        daily_invocations: 100,
+        daily_bytes: 1_000_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = api.wait_run(&id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 1, "one effect for the request");
+    let done: Vec<&Value> = events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "finished").collect();
+    let replayed: Vec<bool> = done.iter().map(|e| e["payload"]["replayed"].as_bool().unwrap()).collect();
+    assert_eq!(replayed, [false, true, true]);
+    assert_eq!(capstan::ledger::for_run(&env.db, &id).await.unwrap().len(), 1);
+
+    // A new message is a new request: it may count again.
+    let (status, again) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count once more"})).await;
+    assert_eq!(status, 200, "{again}");
+    let body = api.wait_run(&id, "ended again", |r| ended(r) && r["toolCalls"].as_i64() == Some(6)).await;
+    assert_eq!(body["run"]["status"], "succeeded");
+    assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 2);
+    assert!(body["messages"].as_array().unwrap().iter().all(|m| m["consumed"] == true), "{body}");
+}
+
+async fn budgets_end_runs_with_a_decision(backend: Backend) {
+    let env = env(backend).await;
+    set(&env.caps, &[("model.script", json!(COUNTING)), ("agent.max_tool_calls", json!(1))]).await;
+    let api = start(&env).await;
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = api.wait_run(&id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "budget_exceeded", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("tool calls"));
+    let decisions = env.caps.domain().decisions(Some("open"), 10).await.unwrap();
+    assert!(decisions.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())), "{decisions:?}");
+    assert_eq!(report(&body)["status"], "budget_exceeded");
+
+    // The day's run budget is checked before a run starts.
+    set(&env.caps, &[("budget.max_runs_per_day", json!(1))]).await;
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
+    let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+    assert_eq!(body["run"]["status"], "budget_exceeded");
+    assert!(body["run"]["error"].as_str().unwrap().contains("daily limit"), "{body}");
+    assert_eq!(body["run"]["startedAt"], Value::Null, "it never started");
+}
+
+async fn an_abort_cuts_the_model_stream(backend: Backend) {
+    let env = env(backend).await;
+    let llm = MockLlm::start(vec![Reply::Hang(vec![sse(&[
+        ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})),
+        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})),
+        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Thinking about it"}})),
+    ])])])
+    .await;
+    set(&env.caps, &[
+        ("model.provider", json!("anthropic")),
+        ("model.model", json!("claude-test")),
+        ("model.base_url", json!(llm.base_url())),
+        ("model.api_key", json!("sk-test")),
+    ])
+    .await;
+    let api = start(&env).await;
+    let (_, run) = api.post("/agent/runs", json!({"goal": "take your time"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    api.wait_run(&id, "streamed", |r| r["status"] == "running").await;
+    let started = Instant::now();
+    while llm.requests().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the model was never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "changed my mind"})).await;
+    assert_eq!(status, 200);
+    let body = api.wait_run(&id, "cancelled", ended).await;
+    assert_eq!(body["run"]["status"], "cancelled");
+    assert_eq!(body["run"]["error"], "changed my mind");
+    let started = Instant::now();
+    while llm.disconnects() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "the stream was never dropped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({})).await;
+    assert_eq!(status, 409, "an ended run cannot be aborted");
+    let (status, _) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "go on"})).await;
+    assert_eq!(status, 409, "a cancelled run takes no messages");
+}
+
+both_backends!(
+    a_demo_run_reads_streams_and_reports,
+    bad_run_requests_are_refused,
+    identical_writes_in_one_request_run_once,
+    budgets_end_runs_with_a_decision,
+    an_abort_cuts_the_model_stream,
+);
