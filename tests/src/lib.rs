@@ -2,7 +2,8 @@
 //! components, a runtime builder over a temporary data directory, a loopback
 //! HTTP server that plays outbound services, mock TMDB and Torznab servers
 //! speaking the real protocols, a real qbittorrent-nox with a builder for
-//! the `.torrent` files it is fed, and helpers to run the `capstan` binary.
+//! the `.torrent` files it is fed, a forwarding proxy that can withhold an
+//! answer, and helpers to run the `capstan` binary.
 
 pub mod components {
     //! Paths of the test components and the example plugin, built by this
@@ -18,5 +19,6 @@ pub mod mock_llm;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;
+pub mod proxy;
 pub mod qbittorrent;
 pub mod torrent;

@@ -28,22 +28,30 @@ pub(super) async fn reconcile(state: &RunState<'_>, pending: &[(String, String, 
             // settled by the replay policy once its heartbeat lapses.
             if let Err(e) = state.rt.capabilities().ledger().await_unowned(&key, OWNER_LEASE * 3).await {
                 tracing::warn!(call = %id, error = %e, "an inherited call is still owned elsewhere");
-                answers.push(unknown(id));
+                let answered = unknown(id);
+                state.event(&call, "reconciled", Some(&answered)).await;
+                answers.push(answered.block);
                 continue;
             }
         }
         tracing::info!(call = %id, capability = %name, "reconciling a call interrupted by a restart");
         let answered = state.invoke(&call, name, input).await?;
+        state.event(&call, "reconciled", Some(&answered)).await;
         answers.push(answered.block);
     }
     Ok(answers)
 }
 
-fn unknown(id: &str) -> Block {
-    Block::ToolResult {
-        tool_use_id: id.to_string(),
-        content: serde_json::json!({"status": "unknown", "message": toolbox::UNKNOWN_RESULT}).to_string(),
-        is_error: true,
+fn unknown(id: &str) -> toolbox::Answered {
+    toolbox::Answered {
+        block: Block::ToolResult {
+            tool_use_id: id.to_string(),
+            content: serde_json::json!({"status": "unknown", "message": toolbox::UNKNOWN_RESULT}).to_string(),
+            is_error: true,
+        },
+        status: "unknown",
+        invocation_id: None,
+        replayed: false,
     }
 }
 

@@ -386,7 +386,7 @@ impl<'a> RunState<'a> {
         toolbox::failed(&call.id, format!("the subagent did not finish within {SUBAGENT_STEPS} steps and was reclaimed"))
     }
 
-    async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
+    pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
         let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": if self.caller.actor == Actor::Subagent { "subagent" } else { "agent" }});
         if let Some(a) = answered {
             payload["status"] = Value::from(a.status);

@@ -1,0 +1,101 @@
+//! A loopback HTTP proxy in front of a real server: it forwards every
+//! request as it came (method, path, query, headers, body) and returns the
+//! answer as it went, counts requests by path, and can withhold the answer
+//! to one path — the server has acted, the caller never hears back, which
+//! is how a process dies between an effect and its record.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+
+struct Shared {
+    upstream: String,
+    client: reqwest::Client,
+    counts: Mutex<BTreeMap<String, usize>>,
+    /// Path whose answer is withheld while `holding` is set.
+    held_path: Mutex<Option<String>>,
+    holding: AtomicBool,
+}
+
+pub struct Proxy {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    pub async fn start(upstream: &str) -> Proxy {
+        let shared = Arc::new(Shared {
+            upstream: upstream.trim_end_matches('/').to_string(),
+            client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            counts: Mutex::new(BTreeMap::new()),
+            held_path: Mutex::new(None),
+            holding: AtomicBool::new(false),
+        });
+        let app = Router::new().route("/{*path}", any(forward)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Proxy { addr, shared }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Requests to `path` so far (forwarded, whether answered or not).
+    pub fn count(&self, path: &str) -> usize {
+        self.shared.counts.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+
+    /// From now on, requests to `path` reach the server but get no answer.
+    pub fn withhold(&self, path: &str) {
+        *self.shared.held_path.lock().unwrap() = Some(path.to_string());
+        self.shared.holding.store(true, Ordering::SeqCst);
+    }
+
+    /// Answers flow again.
+    pub fn release(&self) {
+        self.shared.holding.store(false, Ordering::SeqCst);
+    }
+}
+
+async fn forward(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let path = uri.path().to_string();
+    let url = format!("{}{}", shared.upstream, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+    let mut request = shared.client.request(method, url).body(body);
+    // The server sees a request for itself: qBittorrent refuses a login whose
+    // Origin or Referer names another host.
+    let own = |n: &str| matches!(n, "host" | "content-length" | "origin" | "referer");
+    for (name, value) in headers.iter().filter(|(n, _)| !own(n.as_str())) {
+        request = request.header(name, value);
+    }
+    let answer = request.send().await;
+    *shared.counts.lock().unwrap().entry(path.clone()).or_default() += 1;
+    let held = shared.holding.load(Ordering::SeqCst) && shared.held_path.lock().unwrap().as_deref() == Some(path.as_str());
+    if held {
+        std::future::pending::<()>().await;
+    }
+    match answer {
+        Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+        Ok(resp) => {
+            let status = resp.status();
+            let headers = resp.headers().clone();
+            let bytes = resp.bytes().await.unwrap_or_default();
+            let mut out = Response::builder().status(status);
+            for (name, value) in headers.iter().filter(|(n, _)| !matches!(n.as_str(), "content-length" | "transfer-encoding")) {
+                out = out.header(name, value);
+            }
+            out.body(Body::from(bytes)).unwrap()
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Agent runs doing real media work against a real qBittorrent: a run asked
+//! to fetch a movie is denied at `download.submit` without authorization
+//! and succeeds under an automation grant, its report citing the
+//! organization that put the file in the library; a `capstan worker` killed
+//! with SIGKILL while `download.submit` is in flight is replaced by another
+//! that reconciles the call through the ledger, and qBittorrent receives
+//! exactly one add. A subagent is denied every write at the host.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::acquisition::SYNC_DOWNLOADS;
+use capstan::agent::AgentRuntime;
+use capstan::agent::runs::{NewRun, Run, RunMode};
+use capstan::authz::NewGrant;
+use capstan::domain::{NewEntity, NewRelease, NewSlot};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::EffectClass;
+use capstan::store::Db;
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan_tests::binary::capstan_bin;
+use capstan_tests::host::shared_cache;
+use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::proxy::Proxy;
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent::{self, BuiltTorrent};
+use serde_json::{Map, Value, json};
+
+const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
+const ADD: &str = "/api/v2/torrents/add";
+
+struct Env {
+    _dir: tempfile::TempDir,
+    config_path: std::path::PathBuf,
+    caps: Arc<Capabilities>,
+    agent: AgentRuntime,
+    _indexer: MockTorznab,
+}
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+/// A config file (used by this process and by `capstan worker`s), a wanted
+/// movie, and its release recorded and identified.
+async fn start(qbt_url: &str, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
+    let indexer = MockTorznab::start(
+        "indexer-key",
+        Indexer {
+            title: "Loopback indexer",
+            movie_params: Some("q,imdbid,tmdbid"),
+            tv_params: None,
+            items: vec![Item {
+                title: leak(&dune.name),
+                size: 70_000,
+                seeders: 12,
+                peers: 14,
+                infohash: Some(leak(&dune.info_hash)),
+                categories: &[2000],
+                tmdb_id: Some(693134),
+                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
+                ..Item::default()
+            }],
+        },
+    )
+    .await;
+    indexer.serve_torrent(0, dune.bytes.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let library = dir.path().join("library");
+    std::fs::create_dir_all(&library).unwrap();
+    let toml = format!(
+        r#"data_dir = {data:?}
+cache_dir = {cache:?}
+database_url = {db:?}
+[tasks]
+lease_ms = 2000
+pipeline_interval_sec = 0
+[services.qbittorrent]
+base_url = {qbt_url:?}
+auth = {{ kind = "form-login", path = "/api/v2/auth/login", username = {user:?}, password = {pass:?} }}
+[services.torznab]
+base_url = {torznab:?}
+auth = {{ kind = "query", name = "apikey", value = "indexer-key" }}
+[capabilities."download.submit".settings]
+torrent_sources = "torznab={torznab}"
+save_path = {downloads:?}
+category = "movies"
+[services.counter]
+base_url = "http://127.0.0.1:9"
+[roots]
+downloads = {downloads:?}
+library = {library:?}
+"#,
+        data = data.display().to_string(),
+        cache = shared_cache().display().to_string(),
+        db = format!("sqlite://{}/capstan.db?mode=rwc", dir.path().display()),
+        user = qbt.username(),
+        pass = qbt.password(),
+        torznab = indexer.base_url(),
+        downloads = qbt.downloads().display().to_string(),
+        library = library.display().to_string(),
+    );
+    let config_path = dir.path().join("capstan.toml");
+    std::fs::write(&config_path, &toml).unwrap();
+    let config = capstan::Config::parse(&toml).unwrap();
+    // A write capability for the subagent to be refused.
+    std::fs::create_dir_all(config.capabilities_dir()).unwrap();
+    std::fs::copy(capstan_tests::components::COUNTER_SAFE, config.capabilities_dir().join("safe.wasm")).unwrap();
+    let db = Db::open(&config.database_url()).await.unwrap();
+    let runtime = capstan::Runtime::start(config).await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    caps.ledger().heartbeat().await.unwrap();
+    let domain = caps.domain();
+    let entity = domain
+        .upsert_entity(&NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(693134),
+            title: "Dune: Part Two".into(),
+            original_title: None,
+            year: Some(2024),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    let slot = domain.want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None }).await.unwrap();
+    let release = domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: dune.name.clone(),
+            parsed: json!({"screen_size": "2160p"}),
+            size: Some(70_000),
+            infohash: Some(dune.info_hash.clone()),
+            download_url: Some(format!("{}/download/1.torrent", indexer.base_url())),
+        })
+        .await
+        .unwrap();
+    domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({"by": "test"})).await.unwrap();
+    let script = json!({"scripts": [
+        {"match": ["fetch"], "steps": [
+            {"text": "Planning the download.", "tools": [{"name": "download.plan", "input": {"sourceReleaseId": release.id, "slotId": slot.id}}]},
+            {"tools": [{"name": "download.submit", "input": {"planId": "{{download.plan.id}}"}}]}
+        ], "finalText": "Dune: Part Two is in your library."},
+        {"match": ["look"], "steps": [
+            {"tools": [{"name": "delegate", "input": {"goal": "subtask: count and plan"}}]}
+        ], "finalText": "The subagent said: {{delegate.findings}}"},
+        {"match": ["subtask"], "steps": [
+            {"tools": [
+                {"name": "test.counter-safe", "input": {"label": "sub"}},
+                {"name": "download.plan", "input": {"sourceReleaseId": release.id, "slotId": slot.id}},
+                {"name": "inventory.query", "input": {}}
+            ]}
+        ], "finalText": "{{inventory.query.items.length}} titles tracked"}
+    ]});
+    let mut settings = Map::new();
+    settings.insert("model.script".into(), Value::from(script.to_string()));
+    settings.insert("agent.goal_poll_sec".into(), json!(1));
+    caps.settings().update(&settings).await.unwrap();
+    let agent = AgentRuntime::new(caps.clone());
+    Env { _dir: dir, config_path, caps, agent, _indexer: indexer }
+}
+
+async fn grant(caps: &Capabilities) {
+    let grant = NewGrant {
+        action: "*".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: Default::default(),
+        daily_invocations: 100,
+        daily_bytes: 10_000_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+}
+
+/// What the schedule and an operator do while a run waits: sync downloads
+/// every half second, and recheck each download once (its payload is
+/// already on disk).
+fn keep_downloads_moving(caps: Arc<Capabilities>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let tasks = Tasks::new(caps.db().clone());
+        let mut rechecked = std::collections::HashSet::new();
+        loop {
+            let _ = capstan::acquisition::enqueue(&tasks, SYNC_DOWNLOADS, None, json!({}), SYNC_DOWNLOADS).await;
+            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
+                if download.status != "queued" && !rechecked.contains(&download.id) {
+                    let input = json!({"downloadTaskId": download.id});
+                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
+                    if inv.is_ok_and(|i| i.error.is_none()) {
+                        rechecked.insert(download.id);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+}
+
+async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
+    let started = Instant::now();
+    loop {
+        let run = env.agent.runs().get(id).await.unwrap();
+        if run.status.is_final() {
+            return run;
+        }
+        assert!(started.elapsed() < limit, "run {id} did not end: {run:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn start_run(env: &Env, goal: &str) -> Run {
+    let new = NewRun { goal: goal.into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
+    env.agent.start(new).await.unwrap()
+}
+
+async fn report(env: &Env, run: &Run) -> Value {
+    env.caps.domain().artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
+}
+
+async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
+    let client = qbt.login().await;
+    client.get(format!("{}/api/v2/torrents/info", qbt.base_url())).send().await.unwrap().json().await.unwrap()
+}
+
+fn in_process_worker(env: &Env) {
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 4 };
+    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.caps.audit().clone(), "media-test".into(), config);
+    capstan::acquisition::register(&mut worker, &env.caps);
+    capstan::agent::task::register(&mut worker, &Arc::new(AgentRuntime::new(env.caps.clone())));
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 41));
+    let env = start(&qbt.base_url(), &qbt, &dune).await;
+    in_process_worker(&env);
+
+    let denied = start_run(&env, "fetch Dune: Part Two").await;
+    let denied = wait_run(&env, &denied.id, Duration::from_secs(60)).await;
+    let events = env.agent.runs().run_events(&denied.id, 0, 1000).await.unwrap();
+    let submit: Vec<_> = events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
+    assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
+    let ledger = capstan::ledger::for_run(env.caps.db(), &denied.id).await.unwrap();
+    assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
+    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
+    assert!(torrents(&qbt).await.is_empty(), "nothing reached qBittorrent");
+    let body = report(&env, &denied).await;
+    assert_eq!(body["verified"]["imported"], json!([]), "{body}");
+    assert_eq!(body["verified"]["plans"][0]["outcome"], "draft: waiting for a human to approve");
+    assert_eq!(body["modelFinalText"]["verified"], false, "the model's claim is not taken for the truth");
+
+    grant(&env.caps).await;
+    let _moving = keep_downloads_moving(env.caps.clone());
+    let run = start_run(&env, "fetch Dune: Part Two").await;
+    let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    let body = report(&env, &run).await;
+    let imported = body["verified"]["imported"].as_array().unwrap();
+    assert_eq!(imported.len(), 1, "{body}");
+    let organization = imported[0]["organizations"][0]["id"].as_str().unwrap();
+    let record = env.caps.domain().organization(organization).await.unwrap();
+    assert_eq!(record.status, "succeeded");
+    assert_eq!(torrents(&qbt).await.len(), 1);
+    let statuses: Vec<String> = env
+        .agent
+        .runs()
+        .run_events(&run.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "agent.run_status")
+        .map(|e| e.payload["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, ["running", "waiting", "succeeded"], "it waited for the import");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagent_is_denied_every_write() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 42));
+    let env = start(&qbt.base_url(), &qbt, &dune).await;
+    grant(&env.caps).await;
+    in_process_worker(&env);
+    let run = start_run(&env, "look around").await;
+    let run = wait_run(&env, &run.id, Duration::from_secs(60)).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    let events = env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let sub: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e.kind == "agent.tool_call" && e.payload["actor"] == "subagent" && e.payload["phase"] != "started")
+        .map(|e| (e.payload["name"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(sub, [("test.counter-safe", "denied"), ("download.plan", "denied"), ("inventory.query", "succeeded")]);
+    assert!(env.caps.domain().plans_for_run(&run.id).await.unwrap().is_empty(), "no draft was written");
+    assert!(capstan::ledger::for_run(env.caps.db(), &run.id).await.unwrap().is_empty());
+    assert_eq!(run.final_text.as_deref(), Some("The subagent said: 1 titles tracked"));
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn worker_process(config: &std::path::Path) -> Proc {
+    let child = Command::new(capstan_bin())
+        .args(["--config", config.to_str().unwrap(), "worker"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 43));
+    let proxy = Proxy::start(&qbt.base_url()).await;
+    let env = start(&proxy.base_url(), &qbt, &dune).await;
+    grant(&env.caps).await;
+    // The add reaches qBittorrent; the worker never hears back.
+    proxy.withhold(ADD);
+    let run = start_run(&env, "fetch Dune: Part Two").await;
+    let first = worker_process(&env.config_path);
+    let started = Instant::now();
+    while proxy.count(ADD) == 0 {
+        if started.elapsed() > Duration::from_secs(60) {
+            let now = env.agent.runs().get(&run.id).await.unwrap();
+            let task = Tasks::new(env.caps.db().clone()).get(now.task_id.as_deref().unwrap()).await.unwrap();
+            let events = env.agent.runs().run_events(&run.id, 0, 100).await.unwrap();
+            let log = std::fs::read_to_string(env.agent.session_path(&run.id)).unwrap_or_default();
+            panic!("download.submit never reached qBittorrent: {now:?} {task:?} {events:?} {log}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let started = Instant::now();
+    while torrents(&qbt).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "qBittorrent never took the torrent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(first); // SIGKILL while download.submit is in flight
+    proxy.release();
+
+    let _second = worker_process(&env.config_path);
+    let _moving = keep_downloads_moving(env.caps.clone());
+    let run = wait_run(&env, &run.id, Duration::from_secs(180)).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");
+    assert_eq!(torrents(&qbt).await.len(), 1);
+    let submits: Vec<_> = capstan::ledger::for_run(env.caps.db(), &run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.capability_id == "download.submit")
+        .collect();
+    assert_eq!(submits.len(), 1, "one ledger row for the submit");
+    assert_eq!(submits[0].status, capstan::ledger::LedgerStatus::Succeeded);
+    let result: Value = serde_json::from_str(submits[0].result.as_deref().unwrap()).unwrap();
+    assert_eq!(result["added"], false, "the resumed submit found the torrent the killed worker added: {result}");
+    let events = env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let submit_ends: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit" && e.payload["phase"] != "started")
+        .map(|e| (e.payload["phase"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(submit_ends, [("reconciled", "succeeded")], "the interrupted call has one answer, after the takeover");
+    let body = report(&env, &run).await;
+    assert_eq!(body["verified"]["imported"].as_array().unwrap().len(), 1, "{body}");
+    let log = std::fs::read_to_string(env.agent.session_path(&run.id)).unwrap();
+    assert!(log.lines().filter(|l| l.contains("\"tool_results\"")).count() >= 2, "{log}");
+}
