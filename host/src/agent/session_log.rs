@@ -36,6 +36,8 @@ pub struct Session {
     pub plan: Option<Plan>,
     /// The request being answered, and the seq of its message.
     pub request: Option<(String, i64)>,
+    /// The words of the request being answered (kept whole by compaction).
+    pub request_text: String,
     /// The highest message seq taken into the conversation.
     pub last_message_seq: i64,
 }
@@ -47,6 +49,7 @@ impl Session {
             Entry::Request { request_id, message_seq, text } => {
                 self.messages.push(Message::user_text(text.clone()));
                 self.request = Some((request_id.clone(), *message_seq));
+                self.request_text = text.clone();
                 self.last_message_seq = self.last_message_seq.max(*message_seq);
             }
             Entry::Assistant { content } => {

@@ -1,6 +1,7 @@
 //! Capstan's end-to-end suites, one module per concern, in one test binary.
 
 mod agent;
+mod agent_context;
 mod agent_media;
 mod agent_runs;
 mod approvals;

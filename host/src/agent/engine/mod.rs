@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use super::providers::{self, Provider};
 use super::runs::{NewRun, Run, RunError, RunMode, RunStatus, Runs};
 use super::session_log::SessionLog;
+use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::Capabilities;
 use crate::runtime::{Actor, Mode};
@@ -140,6 +141,16 @@ impl AgentRuntime {
         Ok(self.runs.get(run_id).await?)
     }
 
+    /// The tokenizer of the configured provider (an estimate for one fixed
+    /// by the embedder).
+    async fn token_counter(&self) -> TokenCounter {
+        if self.provider.is_some() {
+            return TokenCounter::estimate();
+        }
+        let name = self.caps.settings().get("model.provider").await.ok();
+        TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
+    }
+
     async fn provider(&self) -> Result<Arc<dyn Provider>, String> {
         if let Some(p) = &self.provider {
             return Ok(p.clone());
@@ -169,7 +180,8 @@ impl AgentRuntime {
             RunMode::Execute => Mode::Execute,
             RunMode::PlanOnly => Mode::PlanOnly,
         };
-        let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, limits, log, session);
+        let counter = Arc::new(self.token_counter().await);
+        let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, counter, limits, log, session);
         let started = Instant::now();
         loop {
             let outcome = state.answer_pending_requests().await?;

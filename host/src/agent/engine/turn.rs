@@ -14,9 +14,11 @@ use super::budget::Limits;
 use super::toolbox::{self, Answered, Caller};
 use super::AgentRuntime;
 use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StreamEvent, ToolCall, ToolSpec};
+use crate::agent::compaction::{self, Compaction};
 use crate::agent::runs::Run;
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tools::discovery::{self, Discovery};
+use crate::agent::tokens::TokenCounter;
 use crate::agent::tools::plan::{self, UPDATE_PLAN};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
@@ -46,6 +48,8 @@ pub struct RunState<'a> {
     caller: Caller,
     provider: Arc<dyn Provider>,
     pub(super) limits: Limits,
+    /// Shared with subagents: one calibration, one compaction policy.
+    counter: Arc<TokenCounter>,
     log: Option<SessionLog>,
     session: Session,
     discovery: Discovery,
@@ -62,6 +66,7 @@ impl<'a> RunState<'a> {
         mode: Mode,
         actor: Actor,
         provider: Arc<dyn Provider>,
+        counter: Arc<TokenCounter>,
         limits: Limits,
         log: SessionLog,
         session: Session,
@@ -75,6 +80,7 @@ impl<'a> RunState<'a> {
             caller: Caller { run_id: run.id.clone(), actor, mode, request_id },
             provider,
             limits,
+            counter,
             log: Some(log),
             session,
             discovery: Discovery::new(catalog),
@@ -171,7 +177,7 @@ impl<'a> RunState<'a> {
             system.push_str(note);
         }
         let mut tools: Vec<ToolSpec> = Vec::new();
-        let latest = self.session.request.as_ref().map(|_| last_request_text(&self.session.messages)).unwrap_or_default();
+        let latest = self.session.request_text.clone();
         let chosen: Option<Vec<String>> = (self.limits.max_tools > 0).then(|| {
             let mut names = self.discovery.initial(&latest, self.limits.max_tools);
             let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
@@ -197,7 +203,13 @@ impl<'a> RunState<'a> {
         if let Some(reason) = self.limits.exceeded(&run, 0) {
             return Ok(Outcome::OverBudget(reason));
         }
-        let request = self.request();
+        let mut request = self.request();
+        match self.fit(&request).await {
+            Ok(Some(messages)) => request.messages = messages,
+            Ok(None) => {}
+            Err(reason) => return Ok(Outcome::Failed(reason)),
+        }
+        let estimated = self.counter.count_request(&request);
         let completion = match self.ask(&request).await? {
             Ok(c) => c,
             Err(outcome) => return Ok(outcome),
@@ -214,8 +226,11 @@ impl<'a> RunState<'a> {
             content.push(Block::Text { text: String::new() });
         }
         self.record(Entry::Assistant { content })?;
+        if let Some(reported) = completion.usage.input_tokens {
+            self.counter.calibrate(estimated, reported);
+        }
         let (input_tokens, output_tokens) = (
-            completion.usage.input_tokens.unwrap_or_else(|| estimate(&request)),
+            completion.usage.input_tokens.unwrap_or(estimated as u64),
             completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
         );
         let cost = self.limits.cost(input_tokens, output_tokens);
@@ -227,6 +242,32 @@ impl<'a> RunState<'a> {
         let (answers, over) = self.answer_calls(&completion.tool_calls).await?;
         self.record(Entry::ToolResults { content: answers })?;
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
+    }
+
+    /// Makes the request fit the context window: compacts the history at
+    /// the threshold (and logs the result, so a restart resumes from it),
+    /// or explains why it cannot fit.
+    async fn fit(&mut self, request: &ModelRequest) -> Result<Option<Vec<Message>>, String> {
+        let window = self.limits.context_budget;
+        let ratio = if self.limits.compaction { self.limits.compaction_ratio } else { 1.0 };
+        match compaction::compact(request, &self.session.request_text, &self.counter, window, ratio)? {
+            Compaction::NotNeeded => Ok(None),
+            Compaction::Compacted { .. } if !self.limits.compaction => Err(format!(
+                "the request needs more than the context window of {window} tokens and compaction is switched off"
+            )),
+            Compaction::Compacted { messages, before, after } => {
+                self.record(Entry::Compacted { messages: messages.clone() }).map_err(|e| e.to_string())?;
+                let payload = json!({"tokensBefore": before, "tokensAfter": after, "actor": self.actor_name()});
+                if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.compacted", &payload).await {
+                    tracing::warn!(run = %self.run_id, error = %e, "could not record a compaction");
+                }
+                Ok(Some(messages))
+            }
+        }
+    }
+
+    fn actor_name(&self) -> &'static str {
+        if self.caller.actor == Actor::Subagent { "subagent" } else { "agent" }
     }
 
     /// Streams the model's answer, publishing text as it arrives; an abort
@@ -366,6 +407,7 @@ impl<'a> RunState<'a> {
             caller: Caller { run_id: self.run_id.clone(), actor: Actor::Subagent, mode: self.caller.mode, request_id: new_id() },
             provider: self.provider.clone(),
             limits: self.limits,
+            counter: self.counter.clone(),
             log: None,
             session: Session::default(),
             discovery: Discovery::new(toolbox::catalog(&self.rt.caps, Actor::Subagent, self.caller.mode, self.allowlist.as_deref())),
@@ -387,7 +429,7 @@ impl<'a> RunState<'a> {
     }
 
     pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
-        let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": if self.caller.actor == Actor::Subagent { "subagent" } else { "agent" }});
+        let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": self.actor_name()});
         if let Some(a) = answered {
             payload["status"] = Value::from(a.status);
             payload["invocationId"] = json!(a.invocation_id);
@@ -417,25 +459,6 @@ fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
 
 fn list_or_none(names: &[String]) -> String {
     if names.is_empty() { "none".into() } else { names.join(", ") }
-}
-
-fn last_request_text(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|m| {
-            m.content.iter().find_map(|b| match b {
-                Block::Text { text } if m.role == crate::agent::providers::Role::User => Some(text.clone()),
-                _ => None,
-            })
-        })
-        .unwrap_or_default()
-}
-
-/// A request's size when the provider did not say.
-fn estimate(request: &ModelRequest) -> u64 {
-    let text = request.system.len() + serde_json::to_string(&request.messages).map_or(0, |s| s.len());
-    (text / 4) as u64
 }
 
 /// Publishes streamed text as `agent.text_delta` events, a few deltas at a

@@ -8,7 +8,8 @@
 //! `{{capability.path}}` in texts and tool inputs is filled from the latest
 //! successful result of that capability in the conversation (`path` walks
 //! object keys and array indexes; `length` counts); what cannot be filled
-//! reads `(unknown)`, so a script never invents a figure.
+//! reads `(unknown)`, so a script never invents a figure. A compacted
+//! history keeps its place: the digest says how many answers it replaced.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -101,7 +102,9 @@ impl Scripted {
         let script = self
             .script_for(&asked)
             .ok_or_else(|| ProviderError::Invalid(format!("scripted model: no script matches {asked:?}")))?;
-        let step = request.messages[asked_at..].iter().filter(|m| m.role == Role::Assistant).count();
+        // A compacted history says how many answers it stands for.
+        let step = request.messages[asked_at..].iter().filter(|m| m.role == Role::Assistant).count()
+            + crate::agent::compaction::marker_count(&asked).unwrap_or(0);
         let results = ToolResults::from(&request.messages);
         let (text, calls) = match script.steps.get(step) {
             Some(s) => (s.text.as_deref().map(|t| results.fill_text(t)).unwrap_or_default(), s.tools.clone()),

@@ -1,0 +1,122 @@
+//! Compaction: when a request nears the context window
+//! (`model.compaction.threshold_ratio` of `model.context_budget`), the
+//! conversation before the latest tool transaction is replaced by a short
+//! digest. What is always kept: the fixed prompt and the plan (both in the
+//! system prompt, outside the messages), the user request being answered,
+//! and the latest tool transaction (the model's last tool calls and their
+//! results). When those alone do not fit the window, the request fails with
+//! a clear error rather than dropping any of them.
+
+use super::providers::{Block, Message, ModelRequest, Role};
+use super::tokens::TokenCounter;
+
+/// How many earlier answers a compacted history stands for, as the digest
+/// says it (the scripted model reads this to keep its place).
+pub const MARKER: &str = "earlier answers compacted";
+
+/// Longest digest line for one dropped block.
+const LINE_CHARS: usize = 160;
+
+/// The outcome of a compaction check.
+#[derive(Debug, PartialEq)]
+pub enum Compaction {
+    /// The request fits under the threshold as it is.
+    NotNeeded,
+    /// The new history, and the request's tokens before and after.
+    Compacted { messages: Vec<Message>, before: usize, after: usize },
+}
+
+fn clip(text: &str) -> String {
+    let mut out: String = text.chars().take(LINE_CHARS).collect();
+    if text.chars().count() > LINE_CHARS {
+        out.push('…');
+    }
+    out.replace('\n', " ")
+}
+
+/// Where the latest tool transaction starts: the last assistant message
+/// with tool calls, when the results after it end the history.
+fn latest_transaction(messages: &[Message]) -> usize {
+    let n = messages.len();
+    if n >= 2
+        && messages[n - 2].role == Role::Assistant
+        && messages[n - 2].content.iter().any(|b| matches!(b, Block::ToolUse { .. }))
+    {
+        n - 2
+    } else {
+        n
+    }
+}
+
+/// Checks `request` against the window and compacts its messages when due.
+/// `request_text` is the user request being answered (kept whole).
+pub fn compact(
+    request: &ModelRequest,
+    request_text: &str,
+    counter: &TokenCounter,
+    window: usize,
+    threshold_ratio: f64,
+) -> Result<Compaction, String> {
+    let before = counter.count_request(request);
+    if (before as f64) <= window as f64 * threshold_ratio {
+        return Ok(Compaction::NotNeeded);
+    }
+    let messages = &request.messages;
+    let keep_from = latest_transaction(messages);
+    let dropped = &messages[..keep_from];
+    let answers = dropped.iter().filter(|m| m.role == Role::Assistant).count()
+        + earlier_marker(dropped);
+    let mut digest = format!("{request_text}\n\n[{answers} {MARKER}. What happened before, in short:]\n");
+    for block in dropped.iter().flat_map(|m| &m.content) {
+        let line = match block {
+            Block::Text { text } if !text.trim().is_empty() && text != request_text && !text.contains(MARKER) => {
+                format!("- said: {}", clip(text))
+            }
+            Block::ToolUse { name, input, .. } => format!("- called {name} with {}", clip(&input.to_string())),
+            Block::ToolResult { content, is_error, .. } => {
+                format!("- {}: {}", if *is_error { "failed" } else { "result" }, clip(content))
+            }
+            _ => continue,
+        };
+        digest.push_str(&line);
+        digest.push('\n');
+    }
+    let mut compacted = vec![Message::user_text(digest)];
+    compacted.extend(messages[keep_from..].iter().cloned());
+    let mut trimmed = request.clone();
+    trimmed.messages = compacted;
+    let mut after = counter.count_request(&trimmed);
+    if after > window {
+        // The digest is the one thing that may go; what is kept must stay.
+        trimmed.messages[0] = Message::user_text(format!("{request_text}\n\n[{answers} {MARKER}.]"));
+        after = counter.count_request(&trimmed);
+    }
+    if after > window {
+        return Err(format!(
+            "the fixed prompt, the plan, the request and the latest tool transaction alone need about {after} tokens, \
+             more than the context window of {window} (model.context_budget); nothing was dropped"
+        ));
+    }
+    Ok(Compaction::Compacted { messages: trimmed.messages, before, after })
+}
+
+/// The count a digest already in the history stands for.
+pub fn earlier_marker(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::Text { text } => marker_count(text),
+            _ => None,
+        })
+        .sum()
+}
+
+/// `N` from "[N earlier answers compacted" in `text`.
+pub fn marker_count(text: &str) -> Option<usize> {
+    let at = text.find(MARKER)?;
+    let head = text[..at].trim_end();
+    let digits: String = head.chars().rev().take_while(|c| c.is_ascii_digit()).collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
