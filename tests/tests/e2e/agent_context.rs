@@ -184,3 +184,69 @@ async fn the_openai_tokenizer_is_exact_and_the_estimate_learns() {
     let now = estimate.count(&text);
     assert!((now as f64 - (guessed * 2) as f64).abs() < guessed as f64 * 0.1, "{now} vs {}", guessed * 2);
 }
+
+/// Writes, then looks its own write up in the ledger and pages through a
+/// large result; a second request starts without the first one's plan.
+const SESSION_TOOLS: &str = r#"{"scripts": [
+  {"match": ["count"], "steps": [
+    {"tools": [
+      {"name": "update_plan", "input": {"goal": "Count", "steps": [{"title": "count", "status": "in_progress"}]}},
+      {"name": "test.counter-safe", "input": {"label": "x"}},
+      {"name": "test.probe", "input": {"action": "big", "bytes": 9000}}]},
+    {"tools": [
+      {"name": "get_tool_execution", "input": {"invocation_id": "{{test.counter-safe.invocation_id}}"}},
+      {"name": "read_tool_result", "input": {"result_id": "{{test.probe.result_id}}", "offset": 4000, "limit": 100}}]}
+  ], "finalText": "Counted to {{test.counter-safe.count}}, recorded {{get_tool_execution.status}}; read to {{read_tool_result.next_offset}} of {{read_tool_result.total_chars}}."},
+  {"match": ["else"], "steps": [], "finalText": "Nothing to do."}
+]}"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
+    let env = env(Backend::Sqlite).await;
+    let grant = capstan::authz::NewGrant {
+        action: "*".into(),
+        policy_name: None,
+        policy_revision: None,
+        scope: Default::default(),
+        daily_invocations: 100,
+        daily_bytes: 1_000_000,
+        expires_at: capstan::store::now_ms() + 3_600_000,
+    };
+    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    let recording = Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
+    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "tools-test".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let new = NewRun { goal: "count for me".into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
+    let run = agent.start(new).await.unwrap();
+    let ended = |id: String, calls: i64| {
+        let agent = agent.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let run = agent.runs().get(&id).await.unwrap();
+                if run.status.is_final() && run.tool_calls >= calls {
+                    return run;
+                }
+                assert!(Instant::now() < deadline, "{run:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let done = ended(run.id.clone(), 5).await;
+    let text = done.final_text.clone().unwrap();
+    let total: usize = text.strip_prefix("Counted to 1, recorded succeeded; read to 4100 of ").and_then(|t| t.trim_end_matches('.').parse().ok()).unwrap_or(0);
+    assert!(total > 9000, "{text}");
+    agent.message(&run.id, "now something else", "admin:test").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while agent.runs().get(&run.id).await.unwrap().final_text.as_deref() != Some("Nothing to do.") {
+        assert!(Instant::now() < deadline, "the second request was never answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = recording.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    assert!(seen[1].system.contains("Current plan — goal: Count") && seen[2].system.contains("Current plan"));
+    assert!(!seen[3].system.contains("Current plan"), "a new request starts without the old plan");
+}

@@ -309,10 +309,11 @@ impl Drop for Proc {
     }
 }
 
-fn worker_process(config: &std::path::Path) -> Proc {
+fn worker_process(config: &std::path::Path, sessions: &std::path::Path) -> Proc {
     let child = Command::new(capstan_bin())
         .args(["--config", config.to_str().unwrap(), "worker"])
         .env("RUST_LOG", "warn")
+        .env("AGENT_SESSION_DIR", sessions)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -330,14 +331,15 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     // The add reaches qBittorrent; the worker never hears back.
     proxy.withhold(ADD);
     let run = start_run(&env, "fetch Dune: Part Two").await;
-    let first = worker_process(&env.config_path);
+    let sessions = env._dir.path().join("sessions");
+    let first = worker_process(&env.config_path, &sessions);
     let started = Instant::now();
     while proxy.count(ADD) == 0 {
         if started.elapsed() > Duration::from_secs(60) {
             let now = env.agent.runs().get(&run.id).await.unwrap();
             let task = Tasks::new(env.caps.db().clone()).get(now.task_id.as_deref().unwrap()).await.unwrap();
             let events = env.agent.runs().run_events(&run.id, 0, 100).await.unwrap();
-            let log = std::fs::read_to_string(env.agent.session_path(&run.id)).unwrap_or_default();
+            let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap_or_default();
             panic!("download.submit never reached qBittorrent: {now:?} {task:?} {events:?} {log}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -350,7 +352,7 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     drop(first); // SIGKILL while download.submit is in flight
     proxy.release();
 
-    let _second = worker_process(&env.config_path);
+    let _second = worker_process(&env.config_path, &sessions);
     let _moving = keep_downloads_moving(env.caps.clone());
     let run = wait_run(&env, &run.id, Duration::from_secs(180)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
@@ -375,6 +377,7 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     assert_eq!(submit_ends, [("reconciled", "succeeded")], "the interrupted call has one answer, after the takeover");
     let body = report(&env, &run).await;
     assert_eq!(body["verified"]["imported"].as_array().unwrap().len(), 1, "{body}");
-    let log = std::fs::read_to_string(env.agent.session_path(&run.id)).unwrap();
+    // Both workers kept the session where AGENT_SESSION_DIR says.
+    let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap();
     assert!(log.lines().filter(|l| l.contains("\"tool_results\"")).count() >= 2, "{log}");
 }

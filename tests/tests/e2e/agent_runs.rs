@@ -271,7 +271,52 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
     assert_eq!(status, 409, "a cancelled run takes no messages");
 }
 
+async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend) {
+    let env = env(backend).await;
+    set(&env.caps, &[("model.script", json!(COUNTING))]).await;
+    let api = start(&env).await;
+    let head = env.caps.events().head().await.unwrap();
+    let open = |last: i64| {
+        api.http
+            .get(format!("{}/events?after={head}", api.base))
+            .bearer_auth(&api.key)
+            .header("accept", "text/event-stream")
+            .header("last-event-id", last.to_string())
+            .send()
+    };
+    let mut reader = crate::events::SseReader { resp: open(head).await.unwrap(), buffer: String::new() };
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let mut seen: Vec<(i64, i64)> = Vec::new(); // (global seq, run seq)
+    let mut last = head;
+    while seen.len() < 3 {
+        let (seq, kind, data) = reader.next().await;
+        last = seq;
+        if kind.starts_with("agent.") && data["payload"]["runId"] == id.as_str() {
+            seen.push((seq, data["payload"]["runSeq"].as_i64().unwrap()));
+        }
+    }
+    drop(reader); // the client goes away mid-run
+    let body = api.wait_run(&id, "ended", ended).await;
+    let mut reader = crate::events::SseReader { resp: open(last).await.unwrap(), buffer: String::new() };
+    loop {
+        let (seq, kind, data) = reader.next().await;
+        if kind.starts_with("agent.") && data["payload"]["runId"] == id.as_str() {
+            seen.push((seq, data["payload"]["runSeq"].as_i64().unwrap()));
+            if kind == "agent.run_status" && ended(&json!({"status": data["payload"]["status"]})) {
+                break;
+            }
+        }
+    }
+    let global: Vec<i64> = seen.iter().map(|s| s.0).collect();
+    assert!(global.windows(2).all(|w| w[0] < w[1]), "in order, no duplicate: {global:?}");
+    let run_seqs: Vec<i64> = seen.iter().map(|s| s.1).collect();
+    let stored: Vec<i64> = body["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(run_seqs, stored, "every run event, once, across the reconnect");
+}
+
 both_backends!(
+    run_events_stream_and_resume_without_gap_or_duplicate,
     a_demo_run_reads_streams_and_reports,
     bad_run_requests_are_refused,
     identical_writes_in_one_request_run_once,

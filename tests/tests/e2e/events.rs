@@ -13,14 +13,14 @@ use serde_json::{Value, json};
 use super::ledger::env;
 
 /// Reads Server-Sent Events off a streaming response.
-struct SseReader {
-    resp: reqwest::Response,
-    buffer: String,
+pub(crate) struct SseReader {
+    pub(crate) resp: reqwest::Response,
+    pub(crate) buffer: String,
 }
 
 impl SseReader {
     /// The next event's (id, kind, data); heartbeat comments are skipped.
-    async fn next(&mut self) -> (i64, String, Value) {
+    pub(crate) async fn next(&mut self) -> (i64, String, Value) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();

@@ -143,12 +143,16 @@ pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &
     let mut answered = match inv.status {
         Status::Succeeded => {
             let text = inv.output.as_ref().map(Value::to_string).unwrap_or_else(|| "null".into());
+            let id = &inv.invocation_id;
+            // A read's result is its output; a write's says which ledger
+            // row holds it, for get_tool_execution.
             let shown = match results.keep(run_id, &text) {
-                Shown::Whole { text } => text,
+                Shown::Whole { text } if id.is_none() => text,
+                Shown::Whole { .. } => json!({"status": "succeeded", "invocation_id": id, "output": inv.output}).to_string(),
                 Shown::Preview { text, result_id, next_offset, total_chars } => json!({
                     "preview": text, "result_id": result_id, "next_offset": next_offset, "total_chars": total_chars,
-                    "note": "the result is longer than this preview; read on with read_tool_result"}).to_string(),
-                Shown::TooLarge { message } => json!({"status": "succeeded", "note": message}).to_string(),
+                    "invocation_id": id, "note": "the result is longer than this preview; read on with read_tool_result"}).to_string(),
+                Shown::TooLarge { message } => json!({"status": "succeeded", "invocation_id": id, "note": message}).to_string(),
             };
             answer(call_id, "succeeded", shown)
         }

@@ -8,8 +8,10 @@
 //! `{{capability.path}}` in texts and tool inputs is filled from the latest
 //! successful result of that capability in the conversation (`path` walks
 //! object keys and array indexes; `length` counts); what cannot be filled
-//! reads `(unknown)`, so a script never invents a figure. A compacted
-//! history keeps its place: the digest says how many answers it replaced.
+//! reads `(unknown)`, so a script never invents a figure. A write's result
+//! (`{status, invocation_id, output}`) is read through to its output, except
+//! for the wrapper's own keys. A compacted history keeps its place: the
+//! digest says how many answers it replaced.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -192,7 +194,12 @@ impl ToolResults {
             .filter(|(name, _)| reference == name || reference.starts_with(&format!("{name}.")))
             .max_by_key(|(name, _)| name.len())?;
         let path = reference[name.len()..].trim_start_matches('.');
-        let mut at = result.clone();
+        // A write's result wraps its output with the ledger row's id.
+        let first = path.split('.').next().unwrap_or_default();
+        let mut at = match result.get("output") {
+            Some(output) if result.get("invocation_id").is_some() && result.get(first).is_none() => output.clone(),
+            _ => result.clone(),
+        };
         for part in path.split('.').filter(|p| !p.is_empty()) {
             at = match (&at, part) {
                 (Value::Array(items), "length") => Value::from(items.len()),
