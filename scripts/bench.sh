@@ -10,3 +10,4 @@ trap stop_throwaway_postgres EXIT
 cargo bench -p capstan-tests --bench runtime
 cargo bench -p capstan-tests --bench durable
 cargo bench -p capstan-tests --bench http
+cargo bench -p capstan-tests --bench agent

@@ -1,0 +1,201 @@
+//! Agent benchmarks: print figures, assert nothing.
+//!
+//! 1. Loop overhead per step with the scripted model: a run of many steps,
+//!    each a model answer and one read tool call (`inventory.query` in the
+//!    sandbox), timed end to end minus the time spent inside the model.
+//!    What remains is the loop: session-log appends (fsync), run events,
+//!    budget checks, the invoke path and the sandboxed call.
+//! 2. Concurrent runs on one worker: a batch of demo runs queued at once,
+//!    drained by one worker; runs per second and resident memory per run
+//!    in flight (peak over baseline, divided by the worker's concurrency).
+//! 3. SSE fan-out: 100 subscribers on `GET /api/v1/events` while events
+//!    are published; deliveries per second and p50/p99 delivery latency.
+//!
+//! Everything shares this machine's two cores, on SQLite in a temporary
+//! directory. Run with `cargo bench -p capstan-tests --bench agent`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use capstan::agent::AgentRuntime;
+use capstan::agent::providers::scripted::Scripted;
+use capstan::agent::providers::{CompletionFuture, ModelRequest, Provider, StreamEvent};
+use capstan::agent::runs::{NewRun, RunMode};
+use capstan::pipeline::Capabilities;
+use capstan::runtime::EffectClass;
+use capstan::store::Db;
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan_tests::host::TestHost;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// The scripted model, with the time spent inside it.
+struct Timed {
+    model: Scripted,
+    inside_us: AtomicU64,
+}
+
+impl Provider for Timed {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let answer = self.model.complete(request, events).await;
+            self.inside_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            answer
+        })
+    }
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
+}
+
+async fn setup() -> (TestHost, Arc<Capabilities>) {
+    let host = TestHost::new();
+    let runtime = host.start().await.unwrap();
+    let db = Db::open(&host.config.database_url()).await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    caps.ledger().heartbeat().await.unwrap();
+    let mut change = serde_json::Map::new();
+    change.insert("budget.max_runs_per_day".into(), json!(1_000_000));
+    change.insert("agent.max_tool_calls".into(), json!(10_000));
+    caps.settings().update(&change).await.unwrap();
+    (host, caps)
+}
+
+async fn loop_overhead(caps: &Arc<Capabilities>) {
+    const STEPS: usize = 40;
+    let steps: Vec<Value> =
+        (0..STEPS).map(|i| json!({"text": format!("Step {i}."), "tools": [{"name": "inventory.query", "input": {}}]})).collect();
+    let script = json!({"scripts": [{"steps": steps, "finalText": "Done."}]}).to_string();
+    let mut per_step = Vec::new();
+    for _ in 0..5 {
+        let timed = Arc::new(Timed { model: Scripted::from_json(&script).unwrap(), inside_us: AtomicU64::new(0) });
+        let agent = AgentRuntime::new(caps.clone()).with_provider(timed.clone());
+        let new = NewRun { goal: "read".into(), mode: RunMode::PlanOnly, allowlist: None, created_by: "bench".into() };
+        let run = agent.runs().create(&new).await.unwrap();
+        let started = Instant::now();
+        agent.drive(&run.id).await.unwrap();
+        let total = started.elapsed().as_micros() as u64;
+        let outside = total - timed.inside_us.load(Ordering::Relaxed);
+        per_step.push(outside as f64 / (STEPS + 1) as f64 / 1000.0);
+    }
+    per_step.sort_by(f64::total_cmp);
+    println!(
+        "loop overhead per step (model excluded, one sandboxed read each): median {:.2} ms, best {:.2} ms over 5 runs of {} steps",
+        per_step[2],
+        per_step[0],
+        STEPS + 1
+    );
+}
+
+async fn concurrent_runs(caps: &Arc<Capabilities>, runs: usize, concurrency: usize) {
+    let agent = Arc::new(AgentRuntime::new(caps.clone()));
+    let config = WorkerConfig { poll: Duration::from_millis(5), lease: Duration::from_secs(30), concurrency };
+    let mut worker = Worker::new(Tasks::new(caps.db().clone()), caps.audit().clone(), "bench".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    let baseline = resident_bytes();
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for i in 0..runs {
+        let new = NewRun { goal: format!("what do I have? #{i}"), mode: RunMode::PlanOnly, allowlist: None, created_by: "bench".into() };
+        ids.push(agent.start(new).await.unwrap().id);
+    }
+    let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let mut peak = baseline;
+    loop {
+        peak = peak.max(resident_bytes());
+        let mut done = 0;
+        for id in &ids {
+            if agent.runs().get(id).await.unwrap().status.is_final() {
+                done += 1;
+            }
+        }
+        if done == ids.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    handle.abort();
+    println!(
+        "{runs} demo runs, one worker running {concurrency} at once: {:.1} runs/s, ~{:.0} KiB resident per run in flight",
+        runs as f64 / secs,
+        peak.saturating_sub(baseline) as f64 / concurrency as f64 / 1024.0
+    );
+}
+
+async fn sse_fan_out(caps: &Arc<Capabilities>, subscribers: usize, events: usize) {
+    let base = capstan_tests::api::serve(caps.clone()).await;
+    let key = capstan::http::keys::create(caps.db(), "bench", &[EffectClass::Read], "bench").await.unwrap();
+    let head = caps.events().head().await.unwrap();
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(subscribers * events)));
+    let ready = Arc::new(tokio::sync::Barrier::new(subscribers + 1));
+    let mut tasks = Vec::new();
+    for _ in 0..subscribers {
+        let (base, key, latencies, ready) = (base.clone(), key.clone(), latencies.clone(), ready.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut resp = client
+                .get(format!("{base}/events?after={head}"))
+                .bearer_auth(&key)
+                .header("accept", "text/event-stream")
+                .send()
+                .await
+                .unwrap();
+            ready.wait().await;
+            let (mut buffer, mut seen) = (String::new(), 0);
+            while seen < events {
+                let chunk = resp.chunk().await.unwrap().expect("the stream stays open");
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) else { continue };
+                    let value: Value = serde_json::from_str(data.trim()).unwrap();
+                    if let Some(sent) = value["payload"]["sentUs"].as_i64() {
+                        latencies.lock().unwrap().push(micros_since(sent));
+                        seen += 1;
+                    }
+                }
+            }
+        }));
+    }
+    ready.wait().await;
+    let started = Instant::now();
+    for n in 0..events {
+        caps.events().publish("bench.tick", None, &json!({"n": n, "sentUs": epoch_micros()})).await.unwrap();
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let mut all = latencies.lock().unwrap().clone();
+    all.sort_unstable();
+    let pct = |p: f64| all[((all.len() as f64 - 1.0) * p).round() as usize] as f64 / 1000.0;
+    println!(
+        "SSE fan-out, {subscribers} subscribers x {events} events: {:.0} deliveries/s, latency p50 {:.1} ms, p99 {:.1} ms",
+        all.len() as f64 / secs,
+        pct(0.5),
+        pct(0.99)
+    );
+}
+
+fn epoch_micros() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64
+}
+
+fn micros_since(sent: i64) -> i64 {
+    (epoch_micros() - sent).max(0)
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (_host, caps) = setup().await;
+        loop_overhead(&caps).await;
+        concurrent_runs(&caps, 200, 16).await;
+        sse_fan_out(&caps, 100, 300).await;
+    });
+}
