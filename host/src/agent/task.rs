@@ -1,6 +1,7 @@
 //! The `runAgent` task: drives one run on a worker. The task's lease makes
 //! one worker at a time own the run; when a worker dies, another takes the
-//! task over after the lease lapses and resumes from the session log.
+//! task over after the lease lapses and resumes from the session log. When
+//! the last attempt fails, the run ends `failed` with the error.
 
 use std::sync::Arc;
 
@@ -21,7 +22,14 @@ impl TaskHandler for RunAgent {
                 .and_then(Value::as_str)
                 .ok_or_else(|| "the runAgent payload has no runId".to_string())?
                 .to_string();
-            runtime.drive(&run_id).await
+            let outcome = runtime.drive(&run_id).await;
+            if let Err(error) = &outcome
+                && task.attempts >= task.max_attempts
+            {
+                // The last attempt: the run must not stay `running` forever.
+                runtime.give_up(&run_id, error).await;
+            }
+            outcome
         })
     }
 }

@@ -203,16 +203,7 @@ const SESSION_TOOLS: &str = r#"{"scripts": [
 #[tokio::test(flavor = "multi_thread")]
 async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     let env = env(Backend::Sqlite).await;
-    let grant = capstan::authz::NewGrant {
-        action: "*".into(),
-        policy_name: None,
-        policy_revision: None,
-        scope: Default::default(),
-        daily_invocations: 100,
-        daily_bytes: 1_000_000,
-        expires_at: capstan::store::now_ms() + 3_600_000,
-    };
-    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    capstan_tests::grants::allow_everything(&env.caps).await;
     let recording = Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
     let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
@@ -249,4 +240,32 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     assert_eq!(seen.len(), 4);
     assert!(seen[1].system.contains("Current plan — goal: Count") && seen[2].system.contains("Current plan"));
     assert!(!seen[3].system.contains("Current plan"), "a new request starts without the old plan");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagent_shares_the_budget_and_is_reclaimed_when_it_does_not_finish() {
+    let env = env(Backend::Sqlite).await;
+    let digging: Vec<Value> = (0..12).map(|_| json!({"tools": [{"name": "inventory.query", "input": {}}]})).collect();
+    let script = json!({"scripts": [
+        {"match": ["endless"], "steps": digging, "finalText": "found it"},
+        {"match": ["look"], "steps": [{"tools": [{"name": "delegate", "input": {"goal": "endless digging"}}]}],
+         "finalText": "The subagent said: {{delegate.findings}}"}
+    ]})
+    .to_string();
+    let (run, recording, front) = run(&env, &script, "look deeper", None).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    assert_eq!(run.final_text.as_deref(), Some("The subagent said: (unknown)"), "no findings are invented");
+    assert_eq!(recording.seen.lock().unwrap().len(), 1 + 8 + 1, "the subagent was stopped after 8 requests");
+    assert_eq!(run.tool_calls, 1 + 8, "its calls count against the run's budget");
+    let events = front.runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let delegate = events
+        .iter()
+        .find(|e| e.kind == "agent.tool_call" && e.payload["name"] == "delegate" && e.payload["phase"] == "finished")
+        .unwrap();
+    assert_eq!(delegate.payload["status"], "failed");
+    let session = session_log::read(&front.session_path(&run.id)).unwrap();
+    let reclaimed = session.messages.iter().flat_map(|m| &m.content).any(|b| {
+        matches!(b, Block::ToolResult { content, .. } if content.contains("reclaimed"))
+    });
+    assert!(reclaimed, "the parent is told the subtask was reclaimed");
 }

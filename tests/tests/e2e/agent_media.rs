@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use capstan::acquisition::SYNC_DOWNLOADS;
 use capstan::agent::AgentRuntime;
 use capstan::agent::runs::{NewRun, Run, RunMode};
-use capstan::authz::NewGrant;
 use capstan::domain::{NewEntity, NewRelease, NewSlot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
@@ -162,16 +161,7 @@ library = {library:?}
 }
 
 async fn grant(caps: &Capabilities) {
-    let grant = NewGrant {
-        action: "*".into(),
-        policy_name: None,
-        policy_revision: None,
-        scope: Default::default(),
-        daily_invocations: 100,
-        daily_bytes: 10_000_000,
-        expires_at: capstan::store::now_ms() + 3_600_000,
-    };
-    caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    capstan_tests::grants::allow_everything(caps).await;
 }
 
 /// What the schedule and an operator do while a run waits: sync downloads

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use capstan::authz::NewGrant;
 use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
@@ -180,16 +179,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     assert!(report(&body)["modelFinalText"]["text"].as_str().unwrap().contains("(unknown)"), "no figure is invented");
 
     // With a grant: three identical calls in one request, one effect.
-    let grant = NewGrant {
-        action: "*".into(),
-        policy_name: None,
-        policy_revision: None,
-        scope: Default::default(),
-        daily_invocations: 100,
-        daily_bytes: 1_000_000,
-        expires_at: capstan::store::now_ms() + 3_600_000,
-    };
-    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    capstan_tests::grants::allow_everything(&env.caps).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
     let body = api.wait_run(&id, "ended", ended).await;

@@ -2,7 +2,7 @@
 //! binding, scope, daily budgets charged inside the claim), the automation
 //! switches, revoke and shorten-only changes. On SQLite and PostgreSQL.
 
-use capstan::authz::{GrantScope, NewGrant, Switches};
+use capstan::authz::{NewGrant, Switches};
 use capstan::pipeline::{Invocation, Origin};
 use capstan::runtime::{Actor, EffectClass, Status};
 use capstan_tests::both_backends;
@@ -19,15 +19,9 @@ fn agent() -> Origin {
 }
 
 fn grant(action: &str) -> NewGrant {
-    NewGrant {
-        action: action.into(),
-        policy_name: None,
-        policy_revision: None,
-        scope: GrantScope::default(),
-        daily_invocations: 100,
-        daily_bytes: 1_000_000,
-        expires_at: capstan::store::now_ms() + 3_600_000,
-    }
+    let mut grant = capstan_tests::grants::for_an_hour(action);
+    grant.daily_bytes = 1_000_000;
+    grant
 }
 
 async fn call(env: &Env, id: &str, input: Value) -> Invocation {

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS};
-use capstan::authz::NewGrant;
 use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
 use capstan::domain::{Actor, NewEntity, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Origin};
@@ -174,16 +173,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 24));
     let env = start(&qbt, &dune).await;
     let slot = wanted_movie(&env).await;
-    let grant = NewGrant {
-        action: "*".into(),
-        policy_name: None,
-        policy_revision: None,
-        scope: Default::default(),
-        daily_invocations: 100,
-        daily_bytes: 1_000_000,
-        expires_at: capstan::store::now_ms() + 3_600_000,
-    };
-    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    capstan_tests::grants::allow_everything(&env.caps).await;
 
     // Search → record → identify → plan → submit, as the task actor.
     let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
@@ -280,22 +270,7 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 26));
     let env = start(&qbt, &dune).await;
     let slot = wanted_movie(&env).await;
-    env.caps
-        .authz()
-        .create_grant(
-            &NewGrant {
-                action: "*".into(),
-                policy_name: None,
-                policy_revision: None,
-                scope: Default::default(),
-                daily_invocations: 100,
-                daily_bytes: 1_000_000,
-                expires_at: capstan::store::now_ms() + 3_600_000,
-            },
-            "admin:test",
-        )
-        .await
-        .unwrap();
+    capstan_tests::grants::allow_everything(&env.caps).await;
     // A person records the release, confirms whom it is for, and drafts
     // the very plan the sweep would make.
     let domain = env.caps.domain();

@@ -219,6 +219,15 @@ impl AgentRuntime {
         }
     }
 
+    /// Ends a run whose task has no attempts left, as `failed`.
+    pub async fn give_up(&self, run_id: &str, error: &str) {
+        let reason = format!("the run could not go on: {error}");
+        if let Err(e) = self.finish(run_id, RunStatus::Failed, Some(&reason), "").await {
+            tracing::error!(run = %run_id, error = %e, "could not end a run that failed");
+            let _ = self.runs.set_status(run_id, RunStatus::Failed, Some(&reason)).await;
+        }
+    }
+
     /// Ends the run with `status`, writing the report.
     async fn finish(&self, run_id: &str, status: RunStatus, detail: Option<&str>, final_text: &str) -> Result<Value, String> {
         let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
