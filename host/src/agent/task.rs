@@ -34,7 +34,19 @@ impl TaskHandler for RunAgent {
     }
 }
 
-/// Registers `runAgent` on `worker`.
+/// Registers `runAgent` on `worker`, and starts the waker that queues the
+/// task of each waiting run when its next look is due. Must be called
+/// inside a tokio runtime.
 pub fn register(worker: &mut Worker, runtime: &Arc<AgentRuntime>) {
     worker.handle(RUN_AGENT, Arc::new(RunAgent(runtime.clone())));
+    let waker = Arc::downgrade(runtime);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let Some(runtime) = waker.upgrade() else { return };
+            if let Err(e) = runtime.wake_due().await {
+                tracing::warn!(error = %e, "could not wake waiting agent runs");
+            }
+        }
+    });
 }

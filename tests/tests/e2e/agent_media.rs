@@ -213,8 +213,10 @@ async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
     client.get(format!("{}/api/v2/torrents/info", qbt.base_url())).send().await.unwrap().json().await.unwrap()
 }
 
+/// One task at a time: a waiting run must not hold the worker the imports
+/// it waits for need.
 fn in_process_worker(env: &Env) {
-    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 4 };
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
     let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.caps.audit().clone(), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.caps);
     capstan::agent::task::register(&mut worker, &Arc::new(AgentRuntime::new(env.caps.clone())));

@@ -305,7 +305,38 @@ async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend)
     assert_eq!(run_seqs, stored, "every run event, once, across the reconnect");
 }
 
+async fn a_message_wakes_a_waiting_run(backend: Backend) {
+    let env = env(backend).await;
+    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    // A run waiting for something to settle, not due to look again for an hour.
+    let new = capstan::agent::runs::NewRun {
+        goal: "What does my library hold?".into(),
+        mode: capstan::agent::runs::RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+    };
+    let run = agent.runs().create(&new).await.unwrap();
+    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();
+    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Waiting, Some("goal-settled")).await.unwrap();
+    agent.runs().mark_consumed(&run.id, 1).await.unwrap();
+    let later = capstan::store::now_ms() + 3_600_000;
+    agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
+    let api = start(&env).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(api.get(&format!("/agent/runs/{}", run.id)).await["run"]["status"], "waiting", "not due yet");
+
+    let (status, _) = api.post(&format!("/agent/runs/{}/messages", run.id), json!({"text": "and now?"})).await;
+    assert_eq!(status, 200);
+    let body = api.wait_run(&run.id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    let statuses: Vec<&str> =
+        events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["running", "waiting", "running", "succeeded"]);
+    assert!(body["messages"].as_array().unwrap().iter().all(|m| m["consumed"] == true), "{body}");
+}
+
 both_backends!(
+    a_message_wakes_a_waiting_run,
     run_events_stream_and_resume_without_gap_or_duplicate,
     a_demo_run_reads_streams_and_reports,
     bad_run_requests_are_refused,

@@ -15,7 +15,7 @@ mod turn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -169,6 +169,8 @@ impl AgentRuntime {
                 return self.end_over_budget(&run, &reason).await;
             }
             self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
+        } else if run.status == RunStatus::Waiting && self.runs.has_unconsumed(run_id).await.map_err(|e| e.to_string())? {
+            self.runs.set_status(run_id, RunStatus::Running, Some("a new message arrived")).await.map_err(|e| e.to_string())?;
         }
         let limits = Limits::load(self.caps.settings()).await?;
         let provider = match self.provider().await {
@@ -182,41 +184,59 @@ impl AgentRuntime {
         };
         let counter = Arc::new(self.token_counter().await);
         let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, counter, limits, log, session);
-        let started = Instant::now();
-        loop {
-            let outcome = state.answer_pending_requests().await?;
-            match outcome {
-                turn::Outcome::Aborted(reason) => {
-                    return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &state.final_text).await;
-                }
-                turn::Outcome::OverBudget(reason) => {
-                    let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
-                    return self.end_over_budget_with(&run, &reason, &state.final_text).await;
-                }
-                turn::Outcome::Failed(reason) => {
-                    return self.finish(run_id, RunStatus::Failed, Some(&reason), &state.final_text).await;
-                }
-                turn::Outcome::Idle => {}
+        let outcome = state.answer_pending_requests().await?;
+        let final_text = state.final_text.clone();
+        match outcome {
+            turn::Outcome::Aborted(reason) => {
+                return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &final_text).await;
             }
-            // Execute mode waits for what it touched; a message wakes it.
-            let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
-            if run.mode == RunMode::PlanOnly || report::settled(&touched) {
-                let status = report::verdict(&touched);
-                return self.finish(run_id, status, None, &state.final_text).await;
+            turn::Outcome::OverBudget(reason) => {
+                let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+                return self.end_over_budget_with(&run, &reason, &final_text).await;
             }
-            if started.elapsed() > state.limits.goal_wait {
-                let reason = "what the run touched did not settle within agent.goal_wait_hours";
-                return self.finish(run_id, RunStatus::Failed, Some(reason), &state.final_text).await;
+            turn::Outcome::Failed(reason) => {
+                return self.finish(run_id, RunStatus::Failed, Some(&reason), &final_text).await;
             }
-            let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
-            if current.status != RunStatus::Waiting {
-                self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await.map_err(|e| e.to_string())?;
-            }
-            state.wait_for_news(state.limits.goal_poll).await;
-            if state.has_new_messages().await? {
-                self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
-            }
+            turn::Outcome::Idle => {}
         }
+        // Execute mode waits for what it touched to settle. It holds no
+        // worker while it waits: the waker queues its task again at
+        // `wake_at`, and a message queues it at once.
+        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        if run.mode == RunMode::PlanOnly || report::settled(&touched) {
+            return self.finish(run_id, report::verdict(&touched), None, &final_text).await;
+        }
+        let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+        let now = crate::store::now_ms();
+        if current.wait_until.is_some_and(|until| now > until) {
+            let reason = "what the run touched did not settle within agent.goal_wait_hours";
+            return self.finish(run_id, RunStatus::Failed, Some(reason), &final_text).await;
+        }
+        if !final_text.is_empty() {
+            self.runs.set_outcome(run_id, None, &final_text).await.map_err(|e| e.to_string())?;
+        }
+        let ms = |d: Duration| d.as_millis() as i64;
+        self.runs
+            .schedule_wake(run_id, now + ms(state.limits.goal_poll), now + ms(state.limits.goal_wait))
+            .await
+            .map_err(|e| e.to_string())?;
+        if current.status != RunStatus::Waiting {
+            self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await.map_err(|e| e.to_string())?;
+        }
+        Ok(json!({"runId": run_id, "status": "waiting"}))
+    }
+
+    /// Queues the task of every run that is due (see [`Runs::due`]); the
+    /// worker that runs agent tasks calls this about once a second.
+    pub async fn wake_due(&self) -> Result<usize, StartError> {
+        let due = self.runs.due(crate::store::now_ms()).await?;
+        for id in &due {
+            if self.runs.get(id).await?.status == RunStatus::Succeeded {
+                self.runs.reopen(id).await?;
+            }
+            self.wake(id, "agent:waker").await?;
+        }
+        Ok(due.len())
     }
 
     /// Ends a run whose task has no attempts left, as `failed`.

@@ -105,23 +105,6 @@ impl<'a> RunState<'a> {
         run.abort_reason
     }
 
-    /// Messages sent after the last one taken into the conversation.
-    pub async fn has_new_messages(&self) -> Result<bool, String> {
-        let messages = self.rt.runs.messages(&self.run_id).await.map_err(|e| e.to_string())?;
-        Ok(messages.iter().any(|m| m.seq > self.session.last_message_seq))
-    }
-
-    /// Sleeps up to `limit`, waking early for a message or an abort.
-    pub async fn wait_for_news(&self, limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
-        while tokio::time::Instant::now() < deadline {
-            if self.has_new_messages().await.unwrap_or(false) || self.abort_reason().await.is_some() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(250).min(limit)).await;
-        }
-    }
-
     /// Answers requests until none is left, the run is aborted, a budget
     /// is spent or the model fails.
     pub async fn answer_pending_requests(&mut self) -> Result<Outcome, String> {

@@ -164,6 +164,45 @@ impl Runs {
         self.get(id).await
     }
 
+    /// A waiting run's next look, and the end of its wait (kept once set).
+    pub async fn schedule_wake(&self, id: &str, wake_at: i64, wait_until: i64) -> Result<(), RunError> {
+        sqlx::query(
+            "UPDATE agent_run SET wake_at = $2, wait_until = COALESCE(wait_until, $3), updated_at = $4 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(wake_at)
+        .bind(wait_until)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Runs to queue again: waiting ones whose next look is due, and
+    /// waiting or succeeded ones with a message not yet taken (one that
+    /// arrived while their task was finishing).
+    pub async fn due(&self, now: i64) -> Result<Vec<String>, RunError> {
+        let ids = sqlx::query_scalar(
+            "SELECT id FROM agent_run r WHERE (status = 'waiting' AND wake_at <= $1) \
+             OR (status IN ('waiting', 'succeeded') AND EXISTS \
+                 (SELECT 1 FROM agent_run_message m WHERE m.run_id = r.id AND m.consumed = 0)) \
+             ORDER BY updated_at LIMIT 100",
+        )
+        .bind(now)
+        .fetch_all(&self.db.pool)
+        .await?;
+        Ok(ids)
+    }
+
+    /// Whether a message waits to be taken.
+    pub async fn has_unconsumed(&self, id: &str) -> Result<bool, RunError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run_message WHERE run_id = $1 AND consumed = 0")
+            .bind(id)
+            .fetch_one(&self.db.pool)
+            .await?;
+        Ok(n > 0)
+    }
+
     /// Records what the run spent on one step.
     pub async fn charge(&self, id: &str, tool_calls: i64, tokens: i64, cost_usd: f64) -> Result<Run, RunError> {
         sqlx::query(

@@ -106,6 +106,9 @@ pub struct Run {
     pub cost_usd: f64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// While waiting: when the run looks again, and when it stops waiting.
+    pub wake_at: Option<i64>,
+    pub wait_until: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -131,6 +134,8 @@ impl Run {
             cost_usd: cost as f64 / 1e6,
             started_at: r.try_get("started_at")?,
             finished_at: r.try_get("finished_at")?,
+            wake_at: r.try_get("wake_at")?,
+            wait_until: r.try_get("wait_until")?,
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
         })
