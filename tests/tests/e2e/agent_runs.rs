@@ -333,6 +333,17 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
         events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["running", "waiting", "running", "succeeded"]);
     assert!(body["messages"].as_array().unwrap().iter().all(|m| m["consumed"] == true), "{body}");
+
+    // An abort reaches a waiting run without waiting for its next look.
+    let run = agent.runs().create(&new).await.unwrap();
+    agent.runs().mark_consumed(&run.id, 1).await.unwrap();
+    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();
+    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Waiting, Some("goal-settled")).await.unwrap();
+    agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
+    let (status, _) = api.post(&format!("/agent/runs/{}/abort", run.id), json!({"reason": "enough"})).await;
+    assert_eq!(status, 200);
+    let body = api.wait_run(&run.id, "cancelled", ended).await;
+    assert_eq!((body["run"]["status"].as_str(), body["run"]["error"].as_str()), (Some("cancelled"), Some("enough")));
 }
 
 both_backends!(

@@ -178,12 +178,12 @@ impl Runs {
         Ok(())
     }
 
-    /// Runs to queue again: waiting ones whose next look is due, and
-    /// waiting or succeeded ones with a message not yet taken (one that
-    /// arrived while their task was finishing).
+    /// Runs to queue again: waiting ones whose next look is due or that
+    /// were asked to abort, and waiting or succeeded ones with a message not
+    /// yet taken (one that arrived while their task was finishing).
     pub async fn due(&self, now: i64) -> Result<Vec<String>, RunError> {
         let ids = sqlx::query_scalar(
-            "SELECT id FROM agent_run r WHERE (status = 'waiting' AND wake_at <= $1) \
+            "SELECT id FROM agent_run r WHERE (status = 'waiting' AND (wake_at <= $1 OR abort_reason IS NOT NULL)) \
              OR (status IN ('waiting', 'succeeded') AND EXISTS \
                  (SELECT 1 FROM agent_run_message m WHERE m.run_id = r.id AND m.consumed = 0)) \
              ORDER BY updated_at LIMIT 100",

@@ -23,6 +23,8 @@ use crate::agent::tools::plan::{self, UPDATE_PLAN};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
 
+mod delegate;
+
 /// How far a call to [`RunState::answer_pending_requests`] got.
 #[derive(Debug)]
 pub enum Outcome {
@@ -37,9 +39,6 @@ pub enum Outcome {
 const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
 every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
 not an imported one. Keep your plan current with update_plan.";
-
-/// The most model requests a subagent makes before it is reclaimed.
-const SUBAGENT_STEPS: usize = 8;
 
 pub struct RunState<'a> {
     pub(super) rt: &'a AgentRuntime,
@@ -369,46 +368,6 @@ impl<'a> RunState<'a> {
             note.push_str(&format!(" {name} was not enabled: {reason}."));
         }
         self.discovery_note = Some(note);
-    }
-
-    /// `delegate`: a read-only subagent answers a subtask with the run's
-    /// budget; it ends within the turn or is reclaimed.
-    async fn delegate(&self, call: &ToolCall, input: &Value) -> Answered {
-        if self.caller.actor == Actor::Subagent {
-            return toolbox::failed(&call.id, "a subagent cannot delegate");
-        }
-        if let Some(reason) = self.abort_reason().await {
-            return toolbox::failed(&call.id, format!("the session is closed ({reason}); no new subtasks"));
-        }
-        let goal = input.get("goal").and_then(Value::as_str).unwrap_or_default();
-        let context = input.get("context").and_then(Value::as_str).unwrap_or_default();
-        let text = if context.is_empty() { goal.to_string() } else { format!("{goal}\n\nContext: {context}") };
-        let mut sub = RunState {
-            rt: self.rt,
-            run_id: self.run_id.clone(),
-            allowlist: self.allowlist.clone(),
-            caller: Caller { run_id: self.run_id.clone(), actor: Actor::Subagent, mode: self.caller.mode, request_id: new_id() },
-            provider: self.provider.clone(),
-            limits: self.limits,
-            counter: self.counter.clone(),
-            log: None,
-            session: Session::default(),
-            discovery: Discovery::new(toolbox::catalog(&self.rt.caps, Actor::Subagent, self.caller.mode, self.allowlist.as_deref())),
-            discovery_note: None,
-            final_text: String::new(),
-        };
-        sub.session.apply(&Entry::Request { request_id: sub.caller.request_id.clone(), message_seq: 0, text });
-        for _ in 0..SUBAGENT_STEPS {
-            match Box::pin(sub.step()).await {
-                Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::Assistant) => {
-                    return toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(json!({"findings": sub.final_text})), &self.rt.results);
-                }
-                Ok(Outcome::Idle) => continue,
-                Ok(other) => return toolbox::failed(&call.id, format!("the subagent stopped: {other:?}")),
-                Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
-            }
-        }
-        toolbox::failed(&call.id, format!("the subagent did not finish within {SUBAGENT_STEPS} steps and was reclaimed"))
     }
 
     pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
