@@ -203,14 +203,12 @@ impl Runs {
         Ok(n > 0)
     }
 
-    /// Records what the run spent on one step.
-    pub async fn charge(&self, id: &str, tool_calls: i64, tokens: i64, cost_usd: f64) -> Result<Run, RunError> {
+    /// Records what one model answer cost.
+    pub async fn charge_tokens(&self, id: &str, tokens: i64, cost_usd: f64) -> Result<Run, RunError> {
         sqlx::query(
-            "UPDATE agent_run SET tool_calls = tool_calls + $2, tokens = tokens + $3, \
-             cost_micro_usd = cost_micro_usd + $4, updated_at = $5 WHERE id = $1",
+            "UPDATE agent_run SET tokens = tokens + $2, cost_micro_usd = cost_micro_usd + $3, updated_at = $4 WHERE id = $1",
         )
         .bind(id)
-        .bind(tool_calls)
         .bind(tokens)
         .bind((cost_usd * 1e6).round() as i64)
         .bind(now_ms())
@@ -294,6 +292,21 @@ impl Runs {
     /// Appends to the run's stream and the global log.
     pub async fn append_event(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
         let mut tx = self.db.begin_write().await?;
+        let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
+        Ok(seq)
+    }
+
+    /// Appends the event that a tool call finished and counts the call
+    /// against the run, in one transaction.
+    pub async fn append_event_counting_call(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("UPDATE agent_run SET tool_calls = tool_calls + 1, updated_at = $2 WHERE id = $1")
+            .bind(id)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await?;
         let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
         tx.commit().await?;
         self.events.announce(seq);

@@ -216,7 +216,7 @@ impl<'a> RunState<'a> {
             completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
         );
         let cost = self.limits.cost(input_tokens, output_tokens);
-        self.rt.runs.charge(&self.run_id, 0, (input_tokens + output_tokens) as i64, cost).await.map_err(|e| e.to_string())?;
+        self.rt.runs.charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost).await.map_err(|e| e.to_string())?;
         if completion.tool_calls.is_empty() {
             self.final_text = completion.text;
             return Ok(Outcome::Idle);
@@ -307,8 +307,12 @@ impl<'a> RunState<'a> {
                 }
                 Ok(input) => self.answer_one(call, input).await?,
             };
-            self.rt.runs.charge(&self.run_id, 1, 0, 0.0).await.map_err(|e| e.to_string())?;
-            self.event(call, if answered.status == "denied" { "denied" } else { "finished" }, Some(&answered)).await;
+            let phase = if answered.status == "denied" { "denied" } else { "finished" };
+            self.rt
+                .runs
+                .append_event_counting_call(&self.run_id, "agent.tool_call", &self.call_payload(call, phase, Some(&answered)))
+                .await
+                .map_err(|e| e.to_string())?;
             blocks.push(answered.block);
         }
         Ok((blocks, over))
@@ -370,13 +374,18 @@ impl<'a> RunState<'a> {
         self.discovery_note = Some(note);
     }
 
-    pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
+    fn call_payload(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) -> Value {
         let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": self.actor_name()});
         if let Some(a) = answered {
             payload["status"] = Value::from(a.status);
             payload["invocationId"] = json!(a.invocation_id);
             payload["replayed"] = Value::from(a.replayed);
         }
+        payload
+    }
+
+    pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
+        let payload = self.call_payload(call, phase, answered);
         if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.tool_call", &payload).await {
             tracing::warn!(run = %self.run_id, error = %e, "could not record a tool-call event");
         }
