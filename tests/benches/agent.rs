@@ -37,7 +37,11 @@ struct Timed {
 }
 
 impl Provider for Timed {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a> {
         Box::pin(async move {
             let started = Instant::now();
             let answer = self.model.complete(request, events).await;
@@ -67,8 +71,9 @@ async fn setup() -> (TestHost, Arc<Capabilities>) {
 
 async fn loop_overhead(caps: &Arc<Capabilities>) {
     const STEPS: usize = 40;
-    let steps: Vec<Value> =
-        (0..STEPS).map(|i| json!({"text": format!("Step {i}."), "tools": [{"name": "inventory.query", "input": {}}]})).collect();
+    let steps: Vec<Value> = (0..STEPS)
+        .map(|i| json!({"text": format!("Step {i}."), "tools": [{"name": "inventory.query", "input": {}}]}))
+        .collect();
     let script = json!({"scripts": [{"steps": steps, "finalText": "Done."}]}).to_string();
     let mut per_step = Vec::new();
     for _ in 0..5 {
@@ -100,7 +105,12 @@ async fn concurrent_runs(caps: &Arc<Capabilities>, runs: usize, concurrency: usi
     let started = Instant::now();
     let mut ids = Vec::new();
     for i in 0..runs {
-        let new = NewRun { goal: format!("what do I have? #{i}"), mode: RunMode::PlanOnly, allowlist: None, created_by: "bench".into() };
+        let new = NewRun {
+            goal: format!("what do I have? #{i}"),
+            mode: RunMode::PlanOnly,
+            allowlist: None,
+            created_by: "bench".into(),
+        };
         ids.push(agent.start(new).await.unwrap().id);
     }
     let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -18,7 +18,11 @@ use serde_json::Value;
 /// One answer, used once, in order.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    Status { code: u16, retry_after: Option<u64>, body: String },
+    Status {
+        code: u16,
+        retry_after: Option<u64>,
+        body: String,
+    },
     /// `text/event-stream` sent in exactly these chunks, then the body ends.
     Stream(Vec<Vec<u8>>),
     /// These chunks, then nothing: the connection stays open until the
@@ -108,7 +112,8 @@ async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
             resp
         }
         Some(Reply::Stream(chunks)) => {
-            let stream = futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+            let stream =
+                futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
             ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
         }
         Some(Reply::Hang(chunks)) => {

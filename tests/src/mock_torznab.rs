@@ -96,10 +96,8 @@ impl MockTorznab {
             files: Mutex::new(BTreeMap::new()),
             base: Mutex::new("https://indexer.example".into()),
         });
-        let app = Router::new()
-            .route("/api", get(api))
-            .route("/download/{file}", get(download))
-            .with_state(shared.clone());
+        let app =
+            Router::new().route("/api", get(api)).route("/download/{file}", get(download)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {

@@ -69,7 +69,13 @@ impl Proxy {
     }
 }
 
-async fn forward(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn forward(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path().to_string();
     let url = format!("{}{}", shared.upstream, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
     let mut request = shared.client.request(method, url).body(body);
@@ -81,7 +87,8 @@ async fn forward(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, he
     }
     let answer = request.send().await;
     *shared.counts.lock().unwrap().entry(path.clone()).or_default() += 1;
-    let held = shared.holding.load(Ordering::SeqCst) && shared.held_path.lock().unwrap().as_deref() == Some(path.as_str());
+    let held =
+        shared.holding.load(Ordering::SeqCst) && shared.held_path.lock().unwrap().as_deref() == Some(path.as_str());
     if held {
         std::future::pending::<()>().await;
     }
@@ -92,7 +99,9 @@ async fn forward(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, he
             let headers = resp.headers().clone();
             let bytes = resp.bytes().await.unwrap_or_default();
             let mut out = Response::builder().status(status);
-            for (name, value) in headers.iter().filter(|(n, _)| !matches!(n.as_str(), "content-length" | "transfer-encoding")) {
+            for (name, value) in
+                headers.iter().filter(|(n, _)| !matches!(n.as_str(), "content-length" | "transfer-encoding"))
+            {
                 out = out.header(name, value);
             }
             out.body(Body::from(bytes)).unwrap()

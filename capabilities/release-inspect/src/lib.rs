@@ -63,8 +63,8 @@ capstan_sdk::export_capability!(ReleaseInspect);
 /// the refusals, and a descriptor that asks for nothing.
 #[cfg(test)]
 mod through_the_sdk {
-    use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
     use capstan_sdk::Failure;
+    use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
     use serde_json::json;
 
     use super::ReleaseInspect;

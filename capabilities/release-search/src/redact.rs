@@ -6,18 +6,8 @@
 //! configured indexer is fetched through the host, which adds the key again.
 
 /// Query parameter names that carry a credential (compared ignoring case).
-const SECRET_PARAMS: &[&str] = &[
-    "apikey",
-    "api_key",
-    "jackett_apikey",
-    "passkey",
-    "pass_key",
-    "torrent_pass",
-    "authkey",
-    "auth",
-    "token",
-    "key",
-];
+const SECRET_PARAMS: &[&str] =
+    &["apikey", "api_key", "jackett_apikey", "passkey", "pass_key", "torrent_pass", "authkey", "auth", "token", "key"];
 
 fn is_secret(name: &str) -> bool {
     SECRET_PARAMS.iter().any(|s| s.eq_ignore_ascii_case(name))
@@ -101,16 +91,23 @@ mod tests {
             strip_credentials("http://127.0.0.1:9117/dl/x/?jackett_apikey=s3cret&path=abc&file=Dune"),
             "http://127.0.0.1:9117/dl/x/?path=abc&file=Dune"
         );
-        assert_eq!(strip_credentials("https://idx.example/api?t=get&id=7&APIKEY=s3cret"), "https://idx.example/api?t=get&id=7");
+        assert_eq!(
+            strip_credentials("https://idx.example/api?t=get&id=7&APIKEY=s3cret"),
+            "https://idx.example/api?t=get&id=7"
+        );
         assert_eq!(strip_credentials("https://idx.example/get?apikey=s3cret"), "https://idx.example/get");
         assert_eq!(strip_credentials("https://idx.example/file.torrent"), "https://idx.example/file.torrent");
     }
 
     #[test]
     fn tracker_passkeys_are_removed_from_magnets() {
-        let magnet = "magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce%3Fpasskey%3Ds3cret";
+        let magnet =
+            "magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce%3Fpasskey%3Ds3cret";
         let clean = strip_credentials(magnet);
         assert!(!clean.contains("s3cret"), "{clean}");
-        assert!(clean.starts_with("magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce"), "{clean}");
+        assert!(
+            clean.starts_with("magnet:?xt=urn:btih:abcdef&dn=Dune&tr=https%3A%2F%2Ftracker.example%2Fannounce"),
+            "{clean}"
+        );
     }
 }

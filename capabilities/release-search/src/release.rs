@@ -38,8 +38,11 @@ pub fn from_item(item: FeedItem, indexer: &str) -> Release {
         .flatten()
         .find(|u| is_http(u))
         .map(|u| strip_credentials(u.trim()));
-    let details_url =
-        [item.comments.as_deref(), item.guid.as_deref()].into_iter().flatten().find(|u| is_http(u)).map(strip_credentials);
+    let details_url = [item.comments.as_deref(), item.guid.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|u| is_http(u))
+        .map(strip_credentials);
     let infohash = item
         .attr("infohash")
         .and_then(infohash::normalise)

@@ -87,7 +87,9 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
     let searched = call(caps, task, "release.search", search_input(&entity, slot)).await?;
     if searched.status != Status::Succeeded {
-        return Ok(json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched) }));
+        return Ok(
+            json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched) }),
+        );
     }
     let found = searched.output.unwrap_or_default();
     let mut best: Option<(i64, SourceRelease)> = None;
@@ -116,7 +118,9 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     let planned =
         call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
     if planned.status != Status::Succeeded {
-        return Ok(json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned) }));
+        return Ok(
+            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned) }),
+        );
     }
     let plan = planned.output.unwrap_or_default();
     let plan_id = plan.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -147,7 +151,8 @@ impl TaskHandler for EvaluateAcquisition {
             let payload: Payload = if task.payload.as_object().is_some_and(|o| o.is_empty()) {
                 Payload::default()
             } else {
-                serde_json::from_value(task.payload.clone()).map_err(|e| format!("payload does not fit evaluateAcquisition: {e}"))?
+                serde_json::from_value(task.payload.clone())
+                    .map_err(|e| format!("payload does not fit evaluateAcquisition: {e}"))?
             };
             let slots = match &payload.slot_id {
                 Some(id) => vec![caps.domain().slot(id).await.map_err(|e| e.to_string())?],

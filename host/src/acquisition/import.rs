@@ -30,7 +30,8 @@ impl TaskHandler for VerifyAndImport {
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| format!("payload does not fit verifyAndImport: {e}"))?;
-            let planned = call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
+            let planned =
+                call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
             if planned.status != Status::Succeeded {
                 return Err(failure(PLAN_CAPABILITY, &planned));
             }
@@ -46,7 +47,9 @@ impl TaskHandler for VerifyAndImport {
             }
             let executed = call(&caps, &task, EXECUTE_CAPABILITY, input).await?;
             match executed.status {
-                Status::Succeeded => Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output })),
+                Status::Succeeded => {
+                    Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output }))
+                }
                 _ => Err(failure(EXECUTE_CAPABILITY, &executed)),
             }
         })

@@ -45,7 +45,8 @@ impl TaskHandler for SyncDownloads {
                     continue;
                 };
                 let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 1.0);
-                let path = item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
+                let path =
+                    item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
                 match caps.domain().update_download(id, status, progress, path.as_deref()).await {
                     Ok((_, Some(change))) => {
                         if change.to == "completed" {

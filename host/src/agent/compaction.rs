@@ -64,8 +64,7 @@ pub fn compact(
     let messages = &request.messages;
     let keep_from = latest_transaction(messages);
     let dropped = &messages[..keep_from];
-    let answers = dropped.iter().filter(|m| m.role == Role::Assistant).count()
-        + earlier_marker(dropped);
+    let answers = dropped.iter().filter(|m| m.role == Role::Assistant).count() + earlier_marker(dropped);
     let mut digest = format!("{request_text}\n\n[{answers} {MARKER}. What happened before, in short:]\n");
     for block in dropped.iter().flat_map(|m| &m.content) {
         let line = match block {

@@ -55,7 +55,9 @@ impl Session {
             Entry::Assistant { content } => {
                 self.messages.push(Message { role: Role::Assistant, content: content.clone() })
             }
-            Entry::ToolResults { content } => self.messages.push(Message { role: Role::User, content: content.clone() }),
+            Entry::ToolResults { content } => {
+                self.messages.push(Message { role: Role::User, content: content.clone() })
+            }
             Entry::Plan { plan } => self.plan = plan.clone(),
             Entry::Compacted { messages } => self.messages = messages.clone(),
         }

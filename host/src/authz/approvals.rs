@@ -109,7 +109,10 @@ impl Authz {
         by: &str,
     ) -> Result<Approval, AuthzError> {
         if !PLAN_TYPES.contains(&plan_type) {
-            return Err(AuthzError::Invalid(format!("plan type {plan_type:?} is not one of {}", PLAN_TYPES.join(", "))));
+            return Err(AuthzError::Invalid(format!(
+                "plan type {plan_type:?} is not one of {}",
+                PLAN_TYPES.join(", ")
+            )));
         }
         let plan = plans
             .plan_state(plan_type, plan_id)
@@ -256,7 +259,11 @@ impl Authz {
                     .fetch_all(&self.db.pool)
                     .await?
             }
-            None => sqlx::query("SELECT * FROM approval ORDER BY created_at DESC LIMIT 500").fetch_all(&self.db.pool).await?,
+            None => {
+                sqlx::query("SELECT * FROM approval ORDER BY created_at DESC LIMIT 500")
+                    .fetch_all(&self.db.pool)
+                    .await?
+            }
         };
         rows.iter().map(from_row).collect()
     }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Domain, DomainError, Entity, Slot, SLOT_STATUSES, one_of, require};
+use super::{Domain, DomainError, Entity, SLOT_STATUSES, Slot, one_of, require};
 use crate::store::{new_id, now_ms};
 
 /// An entity to record; an existing one with the same kind and TMDB id is

@@ -7,7 +7,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ARTIFACT_KINDS, Actor, Artifact, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require};
+use super::{
+    ARTIFACT_KINDS, Actor, Artifact, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require,
+};
 use crate::store::{new_id, now_ms};
 
 /// An organization plan to freeze.
@@ -59,7 +61,12 @@ impl Domain {
     }
 
     /// Artifacts, newest first, optionally of one kind or about one subject.
-    pub async fn artifacts(&self, kind: Option<&str>, subject: Option<&str>, limit: i64) -> Result<Vec<Artifact>, DomainError> {
+    pub async fn artifacts(
+        &self,
+        kind: Option<&str>,
+        subject: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Artifact>, DomainError> {
         let rows =
             self.filtered("artifact", &[("kind", kind), ("subject", subject)], "created_at DESC, id", limit).await?;
         Ok(rows.iter().map(Artifact::from_row).collect::<Result<_, _>>()?)
@@ -184,11 +191,13 @@ impl Domain {
         if changed == 0 {
             return Err(DomainError::Conflict(format!("organization {id} changed while starting")));
         }
-        sqlx::query("UPDATE download_task SET status = 'importing', updated_at = $1 WHERE id = $2 AND status = 'completed'")
-            .bind(now)
-            .bind(&org.download_task_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE download_task SET status = 'importing', updated_at = $1 WHERE id = $2 AND status = 'completed'",
+        )
+        .bind(now)
+        .bind(&org.download_task_id)
+        .execute(&mut *tx)
+        .await?;
         let payload = json!({ "organizationId": id, "downloadTaskId": org.download_task_id, "status": "running" });
         let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;

@@ -11,12 +11,10 @@ impl PlanSource for Domain {
     async fn plan_state(&self, plan_type: &str, plan_id: &str) -> Result<Option<PlanState>, sqlx::Error> {
         let (row, open_status) = match plan_type {
             "acquisition" => (
-                sqlx::query(
-                    "SELECT payload_hash, revision, created_by, status FROM acquisition_plan WHERE id = $1",
-                )
-                .bind(plan_id)
-                .fetch_optional(&self.db.pool)
-                .await?,
+                sqlx::query("SELECT payload_hash, revision, created_by, status FROM acquisition_plan WHERE id = $1")
+                    .bind(plan_id)
+                    .fetch_optional(&self.db.pool)
+                    .await?,
                 "draft",
             ),
             "organization" => (

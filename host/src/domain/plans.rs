@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sqlx::{Any, Transaction};
 
-use super::{Actor, Domain, DomainError, DownloadTask, Plan, PLAN_STATUSES, Slot, one_of, payload_hash};
+use super::{Actor, Domain, DomainError, DownloadTask, PLAN_STATUSES, Plan, Slot, one_of, payload_hash};
 use crate::store::{new_id, now_ms};
 
 /// A plan to draft.
@@ -115,13 +115,12 @@ impl Domain {
         });
         let hash = payload_hash(&payload);
         let mut tx = self.db.begin_write().await?;
-        if let Some(row) = sqlx::query(
-            "SELECT * FROM acquisition_plan WHERE slot_id = $1 AND payload_hash = $2 AND status = 'draft'",
-        )
-        .bind(&slot.id)
-        .bind(&hash)
-        .fetch_optional(&mut *tx)
-        .await?
+        if let Some(row) =
+            sqlx::query("SELECT * FROM acquisition_plan WHERE slot_id = $1 AND payload_hash = $2 AND status = 'draft'")
+                .bind(&slot.id)
+                .bind(&hash)
+                .fetch_optional(&mut *tx)
+                .await?
         {
             return Ok(Plan::from_row(&row)?);
         }
@@ -230,7 +229,9 @@ impl Domain {
                     set_slot_status(&mut tx, &slot, "wanted").await?;
                 }
             }
-            other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot end as {status}"))),
+            other => {
+                return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot end as {status}")));
+            }
         }
         set_plan_status(&mut tx, &plan, status, Some(reason)).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
@@ -251,7 +252,12 @@ impl Domain {
     }
 
     /// Plans, newest first, filtered by status and/or slot.
-    pub async fn plans(&self, status: Option<&str>, slot_id: Option<&str>, limit: i64) -> Result<Vec<Plan>, DomainError> {
+    pub async fn plans(
+        &self,
+        status: Option<&str>,
+        slot_id: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Plan>, DomainError> {
         if let Some(status) = status {
             one_of(status, PLAN_STATUSES, "plan status")?;
         }

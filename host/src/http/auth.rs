@@ -82,7 +82,12 @@ impl Caller {
     /// The origin of calls made for this caller within one request, after
     /// checking that a key's scopes reach `label` (403 otherwise). A console
     /// administrator's own call is human authorisation.
-    pub fn origin(&self, label: crate::runtime::EffectClass, what: &str, request_id: String) -> Result<crate::pipeline::Origin, ApiError> {
+    pub fn origin(
+        &self,
+        label: crate::runtime::EffectClass,
+        what: &str,
+        request_id: String,
+    ) -> Result<crate::pipeline::Origin, ApiError> {
         use crate::runtime::{Actor, EffectClass, Mode};
         let (actor, ceiling) = match self {
             Caller::Key(key) => {

@@ -23,13 +23,13 @@ pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
 
 use crate::audit::{Audit, NewEvent, summarize_input};
 use crate::authz::Authz;
-use authorize::Authorization;
 use crate::domain::Domain;
 use crate::events::Events;
-use crate::settings::Settings;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
+use crate::settings::Settings;
 use crate::store::Db;
+use authorize::Authorization;
 
 /// An error a caller should see as a failed call, with its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

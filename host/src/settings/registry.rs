@@ -8,9 +8,17 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
     Bool,
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
-    Text { max_len: usize },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
+    Text {
+        max_len: usize,
+    },
     Choice(&'static [&'static str]),
     /// An `http://` or `https://` URL.
     Url,
@@ -121,26 +129,86 @@ const MAX: i64 = i64::MAX / 2;
 pub const SETTINGS: &[Spec] = &[
     spec("automation.enabled", Kind::Bool, "true", "Master switch: off denies every automated execute call."),
     spec("automation.read_only_reconcile", Kind::Bool, "false", "While on, automated execute calls are denied."),
-    spec("model.provider", Kind::Choice(&["scripted", "anthropic", "openai-compatible"]), "\"scripted\"", "Which model drives agent runs."),
-    spec("model.base_url", Kind::Url, "null", "The provider's API base URL; the provider's public endpoint when unset."),
+    spec(
+        "model.provider",
+        Kind::Choice(&["scripted", "anthropic", "openai-compatible"]),
+        "\"scripted\"",
+        "Which model drives agent runs.",
+    ),
+    spec(
+        "model.base_url",
+        Kind::Url,
+        "null",
+        "The provider's API base URL; the provider's public endpoint when unset.",
+    ),
     spec("model.model", Kind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
-    spec("model.thinking_level", Kind::Choice(&["off", "low", "medium", "high"]), "\"off\"", "How much extended reasoning to ask for."),
+    spec(
+        "model.thinking_level",
+        Kind::Choice(&["off", "low", "medium", "high"]),
+        "\"off\"",
+        "How much extended reasoning to ask for.",
+    ),
     spec("model.context_budget", Kind::Int { min: 1024, max: 10_000_000 }, "200000", "The context window in tokens."),
     spec("model.compaction.enabled", Kind::Bool, "true", "Compact the conversation when it nears the context budget."),
-    spec("model.compaction.threshold_ratio", Kind::Float { min: 0.1, max: 0.95 }, "0.8", "Share of the context budget at which to compact."),
-    spec("model.price_input_usd_per_mtok", Kind::Float { min: 0.0, max: 1.0e4 }, "0.0", "Price of a million input tokens, for cost budgets."),
-    spec("model.price_output_usd_per_mtok", Kind::Float { min: 0.0, max: 1.0e4 }, "0.0", "Price of a million output tokens, for cost budgets."),
-    spec("model.script", Kind::Text { max_len: 1 << 20 }, "null", "For the scripted provider: a JSON script file's text; the built-in demo when unset."),
+    spec(
+        "model.compaction.threshold_ratio",
+        Kind::Float { min: 0.1, max: 0.95 },
+        "0.8",
+        "Share of the context budget at which to compact.",
+    ),
+    spec(
+        "model.price_input_usd_per_mtok",
+        Kind::Float { min: 0.0, max: 1.0e4 },
+        "0.0",
+        "Price of a million input tokens, for cost budgets.",
+    ),
+    spec(
+        "model.price_output_usd_per_mtok",
+        Kind::Float { min: 0.0, max: 1.0e4 },
+        "0.0",
+        "Price of a million output tokens, for cost budgets.",
+    ),
+    spec(
+        "model.script",
+        Kind::Text { max_len: 1 << 20 },
+        "null",
+        "For the scripted provider: a JSON script file's text; the built-in demo when unset.",
+    ),
     spec("model.api_key", Kind::Secret, "null", "The provider's API key; decrypted only for a request."),
     spec("agent.max_tool_calls", Kind::Int { min: 1, max: 10_000 }, "50", "Tool calls per run."),
     spec("agent.max_duration_sec", Kind::Int { min: 1, max: 604_800 }, "1800", "Wall-clock time per run, in seconds."),
     spec("agent.max_tokens_per_run", Kind::Int { min: 1, max: MAX }, "500000", "Model tokens per run."),
-    spec("agent.max_cost_usd_per_run", Kind::Float { min: 0.0, max: 1.0e6 }, "5.0", "Model cost per run, in US dollars."),
-    spec("agent.max_tools", Kind::Int { min: 0, max: 1000 }, "0", "Tools offered on the first request; 0 offers every allowed tool."),
-    spec("agent.goal_poll_sec", Kind::Int { min: 1, max: 86_400 }, "30", "How often a waiting run checks what it touched."),
-    spec("agent.goal_wait_hours", Kind::Int { min: 0, max: 720 }, "48", "How long a run waits for what it touched to settle."),
+    spec(
+        "agent.max_cost_usd_per_run",
+        Kind::Float { min: 0.0, max: 1.0e6 },
+        "5.0",
+        "Model cost per run, in US dollars.",
+    ),
+    spec(
+        "agent.max_tools",
+        Kind::Int { min: 0, max: 1000 },
+        "0",
+        "Tools offered on the first request; 0 offers every allowed tool.",
+    ),
+    spec(
+        "agent.goal_poll_sec",
+        Kind::Int { min: 1, max: 86_400 },
+        "30",
+        "How often a waiting run checks what it touched.",
+    ),
+    spec(
+        "agent.goal_wait_hours",
+        Kind::Int { min: 0, max: 720 },
+        "48",
+        "How long a run waits for what it touched to settle.",
+    ),
     spec("budget.max_runs_per_day", Kind::Int { min: 0, max: 1_000_000 }, "100", "Agent runs started per day."),
-    spec("budget.max_cost_usd_per_day", Kind::Float { min: 0.0, max: 1.0e7 }, "50.0", "Model cost per day, in US dollars."),
+    spec(
+        "budget.max_cost_usd_per_day",
+        Kind::Float { min: 0.0, max: 1.0e7 },
+        "50.0",
+        "Model cost per day, in US dollars.",
+    ),
 ];
 
 /// The spec of `key`, if it is a known setting.

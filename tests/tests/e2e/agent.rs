@@ -4,9 +4,7 @@
 //! a malformed script file is refused with the reason.
 
 use capstan::agent::providers::scripted::Scripted;
-use capstan::agent::providers::{
-    Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
-};
+use capstan::agent::providers::{Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent};
 use serde_json::{Value, json};
 
 fn request(messages: Vec<Message>) -> ModelRequest {
@@ -15,7 +13,10 @@ fn request(messages: Vec<Message>) -> ModelRequest {
 
 /// The conversation after the model called `name` (id `id`) and got `result`.
 fn after_tool(mut messages: Vec<Message>, id: &str, name: &str, input: Value, result: Value, ok: bool) -> Vec<Message> {
-    messages.push(Message { role: Role::Assistant, content: vec![Block::ToolUse { id: id.into(), name: name.into(), input }] });
+    messages.push(Message {
+        role: Role::Assistant,
+        content: vec![Block::ToolUse { id: id.into(), name: name.into(), input }],
+    });
     messages.push(Message {
         role: Role::User,
         content: vec![Block::ToolResult { tool_use_id: id.into(), content: result.to_string(), is_error: !ok }],
@@ -52,7 +53,14 @@ async fn the_demo_reads_the_inventory_and_reports_what_it_says() {
     assert!(last.text.contains("tracks 3 titles"), "{}", last.text);
 
     // A failed result is no evidence: the figure reads unknown.
-    let failed = after_tool(vec![Message::user_text("What do I have?")], "c", "inventory.query", json!({}), json!({"items": [1]}), false);
+    let failed = after_tool(
+        vec![Message::user_text("What do I have?")],
+        "c",
+        "inventory.query",
+        json!({}),
+        json!({"items": [1]}),
+        false,
+    );
     let answer = model.answer(&request(failed)).unwrap();
     assert!(answer.text.contains("tracks (unknown) titles"), "{}", answer.text);
 }
@@ -124,16 +132,16 @@ mod anthropic {
 
     fn client(server: &MockLlm) -> Anthropic {
         let mut client = Anthropic::new(&server.base_url(), "claude-test", "sk-ant-test-key".into()).unwrap();
-        client.retry = RetryPolicy { attempts: 3, first_backoff: Duration::from_millis(10), max_backoff: Duration::from_millis(50) };
+        client.retry = RetryPolicy {
+            attempts: 3,
+            first_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(50),
+        };
         client
     }
 
     fn lookup_tool() -> ToolSpec {
-        ToolSpec {
-            name: "catalog.lookup".into(),
-            description: "TMDB".into(),
-            input_schema: json!({"type": "object"}),
-        }
+        ToolSpec { name: "catalog.lookup".into(), description: "TMDB".into(), input_schema: json!({"type": "object"}) }
     }
 
     /// A stream with a text block and a tool call whose arguments arrive in
@@ -141,18 +149,30 @@ mod anthropic {
     fn stream(text: &str, fragments: &[&str], output_tokens: Option<u64>) -> Vec<u8> {
         let mut events = vec![
             ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 25}}})),
-            ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
-            ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ),
             ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
             ("ping", json!({"type": "ping"})),
-            ("content_block_start", json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "catalog_lookup", "input": {}}})),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "catalog_lookup", "input": {}}}),
+            ),
         ];
         for f in fragments {
             events.push(("content_block_delta", json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": f}})));
         }
         events.push(("content_block_stop", json!({"type": "content_block_stop", "index": 1})));
         let usage = output_tokens.map(|n| json!({"output_tokens": n})).unwrap_or(json!({}));
-        events.push(("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": usage})));
+        events.push((
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": usage}),
+        ));
         events.push(("message_stop", json!({"type": "message_stop"})));
         sse(&events)
     }
@@ -176,7 +196,11 @@ mod anthropic {
                 Message::user_text("Find Dune"),
                 Message {
                     role: Role::Assistant,
-                    content: vec![Block::ToolUse { id: "toolu_0".into(), name: "catalog.lookup".into(), input: json!({}) }],
+                    content: vec![Block::ToolUse {
+                        id: "toolu_0".into(),
+                        name: "catalog.lookup".into(),
+                        input: json!({}),
+                    }],
                 },
                 Message {
                     role: Role::User,
@@ -213,14 +237,23 @@ mod anthropic {
         assert_eq!(sent.body["tools"][0]["name"], "catalog_lookup");
         assert_eq!(sent.body["messages"][1]["content"][0]["name"], "catalog_lookup");
         let reply = &sent.body["messages"][2]["content"];
-        assert_eq!((reply[0]["type"].as_str(), reply[1]["type"].as_str()), (Some("tool_result"), Some("text")), "tool results go first");
+        assert_eq!(
+            (reply[0]["type"].as_str(), reply[1]["type"].as_str()),
+            (Some("tool_result"), Some("text")),
+            "tool results go first"
+        );
     }
 
     #[tokio::test]
     async fn invalid_arguments_are_a_failed_call_and_missing_usage_stays_unknown() {
         let body = stream("", &["{\"query\": \"Du"], None);
         let server = MockLlm::start(vec![Reply::Stream(vec![body])]).await;
-        let request = ModelRequest { messages: vec![Message::user_text("x")], tools: vec![lookup_tool()], max_tokens: 64, ..Default::default() };
+        let request = ModelRequest {
+            messages: vec![Message::user_text("x")],
+            tools: vec![lookup_tool()],
+            max_tokens: 64,
+            ..Default::default()
+        };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let done = client(&server).complete(&request, tx).await.unwrap();
         let err = done.tool_calls[0].input.clone().unwrap_err();
@@ -262,13 +295,20 @@ mod openai {
 
     use capstan::agent::providers::openai::OpenAiCompatible;
     use capstan::agent::providers::wire::RetryPolicy;
-    use capstan::agent::providers::{Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, ToolSpec};
+    use capstan::agent::providers::{
+        Block, Message, ModelRequest, Provider, ProviderError, Role, StopReason, ToolSpec,
+    };
     use capstan_tests::mock_llm::{MockLlm, Reply};
     use serde_json::{Value, json};
 
     fn client(server: &MockLlm) -> OpenAiCompatible {
-        let mut client = OpenAiCompatible::new(&format!("{}/v1", server.base_url()), "gpt-test", "sk-test-key".into()).unwrap();
-        client.retry = RetryPolicy { attempts: 3, first_backoff: Duration::from_millis(10), max_backoff: Duration::from_millis(50) };
+        let mut client =
+            OpenAiCompatible::new(&format!("{}/v1", server.base_url()), "gpt-test", "sk-test-key".into()).unwrap();
+        client.retry = RetryPolicy {
+            attempts: 3,
+            first_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(50),
+        };
         client
     }
 
@@ -294,14 +334,26 @@ mod openai {
                 Message::user_text("Find Dune"),
                 Message {
                     role: Role::Assistant,
-                    content: vec![Block::ToolUse { id: "call_0".into(), name: "release.search".into(), input: json!({"query": "Dune"}) }],
+                    content: vec![Block::ToolUse {
+                        id: "call_0".into(),
+                        name: "release.search".into(),
+                        input: json!({"query": "Dune"}),
+                    }],
                 },
                 Message {
                     role: Role::User,
-                    content: vec![Block::ToolResult { tool_use_id: "call_0".into(), content: "{\"releases\":[]}".into(), is_error: false }],
+                    content: vec![Block::ToolResult {
+                        tool_use_id: "call_0".into(),
+                        content: "{\"releases\":[]}".into(),
+                        is_error: false,
+                    }],
                 },
             ],
-            tools: vec![ToolSpec { name: "release.search".into(), description: "Torznab".into(), input_schema: json!({"type": "object"}) }],
+            tools: vec![ToolSpec {
+                name: "release.search".into(),
+                description: "Torznab".into(),
+                input_schema: json!({"type": "object"}),
+            }],
             max_tokens: 256,
         }
     }
@@ -312,9 +364,18 @@ mod openai {
             &[
                 delta(json!({"role": "assistant", "content": "Searching "}), None),
                 delta(json!({"content": "again…"}), None),
-                delta(json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "release_search", "arguments": ""}}]}), None),
-                delta(json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "release_search", "arguments": "{\"query\":"}}]}), None),
-                delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"query\": \"Dune\", \"kind\": \"movie\"}"}}]}), None),
+                delta(
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "release_search", "arguments": ""}}]}),
+                    None,
+                ),
+                delta(
+                    json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "release_search", "arguments": "{\"query\":"}}]}),
+                    None,
+                ),
+                delta(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"query\": \"Dune\", \"kind\": \"movie\"}"}}]}),
+                    None,
+                ),
                 delta(json!({"tool_calls": [{"index": 1, "function": {"arguments": " \"Dune 2\""}}]}), None),
                 delta(json!({}), Some("tool_calls")),
                 json!({"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9}}),
@@ -377,9 +438,10 @@ async fn the_provider_is_built_from_settings_with_the_decrypted_key() {
     use capstan_tests::mock_llm::{MockLlm, Reply, sse};
 
     let dir = tempfile::tempdir().unwrap();
-    let db = capstan::store::Db::open(&capstan_tests::db::fresh_url(capstan_tests::db::Backend::Sqlite, dir.path()).await)
-        .await
-        .unwrap();
+    let db =
+        capstan::store::Db::open(&capstan_tests::db::fresh_url(capstan_tests::db::Backend::Sqlite, dir.path()).await)
+            .await
+            .unwrap();
     let settings = Settings::new(db, dir.path().join("data"));
     let asked = request(vec![Message::user_text("What do I have?")]);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -398,9 +460,15 @@ async fn the_provider_is_built_from_settings_with_the_decrypted_key() {
     let server = MockLlm::start(vec![Reply::Stream(vec![sse(&[
         ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})),
         ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})),
-        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}})),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}}),
+        ),
         ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}})),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}}),
+        ),
         ("message_stop", json!({"type": "message_stop"})),
     ])])])
     .await;
@@ -434,8 +502,14 @@ mod update_plan {
 
         for (bad, says) in [
             (json!({"goal": "x", "steps": [{"title": "Submit", "status": "completed"}]}), "without evidence"),
-            (json!({"goal": "x", "steps": [{"title": "Submit", "status": "blocked", "evidence": "  "}]}), "without evidence"),
-            (json!({"goal": "x", "steps": [{"title": "a", "status": "in_progress"}, {"title": "b", "status": "in_progress"}]}), "one step"),
+            (
+                json!({"goal": "x", "steps": [{"title": "Submit", "status": "blocked", "evidence": "  "}]}),
+                "without evidence",
+            ),
+            (
+                json!({"goal": "x", "steps": [{"title": "a", "status": "in_progress"}, {"title": "b", "status": "in_progress"}]}),
+                "one step",
+            ),
             (json!({"goal": "", "steps": []}), "goal"),
             (json!({"goal": "x", "steps": [{"title": "a", "status": "done"}]}), "unknown variant"),
             (json!({"goal": "x", "steps": [], "approved": true}), "unknown field"),

@@ -29,7 +29,11 @@ struct Recording {
 }
 
 impl Provider for Recording {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a> {
         self.seen.lock().unwrap().push(request.clone());
         self.model.complete(request, events)
     }
@@ -44,7 +48,12 @@ async fn settings(env: &Env, pairs: &[(&str, Value)]) {
 }
 
 /// Runs `goal` to its end on an in-process worker with `script`.
-async fn run(env: &Env, script: &str, goal: &str, allowlist: Option<Vec<String>>) -> (Run, Arc<Recording>, AgentRuntime) {
+async fn run(
+    env: &Env,
+    script: &str,
+    goal: &str,
+    allowlist: Option<Vec<String>>,
+) -> (Run, Arc<Recording>, AgentRuntime) {
     let recording = Arc::new(Recording { model: Scripted::from_json(script).unwrap(), seen: Mutex::new(Vec::new()) });
     let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
@@ -68,21 +77,24 @@ async fn run(env: &Env, script: &str, goal: &str, allowlist: Option<Vec<String>>
 }
 
 fn long_script(steps: usize) -> String {
-    let padding = "I am reading the inventory again to be thorough about every title and its wanted qualities. ".repeat(3);
+    let padding =
+        "I am reading the inventory again to be thorough about every title and its wanted qualities. ".repeat(3);
     let mut list = vec![json!({"text": "Planning.", "tools": [
         {"name": "update_plan", "input": {"goal": "Know the library", "steps": [{"title": "read the inventory", "status": "in_progress"}]}},
         {"name": "inventory.query", "input": {}}]})];
     for _ in 1..steps {
         list.push(json!({"text": padding, "tools": [{"name": "inventory.query", "input": {}}]}));
     }
-    json!({"scripts": [{"steps": list, "finalText": "Read it; it tracks {{inventory.query.items.length}} titles."}]}).to_string()
+    json!({"scripts": [{"steps": list, "finalText": "Read it; it tracks {{inventory.query.items.length}} titles."}]})
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn compaction_keeps_the_plan_the_request_and_the_latest_transaction() {
     let env = env(Backend::Sqlite).await;
     settings(&env, &[("model.context_budget", json!(2048)), ("model.compaction.threshold_ratio", json!(0.6))]).await;
-    let (run, recording, front) = run(&env, &long_script(12), "Tell me about my library", Some(vec!["inventory.query".into()])).await;
+    let (run, recording, front) =
+        run(&env, &long_script(12), "Tell me about my library", Some(vec!["inventory.query".into()])).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     // Every step ran once, in order, although the history was cut.
     assert_eq!(run.final_text.as_deref(), Some("Read it; it tracks 0 titles."));
@@ -106,7 +118,9 @@ async fn compaction_keeps_the_plan_the_request_and_the_latest_transaction() {
     let compactions: Vec<&Value> = events.iter().filter(|e| e.kind == "agent.compacted").map(|e| &e.payload).collect();
     assert!(!compactions.is_empty());
     assert!(
-        compactions.iter().all(|c| c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64() && c["tokensAfter"].as_u64() <= Some(2048)),
+        compactions
+            .iter()
+            .all(|c| c["tokensAfter"].as_u64() < c["tokensBefore"].as_u64() && c["tokensAfter"].as_u64() <= Some(2048)),
         "{compactions:?}"
     );
 
@@ -123,10 +137,14 @@ fn first_text(request: &ModelRequest) -> String {
 }
 
 fn first_text_of(messages: &[capstan::agent::providers::Message]) -> String {
-    messages[0].content.iter().find_map(|b| match b {
-        Block::Text { text } => Some(text.clone()),
-        _ => None,
-    }).unwrap_or_default()
+    messages[0]
+        .content
+        .iter()
+        .find_map(|b| match b {
+            Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -160,8 +178,14 @@ async fn max_tools_bounds_the_first_request_and_search_enables_more() {
     let second = capabilities(&seen[1]);
     assert!(second.contains(&"release.inspect".to_string()) && second.len() > 2, "{second:?}");
     assert!(seen[1].system.contains("Tools enabled by your search"), "the model is told");
-    assert!(seen.iter().all(|r| r.tools.iter().all(|t| t.name != "download.submit")), "a plan-only run never sees execute tools");
-    assert!(seen[0].tools.iter().any(|t| t.name == "update_plan") && seen[0].tools.iter().all(|t| t.name != "capability.update_plan"));
+    assert!(
+        seen.iter().all(|r| r.tools.iter().all(|t| t.name != "download.submit")),
+        "a plan-only run never sees execute tools"
+    );
+    assert!(
+        seen[0].tools.iter().any(|t| t.name == "update_plan")
+            && seen[0].tools.iter().all(|t| t.name != "capability.update_plan")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -204,13 +228,19 @@ const SESSION_TOOLS: &str = r#"{"scripts": [
 async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     let env = env(Backend::Sqlite).await;
     capstan_tests::grants::allow_everything(&env.caps).await;
-    let recording = Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
+    let recording =
+        Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
     let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "tools-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    let new = NewRun { goal: "count for me".into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
+    let new = NewRun {
+        goal: "count for me".into(),
+        mode: RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+    };
     let run = agent.start(new).await.unwrap();
     let ended = |id: String, calls: i64| {
         let agent = agent.clone();
@@ -228,7 +258,10 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     };
     let done = ended(run.id.clone(), 5).await;
     let text = done.final_text.clone().unwrap();
-    let total: usize = text.strip_prefix("Counted to 1, recorded succeeded; read to 4100 of ").and_then(|t| t.trim_end_matches('.').parse().ok()).unwrap_or(0);
+    let total: usize = text
+        .strip_prefix("Counted to 1, recorded succeeded; read to 4100 of ")
+        .and_then(|t| t.trim_end_matches('.').parse().ok())
+        .unwrap_or(0);
     assert!(total > 9000, "{text}");
     agent.message(&run.id, "now something else", "admin:test").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -264,8 +297,10 @@ async fn a_subagent_shares_the_budget_and_is_reclaimed_when_it_does_not_finish()
         .unwrap();
     assert_eq!(delegate.payload["status"], "failed");
     let session = session_log::read(&front.session_path(&run.id)).unwrap();
-    let reclaimed = session.messages.iter().flat_map(|m| &m.content).any(|b| {
-        matches!(b, Block::ToolResult { content, .. } if content.contains("reclaimed"))
-    });
+    let reclaimed = session
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .any(|b| matches!(b, Block::ToolResult { content, .. } if content.contains("reclaimed")));
     assert!(reclaimed, "the parent is told the subtask was reclaimed");
 }

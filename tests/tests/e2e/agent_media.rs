@@ -123,7 +123,10 @@ library = {library:?}
         })
         .await
         .unwrap();
-    let slot = domain.want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None }).await.unwrap();
+    let slot = domain
+        .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
+        .await
+        .unwrap();
     let release = domain
         .record_release(&NewRelease {
             indexer: "torznab".into(),
@@ -217,7 +220,8 @@ async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
 /// it waits for need.
 fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
-    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.caps.audit().clone(), "media-test".into(), config);
+    let mut worker =
+        Worker::new(Tasks::new(env.caps.db().clone()), env.caps.audit().clone(), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.caps);
     capstan::agent::task::register(&mut worker, &Arc::new(AgentRuntime::new(env.caps.clone())));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
@@ -233,7 +237,8 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     let denied = start_run(&env, "fetch Dune: Part Two").await;
     let denied = wait_run(&env, &denied.id, Duration::from_secs(60)).await;
     let events = env.agent.runs().run_events(&denied.id, 0, 1000).await.unwrap();
-    let submit: Vec<_> = events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
+    let submit: Vec<_> =
+        events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
     assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
     let ledger = capstan::ledger::for_run(env.caps.db(), &denied.id).await.unwrap();
     assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
@@ -363,7 +368,9 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     let events = env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
     let submit_ends: Vec<(&str, &str)> = events
         .iter()
-        .filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit" && e.payload["phase"] != "started")
+        .filter(|e| {
+            e.kind == "agent.tool_call" && e.payload["name"] == "download.submit" && e.payload["phase"] != "started"
+        })
         .map(|e| (e.payload["phase"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
         .collect();
     assert_eq!(submit_ends, [("reconciled", "succeeded")], "the interrupted call has one answer, after the takeover");

@@ -28,7 +28,8 @@ struct Api {
 
 impl Api {
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let resp = self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
+        let resp =
+            self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
         (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
     }
 
@@ -103,7 +104,8 @@ const COUNTING: &str = r#"{"scripts": [{
 async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     let env = env(backend).await;
     let api = start(&env).await;
-    let (status, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
+    let (status, run) =
+        api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     assert_eq!(status, 201, "{run}");
     assert_eq!(run["status"], "queued");
     let id = run["id"].as_str().unwrap().to_string();
@@ -115,8 +117,12 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     assert_eq!(statuses, ["running", "succeeded"]);
     let calls = events_of(&body, "agent.tool_call");
     assert_eq!(calls.len(), 2, "started and finished");
-    assert_eq!((calls[1]["payload"]["name"].as_str(), calls[1]["payload"]["status"].as_str()), (Some("inventory.query"), Some("succeeded")));
-    let streamed: String = events_of(&body, "agent.text_delta").iter().map(|e| e["payload"]["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        (calls[1]["payload"]["name"].as_str(), calls[1]["payload"]["status"].as_str()),
+        (Some("inventory.query"), Some("succeeded"))
+    );
+    let streamed: String =
+        events_of(&body, "agent.text_delta").iter().map(|e| e["payload"]["text"].as_str().unwrap()).collect();
     assert!(streamed.contains("The library tracks 0 titles"), "{streamed}");
     let seqs: Vec<i64> = body["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "run seqs are dense: {seqs:?}");
@@ -133,7 +139,8 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     let tagged = global["events"].as_array().unwrap().iter().filter(|e| e["payload"]["runId"] == id.as_str()).count();
     assert_eq!(tagged, seqs.len());
     // The session log holds the conversation.
-    let log = std::fs::read_to_string(env._host.config.data_dir().join("agent-sessions").join(format!("{id}.jsonl"))).unwrap();
+    let log = std::fs::read_to_string(env._host.config.data_dir().join("agent-sessions").join(format!("{id}.jsonl")))
+        .unwrap();
     assert!(log.lines().count() >= 4 && log.contains("inventory.query"), "{log}");
     let listed = api.get("/agent/runs").await;
     assert_eq!(listed["items"][0]["id"], id.as_str());
@@ -155,7 +162,14 @@ async fn bad_run_requests_are_refused(backend: Backend) {
     }
     assert_eq!(api.get("/agent/runs").await["items"], json!([]), "nothing was created");
     let reader = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "admin:test").await.unwrap();
-    let resp = api.http.post(format!("{}/agent/runs", api.base)).bearer_auth(reader).json(&json!({"goal": "x"})).send().await.unwrap();
+    let resp = api
+        .http
+        .post(format!("{}/agent/runs", api.base))
+        .bearer_auth(reader)
+        .json(&json!({"goal": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 403);
     let (status, _) = api.post("/agent/runs/nope/messages", json!({"text": "hi"})).await;
     assert_eq!(status, 404);
@@ -170,7 +184,8 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
     let body = api.wait_run(&id, "ended", ended).await;
-    let finished: Vec<&Value> = events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "denied").collect();
+    let finished: Vec<&Value> =
+        events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "denied").collect();
     assert_eq!(finished.len(), 3, "{body}");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 0);
     assert!(capstan::ledger::for_run(&env.db, &id).await.unwrap().is_empty());
@@ -185,7 +200,8 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     let body = api.wait_run(&id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 1, "one effect for the request");
-    let done: Vec<&Value> = events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "finished").collect();
+    let done: Vec<&Value> =
+        events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "finished").collect();
     let replayed: Vec<bool> = done.iter().map(|e| e["payload"]["replayed"].as_bool().unwrap()).collect();
     assert_eq!(replayed, [false, true, true]);
     assert_eq!(capstan::ledger::for_run(&env.db, &id).await.unwrap().len(), 1);
@@ -209,7 +225,10 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     assert_eq!(body["run"]["status"], "budget_exceeded", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("tool calls"));
     let decisions = env.caps.domain().decisions(Some("open"), 10).await.unwrap();
-    assert!(decisions.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())), "{decisions:?}");
+    assert!(
+        decisions.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())),
+        "{decisions:?}"
+    );
     assert_eq!(report(&body)["status"], "budget_exceeded");
 
     // The day's run budget is checked before a run starts.
@@ -229,12 +248,15 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
         ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Thinking about it"}})),
     ])])])
     .await;
-    set(&env.caps, &[
-        ("model.provider", json!("anthropic")),
-        ("model.model", json!("claude-test")),
-        ("model.base_url", json!(llm.base_url())),
-        ("model.api_key", json!("sk-test")),
-    ])
+    set(
+        &env.caps,
+        &[
+            ("model.provider", json!("anthropic")),
+            ("model.model", json!("claude-test")),
+            ("model.base_url", json!(llm.base_url())),
+            ("model.api_key", json!("sk-test")),
+        ],
+    )
     .await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "take your time"})).await;

@@ -50,7 +50,10 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
         .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let approval: Value = resp.json().await.unwrap();
-    assert_eq!((approval["status"].as_str(), approval["payloadHash"].as_str()), (Some("pending"), Some(plan.payload_hash.as_str())));
+    assert_eq!(
+        (approval["status"].as_str(), approval["payloadHash"].as_str()),
+        (Some("pending"), Some(plan.payload_hash.as_str()))
+    );
     let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
     let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
 
@@ -59,15 +62,40 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     let resp = http.patch(&decide).bearer_auth(&key).json(&approve).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 403);
     let (alice, alice_csrf) = login(&env.db, &http, &base, "alice").await;
-    let resp = http.patch(&decide).header("cookie", &alice).header("x-csrf-token", &alice_csrf).json(&approve).send().await.unwrap();
+    let resp = http
+        .patch(&decide)
+        .header("cookie", &alice)
+        .header("x-csrf-token", &alice_csrf)
+        .json(&approve)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 403);
     let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
     let wrong = json!({"status": "approved", "payloadHash": "0".repeat(64)});
-    let resp = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&wrong).send().await.unwrap();
+    let resp =
+        http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&wrong).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 409);
-    let resp = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&json!({"status": "maybe", "payloadHash": plan.payload_hash})).send().await.unwrap();
+    let resp = http
+        .patch(&decide)
+        .header("cookie", &bob)
+        .header("x-csrf-token", &bob_csrf)
+        .json(&json!({"status": "maybe", "payloadHash": plan.payload_hash}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 422);
-    let decided: Value = http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&approve).send().await.unwrap().json().await.unwrap();
+    let decided: Value = http
+        .patch(&decide)
+        .header("cookie", &bob)
+        .header("x-csrf-token", &bob_csrf)
+        .json(&approve)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!((decided["status"].as_str(), decided["decidedBy"].as_str()), (Some("approved"), Some("admin:bob")));
 
     // Approved: one call goes through and uses the approval up.
@@ -78,7 +106,11 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     assert_eq!(used["status"], "consumed");
     assert_eq!(used["consumedBy"], inv["invocationId"]);
     let audit = env.caps.audit().list(0, 100).await.unwrap();
-    let authorised = audit.iter().rev().find(|e| e.event.action == "capability.invoke" && e.event.subject == "test.plan-step").unwrap();
+    let authorised = audit
+        .iter()
+        .rev()
+        .find(|e| e.event.action == "capability.invoke" && e.event.subject == "test.plan-step")
+        .unwrap();
     assert_eq!(authorised.event.authorization_id.as_deref(), approval["id"].as_str());
     // A second request cannot replay it.
     let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
@@ -160,7 +192,10 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     assert_eq!(resp.status().as_u16(), 404);
 }
 
-both_backends!(approvals_authorise_one_call_on_the_plan_as_approved, a_replanned_organization_leaves_its_approval_stale);
+both_backends!(
+    approvals_authorise_one_call_on_the_plan_as_approved,
+    a_replanned_organization_leaves_its_approval_stale
+);
 
 /// A grant scoped to entities covers a plan-bound call only when the plan's
 /// real target is in scope.
@@ -178,7 +213,11 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
         action: "test.plan-step".into(),
         policy_name: None,
         policy_revision: None,
-        scope: capstan::authz::GrantScope { entity_ids: vec![entity.into()], media_kinds: vec!["movie".into()], capabilities: vec![] },
+        scope: capstan::authz::GrantScope {
+            entity_ids: vec![entity.into()],
+            media_kinds: vec!["movie".into()],
+            capabilities: vec![],
+        },
         daily_invocations: 5,
         daily_bytes: 10_000,
         expires_at: capstan::store::now_ms() + 3_600_000,

@@ -164,11 +164,8 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
 
     // Each change was published once, in order.
     let log = capstan::events::Events::new(domain.db().clone()).list(0, 100).await.unwrap();
-    let downloads: Vec<&str> = log
-        .iter()
-        .filter(|e| e.kind == "download.status_changed")
-        .map(|e| e.payload["to"].as_str().unwrap())
-        .collect();
+    let downloads: Vec<&str> =
+        log.iter().filter(|e| e.kind == "download.status_changed").map(|e| e.payload["to"].as_str().unwrap()).collect();
     assert_eq!(downloads, vec!["downloading", "completed"]);
     let organizations: Vec<&str> = log
         .iter()
@@ -209,8 +206,10 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
         .await
         .unwrap();
     assert!(created);
-    let (again, created) =
-        domain.open_decision("identity_ambiguous", Some(&release.id), &json!([]), &json!({}), "identity:x").await.unwrap();
+    let (again, created) = domain
+        .open_decision("identity_ambiguous", Some(&release.id), &json!([]), &json!({}), "identity:x")
+        .await
+        .unwrap();
     assert!(!created);
     assert_eq!(again.id, decision.id);
 
@@ -219,7 +218,8 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
     assert!(matches!(err, DomainError::NotFound(ref m) if m.contains("entity.get")), "{err:?}");
     let err = domain.query("slot.get", r#"{"id": "x", "extra": 1}"#).await.unwrap_err();
     assert!(matches!(err, DomainError::Invalid(ref m) if m.contains("unknown field")), "{err:?}");
-    let err = domain.create_draft(&Actor::new("key:k"), "entity", r#"{"kind": "book", "title": "x"}"#).await.unwrap_err();
+    let err =
+        domain.create_draft(&Actor::new("key:k"), "entity", r#"{"kind": "book", "title": "x"}"#).await.unwrap_err();
     assert!(matches!(err, DomainError::Invalid(_)), "{err:?}");
     let err = domain
         .want(&NewSlot { entity_id: slot.entity_id.clone(), season: Some(1), quality: "1080p".into(), profile: None })
@@ -250,7 +250,12 @@ async fn slots_keep_their_opening_order(backend: Backend) {
     let mut opened = Vec::new();
     for season in 1..=20 {
         let slot = domain
-            .want(&NewSlot { entity_id: series.id.clone(), season: Some(season), quality: "1080p".into(), profile: None })
+            .want(&NewSlot {
+                entity_id: series.id.clone(),
+                season: Some(season),
+                quality: "1080p".into(),
+                profile: None,
+            })
             .await
             .unwrap();
         opened.push(slot.id);

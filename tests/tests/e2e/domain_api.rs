@@ -25,7 +25,8 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         .await
         .unwrap();
 
-    let library: Value = http.get(format!("{base}/library")).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    let library: Value =
+        http.get(format!("{base}/library")).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
     assert_eq!(library["items"][0]["entity"]["title"], "Dune: Part Two");
     assert_eq!(library["items"][0]["slots"][0]["status"], "wanted");
     let resp = http.get(format!("{base}/library?kind=book")).bearer_auth(&reader).send().await.unwrap();
@@ -41,8 +42,15 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(listed["artifacts"][0]["id"], evidence.id.as_str());
-    let one: Value =
-        http.get(format!("{base}/artifacts/{}", evidence.id)).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    let one: Value = http
+        .get(format!("{base}/artifacts/{}", evidence.id))
+        .bearer_auth(&reader)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(one["payloadHash"], evidence.payload_hash.as_str());
     let resp = http.get(format!("{base}/artifacts/nope")).bearer_auth(&reader).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 404);
@@ -74,15 +82,30 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     // A read key cannot change tasks; an execute key can, and it is audited.
     let resp = http.post(format!("{base}/tasks/{}/cancel", task.id)).bearer_auth(&reader).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 403);
-    let cancelled: Value =
-        http.post(format!("{base}/tasks/{}/cancel", task.id)).bearer_auth(&runner).send().await.unwrap().json().await.unwrap();
+    let cancelled: Value = http
+        .post(format!("{base}/tasks/{}/cancel", task.id))
+        .bearer_auth(&runner)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(cancelled["status"], "cancelled");
     let resp = http.post(format!("{base}/tasks/{}/cancel", task.id)).bearer_auth(&runner).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 409, "a finished task cannot be cancelled again");
-    let retried: Value =
-        http.post(format!("{base}/tasks/{}/retry", task.id)).bearer_auth(&runner).send().await.unwrap().json().await.unwrap();
+    let retried: Value = http
+        .post(format!("{base}/tasks/{}/retry", task.id))
+        .bearer_auth(&runner)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(retried["status"], "queued");
-    let one: Value = http.get(format!("{base}/tasks/{}", task.id)).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    let one: Value =
+        http.get(format!("{base}/tasks/{}", task.id)).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
     assert_eq!(one["status"], "queued");
     let resp = http.post(format!("{base}/tasks/nope/retry")).bearer_auth(&runner).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 404);
@@ -92,7 +115,15 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         .filter(|e| e.event.action.starts_with("task."))
         .map(|e| (e.event.action.as_str(), e.event.outcome.as_str()))
         .collect();
-    assert_eq!(changes, vec![("task.cancel", "succeeded"), ("task.cancel", "failed"), ("task.retry", "succeeded"), ("task.retry", "failed")]);
+    assert_eq!(
+        changes,
+        vec![
+            ("task.cancel", "succeeded"),
+            ("task.cancel", "failed"),
+            ("task.retry", "succeeded"),
+            ("task.retry", "failed")
+        ]
+    );
 
     // The acquisition endpoint refuses an ambiguous target before doing anything.
     let resp = http

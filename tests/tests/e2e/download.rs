@@ -368,7 +368,8 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
     let link = Some(format!("{indexer}/download/dune.torrent"));
     let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
     let base = capstan_tests::api::serve(env.caps.clone()).await;
-    let key = capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
+    let key =
+        capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
     let grant = capstan::authz::NewGrant {
         action: "policy.acquisition".into(),
         policy_name: None,

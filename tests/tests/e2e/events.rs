@@ -57,9 +57,7 @@ async fn a_dropped_stream_resumes_without_gap_or_duplicate(backend: Backend) {
     let events = env.caps.events().clone();
     let publish = |n: i64| {
         let events = events.clone();
-        async move {
-            events.publish("test.tick", Some("ticker"), &json!({ "n": n })).await.unwrap()
-        }
+        async move { events.publish("test.tick", Some("ticker"), &json!({ "n": n })).await.unwrap() }
     };
     let first = publish(1).await;
     for n in 2..=3 {
@@ -84,7 +82,10 @@ async fn a_dropped_stream_resumes_without_gap_or_duplicate(backend: Backend) {
 
     // A stream from the start sees the backlog, then live events.
     let open = |resume: Option<i64>| {
-        let mut req = http.get(format!("{base}/events?after={}", first - 1)).bearer_auth(&key).header("accept", "text/event-stream");
+        let mut req = http
+            .get(format!("{base}/events?after={}", first - 1))
+            .bearer_auth(&key)
+            .header("accept", "text/event-stream");
         if let Some(seq) = resume {
             req = req.header("last-event-id", seq.to_string());
         }

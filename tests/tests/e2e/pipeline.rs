@@ -85,17 +85,16 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     );
     host.config.services.insert(
         "torznab".into(),
-        service(
-            indexer.base_url(),
-            Auth::Query { name: "apikey".into(), value: SecretRef("indexer-key".into()) },
-        ),
+        service(indexer.base_url(), Auth::Query { name: "apikey".into(), value: SecretRef("indexer-key".into()) }),
     );
     let submit = BTreeMap::from([
         ("torrent_sources".to_string(), format!("torznab={}", indexer.base_url())),
         ("save_path".to_string(), qbt.downloads().display().to_string()),
         ("category".to_string(), "movies".to_string()),
     ]);
-    host.config.capabilities.insert("download.submit".into(), CapabilityConfig { settings: submit, ..Default::default() });
+    host.config
+        .capabilities
+        .insert("download.submit".into(), CapabilityConfig { settings: submit, ..Default::default() });
     host.config.roots.insert("downloads".into(), qbt.downloads());
     host.config.roots.insert("library".into(), library.path().to_path_buf());
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
@@ -106,14 +105,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "pipeline-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    Env {
-        library: library.path().to_path_buf(),
-        _library: library,
-        _host: host,
-        caps,
-        tasks: Tasks::new(db),
-        indexer,
-    }
+    Env { library: library.path().to_path_buf(), _library: library, _host: host, caps, tasks: Tasks::new(db), indexer }
 }
 
 async fn wanted_movie(env: &Env) -> Slot {
@@ -185,7 +177,10 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["hash"], dune.info_hash.as_str());
     let release = env.caps.domain().release_by_infohash(&dune.info_hash).await.unwrap().unwrap();
-    assert_eq!((release.identity_status.as_str(), release.entity_id.as_deref()), ("resolved", Some(slot.entity_id.as_str())));
+    assert_eq!(
+        (release.identity_status.as_str(), release.entity_id.as_deref()),
+        ("resolved", Some(slot.entity_id.as_str()))
+    );
     let download = env.caps.domain().download_for_plan(&plan_id).await.unwrap().unwrap();
 
     // The payload is on disk: once qBittorrent has settled, a recheck
@@ -287,7 +282,10 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
         .unwrap();
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"by": "alice"})).await.unwrap();
     let mine = domain
-        .draft_plan(&Actor::new("admin:alice"), &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None })
+        .draft_plan(
+            &Actor::new("admin:alice"),
+            &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None },
+        )
         .await
         .unwrap();
 
@@ -295,7 +293,11 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
     let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
     assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
     let outcome = &evaluated.result.clone().unwrap()["slots"][0];
-    assert_eq!((outcome["outcome"].as_str(), outcome["planId"].as_str()), (Some("planned"), Some(mine.id.as_str())), "{outcome}");
+    assert_eq!(
+        (outcome["outcome"].as_str(), outcome["planId"].as_str()),
+        (Some("planned"), Some(mine.id.as_str())),
+        "{outcome}"
+    );
     assert_eq!(outcome["draftedBy"], "admin:alice");
     assert_eq!(domain.plan(&mine.id).await.unwrap().status, "draft");
     assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use capstan::runtime::EffectClass;
 use capstan::settings::{MasterKey, Settings};
-use capstan_tests::binary::capstan_bin;
 use capstan_tests::api::{login, serve};
+use capstan_tests::binary::capstan_bin;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
@@ -24,7 +24,8 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let url = format!("{base}/settings");
-    let patch = |body: Value| http.patch(&url).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send();
+    let patch =
+        |body: Value| http.patch(&url).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send();
 
     let read: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(read["settings"]["model.provider"], "scripted");

@@ -169,8 +169,13 @@ impl AgentRuntime {
                 return self.end_over_budget(&run, &reason).await;
             }
             self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
-        } else if run.status == RunStatus::Waiting && self.runs.has_unconsumed(run_id).await.map_err(|e| e.to_string())? {
-            self.runs.set_status(run_id, RunStatus::Running, Some("a new message arrived")).await.map_err(|e| e.to_string())?;
+        } else if run.status == RunStatus::Waiting
+            && self.runs.has_unconsumed(run_id).await.map_err(|e| e.to_string())?
+        {
+            self.runs
+                .set_status(run_id, RunStatus::Running, Some("a new message arrived"))
+                .await
+                .map_err(|e| e.to_string())?;
         }
         let limits = Limits::load(self.caps.settings()).await?;
         let provider = match self.provider().await {
@@ -249,7 +254,13 @@ impl AgentRuntime {
     }
 
     /// Ends the run with `status`, writing the report.
-    async fn finish(&self, run_id: &str, status: RunStatus, detail: Option<&str>, final_text: &str) -> Result<Value, String> {
+    async fn finish(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        detail: Option<&str>,
+        final_text: &str,
+    ) -> Result<Value, String> {
         let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         let calls = self.tool_call_counts(run_id).await?;
@@ -270,7 +281,13 @@ impl AgentRuntime {
         let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
         self.caps
             .domain()
-            .open_decision("agent_budget", Some(&run.id), &budget::decision_options(), &evidence, &format!("agent_budget:{}", run.id))
+            .open_decision(
+                "agent_budget",
+                Some(&run.id),
+                &budget::decision_options(),
+                &evidence,
+                &format!("agent_budget:{}", run.id),
+            )
             .await
             .map_err(|e| e.to_string())?;
         self.finish(&run.id, RunStatus::BudgetExceeded, Some(reason), final_text).await

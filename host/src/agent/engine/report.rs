@@ -76,7 +76,8 @@ async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
             None => Standing::InFlight,
             Some(download) => {
                 let organizations = domain.organizations_for_download(&download.id).await?;
-                entry["download"] = json!({"id": download.id, "status": download.status, "progress": download.progress});
+                entry["download"] =
+                    json!({"id": download.id, "status": download.status, "progress": download.progress});
                 entry["organizations"] = organizations
                     .iter()
                     .map(|o| json!({"id": o.id, "status": o.status, "mode": o.mode, "items": o.items}))

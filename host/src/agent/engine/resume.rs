@@ -19,7 +19,13 @@ pub(super) async fn reconcile(state: &RunState<'_>, pending: &[(String, String, 
     for (id, name, input) in pending {
         let call = ToolCall { id: id.clone(), name: name.clone(), input: Ok(input.clone()) };
         if toolbox::is_session_tool(name) || input.get("invalid_arguments").is_some() {
-            answers.push(toolbox::failed(id, "this call was interrupted by a restart and not answered; make it again if still needed").block);
+            answers.push(
+                toolbox::failed(
+                    id,
+                    "this call was interrupted by a restart and not answered; make it again if still needed",
+                )
+                .block,
+            );
             continue;
         }
         let origin = state.caller().origin(id);
@@ -54,4 +60,3 @@ fn unknown(id: &str) -> toolbox::Answered {
         replayed: false,
     }
 }
-

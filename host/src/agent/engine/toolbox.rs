@@ -75,7 +75,9 @@ pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
         plan::tool_spec(),
         ToolSpec {
             name: SEARCH_TOOLS.into(),
-            description: "Find more tools by name, alias, tag or description; found tools are enabled on the next request.".into(),
+            description:
+                "Find more tools by name, alias, tag or description; found tools are enabled on the next request."
+                    .into(),
             input_schema: json!({"type": "object", "required": ["search"], "properties": {
                 "search": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 8}}}),
         },
@@ -88,7 +90,8 @@ pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: GET_TOOL_EXECUTION.into(),
-            description: "The recorded status and result of an earlier write call of this run, by invocation_id.".into(),
+            description: "The recorded status and result of an earlier write call of this run, by invocation_id."
+                .into(),
             input_schema: json!({"type": "object", "required": ["invocation_id"], "properties": {
                 "invocation_id": {"type": "string"}}}),
         },
@@ -162,7 +165,9 @@ pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &
             "unknown",
             json!({"status": "unknown", "message": UNKNOWN_RESULT, "invocation_id": inv.invocation_id}).to_string(),
         ),
-        Status::Failed if denied => answer(call_id, "denied", json!({"status": "denied", "error": inv.error}).to_string()),
+        Status::Failed if denied => {
+            answer(call_id, "denied", json!({"status": "denied", "error": inv.error}).to_string())
+        }
         Status::Failed => answer(call_id, "failed", json!({"status": "failed", "error": inv.error}).to_string()),
     };
     answered.invocation_id = inv.invocation_id.clone();

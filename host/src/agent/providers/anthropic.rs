@@ -98,7 +98,11 @@ enum Open {
 }
 
 impl Provider for Anthropic {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a> {
         Box::pin(async move {
             let names = ToolNames::new(&request.tools)?;
             let body = self.body(request, &names).to_string();
@@ -114,8 +118,12 @@ impl Provider for Anthropic {
             let mut resp = send_with_retries(build, self.retry).await?;
             let mut reader = SseReader::default();
             let mut open: BTreeMap<u64, Open> = BTreeMap::new();
-            let mut completion =
-                Completion { text: String::new(), tool_calls: Vec::new(), stop: StopReason::EndTurn, usage: Usage::default() };
+            let mut completion = Completion {
+                text: String::new(),
+                tool_calls: Vec::new(),
+                stop: StopReason::EndTurn,
+                usage: Usage::default(),
+            };
             loop {
                 let chunk = tokio::time::timeout(self.idle_timeout, resp.chunk())
                     .await

@@ -124,7 +124,11 @@ pub type CompletionFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, P
 /// A model provider. Events are sent to `events` as they arrive (a closed
 /// receiver is not an error); the returned completion holds everything.
 pub trait Provider: Send + Sync {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a>;
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a>;
 }
 
 /// The provider the settings name: `model.provider`, `model.base_url`,

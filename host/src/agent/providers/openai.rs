@@ -100,9 +100,11 @@ impl OpenAiCompatible {
             let tools: Vec<Value> = request
                 .tools
                 .iter()
-                .map(|t| json!({ "type": "function", "function": {
-                    "name": names.wire(&t.name), "description": t.description, "parameters": t.input_schema
-                }}))
+                .map(|t| {
+                    json!({ "type": "function", "function": {
+                        "name": names.wire(&t.name), "description": t.description, "parameters": t.input_schema
+                    }})
+                })
                 .collect();
             body["tools"] = Value::Array(tools);
         }
@@ -118,7 +120,11 @@ struct Partial {
     arguments: String,
 }
 
-fn finish(partials: BTreeMap<u64, Partial>, names: &ToolNames, events: &mpsc::UnboundedSender<StreamEvent>) -> Vec<ToolCall> {
+fn finish(
+    partials: BTreeMap<u64, Partial>,
+    names: &ToolNames,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Vec<ToolCall> {
     partials
         .into_values()
         .map(|p| {
@@ -131,7 +137,11 @@ fn finish(partials: BTreeMap<u64, Partial>, names: &ToolNames, events: &mpsc::Un
 }
 
 impl Provider for OpenAiCompatible {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a> {
         Box::pin(async move {
             let names = ToolNames::new(&request.tools)?;
             let body = self.body(request, &names).to_string();
@@ -169,7 +179,10 @@ impl Provider for OpenAiCompatible {
                     }
                     let Ok(data) = serde_json::from_str::<Value>(&event.data) else { continue };
                     if let Some(u) = data.get("usage").filter(|u| u.is_object()) {
-                        usage = Usage { input_tokens: u["prompt_tokens"].as_u64(), output_tokens: u["completion_tokens"].as_u64() };
+                        usage = Usage {
+                            input_tokens: u["prompt_tokens"].as_u64(),
+                            output_tokens: u["completion_tokens"].as_u64(),
+                        };
                     }
                     let Some(choice) = data["choices"].get(0) else { continue };
                     let delta = &choice["delta"];

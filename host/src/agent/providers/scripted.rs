@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Block, Completion, CompletionFuture, Message, ModelRequest, Provider, ProviderError, Role, StopReason,
-    StreamEvent, ToolCall, Usage,
+    Block, Completion, CompletionFuture, Message, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
+    ToolCall, Usage,
 };
 
 /// The demo: read the inventory and report only what it says.
@@ -122,15 +122,21 @@ impl Scripted {
             })
             .collect();
         let stop = if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
-        let prompt_chars: usize = request.system.len() + serde_json::to_string(&request.messages).map_or(0, |s| s.len());
+        let prompt_chars: usize =
+            request.system.len() + serde_json::to_string(&request.messages).map_or(0, |s| s.len());
         // A calibrated guess: a scripted model has no tokenizer.
-        let usage = Usage { input_tokens: Some((prompt_chars / 4) as u64), output_tokens: Some((text.len() / 4) as u64) };
+        let usage =
+            Usage { input_tokens: Some((prompt_chars / 4) as u64), output_tokens: Some((text.len() / 4) as u64) };
         Ok(Completion { text, tool_calls, stop, usage })
     }
 }
 
 impl Provider for Scripted {
-    fn complete<'a>(&'a self, request: &'a ModelRequest, events: mpsc::UnboundedSender<StreamEvent>) -> CompletionFuture<'a> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: mpsc::UnboundedSender<StreamEvent>,
+    ) -> CompletionFuture<'a> {
         Box::pin(async move {
             let completion = self.answer(request)?;
             // Streamed a word at a time, as a real model's deltas arrive.

@@ -31,7 +31,10 @@ impl ToolNames {
         for tool in tools {
             let wire = wire_name(&tool.name);
             if let Some(other) = names.from_wire.get(&wire) {
-                return Err(ProviderError::Invalid(format!("tools {other} and {} have the same wire name {wire}", tool.name)));
+                return Err(ProviderError::Invalid(format!(
+                    "tools {other} and {} have the same wire name {wire}",
+                    tool.name
+                )));
             }
             names.to_wire.insert(tool.name.clone(), wire.clone());
             names.from_wire.insert(wire, tool.name.clone());

@@ -219,13 +219,15 @@ impl Runs {
 
     /// Records the end of a run: the report and the model's own words.
     pub async fn set_outcome(&self, id: &str, report_id: Option<&str>, final_text: &str) -> Result<(), RunError> {
-        sqlx::query("UPDATE agent_run SET report_id = COALESCE($2, report_id), final_text = $3, updated_at = $4 WHERE id = $1")
-            .bind(id)
-            .bind(report_id)
-            .bind(final_text)
-            .bind(now_ms())
-            .execute(&self.db.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE agent_run SET report_id = COALESCE($2, report_id), final_text = $3, updated_at = $4 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(report_id)
+        .bind(final_text)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
         Ok(())
     }
 

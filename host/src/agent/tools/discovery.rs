@@ -99,7 +99,9 @@ impl Discovery {
             .catalog
             .iter()
             .enumerate()
-            .map(|(i, d)| (request.split_whitespace().map(|w| score(d, w)).max().unwrap_or(0).max(score(d, request)), i, d))
+            .map(|(i, d)| {
+                (request.split_whitespace().map(|w| score(d, w)).max().unwrap_or(0).max(score(d, request)), i, d)
+            })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         ranked.into_iter().take(max_tools).map(|(_, _, d)| d.id.clone()).collect()
@@ -134,9 +136,14 @@ impl Discovery {
             let Some(d) = self.catalog.iter().find(|d| &d.id == name) else { continue };
             let cost = tokens_of(d);
             if spent + cost > budget {
-                selection.left_out.push((name.clone(), format!("its schema (~{cost} tokens) does not fit the {budget}-token discovery budget")));
+                selection.left_out.push((
+                    name.clone(),
+                    format!("its schema (~{cost} tokens) does not fit the {budget}-token discovery budget"),
+                ));
             } else if spent + cost > headroom_left {
-                selection.left_out.push((name.clone(), "the request would leave less than 15% of the context window free".into()));
+                selection
+                    .left_out
+                    .push((name.clone(), "the request would leave less than 15% of the context window free".into()));
             } else {
                 spent += cost;
                 selection.enabled.push(name.clone());

@@ -99,7 +99,8 @@ pub fn validate(input: &Value) -> Result<Plan, String> {
 /// exactly one valid call), and one result text per call in order.
 pub fn apply(inputs: &[&Value]) -> (Option<Plan>, Vec<Result<String, String>>) {
     if inputs.len() > 1 {
-        let refusal = format!("update_plan was called {} times in one response; none was applied — call it once", inputs.len());
+        let refusal =
+            format!("update_plan was called {} times in one response; none was applied — call it once", inputs.len());
         return (None, inputs.iter().map(|_| Err(refusal.clone())).collect());
     }
     match inputs.first().map(|i| validate(i)) {

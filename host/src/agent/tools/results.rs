@@ -109,7 +109,12 @@ impl ResultStore {
         }
         let id = format!("res_{}", crate::store::new_id());
         results.kept.push(Kept { id: id.clone(), text: text.into(), chars, at: now });
-        Shown::Preview { text: chars_slice(text, 0, PREVIEW_CHARS), result_id: id, next_offset: PREVIEW_CHARS, total_chars: chars }
+        Shown::Preview {
+            text: chars_slice(text, 0, PREVIEW_CHARS),
+            result_id: id,
+            next_offset: PREVIEW_CHARS,
+            total_chars: chars,
+        }
     }
 
     /// A page of a kept result, for the run that made it.

@@ -64,7 +64,12 @@ pub async fn start(
 ) -> Result<(StatusCode, Json<Run>), ApiError> {
     let needs = if body.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
     caller.origin(needs, "starting an agent run in this mode", String::new())?;
-    let new = NewRun { goal: body.goal, mode: body.mode, allowlist: body.capability_allowlist, created_by: caller.principal() };
+    let new = NewRun {
+        goal: body.goal,
+        mode: body.mode,
+        allowlist: body.capability_allowlist,
+        created_by: caller.principal(),
+    };
     let run = state.agent.start(new).await.map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(run)))
 }
@@ -81,7 +86,11 @@ pub struct ListQuery {
     params(("limit" = Option<i64>, Query, description = "At most this many runs")),
     responses((status = 200, description = "{items: [run]}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, _caller: Caller, Query(q): Query<ListQuery>) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
     let runs = state.agent.runs().list(q.limit.unwrap_or(50)).await.map_err(run_error)?;
     Ok(Json(json!({ "items": runs })))
 }
@@ -175,11 +184,17 @@ pub async fn abort(
     ApiJson(body): ApiJson<AbortRun>,
 ) -> Result<Json<Run>, ApiError> {
     caller.origin(EffectClass::Propose, "aborting an agent run", String::new())?;
-    let reason = body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("aborted by {}", caller.principal()));
+    let reason =
+        body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("aborted by {}", caller.principal()));
     let run = state.agent.runs().request_abort(&id, &reason).await.map_err(run_error)?;
     if run.status == crate::agent::runs::RunStatus::Queued {
         // No worker holds it yet: it ends here.
-        let run = state.agent.runs().set_status(&id, crate::agent::runs::RunStatus::Cancelled, Some(&reason)).await.map_err(run_error)?;
+        let run = state
+            .agent
+            .runs()
+            .set_status(&id, crate::agent::runs::RunStatus::Cancelled, Some(&reason))
+            .await
+            .map_err(run_error)?;
         return Ok(Json(run));
     }
     Ok(Json(run))

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 
 use super::grants::authz_error;
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -63,7 +63,9 @@ pub async fn decide(
 ) -> Result<Json<Value>, ApiError> {
     let admin = match &caller {
         Caller::Console(_) => caller.principal(),
-        Caller::Key(_) => return Err(ApiError::forbidden("approvals are decided from a console session, not with an API key")),
+        Caller::Key(_) => {
+            return Err(ApiError::forbidden("approvals are decided from a console session, not with an API key"));
+        }
     };
     let approval = state
         .caps
@@ -97,7 +99,11 @@ pub async fn list(
 #[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Approval id")),
     responses((status = 200, description = "The approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody)))]
-pub async fn get(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let approval = state.caps.authz().approval(state.caps.domain(), &id).await.map_err(authz_error)?;
     Ok(Json(json!(approval)))
 }

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::KeyAuth;
 use crate::http::error::ApiError;
+use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::{Caller, KeyAuth};
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
 use crate::pipeline::{Invocation, InvokeError};
 
 /// The active, held and refused components.

@@ -42,23 +42,26 @@ fn sse(e: &Event) -> SseEvent {
 /// Events after `after`, as they come, in order, without gaps.
 fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result<SseEvent, Infallible>> {
     let news = events.subscribe();
-    stream::unfold((events, news, after, VecDeque::<Event>::new()), |(events, mut news, mut after, mut ready)| async move {
-        loop {
-            if let Some(e) = ready.pop_front() {
-                after = e.seq;
-                let item = sse(&e);
-                return Some((Ok(item), (events, news, after, ready)));
-            }
-            match events.list(after, 200).await {
-                Ok(batch) if !batch.is_empty() => ready.extend(batch),
-                Ok(_) => events.wait(&mut news, HEARTBEAT).await,
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading events for a stream failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+    stream::unfold(
+        (events, news, after, VecDeque::<Event>::new()),
+        |(events, mut news, mut after, mut ready)| async move {
+            loop {
+                if let Some(e) = ready.pop_front() {
+                    after = e.seq;
+                    let item = sse(&e);
+                    return Some((Ok(item), (events, news, after, ready)));
+                }
+                match events.list(after, 200).await {
+                    Ok(batch) if !batch.is_empty() => ready.extend(batch),
+                    Ok(_) => events.wait(&mut news, HEARTBEAT).await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading events for a stream failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                 }
             }
-        }
-    })
+        },
+    )
 }
 
 /// The event log, as a stream or a JSON page.
@@ -82,16 +85,15 @@ pub async fn list(
         return Err(bad("limit must be 1 to 1000 and after at least 0"));
     }
     let events = state.caps.events().clone();
-    let streaming = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
+    let streaming =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !streaming {
         let list = events.list(page.after.unwrap_or(0), limit).await?;
         let next = list.last().map(|e| e.seq).or(page.after);
         return Ok(Json(json!({ "events": list, "next": next })).into_response());
     }
-    let resume = match headers.get("last-event-id").map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok())) {
+    let resume = match headers.get("last-event-id").map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()))
+    {
         Some(Some(seq)) if seq >= 0 => Some(seq),
         Some(_) => return Err(bad("Last-Event-ID must be a sequence number")),
         None => page.after,

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use crate::authz::{AuthzError, NewGrant};
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
 
 fn admin_only(caller: Caller) -> Result<String, ApiError> {
     match caller {

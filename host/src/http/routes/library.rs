@@ -60,7 +60,8 @@ pub async fn library(
     {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", "kind must be movie or tv"));
     }
-    let inventory = state.caps.domain().inventory(q.kind.as_deref(), q.limit.unwrap_or(100)).await.map_err(domain_error)?;
+    let inventory =
+        state.caps.domain().inventory(q.kind.as_deref(), q.limit.unwrap_or(100)).await.map_err(domain_error)?;
     Ok(Json(inventory))
 }
 
@@ -101,7 +102,11 @@ pub async fn artifacts(
     responses((status = 200, description = "The artifact", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody)))]
-pub async fn artifact(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn artifact(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let artifact = state.caps.domain().artifact(&id).await.map_err(domain_error)?;
     Ok(Json(json!(artifact)))
 }
@@ -120,7 +125,11 @@ pub struct TaskQuery {
            ("limit" = Option<i64>, Query, description = "At most this many, 1 to 1000")),
     responses((status = 200, description = "{tasks}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn tasks(State(state): State<AppState>, _caller: Caller, Query(q): Query<TaskQuery>) -> Result<Json<Value>, ApiError> {
+pub async fn tasks(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<TaskQuery>,
+) -> Result<Json<Value>, ApiError> {
     let tasks = Tasks::new(state.caps.db().clone());
     let list = tasks.list(q.subject_id.as_deref(), q.limit.unwrap_or(100).clamp(1, 1000)).await?;
     Ok(Json(json!({ "tasks": list })))
@@ -133,7 +142,11 @@ pub async fn tasks(State(state): State<AppState>, _caller: Caller, Query(q): Que
     responses((status = 200, description = "The task", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody)))]
-pub async fn task(State(state): State<AppState>, _caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn task(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let task = Tasks::new(state.caps.db().clone()).get(&id).await?;
     Ok(Json(json!(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?)))
 }
@@ -170,7 +183,11 @@ async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) 
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody),
               (status = 409, description = "The task already finished", body = ErrorBody)))]
-pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     change_task(&state, &caller, &id, "cancel").await
 }
 
@@ -182,6 +199,10 @@ pub async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Pat
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody),
               (status = 409, description = "The task cannot be retried now", body = ErrorBody)))]
-pub async fn retry(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn retry(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     change_task(&state, &caller, &id, "retry").await
 }

@@ -8,9 +8,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
 use crate::http::session;
 
 #[derive(Deserialize, utoipa::ToSchema)]

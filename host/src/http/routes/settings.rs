@@ -10,9 +10,9 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use crate::http::AppState;
-use crate::http::openapi::ErrorBody;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
 use crate::settings::{Settings, SettingsError};
 
 fn settings_error(e: SettingsError) -> ApiError {

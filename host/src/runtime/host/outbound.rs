@@ -53,7 +53,8 @@ impl Outbound {
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(Duration::from_millis(config.timeout_ms))
                 .build()?;
-            services.insert(name.clone(), Service { config: config.clone(), client, login: Mutex::new(LoginState::Out) });
+            services
+                .insert(name.clone(), Service { config: config.clone(), client, login: Mutex::new(LoginState::Out) });
         }
         Ok(Outbound { services })
     }

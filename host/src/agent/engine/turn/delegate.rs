@@ -35,13 +35,23 @@ impl RunState<'_> {
             rt: self.rt,
             run_id: self.run_id.clone(),
             allowlist: self.allowlist.clone(),
-            caller: Caller { run_id: self.run_id.clone(), actor: Actor::Subagent, mode: self.caller.mode, request_id: new_id() },
+            caller: Caller {
+                run_id: self.run_id.clone(),
+                actor: Actor::Subagent,
+                mode: self.caller.mode,
+                request_id: new_id(),
+            },
             provider: self.provider.clone(),
             limits: self.limits,
             counter: self.counter.clone(),
             log: None,
             session: Session::default(),
-            discovery: Discovery::new(toolbox::catalog(&self.rt.caps, Actor::Subagent, self.caller.mode, self.allowlist.as_deref())),
+            discovery: Discovery::new(toolbox::catalog(
+                &self.rt.caps,
+                Actor::Subagent,
+                self.caller.mode,
+                self.allowlist.as_deref(),
+            )),
             discovery_note: None,
             final_text: String::new(),
         };
@@ -49,14 +59,21 @@ impl RunState<'_> {
         for _ in 0..SUBAGENT_STEPS {
             match Box::pin(sub.step()).await {
                 Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {
-                    return toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(json!({"findings": sub.final_text})), &self.rt.results);
+                    return toolbox::from_invocation(
+                        &call.id,
+                        &self.run_id,
+                        &succeeded_with(json!({"findings": sub.final_text})),
+                        &self.rt.results,
+                    );
                 }
                 Ok(Outcome::Idle) => continue,
                 Ok(other) => return toolbox::failed(&call.id, format!("the subagent stopped: {other:?}")),
                 Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
             }
         }
-        toolbox::failed(&call.id, format!("the subagent did not finish within {SUBAGENT_STEPS} steps and was reclaimed"))
+        toolbox::failed(
+            &call.id,
+            format!("the subagent did not finish within {SUBAGENT_STEPS} steps and was reclaimed"),
+        )
     }
-
 }

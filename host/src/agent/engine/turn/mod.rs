@@ -10,15 +10,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::AgentRuntime;
 use super::budget::Limits;
 use super::toolbox::{self, Answered, Caller};
-use super::AgentRuntime;
-use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StreamEvent, ToolCall, ToolSpec};
 use crate::agent::compaction::{self, Compaction};
+use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StreamEvent, ToolCall, ToolSpec};
 use crate::agent::runs::Run;
 use crate::agent::session_log::{Entry, Session, SessionLog};
-use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tokens::TokenCounter;
+use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, UPDATE_PLAN};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
@@ -116,7 +116,8 @@ impl<'a> RunState<'a> {
             if let Some(reason) = self.abort_reason().await {
                 return Ok(Outcome::Aborted(reason));
             }
-            let awaiting_model = self.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::User);
+            let awaiting_model =
+                self.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::User);
             if awaiting_model {
                 match self.step().await? {
                     Outcome::Idle => continue,
@@ -216,7 +217,11 @@ impl<'a> RunState<'a> {
             completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
         );
         let cost = self.limits.cost(input_tokens, output_tokens);
-        self.rt.runs.charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost).await.map_err(|e| e.to_string())?;
+        self.rt
+            .runs
+            .charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost)
+            .await
+            .map_err(|e| e.to_string())?;
         if completion.tool_calls.is_empty() {
             self.final_text = completion.text;
             return Ok(Outcome::Idle);
@@ -281,8 +286,11 @@ impl<'a> RunState<'a> {
     /// Answers one response's tool calls in order; `update_plan` calls are
     /// judged together. Returns the results and, when a budget ran out, why.
     async fn answer_calls(&mut self, calls: &[ToolCall]) -> Result<(Vec<Block>, Option<String>), String> {
-        let plan_calls: Vec<(&ToolCall, &Value)> =
-            calls.iter().filter(|c| c.name == UPDATE_PLAN).filter_map(|c| c.input.as_ref().ok().map(|i| (c, i))).collect();
+        let plan_calls: Vec<(&ToolCall, &Value)> = calls
+            .iter()
+            .filter(|c| c.name == UPDATE_PLAN)
+            .filter_map(|c| c.input.as_ref().ok().map(|i| (c, i)))
+            .collect();
         let (new_plan, plan_answers) = toolbox::answer_plan_calls(&plan_calls);
         let mut plan_answers = plan_answers.into_iter();
         if let Some(plan) = new_plan {
@@ -310,7 +318,11 @@ impl<'a> RunState<'a> {
             let phase = if answered.status == "denied" { "denied" } else { "finished" };
             self.rt
                 .runs
-                .append_event_counting_call(&self.run_id, "agent.tool_call", &self.call_payload(call, phase, Some(&answered)))
+                .append_event_counting_call(
+                    &self.run_id,
+                    "agent.tool_call",
+                    &self.call_payload(call, phase, Some(&answered)),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             blocks.push(answered.block);
@@ -319,7 +331,8 @@ impl<'a> RunState<'a> {
     }
 
     async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, String> {
-        if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results) {
+        if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results)
+        {
             if call.name == toolbox::SEARCH_TOOLS {
                 self.note_discovery();
             }
