@@ -7,6 +7,9 @@ mod guests;
 use std::path::PathBuf;
 
 fn main() {
+    // The migrations are embedded by `sqlx::migrate!`; a new file must
+    // rebuild the crate even when no Rust source changed.
+    println!("cargo:rerun-if-changed=../migrations");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest.parent().unwrap().to_path_buf();
     let folder = workspace.join("capabilities");

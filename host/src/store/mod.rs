@@ -37,8 +37,10 @@ pub struct Db {
     pub url: std::sync::Arc<str>,
 }
 
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+/// One schema for both backends: the migrations are written in the SQL the
+/// two share (TEXT, BIGINT, `$n` parameters). A change that needs dialects
+/// would bring back a folder per backend.
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
@@ -96,10 +98,7 @@ impl Db {
 
     /// Applies pending migrations; returns how many were applied.
     pub async fn migrate(&self) -> Result<usize, StoreError> {
-        let migrator = match self.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
+        let migrator = &MIGRATIONS;
         let before = self.applied_migrations().await.unwrap_or(0);
         // Two processes starting on a fresh SQLite file (serve and worker,
         // say) can race to apply the same migration; the loser's attempt
