@@ -6,8 +6,6 @@
 //! preferred release moves. It imports `library` only, so it cannot write;
 //! [`profile`] owns the profile and its judgement.
 
-pub mod profile;
-
 #[cfg(test)]
 mod tests;
 
@@ -16,7 +14,7 @@ use capstan_sdk::{Capability, Failure, HostError, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use profile::{Judgement, Offer, QualityProfile};
+use capstan_quality::{Judgement, Offer, QualityProfile, offer, preferred};
 
 /// Input: the policy and the body it would get.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -143,33 +141,6 @@ impl Capability for PolicyPreview {
     }
 }
 
-/// What a release offers: its stored parsed fields, with what the
-/// release-name parser reads from its title filling the gaps.
-fn offer(release: &Value) -> Offer {
-    let name = release["title"].as_str().unwrap_or_default().to_string();
-    let read = release_name::parse::inspect(&name);
-    let parsed = &release["parsed"];
-    let field = |key: &str, fallback: Option<String>| parsed[key].as_str().map(str::to_string).or(fallback);
-    Offer {
-        resolution: field("screen_size", read.screen_size),
-        source: field("source", read.source),
-        codec: field("video_codec", read.video_codec),
-        size: release["size"].as_i64(),
-        name,
-    }
-}
-
-/// The release a profile would pick: the best-ranked acceptable one
-/// (ties go to the first recorded). Without a profile nothing is preferred.
-fn preferred<'a>(profile: Option<&QualityProfile>, offers: &'a [(String, Offer)]) -> Option<&'a str> {
-    let profile = profile?;
-    offers
-        .iter()
-        .filter(|(_, o)| profile.judge(o).acceptable)
-        .min_by_key(|(_, o)| profile.rank(o))
-        .map(|(id, _)| id.as_str())
-}
-
 fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityProfile) -> Result<SlotDiff, Failure> {
     let entity_id = slot["entityId"].as_str().unwrap_or_default();
     let entity = domain::query("entity.get", &json!({ "id": entity_id }))?;
@@ -205,8 +176,8 @@ fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityP
             }
         })
         .collect();
-    let current_preferred = preferred(current, &offers).map(str::to_string);
-    let proposed_preferred = preferred(Some(proposed), &offers).map(str::to_string);
+    let current_preferred = preferred(current, &offers).cloned();
+    let proposed_preferred = preferred(Some(proposed), &offers).cloned();
     Ok(SlotDiff {
         slot_id: slot["id"].as_str().unwrap_or_default().to_string(),
         entity_id: entity_id.to_string(),

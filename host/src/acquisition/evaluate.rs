@@ -2,16 +2,22 @@
 //! search the indexers for the slot's entity, record what they offer with
 //! the fields its name says, resolve each release's identity, keep those
 //! that are this entity at the slot's quality (and season), draft a plan for
-//! the best seeded one, and submit it only when an approval or grant covers
-//! the submission. Without one, the draft waits for a human and nothing
-//! else is opened.
+//! the best one, and submit it only when an approval or grant covers the
+//! submission. Without one, the draft waits for a human and nothing else is
+//! opened. The best one: when the slot names a quality policy (its
+//! `profile`, e.g. `quality.movies`), the published profile's choice among
+//! the releases it accepts — judged exactly as `policy.preview` judges —
+//! else the most seeded.
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use capstan_quality::{QualityProfile, offer, preferred};
+
 use super::{call, failure, origin};
+use crate::authz::{Authz, AuthzError};
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::pipeline::Capabilities;
 use crate::runtime::Status;
@@ -82,6 +88,25 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
     }
 }
 
+/// The published quality profile the slot names, if it names one; `Err`
+/// (inner) when it names a policy that is unpublished or not a profile, so
+/// nothing is acquired against a policy nobody can read.
+async fn quality_profile(caps: &Capabilities, slot: &Slot) -> Result<Result<Option<QualityProfile>, String>, String> {
+    let Some(name) = slot.profile.as_deref() else { return Ok(Ok(None)) };
+    let policy = match Authz::new(caps.db().clone()).published_policy(name).await {
+        Ok(policy) => policy,
+        Err(AuthzError::NotFound(..)) => return Ok(Err(format!("policy {name} has no published revision"))),
+        Err(e) => return Err(e.to_string()),
+    };
+    match serde_json::from_value::<QualityProfile>(policy.body) {
+        Ok(profile) if profile.problems().is_empty() => Ok(Ok(Some(profile))),
+        Ok(profile) => {
+            Ok(Err(format!("policy {name} is not a usable quality profile: {}", profile.problems().join("; "))))
+        }
+        Err(e) => Ok(Err(format!("policy {name} is not a quality profile: {e}"))),
+    }
+}
+
 async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<Value, String> {
     let domain = caps.domain();
     let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
@@ -91,8 +116,12 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
             json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched) }),
         );
     }
+    let profile = match quality_profile(caps, slot).await? {
+        Ok(profile) => profile,
+        Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
+    };
     let found = searched.output.unwrap_or_default();
-    let mut best: Option<(i64, SourceRelease)> = None;
+    let mut candidates: Vec<(i64, SourceRelease)> = Vec::new();
     for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
         let Some(mut release) = record(caps, task, item).await? else { continue };
         if release.identity_status == "unresolved" {
@@ -104,16 +133,25 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
             release = domain.release(&release.id).await.map_err(|e| e.to_string())?;
         }
         let ours = release.identity_status == "resolved" && release.entity_id.as_deref() == Some(entity.id.as_str());
-        if !ours || !fits(slot, &release.parsed) {
-            continue;
-        }
-        let seeders = item.get("seeders").and_then(Value::as_i64).unwrap_or(0);
-        if best.as_ref().is_none_or(|(s, _)| seeders > *s) {
-            best = Some((seeders, release));
+        if ours && fits(slot, &release.parsed) {
+            candidates.push((item.get("seeders").and_then(Value::as_i64).unwrap_or(0), release));
         }
     }
-    let Some((_, release)) = best else {
-        return Ok(json!({ "slotId": slot.id, "outcome": "no-match" }));
+    let chosen = match &profile {
+        Some(profile) => {
+            let offers: Vec<(usize, capstan_quality::Offer)> = candidates
+                .iter()
+                .enumerate()
+                .map(|(i, (_, r))| (i, offer(&json!({ "title": r.title, "parsed": r.parsed, "size": r.size }))))
+                .collect();
+            preferred(Some(profile), &offers).map(|i| candidates[*i].1.clone())
+        }
+        // Ties go to the first found.
+        None => candidates.iter().rev().max_by_key(|(seeders, _)| *seeders).map(|(_, r)| r.clone()),
+    };
+    let Some(release) = chosen else {
+        let outcome = if candidates.is_empty() || profile.is_none() { "no-match" } else { "none-acceptable" };
+        return Ok(json!({ "slotId": slot.id, "outcome": outcome, "candidates": candidates.len() }));
     };
     let planned =
         call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;

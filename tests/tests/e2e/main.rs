@@ -21,6 +21,7 @@ mod organize;
 mod outbound;
 mod pipeline;
 mod qbittorrent;
+mod quality;
 mod release;
 mod sandbox;
 mod search;

@@ -1,8 +1,11 @@
 //! The quality profile a `quality.*` policy body holds, its checks, and how
 //! it judges one release: acceptable or rejected (with reasons), and the
-//! rank that picks the preferred release among the acceptable ones.
+//! rank that picks the preferred release among the acceptable ones. Shared
+//! by `policy.preview` (what a new profile would change) and the host's
+//! acquisition sweep (which release a slot gets), so both judge alike.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A quality profile.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
@@ -161,6 +164,30 @@ impl QualityProfile {
             .unwrap_or(codecs.len());
         (resolution, codec, -offer.size.unwrap_or(0))
     }
+}
+
+/// What a release record (`{title, parsed, size}`) offers: its stored
+/// parsed fields, with what the release-name parser reads from its title
+/// filling the gaps.
+pub fn offer(release: &Value) -> Offer {
+    let name = release["title"].as_str().unwrap_or_default().to_string();
+    let read = release_name::parse::inspect(&name);
+    let parsed = &release["parsed"];
+    let field = |key: &str, fallback: Option<String>| parsed[key].as_str().map(str::to_string).or(fallback);
+    Offer {
+        resolution: field("screen_size", read.screen_size),
+        source: field("source", read.source),
+        codec: field("video_codec", read.video_codec),
+        size: release["size"].as_i64(),
+        name,
+    }
+}
+
+/// The release a profile would pick: the best-ranked acceptable one
+/// (ties go to the first). Without a profile nothing is preferred.
+pub fn preferred<'a, K>(profile: Option<&QualityProfile>, offers: &'a [(K, Offer)]) -> Option<&'a K> {
+    let profile = profile?;
+    offers.iter().filter(|(_, o)| profile.judge(o).acceptable).min_by_key(|(_, o)| profile.rank(o)).map(|(k, _)| k)
 }
 
 #[cfg(test)]
