@@ -183,10 +183,11 @@ impl Runs {
     /// yet taken (one that arrived while their task was finishing).
     pub async fn due(&self, now: i64) -> Result<Vec<String>, RunError> {
         let ids = sqlx::query_scalar(
-            "SELECT id FROM agent_run r WHERE (status = 'waiting' AND (wake_at <= $1 OR abort_reason IS NOT NULL)) \
-             OR (status IN ('waiting', 'succeeded') AND EXISTS \
-                 (SELECT 1 FROM agent_run_message m WHERE m.run_id = r.id AND m.consumed = 0)) \
-             ORDER BY updated_at LIMIT 100",
+            "SELECT id FROM agent_run WHERE status = 'waiting' AND (wake_at <= $1 OR abort_reason IS NOT NULL) \
+             UNION \
+             SELECT m.run_id FROM agent_run_message m JOIN agent_run r ON r.id = m.run_id \
+             WHERE m.consumed = 0 AND r.status IN ('waiting', 'succeeded') \
+             LIMIT 100",
         )
         .bind(now)
         .fetch_all(&self.db.pool)
