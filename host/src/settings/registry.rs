@@ -24,6 +24,9 @@ pub enum Kind {
     Url,
     /// Write-only; encrypted at rest; reads show only whether it is set.
     Secret,
+    /// A scripted model's script file (JSON text), checked by the same
+    /// parser that will run it.
+    Script,
 }
 
 /// One known setting.
@@ -70,6 +73,13 @@ impl Spec {
                 }
                 true
             }
+            (Kind::Script, Value::String(s)) => {
+                if s.len() > 1 << 20 {
+                    return Err(format!("{key} must be at most 1 MiB"));
+                }
+                crate::agent::providers::scripted::Scripted::from_json(s).map_err(|e| format!("{key}: {e}"))?;
+                true
+            }
             (Kind::Choice(options), Value::String(s)) => {
                 if !options.contains(&s.as_str()) {
                     return Err(format!("{key} must be one of {}", options.join(", ")));
@@ -99,7 +109,7 @@ impl Spec {
             Kind::Bool => "true or false",
             Kind::Int { .. } => "a whole number",
             Kind::Float { .. } => "a number",
-            Kind::Text { .. } | Kind::Url | Kind::Secret => "a string",
+            Kind::Text { .. } | Kind::Url | Kind::Secret | Kind::Script => "a string",
             Kind::Choice(_) => "one of its choices",
         }
     }
@@ -111,6 +121,7 @@ impl Spec {
             Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
             Kind::Float { min, max } => json!({"type": "number", "minimum": min, "maximum": max}),
             Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len}),
+            Kind::Script => json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20}),
             Kind::Choice(options) => json!({"type": "string", "enum": options}),
             Kind::Url => json!({"type": "string", "format": "uri"}),
             Kind::Secret => json!({"type": "string", "writeOnly": true}),
@@ -170,7 +181,7 @@ pub const SETTINGS: &[Spec] = &[
     ),
     spec(
         "model.script",
-        Kind::Text { max_len: 1 << 20 },
+        Kind::Script,
         "null",
         "For the scripted provider: a JSON script file's text; the built-in demo when unset.",
     ),

@@ -132,7 +132,7 @@ mod anthropic {
 
     fn client(server: &MockLlm) -> Anthropic {
         let mut client = Anthropic::new(&server.base_url(), "claude-test", "sk-ant-test-key".into()).unwrap();
-        client.retry = RetryPolicy {
+        client.endpoint.retry = RetryPolicy {
             attempts: 3,
             first_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(50),
@@ -304,7 +304,7 @@ mod openai {
     fn client(server: &MockLlm) -> OpenAiCompatible {
         let mut client =
             OpenAiCompatible::new(&format!("{}/v1", server.base_url()), "gpt-test", "sk-test-key".into()).unwrap();
-        client.retry = RetryPolicy {
+        client.endpoint.retry = RetryPolicy {
             attempts: 3,
             first_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(50),

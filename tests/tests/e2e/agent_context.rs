@@ -304,3 +304,23 @@ async fn a_subagent_shares_the_budget_and_is_reclaimed_when_it_does_not_finish()
         .any(|b| matches!(b, Block::ToolResult { content, .. } if content.contains("reclaimed")));
     assert!(reclaimed, "the parent is told the subtask was reclaimed");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_script_is_refused_when_set_and_changes_nothing() {
+    let env = env(Backend::Sqlite).await;
+    settings(&env, &[("model.script", json!(long_script(1)))]).await;
+    let before = env.caps.settings().get("model.script").await.unwrap();
+    for bad in [r#"{"scripts": ["#, r#"{"scripts": []}"#, r#"{"scripts": [{"steps": []}]}"#] {
+        let mut change = Map::new();
+        change.insert("model.script".into(), json!(bad));
+        change.insert("agent.max_tools".into(), json!(3));
+        let refused = env.caps.settings().update(&change).await.expect_err(bad);
+        assert!(refused.to_string().contains("model.script"), "{refused}");
+    }
+    assert_eq!(env.caps.settings().get("model.script").await.unwrap(), before, "the script is unchanged");
+    assert_eq!(
+        env.caps.settings().get("agent.max_tools").await.unwrap(),
+        json!(0),
+        "nothing else in the change was applied"
+    );
+}

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use capstan::acquisition::SYNC_DOWNLOADS;
 use capstan::agent::AgentRuntime;
 use capstan::agent::runs::{NewRun, Run, RunMode};
-use capstan::domain::{NewEntity, NewRelease, NewSlot};
+use capstan::domain::{NewRelease, NewSlot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
@@ -112,17 +112,7 @@ library = {library:?}
     let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
     caps.ledger().heartbeat().await.unwrap();
     let domain = caps.domain();
-    let entity = domain
-        .upsert_entity(&NewEntity {
-            kind: "movie".into(),
-            tmdb_id: Some(693134),
-            title: "Dune: Part Two".into(),
-            original_title: None,
-            year: Some(2024),
-            seasons: vec![],
-        })
-        .await
-        .unwrap();
+    let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
         .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
         .await

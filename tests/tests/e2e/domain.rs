@@ -19,17 +19,7 @@ pub async fn open(backend: Backend, dir: &std::path::Path) -> Domain {
 
 /// A wanted 2160p movie slot and an unidentified release for it.
 pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) {
-    let entity = domain
-        .upsert_entity(&NewEntity {
-            kind: "movie".into(),
-            tmdb_id: Some(693134),
-            title: "Dune: Part Two".into(),
-            original_title: None,
-            year: Some(2024),
-            seasons: vec![],
-        })
-        .await
-        .unwrap();
+    let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
         .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
         .await

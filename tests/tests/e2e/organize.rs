@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use capstan::domain::{Actor, Domain, DownloadTask, NewEntity, NewPlan, NewRelease, NewSlot, Slot};
+use capstan::domain::{Actor, Domain, DownloadTask, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Invocation, Origin};
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
@@ -90,17 +90,7 @@ fn dune_on_disk(env: &Env) {
 /// submitted, and the download completed at `content_path`.
 async fn completed_download(domain: &Domain, content_path: &str) -> (Slot, DownloadTask) {
     let task = Actor::new("task:syncDownloads");
-    let entity = domain
-        .upsert_entity(&NewEntity {
-            kind: "movie".into(),
-            tmdb_id: Some(693134),
-            title: "Dune: Part Two".into(),
-            original_title: None,
-            year: Some(2024),
-            seasons: vec![],
-        })
-        .await
-        .unwrap();
+    let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
         .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
         .await

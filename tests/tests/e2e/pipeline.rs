@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS};
 use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
-use capstan::domain::{Actor, NewEntity, NewPlan, NewRelease, NewSlot, Slot};
+use capstan::domain::{Actor, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
@@ -109,19 +109,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
 }
 
 async fn wanted_movie(env: &Env) -> Slot {
-    let entity = env
-        .caps
-        .domain()
-        .upsert_entity(&NewEntity {
-            kind: "movie".into(),
-            tmdb_id: Some(693134),
-            title: "Dune: Part Two".into(),
-            original_title: None,
-            year: Some(2024),
-            seasons: vec![],
-        })
-        .await
-        .unwrap();
+    let entity = env.caps.domain().upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     env.caps
         .domain()
         .want(&NewSlot { entity_id: entity.id, season: None, quality: "2160p".into(), profile: None })

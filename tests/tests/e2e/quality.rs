@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use capstan::acquisition::EVALUATE_ACQUISITION;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::domain::{NewEntity, NewSlot};
+use capstan::domain::NewSlot;
 use capstan::pipeline::Capabilities;
 use capstan::store::Db;
 use capstan::tasks::{NewTask, TaskStatus, Tasks, Worker, WorkerConfig};
@@ -92,17 +92,7 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let tasks = Tasks::new(db);
     let domain = caps.domain();
-    let entity = domain
-        .upsert_entity(&NewEntity {
-            kind: "movie".into(),
-            tmdb_id: Some(693134),
-            title: "Dune: Part Two".into(),
-            original_title: None,
-            year: Some(2024),
-            seasons: vec![],
-        })
-        .await
-        .unwrap();
+    let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let want = |profile: Option<&str>| NewSlot {
         entity_id: entity.id.clone(),
         season: None,

@@ -166,7 +166,7 @@ impl AgentRuntime {
         }
         if run.status == RunStatus::Queued {
             if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs).await? {
-                return self.end_over_budget(&run, &reason).await;
+                return self.end_over_budget(&run, &reason, "").await;
             }
             self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
         } else if run.status == RunStatus::Waiting
@@ -197,7 +197,7 @@ impl AgentRuntime {
             }
             turn::Outcome::OverBudget(reason) => {
                 let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
-                return self.end_over_budget_with(&run, &reason, &final_text).await;
+                return self.end_over_budget(&run, &reason, &final_text).await;
             }
             turn::Outcome::Failed(reason) => {
                 return self.finish(run_id, RunStatus::Failed, Some(&reason), &final_text).await;
@@ -209,13 +209,13 @@ impl AgentRuntime {
         // `wake_at`, and a message queues it at once.
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
-            return self.finish(run_id, report::verdict(&touched), None, &final_text).await;
+            return self.finish_with(run_id, report::verdict(&touched), None, &final_text, &touched).await;
         }
         let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let now = crate::store::now_ms();
         if current.wait_until.is_some_and(|until| now > until) {
             let reason = "what the run touched did not settle within agent.goal_wait_hours";
-            return self.finish(run_id, RunStatus::Failed, Some(reason), &final_text).await;
+            return self.finish_with(run_id, RunStatus::Failed, Some(reason), &final_text, &touched).await;
         }
         if !final_text.is_empty() {
             self.runs.set_outcome(run_id, None, &final_text).await.map_err(|e| e.to_string())?;
@@ -261,10 +261,22 @@ impl AgentRuntime {
         detail: Option<&str>,
         final_text: &str,
     ) -> Result<Value, String> {
-        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        self.finish_with(run_id, status, detail, final_text, &touched).await
+    }
+
+    /// Ends the run with `status`, reporting what it touched as read just now.
+    async fn finish_with(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        detail: Option<&str>,
+        final_text: &str,
+        touched: &[report::Touched],
+    ) -> Result<Value, String> {
+        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let calls = self.tool_call_counts(run_id).await?;
-        let report = report::write(self.caps.domain(), &run, status, &touched, &calls, final_text)
+        let report = report::write(self.caps.domain(), &run, status, touched, &calls, final_text)
             .await
             .map_err(|e| e.to_string())?;
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await.map_err(|e| e.to_string())?;
@@ -273,11 +285,7 @@ impl AgentRuntime {
         Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
     }
 
-    async fn end_over_budget(&self, run: &Run, reason: &str) -> Result<Value, String> {
-        self.end_over_budget_with(run, reason, "").await
-    }
-
-    async fn end_over_budget_with(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, String> {
+    async fn end_over_budget(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, String> {
         let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
         self.caps
             .domain()

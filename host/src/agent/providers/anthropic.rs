@@ -7,12 +7,11 @@
 //! ends before `message_stop` is an error.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::wire::{RetryPolicy, SseReader, ToolNames, parse_tool_arguments, send_with_retries};
+use super::wire::{Endpoint, SseReader, ToolNames, parse_tool_arguments};
 use super::{
     Block, Completion, CompletionFuture, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
     ToolCall, Usage,
@@ -23,29 +22,12 @@ const API_VERSION: &str = "2023-06-01";
 
 /// A Messages API client. The key is held only for the request headers.
 pub struct Anthropic {
-    pub base_url: String,
-    pub model: String,
-    api_key: String,
-    pub retry: RetryPolicy,
-    /// Longest wait for the next piece of the stream.
-    pub idle_timeout: Duration,
-    client: reqwest::Client,
+    pub endpoint: Endpoint,
 }
 
 impl Anthropic {
     pub fn new(base_url: &str, model: &str, api_key: String) -> Result<Anthropic, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| ProviderError::Invalid(e.to_string()))?;
-        Ok(Anthropic {
-            base_url: base_url.trim_end_matches('/').to_string(),
-            model: model.to_string(),
-            api_key,
-            retry: RetryPolicy::default(),
-            idle_timeout: Duration::from_secs(120),
-            client,
-        })
+        Ok(Anthropic { endpoint: Endpoint::new(base_url, model, api_key)? })
     }
 
     fn body(&self, request: &ModelRequest, names: &ToolNames) -> Value {
@@ -78,7 +60,7 @@ impl Anthropic {
             .map(|t| json!({ "name": names.wire(&t.name), "description": t.description, "input_schema": t.input_schema }))
             .collect();
         let mut body = json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "max_tokens": request.max_tokens.max(1),
             "system": request.system,
             "messages": messages,
@@ -106,16 +88,12 @@ impl Provider for Anthropic {
         Box::pin(async move {
             let names = ToolNames::new(&request.tools)?;
             let body = self.body(request, &names).to_string();
-            let url = format!("{}/v1/messages", self.base_url);
-            let build = || {
-                self.client
-                    .post(&url)
-                    .header("x-api-key", &self.api_key)
-                    .header("anthropic-version", API_VERSION)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone())
-            };
-            let mut resp = send_with_retries(build, self.retry).await?;
+            let mut resp = self
+                .endpoint
+                .post("/v1/messages", body, |b| {
+                    b.header("x-api-key", &self.endpoint.api_key).header("anthropic-version", API_VERSION)
+                })
+                .await?;
             let mut reader = SseReader::default();
             let mut open: BTreeMap<u64, Open> = BTreeMap::new();
             let mut completion = Completion {
@@ -125,10 +103,7 @@ impl Provider for Anthropic {
                 usage: Usage::default(),
             };
             loop {
-                let chunk = tokio::time::timeout(self.idle_timeout, resp.chunk())
-                    .await
-                    .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
-                    .map_err(|e| ProviderError::Unavailable(format!("the stream broke: {e}")))?;
+                let chunk = self.endpoint.next_chunk(&mut resp).await?;
                 let Some(chunk) = chunk else {
                     return Err(ProviderError::Unavailable("the stream ended before message_stop".into()));
                 };

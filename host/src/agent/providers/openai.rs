@@ -9,12 +9,11 @@
 //! stream.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::wire::{RetryPolicy, SseReader, ToolNames, parse_tool_arguments, send_with_retries};
+use super::wire::{Endpoint, SseReader, ToolNames, parse_tool_arguments};
 use super::{
     Block, Completion, CompletionFuture, ModelRequest, Provider, ProviderError, Role, StopReason, StreamEvent,
     ToolCall, Usage,
@@ -22,28 +21,12 @@ use super::{
 
 /// A Chat Completions client; `base_url` includes the version (`.../v1`).
 pub struct OpenAiCompatible {
-    pub base_url: String,
-    pub model: String,
-    api_key: String,
-    pub retry: RetryPolicy,
-    pub idle_timeout: Duration,
-    client: reqwest::Client,
+    pub endpoint: Endpoint,
 }
 
 impl OpenAiCompatible {
     pub fn new(base_url: &str, model: &str, api_key: String) -> Result<OpenAiCompatible, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| ProviderError::Invalid(e.to_string()))?;
-        Ok(OpenAiCompatible {
-            base_url: base_url.trim_end_matches('/').to_string(),
-            model: model.to_string(),
-            api_key,
-            retry: RetryPolicy::default(),
-            idle_timeout: Duration::from_secs(120),
-            client,
-        })
+        Ok(OpenAiCompatible { endpoint: Endpoint::new(base_url, model, api_key)? })
     }
 
     fn body(&self, request: &ModelRequest, names: &ToolNames) -> Value {
@@ -90,7 +73,7 @@ impl OpenAiCompatible {
             }
         }
         let mut body = json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "messages": messages,
             "max_tokens": request.max_tokens.max(1),
             "stream": true,
@@ -145,25 +128,15 @@ impl Provider for OpenAiCompatible {
         Box::pin(async move {
             let names = ToolNames::new(&request.tools)?;
             let body = self.body(request, &names).to_string();
-            let url = format!("{}/chat/completions", self.base_url);
-            let build = || {
-                self.client
-                    .post(&url)
-                    .bearer_auth(&self.api_key)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone())
-            };
-            let mut resp = send_with_retries(build, self.retry).await?;
+            let mut resp =
+                self.endpoint.post("/chat/completions", body, |b| b.bearer_auth(&self.endpoint.api_key)).await?;
             let mut reader = SseReader::default();
             let mut partials: BTreeMap<u64, Partial> = BTreeMap::new();
             let mut text = String::new();
             let mut usage = Usage::default();
             let mut stop = None;
             loop {
-                let chunk = tokio::time::timeout(self.idle_timeout, resp.chunk())
-                    .await
-                    .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
-                    .map_err(|e| ProviderError::Unavailable(format!("the stream broke: {e}")))?;
+                let chunk = self.endpoint.next_chunk(&mut resp).await?;
                 let Some(chunk) = chunk else {
                     // Some servers close without [DONE] after the finish reason.
                     if stop.is_some() {

@@ -139,6 +139,59 @@ impl RetryPolicy {
     }
 }
 
+/// What both HTTP providers hold: where the API is, which model, the key
+/// (kept only for the request headers), the retry policy and how long the
+/// stream may go quiet.
+pub struct Endpoint {
+    pub base_url: String,
+    pub model: String,
+    pub(super) api_key: String,
+    pub retry: RetryPolicy,
+    /// Longest wait for the next piece of the stream.
+    pub idle_timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl Endpoint {
+    pub fn new(base_url: &str, model: &str, api_key: String) -> Result<Endpoint, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ProviderError::Invalid(e.to_string()))?;
+        Ok(Endpoint {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(120),
+            client,
+        })
+    }
+
+    /// Posts `body` to `path` (with the provider's own headers added by
+    /// `headers`), retrying as the policy allows; the answer is a stream.
+    pub async fn post(
+        &self,
+        path: &str,
+        body: String,
+        headers: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let url = format!("{}{path}", self.base_url);
+        let build = || {
+            headers(self.client.post(&url)).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone())
+        };
+        send_with_retries(build, self.retry).await
+    }
+
+    /// The next piece of a streamed answer; `None` when the body ended.
+    pub async fn next_chunk(&self, resp: &mut reqwest::Response) -> Result<Option<axum::body::Bytes>, ProviderError> {
+        tokio::time::timeout(self.idle_timeout, resp.chunk())
+            .await
+            .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
+            .map_err(|e| ProviderError::Unavailable(format!("the stream broke: {e}")))
+    }
+}
+
 /// Whether an HTTP status is worth retrying: rate limits, overload (529)
 /// and server errors.
 pub fn retryable(status: u16) -> bool {
@@ -147,7 +200,7 @@ pub fn retryable(status: u16) -> bool {
 
 /// Sends a streaming request, retrying what [`retryable`] allows, and
 /// returns the response whose body is to be streamed.
-pub async fn send_with_retries(
+async fn send_with_retries(
     build: impl Fn() -> reqwest::RequestBuilder,
     policy: RetryPolicy,
 ) -> Result<reqwest::Response, ProviderError> {
