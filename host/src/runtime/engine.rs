@@ -28,11 +28,13 @@ pub fn build(max_memory_bytes: u64, cache_dir: &Path) -> anyhow::Result<Engine> 
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.consume_fuel(true);
-    // Copy data segments into a resident slot instead of mapping them
-    // copy-on-write: a pre-initialised snapshot is several MiB that every
-    // call reads, and re-faulting those pages per call cost more than one
-    // memcpy (see docs/benchmarks.md).
-    config.memory_init_cow(false);
+    // Map each component's initial memory (its data segments, or its
+    // pre-initialised snapshot) copy-on-write into the pool slot. With the
+    // page-map scan below, a slot reused for the same component keeps the
+    // pages a call only read, and only the pages it wrote are copied back
+    // from the image, so a call neither copies the whole image nor faults
+    // its way through it (see docs/benchmarks.md).
+    config.memory_init_cow(true);
 
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(POOL_INSTANCES)
