@@ -13,7 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::capstan::host::types::HostError;
 use super::effects::EffectClass;
 use super::grant::{Denial, Grant};
-use super::host::HostServices;
+use super::host::{Hold, HostServices};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
@@ -34,6 +34,8 @@ pub struct CallState {
     pub(crate) denials: Vec<Denial>,
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
+    /// Records this call holds until its store is dropped.
+    pub(crate) holds: Vec<Hold>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -60,6 +62,7 @@ impl CallState {
             denials: Vec::new(),
             stdout,
             stderr,
+            holds: Vec::new(),
             wasi,
             table: ResourceTable::new(),
         }

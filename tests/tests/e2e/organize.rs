@@ -14,6 +14,7 @@ use capstan::pipeline::{Capabilities, Invocation, Origin};
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
 use capstan_tests::both_backends;
+use capstan_tests::components;
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
 use serde_json::{Value, json};
@@ -65,6 +66,11 @@ async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
         ..Default::default()
     };
     host.config.capabilities.insert("organize.plan".into(), plan);
+    // `test.plan-step` can start an organization and keep running: another
+    // call still holding it.
+    host.drop_plugin(components::PLAN_STEP, "plan-step.wasm");
+    let holder = capstan::config::CapabilityConfig { deadline_ms: Some(2_000), ..Default::default() };
+    host.config.capabilities.insert("test.plan-step".into(), holder);
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
@@ -284,6 +290,45 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
     let (kind, message) = failure(&env.invoke("organize.plan", json!({"downloadTaskId": download.id})).await);
     assert_eq!(kind, "conflict");
     assert!(message.contains("downloading"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call_ends() {
+    let env = Arc::new(env(Backend::Sqlite, &[("mode", "copy")]).await);
+    dune_on_disk(&env);
+    let (_, download) = completed_download(env.domain(), FOLDER).await;
+    let plan = env.plan(json!({"downloadTaskId": download.id})).await;
+    let org_id = plan["organizationId"].as_str().unwrap().to_string();
+    let execute = json!({"planId": org_id, "fingerprint": plan["fingerprint"]});
+
+    // Another call starts the organization and is still running.
+    let holder = {
+        let env = env.clone();
+        let start = json!({"startOrganization": {"id": org_id, "fingerprint": plan["fingerprint"]}, "thenSpin": true});
+        tokio::spawn(async move { env.invoke("test.plan-step", start).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while env.domain().organization(&org_id).await.unwrap().status != "running" {
+        assert!(std::time::Instant::now() < deadline, "the holder never started the organization");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!holder.is_finished(), "the holder is still running");
+
+    let (kind, message) = failure(&env.invoke("organize.execute", execute.clone()).await);
+    assert_eq!(kind, "conflict");
+    assert!(message.contains(&format!("organization {org_id} is being carried out by another call")), "{message}");
+    assert!(env.library_is_empty(), "nothing was placed while the other call held it");
+    assert_eq!(env.domain().organization(&org_id).await.unwrap().status, "running");
+
+    // The holder is stopped at its deadline; the organization is free and
+    // the next call finishes it.
+    let held = holder.await.unwrap();
+    assert_eq!(held.status, Status::Unknown, "stopped after starting: {:?}", held.error);
+    let done = env.invoke("organize.execute", execute).await;
+    assert_eq!(done.status, Status::Succeeded, "{:?}", done.error);
+    assert_eq!(std::fs::read(env.library.join(PLACED)).unwrap(), vec![9u8; 64 * 1024]);
+    assert_eq!(env.domain().organization(&org_id).await.unwrap().status, "succeeded");
+    assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
 }
 
 both_backends!(a_completed_movie_is_hardlinked_into_the_library_and_satisfies_its_slot);

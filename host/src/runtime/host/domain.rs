@@ -56,7 +56,19 @@ impl records::Host for CallState {
     async fn transition(&mut self, name: String, args: String) -> Result<String, HostError> {
         self.check("capstan:host/records", EffectClass::Execute)?;
         let domain = self.domain()?;
+        // Refused before anything changes while another call holds the record.
+        let hold = match super::holds::held_by(&name, &args) {
+            Some((key, _)) if self.holds.iter().any(|h| h.key() == key) => None,
+            Some((key, what)) => Some(self.services.holds.take(&key).ok_or_else(|| {
+                HostError::Conflict(format!(
+                    "{what} is being carried out by another call; try again when that call has finished"
+                ))
+            })?),
+            None => None,
+        };
         self.mark_effect();
-        domain.transition(&self.domain_actor(), &name, &args).await.map(|v| v.to_string()).map_err(host_error)
+        let answer = domain.transition(&self.domain_actor(), &name, &args).await.map_err(host_error)?;
+        self.holds.extend(hold);
+        Ok(answer.to_string())
     }
 }

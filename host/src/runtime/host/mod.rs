@@ -6,6 +6,7 @@
 
 mod domain;
 mod files;
+mod holds;
 mod invocation;
 mod log;
 mod outbound;
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 pub use files::Roots;
+pub use holds::{Hold, Holds};
 pub use outbound::Outbound;
 
 use crate::config::Config;
@@ -30,6 +32,8 @@ pub struct HostServices {
     pub domain: OnceLock<Domain>,
     /// Non-secret per-capability settings.
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
+    /// Records running calls hold (an organization being carried out).
+    pub holds: Holds,
 }
 
 impl HostServices {
@@ -39,6 +43,7 @@ impl HostServices {
             roots: Roots::open(&config.roots)?,
             domain: OnceLock::new(),
             settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
+            holds: Holds::default(),
         })
     }
 }

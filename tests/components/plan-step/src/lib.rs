@@ -1,6 +1,9 @@
 //! Test component `test.plan-step` (label execute, tag `plan:acquisition`):
 //! reserves the acquisition plan it is given through `records`, so the
 //! suites can show a plan approval authorising exactly one automated call.
+//! Given an organization instead, it starts it and, when asked, keeps
+//! running until its deadline stops it: a call still holding the
+//! organization while another call tries to carry it out.
 
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
@@ -11,7 +14,21 @@ use serde_json::{Value, json};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Input {
     /// The acquisition plan to reserve.
-    pub plan_id: String,
+    #[serde(default)]
+    pub plan_id: Option<String>,
+    /// An organization to start (`organization.start`) instead.
+    #[serde(default)]
+    pub start_organization: Option<StartOrganization>,
+    /// After starting the organization, spin until the deadline.
+    #[serde(default)]
+    pub then_spin: bool,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartOrganization {
+    pub id: String,
+    pub fingerprint: String,
 }
 
 pub struct PlanStep;
@@ -33,7 +50,18 @@ impl Capability for PlanStep {
     };
 
     fn invoke(input: Input) -> Result<Outcome<Value>, Failure> {
-        let plan = domain::transition("plan.reserve", &json!({ "planId": input.plan_id }))
+        if let Some(org) = input.start_organization {
+            let started =
+                domain::transition("organization.start", &json!({ "id": org.id, "fingerprint": org.fingerprint }))?;
+            if input.then_spin {
+                loop {
+                    std::hint::black_box(&started);
+                }
+            }
+            return Ok(Outcome::Succeeded(started));
+        }
+        let plan_id = input.plan_id.ok_or_else(|| Failure::InvalidInput("planId or startOrganization".into()))?;
+        let plan = domain::transition("plan.reserve", &json!({ "planId": plan_id }))
             .map_err(|e| Failure::Conflict(e.to_string()))?;
         Ok(Outcome::Succeeded(plan))
     }
