@@ -262,3 +262,36 @@ impl Domain {
         self.organization(id).await
     }
 }
+
+impl Domain {
+    /// Takes organization `id` for `holder` until `until_ms` (or renews the
+    /// hold `holder` already has). Answers `false` when another holder's
+    /// hold has not run out; `NotFound` when there is no such organization.
+    pub async fn hold_organization(&self, id: &str, holder: &str, until_ms: i64) -> Result<bool, DomainError> {
+        let taken = sqlx::query(
+            "UPDATE organization SET holder = $1, held_until = $2 \
+             WHERE id = $3 AND (holder IS NULL OR holder = $1 OR held_until < $4)",
+        )
+        .bind(holder)
+        .bind(until_ms)
+        .bind(id)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if taken == 0 {
+            self.organization(id).await?;
+        }
+        Ok(taken > 0)
+    }
+
+    /// Lets go of `holder`'s hold on organization `id`, if it still has it.
+    pub async fn release_organization(&self, id: &str, holder: &str) -> Result<(), DomainError> {
+        sqlx::query("UPDATE organization SET holder = NULL, held_until = NULL WHERE id = $1 AND holder = $2")
+            .bind(id)
+            .bind(holder)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+}

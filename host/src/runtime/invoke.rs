@@ -251,6 +251,9 @@ pub(crate) async fn call(
         Err(_) => CallOutcome::Trapped { trap: TrapKind::Deadline, message: "the call ran past its deadline".into() },
     };
     log_stdio(&store);
+    for hold in std::mem::take(&mut store.data_mut().holds) {
+        hold.release().await;
+    }
     let state = store.data();
     report.effect_started = state.effect_started;
     report.denials = state.denials.clone();

@@ -254,7 +254,44 @@ async fn slots_keep_their_opening_order(backend: Backend) {
     assert_eq!(listed, opened);
 }
 
+/// Two handles on one database stand for two processes.
+async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(backend, dir.path()).await;
+    let (here, there) = (Domain::new(Db::open(&url).await.unwrap()), Domain::new(Db::open(&url).await.unwrap()));
+    let task = Actor::new("task:syncDownloads");
+    let (slot, release) = wanted_movie(&here, &"e".repeat(40)).await;
+    here.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = here
+        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
+        .await
+        .unwrap();
+    here.reserve_plan(&plan.id).await.unwrap();
+    let (_, download) = here.mark_submitted(&plan.id, &"e".repeat(40)).await.unwrap();
+    here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
+    let items = vec![json!({"source": "Dune.mkv", "destination": "Dune (2024)/Dune (2024).mkv"})];
+    let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "copy".into(), items };
+    let (org, _) = here.plan_organization(&task, &organize).await.unwrap();
+    let later = capstan::store::now_ms() + 60_000;
+
+    assert!(here.hold_organization(&org.id, "call-a", later).await.unwrap());
+    assert!(!there.hold_organization(&org.id, "call-b", later).await.unwrap(), "held by call-a");
+    assert!(here.hold_organization(&org.id, "call-a", later + 1).await.unwrap(), "the holder renews");
+    there.release_organization(&org.id, "call-b").await.unwrap();
+    assert!(!there.hold_organization(&org.id, "call-b", later).await.unwrap(), "only the holder lets go");
+    here.release_organization(&org.id, "call-a").await.unwrap();
+    assert!(there.hold_organization(&org.id, "call-b", later).await.unwrap(), "free once released");
+
+    // A holder that stopped renewing (its process died) is overtaken once
+    // its hold has run out.
+    assert!(there.hold_organization(&org.id, "call-b", capstan::store::now_ms() - 1).await.unwrap());
+    assert!(here.hold_organization(&org.id, "call-c", later).await.unwrap(), "call-b's hold ran out");
+
+    assert!(matches!(here.hold_organization("no-such-id", "call-a", later).await, Err(DomainError::NotFound(_))));
+}
+
 both_backends!(
+    an_organization_is_held_by_one_call_at_a_time_across_processes,
     slots_keep_their_opening_order,
     a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against,
     downloads_report_each_change_once_and_organizations_satisfy_the_slot,

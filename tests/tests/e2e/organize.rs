@@ -292,9 +292,8 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
     assert!(message.contains("downloading"), "{message}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call_ends() {
-    let env = Arc::new(env(Backend::Sqlite, &[("mode", "copy")]).await);
+async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call_ends(backend: Backend) {
+    let env = Arc::new(env(backend, &[("mode", "copy")]).await);
     dune_on_disk(&env);
     let (_, download) = completed_download(env.domain(), FOLDER).await;
     let plan = env.plan(json!({"downloadTaskId": download.id})).await;
@@ -331,4 +330,7 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
     assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
 }
 
-both_backends!(a_completed_movie_is_hardlinked_into_the_library_and_satisfies_its_slot);
+both_backends!(
+    a_completed_movie_is_hardlinked_into_the_library_and_satisfies_its_slot,
+    an_organization_another_call_is_carrying_out_is_refused_until_that_call_ends,
+);

@@ -57,13 +57,19 @@ impl records::Host for CallState {
         self.check("capstan:host/records", EffectClass::Execute)?;
         let domain = self.domain()?;
         // Refused before anything changes while another call holds the record.
-        let hold = match super::holds::held_by(&name, &args) {
-            Some((key, _)) if self.holds.iter().any(|h| h.key() == key) => None,
-            Some((key, what)) => Some(self.services.holds.take(&key).ok_or_else(|| {
-                HostError::Conflict(format!(
-                    "{what} is being carried out by another call; try again when that call has finished"
-                ))
-            })?),
+        let hold = match super::holds::held_organization(&name, &args) {
+            Some(id) if self.holds.iter().any(|h| h.organization() == id) => None,
+            Some(id) => match super::Hold::take(&domain, &id).await {
+                Ok(Some(hold)) => Some(hold),
+                Ok(None) => {
+                    return Err(HostError::Conflict(format!(
+                        "organization {id} is being carried out by another call; try again when that call has finished"
+                    )));
+                }
+                // Missing: the transition below says so.
+                Err(DomainError::NotFound(_)) => None,
+                Err(e) => return Err(host_error(e)),
+            },
             None => None,
         };
         self.mark_effect();

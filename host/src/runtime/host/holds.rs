@@ -1,60 +1,105 @@
 //! Records a call holds for as long as it runs. A transition that starts
 //! long work on a record (`organization.start`: an organization placing
 //! files) takes that record for the rest of the call, and another call
-//! that tries to start the same record meanwhile is refused with a
-//! conflict before anything changes. Starting a `running` organization is
-//! how an interrupted one is finished, so without the hold two calls could
-//! place the same files at once and record contradicting outcomes.
+//! that tries to start the same record meanwhile — in this process or in
+//! another one sharing the database — is refused with a conflict before
+//! anything changes. Starting a `running` organization is how an
+//! interrupted one is finished, so without the hold two calls could place
+//! the same files at once and record contradicting outcomes.
 //!
-//! The hold ends when the call's store is dropped, however the call ended
-//! (returned, failed, trapped, ran past its deadline). Holds are kept in
-//! this process: two processes sharing one database are not kept apart.
+//! A hold is a row in the domain store (holder, held until), taken with one
+//! conditional update, renewed while the call runs, and released when the
+//! call ends however it ended (returned, failed, trapped, ran past its
+//! deadline). A process that dies stops renewing, and its holds run out
+//! after [`HOLD_LEASE`].
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
-/// The records held by running calls of one runtime.
-#[derive(Default)]
-pub struct Holds {
-    held: Arc<Mutex<HashSet<String>>>,
+use crate::domain::{Domain, DomainError};
+use crate::store::{new_id, now_ms};
+
+/// How long a hold lasts without renewal: how long a crashed process keeps
+/// others from finishing what it started.
+pub const HOLD_LEASE: Duration = Duration::from_secs(60);
+
+/// How often a running call renews its holds.
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// One call's hold on one organization.
+pub struct Hold {
+    organization: String,
+    holder: String,
+    domain: Domain,
+    renewer: tokio::task::JoinHandle<()>,
+    released: bool,
 }
 
-/// One call's hold on one record; released when dropped.
-pub struct Hold {
-    key: String,
-    held: Arc<Mutex<HashSet<String>>>,
+fn lease_end() -> i64 {
+    now_ms() + HOLD_LEASE.as_millis() as i64
 }
 
 impl Hold {
-    pub fn key(&self) -> &str {
-        &self.key
+    /// Takes organization `id` for a new holder, or answers `None` when
+    /// another call holds it. Must be called inside a tokio runtime.
+    pub async fn take(domain: &Domain, id: &str) -> Result<Option<Hold>, DomainError> {
+        let holder = new_id();
+        if !domain.hold_organization(id, &holder, lease_end()).await? {
+            return Ok(None);
+        }
+        let renewer = {
+            let (domain, id, holder) = (domain.clone(), id.to_string(), holder.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(RENEW_EVERY).await;
+                    if let Err(e) = domain.hold_organization(&id, &holder, lease_end()).await {
+                        tracing::warn!(organization = %id, error = %e, "could not renew the hold on an organization");
+                    }
+                }
+            })
+        };
+        Ok(Some(Hold { organization: id.to_string(), holder, domain: domain.clone(), renewer, released: false }))
+    }
+
+    pub fn organization(&self) -> &str {
+        &self.organization
+    }
+
+    /// Lets go at the end of the call. A failure is logged; the hold then
+    /// runs out on its own.
+    pub async fn release(mut self) {
+        self.renewer.abort();
+        self.released = true;
+        if let Err(e) = self.domain.release_organization(&self.organization, &self.holder).await {
+            tracing::warn!(organization = %self.organization, error = %e, "could not release the hold on an organization");
+        }
     }
 }
 
 impl Drop for Hold {
+    /// A hold dropped without [`Hold::release`] (a call torn down early)
+    /// is released in the background.
     fn drop(&mut self) {
-        self.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+        if self.released {
+            return;
+        }
+        self.renewer.abort();
+        let (domain, id, holder) = (self.domain.clone(), self.organization.clone(), self.holder.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = domain.release_organization(&id, &holder).await;
+            });
+        }
     }
 }
 
-impl Holds {
-    /// Takes `key`, or answers `None` when another call holds it.
-    pub fn take(&self, key: &str) -> Option<Hold> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.insert(key.to_string()).then(|| Hold { key: key.to_string(), held: self.held.clone() })
-    }
-}
-
-/// The record transition `name` holds for the rest of the call, if any,
-/// with how to name it in a refusal.
-pub fn held_by(name: &str, args: &str) -> Option<(String, String)> {
+/// The organization transition `name` holds for the rest of the call, if any.
+pub fn held_organization(name: &str, args: &str) -> Option<String> {
     match name {
         "organization.start" => {
             let args: Value = serde_json::from_str(args).ok()?;
-            let id = args.get("id")?.as_str()?;
-            Some((format!("organization:{id}"), format!("organization {id}")))
+            Some(args.get("id")?.as_str()?.to_string())
         }
         _ => None,
     }
@@ -65,21 +110,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_held_record_is_refused_until_its_hold_is_dropped() {
-        let holds = Holds::default();
-        let first = holds.take("organization:o1").expect("free at first");
-        assert!(holds.take("organization:o1").is_none(), "held by the first call");
-        let other = holds.take("organization:o2");
-        assert!(other.is_some(), "another record is free");
-        drop(first);
-        assert!(holds.take("organization:o1").is_some(), "free once the first call ended");
-    }
-
-    #[test]
     fn only_starting_an_organization_holds_anything() {
-        let (key, what) = held_by("organization.start", r#"{"id":"o1","fingerprint":"f"}"#).unwrap();
-        assert_eq!((key.as_str(), what.as_str()), ("organization:o1", "organization o1"));
-        assert!(held_by("organization.finish", r#"{"id":"o1"}"#).is_none());
-        assert!(held_by("organization.start", "not json").is_none(), "bad arguments are the domain's to refuse");
+        assert_eq!(held_organization("organization.start", r#"{"id":"o1","fingerprint":"f"}"#).as_deref(), Some("o1"));
+        assert!(held_organization("organization.finish", r#"{"id":"o1"}"#).is_none());
+        assert!(
+            held_organization("organization.start", "not json").is_none(),
+            "bad arguments are the domain's to refuse"
+        );
     }
 }

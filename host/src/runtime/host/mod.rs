@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 pub use files::Roots;
-pub use holds::{Hold, Holds};
+pub use holds::Hold;
 pub use outbound::Outbound;
 
 use crate::config::Config;
@@ -32,8 +32,6 @@ pub struct HostServices {
     pub domain: OnceLock<Domain>,
     /// Non-secret per-capability settings.
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
-    /// Records running calls hold (an organization being carried out).
-    pub holds: Holds,
 }
 
 impl HostServices {
@@ -43,7 +41,6 @@ impl HostServices {
             roots: Roots::open(&config.roots)?,
             domain: OnceLock::new(),
             settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
-            holds: Holds::default(),
         })
     }
 }
