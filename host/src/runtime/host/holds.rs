@@ -18,14 +18,18 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::domain::{Domain, DomainError};
+use crate::ledger::OWNER_LEASE;
 use crate::store::{new_id, now_ms};
 
 /// How long a hold lasts without renewal: how long a crashed process keeps
-/// others from finishing what it started.
-pub const HOLD_LEASE: Duration = Duration::from_secs(60);
+/// others from finishing what it started. Shorter than the ledger's
+/// [`OWNER_LEASE`], so when another process takes over a dead process's
+/// claims and re-runs an interrupted organization, the hold has run out.
+pub const HOLD_LEASE: Duration = Duration::from_secs(20);
+const _: () = assert!(HOLD_LEASE.as_secs() < OWNER_LEASE.as_secs());
 
 /// How often a running call renews its holds.
-const RENEW_EVERY: Duration = Duration::from_secs(20);
+const RENEW_EVERY: Duration = Duration::from_secs(5);
 
 /// One call's hold on one organization.
 pub struct Hold {
