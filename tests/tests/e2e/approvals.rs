@@ -11,7 +11,7 @@ use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
-use super::domain::wanted_movie;
+use super::domain::{submitted_download, wanted_movie};
 use super::ledger::env;
 
 async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
@@ -123,14 +123,7 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let http = reqwest::Client::new();
     let domain = env.caps.domain().clone();
     let task = Actor::new("task:verifyAndImport");
-    let (slot, release) = wanted_movie(&domain, &"f".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let plan = domain
-        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
-        .await
-        .unwrap();
-    domain.reserve_plan(&plan.id).await.unwrap();
-    let (_, download) = domain.mark_submitted(&plan.id, &"f".repeat(40)).await.unwrap();
+    let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
     domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x")).await.unwrap();
     let organize = |destination: &str| NewOrganizationPlan {
         download_task_id: download.id.clone(),

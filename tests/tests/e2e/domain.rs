@@ -5,7 +5,8 @@
 //! decisions are recorded once; bad arguments change nothing.
 
 use capstan::domain::{
-    Actor, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot, SourceRelease,
+    Actor, Domain, DomainError, DownloadTask, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot,
+    SourceRelease,
 };
 use capstan::store::Db;
 use capstan_tests::both_backends;
@@ -36,6 +37,21 @@ pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) 
         .await
         .unwrap();
     (slot, release)
+}
+
+/// A wanted movie whose release was identified, planned, reserved and
+/// handed to the download client under `hash`.
+pub async fn submitted_download(domain: &Domain, hash: &str) -> (Slot, DownloadTask) {
+    let task = Actor::new("task:syncDownloads");
+    let (slot, release) = wanted_movie(domain, hash).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = domain
+        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
+        .await
+        .unwrap();
+    domain.reserve_plan(&plan.id).await.unwrap();
+    let (_, download) = domain.mark_submitted(&plan.id, hash).await.unwrap();
+    (slot, download)
 }
 
 fn conflict<T: std::fmt::Debug>(r: Result<T, DomainError>) -> String {
@@ -110,14 +126,7 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     let dir = tempfile::tempdir().unwrap();
     let domain = open(backend, dir.path()).await;
     let task = Actor::new("task:syncDownloads");
-    let (slot, release) = wanted_movie(&domain, &"c".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let plan = domain
-        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
-        .await
-        .unwrap();
-    domain.reserve_plan(&plan.id).await.unwrap();
-    let (_, download) = domain.mark_submitted(&plan.id, &"c".repeat(40)).await.unwrap();
+    let (slot, download) = submitted_download(&domain, &"c".repeat(40)).await;
 
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune Part Two (2024)/Dune Part Two (2024).mkv"})];
     let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "hardlink".into(), items };
@@ -260,14 +269,7 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     let url = fresh_url(backend, dir.path()).await;
     let (here, there) = (Domain::new(Db::open(&url).await.unwrap()), Domain::new(Db::open(&url).await.unwrap()));
     let task = Actor::new("task:syncDownloads");
-    let (slot, release) = wanted_movie(&here, &"e".repeat(40)).await;
-    here.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let plan = here
-        .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
-        .await
-        .unwrap();
-    here.reserve_plan(&plan.id).await.unwrap();
-    let (_, download) = here.mark_submitted(&plan.id, &"e".repeat(40)).await.unwrap();
+    let (_, download) = submitted_download(&here, &"e".repeat(40)).await;
     here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune (2024)/Dune (2024).mkv"})];
     let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "copy".into(), items };
