@@ -300,6 +300,11 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
     let org_id = plan["organizationId"].as_str().unwrap().to_string();
     let execute = json!({"planId": org_id, "fingerprint": plan["fingerprint"]});
 
+    // A start the domain refuses holds nothing: the next call takes it at once.
+    let refused =
+        env.invoke("test.plan-step", json!({"startOrganization": {"id": org_id, "fingerprint": "stale"}})).await;
+    assert_eq!(failure(&refused).0, "conflict");
+
     // Another call starts the organization and is still running.
     let holder = {
         let env = env.clone();

@@ -73,8 +73,18 @@ impl records::Host for CallState {
             None => None,
         };
         self.mark_effect();
-        let answer = domain.transition(&self.domain_actor(), &name, &args).await.map_err(host_error)?;
-        self.holds.extend(hold);
-        Ok(answer.to_string())
+        match domain.transition(&self.domain_actor(), &name, &args).await {
+            Ok(answer) => {
+                self.holds.extend(hold);
+                Ok(answer.to_string())
+            }
+            Err(e) => {
+                // A refused start holds nothing.
+                if let Some(hold) = hold {
+                    hold.release().await;
+                }
+                Err(host_error(e))
+            }
+        }
     }
 }
