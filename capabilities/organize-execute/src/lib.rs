@@ -99,7 +99,7 @@ impl Capability for OrganizeExecute {
         version: 1,
         label: Label::Execute,
         summary: "Carry out an organization plan: hardlink, copy or move a download's files into the library",
-        description: "Places a completed download's media in the library exactly as the organization plan made by organize.plan says, given the plan's id and fingerprint. Refuses with a conflict when the plan was re-made since (another fingerprint) or the download's files changed, and when a destination already holds a different file; nothing is ever overwritten. Hardlinks fall back to a verified copy across devices; copies are verified by SHA-256. Running it again after an interruption finishes what is left. On success the download is imported and the wanted slot satisfied.",
+        description: "Places a completed download's media in the library exactly as the organization plan made by organize.plan says, given the plan's id and fingerprint. Refuses with a conflict when the plan was re-made since (another fingerprint) or the download's files changed, when a destination already holds a different file, and while another call is carrying out the same organization; nothing is ever overwritten. Hardlinks fall back to a verified copy across devices; copies are verified by SHA-256. Running it again after an interruption finishes what is left. On success the download is imported and the wanted slot satisfied.",
         tags: &["organize", "policy.library", "plan:organization", "library", "import", "rename"],
         aliases: &[
             "organize",
