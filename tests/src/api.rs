@@ -27,3 +27,31 @@ pub async fn login(db: &capstan::store::Db, http: &reqwest::Client, base: &str, 
     let csrf = resp.json::<Value>().await.unwrap()["csrfToken"].as_str().unwrap().to_string();
     (cookie, csrf)
 }
+
+/// The API under one base address, called with a bearer key; each call
+/// answers the status and the JSON body (`null` when there is none).
+pub struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    pub fn new(base: &str) -> Api {
+        Api { base: base.to_string(), http: reqwest::Client::new() }
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
+        Self::answer(self.http.get(format!("{}{path}", self.base)).bearer_auth(key)).await
+    }
+
+    /// A POST with `body` as JSON; `Value::Null` sends no body at all.
+    pub async fn post(&self, key: &str, path: &str, body: Value) -> (u16, Value) {
+        let request = self.http.post(format!("{}{path}", self.base)).bearer_auth(key);
+        Self::answer(if body.is_null() { request } else { request.json(&body) }).await
+    }
+
+    async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
+        let resp = request.send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+}

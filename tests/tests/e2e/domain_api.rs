@@ -4,7 +4,7 @@
 use capstan::domain::Actor;
 use capstan::runtime::EffectClass;
 use capstan::tasks::{NewTask, Tasks};
-use capstan_tests::api::serve;
+use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
@@ -14,8 +14,7 @@ use super::ledger::env;
 
 async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
-    let http = reqwest::Client::new();
+    let api = Api::new(&serve(env.caps.clone()).await);
     let reader = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
     let runner = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "test").await.unwrap();
     let domain = env.caps.domain().clone();
@@ -25,35 +24,17 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         .await
         .unwrap();
 
-    let library: Value =
-        http.get(format!("{base}/library")).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    let (status, library) = api.get(&reader, "/library").await;
+    assert_eq!(status, 200);
     assert_eq!(library["items"][0]["entity"]["title"], "Dune: Part Two");
     assert_eq!(library["items"][0]["slots"][0]["status"], "wanted");
-    let resp = http.get(format!("{base}/library?kind=book")).bearer_auth(&reader).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 422);
+    assert_eq!(api.get(&reader, "/library?kind=book").await.0, 422);
 
-    let listed: Value = http
-        .get(format!("{base}/artifacts?subject={}", slot.entity_id))
-        .bearer_auth(&reader)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) = api.get(&reader, &format!("/artifacts?subject={}", slot.entity_id)).await;
     assert_eq!(listed["artifacts"][0]["id"], evidence.id.as_str());
-    let one: Value = http
-        .get(format!("{base}/artifacts/{}", evidence.id))
-        .bearer_auth(&reader)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, one) = api.get(&reader, &format!("/artifacts/{}", evidence.id)).await;
     assert_eq!(one["payloadHash"], evidence.payload_hash.as_str());
-    let resp = http.get(format!("{base}/artifacts/nope")).bearer_auth(&reader).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(api.get(&reader, "/artifacts/nope").await.0, 404);
 
     let tasks = Tasks::new(env.db.clone());
     let (task, _) = tasks
@@ -67,48 +48,21 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         })
         .await
         .unwrap();
-    let listed: Value = http
-        .get(format!("{base}/tasks?subjectId={}", slot.id))
-        .bearer_auth(&reader)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) = api.get(&reader, &format!("/tasks?subjectId={}", slot.id)).await;
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(listed["tasks"][0]["status"], "queued");
 
     // A read key cannot change tasks; an execute key can, and it is audited.
-    let resp = http.post(format!("{base}/tasks/{}/cancel", task.id)).bearer_auth(&reader).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
-    let cancelled: Value = http
-        .post(format!("{base}/tasks/{}/cancel", task.id))
-        .bearer_auth(&runner)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(cancelled["status"], "cancelled");
-    let resp = http.post(format!("{base}/tasks/{}/cancel", task.id)).bearer_auth(&runner).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 409, "a finished task cannot be cancelled again");
-    let retried: Value = http
-        .post(format!("{base}/tasks/{}/retry", task.id))
-        .bearer_auth(&runner)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(retried["status"], "queued");
-    let one: Value =
-        http.get(format!("{base}/tasks/{}", task.id)).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    let cancel = format!("/tasks/{}/cancel", task.id);
+    assert_eq!(api.post(&reader, &cancel, Value::Null).await.0, 403);
+    let (status, cancelled) = api.post(&runner, &cancel, Value::Null).await;
+    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")));
+    assert_eq!(api.post(&runner, &cancel, Value::Null).await.0, 409, "a finished task cannot be cancelled again");
+    let (status, retried) = api.post(&runner, &format!("/tasks/{}/retry", task.id), Value::Null).await;
+    assert_eq!((status, retried["status"].as_str()), (200, Some("queued")));
+    let (_, one) = api.get(&reader, &format!("/tasks/{}", task.id)).await;
     assert_eq!(one["status"], "queued");
-    let resp = http.post(format!("{base}/tasks/nope/retry")).bearer_auth(&runner).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(api.post(&runner, "/tasks/nope/retry", Value::Null).await.0, 404);
     let audit = env.caps.audit().list(0, 1000).await.unwrap();
     let changes: Vec<(&str, &str)> = audit
         .iter()
@@ -126,22 +80,10 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     );
 
     // The acquisition endpoint refuses an ambiguous target before doing anything.
-    let resp = http
-        .post(format!("{base}/acquisition-plans"))
-        .bearer_auth(&runner)
-        .json(&json!({"sourceReleaseId": "r", "slotId": slot.id, "entityId": slot.entity_id}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 422);
-    let resp = http
-        .post(format!("{base}/acquisition-plans"))
-        .bearer_auth(&reader)
-        .json(&json!({"sourceReleaseId": "r", "slotId": slot.id}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
+    let ambiguous = json!({"sourceReleaseId": "r", "slotId": slot.id, "entityId": slot.entity_id});
+    assert_eq!(api.post(&runner, "/acquisition-plans", ambiguous).await.0, 422);
+    let plain = json!({"sourceReleaseId": "r", "slotId": slot.id});
+    assert_eq!(api.post(&reader, "/acquisition-plans", plain).await.0, 403);
 }
 
 both_backends!(library_artifacts_and_tasks_over_http);
