@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what building and testing Capstan needs on a fresh machine:
-# the wasm32-wasip2 Rust target (guest components are built for it).
+# Installs what building Capstan needs on a fresh machine: the
+# wasm32-wasip2 Rust target (guest components are built for it). With
+# --tests, also the Debian packages the test suites run for real.
 # Safe to run again; it skips what is already there.
 set -euo pipefail
 
@@ -9,22 +10,29 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2
 fi
 
-# The qBittorrent end-to-end suite runs a real qbittorrent-nox (Debian
-# package) against a throwaway profile; it fails rather than skips without it.
-if ! command -v qbittorrent-nox >/dev/null 2>&1; then
-    echo "setup: installing qbittorrent-nox (Debian package qbittorrent-nox)"
+# Debian packages the suites run for real: qbittorrent-nox (the qBittorrent
+# suite runs it against a throwaway profile) and chromium with
+# chromium-driver (the console suite drives the console in a headless
+# browser). The suites fail rather than skip without them.
+[ "${1:-}" = "--tests" ] || exit 0
+missing=()
+command -v qbittorrent-nox >/dev/null 2>&1 || missing+=(qbittorrent-nox)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" = 0 ]; then
         as_root=()
     elif command -v sudo >/dev/null 2>&1; then
         as_root=(sudo)
     else
-        echo "setup: qbittorrent-nox is missing and neither root nor sudo is available;" >&2
-        echo "setup: install it with: apt-get install qbittorrent-nox" >&2
+        echo "setup: ${missing[*]} missing and neither root nor sudo is available;" >&2
+        echo "setup: install them with: apt-get install ${missing[*]}" >&2
         exit 1
     fi
     apt_install() {
         "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-            apt-get install -y -qq --no-install-recommends qbittorrent-nox >/dev/null
+            apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     }
     # A fresh machine's package lists may be empty or stale: refresh and retry.
     if ! apt_install; then

@@ -5,7 +5,7 @@
 # this script starts on a free loopback port and stops afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 source scripts/postgres.sh
 start_throwaway_postgres
 trap stop_throwaway_postgres EXIT

@@ -13,6 +13,7 @@ pub mod components {
 
 pub mod api;
 pub mod binary;
+pub mod browser;
 pub mod db;
 pub mod fixtures;
 pub mod grants;

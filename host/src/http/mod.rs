@@ -1,12 +1,14 @@
 //! The HTTP API under `/api/v1`: API-key and console-session
 //! authentication, the capability list, the invoke endpoint (the one invoke
 //! path), automation grants, approvals, settings, the audit log, agent runs,
-//! and the OpenAPI document built from the handlers.
+//! and the OpenAPI document built from the handlers; and the operator
+//! console at `/` (`console/`).
 //! Every error is JSON `{"error":{"code","message"}}`; bodies over 1 MiB,
 //! malformed JSON, wrong types and unknown fields are 4xx and change
 //! nothing.
 
 pub mod auth;
+mod console;
 pub mod error;
 pub mod keys;
 pub mod openapi;
@@ -67,6 +69,9 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .split_for_parts();
     let doc = Arc::new(doc);
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
+        .route("/", get(console::index))
+        .route("/console.js", get(console::script))
+        .route("/console.css", get(console::style))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(AppState { agent: Arc::new(AgentRuntime::new(caps.clone())), caps })

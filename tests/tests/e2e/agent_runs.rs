@@ -20,8 +20,9 @@ use serde_json::{Map, Value, json};
 
 use crate::ledger::{Env, env};
 
-struct Api {
-    base: String,
+pub struct Api {
+    /// `http://127.0.0.1:<port>/api/v1`
+    pub base: String,
     http: reqwest::Client,
     key: String,
 }
@@ -33,7 +34,7 @@ impl Api {
         (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub async fn get(&self, path: &str) -> Value {
         let resp = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await.unwrap();
         assert_eq!(resp.status(), 200, "GET {path}");
         resp.json().await.unwrap()
@@ -69,7 +70,7 @@ async fn set(caps: &Capabilities, pairs: &[(&str, Value)]) {
 }
 
 /// The API on loopback, a worker that runs agent tasks, and an execute key.
-async fn start(env: &Env) -> Api {
+pub async fn start(env: &Env) -> Api {
     let base = capstan_tests::api::serve(env.caps.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "agent-test".into(), config);

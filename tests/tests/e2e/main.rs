@@ -8,6 +8,7 @@ mod approvals;
 mod authz;
 mod catalog;
 mod cli;
+mod console;
 mod domain;
 mod domain_api;
 mod download;

@@ -1,0 +1,243 @@
+// The operator console: a session login, agent runs (start, follow, message,
+// abort), approvals waiting for a human, and the loaded capabilities. Every
+// request goes to the same API as scripts use (/api/v1), with the session
+// cookie and, for changes, the session's CSRF token.
+"use strict";
+
+const state = { csrf: sessionStorage.getItem("capstan.csrf"), run: null, afterSeq: 0, timers: [] };
+const $ = (id) => document.getElementById(id);
+
+async function api(method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET" && state.csrf) headers["x-csrf-token"] = state.csrf;
+  const resp = await fetch("/api/v1" + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  let data = null;
+  try {
+    data = await resp.json();
+  } catch (_) {
+    data = null;
+  }
+  if (resp.status === 401 && path !== "/session") showLogin();
+  return { status: resp.status, data };
+}
+
+function errorText(answer) {
+  const e = answer.data && answer.data.error;
+  return e ? e.message : "the request failed (HTTP " + answer.status + ")";
+}
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+function stopTimers() {
+  state.timers.forEach(clearInterval);
+  state.timers = [];
+}
+
+function showLogin() {
+  stopTimers();
+  $("app-view").hidden = true;
+  $("logout").hidden = true;
+  $("who").textContent = "";
+  $("login-view").hidden = false;
+}
+
+function showApp(admin) {
+  $("login-view").hidden = true;
+  $("app-view").hidden = false;
+  $("logout").hidden = false;
+  $("who").textContent = admin ? "Signed in as " + admin : "";
+  stopTimers();
+  refreshRuns();
+  refreshApprovals();
+  refreshCapabilities();
+  state.timers.push(setInterval(refreshRuns, 2000));
+  state.timers.push(setInterval(refreshRun, 1000));
+  state.timers.push(setInterval(refreshApprovals, 3000));
+}
+
+// --- session -------------------------------------------------------------
+
+$("login-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("login-error").textContent = "";
+  const answer = await api("POST", "/session", { name: $("login-name").value, password: $("login-password").value });
+  if (answer.status !== 200) {
+    $("login-error").textContent = errorText(answer);
+    return;
+  }
+  state.csrf = answer.data.csrfToken;
+  sessionStorage.setItem("capstan.csrf", state.csrf);
+  sessionStorage.setItem("capstan.admin", answer.data.admin);
+  $("login-password").value = "";
+  showApp(answer.data.admin);
+});
+
+$("logout").addEventListener("click", async () => {
+  await api("DELETE", "/session");
+  state.csrf = null;
+  sessionStorage.removeItem("capstan.csrf");
+  showLogin();
+});
+
+document.querySelectorAll("nav button").forEach((button) => {
+  button.addEventListener("click", () => {
+    document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b === button));
+    document.querySelectorAll(".tab").forEach((tab) => {
+      tab.hidden = tab.id !== "tab-" + button.dataset.tab;
+    });
+  });
+});
+
+// --- agent runs ------------------------------------------------------------
+
+$("run-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("run-error").textContent = "";
+  const answer = await api("POST", "/agent/runs", { goal: $("run-goal").value, mode: $("run-mode").value });
+  if (answer.status !== 201) {
+    $("run-error").textContent = errorText(answer);
+    return;
+  }
+  $("run-goal").value = "";
+  await refreshRuns();
+  selectRun(answer.data.id);
+});
+
+async function refreshRuns() {
+  const answer = await api("GET", "/agent/runs");
+  if (answer.status !== 200) return;
+  const list = $("runs");
+  list.replaceChildren();
+  for (const run of answer.data.items) {
+    const item = el("li");
+    item.dataset.runId = run.id;
+    item.append(el("span", run.status, "status-" + run.status), " — " + run.goal);
+    if (run.id === state.run) item.classList.add("selected");
+    item.addEventListener("click", () => selectRun(run.id));
+    list.append(item);
+  }
+}
+
+function selectRun(id) {
+  state.run = id;
+  state.afterSeq = 0;
+  $("run-text").textContent = "";
+  $("run-tools").replaceChildren();
+  $("run-report").textContent = "";
+  $("run-report-status").textContent = "";
+  $("run-detail").hidden = false;
+  document.querySelectorAll("#runs li").forEach((li) => li.classList.toggle("selected", li.dataset.runId === id));
+  refreshRun();
+}
+
+async function refreshRun() {
+  if (!state.run) return;
+  const id = state.run;
+  const answer = await api("GET", "/agent/runs/" + id + "?afterSeq=" + state.afterSeq + "&limit=500");
+  if (answer.status !== 200 || id !== state.run) return;
+  const { run, events, nextSeq, report } = answer.data;
+  $("run-id").textContent = run.id;
+  $("run-status").textContent = run.status;
+  $("run-status").className = "status-" + run.status;
+  $("run-goal-text").textContent = run.goal;
+  for (const event of events) {
+    if (event.kind === "agent.text_delta") {
+      $("run-text").textContent += event.payload.text;
+    } else if (event.kind === "agent.tool_call") {
+      const p = event.payload;
+      const line = p.name + " — " + p.phase + (p.status ? " (" + p.status + ")" : "") + (p.actor ? " by " + p.actor : "");
+      $("run-tools").append(el("li", line));
+    }
+  }
+  state.afterSeq = nextSeq;
+  if (report) {
+    $("run-report-status").textContent = "Verified outcome: " + report.body.status;
+    $("run-report").textContent = JSON.stringify(report.body.verified, null, 2);
+  }
+}
+
+$("message-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  if (!state.run || !$("message-text").value) return;
+  const answer = await api("POST", "/agent/runs/" + state.run + "/messages", { text: $("message-text").value });
+  $("run-error").textContent = answer.status === 202 || answer.status === 200 ? "" : errorText(answer);
+  $("message-text").value = "";
+});
+
+$("run-abort").addEventListener("click", async () => {
+  if (!state.run) return;
+  const answer = await api("POST", "/agent/runs/" + state.run + "/abort", { reason: "aborted from the console" });
+  $("run-error").textContent = answer.status < 300 ? "" : errorText(answer);
+});
+
+// --- approvals -------------------------------------------------------------
+
+async function refreshApprovals() {
+  const answer = await api("GET", "/approvals?status=pending");
+  if (answer.status !== 200) return;
+  const body = $("approvals");
+  body.replaceChildren();
+  for (const approval of answer.data.approvals) {
+    const row = el("tr");
+    row.dataset.approvalId = approval.id;
+    row.append(
+      el("td", approval.planType + " " + approval.planId + (approval.stale ? " (changed since requested)" : "")),
+      el("td", approval.requestedBy),
+      el("td", approval.payloadHash.slice(0, 12)),
+    );
+    const actions = el("td");
+    for (const [label, status] of [["Approve", "approved"], ["Reject", "rejected"]]) {
+      const button = el("button", label);
+      button.className = "decide-" + status;
+      button.addEventListener("click", () => decide(approval, status));
+      actions.append(button);
+    }
+    row.append(actions);
+    body.append(row);
+  }
+}
+
+async function decide(approval, status) {
+  $("approvals-error").textContent = "";
+  const answer = await api("PATCH", "/approvals/" + approval.id, { status, payloadHash: approval.payloadHash });
+  if (answer.status !== 200) $("approvals-error").textContent = errorText(answer);
+  await refreshApprovals();
+}
+
+// --- capabilities ----------------------------------------------------------
+
+async function refreshCapabilities() {
+  const answer = await api("GET", "/capabilities");
+  if (answer.status !== 200) return;
+  const body = $("capabilities");
+  body.replaceChildren();
+  for (const cap of answer.data.capabilities) {
+    const d = cap.descriptor;
+    const row = el("tr");
+    row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));
+    body.append(row);
+  }
+}
+
+// --- start -----------------------------------------------------------------
+
+(async () => {
+  if (!state.csrf) {
+    showLogin();
+    return;
+  }
+  const answer = await api("GET", "/capabilities");
+  if (answer.status === 200) showApp(sessionStorage.getItem("capstan.admin"));
+  else showLogin();
+})();

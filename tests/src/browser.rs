@@ -1,0 +1,112 @@
+//! A real Chromium for the console suite: `chromedriver` on a free loopback
+//! port and a headless browser with a fresh profile, driven over WebDriver
+//! with `fantoccini`. Both come from Debian's `chromium` and
+//! `chromium-driver` packages, which `scripts/setup.sh` installs; without
+//! them the suite fails, naming the packages.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+/// Where Debian puts the browser.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        assert!(
+            std::path::Path::new(CHROMIUM).exists(),
+            "{CHROMIUM} is missing: install the Debian packages chromium and chromium-driver (scripts/setup.sh does)"
+        );
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is missing: install the Debian package chromium-driver (scripts/setup.sh does)");
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        while reqwest::get(format!("{url}/status")).await.is_err() {
+            assert!(started.elapsed() < Duration::from_secs(20), "chromedriver did not start on {url}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        // Headless, as root in a container, and quiet on a closed network.
+        let options = json!({
+            "binary": CHROMIUM,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                     "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                     "--disable-sync", format!("--user-data-dir={}", profile.path().display())],
+        });
+        let mut caps = serde_json::Map::new();
+        caps.insert("goog:chromeOptions".into(), options);
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&url)
+            .await
+            .expect("could not start a Chromium session through chromedriver");
+        Browser { client, driver, _profile: profile }
+    }
+
+    /// The text of the element `css`, once it is there.
+    pub async fn text(&self, css: &str) -> String {
+        self.client.wait().for_element(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    }
+
+    /// Waits until the text of `css` satisfies `cond`; panics with the last
+    /// text seen after 30 s.
+    pub async fn wait_text(&self, css: &str, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let text = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if cond(&text) {
+                return text;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{css} never {what}; last text: {text:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Types `text` into the field `css` after clearing it.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let field = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.client.wait().for_element(Locator::Css(css)).await.unwrap().click().await.unwrap();
+    }
+
+    /// Whether `css` is shown (not hidden).
+    pub async fn shown(&self, css: &str) -> bool {
+        self.client.find(Locator::Css(css)).await.unwrap().is_displayed().await.unwrap()
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}

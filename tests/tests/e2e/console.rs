@@ -1,0 +1,100 @@
+//! The operator console in a real Chromium: a wrong password is refused
+//! with the reason, an administrator signs in, sees the capabilities,
+//! starts an agent run with the demo model and follows it to its verified
+//! report, and approves a plan that waits for a human.
+
+use capstan::domain::{Actor, NewPlan};
+use capstan::runtime::EffectClass;
+use capstan_tests::browser::Browser;
+use capstan_tests::db::Backend;
+use serde_json::json;
+
+use super::agent_runs::start;
+use super::domain::wanted_movie;
+use super::ledger::env;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
+    let env = env(Backend::Sqlite).await;
+    let api = start(&env).await;
+    let root = api.base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(&env.db, "bob", "correct horse battery").await.unwrap();
+
+    // A plan drafted through alice's key waits for someone else's approval.
+    let key = capstan::http::keys::create(&env.db, "alice's automation", &[EffectClass::Execute], "admin:alice")
+        .await
+        .unwrap();
+    let key_id = key.split('_').nth(1).unwrap().to_string();
+    let domain = env.caps.domain().clone();
+    let (slot, release) = wanted_movie(&domain, &"a".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let plan = domain
+        .draft_plan(
+            &Actor::new(format!("key:{key_id}")),
+            &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None },
+        )
+        .await
+        .unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!("{}/approvals", api.base))
+        .bearer_auth(&key)
+        .json(&json!({"planType": "acquisition", "planId": plan.id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+
+    let browser = Browser::start().await;
+    browser.client.goto(&format!("{root}/")).await.unwrap();
+    assert_eq!(browser.client.title().await.unwrap(), "Capstan");
+
+    // A wrong password is refused with the reason, and nothing opens.
+    browser.fill("#login-name", "bob").await;
+    browser.fill("#login-password", "not the password").await;
+    browser.click("#login-submit").await;
+    let refused = browser.wait_text("#login-error", "showed a refusal", |t| !t.is_empty()).await;
+    assert!(refused.to_lowercase().contains("password"), "{refused}");
+    assert!(!browser.shown("#app-view").await);
+
+    browser.fill("#login-password", "correct horse battery").await;
+    browser.click("#login-submit").await;
+    browser.wait_text("#who", "named the administrator", |t| t.contains("bob")).await;
+
+    // The capabilities the runtime loaded, with their labels.
+    browser.click("nav button[data-tab=capabilities]").await;
+    let capabilities = browser.wait_text("#capabilities", "listed", |t| t.contains("release.inspect")).await;
+    assert!(capabilities.contains("download.submit") && capabilities.contains("execute"), "{capabilities}");
+
+    // A run with the demo model, followed to its verified report.
+    browser.click("nav button[data-tab=agent]").await;
+    browser.fill("#run-goal", "What does my library hold?").await;
+    browser.click("#run-mode option[value=plan_only]").await;
+    browser.click("#run-start").await;
+    browser.wait_text("#run-status", "succeeded", |t| t == "succeeded").await;
+    let transcript = browser.wait_text("#run-text", "streamed", |t| t.contains("The library tracks")).await;
+    assert!(transcript.contains("nothing was changed"), "{transcript}");
+    let tools = browser.text("#run-tools").await;
+    assert!(tools.contains("inventory.query") && tools.contains("succeeded"), "{tools}");
+    browser.wait_text("#run-report-status", "showed the report", |t| t.contains("succeeded")).await;
+    let runs = api.get("/agent/runs").await;
+    assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
+    assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
+
+    // The plan waiting for a human, approved from the console.
+    browser.click("nav button[data-tab=approvals]").await;
+    browser.wait_text("#approvals", "listed the plan", |t| t.contains(&plan.id)).await;
+    browser.click("#approvals button.decide-approved").await;
+    browser.wait_text("#approvals", "emptied", |t| !t.contains(&plan.id)).await;
+    let approvals = env.caps.authz().approvals(Some("approved")).await.unwrap();
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(
+        (approvals[0].plan_id.as_str(), approvals[0].decided_by.as_deref()),
+        (plan.id.as_str(), Some("admin:bob"))
+    );
+
+    // Signing out returns to the login.
+    browser.click("#logout").await;
+    browser.wait_text("#login-view h2", "showed the login", |t| t == "Log in").await;
+    assert!(!browser.shown("#app-view").await);
+    browser.close().await;
+}
