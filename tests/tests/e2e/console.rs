@@ -1,7 +1,7 @@
 //! The operator console in a real Chromium: a wrong password is refused
-//! with the reason, an administrator signs in, sees the capabilities,
-//! starts an agent run with the demo model and follows it to its verified
-//! report, and approves a plan that waits for a human.
+//! with the reason, an administrator signs in, sees the capabilities and
+//! the library, starts an agent run with the demo model and follows it to
+//! its verified report, and approves a plan that waits for a human.
 
 use capstan::domain::{Actor, NewPlan};
 use capstan::runtime::EffectClass;
@@ -64,6 +64,11 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("nav button[data-tab=capabilities]").await;
     let capabilities = browser.wait_text("#capabilities", "listed", |t| t.contains("release.inspect")).await;
     assert!(capabilities.contains("download.submit") && capabilities.contains("execute"), "{capabilities}");
+
+    // The library: the wanted movie and its slot.
+    browser.click("nav button[data-tab=library]").await;
+    let library = browser.wait_text("#library", "listed", |t| t.contains("Dune: Part Two")).await;
+    assert!(library.contains("(2024)") && library.contains("2160p wanted"), "{library}");
 
     // A run with the demo model, followed to its verified report.
     browser.click("nav button[data-tab=agent]").await;

@@ -1,5 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), approvals waiting for a human, and the loaded capabilities. Every
+// abort), the library, approvals waiting for a human, and the loaded
+// capabilities. Every
 // request goes to the same API as scripts use (/api/v1), with the session
 // cookie and, for changes, the session's CSRF token.
 "use strict";
@@ -59,9 +60,11 @@ function showApp(admin) {
   $("who").textContent = admin ? "Signed in as " + admin : "";
   stopTimers();
   refreshRuns();
+  refreshLibrary();
   refreshApprovals();
   refreshCapabilities();
   state.timers.push(setInterval(refreshRuns, 2000));
+  state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
   state.timers.push(setInterval(refreshApprovals, 3000));
 }
@@ -180,6 +183,24 @@ $("run-abort").addEventListener("click", async () => {
   const answer = await api("POST", "/agent/runs/" + state.run + "/abort", { reason: "aborted from the console" });
   $("run-error").textContent = answer.status < 300 ? "" : errorText(answer);
 });
+
+// --- library ---------------------------------------------------------------
+
+async function refreshLibrary() {
+  const answer = await api("GET", "/library");
+  if (answer.status !== 200) return;
+  const body = $("library");
+  body.replaceChildren();
+  for (const item of answer.data.items) {
+    const e = item.entity;
+    const wanted = item.slots
+      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + s.status)
+      .join(", ");
+    const row = el("tr");
+    row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), el("td", wanted));
+    body.append(row);
+  }
+}
 
 // --- approvals -------------------------------------------------------------
 
