@@ -1,6 +1,7 @@
 //! The operator console in a real Chromium: a wrong password is refused
-//! with the reason, an administrator signs in, sees the capabilities and
-//! the library, starts an agent run with the demo model and follows it to
+//! with the reason, an administrator signs in, sees the capabilities,
+//! changes settings (all or none, secrets never shown), sees the library,
+//! starts an agent run with the demo model and follows it to
 //! its verified report, and approves a plan that waits for a human.
 
 use capstan::domain::{Actor, NewPlan};
@@ -64,6 +65,35 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("nav button[data-tab=capabilities]").await;
     let capabilities = browser.wait_text("#capabilities", "listed", |t| t.contains("release.inspect")).await;
     assert!(capabilities.contains("download.submit") && capabilities.contains("execute"), "{capabilities}");
+
+    // Settings change all or none: a value out of range refuses the whole
+    // change, and a secret is never shown back.
+    browser.click("nav button[data-tab=settings]").await;
+    let max_calls = "input[name='agent.max_tool_calls']";
+    let api_key = "input[name='model.api_key']";
+    browser.fill(max_calls, "0").await;
+    browser.fill(api_key, "sk-console-test").await;
+    browser.click("#settings-save").await;
+    let refused = browser.wait_text("#settings-error", "showed a refusal", |t| !t.is_empty()).await;
+    assert!(refused.contains("agent.max_tool_calls") && refused.contains("nothing was changed"), "{refused}");
+    let settings = env.caps.settings().all().await.unwrap();
+    assert_eq!(
+        (settings["agent.max_tool_calls"].as_i64(), &settings["model.api_key"]),
+        (Some(50), &json!({"set": false}))
+    );
+    browser.fill(max_calls, "12").await;
+    browser.click("#settings-save").await;
+    browser.wait_text("#settings-saved", "saved", |t| t.starts_with("Saved")).await;
+    let settings = env.caps.settings().all().await.unwrap();
+    assert_eq!(
+        (settings["agent.max_tool_calls"].as_i64(), &settings["model.api_key"]),
+        (Some(12), &json!({"set": true}))
+    );
+    let shown = browser.client.find(fantoccini::Locator::Css(api_key)).await.unwrap();
+    assert_eq!(shown.prop("value").await.unwrap().as_deref(), Some(""), "the secret is not shown back");
+    assert_eq!(shown.attr("placeholder").await.unwrap().as_deref(), Some("set (hidden)"));
+    let page = browser.client.source().await.unwrap();
+    assert!(!page.contains("sk-console-test"), "the secret is nowhere in the page");
 
     // The library: the wanted movie and its slot.
     browser.click("nav button[data-tab=library]").await;

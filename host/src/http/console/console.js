@@ -1,6 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library, approvals waiting for a human, and the loaded
-// capabilities. Every
+// abort), the library, approvals waiting for a human, the loaded
+// capabilities, and settings. Every
 // request goes to the same API as scripts use (/api/v1), with the session
 // cookie and, for changes, the session's CSRF token.
 "use strict";
@@ -63,6 +63,7 @@ function showApp(admin) {
   refreshLibrary();
   refreshApprovals();
   refreshCapabilities();
+  refreshSettings();
   state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
@@ -250,6 +251,95 @@ async function refreshCapabilities() {
     body.append(row);
   }
 }
+
+// --- settings --------------------------------------------------------------
+
+// Builds the field for one setting from its schema; `data-original` keeps
+// what was shown, so only changed fields are sent.
+function settingField(key, value, described) {
+  const schema = described.schema;
+  let field;
+  if (schema.type === "boolean") {
+    field = el("input");
+    field.type = "checkbox";
+    field.checked = value === true;
+    field.dataset.original = String(field.checked);
+  } else if (schema.enum) {
+    field = el("select");
+    for (const option of schema.enum) field.append(el("option", option));
+    field.value = value;
+    field.dataset.original = field.value;
+  } else if (schema.contentMediaType === "application/json") {
+    field = el("textarea");
+    field.rows = 3;
+    field.value = value == null ? "" : String(value);
+    field.dataset.original = field.value;
+  } else {
+    field = el("input");
+    if (schema.writeOnly) {
+      field.type = "password";
+      field.placeholder = value && value.set ? "set (hidden)" : "not set";
+      field.autocomplete = "off";
+    } else if (schema.type === "integer" || schema.type === "number") {
+      field.type = "number";
+      field.step = schema.type === "integer" ? "1" : "any";
+    }
+    field.value = schema.writeOnly || value == null ? "" : String(value);
+    field.dataset.original = field.value;
+  }
+  field.name = key;
+  field.dataset.kind = schema.writeOnly ? "secret" : schema.type;
+  return field;
+}
+
+async function refreshSettings() {
+  const answer = await api("GET", "/settings");
+  if (answer.status !== 200) return;
+  const body = $("settings");
+  body.replaceChildren();
+  for (const [key, described] of Object.entries(answer.data.schema)) {
+    const row = el("tr");
+    const cell = el("td");
+    cell.append(settingField(key, answer.data.settings[key], described));
+    row.append(el("td", key), cell, el("td", described.help, "hint"));
+    body.append(row);
+  }
+}
+
+function changedSettings() {
+  const changes = {};
+  for (const field of $("settings").querySelectorAll("input, select, textarea")) {
+    const kind = field.dataset.kind;
+    if (kind === "boolean") {
+      if (String(field.checked) !== field.dataset.original) changes[field.name] = field.checked;
+    } else if (kind === "secret") {
+      if (field.value !== "") changes[field.name] = field.value;
+    } else if (field.value !== field.dataset.original) {
+      if (field.value === "") changes[field.name] = null;
+      else if (kind === "integer" || kind === "number") changes[field.name] = Number(field.value);
+      else changes[field.name] = field.value;
+    }
+  }
+  return changes;
+}
+
+$("settings-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("settings-error").textContent = "";
+  $("settings-saved").textContent = "";
+  const changes = changedSettings();
+  if (Object.keys(changes).length === 0) {
+    $("settings-saved").textContent = "Nothing changed.";
+    return;
+  }
+  const answer = await api("PATCH", "/settings", changes);
+  if (answer.status !== 200) {
+    $("settings-error").textContent = errorText(answer) + " — nothing was changed.";
+    return;
+  }
+  await refreshSettings();
+  $("settings-saved").textContent = "Saved: " + Object.keys(changes).join(", ");
+});
 
 // --- start -----------------------------------------------------------------
 
