@@ -2,7 +2,8 @@
 //! with the reason, an administrator signs in, sees the capabilities,
 //! changes settings (all or none, secrets never shown), sees the library,
 //! starts an agent run with the demo model and follows it to
-//! its verified report, and approves a plan that waits for a human.
+//! its verified report, approves a plan that waits for a human, and grants
+//! and revokes standing automation.
 
 use capstan::domain::{Actor, NewPlan};
 use capstan::runtime::EffectClass;
@@ -126,6 +127,25 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
         (approvals[0].plan_id.as_str(), approvals[0].decided_by.as_deref()),
         (plan.id.as_str(), Some("admin:bob"))
     );
+
+    // A standing grant, refused for a capability that does not exist,
+    // created for one that does, then revoked.
+    browser.click("nav button[data-tab=grants]").await;
+    browser.fill("#grant-action", "no.such-capability").await;
+    browser.click("#grant-create").await;
+    let refused = browser.wait_text("#grants-error", "showed a refusal", |t| !t.is_empty()).await;
+    assert!(refused.contains("no.such-capability"), "{refused}");
+    browser.fill("#grant-action", "download.submit").await;
+    browser.fill("#grant-calls", "5").await;
+    browser.click("#grant-create").await;
+    browser.wait_text("#grants", "listed the grant", |t| t.contains("download.submit")).await;
+    let grants = env.caps.authz().grants().await.unwrap();
+    assert_eq!(grants.len(), 1, "only the valid grant was stored");
+    assert_eq!((grants[0].action.as_str(), grants[0].daily_invocations), ("download.submit", 5));
+    assert_eq!(grants[0].created_by, "admin:bob");
+    browser.click("#grants button.revoke").await;
+    browser.wait_text("#grants", "showed the revocation", |t| t.contains("revoked")).await;
+    assert!(env.caps.authz().grants().await.unwrap()[0].revoked_at.is_some());
 
     // Signing out returns to the login.
     browser.click("#logout").await;

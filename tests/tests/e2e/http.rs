@@ -218,6 +218,17 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
         .await
         .unwrap();
     assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
+    // A capability that is not loaded is a typo nothing would use.
+    let resp = http
+        .post(&grants)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"action": "test.counter-sfae", "dailyInvocations": 1, "dailyBytes": 1, "expiresAt": expires}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
+    assert!(env.caps.authz().grants().await.unwrap().is_empty(), "no grant was stored");
     let resp =
         http.post(&grants).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 201);

@@ -1,6 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library, approvals waiting for a human, the loaded
-// capabilities, and settings. Every
+// abort), the library, approvals waiting for a human, automation grants,
+// the loaded capabilities, and settings. Every
 // request goes to the same API as scripts use (/api/v1), with the session
 // cookie and, for changes, the session's CSRF token.
 "use strict";
@@ -64,6 +64,7 @@ function showApp(admin) {
   refreshApprovals();
   refreshCapabilities();
   refreshSettings();
+  refreshGrants();
   state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
@@ -237,6 +238,56 @@ async function decide(approval, status) {
   await refreshApprovals();
 }
 
+// --- automation grants -----------------------------------------------------
+
+async function refreshGrants() {
+  const answer = await api("GET", "/automation-grants");
+  if (answer.status !== 200) return;
+  const body = $("grants");
+  body.replaceChildren();
+  for (const grant of answer.data.grants) {
+    const row = el("tr");
+    row.dataset.grantId = grant.id;
+    const ended = grant.revokedAt ? "revoked" : grant.expiresAt < Date.now() ? "expired" : null;
+    row.append(
+      el("td", grant.action),
+      el("td", String(grant.dailyInvocations)),
+      el("td", ended || new Date(grant.expiresAt).toLocaleString()),
+      el("td", grant.createdBy),
+    );
+    const actions = el("td");
+    if (!ended) {
+      const revoke = el("button", "Revoke", "revoke");
+      revoke.addEventListener("click", async () => {
+        const answer = await api("PATCH", "/automation-grants/" + grant.id, { revoke: true });
+        $("grants-error").textContent = answer.status === 200 ? "" : errorText(answer);
+        await refreshGrants();
+      });
+      actions.append(revoke);
+    }
+    row.append(actions);
+    body.append(row);
+  }
+}
+
+$("grant-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("grants-error").textContent = "";
+  const grant = {
+    action: $("grant-action").value.trim(),
+    dailyInvocations: Number($("grant-calls").value),
+    dailyBytes: Number($("grant-mb").value) * 1000000,
+    expiresAt: Date.now() + Number($("grant-days").value) * 86400000,
+  };
+  const answer = await api("POST", "/automation-grants", grant);
+  if (answer.status !== 201) {
+    $("grants-error").textContent = errorText(answer);
+    return;
+  }
+  $("grant-action").value = "";
+  await refreshGrants();
+});
+
 // --- capabilities ----------------------------------------------------------
 
 async function refreshCapabilities() {
@@ -244,7 +295,10 @@ async function refreshCapabilities() {
   if (answer.status !== 200) return;
   const body = $("capabilities");
   body.replaceChildren();
+  const executable = $("execute-capabilities");
+  executable.replaceChildren();
   for (const cap of answer.data.capabilities) {
+    if (cap.descriptor.label === "execute") executable.append(el("option", cap.descriptor.id));
     const d = cap.descriptor;
     const row = el("tr");
     row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));

@@ -54,6 +54,17 @@ pub async fn create(
     ApiJson(body): ApiJson<NewGrant>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let by = admin_only(caller)?;
+    // A grant names every capability (`*`), a policy tag, or a capability
+    // that is loaded now; a mistyped id would be a grant nothing uses.
+    let action = body.action.trim();
+    let known = action == "*" || action.starts_with("policy.") || state.caps.runtime().snapshot().get(action).is_some();
+    if !action.is_empty() && !known {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_grant",
+            format!("no capability {action} is loaded; a grant names a capability id, a policy.* tag, or *"),
+        ));
+    }
     let grant = state.caps.authz().create_grant(&body, &by).await.map_err(authz_error)?;
     Ok((StatusCode::CREATED, Json(json!(grant))))
 }
