@@ -1,7 +1,7 @@
 //! The operator console in a real Chromium: a wrong password is refused
 //! with the reason, an administrator signs in, sees the capabilities,
 //! changes settings (all or none, secrets never shown), sees the library,
-//! starts an agent run with the demo model and follows it to
+//! cancels and re-runs a task, starts an agent run with the demo model and follows it to
 //! its verified report, approves a plan that waits for a human, and grants
 //! and revokes standing automation.
 
@@ -115,6 +115,29 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     let runs = api.get("/agent/runs").await;
     assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
     assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
+
+    // Tasks: the run's task, and one waiting that is cancelled and queued again.
+    let tasks = capstan::tasks::Tasks::new(env.db.clone());
+    let (waiting, _) = tasks
+        .enqueue(&capstan::tasks::NewTask {
+            kind: "syncDownloads".into(),
+            subject: None,
+            payload: json!({}),
+            dedupe_key: None,
+            max_attempts: 3,
+            created_by: "test".into(),
+        })
+        .await
+        .unwrap();
+    browser.click("nav button[data-tab=tasks]").await;
+    let listed = browser.wait_text("#tasks", "listed the tasks", |t| t.contains("syncDownloads")).await;
+    assert!(listed.contains("runAgent") && listed.contains("succeeded"), "{listed}");
+    let row = format!("#tasks tr[data-task-id='{}']", waiting.id);
+    browser.click(&format!("{row} button.cancel")).await;
+    browser.wait_text(&row, "was cancelled", |t| t.contains("cancelled")).await;
+    browser.click(&format!("{row} button.retry")).await;
+    browser.wait_text(&row, "was queued again", |t| t.contains("queued")).await;
+    assert_eq!(tasks.get(&waiting.id).await.unwrap().unwrap().status.as_str(), "queued");
 
     // The plan waiting for a human, approved from the console.
     browser.click("nav button[data-tab=approvals]").await;

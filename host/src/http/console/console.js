@@ -1,5 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library, approvals waiting for a human, automation grants,
+// abort), the library, durable tasks, approvals waiting for a human,
+// automation grants,
 // the loaded capabilities, and settings. Every
 // request goes to the same API as scripts use (/api/v1), with the session
 // cookie and, for changes, the session's CSRF token.
@@ -65,6 +66,8 @@ function showApp(admin) {
   refreshCapabilities();
   refreshSettings();
   refreshGrants();
+  refreshTasks();
+  state.timers.push(setInterval(refreshTasks, 3000));
   state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
@@ -200,6 +203,39 @@ async function refreshLibrary() {
       .join(", ");
     const row = el("tr");
     row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), el("td", wanted));
+    body.append(row);
+  }
+}
+
+// --- tasks -----------------------------------------------------------------
+
+async function refreshTasks() {
+  const answer = await api("GET", "/tasks?limit=100");
+  if (answer.status !== 200) return;
+  const body = $("tasks");
+  body.replaceChildren();
+  for (const task of answer.data.tasks) {
+    const row = el("tr");
+    row.dataset.taskId = task.id;
+    row.append(
+      el("td", task.kind + (task.subject ? " · " + task.subject : "")),
+      el("td", task.status, "status-" + task.status),
+      el("td", task.attempts + "/" + task.max_attempts),
+      el("td", task.last_error || ""),
+      el("td", new Date(task.updated_at).toLocaleString()),
+    );
+    const actions = el("td");
+    const change = { queued: "cancel", running: "cancel", failed: "retry", dead: "retry", cancelled: "retry" }[task.status];
+    if (change) {
+      const button = el("button", change === "cancel" ? "Cancel" : "Run again", change);
+      button.addEventListener("click", async () => {
+        const answer = await api("POST", "/tasks/" + task.id + "/" + change);
+        $("tasks-error").textContent = answer.status === 200 ? "" : errorText(answer);
+        await refreshTasks();
+      });
+      actions.append(button);
+    }
+    row.append(actions);
     body.append(row);
   }
 }
