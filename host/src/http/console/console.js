@@ -1,9 +1,9 @@
 // The operator console: a session login, agent runs (start, follow, message,
 // abort), the library, durable tasks, approvals waiting for a human,
-// automation grants,
-// the loaded capabilities, and settings. Every
-// request goes to the same API as scripts use (/api/v1), with the session
-// cookie and, for changes, the session's CSRF token.
+// automation grants, the loaded capabilities, and settings. Every request
+// goes to the same API as scripts use (/api/v1), with the session cookie
+// and, for changes, the session's CSRF token. Polling keeps each view
+// current; nothing here holds authority the session does not.
 "use strict";
 
 const state = { csrf: sessionStorage.getItem("capstan.csrf"), run: null, afterSeq: 0, timers: [] };
