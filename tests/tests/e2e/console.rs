@@ -19,6 +19,8 @@ use super::ledger::env;
 async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     let env = env(Backend::Sqlite).await;
     let api = start(&env).await;
+    // As `capstan serve` does: the capabilities directory is watched.
+    let _watch = capstan::runtime::watcher::watch(env.caps.runtime().clone()).unwrap();
     let root = api.base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&env.db, "bob", "correct horse battery").await.unwrap();
 
@@ -62,10 +64,14 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("#login-submit").await;
     browser.wait_text("#who", "named the administrator", |t| t.contains("bob")).await;
 
-    // The capabilities the runtime loaded, with their labels.
+    // The capabilities the runtime loaded, with their labels, and a file
+    // dropped into the capabilities directory that is not a component.
     browser.click("nav button[data-tab=capabilities]").await;
     let capabilities = browser.wait_text("#capabilities", "listed", |t| t.contains("release.inspect")).await;
     assert!(capabilities.contains("download.submit") && capabilities.contains("execute"), "{capabilities}");
+    std::fs::write(env._host.plugins().join("garbage.wasm"), b"not a component").unwrap();
+    let refused = browser.wait_text("#refused", "listed the refused file", |t| t.contains("garbage.wasm")).await;
+    assert!(refused.contains(" — "), "the refusal says why: {refused}");
 
     // Settings change all or none: a value out of range refuses the whole
     // change, and a secret is never shown back.

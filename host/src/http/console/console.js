@@ -68,6 +68,7 @@ function showApp(admin) {
   refreshGrants();
   refreshTasks();
   state.timers.push(setInterval(refreshTasks, 3000));
+  state.timers.push(setInterval(refreshCapabilities, 5000));
   state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
@@ -340,6 +341,8 @@ async function refreshCapabilities() {
     row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));
     body.append(row);
   }
+  $("held").replaceChildren(...answer.data.held.map((h) => el("li", h.id + " — " + h.reason)));
+  $("refused").replaceChildren(...answer.data.refused.map((r) => el("li", r.file + " — " + r.reason)));
 }
 
 // --- settings --------------------------------------------------------------
