@@ -157,6 +157,17 @@ impl Audit {
         rows.iter().map(event_from_row).collect()
     }
 
+    /// The newest `limit` events, oldest first.
+    pub async fn latest(&self, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
+        let rows = sqlx::query("SELECT * FROM audit_event ORDER BY seq DESC LIMIT $1")
+            .bind(limit)
+            .fetch_all(&self.db.pool)
+            .await?;
+        let mut events = rows.iter().map(event_from_row).collect::<Result<Vec<_>, _>>()?;
+        events.reverse();
+        Ok(events)
+    }
+
     /// Walks the whole chain and reports the first broken link.
     pub async fn verify(&self) -> Result<Verdict, sqlx::Error> {
         let mut prev = "genesis".to_string();

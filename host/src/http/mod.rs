@@ -47,6 +47,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
         .routes(routes!(routes::audit::list))
+        .routes(routes!(routes::audit::verify))
         .routes(routes!(routes::events::list))
         .routes(routes!(routes::grants::list, routes::grants::create))
         .routes(routes!(routes::grants::update))

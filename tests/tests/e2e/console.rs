@@ -3,7 +3,8 @@
 //! changes settings (all or none, secrets never shown), sees the library,
 //! cancels and re-runs a task, starts an agent run with the demo model and follows it to
 //! its verified report, approves a plan that waits for a human, and grants
-//! and revokes standing automation.
+//! and revokes standing automation, and reads the audit log and checks its
+//! chain.
 
 use capstan::domain::{Actor, NewPlan};
 use capstan::runtime::EffectClass;
@@ -175,6 +176,19 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("#grants button.revoke").await;
     browser.wait_text("#grants", "showed the revocation", |t| t.contains("revoked")).await;
     assert!(env.caps.authz().grants().await.unwrap()[0].revoked_at.is_some());
+
+    // The audit log, newest first, with what was done here; its chain is intact.
+    browser.click("nav button[data-tab=audit]").await;
+    let audit = browser.wait_text("#audit", "listed the grant", |t| t.contains("grant.revoke")).await;
+    for action in ["grant.create", "approval.decide", "task.cancel", "task.retry", "settings.update"] {
+        assert!(audit.contains(action), "{action} is audited: {audit}");
+    }
+    assert!(audit.contains("admin:bob"), "{audit}");
+    assert!(!audit.contains("sk-console-test"), "settings changes are audited by key, never by value");
+    browser.click("#audit-verify").await;
+    let verdict = browser.wait_text("#audit-verdict", "gave a verdict", |t| !t.is_empty()).await;
+    let events = env.caps.audit().list(0, 1000).await.unwrap().len();
+    assert!(verdict.starts_with(&format!("Intact: {events} events")), "{verdict}");
 
     // Signing out returns to the login.
     browser.click("#logout").await;

@@ -97,6 +97,8 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
         (http.post(invoke("no.such")).bearer_auth(&read).json(&json!({"input": {}})), 404, "not_found"),
         (http.get(format!("{base}/nowhere")).bearer_auth(&read), 404, "not_found"),
         (http.get(format!("{base}/audit?limit=0")).bearer_auth(&read), 422, "invalid_query"),
+        (http.get(format!("{base}/audit?latest=0")).bearer_auth(&read), 422, "invalid_query"),
+        (http.get(format!("{base}/audit?latest=5&after=3")).bearer_auth(&read), 422, "invalid_query"),
     ];
     for (request, status, code) in bad {
         let resp = request.send().await.unwrap();
@@ -126,6 +128,16 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(rest["events"][0]["seq"].as_i64().unwrap(), next + 1);
+
+    // The newest events, oldest of them first, and the chain checked.
+    let all = env.caps.audit().list(0, 1000).await.unwrap();
+    let latest: Value =
+        http.get(format!("{base}/audit?latest=2")).bearer_auth(&read).send().await.unwrap().json().await.unwrap();
+    let seqs: Vec<i64> = latest["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, [all[all.len() - 2].seq, all[all.len() - 1].seq]);
+    let verdict: Value =
+        http.get(format!("{base}/audit/verify")).bearer_auth(&read).send().await.unwrap().json().await.unwrap();
+    assert_eq!(verdict, json!({"Intact": {"events": all.len()}}));
 }
 
 both_backends!(keys_scopes_invoke_and_bad_requests);

@@ -1,6 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
 // abort), the library, durable tasks, approvals waiting for a human,
-// automation grants, the loaded capabilities, and settings. Every request
+// automation grants, the loaded capabilities, the audit log, and settings. Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. Polling keeps each view
 // current; nothing here holds authority the session does not.
@@ -69,6 +69,8 @@ function showApp(admin) {
   refreshTasks();
   state.timers.push(setInterval(refreshTasks, 3000));
   state.timers.push(setInterval(refreshCapabilities, 5000));
+  refreshAudit();
+  state.timers.push(setInterval(refreshAudit, 5000));
   state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshRun, 1000));
@@ -344,6 +346,39 @@ async function refreshCapabilities() {
   $("held").replaceChildren(...answer.data.held.map((h) => el("li", h.id + " — " + h.reason)));
   $("refused").replaceChildren(...answer.data.refused.map((r) => el("li", r.file + " — " + r.reason)));
 }
+
+// --- audit log -------------------------------------------------------------
+
+async function refreshAudit() {
+  const answer = await api("GET", "/audit?latest=100");
+  if (answer.status !== 200) return;
+  const body = $("audit");
+  body.replaceChildren();
+  for (const e of answer.data.events.slice().reverse()) {
+    const row = el("tr");
+    row.append(
+      el("td", String(e.seq)),
+      el("td", new Date(e.at).toLocaleString()),
+      el("td", e.principal),
+      el("td", e.action),
+      el("td", e.subject),
+      el("td", e.outcome, "status-" + e.outcome),
+    );
+    body.append(row);
+  }
+}
+
+$("audit-verify").addEventListener("click", async () => {
+  const answer = await api("GET", "/audit/verify");
+  if (answer.status !== 200) {
+    $("audit-verdict").textContent = errorText(answer);
+    return;
+  }
+  const verdict = answer.data;
+  $("audit-verdict").textContent = verdict.Intact
+    ? "Intact: " + verdict.Intact.events + " events, every link checked."
+    : "Broken at event " + verdict.Broken.seq + ": " + verdict.Broken.reason;
+});
 
 // --- settings --------------------------------------------------------------
 

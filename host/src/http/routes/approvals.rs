@@ -73,6 +73,8 @@ pub async fn decide(
         .decide_approval(state.caps.domain(), &id, &body.status, &body.payload_hash, &admin)
         .await
         .map_err(authz_error)?;
+    let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
+    super::audit_change(&state, &caller, "approval.decide", &approval.id, &approval.status, Some(detail)).await?;
     Ok(Json(json!(approval)))
 }
 

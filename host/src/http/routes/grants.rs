@@ -16,7 +16,7 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::openapi::ErrorBody;
 
-fn admin_only(caller: Caller) -> Result<String, ApiError> {
+fn admin_only(caller: &Caller) -> Result<String, ApiError> {
     match caller {
         Caller::Console(s) => Ok(format!("admin:{}", s.admin)),
         Caller::Key(_) => {
@@ -39,7 +39,7 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
 #[utoipa::path(get, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
     responses((status = 200, description = "The grants", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    admin_only(caller)?;
+    admin_only(&caller)?;
     let grants = state.caps.authz().grants().await?;
     Ok(Json(json!({ "grants": grants })))
 }
@@ -53,7 +53,7 @@ pub async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<NewGrant>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let by = admin_only(caller)?;
+    let by = admin_only(&caller)?;
     // A grant names every capability (`*`), a policy tag, or a capability
     // that is loaded now; a mistyped id would be a grant nothing uses.
     let action = body.action.trim();
@@ -66,6 +66,8 @@ pub async fn create(
         ));
     }
     let grant = state.caps.authz().create_grant(&body, &by).await.map_err(authz_error)?;
+    let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);
+    super::audit_change(&state, &caller, "grant.create", &grant.id, "succeeded", Some(detail)).await?;
     Ok((StatusCode::CREATED, Json(json!(grant))))
 }
 
@@ -91,15 +93,18 @@ pub async fn update(
     Path(id): Path<String>,
     ApiJson(change): ApiJson<GrantChange>,
 ) -> Result<Json<Value>, ApiError> {
-    admin_only(caller)?;
+    admin_only(&caller)?;
     let authz = state.caps.authz();
-    let grant = if change.revoke {
-        authz.revoke_grant(&id).await.map_err(authz_error)?
+    let (grant, action) = if change.revoke {
+        (authz.revoke_grant(&id).await.map_err(authz_error)?, "grant.revoke")
     } else {
-        authz
+        let grant = authz
             .shorten_grant(&id, change.expires_at, change.daily_invocations, change.daily_bytes)
             .await
-            .map_err(authz_error)?
+            .map_err(authz_error)?;
+        (grant, "grant.shorten")
     };
+    let detail = format!("{} calls a day until {}", grant.daily_invocations, grant.expires_at);
+    super::audit_change(&state, &caller, action, &grant.id, "succeeded", Some(detail)).await?;
     Ok(Json(json!(grant)))
 }

@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::audit::NewEvent;
 use crate::domain::DomainError;
 use crate::http::AppState;
 use crate::http::auth::Caller;
@@ -156,22 +155,8 @@ async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) 
     let tasks = Tasks::new(state.caps.db().clone());
     let result = if action == "cancel" { tasks.cancel(id).await } else { tasks.retry(id).await };
     let outcome = if result.is_ok() { "succeeded" } else { "failed" };
-    state
-        .caps
-        .audit()
-        .append(&NewEvent {
-            actor_kind: match caller {
-                Caller::Console(_) => "console-admin".into(),
-                Caller::Key(_) => "api-key".into(),
-            },
-            principal: caller.principal(),
-            action: format!("task.{action}"),
-            subject: id.to_string(),
-            outcome: outcome.into(),
-            detail: result.as_ref().err().map(|e| e.to_string()),
-            ..NewEvent::default()
-        })
-        .await?;
+    let detail = result.as_ref().err().map(|e| e.to_string());
+    super::audit_change(state, caller, &format!("task.{action}"), id, outcome, detail).await?;
     Ok(Json(json!(result.map_err(task_error)?)))
 }
 

@@ -1,4 +1,5 @@
-//! Route handlers, one file per resource.
+//! Route handlers, one file per resource, and the audit record every
+//! administrative change leaves.
 
 pub mod acquisition;
 pub mod agent;
@@ -10,3 +11,35 @@ pub mod grants;
 pub mod library;
 pub mod session;
 pub mod settings;
+
+use crate::audit::NewEvent;
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::ApiError;
+
+/// Appends a change made through the API (a task cancelled, a grant
+/// created, an approval decided, settings changed) to the audit chain.
+pub(crate) async fn audit_change(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    subject: &str,
+    outcome: &str,
+    detail: Option<String>,
+) -> Result<(), ApiError> {
+    let actor_kind = match caller {
+        Caller::Console(_) => "console-admin",
+        Caller::Key(_) => "api-key",
+    };
+    let event = NewEvent {
+        actor_kind: actor_kind.into(),
+        principal: caller.principal(),
+        action: action.into(),
+        subject: subject.into(),
+        outcome: outcome.into(),
+        detail,
+        ..NewEvent::default()
+    };
+    state.caps.audit().append(&event).await?;
+    Ok(())
+}

@@ -43,6 +43,9 @@ pub async fn update(
         return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
     }
     state.caps.settings().update(&changes).await.map_err(settings_error)?;
+    // The keys, never the values: some are secrets.
+    let keys = changes.keys().cloned().collect::<Vec<_>>().join(", ");
+    super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
     let values = state.caps.settings().all().await.map_err(settings_error)?;
     Ok(Json(json!({ "settings": values })))
 }
