@@ -105,13 +105,20 @@ impl QBittorrent {
     /// Stops qBittorrent cleanly (so it saves its torrents' resume data) and
     /// starts it again on the same profile and ports, as after a reboot.
     pub async fn restart(&mut self) {
+        self.stop().await;
+        self.start_again().await;
+    }
+
+    /// Stops qBittorrent cleanly: it saves its torrents' resume data on the
+    /// way out, which a loaded machine may take a while to do.
+    pub async fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             // SIGTERM lets it save resume data; std only offers SIGKILL.
             let asked = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
             if !asked.is_ok_and(|s| s.success()) {
                 let _ = child.kill();
             }
-            let deadline = Instant::now() + Duration::from_secs(20);
+            let deadline = Instant::now() + Duration::from_secs(60);
             while child.try_wait().unwrap().is_none() {
                 if Instant::now() > deadline {
                     let _ = child.kill();
@@ -121,6 +128,11 @@ impl QBittorrent {
             }
             let _ = child.wait();
         }
+    }
+
+    /// Starts a stopped qBittorrent on the same profile and ports.
+    pub async fn start_again(&mut self) {
+        assert!(self.child.is_none(), "qBittorrent is still running");
         self.launch().await;
     }
 

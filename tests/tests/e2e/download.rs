@@ -343,8 +343,9 @@ async fn data_gone_is_missing_and_download_recheck_recovers_it_once_put_back() {
     wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
 
     // The data disappears while the client is down: it comes back missing.
+    qbt.stop().await;
     std::fs::remove_file(&dune.files[0]).unwrap();
-    qbt.restart().await;
+    qbt.start_again().await;
     let missing = wait_for_status(&env, &task, "missing", |d| d["status"] == "missing").await;
     assert_eq!(missing["clientState"], "missingFiles", "{missing}");
 
