@@ -4,7 +4,7 @@
 //! approval lets one automated call act on its plan and is consumed by the
 //! first success; a plan that changed leaves its approvals stale.
 
-use capstan::domain::{Actor, NewOrganizationPlan, NewPlan};
+use capstan::domain::{Actor, NewOrganizationPlan, NewPlan, Plan};
 use capstan::runtime::EffectClass;
 use capstan_tests::api::{login, serve};
 use capstan_tests::both_backends;
@@ -12,19 +12,17 @@ use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
 use super::domain::{submitted_download, wanted_movie};
-use super::ledger::env;
+use super::ledger::{Env, env};
 
-async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
-    let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
-    let http = reqwest::Client::new();
-    let domain = env.caps.domain().clone();
-    // A key that belongs to administrator alice drafts a plan.
+/// An API key that belongs to administrator alice, and an acquisition plan
+/// drafted through it for a wanted movie whose release is `hash`.
+pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan) {
     let key = capstan::http::keys::create(&env.db, "alice's automation", &[EffectClass::Execute], "admin:alice")
         .await
         .unwrap();
     let key_id = key.split('_').nth(1).unwrap().to_string();
-    let (slot, release) = wanted_movie(&domain, &"e".repeat(40)).await;
+    let domain = env.caps.domain();
+    let (slot, release) = wanted_movie(domain, hash).await;
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
     let plan = domain
         .draft_plan(
@@ -33,6 +31,15 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
         )
         .await
         .unwrap();
+    (key, plan)
+}
+
+async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let domain = env.caps.domain().clone();
+    let (key, plan) = plan_drafted_by_alices_key(&env, &"e".repeat(40)).await;
     let invoke = format!("{base}/capabilities/test.plan-step/invoke");
     let call = |input: Value| http.post(&invoke).bearer_auth(&key).json(&json!({ "input": input })).send();
 

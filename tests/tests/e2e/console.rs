@@ -6,14 +6,12 @@
 //! and revokes standing automation, and reads the audit log and checks its
 //! chain.
 
-use capstan::domain::{Actor, NewPlan};
-use capstan::runtime::EffectClass;
 use capstan_tests::browser::Browser;
 use capstan_tests::db::Backend;
 use serde_json::json;
 
 use super::agent_runs::start;
-use super::domain::wanted_movie;
+use super::approvals::plan_drafted_by_alices_key;
 use super::ledger::env;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -26,20 +24,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     capstan::http::session::set_password(&env.db, "bob", "correct horse battery").await.unwrap();
 
     // A plan drafted through alice's key waits for someone else's approval.
-    let key = capstan::http::keys::create(&env.db, "alice's automation", &[EffectClass::Execute], "admin:alice")
-        .await
-        .unwrap();
-    let key_id = key.split('_').nth(1).unwrap().to_string();
-    let domain = env.caps.domain().clone();
-    let (slot, release) = wanted_movie(&domain, &"a".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let plan = domain
-        .draft_plan(
-            &Actor::new(format!("key:{key_id}")),
-            &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None },
-        )
-        .await
-        .unwrap();
+    let (key, plan) = plan_drafted_by_alices_key(&env, &"a".repeat(40)).await;
     let resp = reqwest::Client::new()
         .post(format!("{}/approvals", api.base))
         .bearer_auth(&key)
