@@ -321,6 +321,9 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
     let (kind, message) = failure(&env.invoke("organize.execute", execute.clone()).await);
     assert_eq!(kind, "conflict");
     assert!(message.contains(&format!("organization {org_id} is being carried out by another call")), "{message}");
+    // Nor may another call finish it meanwhile.
+    let finish = env.invoke("test.plan-step", json!({"finishOrganization": org_id})).await;
+    assert_eq!(failure(&finish).0, "conflict");
     assert!(env.library_is_empty(), "nothing was placed while the other call held it");
     assert_eq!(env.domain().organization(&org_id).await.unwrap().status, "running");
 

@@ -1,9 +1,9 @@
 //! Records a call holds for as long as it runs. A transition that starts
 //! long work on a record (`organization.start`: an organization placing
-//! files) takes that record for the rest of the call, and another call
-//! that tries to start the same record meanwhile — in this process or in
-//! another one sharing the database — is refused with a conflict before
-//! anything changes. Starting a `running` organization is how an
+//! files) or ends it (`organization.finish`) takes that record for the rest
+//! of the call, and another call that tries either meanwhile — in this
+//! process or in another one sharing the database — is refused with a
+//! conflict before anything changes. Starting a `running` organization is how an
 //! interrupted one is finished, so without the hold two calls could place
 //! the same files at once and record contradicting outcomes.
 //!
@@ -98,10 +98,12 @@ impl Drop for Hold {
     }
 }
 
-/// The organization transition `name` holds for the rest of the call, if any.
+/// The organization transition `name` holds for the rest of the call, if
+/// any: starting it, and finishing it (so no call finishes what another is
+/// still carrying out).
 pub fn held_organization(name: &str, args: &str) -> Option<String> {
     match name {
-        "organization.start" => {
+        "organization.start" | "organization.finish" => {
             let args: Value = serde_json::from_str(args).ok()?;
             Some(args.get("id")?.as_str()?.to_string())
         }
@@ -114,9 +116,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_starting_an_organization_holds_anything() {
+    fn starting_and_finishing_an_organization_hold_it() {
         assert_eq!(held_organization("organization.start", r#"{"id":"o1","fingerprint":"f"}"#).as_deref(), Some("o1"));
-        assert!(held_organization("organization.finish", r#"{"id":"o1"}"#).is_none());
+        assert_eq!(held_organization("organization.finish", r#"{"id":"o1"}"#).as_deref(), Some("o1"));
+        assert!(held_organization("plan.reserve", r#"{"id":"o1"}"#).is_none());
         assert!(
             held_organization("organization.start", "not json").is_none(),
             "bad arguments are the domain's to refuse"

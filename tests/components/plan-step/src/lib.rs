@@ -22,6 +22,9 @@ pub struct Input {
     /// After starting the organization, spin until the deadline.
     #[serde(default)]
     pub then_spin: bool,
+    /// An organization to finish (`organization.finish`) instead.
+    #[serde(default)]
+    pub finish_organization: Option<String>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -60,7 +63,13 @@ impl Capability for PlanStep {
             }
             return Ok(Outcome::Succeeded(started));
         }
-        let plan_id = input.plan_id.ok_or_else(|| Failure::InvalidInput("planId or startOrganization".into()))?;
+        if let Some(id) = input.finish_organization {
+            let finished = domain::transition("organization.finish", &json!({ "id": id }))?;
+            return Ok(Outcome::Succeeded(finished));
+        }
+        let plan_id = input
+            .plan_id
+            .ok_or_else(|| Failure::InvalidInput("planId, startOrganization or finishOrganization".into()))?;
         let plan = domain::transition("plan.reserve", &json!({ "planId": plan_id }))
             .map_err(|e| Failure::Conflict(e.to_string()))?;
         Ok(Outcome::Succeeded(plan))
