@@ -28,6 +28,10 @@ pub enum Reply {
     /// These chunks, then nothing: the connection stays open until the
     /// client lets go of it (counted in [`MockLlm::disconnects`]).
     Hang(Vec<Vec<u8>>),
+    /// These chunks, then the connection is dropped mid-body (no clean end).
+    Break(Vec<Vec<u8>>),
+    /// No answer at all: the request is read and the server says nothing.
+    Silent,
 }
 
 /// A request as the server saw it.
@@ -114,6 +118,18 @@ async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         Some(Reply::Stream(chunks)) => {
             let stream =
                 futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+            ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
+        Some(Reply::Silent) => std::future::pending().await,
+        Some(Reply::Break(chunks)) => {
+            let pieces =
+                futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));
+            // Long enough for the head and the chunks to reach the client first.
+            let broken = futures_util::stream::once(async {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "dropped"))
+            });
+            let stream = futures_util::StreamExt::chain(pieces, broken);
             ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
         }
         Some(Reply::Hang(chunks)) => {

@@ -23,9 +23,9 @@ use tokio::sync::mpsc;
 use crate::ledger::{Env, env};
 
 /// The scripted model, remembering every request it was sent.
-struct Recording {
-    model: Scripted,
-    seen: Mutex<Vec<ModelRequest>>,
+pub(crate) struct Recording {
+    pub(crate) model: Scripted,
+    pub(crate) seen: Mutex<Vec<ModelRequest>>,
 }
 
 impl Provider for Recording {
@@ -39,7 +39,7 @@ impl Provider for Recording {
     }
 }
 
-async fn settings(env: &Env, pairs: &[(&str, Value)]) {
+pub(crate) async fn settings(env: &Env, pairs: &[(&str, Value)]) {
     let mut change = Map::new();
     for (k, v) in pairs {
         change.insert(k.to_string(), v.clone());
@@ -48,14 +48,25 @@ async fn settings(env: &Env, pairs: &[(&str, Value)]) {
 }
 
 /// Runs `goal` to its end on an in-process worker with `script`.
-async fn run(
+pub(crate) async fn run(
     env: &Env,
     script: &str,
     goal: &str,
     allowlist: Option<Vec<String>>,
 ) -> (Run, Arc<Recording>, AgentRuntime) {
     let recording = Arc::new(Recording { model: Scripted::from_json(script).unwrap(), seen: Mutex::new(Vec::new()) });
-    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
+    let (run, front) = run_with(env, recording.clone(), goal, allowlist).await;
+    (run, recording, front)
+}
+
+/// Runs `goal` (plan only) to its end on an in-process worker with `model`.
+pub(crate) async fn run_with(
+    env: &Env,
+    model: Arc<dyn Provider>,
+    goal: &str,
+    allowlist: Option<Vec<String>>,
+) -> (Run, AgentRuntime) {
+    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(model));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "context-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
@@ -73,10 +84,10 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     handle.abort();
-    (run, recording, front)
+    (run, front)
 }
 
-fn long_script(steps: usize) -> String {
+pub(crate) fn long_script(steps: usize) -> String {
     let padding =
         "I am reading the inventory again to be thorough about every title and its wanted qualities. ".repeat(3);
     let mut list = vec![json!({"text": "Planning.", "tools": [
@@ -156,6 +167,20 @@ async fn a_request_that_cannot_fit_fails_with_the_reason() {
     let error = run.error.unwrap();
     assert!(error.contains("context window of 1024") && error.contains("nothing was dropped"), "{error}");
     assert!(recording.seen.lock().unwrap().is_empty(), "the model was never asked");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_compaction_off_a_run_that_outgrows_the_window_fails_saying_so() {
+    let env = env(Backend::Sqlite).await;
+    settings(&env, &[("model.context_budget", json!(1500)), ("model.compaction.enabled", json!(false))]).await;
+    let (run, recording, _) =
+        run(&env, &long_script(12), "Tell me about my library", Some(vec!["inventory.query".into()])).await;
+    assert_eq!(run.status.as_str(), "failed", "{run:?}");
+    let error = run.error.unwrap();
+    assert!(error.contains("compaction is switched off") && error.contains("1500"), "{error}");
+    let seen = recording.seen.lock().unwrap().clone();
+    assert!(seen.len() > 1 && seen.len() < 13, "it ran until the window was full: {}", seen.len());
+    assert!(seen.iter().all(|r| !first_text(r).contains(MARKER)), "nothing was compacted");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -235,6 +235,8 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     let audit = env.caps.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
     assert!(torrents(&qbt).await.is_empty(), "nothing reached qBittorrent");
+    assert_eq!(denied.status.as_str(), "failed", "a draft waiting for a human is not a fetched movie");
+    assert!(denied.error.as_deref().unwrap_or_default().contains("wait for a human to approve"), "{denied:?}");
     let body = report(&env, &denied).await;
     assert_eq!(body["verified"]["imported"], json!([]), "{body}");
     assert_eq!(body["verified"]["plans"][0]["outcome"], "draft: waiting for a human to approve");

@@ -2,7 +2,9 @@
 
 mod agent;
 mod agent_context;
+mod agent_limits;
 mod agent_media;
+mod agent_providers;
 mod agent_runs;
 mod approvals;
 mod authz;

@@ -190,7 +190,13 @@ impl AgentRuntime {
         let counter = Arc::new(self.token_counter().await);
         let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, counter, limits, log, session);
         let outcome = state.answer_pending_requests().await?;
-        let final_text = state.final_text.clone();
+        // A run that looks again after waiting says nothing new: its last
+        // words stay the ones the report attaches.
+        let final_text = if state.final_text.is_empty() {
+            run.final_text.clone().unwrap_or_default()
+        } else {
+            state.final_text.clone()
+        };
         match outcome {
             turn::Outcome::Aborted(reason) => {
                 return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &final_text).await;
@@ -209,7 +215,8 @@ impl AgentRuntime {
         // `wake_at`, and a message queues it at once.
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
-            return self.finish_with(run_id, report::verdict(&touched), None, &final_text, &touched).await;
+            let (status, detail) = report::verdict(&touched, run.mode);
+            return self.finish_with(run_id, status, detail.as_deref(), &final_text, &touched).await;
         }
         let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let now = crate::store::now_ms();
@@ -276,7 +283,15 @@ impl AgentRuntime {
     ) -> Result<Value, String> {
         let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
         let calls = self.tool_call_counts(run_id).await?;
-        let report = report::write(self.caps.domain(), &run, status, touched, &calls, final_text)
+        let unknown = report::unknown_writes(self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        let unsure;
+        let (status, detail) = if status == RunStatus::Succeeded && !unknown.is_empty() {
+            unsure = format!("the outcome of {} write(s) is unknown; verify them before trying again", unknown.len());
+            (RunStatus::Failed, Some(unsure.as_str()))
+        } else {
+            (status, detail)
+        };
+        let report = report::write(self.caps.domain(), &run, status, touched, &unknown, &calls, final_text)
             .await
             .map_err(|e| e.to_string())?;
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await.map_err(|e| e.to_string())?;

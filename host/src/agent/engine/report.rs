@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::agent::runs::{Run, RunStatus};
+use crate::agent::runs::{Run, RunMode, RunStatus};
 use crate::domain::{Actor, Artifact, Domain, DomainError, Plan};
 use crate::store::Db;
 
@@ -109,13 +109,39 @@ pub fn settled(touched: &[Touched]) -> bool {
     touched.iter().all(|t| t.standing != Standing::InFlight)
 }
 
-/// The status a normally ended run finishes with, from what it touched.
-pub fn verdict(touched: &[Touched]) -> RunStatus {
-    if touched.iter().any(|t| matches!(t.standing, Standing::Failed | Standing::InFlight)) {
-        RunStatus::Failed
-    } else {
-        RunStatus::Succeeded
+/// The status a normally ended run finishes with, and why when it is not
+/// success, from what it touched. An execute run succeeds only when every
+/// plan it touched reached the library (an organization record says so); a
+/// draft still waiting for a human is not done. A plan-only run's drafts
+/// are its result.
+pub fn verdict(touched: &[Touched], mode: RunMode) -> (RunStatus, Option<String>) {
+    let count = |standing: Standing| touched.iter().filter(|t| t.standing == standing).count();
+    let (failed, moving, awaiting) =
+        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman));
+    if failed > 0 {
+        return (RunStatus::Failed, Some(format!("{failed} of the plans the run touched failed")));
     }
+    if moving > 0 {
+        return (RunStatus::Failed, Some(format!("{moving} of the plans the run touched had not settled")));
+    }
+    if awaiting > 0 && mode == RunMode::Execute {
+        let detail = format!(
+            "{awaiting} plan(s) wait for a human to approve them; nothing they describe has happened and nothing reached the library"
+        );
+        return (RunStatus::Failed, Some(detail));
+    }
+    (RunStatus::Succeeded, None)
+}
+
+/// The run's writes whose outcome nobody knows (ledger rows still
+/// `unknown`): a run with any is not reported as a success.
+pub async fn unknown_writes(db: &Db, run_id: &str) -> Result<Vec<Value>, DomainError> {
+    Ok(crate::ledger::for_run(db, run_id)
+        .await?
+        .into_iter()
+        .filter(|r| r.status == crate::ledger::LedgerStatus::Unknown)
+        .map(|r| json!({"invocationId": r.id, "capability": r.capability_id, "error": r.error}))
+        .collect())
 }
 
 /// Writes the AgentGoalReport artifact for `run`, ending `status`.
@@ -124,6 +150,7 @@ pub async fn write(
     run: &Run,
     status: RunStatus,
     touched: &[Touched],
+    unknown: &[Value],
     tool_calls: &Value,
     final_text: &str,
 ) -> Result<Artifact, DomainError> {
@@ -137,6 +164,7 @@ pub async fn write(
         "verified": {
             "plans": touched.iter().map(|t| &t.entry).collect::<Vec<_>>(),
             "imported": imported,
+            "unknownWrites": unknown,
             "toolCalls": tool_calls,
         },
         "modelFinalText": {"text": final_text, "verified": false},

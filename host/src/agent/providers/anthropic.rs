@@ -3,6 +3,9 @@
 //! text; `input_json_delta` fragments are joined per content block and
 //! parsed when the block stops (an empty string is `{}`); arguments that
 //! are not a JSON object come back as a failed call, never executed.
+//! With `model.thinking_level` above off the request asks for extended
+//! thinking; its blocks come back with their signatures and are kept in the
+//! answer, before the tool calls, so the next request can return them.
 //! `ping` and unknown events are ignored; an `error` event or a stream that
 //! ends before `message_stop` is an error.
 
@@ -48,6 +51,10 @@ impl Anthropic {
                         Block::ToolResult { tool_use_id, content, is_error } => json!({
                             "type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error
                         }),
+                        Block::Thinking { thinking, signature } => {
+                            json!({ "type": "thinking", "thinking": thinking, "signature": signature })
+                        }
+                        Block::RedactedThinking { data } => json!({ "type": "redacted_thinking", "data": data }),
                     })
                     .collect();
                 let role = if m.role == Role::User { "user" } else { "assistant" };
@@ -66,6 +73,11 @@ impl Anthropic {
             "messages": messages,
             "stream": true,
         });
+        if let Some(budget) = self.endpoint.thinking.budget_tokens() {
+            // The reasoning budget counts towards max_tokens and must stay below it.
+            body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+            body["max_tokens"] = json!(request.max_tokens.max(1) + budget);
+        }
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools);
         }
@@ -77,6 +89,7 @@ impl Anthropic {
 enum Open {
     Text,
     Tool { id: String, name: String, json: String },
+    Thinking { thinking: String, signature: String },
 }
 
 impl Provider for Anthropic {
@@ -97,6 +110,7 @@ impl Provider for Anthropic {
             let mut reader = SseReader::default();
             let mut open: BTreeMap<u64, Open> = BTreeMap::new();
             let mut completion = Completion {
+                reasoning: Vec::new(),
                 text: String::new(),
                 tool_calls: Vec::new(),
                 stop: StopReason::EndTurn,
@@ -125,6 +139,15 @@ impl Provider for Anthropic {
                                     name: names.id(block["name"].as_str().unwrap_or_default()).to_string(),
                                     json: String::new(),
                                 },
+                                Some("thinking") => Open::Thinking {
+                                    thinking: block["thinking"].as_str().unwrap_or_default().to_string(),
+                                    signature: block["signature"].as_str().unwrap_or_default().to_string(),
+                                },
+                                Some("redacted_thinking") => {
+                                    let data = block["data"].as_str().unwrap_or_default().to_string();
+                                    completion.reasoning.push(Block::RedactedThinking { data });
+                                    Open::Text
+                                }
                                 _ => Open::Text,
                             };
                             open.insert(index, entry);
@@ -140,16 +163,26 @@ impl Provider for Anthropic {
                                 (Some("input_json_delta"), Some(Open::Tool { json, .. })) => {
                                     json.push_str(delta["partial_json"].as_str().unwrap_or_default());
                                 }
+                                (Some("thinking_delta"), Some(Open::Thinking { thinking, .. })) => {
+                                    thinking.push_str(delta["thinking"].as_str().unwrap_or_default());
+                                }
+                                (Some("signature_delta"), Some(Open::Thinking { signature, .. })) => {
+                                    signature.push_str(delta["signature"].as_str().unwrap_or_default());
+                                }
                                 _ => {}
                             }
                         }
-                        "content_block_stop" => {
-                            if let Some(Open::Tool { id, name, json }) = open.remove(&index) {
+                        "content_block_stop" => match open.remove(&index) {
+                            Some(Open::Tool { id, name, json }) => {
                                 let call = ToolCall { id, name, input: parse_tool_arguments(&json) };
                                 let _ = events.send(StreamEvent::ToolCall(call.clone()));
                                 completion.tool_calls.push(call);
                             }
-                        }
+                            Some(Open::Thinking { thinking, signature }) => {
+                                completion.reasoning.push(Block::Thinking { thinking, signature });
+                            }
+                            _ => {}
+                        },
                         "message_delta" => {
                             completion.stop = match data["delta"]["stop_reason"].as_str() {
                                 Some("tool_use") => StopReason::ToolUse,

@@ -30,9 +30,29 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
-    Text { text: String },
-    ToolUse { id: String, name: String, input: Value },
-    ToolResult { tool_use_id: String, content: String, is_error: bool },
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
+    /// The model's extended reasoning, kept with its signature because the
+    /// Messages API wants it back, unchanged, beside the tool calls it led to.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Reasoning the provider returned encrypted; sent back as it came.
+    RedactedThinking {
+        data: String,
+    },
 }
 
 /// One turn of the conversation.
@@ -102,6 +122,8 @@ pub enum StreamEvent {
 /// The whole answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
+    /// Reasoning blocks, which go first in the answer when it is kept.
+    pub reasoning: Vec<Block>,
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub stop: StopReason,
@@ -154,16 +176,21 @@ pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<d
         .map_err(|e| ProviderError::Invalid(format!("model.api_key: {e}")))?
         .ok_or_else(|| ProviderError::Invalid(format!("model.api_key must be set for the {provider} provider")))?;
     let base = text(get("model.base_url").await?);
+    let thinking = wire::Thinking::parse(&text(get("model.thinking_level").await?).unwrap_or_else(|| "off".into()))?;
     match provider.as_str() {
         "anthropic" => {
             let base = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
-            Ok(Box::new(anthropic::Anthropic::new(&base, &model, key)?))
+            let mut client = anthropic::Anthropic::new(&base, &model, key)?;
+            client.endpoint.thinking = thinking;
+            Ok(Box::new(client))
         }
         "openai-compatible" => {
             let base = base.ok_or_else(|| {
                 ProviderError::Invalid("model.base_url must be set for the openai-compatible provider".into())
             })?;
-            Ok(Box::new(openai::OpenAiCompatible::new(&base, &model, key)?))
+            let mut client = openai::OpenAiCompatible::new(&base, &model, key)?;
+            client.endpoint.thinking = thinking;
+            Ok(Box::new(client))
         }
         other => Err(ProviderError::Invalid(format!("unknown model.provider {other}"))),
     }

@@ -79,6 +79,9 @@ impl OpenAiCompatible {
             "stream": true,
             "stream_options": { "include_usage": true },
         });
+        if let Some(effort) = self.endpoint.thinking.effort() {
+            body["reasoning_effort"] = json!(effort);
+        }
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -190,7 +193,7 @@ impl Provider for OpenAiCompatible {
             }
             let tool_calls = finish(partials, &names, &events);
             let stop = stop.unwrap_or(if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse });
-            Ok(Completion { text, tool_calls, stop, usage })
+            Ok(Completion { reasoning: Vec::new(), text, tool_calls, stop, usage })
         })
     }
 }

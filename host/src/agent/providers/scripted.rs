@@ -127,7 +127,7 @@ impl Scripted {
         // A calibrated guess: a scripted model has no tokenizer.
         let usage =
             Usage { input_tokens: Some((prompt_chars / 4) as u64), output_tokens: Some((text.len() / 4) as u64) };
-        Ok(Completion { text, tool_calls, stop, usage })
+        Ok(Completion { reasoning: Vec::new(), text, tool_calls, stop, usage })
     }
 }
 

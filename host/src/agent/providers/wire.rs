@@ -139,14 +139,65 @@ impl RetryPolicy {
     }
 }
 
+/// How much extended reasoning to ask for (`model.thinking_level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Thinking {
+    #[default]
+    Off,
+    Low,
+    Medium,
+    High,
+}
+
+impl Thinking {
+    pub fn parse(level: &str) -> Result<Thinking, ProviderError> {
+        Ok(match level {
+            "off" => Thinking::Off,
+            "low" => Thinking::Low,
+            "medium" => Thinking::Medium,
+            "high" => Thinking::High,
+            other => {
+                return Err(ProviderError::Invalid(format!(
+                    "model.thinking_level must be off, low, medium or high, not {other}"
+                )));
+            }
+        })
+    }
+
+    /// Tokens of reasoning the Messages API may spend (its minimum is 1024).
+    pub fn budget_tokens(self) -> Option<u32> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some(2_048),
+            Thinking::Medium => Some(8_192),
+            Thinking::High => Some(24_576),
+        }
+    }
+
+    /// Chat Completions' `reasoning_effort`.
+    pub fn effort(self) -> Option<&'static str> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Low => Some("low"),
+            Thinking::Medium => Some("medium"),
+            Thinking::High => Some("high"),
+        }
+    }
+}
+
 /// What both HTTP providers hold: where the API is, which model, the key
-/// (kept only for the request headers), the retry policy and how long the
-/// stream may go quiet.
+/// (kept only for the request headers), the retry policy, the reasoning
+/// level, and how long the server may take to answer and the stream may
+/// go quiet.
 pub struct Endpoint {
     pub base_url: String,
     pub model: String,
     pub(super) api_key: String,
     pub retry: RetryPolicy,
+    pub thinking: Thinking,
+    /// Longest wait for the response to begin (status and headers); a
+    /// server that accepts the connection and says nothing is retried.
+    pub response_timeout: Duration,
     /// Longest wait for the next piece of the stream.
     pub idle_timeout: Duration,
     client: reqwest::Client,
@@ -163,6 +214,8 @@ impl Endpoint {
             model: model.to_string(),
             api_key,
             retry: RetryPolicy::default(),
+            thinking: Thinking::Off,
+            response_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
             client,
         })
@@ -180,7 +233,7 @@ impl Endpoint {
         let build = || {
             headers(self.client.post(&url)).header(reqwest::header::CONTENT_TYPE, "application/json").body(body.clone())
         };
-        send_with_retries(build, self.retry).await
+        send_with_retries(build, self.retry, self.response_timeout).await
     }
 
     /// The next piece of a streamed answer; `None` when the body ended.
@@ -203,13 +256,15 @@ pub fn retryable(status: u16) -> bool {
 async fn send_with_retries(
     build: impl Fn() -> reqwest::RequestBuilder,
     policy: RetryPolicy,
+    response_timeout: Duration,
 ) -> Result<reqwest::Response, ProviderError> {
     let mut retry = 0;
     loop {
-        let outcome = build().send().await;
+        let outcome = tokio::time::timeout(response_timeout, build().send()).await;
         let (reason, retry_after) = match outcome {
-            Ok(resp) if resp.status().is_success() => return Ok(resp),
-            Ok(resp) => {
+            Err(_) => (format!("no answer within {} s", response_timeout.as_secs_f64()), None),
+            Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+            Ok(Ok(resp)) => {
                 let status = resp.status().as_u16();
                 let after = resp
                     .headers()
@@ -222,8 +277,8 @@ async fn send_with_retries(
                 }
                 (format!("status {status}: {body}"), after)
             }
-            Err(e) if e.is_timeout() || e.is_connect() => (e.to_string(), None),
-            Err(e) => return Err(ProviderError::Unavailable(e.to_string())),
+            Ok(Err(e)) if e.is_timeout() || e.is_connect() => (e.to_string(), None),
+            Ok(Err(e)) => return Err(ProviderError::Unavailable(e.to_string())),
         };
         retry += 1;
         if retry >= policy.attempts {

@@ -98,10 +98,7 @@ impl<'a> RunState<'a> {
 
     async fn abort_reason(&self) -> Option<String> {
         let run = self.rt.runs.get(&self.run_id).await.ok()?;
-        if run.status.is_final() {
-            return Some(format!("the run is {}", run.status.as_str()));
-        }
-        run.abort_reason
+        closed_reason(&run)
     }
 
     /// Answers requests until none is left, the run is aborted, a budget
@@ -197,7 +194,7 @@ impl<'a> RunState<'a> {
             Ok(c) => c,
             Err(outcome) => return Ok(outcome),
         };
-        let mut content = Vec::new();
+        let mut content = completion.reasoning.clone();
         if !completion.text.is_empty() {
             content.push(Block::Text { text: completion.text.clone() });
         }
@@ -300,6 +297,16 @@ impl<'a> RunState<'a> {
         let mut over = None;
         for call in calls {
             let run = self.rt.runs.get(&self.run_id).await.map_err(|e| e.to_string())?;
+            if let Some(reason) = closed_reason(&run) {
+                // An abort stops the rest of the answer's calls, too.
+                let message = if call.name == toolbox::DELEGATE {
+                    format!("the session is closed ({reason}); no new subtasks")
+                } else {
+                    format!("not run: the session is closed ({reason})")
+                };
+                blocks.push(toolbox::failed(&call.id, message).block);
+                continue;
+            }
             if over.is_none() {
                 over = self.limits.exceeded(&run, 1);
             }
@@ -407,6 +414,14 @@ impl<'a> RunState<'a> {
     pub(super) fn caller(&self) -> &Caller {
         &self.caller
     }
+}
+
+/// Why the run takes no further steps, if it was aborted or has ended.
+fn closed_reason(run: &Run) -> Option<String> {
+    if run.status.is_final() {
+        return Some(format!("the run is {}", run.status.as_str()));
+    }
+    run.abort_reason.clone()
 }
 
 fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
