@@ -4,6 +4,7 @@ mod agent;
 mod agent_context;
 mod agent_limits;
 mod agent_media;
+mod agent_outcomes;
 mod agent_providers;
 mod agent_runs;
 mod approvals;
