@@ -316,6 +316,50 @@ mod search_tools {
         assert!(first.contains(&"inventory.query".to_string()), "{first:?}");
     }
 
+    fn tool(id: &str, aliases: &[&str], tags: &[&str], description: &str) -> Descriptor {
+        Descriptor {
+            id: id.into(),
+            version: 1,
+            label: EffectClass::Read,
+            summary: id.into(),
+            description: description.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: serde_json::json!({"type": "object"}),
+            replay: capstan::runtime::Replay::Safe,
+            services: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_alias_beats_a_tag_beats_a_name_part_beats_the_description() {
+        let mut discovery = Discovery::new(vec![
+            tool("d.words", &[], &[], "Grab whatever the user points at."),
+            tool("c.grab", &[], &[], "Named for it."),
+            tool("b.tagged", &[], &["grab"], "Tagged."),
+            tool("a.aliased", &["grab"], &[], "Also known as."),
+            tool("e.unrelated", &[], &["other"], "Nothing to do with it."),
+        ]);
+        let order: Vec<String> = discovery.search("grab", 8).into_iter().map(|f| f.name).collect();
+        assert_eq!(order, ["a.aliased", "b.tagged", "c.grab", "d.words"]);
+        assert_eq!(discovery.search("c.grab", 8)[0].name, "c.grab", "an exact name beats everything");
+    }
+
+    #[test]
+    fn the_window_keeps_the_sixteen_latest_candidates() {
+        let catalog: Vec<Descriptor> = (0..20).map(|i| tool(&format!("w.t{i:02}"), &[], &[], "A tool.")).collect();
+        let mut discovery = Discovery::new(catalog);
+        for i in 0..20 {
+            discovery.search(&format!("w.t{i:02}"), 1);
+        }
+        let selection = discovery.select(10_000_000, 0);
+        assert!(selection.left_out.is_empty(), "{selection:?}");
+        let expected: Vec<String> = (4..20).rev().map(|i| format!("w.t{i:02}")).collect();
+        assert_eq!(selection.enabled, expected, "most recent first, the oldest four forgotten");
+        assert_eq!(discovery.search("a tool", 20).len(), MAX_RESULTS, "a search answers at most eight");
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn the_next_request_enables_what_fits_and_says_why_not() {
         let mut discovery = Discovery::new(catalog(EffectClass::Execute).await);

@@ -205,7 +205,16 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
         events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "finished").collect();
     let replayed: Vec<bool> = done.iter().map(|e| e["payload"]["replayed"].as_bool().unwrap()).collect();
     assert_eq!(replayed, [false, true, true]);
-    assert_eq!(capstan::ledger::for_run(&env.db, &id).await.unwrap().len(), 1);
+    let rows = capstan::ledger::for_run(&env.db, &id).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    // The ledger row names the run, the agent and the tool call of this request.
+    assert_eq!(
+        (rows[0].principal.as_str(), rows[0].run_id.as_deref()),
+        (format!("agent:{id}").as_str(), Some(id.as_str()))
+    );
+    let call = rows[0].tool_call_id.as_deref().unwrap();
+    assert!(call.ends_with("/call_0_0"), "<request>/<tool call>: {call}");
+    assert_eq!(done[0]["payload"]["invocationId"], json!(rows[0].id));
 
     // A new message is a new request: it may count again.
     let (status, again) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count once more"})).await;
