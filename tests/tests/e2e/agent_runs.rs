@@ -241,6 +241,17 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     );
     assert_eq!(report(&body)["status"], "budget_exceeded");
 
+    // Raise the budget and send the run a message: it goes on.
+    set(&env.caps, &[("agent.max_tool_calls", json!(50))]).await;
+    let (status, _) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count again"})).await;
+    assert_eq!(status, 200);
+    let body = api.wait_run(&id, "ended again", |r| ended(r) && r["status"] != "budget_exceeded").await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    assert_eq!(body["run"]["error"], Value::Null, "the old reason is gone");
+    let statuses: Vec<&str> =
+        events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["running", "budget_exceeded", "queued", "running", "succeeded"]);
+
     // The day's run budget is checked before a run starts.
     set(&env.caps, &[("budget.max_runs_per_day", json!(1))]).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;

@@ -127,14 +127,14 @@ impl AgentRuntime {
     }
 
     /// Sends a message: consumed after the current turn, or wakes a run
-    /// that finished or waits.
+    /// that waits or ended other than by an abort.
     pub async fn message(&self, run_id: &str, text: &str, by: &str) -> Result<Run, StartError> {
         if text.trim().is_empty() {
             return Err(StartError::Invalid("text must not be empty".into()));
         }
         self.runs.add_message(run_id, text, by).await?;
         let run = self.runs.get(run_id).await?;
-        if run.status == RunStatus::Succeeded {
+        if run.status.reopens() {
             self.runs.reopen(run_id).await?;
         }
         self.wake(run_id, by).await?;
@@ -243,7 +243,7 @@ impl AgentRuntime {
     pub async fn wake_due(&self) -> Result<usize, StartError> {
         let due = self.runs.due(crate::store::now_ms()).await?;
         for id in &due {
-            if self.runs.get(id).await?.status == RunStatus::Succeeded {
+            if self.runs.get(id).await?.status.reopens() {
                 self.runs.reopen(id).await?;
             }
             self.wake(id, "agent:waker").await?;

@@ -141,11 +141,13 @@ impl Runs {
         self.get(id).await
     }
 
-    /// A succeeded run that was sent a new message is queued again.
+    /// An ended run that was sent a new message is queued again (see
+    /// [`RunStatus::reopens`]), with no error and a fresh waiting window.
     pub async fn reopen(&self, id: &str) -> Result<Run, RunError> {
         let mut tx = self.db.begin_write().await?;
         let n = sqlx::query(
-            "UPDATE agent_run SET status = 'queued', finished_at = NULL, updated_at = $2 WHERE id = $1 AND status = 'succeeded'",
+            "UPDATE agent_run SET status = 'queued', finished_at = NULL, error = NULL, wake_at = NULL, \
+             wait_until = NULL, updated_at = $2 WHERE id = $1 AND status IN ('succeeded', 'failed', 'budget_exceeded')",
         )
         .bind(id)
         .bind(now_ms())
@@ -179,14 +181,14 @@ impl Runs {
     }
 
     /// Runs to queue again: waiting ones whose next look is due or that
-    /// were asked to abort, and waiting or succeeded ones with a message not
-    /// yet taken (one that arrived while their task was finishing).
+    /// were asked to abort, and waiting or reopenable ones with a message
+    /// not yet taken (one that arrived while their task was finishing).
     pub async fn due(&self, now: i64) -> Result<Vec<String>, RunError> {
         let ids = sqlx::query_scalar(
             "SELECT id FROM agent_run WHERE status = 'waiting' AND (wake_at <= $1 OR abort_reason IS NOT NULL) \
              UNION \
              SELECT m.run_id FROM agent_run_message m JOIN agent_run r ON r.id = m.run_id \
-             WHERE m.consumed = 0 AND r.status IN ('waiting', 'succeeded') \
+             WHERE m.consumed = 0 AND r.status IN ('waiting', 'succeeded', 'failed', 'budget_exceeded') \
              LIMIT 100",
         )
         .bind(now)
@@ -250,7 +252,7 @@ impl Runs {
     /// Adds a user message; the loop reads it after the current turn.
     pub async fn add_message(&self, id: &str, text: &str, by: &str) -> Result<RunMessage, RunError> {
         let run = self.get(id).await?;
-        if run.status.is_final() && run.status != RunStatus::Succeeded {
+        if run.status.is_final() && !run.status.reopens() {
             return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "it accepts no new messages"));
         }
         let mut tx = self.db.begin_write().await?;

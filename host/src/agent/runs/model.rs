@@ -47,6 +47,13 @@ impl RunStatus {
     pub fn is_final(self) -> bool {
         matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled | RunStatus::BudgetExceeded)
     }
+
+    /// Ended, but a message starts it again: after a success, a failure or
+    /// a spent budget (raised since) the user may go on. An aborted run
+    /// stays stopped; that was a human's decision.
+    pub fn reopens(self) -> bool {
+        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::BudgetExceeded)
+    }
 }
 
 /// `execute` may use every capability the caller's authority allows;

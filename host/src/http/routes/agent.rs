@@ -146,7 +146,7 @@ pub struct SendMessage {
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody),
-              (status = 409, description = "The run ended and takes no messages", body = ErrorBody),
+              (status = 409, description = "The run was aborted and takes no messages", body = ErrorBody),
               (status = 422, description = "Empty text", body = ErrorBody)))]
 pub async fn message(
     State(state): State<AppState>,
