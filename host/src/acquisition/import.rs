@@ -1,7 +1,9 @@
 //! `verifyAndImport {downloadTaskId}`: `organize.plan` freezes where each
 //! file goes, `organize.execute` places them. Without an approval or a grant
-//! for the execution the organization stays planned for a human, and the
-//! task ends saying so without calling, so no refusal is left behind.
+//! for the execution the organization stays planned, a human is asked to
+//! approve it (it shows among the console's approvals), and the task ends
+//! saying so without calling, so no refusal is left behind; the approval
+//! queues the task again.
 
 use std::sync::Arc;
 
@@ -43,7 +45,16 @@ impl TaskHandler for VerifyAndImport {
             };
             let input = json!({ "planId": organization, "fingerprint": fingerprint });
             if !caps.is_authorized(&origin(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {
-                return Ok(json!({ "organizationId": organization, "status": "awaiting-authorization" }));
+                // A human is asked; their approval queues this task again (`super::approval_decided`).
+                let by = format!("task:{}", task.kind);
+                let approval = caps
+                    .authz()
+                    .request_approval(caps.domain(), "organization", organization, &by)
+                    .await
+                    .map_err(|e| format!("cannot ask for an approval of organization {organization}: {e}"))?;
+                return Ok(json!({
+                    "organizationId": organization, "status": "awaiting-authorization", "approvalId": approval.id
+                }));
             }
             let executed = call(&caps, &task, EXECUTE_CAPABILITY, input).await?;
             match executed.status {

@@ -12,7 +12,8 @@
 //!   change, and a download that completes queues its import;
 //! - `verifyAndImport`: plan the organization of a completed download and
 //!   execute it; success marks the download imported and the slot
-//!   satisfied (`organization.changed`).
+//!   satisfied (`organization.changed`). Without authority it asks a human
+//!   to approve the organization, and their approval queues it again.
 //!
 //! A scheduler queues `syncDownloads` and `evaluateAcquisition` at an
 //! interval; dedupe keys keep one of each queued at a time.
@@ -54,6 +55,22 @@ pub fn spawn_schedule(caps: Arc<Capabilities>, interval: Duration) {
             tokio::time::sleep(interval).await;
         }
     });
+}
+
+/// A human decided an approval: an approved organization plan is carried
+/// out by its download's `verifyAndImport`, queued again now.
+pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Approval) -> Result<(), String> {
+    if approval.status != "approved" || approval.plan_type != "organization" {
+        return Ok(());
+    }
+    let organization = caps.domain().organization(&approval.plan_id).await.map_err(|e| e.to_string())?;
+    let download = organization.download_task_id;
+    let key = format!("{VERIFY_AND_IMPORT}:{download}");
+    let tasks = Tasks::new(caps.db().clone());
+    enqueue(&tasks, VERIFY_AND_IMPORT, Some(&download), serde_json::json!({ "downloadTaskId": download }), &key)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Queues a pipeline task unless one with the same dedupe key is queued or

@@ -1,6 +1,7 @@
 //! Agent runs doing real media work against a real qBittorrent: a run asked
-//! to fetch a movie is denied at `download.submit` without authorization
-//! and succeeds under an automation grant, its report citing the
+//! to fetch a movie is denied at `download.submit` without authorization,
+//! asks a human to approve the plan and waits, and succeeds under an
+//! automation grant or once the human approves, its report citing the
 //! organization that put the file in the library; a `capstan worker` killed
 //! with SIGKILL while `download.submit` is in flight is replaced by another
 //! that reconciles the call through the ledger, and qBittorrent receives
@@ -134,6 +135,9 @@ library = {library:?}
             {"text": "Planning the download.", "tools": [{"name": "download.plan", "input": {"sourceReleaseId": release.id, "slotId": slot.id}}]},
             {"tools": [{"name": "download.submit", "input": {"planId": "{{download.plan.id}}"}}]}
         ], "finalText": "Dune: Part Two is in your library."},
+        {"match": ["approved"], "steps": [
+            {"tools": [{"name": "download.submit", "input": {"planId": "{{download.plan.id}}"}}]}
+        ], "finalText": "Submitted it now that it is approved."},
         {"match": ["look"], "steps": [
             {"tools": [{"name": "delegate", "input": {"goal": "subtask: count and plan"}}]}
         ], "finalText": "The subagent said: {{delegate.findings}}"},
@@ -197,6 +201,71 @@ async fn start_run(env: &Env, goal: &str) -> Run {
     env.agent.start(new).await.unwrap()
 }
 
+/// Waits until run `id` was denied at `download.submit` (audited, no ledger
+/// effect, nothing sent to qBittorrent) and waits on the approval it asked
+/// for; returns that approval's id.
+async fn denied_and_waiting_for_approval(env: &Env, qbt: &QBittorrent, id: &str) -> String {
+    let started = Instant::now();
+    while env.agent.runs().get(id).await.unwrap().status.as_str() != "waiting" {
+        assert!(started.elapsed() < Duration::from_secs(60), "{:?}", env.agent.runs().get(id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let events = env.agent.runs().run_events(id, 0, 1000).await.unwrap();
+    let submit: Vec<_> =
+        events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
+    assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
+    let ledger = capstan::ledger::for_run(env.caps.db(), id).await.unwrap();
+    assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
+    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
+    assert!(torrents(qbt).await.is_empty(), "nothing reached qBittorrent");
+    let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+    let asked: Vec<_> = pending.iter().filter(|a| a.requested_by == format!("agent:{id}")).collect();
+    assert_eq!(asked.len(), 1, "the run asked a human once: {pending:?}");
+    assert_eq!(asked[0].plan_type, "acquisition");
+    asked[0].id.clone()
+}
+
+/// Where the plans run `id` touched stand right now, as its report would say.
+async fn report_now(env: &Env, id: &str) -> Vec<Value> {
+    let touched = capstan::agent::engine::report::touched(env.caps.domain(), env.caps.db(), id).await.unwrap();
+    touched.into_iter().map(|t| t.entry).collect()
+}
+
+/// An administrator signed in to the console.
+struct Console {
+    base: String,
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+impl Console {
+    async fn sign_in(env: &Env) -> Console {
+        let base = capstan_tests::api::serve(env.caps.clone()).await;
+        let http = reqwest::Client::new();
+        let (cookie, csrf) = capstan_tests::api::login(env.caps.db(), &http, &base, "alice").await;
+        Console { base, http, cookie, csrf }
+    }
+
+    /// Approves approval `id` as its plan stands (the payload hash shown).
+    async fn approve(&self, id: &str) {
+        let url = format!("{}/approvals/{id}", self.base);
+        let shown: Value =
+            self.http.get(&url).header("cookie", &self.cookie).send().await.unwrap().json().await.unwrap();
+        let resp = self
+            .http
+            .patch(&url)
+            .header("cookie", &self.cookie)
+            .header("x-csrf-token", &self.csrf)
+            .json(&json!({"status": "approved", "payloadHash": shown["payloadHash"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    }
+}
+
 async fn report(env: &Env, run: &Run) -> Value {
     env.caps.domain().artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
 }
@@ -225,21 +294,15 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     in_process_worker(&env);
 
     let denied = start_run(&env, "fetch Dune: Part Two").await;
+    let approval = denied_and_waiting_for_approval(&env, &qbt, &denied.id).await;
+    // Nobody approves; the run is called off and says where things stood.
+    env.agent.runs().request_abort(&denied.id, "fetching under a grant instead").await.unwrap();
     let denied = wait_run(&env, &denied.id, Duration::from_secs(60)).await;
-    let events = env.agent.runs().run_events(&denied.id, 0, 1000).await.unwrap();
-    let submit: Vec<_> =
-        events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
-    assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
-    let ledger = capstan::ledger::for_run(env.caps.db(), &denied.id).await.unwrap();
-    assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
-    assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
-    assert!(torrents(&qbt).await.is_empty(), "nothing reached qBittorrent");
-    assert_eq!(denied.status.as_str(), "failed", "a draft waiting for a human is not a fetched movie");
-    assert!(denied.error.as_deref().unwrap_or_default().contains("wait for a human to approve"), "{denied:?}");
+    assert_eq!(denied.status.as_str(), "cancelled", "{denied:?}");
     let body = report(&env, &denied).await;
     assert_eq!(body["verified"]["imported"], json!([]), "{body}");
-    assert_eq!(body["verified"]["plans"][0]["outcome"], "draft: waiting for a human to approve");
+    assert_eq!(body["verified"]["plans"][0]["outcome"], "draft: a human has been asked to approve it");
+    assert_eq!(body["verified"]["plans"][0]["approvalId"], json!(approval));
     assert_eq!(body["modelFinalText"]["verified"], false, "the model's claim is not taken for the truth");
 
     grant(&env.caps).await;
@@ -265,6 +328,61 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
         .map(|e| e.payload["status"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(statuses, ["running", "waiting", "succeeded"], "it waited for the import");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 43));
+    let env = start(&qbt.base_url(), &qbt, &dune).await;
+    in_process_worker(&env);
+    let _moving = keep_downloads_moving(env.caps.clone());
+    let run = start_run(&env, "fetch Dune: Part Two").await;
+    let approval = denied_and_waiting_for_approval(&env, &qbt, &run.id).await;
+
+    // An administrator approves the plan in the console; the run is told and goes on.
+    let console = Console::sign_in(&env).await;
+    console.approve(&approval).await;
+    // The finished download's organization needs a human too: the import asks, and goes on once approved.
+    let started = Instant::now();
+    let organization = loop {
+        let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+        if let Some(a) = pending.iter().find(|a| a.plan_type == "organization") {
+            assert_eq!(a.requested_by, "task:verifyAndImport");
+            break a.id.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(90), "no import asked for approval");
+        assert_eq!(env.agent.runs().get(&run.id).await.unwrap().status.as_str(), "waiting");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        report_now(&env, &run.id).await.iter().all(|p| p["outcome"] == "submitted, not imported"),
+        "submitted is not imported"
+    );
+    console.approve(&organization).await;
+    let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    assert_eq!(torrents(&qbt).await.len(), 1, "one add, under the approval");
+    let used = env.caps.authz().approval(env.caps.domain(), &approval).await.unwrap();
+    assert_eq!(used.status, "consumed", "{used:?}");
+    let body = report(&env, &run).await;
+    let imported = body["verified"]["imported"].as_array().unwrap();
+    assert_eq!(imported.len(), 1, "{body}");
+    let messages = env.agent.runs().messages(&run.id).await.unwrap();
+    assert!(messages.last().unwrap().text.contains(&format!("approval {approval}")), "{messages:?}");
+    let statuses: Vec<String> = env
+        .agent
+        .runs()
+        .run_events(&run.id, 0, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "agent.run_status")
+        .map(|e| e.payload["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses.first().map(String::as_str), Some("running"));
+    assert!(statuses.iter().filter(|s| *s == "waiting").count() >= 2, "it waited for the human, then the import");
+    assert_eq!(statuses.last().map(String::as_str), Some("succeeded"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -30,6 +30,7 @@ mod release;
 mod sandbox;
 mod search;
 mod settings;
+mod store;
 mod tasks;
 
 use capstan::runtime::{Actor, EffectClass, Grant};

@@ -238,6 +238,28 @@ impl AgentRuntime {
         Ok(json!({"runId": run_id, "status": "waiting"}))
     }
 
+    /// A human decided an approval: every run waiting on it that was not
+    /// aborted is told it may go on (a message, which wakes it). A
+    /// rejection is not sent: the run already ended saying it waits.
+    pub async fn approval_decided(&self, approval: &crate::authz::Approval) -> Result<usize, StartError> {
+        if approval.status != "approved" {
+            return Ok(0);
+        }
+        let text = format!(
+            "A human approved the {} plan {} (approval {}); it may be carried out now.",
+            approval.plan_type, approval.plan_id, approval.id
+        );
+        let mut told = 0;
+        for run_id in self.runs.watching(&approval.id).await? {
+            if self.runs.get(&run_id).await?.status == RunStatus::Cancelled {
+                continue;
+            }
+            self.message(&run_id, &text, &format!("approval:{}", approval.id)).await?;
+            told += 1;
+        }
+        Ok(told)
+    }
+
     /// Queues the task of every run that is due (see [`Runs::due`]); the
     /// worker that runs agent tasks calls this about once a second.
     pub async fn wake_due(&self) -> Result<usize, StartError> {

@@ -16,8 +16,12 @@ use crate::store::Db;
 /// Where one touched plan stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {
-    /// Nothing more will happen without a human (a draft waiting for approval).
+    /// A draft nobody was asked to approve: nothing more will happen
+    /// without a human.
     AwaitingHuman,
+    /// A draft whose approval was asked for (or given and not yet used):
+    /// the run that asked waits for it.
+    AwaitingApproval(String),
     /// Still moving (reserved, downloading, importing).
     InFlight,
     /// In the library: an organization succeeded.
@@ -60,16 +64,35 @@ pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touch
     }
     let mut out = Vec::new();
     for plan in plans {
-        out.push(stand(domain, plan).await?);
+        out.push(stand(domain, db, plan).await?);
     }
     Ok(out)
 }
 
-async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
+/// An approval of the acquisition plan that is asked for or given and not
+/// yet used.
+async fn open_approval(db: &Db, plan_id: &str) -> Result<Option<String>, DomainError> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM approval WHERE plan_type = 'acquisition' AND plan_id = $1 \
+         AND status IN ('pending', 'approved') AND expires_at > $2 ORDER BY created_at DESC LIMIT 1",
+    )
+    .bind(plan_id)
+    .bind(crate::store::now_ms())
+    .fetch_optional(&db.pool)
+    .await?)
+}
+
+async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainError> {
     let title = plan.payload.get("title").cloned().unwrap_or(Value::Null);
     let mut entry = json!({"planId": plan.id, "planStatus": plan.status, "title": title});
     let standing = match plan.status.as_str() {
-        "draft" => Standing::AwaitingHuman,
+        "draft" => match open_approval(db, &plan.id).await? {
+            Some(approval) => {
+                entry["approvalId"] = Value::from(approval.clone());
+                Standing::AwaitingApproval(approval)
+            }
+            None => Standing::AwaitingHuman,
+        },
         "reserved" => Standing::InFlight,
         "failed" | "cancelled" => Standing::Failed,
         _ => match domain.download_for_plan(&plan.id).await? {
@@ -96,6 +119,7 @@ async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
     };
     entry["outcome"] = Value::from(match standing {
         Standing::AwaitingHuman => "draft: waiting for a human to approve",
+        Standing::AwaitingApproval(_) => "draft: a human has been asked to approve it",
         Standing::InFlight if plan.status == "submitted" => "submitted, not imported",
         Standing::InFlight => "in progress",
         Standing::Imported => "imported into the library",
@@ -104,9 +128,10 @@ async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
     Ok(Touched { plan, standing, entry })
 }
 
-/// Whether everything the run touched has settled.
+/// Whether everything the run touched has settled: nothing is moving and
+/// no approval the run could act on is outstanding.
 pub fn settled(touched: &[Touched]) -> bool {
-    touched.iter().all(|t| t.standing != Standing::InFlight)
+    touched.iter().all(|t| !matches!(t.standing, Standing::InFlight | Standing::AwaitingApproval(_)))
 }
 
 /// The status a normally ended run finishes with, and why when it is not
@@ -116,8 +141,9 @@ pub fn settled(touched: &[Touched]) -> bool {
 /// are its result.
 pub fn verdict(touched: &[Touched], mode: RunMode) -> (RunStatus, Option<String>) {
     let count = |standing: Standing| touched.iter().filter(|t| t.standing == standing).count();
+    let asked = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
     let (failed, moving, awaiting) =
-        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman));
+        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + asked);
     if failed > 0 {
         return (RunStatus::Failed, Some(format!("{failed} of the plans the run touched failed")));
     }

@@ -197,6 +197,28 @@ impl Runs {
         Ok(ids)
     }
 
+    /// Remembers that the run waits on a human's decision of `approval_id`.
+    pub async fn watch_approval(&self, id: &str, approval_id: &str) -> Result<(), RunError> {
+        sqlx::query(
+            "INSERT INTO agent_run_approval (run_id, approval_id, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (run_id, approval_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(approval_id)
+        .bind(now_ms())
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The runs waiting on `approval_id`.
+    pub async fn watching(&self, approval_id: &str) -> Result<Vec<String>, RunError> {
+        Ok(sqlx::query_scalar("SELECT run_id FROM agent_run_approval WHERE approval_id = $1 ORDER BY created_at")
+            .bind(approval_id)
+            .fetch_all(&self.db.pool)
+            .await?)
+    }
+
     /// Whether a message waits to be taken.
     pub async fn has_unconsumed(&self, id: &str) -> Result<bool, RunError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run_message WHERE run_id = $1 AND consumed = 0")

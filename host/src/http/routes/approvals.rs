@@ -3,8 +3,9 @@
 //! /api/v1/approvals/{id} {status, payloadHash}` decides it, only from a
 //! console administrator's session (API keys get 403), never by the plan's
 //! creator, and only while the plan still has the payload hash the
-//! administrator saw. `GET /api/v1/approvals[/{id}]` lists them, with
-//! `stale` set where the plan has moved on.
+//! administrator saw; agent runs waiting on an approval are told when it is
+//! given. `GET /api/v1/approvals[/{id}]` lists them, with `stale` set where
+//! the plan has moved on.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -75,6 +76,14 @@ pub async fn decide(
         .map_err(authz_error)?;
     let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
     super::audit_change(&state, &caller, "approval.decide", &approval.id, &approval.status, Some(detail)).await?;
+    // The decision stands either way; a run that is not told can be sent a
+    // message, and an approved import is queued again.
+    if let Err(e) = state.agent.approval_decided(&approval).await {
+        tracing::warn!(approval = %approval.id, error = %e, "could not tell the runs waiting on an approval");
+    }
+    if let Err(e) = crate::acquisition::approval_decided(&state.caps, &approval).await {
+        tracing::warn!(approval = %approval.id, error = %e, "could not queue the approved import");
+    }
     Ok(Json(json!(approval)))
 }
 

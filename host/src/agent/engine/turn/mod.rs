@@ -23,6 +23,7 @@ use crate::agent::tools::plan::{self, UPDATE_PLAN};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
 
+mod approval;
 mod delegate;
 
 /// How far a call to [`RunState::answer_pending_requests`] got.
@@ -364,7 +365,10 @@ impl<'a> RunState<'a> {
         }
         let origin = self.caller.origin(&call.id);
         match self.rt.caps.invoke(&origin, name, input).await {
-            Ok(inv) => Ok(toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results)),
+            Ok(inv) => {
+                let answered = toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results);
+                Ok(self.ask_for_approval(name, input, answered).await)
+            }
             Err(e) => Err(format!("invoking {name}: {e}")),
         }
     }

@@ -1,0 +1,39 @@
+//! The store under cancellation: a writer given up on while it waits for
+//! SQLite's write lock (an HTTP client that went away, a task whose lease
+//! was lost) must not leave the lock, or an open transaction, behind.
+
+use std::time::Duration;
+
+use capstan::store::Db;
+use capstan_tests::db::{Backend, fresh_url};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_writer_cancelled_while_waiting_for_the_lock_leaves_no_lock_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(Backend::Sqlite, dir.path()).await;
+    let db = Db::open(&url).await.unwrap();
+    sqlx::query("CREATE TABLE probe (n BIGINT NOT NULL)").execute(&db.pool).await.unwrap();
+
+    let holder = db.begin_write().await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(300), db.begin_write()).await;
+    assert!(waited.is_err(), "the second writer waits for the first");
+    holder.commit().await.unwrap();
+    // Had the abandoned BEGIN kept its connection, it would hold the lock from here on.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let other = Db::connect(&url).await.unwrap();
+    let write = tokio::time::timeout(Duration::from_secs(3), async {
+        let mut tx = other.begin_write().await?;
+        sqlx::query("INSERT INTO probe (n) VALUES (1)").execute(&mut *tx).await?;
+        tx.commit().await
+    })
+    .await;
+    assert!(matches!(write, Ok(Ok(()))), "another writer gets the lock at once: {write:?}");
+    // And what this pool writes outside a transaction is committed, not
+    // swallowed by a transaction left open on one of its connections.
+    for n in 2..6 {
+        sqlx::query("INSERT INTO probe (n) VALUES ($1)").bind(n).execute(&db.pool).await.unwrap();
+    }
+    let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM probe").fetch_one(&other.pool).await.unwrap();
+    assert_eq!(seen, 5);
+}
