@@ -182,7 +182,58 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
     assert!(told["content"].as_str().unwrap().contains("not valid JSON"), "the model is told why: {told}");
 }
 
+/// A run refused at `download.submit` asks a human and waits; a rejection
+/// ends it `failed`, saying a human rejected the plan.
+async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
+    let env = env(backend).await;
+    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let new = capstan::agent::runs::NewRun {
+        goal: "fetch Dune".into(),
+        mode: capstan::agent::runs::RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+    };
+    let run = agent.runs().create(&new).await.unwrap();
+    let domain = env.caps.domain();
+    let (slot, release) = crate::domain::wanted_movie(domain, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let by = capstan::domain::Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    let plan = domain
+        .draft_plan(&by, &capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None })
+        .await
+        .unwrap();
+    let script = json!({"scripts": [{"steps": [{"tools": [{"name": "download.submit", "input": {"planId": plan.id}}]}],
+        "finalText": "Asked for it."}]});
+    set(&env.caps, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;
+    let api = start(&env).await;
+    agent.wake(&run.id, "admin:test").await.unwrap();
+    let body = api.wait_run(&run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
+    assert_eq!(body["run"]["status"], "waiting", "{body}");
+    let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+    let approval = pending.iter().find(|a| a.requested_by == format!("agent:{}", run.id)).expect("asked a human");
+    let denied = events_of(&body, "agent.tool_call").into_iter().find(|e| e["payload"]["phase"] == "denied").cloned();
+    assert!(denied.is_some(), "{body}");
+
+    let http = reqwest::Client::new();
+    let (cookie, csrf) = capstan_tests::api::login(&env.db, &http, &api.base, "alice").await;
+    let resp = http
+        .patch(format!("{}/approvals/{}", api.base, approval.id))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"status": "rejected", "payloadHash": approval.payload_hash}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = api.wait_run(&run.id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "failed", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("a human rejected 1"), "{body}");
+    assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "draft: a human rejected it");
+    assert!(agent.runs().messages(&run.id).await.unwrap().len() == 1, "a rejection sends no message");
+}
+
 both_backends!(
+    a_run_asks_a_human_and_a_rejection_ends_it,
     botched_tool_arguments_are_a_failed_result_and_never_run,
     a_run_waits_for_what_it_touched_no_longer_than_allowed,
     an_uncertain_write_is_reported_unknown_and_never_repeated,

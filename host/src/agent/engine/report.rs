@@ -22,6 +22,8 @@ pub enum Standing {
     /// A draft whose approval was asked for (or given and not yet used):
     /// the run that asked waits for it.
     AwaitingApproval(String),
+    /// A draft a human rejected.
+    Rejected,
     /// Still moving (reserved, downloading, importing).
     InFlight,
     /// In the library: an organization succeeded.
@@ -69,30 +71,38 @@ pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touch
     Ok(out)
 }
 
-/// An approval of the acquisition plan that is asked for or given and not
-/// yet used.
-async fn open_approval(db: &Db, plan_id: &str) -> Result<Option<String>, DomainError> {
-    Ok(sqlx::query_scalar(
-        "SELECT id FROM approval WHERE plan_type = 'acquisition' AND plan_id = $1 \
-         AND status IN ('pending', 'approved') AND expires_at > $2 ORDER BY created_at DESC LIMIT 1",
+/// Where the human's say on a draft stands: the newest approval of the
+/// acquisition plan, if any.
+async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
+    let newest: Option<(String, String, i64)> = sqlx::query_as(
+        "SELECT id, status, expires_at FROM approval WHERE plan_type = 'acquisition' AND plan_id = $1 \
+         ORDER BY created_at DESC LIMIT 1",
     )
     .bind(plan_id)
-    .bind(crate::store::now_ms())
     .fetch_optional(&db.pool)
-    .await?)
+    .await?;
+    Ok(match newest {
+        Some((id, status, expires_at))
+            if matches!(status.as_str(), "pending" | "approved") && expires_at > crate::store::now_ms() =>
+        {
+            Standing::AwaitingApproval(id)
+        }
+        Some((_, status, _)) if status == "rejected" => Standing::Rejected,
+        _ => Standing::AwaitingHuman,
+    })
 }
 
 async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainError> {
     let title = plan.payload.get("title").cloned().unwrap_or(Value::Null);
     let mut entry = json!({"planId": plan.id, "planStatus": plan.status, "title": title});
     let standing = match plan.status.as_str() {
-        "draft" => match open_approval(db, &plan.id).await? {
-            Some(approval) => {
+        "draft" => {
+            let say = human_say(db, &plan.id).await?;
+            if let Standing::AwaitingApproval(approval) = &say {
                 entry["approvalId"] = Value::from(approval.clone());
-                Standing::AwaitingApproval(approval)
             }
-            None => Standing::AwaitingHuman,
-        },
+            say
+        }
         "reserved" => Standing::InFlight,
         "failed" | "cancelled" => Standing::Failed,
         _ => match domain.download_for_plan(&plan.id).await? {
@@ -120,6 +130,7 @@ async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainEr
     entry["outcome"] = Value::from(match standing {
         Standing::AwaitingHuman => "draft: waiting for a human to approve",
         Standing::AwaitingApproval(_) => "draft: a human has been asked to approve it",
+        Standing::Rejected => "draft: a human rejected it",
         Standing::InFlight if plan.status == "submitted" => "submitted, not imported",
         Standing::InFlight => "in progress",
         Standing::Imported => "imported into the library",
@@ -144,6 +155,10 @@ pub fn verdict(touched: &[Touched], mode: RunMode) -> (RunStatus, Option<String>
     let asked = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
     let (failed, moving, awaiting) =
         (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + asked);
+    let rejected = count(Standing::Rejected);
+    if rejected > 0 {
+        return (RunStatus::Failed, Some(format!("a human rejected {rejected} of the plans the run touched")));
+    }
     if failed > 0 {
         return (RunStatus::Failed, Some(format!("{failed} of the plans the run touched failed")));
     }
