@@ -12,7 +12,7 @@ fn install() {
             assert_eq!((iface, name), ("records", "policy.publish"));
             match (arg["name"].as_str(), arg["revision"].as_i64()) {
                 (Some("quality.movies"), Some(2)) => Ok(json!({"name": "quality.movies", "revision": 2,
-                    "status": "published", "body": {"preferredResolutions": ["2160p"]}, "created_by": "cli:op"})),
+                    "status": "published", "body": {"preferredResolutions": ["2160p"]}, "createdBy": "cli:op"})),
                 (name, rev) => Err(HostError::NotFound(format!("no policy revision {name:?}@{rev:?}"))),
             }
         })

@@ -60,7 +60,7 @@ impl Capability for TaskCancel {
             kind: task["kind"].as_str().unwrap_or_default().to_string(),
             status: task["status"].as_str().unwrap_or_default().to_string(),
             attempts: task["attempts"].as_i64().unwrap_or(0),
-            max_attempts: task["max_attempts"].as_i64().unwrap_or(0),
+            max_attempts: task["maxAttempts"].as_i64().unwrap_or(0),
         }))
     }
 }

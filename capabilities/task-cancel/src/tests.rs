@@ -12,7 +12,7 @@ fn install() {
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "task.cancel"));
             match arg["id"].as_str() {
-                Some("t-queued") => Ok(json!({"id": "t-queued", "kind": "syncDownloads", "status": "cancelled", "attempts": 0, "max_attempts": 3})),
+                Some("t-queued") => Ok(json!({"id": "t-queued", "kind": "syncDownloads", "status": "cancelled", "attempts": 0, "maxAttempts": 3})),
                 Some("t-succeeded") => Err(HostError::Conflict("task t-succeeded is succeeded and cannot be cancelled".into())),
                 _ => Err(HostError::NotFound("no task".into())),
             }

@@ -61,10 +61,10 @@ pub fn view(task: &Value) -> TaskView {
         subject: text("subject"),
         status: text("status").unwrap_or_default(),
         attempts: task["attempts"].as_i64().unwrap_or(0),
-        max_attempts: task["max_attempts"].as_i64().unwrap_or(0),
-        last_error: text("last_error"),
-        run_after: task["run_after"].as_i64().unwrap_or(0),
-        updated_at: task["updated_at"].as_i64().unwrap_or(0),
+        max_attempts: task["maxAttempts"].as_i64().unwrap_or(0),
+        last_error: text("lastError"),
+        run_after: task["runAfter"].as_i64().unwrap_or(0),
+        updated_at: task["updatedAt"].as_i64().unwrap_or(0),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::TaskInspect;
 
 fn dead_task() -> Value {
     json!({"id": "t1", "kind": "submitDownload", "subject": "plan-1", "status": "dead", "attempts": 3,
-           "max_attempts": 3, "run_after": 5, "last_error": "qbittorrent unreachable", "updated_at": 9})
+           "maxAttempts": 3, "runAfter": 5, "lastError": "qbittorrent unreachable", "updatedAt": 9})
 }
 
 fn install() {

@@ -12,7 +12,7 @@ fn install() {
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "task.retry"));
             match arg["id"].as_str() {
-                Some("t-dead") => Ok(json!({"id": "t-dead", "kind": "syncDownloads", "status": "queued", "attempts": 0, "max_attempts": 3})),
+                Some("t-dead") => Ok(json!({"id": "t-dead", "kind": "syncDownloads", "status": "queued", "attempts": 0, "maxAttempts": 3})),
                 Some("t-running") => Err(HostError::Conflict("task t-running is running and cannot be retried".into())),
                 _ => Err(HostError::NotFound("no task".into())),
             }

@@ -14,6 +14,7 @@ use crate::store::{Db, now_ms};
 
 /// One event to append.
 #[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewEvent {
     pub actor_kind: String,
     pub principal: String,
@@ -31,6 +32,7 @@ pub struct NewEvent {
 
 /// A stored event.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Event {
     pub seq: i64,
     pub at: i64,

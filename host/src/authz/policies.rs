@@ -29,6 +29,7 @@ impl PolicyStatus {
 
 /// One revision of a policy.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Policy {
     pub name: String,
     pub revision: i64,

@@ -54,6 +54,7 @@ impl TaskStatus {
 
 /// A task row.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
     pub kind: String,

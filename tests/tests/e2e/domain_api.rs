@@ -51,6 +51,8 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let (_, listed) = api.get(&reader, &format!("/tasks?subjectId={}", slot.id)).await;
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(listed["tasks"][0]["status"], "queued");
+    // Field names follow the API's one convention.
+    assert_eq!((listed["tasks"][0]["maxAttempts"].as_i64(), listed["tasks"][0].get("max_attempts")), (Some(3), None));
 
     // A read key cannot change tasks; an execute key can, and it is audited.
     let cancel = format!("/tasks/{}/cancel", task.id);

@@ -135,6 +135,8 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
         http.get(format!("{base}/audit?latest=2")).bearer_auth(&read).send().await.unwrap().json().await.unwrap();
     let seqs: Vec<i64> = latest["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
     assert_eq!(seqs, [all[all.len() - 2].seq, all[all.len() - 1].seq]);
+    let newest = &latest["events"][1];
+    assert!(newest["actorKind"].is_string() && newest["prevHash"].is_string(), "camelCase fields: {newest}");
     let verdict: Value =
         http.get(format!("{base}/audit/verify")).bearer_auth(&read).send().await.unwrap().json().await.unwrap();
     assert_eq!(verdict, json!({"Intact": {"events": all.len()}}));

@@ -223,8 +223,8 @@ async function refreshTasks() {
     row.append(
       el("td", task.kind + (task.subject ? " · " + task.subject : "")),
       el("td", task.status, "status-" + task.status),
-      el("td", task.attempts + "/" + task.max_attempts),
-      el("td", task.last_error || ""),
+      el("td", task.attempts + "/" + task.maxAttempts),
+      el("td", task.lastError || ""),
       el("td", new Date(task.updated_at).toLocaleString()),
     );
     const actions = el("td");
