@@ -236,6 +236,19 @@ impl Authz {
         Ok(None)
     }
 
+    /// The newest approval asked for a plan, whatever its status (stale is
+    /// not computed): where a human's say on it stands.
+    pub async fn newest_approval(&self, plan_type: &str, plan_id: &str) -> Result<Option<Approval>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(plan_type)
+        .bind(plan_id)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        row.as_ref().map(from_row).transpose()
+    }
+
     /// Uses an approval up; `false` when it was already consumed.
     pub async fn consume_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
         let changed = sqlx::query(

@@ -130,11 +130,25 @@ impl Db {
     /// Begins a transaction that will write. On SQLite it takes the write
     /// lock up front, so a read-then-write transaction cannot fail to
     /// upgrade when another connection committed in between.
+    ///
+    /// The transaction is begun on a task of its own. sqlx (0.8) has an
+    /// await point after a custom `BEGIN` has run and before the
+    /// `Transaction` that would roll it back exists; a caller cancelled
+    /// there (a task whose lease was lost, a timeout, an HTTP client that
+    /// went away) would return its connection to the pool inside an open
+    /// transaction, holding SQLite's write lock for good. On its own task
+    /// the begin always finishes, and a transaction nobody is left to take
+    /// is dropped, which rolls it back.
     pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
-        match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
-        }
+        let (pool, backend) = (self.pool.clone(), self.backend);
+        tokio::spawn(async move {
+            match backend {
+                Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+                Backend::Postgres => pool.begin().await,
+            }
+        })
+        .await
+        .map_err(|e| sqlx::Error::Io(std::io::Error::other(format!("beginning a transaction failed: {e}"))))?
     }
 }
 

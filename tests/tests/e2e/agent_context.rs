@@ -70,7 +70,11 @@ pub(crate) async fn run_with(
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "context-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
-    let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    // Stopped, not aborted, when the run ends: the worker returns between claims.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(Arc::new(worker).run(async {
+        let _ = stopped.await;
+    }));
     let front = AgentRuntime::new(env.caps.clone());
     let new = NewRun { goal: goal.into(), mode: RunMode::PlanOnly, allowlist, created_by: "admin:test".into() };
     let started = front.start(new).await.unwrap();
@@ -83,7 +87,8 @@ pub(crate) async fn run_with(
         assert!(Instant::now() < deadline, "the run did not end: {run:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    handle.abort();
+    let _ = stop.send(());
+    let _ = handle.await;
     (run, front)
 }
 

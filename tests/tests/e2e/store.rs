@@ -1,6 +1,7 @@
 //! The store under cancellation: a writer given up on while it waits for
-//! SQLite's write lock (an HTTP client that went away, a task whose lease
-//! was lost) must not leave the lock, or an open transaction, behind.
+//! SQLite's write lock, or anywhere inside its transaction (an HTTP client
+//! that went away, a task whose lease was lost, a worker stopped), must not
+//! leave the lock, or an open transaction, behind.
 
 use std::time::Duration;
 
@@ -36,4 +37,33 @@ async fn a_writer_cancelled_while_waiting_for_the_lock_leaves_no_lock_behind() {
     }
     let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM probe").fetch_one(&other.pool).await.unwrap();
     assert_eq!(seen, 5);
+}
+
+/// A worker whose claim loop is cancelled at every point of its write
+/// transaction in turn: after each, another process can write at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn claims_cancelled_at_any_point_leave_no_lock_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(Backend::Sqlite, dir.path()).await;
+    let db = Db::open(&url).await.unwrap();
+    let tasks = capstan::tasks::Tasks::new(db.clone());
+    let other = Db::connect(&url).await.unwrap();
+    for round in 0..300u64 {
+        let t = tasks.clone();
+        let claim = tokio::spawn(async move {
+            loop {
+                let _ = t.claim("x", Duration::from_secs(10)).await;
+            }
+        });
+        tokio::time::sleep(Duration::from_micros(200 + (round * 37) % 3000)).await;
+        claim.abort();
+        let _ = claim.await;
+        let write = tokio::time::timeout(Duration::from_secs(2), async {
+            let mut tx = other.begin_write().await?;
+            sqlx::query("UPDATE task SET updated_at = 0 WHERE id = 'none'").execute(&mut *tx).await?;
+            tx.commit().await
+        })
+        .await;
+        assert!(matches!(write, Ok(Ok(()))), "round {round}: {write:?}");
+    }
 }

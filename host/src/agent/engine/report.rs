@@ -71,23 +71,15 @@ pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touch
     Ok(out)
 }
 
-/// Where the human's say on a draft stands: the newest approval of the
-/// acquisition plan, if any.
+/// Where the human's say on a draft stands: the newest approval asked for
+/// the acquisition plan, if any.
 async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
-    let newest: Option<(String, String, i64)> = sqlx::query_as(
-        "SELECT id, status, expires_at FROM approval WHERE plan_type = 'acquisition' AND plan_id = $1 \
-         ORDER BY created_at DESC LIMIT 1",
-    )
-    .bind(plan_id)
-    .fetch_optional(&db.pool)
-    .await?;
+    let newest = crate::authz::Authz::new(db.clone()).newest_approval("acquisition", plan_id).await?;
     Ok(match newest {
-        Some((id, status, expires_at))
-            if matches!(status.as_str(), "pending" | "approved") && expires_at > crate::store::now_ms() =>
-        {
-            Standing::AwaitingApproval(id)
+        Some(a) if matches!(a.status.as_str(), "pending" | "approved") && a.expires_at > crate::store::now_ms() => {
+            Standing::AwaitingApproval(a.id)
         }
-        Some((_, status, _)) if status == "rejected" => Standing::Rejected,
+        Some(a) if a.status == "rejected" => Standing::Rejected,
         _ => Standing::AwaitingHuman,
     })
 }
