@@ -104,7 +104,7 @@ impl Ledger {
         Ok(alive.is_some_and(|at| at > cutoff))
     }
 
-    /// Claims `req` inside `tx` (which must come from `Db::begin_write`).
+    /// Claims `req` inside `tx` (which must come from `Db::begin_durable_write`).
     pub async fn claim_in(&self, tx: &mut Transaction<'static, Any>, req: &ClaimRequest) -> Result<Claim, LedgerError> {
         if let (Some(run), Some(call)) = (&req.run_id, &req.tool_call_id) {
             let other: Option<String> = sqlx::query_scalar(
@@ -181,7 +181,8 @@ impl Ledger {
         bytes: i64,
     ) -> Result<Option<Claim>, LedgerError> {
         for _ in 0..3 {
-            let mut tx = self.db.begin_write().await?;
+            // On disk before the effect can happen, even across a power cut.
+            let mut tx = self.db.begin_durable_write().await?;
             let claim = match self.claim_in(&mut tx, req).await {
                 Ok(claim) => claim,
                 // Two first claims raced on PostgreSQL; the loser reads the winner's row.
@@ -224,7 +225,7 @@ impl Ledger {
     /// Takes over an `unknown` record for a replay (the replay policy allowed
     /// it): a new token, status running again.
     pub async fn reclaim_unknown(&self, record: &Record) -> Result<String, LedgerError> {
-        let mut tx = self.db.begin_write().await?;
+        let mut tx = self.db.begin_durable_write().await?;
         let token = self.reclaim_in(&mut tx, record).await?;
         tx.commit().await?;
         Ok(token)

@@ -32,6 +32,10 @@ pub enum StoreError {
 #[derive(Clone)]
 pub struct Db {
     pub pool: AnyPool,
+    /// Where the claims that must outlive a power cut are written (see
+    /// [`Db::begin_durable_write`]): on SQLite a small pool whose commits
+    /// sync the write-ahead log; on PostgreSQL the same pool.
+    durable: AnyPool,
     pub backend: Backend,
     /// The URL it was opened with (PostgreSQL listeners connect to it).
     pub url: std::sync::Arc<str>,
@@ -69,24 +73,34 @@ impl Db {
             return Err(StoreError::UnsupportedUrl(url.to_string()));
         };
         let options: AnyConnectOptions = url.parse()?;
-        let mut pool = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
-        pool = match backend {
+        let (pool, durable) = match backend {
             // One writer at a time is SQLite's rule; a few readers beside it
             // are enough, and WAL lets them read while it writes.
-            Backend::Sqlite => pool.max_connections(4).after_connect(|conn, _| {
-                Box::pin(async move {
-                    use sqlx::Executor;
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = NORMAL").await?;
-                    conn.execute("PRAGMA busy_timeout = 10000").await?;
-                    conn.execute("PRAGMA foreign_keys = ON").await?;
-                    Ok(())
-                })
-            }),
-            Backend::Postgres => pool.max_connections(16),
+            Backend::Sqlite => {
+                let pool = sqlite_pool(4, "NORMAL").connect_with(options.clone()).await?;
+                (pool, sqlite_pool(2, "FULL").connect_lazy_with(options))
+            }
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .acquire_timeout(Duration::from_secs(30))
+                    .max_connections(16)
+                    .connect_with(options)
+                    .await?;
+                (pool.clone(), pool)
+            }
         };
-        let pool = pool.connect_with(options).await?;
-        Ok(Db { pool, backend, url: url.into() })
+        Ok(Db { pool, durable, backend, url: url.into() })
+    }
+
+    /// Begins a write transaction whose commit survives a power cut, not
+    /// only a process crash: ledger claims, which must be on disk before
+    /// the effect they claim can happen. Other writes commit with
+    /// `synchronous = NORMAL` (durable against crashes; the last commits
+    /// before a power cut may be lost), which keeps them fast; a lost
+    /// result row is found `running` at start and settled by the replay
+    /// policy. On PostgreSQL every commit is durable already.
+    pub async fn begin_durable_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
+        begin_on_own_task(self.durable.clone(), self.backend).await
     }
 
     /// Connects and brings the schema up to date.
@@ -140,15 +154,7 @@ impl Db {
     /// the begin always finishes, and a transaction nobody is left to take
     /// is dropped, which rolls it back.
     pub async fn begin_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
-        let (pool, backend) = (self.pool.clone(), self.backend);
-        tokio::spawn(async move {
-            match backend {
-                Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-                Backend::Postgres => pool.begin().await,
-            }
-        })
-        .await
-        .map_err(|e| sqlx::Error::Io(std::io::Error::other(format!("beginning a transaction failed: {e}"))))?
+        begin_on_own_task(self.pool.clone(), self.backend).await
     }
 }
 
@@ -158,4 +164,33 @@ pub fn is_unique_violation(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db) => db.is_unique_violation(),
         _ => false,
     }
+}
+
+/// SQLite pool options: `connections` at most, WAL, and `synchronous` as given.
+fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
+    AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30)).max_connections(connections).after_connect(
+        move |conn, _| {
+            Box::pin(async move {
+                use sqlx::Executor;
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                conn.execute(format!("PRAGMA synchronous = {synchronous}").as_str()).await?;
+                conn.execute("PRAGMA busy_timeout = 10000").await?;
+                conn.execute("PRAGMA foreign_keys = ON").await?;
+                Ok(())
+            })
+        },
+    )
+}
+
+/// Begins a write transaction on `pool`, on a task of its own (see
+/// [`Db::begin_write`] for why).
+async fn begin_on_own_task(pool: AnyPool, backend: Backend) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    tokio::spawn(async move {
+        match backend {
+            Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => pool.begin().await,
+        }
+    })
+    .await
+    .map_err(|e| sqlx::Error::Io(std::io::Error::other(format!("beginning a transaction failed: {e}"))))?
 }

@@ -67,3 +67,19 @@ async fn claims_cancelled_at_any_point_leave_no_lock_behind() {
         assert!(matches!(write, Ok(Ok(()))), "round {round}: {write:?}");
     }
 }
+
+/// Ledger claims commit with the write-ahead log synced (they must survive
+/// a power cut, the effect may follow at once); other writes commit with
+/// `synchronous = NORMAL`, durable against a crashed process.
+#[tokio::test(flavor = "multi_thread")]
+async fn claims_are_synced_to_disk_and_other_writes_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&fresh_url(Backend::Sqlite, dir.path()).await).await.unwrap();
+    let level = |mut tx: sqlx::Transaction<'static, sqlx::Any>| async move {
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(&mut *tx).await.unwrap();
+        tx.rollback().await.unwrap();
+        level
+    };
+    assert_eq!(level(db.begin_durable_write().await.unwrap()).await, 2, "FULL for claims");
+    assert_eq!(level(db.begin_write().await.unwrap()).await, 1, "NORMAL for the rest");
+}
