@@ -55,7 +55,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .routes(routes!(routes::approvals::get, routes::approvals::decide))
         .routes(routes!(routes::settings::get, routes::settings::update))
         .routes(routes!(routes::library::library))
-        .routes(routes!(routes::acquisition::create))
+        .routes(routes!(routes::acquisition::list, routes::acquisition::create))
         .routes(routes!(routes::library::artifacts))
         .routes(routes!(routes::library::artifact))
         .routes(routes!(routes::library::tasks))

@@ -143,6 +143,22 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
         (plan.id.as_str(), Some("admin:bob"))
     );
 
+    // A draft the sweep made without authority to submit: nobody was asked
+    // yet, so it waits among the drafts until an administrator asks.
+    let domain = env.caps.domain();
+    let (slot, release) = crate::domain::wanted_movie(domain, &"b".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let sweep = capstan::domain::Actor::new("task:evaluateAcquisition");
+    let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
+    let swept = domain.draft_plan(&sweep, &new).await.unwrap();
+    browser.click("nav button[data-tab=library]").await;
+    browser.click("nav button[data-tab=approvals]").await;
+    browser.wait_text("#drafts", "listed the sweep's draft", |t| t.contains(&swept.id)).await;
+    assert!(!browser.text("#drafts").await.contains(&plan.id), "an approved plan is not asked about again");
+    browser.click("#drafts button.ask-approval").await;
+    browser.wait_text("#approvals", "listed the request", |t| t.contains(&swept.id) && t.contains("admin:bob")).await;
+    browser.wait_text("#drafts", "took it off the drafts", |t| !t.contains(&swept.id)).await;
+
     // A standing grant, refused for a capability that does not exist,
     // created for one that does, then revoked.
     browser.click("nav button[data-tab=grants]").await;

@@ -86,6 +86,22 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     assert_eq!(api.post(&runner, "/acquisition-plans", ambiguous).await.0, 422);
     let plain = json!({"sourceReleaseId": "r", "slotId": slot.id});
     assert_eq!(api.post(&reader, "/acquisition-plans", plain).await.0, 403);
+
+    // Plans are listed for any reader, drafts among them.
+    let (slot, release) = wanted_movie(&domain, &"2".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let new = capstan::domain::NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None };
+    let draft = domain.draft_plan(&Actor::new("task:evaluateAcquisition"), &new).await.unwrap();
+    let (status, listed) = api.get(&reader, "/acquisition-plans?status=draft").await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["plans"][0]["id"], draft.id.as_str());
+    assert_eq!(listed["plans"][0]["createdBy"], "task:evaluateAcquisition");
+    assert_eq!(
+        api.get(&reader, &format!("/acquisition-plans?slotId={}", slot.id)).await.1["plans"][0]["id"],
+        draft.id.as_str()
+    );
+    assert_eq!(api.get(&reader, "/acquisition-plans?status=dreaming").await.0, 422);
+    assert_eq!(api.get(&reader, "/acquisition-plans?colour=red").await.0, 400, "an unknown parameter is refused");
 }
 
 both_backends!(library_artifacts_and_tasks_over_http);

@@ -246,11 +246,13 @@ async function refreshTasks() {
 // --- approvals -------------------------------------------------------------
 
 async function refreshApprovals() {
-  const answer = await api("GET", "/approvals?status=pending");
+  const answer = await api("GET", "/approvals");
   if (answer.status !== 200) return;
   const body = $("approvals");
   body.replaceChildren();
-  for (const approval of answer.data.approvals) {
+  const open = answer.data.approvals.filter((a) => a.status === "pending" || a.status === "approved");
+  await refreshDrafts(new Set(open.map((a) => a.planId)));
+  for (const approval of answer.data.approvals.filter((a) => a.status === "pending")) {
     const row = el("tr");
     row.dataset.approvalId = approval.id;
     row.append(
@@ -266,6 +268,31 @@ async function refreshApprovals() {
       actions.append(button);
     }
     row.append(actions);
+    body.append(row);
+  }
+}
+
+// Drafts with no open approval (pending, or approved and not yet used):
+// asking puts them in the table above.
+async function refreshDrafts(asked) {
+  const answer = await api("GET", "/acquisition-plans?status=draft");
+  if (answer.status !== 200) return;
+  const body = $("drafts");
+  body.replaceChildren();
+  for (const plan of answer.data.plans.filter((p) => !asked.has(p.id))) {
+    const row = el("tr");
+    row.dataset.planId = plan.id;
+    const ask = el("button", "Ask for approval");
+    ask.className = "ask-approval";
+    ask.addEventListener("click", async () => {
+      $("approvals-error").textContent = "";
+      const made = await api("POST", "/approvals", { planType: "acquisition", planId: plan.id });
+      if (made.status !== 201) $("approvals-error").textContent = errorText(made);
+      await refreshApprovals();
+    });
+    const actions = el("td");
+    actions.append(ask);
+    row.append(el("td", plan.id), el("td", (plan.payload && plan.payload.title) || ""), el("td", plan.createdBy), actions);
     body.append(row);
   }
 }

@@ -5,9 +5,11 @@
 //! any other call. Without a slot, the entity's wanted slots are tried in
 //! creation order and the first that yields a plan wins; when none does,
 //! the answer is `submitted: false` with the reason for each slot.
+//! `GET /api/v1/acquisition-plans?status=&slotId=&limit=` lists plans,
+//! newest first — drafts waiting for a human among them.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,6 +32,39 @@ pub struct AcquisitionRequest {
     slot_id: Option<String>,
     entity_id: Option<String>,
     note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlanQuery {
+    status: Option<String>,
+    slot_id: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Acquisition plans, newest first.
+#[utoipa::path(get, path = "/api/v1/acquisition-plans", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("status" = Option<String>, Query, description = "draft, reserved, submitted, failed or cancelled"),
+           ("slotId" = Option<String>, Query, description = "Plans for this slot"),
+           ("limit" = Option<i64>, Query, description = "At most this many (default 100, at most 500)")),
+    responses((status = 200, description = "{plans: [...]}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 422, description = "Bad query", body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(q): Query<PlanQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(100).clamp(1, 500);
+    let plans =
+        state.caps.domain().plans(q.status.as_deref(), q.slot_id.as_deref(), limit).await.map_err(|e| match e {
+            crate::domain::DomainError::Invalid(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", m)
+            }
+            other => domain_error(other),
+        })?;
+    Ok(Json(json!({ "plans": plans })))
 }
 
 fn reason(inv: &Invocation) -> Value {
