@@ -4,6 +4,7 @@
 //! `chromium-driver` packages, which `scripts/setup.sh` installs; without
 //! them the suite fails, naming the packages.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,9 @@ impl Browser {
             "{CHROMIUM} is missing: install the Debian packages chromium and chromium-driver (scripts/setup.sh does)"
         );
         let port = free_port();
+        // Its own process group, so the browsers it starts go with it.
         let driver = Command::new("chromedriver")
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -98,15 +101,18 @@ impl Browser {
         self.client.find(Locator::Css(css)).await.unwrap().is_displayed().await.unwrap()
     }
 
-    pub async fn close(mut self) {
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
 impl Drop for Browser {
+    /// Ends chromedriver and every Chromium process it started, also when a
+    /// test panicked before closing the session.
     fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(Stdio::null()).status();
         let _ = self.driver.kill();
+        let _ = self.driver.wait();
     }
 }
