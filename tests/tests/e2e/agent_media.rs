@@ -266,6 +266,16 @@ impl Console {
     }
 }
 
+/// The statuses run `id` went through, in order.
+async fn run_statuses(env: &Env, id: &str) -> Vec<String> {
+    let events = env.agent.runs().run_events(id, 0, 1000).await.unwrap();
+    events
+        .iter()
+        .filter(|e| e.kind == "agent.run_status")
+        .map(|e| e.payload["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
 async fn report(env: &Env, run: &Run) -> Value {
     env.caps.domain().artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
 }
@@ -317,16 +327,7 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     let record = env.caps.domain().organization(organization).await.unwrap();
     assert_eq!(record.status, "succeeded");
     assert_eq!(torrents(&qbt).await.len(), 1);
-    let statuses: Vec<String> = env
-        .agent
-        .runs()
-        .run_events(&run.id, 0, 1000)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.kind == "agent.run_status")
-        .map(|e| e.payload["status"].as_str().unwrap().to_string())
-        .collect();
+    let statuses = run_statuses(&env, &run.id).await;
     assert_eq!(statuses, ["running", "waiting", "succeeded"], "it waited for the import");
 }
 
@@ -370,16 +371,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     assert_eq!(imported.len(), 1, "{body}");
     let messages = env.agent.runs().messages(&run.id).await.unwrap();
     assert!(messages.last().unwrap().text.contains(&format!("approval {approval}")), "{messages:?}");
-    let statuses: Vec<String> = env
-        .agent
-        .runs()
-        .run_events(&run.id, 0, 1000)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.kind == "agent.run_status")
-        .map(|e| e.payload["status"].as_str().unwrap().to_string())
-        .collect();
+    let statuses = run_statuses(&env, &run.id).await;
     assert_eq!(statuses.first().map(String::as_str), Some("running"));
     assert!(statuses.iter().filter(|s| *s == "waiting").count() >= 2, "it waited for the human, then the import");
     assert_eq!(statuses.last().map(String::as_str), Some("succeeded"));

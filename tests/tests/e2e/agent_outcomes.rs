@@ -11,8 +11,31 @@ use capstan_tests::db::Backend;
 use capstan_tests::mock_llm::{MockLlm, Reply, sse};
 use serde_json::{Value, json};
 
-use crate::agent_runs::{ended, events_of, report, set, start};
-use crate::ledger::env;
+use crate::agent_runs::{ended, events_of, report, set, start, use_mock_anthropic};
+use crate::ledger::{Env, env};
+
+/// An execute run, created but not yet queued, that drafted a plan for a
+/// wanted movie whose release has infohash `hash`.
+async fn a_run_with_a_draft(
+    env: &Env,
+    hash: &str,
+) -> (capstan::agent::AgentRuntime, capstan::agent::runs::Run, capstan::domain::Plan) {
+    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let new = capstan::agent::runs::NewRun {
+        goal: "fetch Dune".into(),
+        mode: capstan::agent::runs::RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+    };
+    let run = agent.runs().create(&new).await.unwrap();
+    let domain = env.caps.domain();
+    let (slot, release) = crate::domain::wanted_movie(domain, hash).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let by = capstan::domain::Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
+    let plan = domain.draft_plan(&by, &new).await.unwrap();
+    (agent, run, plan)
+}
 
 /// Counts with a capability whose effects may never be replayed.
 const COUNTING_NEVER: &str = r#"{"scripts": [{
@@ -78,24 +101,9 @@ async fn a_run_waits_for_what_it_touched_no_longer_than_allowed(backend: Backend
         ],
     )
     .await;
-    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
-    let new = capstan::agent::runs::NewRun {
-        goal: "fetch Dune".into(),
-        mode: capstan::agent::runs::RunMode::Execute,
-        allowlist: None,
-        created_by: "admin:test".into(),
-    };
-    let run = agent.runs().create(&new).await.unwrap();
     // The run reserved a plan that nothing will move on.
-    let domain = env.caps.domain();
-    let (slot, release) = crate::domain::wanted_movie(domain, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let by = capstan::domain::Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
-    let plan = domain
-        .draft_plan(&by, &capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None })
-        .await
-        .unwrap();
-    domain.reserve_plan(&plan.id).await.unwrap();
+    let (agent, run, plan) = a_run_with_a_draft(&env, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await;
+    env.caps.domain().reserve_plan(&plan.id).await.unwrap();
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
     let body = api.wait_run(&run.id, "ended", ended).await;
@@ -154,16 +162,7 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
         "end_turn",
     );
     let llm = MockLlm::start(vec![botched, sorry]).await;
-    set(
-        &env.caps,
-        &[
-            ("model.provider", json!("anthropic")),
-            ("model.model", json!("claude-test")),
-            ("model.base_url", json!(llm.base_url())),
-            ("model.api_key", json!("sk-test")),
-        ],
-    )
-    .await;
+    use_mock_anthropic(&env.caps, &llm).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -186,22 +185,7 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
 /// ends it `failed`, saying a human rejected the plan.
 async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
     let env = env(backend).await;
-    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
-    let new = capstan::agent::runs::NewRun {
-        goal: "fetch Dune".into(),
-        mode: capstan::agent::runs::RunMode::Execute,
-        allowlist: None,
-        created_by: "admin:test".into(),
-    };
-    let run = agent.runs().create(&new).await.unwrap();
-    let domain = env.caps.domain();
-    let (slot, release) = crate::domain::wanted_movie(domain, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let by = capstan::domain::Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
-    let plan = domain
-        .draft_plan(&by, &capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None })
-        .await
-        .unwrap();
+    let (agent, run, plan) = a_run_with_a_draft(&env, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
     let script = json!({"scripts": [{"steps": [{"tools": [{"name": "download.submit", "input": {"planId": plan.id}}]}],
         "finalText": "Asked for it."}]});
     set(&env.caps, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;

@@ -69,6 +69,17 @@ pub(crate) async fn set(caps: &Capabilities, pairs: &[(&str, Value)]) {
     caps.settings().update(&change).await.unwrap();
 }
 
+/// Points the model settings at the Anthropic mock `llm`.
+pub(crate) async fn use_mock_anthropic(caps: &Capabilities, llm: &MockLlm) {
+    let settings = [
+        ("model.provider", json!("anthropic")),
+        ("model.model", json!("claude-test")),
+        ("model.base_url", json!(llm.base_url())),
+        ("model.api_key", json!("sk-test")),
+    ];
+    set(caps, &settings).await;
+}
+
 /// The API on loopback, a worker that runs agent tasks, and an execute key.
 pub async fn start(env: &Env) -> Api {
     let base = capstan_tests::api::serve(env.caps.clone()).await;
@@ -269,16 +280,7 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
         ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Thinking about it"}})),
     ])])])
     .await;
-    set(
-        &env.caps,
-        &[
-            ("model.provider", json!("anthropic")),
-            ("model.model", json!("claude-test")),
-            ("model.base_url", json!(llm.base_url())),
-            ("model.api_key", json!("sk-test")),
-        ],
-    )
-    .await;
+    use_mock_anthropic(&env.caps, &llm).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "take your time"})).await;
     let id = run["id"].as_str().unwrap().to_string();
