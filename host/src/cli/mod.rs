@@ -86,6 +86,10 @@ impl Cli {
         if let Some(url) = &self.database_url {
             config.database_url = Some(url.clone());
         }
+        let cwd = std::env::current_dir()
+            .map_err(|e| anyhow::anyhow!("cannot read the working directory to resolve relative paths: {e}"))?;
+        config.resolve_paths(&cwd);
+        config.check_root_overlaps()?;
         Ok(config)
     }
 }

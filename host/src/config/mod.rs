@@ -4,6 +4,7 @@
 //! root or a connection. Unknown keys are refused so typos are not silently
 //! ignored.
 
+mod paths;
 mod services;
 
 use std::collections::BTreeMap;
@@ -141,8 +142,8 @@ impl Config {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
                 return Err(ConfigError::Invalid(format!("root name {name:?} must be letters, digits, - or _")));
             }
-            if !dir.is_absolute() {
-                return Err(ConfigError::Invalid(format!("root {name} must be an absolute path")));
+            if dir.as_os_str().is_empty() {
+                return Err(ConfigError::Invalid(format!("root {name} needs a folder")));
             }
         }
         Ok(())

@@ -65,7 +65,11 @@ pub struct Runtime {
 
 impl Runtime {
     /// Builds the runtime without loading anything.
-    pub fn new(config: Config) -> anyhow::Result<Runtime> {
+    pub fn new(mut config: Config) -> anyhow::Result<Runtime> {
+        // Callers that did not go through the command line get the same
+        // resolution: wasmtime's cache, among others, wants absolute paths.
+        config.resolve_paths(&std::env::current_dir()?);
+        config.check_root_overlaps()?;
         let engine = engine::build(config.max_memory_bytes(), &config.cache_dir())?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -89,9 +93,9 @@ impl Runtime {
     /// Builds the runtime and loads the built-ins and the directory,
     /// refusing to start when a core capability is missing or duplicated.
     pub async fn start(config: Config) -> anyhow::Result<Arc<Runtime>> {
-        std::fs::create_dir_all(config.data_dir())?;
-        std::fs::create_dir_all(config.capabilities_dir())?;
         let runtime = Arc::new(Runtime::new(config)?);
+        std::fs::create_dir_all(runtime.config.data_dir())?;
+        std::fs::create_dir_all(runtime.config.capabilities_dir())?;
         runtime.rescan(true).await?;
         Ok(runtime)
     }

@@ -11,6 +11,7 @@ mod approvals;
 mod authz;
 mod catalog;
 mod cli;
+mod cli_paths;
 mod console;
 mod domain;
 mod domain_api;
