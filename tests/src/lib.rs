@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod grants;
 pub mod host;
 pub mod mock_llm;
+pub mod mock_router;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;

@@ -80,7 +80,8 @@ fn default_password_field() -> String {
 
 /// One row of a service's operation table. Rules are tried in order; the
 /// first whose method and path match decides the class. Without a match,
-/// GET and HEAD are reads and everything else is a write.
+/// GET and HEAD are reads and everything else is a write. Paths are matched
+/// decoded, as the service routes them.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationRule {
@@ -93,11 +94,18 @@ pub struct OperationRule {
 }
 
 impl OperationRule {
-    pub fn matches(&self, method: &str, path: &str) -> bool {
+    /// Whether the rule matches; with `fold_case`, paths compare ignoring
+    /// letter case, as case-insensitive servers route them.
+    pub fn matches(&self, method: &str, path: &str, fold_case: bool) -> bool {
         let method_ok = self.method == "*" || self.method.eq_ignore_ascii_case(method);
-        let path_ok = match self.path.strip_suffix('*') {
+        let (rule, path) = if fold_case {
+            (self.path.to_lowercase(), path.to_lowercase())
+        } else {
+            (self.path.clone(), path.to_string())
+        };
+        let path_ok = match rule.strip_suffix('*') {
             Some(prefix) => path.starts_with(prefix),
-            None => self.path == path,
+            None => rule == path,
         };
         method_ok && path_ok
     }
@@ -136,6 +144,11 @@ impl ServiceConfig {
         if url.scheme() != "http" && url.scheme() != "https" {
             return Err(format!("services.{name}.base_url must be http or https"));
         }
+        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+            return Err(format!(
+                "services.{name}.base_url must not carry a query, a fragment or credentials (use `auth`)"
+            ));
+        }
         for rule in &self.operations {
             if rule.class != "read" && rule.class != "write" {
                 return Err(format!("services.{name}.operations: class must be read or write, not {:?}", rule.class));
@@ -155,11 +168,49 @@ impl ServiceConfig {
         Ok(())
     }
 
-    /// Whether `method path` is a read according to the operation table.
+    /// Whether `method path` (the decoded path) is a read. Servers route
+    /// one request several ways — HEAD as GET, a trailing slash as none,
+    /// paths ignoring case — so it is a read only when every way the
+    /// service could route it is one.
     pub fn is_read(&self, method: &str, path: &str) -> bool {
-        match self.operations.iter().find(|r| r.matches(method, path)) {
+        let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+        let methods: &[&str] = if method.eq_ignore_ascii_case("HEAD") { &["HEAD", "GET"] } else { &[method] };
+        methods
+            .iter()
+            .all(|m| [path, trimmed].iter().all(|p| [false, true].iter().all(|fold| self.class_of(m, p, *fold))))
+    }
+
+    fn class_of(&self, method: &str, path: &str, fold_case: bool) -> bool {
+        match self.operations.iter().find(|r| r.matches(method, path, fold_case)) {
             Some(rule) => rule.class == "read",
             None => method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OperationRule, ServiceConfig};
+
+    fn service(rules: &[(&str, &str, &str)]) -> ServiceConfig {
+        let mut s: ServiceConfig = toml::from_str("base_url = \"http://svc\"").unwrap();
+        s.operations = rules
+            .iter()
+            .map(|(m, p, c)| OperationRule { method: m.to_string(), path: p.to_string(), class: c.to_string() })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn every_way_a_server_routes_a_path_must_be_a_read() {
+        let s = service(&[("GET", "/api/delete", "write"), ("POST", "/api/search*", "read")]);
+        assert!(s.is_read("GET", "/api/info"));
+        assert!(!s.is_read("GET", "/api/delete"));
+        assert!(!s.is_read("GET", "/api/delete/"), "trailing slash");
+        assert!(!s.is_read("GET", "/API/Delete"), "case-insensitive server");
+        assert!(!s.is_read("HEAD", "/api/delete"), "HEAD routed as GET");
+        assert!(s.is_read("POST", "/api/search/movies"));
+        assert!(!s.is_read("POST", "/api/add"));
+        assert!(!s.is_read("DELETE", "/api/search"));
     }
 }

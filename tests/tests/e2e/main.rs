@@ -24,6 +24,7 @@ mod library;
 mod loading;
 mod organize;
 mod outbound;
+mod outbound_edges;
 mod pipeline;
 mod qbittorrent;
 mod quality;

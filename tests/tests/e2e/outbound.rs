@@ -1,7 +1,8 @@
 //! Outbound services: a component names a service and a path; the host adds
-//! credentials, classes the operation, applies timeouts and caps, and denies
-//! anything undeclared or above the grant. The service is a real HTTP server
-//! on loopback.
+//! credentials (masked out of what comes back), classes the operation,
+//! applies timeouts and caps, and denies anything undeclared or above the
+//! grant. The service is a real HTTP server on loopback; `outbound_edges`
+//! has the hostile variants.
 
 use std::sync::Arc;
 
@@ -57,8 +58,9 @@ async fn credentials_are_injected_by_header_query_or_basic_auth() {
         EffectClass::Read,
     )
     .await;
+    // The service got the key; what it echoed back is masked.
     let seen = echoed(&report);
-    assert_eq!(seen["headers"]["x-api-key"], "tok-123");
+    assert_eq!(seen["headers"]["x-api-key"], "[redacted]");
     assert_eq!(seen["query"]["q"], "dune");
     assert_eq!(seen["method"], "GET");
 
@@ -66,13 +68,13 @@ async fn credentials_are_injected_by_header_query_or_basic_auth() {
     let (_h, runtime) = start(Some(service(mock.base_url(), query))).await;
     let seen =
         echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
-    assert_eq!(seen["query"]["api_key"], "qs-456");
+    assert_eq!(seen["query"]["api_key"], "[redacted]");
 
     let basic = Auth::Basic { username: "user".into(), password: SecretRef("pw".into()) };
     let (_h, runtime) = start(Some(service(mock.base_url(), basic))).await;
     let seen =
         echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
-    assert_eq!(seen["headers"]["authorization"], "Basic dXNlcjpwdw==");
+    assert_eq!(seen["headers"]["authorization"], "[redacted]");
 }
 
 #[tokio::test(flavor = "multi_thread")]

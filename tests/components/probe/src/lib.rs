@@ -38,6 +38,37 @@ pub enum Action {
     Context,
     /// Creates a directory, then loops forever (effect, then deadline).
     MkdirThenSpin { root: String, path: String },
+    /// Sends any request through outbound-read (`import: read`) or
+    /// outbound-write, and returns everything the component got back.
+    Send {
+        import: String,
+        service: String,
+        method: String,
+        path: String,
+        #[serde(default)]
+        query: Vec<(String, String)>,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        #[serde(default)]
+        body: Option<String>,
+    },
+    /// Hashes a file through files-read.
+    Sha256 { root: String, path: String },
+    /// Lists a directory through files-read.
+    List { root: String, path: String, limit: u32 },
+    /// Moves, hard-links or copies between roots through files-write.
+    Place { op: String, from_root: String, from: String, to_root: String, to: String },
+    /// Writes `lines` log lines of `bytes` bytes each, or `message` once.
+    Log {
+        #[serde(default)]
+        lines: u32,
+        #[serde(default)]
+        bytes: usize,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    /// Fails with a message of `bytes` bytes.
+    FailHuge { bytes: usize },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -123,6 +154,37 @@ impl Capability for Probe {
                     "env": std::env::vars().count(),
                 }))
             }
+            Action::Send { import, service, method, path, query, headers, body } => {
+                let req = Request { service, method, path, query, headers, body: body.map(String::into_bytes) };
+                let resp = if import == "read" { outbound::read(req)? } else { outbound::write(req)? };
+                ok(serde_json::json!({ "status": resp.status, "headers": resp.headers, "body": resp.text() }))
+            }
+            Action::Sha256 { root, path } => ok(serde_json::json!(files::sha256(&root, &path)?)),
+            Action::List { root, path, limit } => {
+                let names: Vec<String> = files::list(&root, &path, limit)?.into_iter().map(|f| f.path).collect();
+                ok(serde_json::json!(names))
+            }
+            Action::Place { op, from_root, from, to_root, to } => {
+                match op.as_str() {
+                    "move" => files::move_file(&from_root, &from, &to_root, &to)?,
+                    "hardlink" => files::hardlink(&from_root, &from, &to_root, &to)?,
+                    _ => {
+                        files::copy(&from_root, &from, &to_root, &to)?;
+                    }
+                }
+                ok(serde_json::json!(op))
+            }
+            Action::Log { lines, bytes, message } => {
+                if let Some(message) = message {
+                    host::log(Level::Warn, &message);
+                }
+                let line = "l".repeat(bytes);
+                for _ in 0..lines {
+                    host::log(Level::Info, &line);
+                }
+                ok(serde_json::json!("logged"))
+            }
+            Action::FailHuge { bytes } => Err(Failure::Unavailable("f".repeat(bytes))),
             Action::MkdirThenSpin { root, path } => {
                 files::mkdir(&root, &path)?;
                 let mut n: u64 = 0;
