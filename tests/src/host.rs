@@ -52,6 +52,21 @@ impl TestHost {
     pub async fn start(&self) -> anyhow::Result<Arc<Runtime>> {
         Runtime::start(self.config.clone()).await
     }
+
+    /// Accepts the held component `id` as an operator would
+    /// (`capstan capabilities accept`) and rescans, so it is active.
+    pub async fn accept(&self, runtime: &Runtime, id: &str) {
+        accept(runtime, id).await
+    }
+}
+
+/// Accepts the held component `id` as an operator would (`capstan
+/// capabilities accept`) and rescans, so it is active. Plugins that act on
+/// plans or carry a policy tag are held when first seen.
+pub async fn accept(runtime: &Runtime, id: &str) {
+    runtime.accept(id).unwrap_or_else(|e| panic!("{id} is not held: {e}"));
+    runtime.rescan(false).await.unwrap();
+    assert!(runtime.snapshot().active.contains_key(id), "{id} is not active after acceptance");
 }
 
 impl Default for TestHost {

@@ -49,7 +49,7 @@ impl TaskHandler for VerifyAndImport {
                 let by = format!("task:{}", task.kind);
                 let approval = caps
                     .authz()
-                    .request_approval(caps.domain(), "organization", organization, &by)
+                    .request_approval(caps.domain(), "organization", organization, Some(EXECUTE_CAPABILITY), &by)
                     .await
                     .map_err(|e| format!("cannot ask for an approval of organization {organization}: {e}"))?;
                 return Ok(json!({

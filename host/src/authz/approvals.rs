@@ -1,5 +1,6 @@
-//! Approvals: a human's yes to one plan as it stands. An approval binds the
-//! plan type, plan id, the plan's payload hash and revision, and an expiry.
+//! Approvals: a human's yes to one plan as it stands, for one capability. An
+//! approval binds the plan type, plan id, the plan's payload hash and
+//! revision, the capability that may act on it, and an expiry.
 //! It is requested by anyone, decided only by a console administrator who
 //! did not create the plan (directly or through a key they own), authorises
 //! one automated call on that plan while the plan is unchanged, and is
@@ -15,6 +16,16 @@ use crate::store::{new_id, now_ms};
 /// The plan types approvals can bind, and the capability tag that marks a
 /// capability acting on one (`plan:acquisition` → input `planId`).
 pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
+
+/// The built-in capability that carries out a plan of `plan_type`: what an
+/// approval authorises when its request names no capability.
+pub fn acting_capability(plan_type: &str) -> Option<&'static str> {
+    match plan_type {
+        "acquisition" => Some("download.submit"),
+        "organization" => Some("organize.execute"),
+        _ => None,
+    }
+}
 
 /// How long a requested approval stays decidable and usable.
 pub const APPROVAL_TTL_MS: i64 = 24 * 60 * 60 * 1000;
@@ -46,6 +57,8 @@ pub struct Approval {
     pub id: String,
     pub plan_type: String,
     pub plan_id: String,
+    /// The one capability this approval lets act on the plan.
+    pub capability_id: String,
     pub payload_hash: String,
     pub revision: i64,
     /// `pending`, `approved`, `rejected` or `consumed`.
@@ -63,6 +76,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Approval, sqlx::Error> {
         id: r.try_get("id")?,
         plan_type: r.try_get("plan_type")?,
         plan_id: r.try_get("plan_id")?,
+        capability_id: r.try_get("capability_id")?,
         payload_hash: r.try_get("payload_hash")?,
         revision: r.try_get("revision")?,
         status: r.try_get("status")?,
@@ -99,13 +113,17 @@ impl Authz {
         Ok(approval)
     }
 
-    /// Asks for a human's approval of a plan as it stands now. An open
-    /// request for the same plan state is returned instead of a second one.
+    /// Asks for a human's approval of a plan as it stands now, for
+    /// `capability` to act on it (by default the built-in that carries out
+    /// that plan type; the caller checks a named one acts on such plans). An
+    /// open request for the same plan state and capability is returned
+    /// instead of a second one.
     pub async fn request_approval(
         &self,
         plans: &impl PlanSource,
         plan_type: &str,
         plan_id: &str,
+        capability: Option<&str>,
         by: &str,
     ) -> Result<Approval, AuthzError> {
         if !PLAN_TYPES.contains(&plan_type) {
@@ -114,6 +132,7 @@ impl Authz {
                 PLAN_TYPES.join(", ")
             )));
         }
+        let capability = capability.or(acting_capability(plan_type)).unwrap_or_default();
         let plan = plans
             .plan_state(plan_type, plan_id)
             .await?
@@ -124,13 +143,14 @@ impl Authz {
         let now = now_ms();
         if let Some(row) = sqlx::query(
             "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND payload_hash = $3 AND revision = $4 \
-             AND status IN ('pending', 'approved') AND expires_at > $5",
+             AND status IN ('pending', 'approved') AND expires_at > $5 AND capability_id = $6",
         )
         .bind(plan_type)
         .bind(plan_id)
         .bind(&plan.payload_hash)
         .bind(plan.revision)
         .bind(now)
+        .bind(capability)
         .fetch_optional(&self.db.pool)
         .await?
         {
@@ -139,7 +159,7 @@ impl Authz {
         let id = new_id();
         sqlx::query(
             "INSERT INTO approval (id, plan_type, plan_id, payload_hash, revision, status, requested_by, plan_creator, \
-             expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9)",
+             expires_at, created_at, updated_at, capability_id) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9, $10)",
         )
         .bind(&id)
         .bind(plan_type)
@@ -150,6 +170,7 @@ impl Authz {
         .bind(&plan.created_by)
         .bind(now + APPROVAL_TTL_MS)
         .bind(now)
+        .bind(capability)
         .execute(&self.db.pool)
         .await?;
         self.approval(plans, &id).await
@@ -209,22 +230,25 @@ impl Authz {
         self.approval(plans, id).await
     }
 
-    /// The approval that authorises acting on a plan now: approved, not
-    /// consumed, unexpired, and bound to the plan as it stands.
+    /// The approval that authorises `capability` acting on a plan now:
+    /// approved for that capability, not consumed, unexpired, and bound to
+    /// the plan as it stands.
     pub async fn covering_approval(
         &self,
         plans: &impl PlanSource,
         plan_type: &str,
         plan_id: &str,
+        capability: &str,
     ) -> Result<Option<Approval>, sqlx::Error> {
         let Some(plan) = plans.plan_state(plan_type, plan_id).await? else { return Ok(None) };
         let rows = sqlx::query(
             "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND status = 'approved' AND expires_at > $3 \
-             ORDER BY created_at",
+             AND capability_id = $4 ORDER BY created_at",
         )
         .bind(plan_type)
         .bind(plan_id)
         .bind(now_ms())
+        .bind(capability)
         .fetch_all(&self.db.pool)
         .await?;
         for row in rows {

@@ -73,7 +73,7 @@ impl Capabilities {
         }
         let mut scoped = input.clone();
         if let Some((plan_type, plan_id)) = plan_of(d, input) {
-            if let Some(approval) = self.authz.covering_approval(&self.domain, plan_type, plan_id).await? {
+            if let Some(approval) = self.authz.covering_approval(&self.domain, plan_type, plan_id, &d.id).await? {
                 return Ok(Ok(Authorization::Approval(approval)));
             }
             // A grant's scope is checked against the plan's real target,

@@ -1,13 +1,13 @@
 //! The host's view of a capability descriptor, converted from the WIT record
 //! and validated before a component may enter the registry.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::bindings::capstan::capability::types as wit;
 use super::effects::EffectClass;
 
 /// What the host may do with an uncertain call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Replay {
     Safe,

@@ -35,7 +35,14 @@ pub struct ComponentEvent {
 }
 
 fn known_of(l: &Loaded) -> Known {
-    Known { label: l.descriptor.label, services: l.descriptor.services.clone(), digest: l.digest.clone() }
+    Known {
+        label: l.descriptor.label,
+        services: l.descriptor.services.clone(),
+        digest: l.digest.clone(),
+        tags: Some(l.descriptor.tags.clone()),
+        replay: Some(l.descriptor.replay),
+        verify: Some(l.verifier.is_some()),
+    }
 }
 
 /// The `.wasm` files directly in `dir`, sorted by name.
@@ -191,13 +198,7 @@ impl Runtime {
         let mut next = Snapshot { active: builtins.clone(), held: BTreeMap::new(), refused: report.refused.clone() };
         for (id, candidate) in from_dir {
             let baseline = builtins.get(&id).map(|b| known_of(b));
-            let reason = state.hold_reason(
-                &id,
-                candidate.descriptor.label,
-                &candidate.descriptor.services,
-                &candidate.digest,
-                baseline.as_ref(),
-            );
+            let reason = state.hold_reason(&id, &known_of(&candidate), baseline.as_ref());
             match reason {
                 None => {
                     next.active.insert(id, candidate);

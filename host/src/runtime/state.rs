@@ -1,22 +1,41 @@
 //! What the operator has seen and accepted, kept in
 //! `<data-dir>/capabilities-state.json`: the label, services and digest of
 //! each active capability, and the digests accepted with
-//! `capstan capabilities accept`. A replacement that raises the label or
-//! asks for new services is compared against this record.
+//! `capstan capabilities accept`. A replacement is compared against this
+//! record and held for the operator when it would widen what authorization
+//! lets it do: a higher label, a new service, a new tag (tags name the
+//! policies whose grants cover it and the plans whose approvals it
+//! consumes), another replay policy or a `verify` export it did not have.
+//! A capability seen for the first time is held when it carries such tags.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::descriptor::Replay;
 use super::effects::EffectClass;
 
-/// The recorded shape of one capability.
+/// The recorded shape of one capability: everything authorization reads
+/// from a descriptor. Records written before tags, replay and verify were
+/// kept have `None` there, and are completed at the next activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Known {
     pub label: EffectClass,
     pub services: Vec<String>,
     pub digest: String,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    pub replay: Option<Replay>,
+    #[serde(default)]
+    pub verify: Option<bool>,
+}
+
+/// Tags that make a capability act under authority someone gave: a policy
+/// whose standing grants cover it, or plans whose approvals it consumes.
+fn authority_tags(tags: &[String]) -> Vec<&str> {
+    tags.iter().map(String::as_str).filter(|t| t.starts_with("policy.") || t.starts_with("plan:")).collect()
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,32 +76,137 @@ impl State {
         Ok(())
     }
 
-    /// Why a candidate must wait for the operator, if it must.
-    pub fn hold_reason(
-        &self,
-        id: &str,
-        label: EffectClass,
-        services: &[String],
-        digest: &str,
-        baseline: Option<&Known>,
-    ) -> Option<String> {
-        let known = self.known.get(id).or(baseline)?;
-        if self.accepted.get(id).is_some_and(|d| d == digest) {
+    /// Why a candidate must wait for the operator, if it must: compared
+    /// with what this data directory recorded, or for an id it never had,
+    /// with the built-in it overrides.
+    pub fn hold_reason(&self, id: &str, candidate: &Known, baseline: Option<&Known>) -> Option<String> {
+        if self.accepted.get(id).is_some_and(|d| *d == candidate.digest) {
             return None;
         }
         let mut reasons = Vec::new();
-        if label > known.label {
-            reasons.push(format!("raises its label from {} to {label}", known.label));
-        }
-        let new: Vec<&String> = services.iter().filter(|s| !known.services.contains(s)).collect();
-        if !new.is_empty() {
-            let names: Vec<&str> = new.iter().map(|s| s.as_str()).collect();
-            reasons.push(format!("asks for new services {}", names.join(", ")));
+        match self.known.get(id).or(baseline) {
+            Some(known) => {
+                if candidate.label > known.label {
+                    reasons.push(format!("raises its label from {} to {}", known.label, candidate.label));
+                }
+                let new: Vec<&str> =
+                    candidate.services.iter().filter(|s| !known.services.contains(s)).map(String::as_str).collect();
+                if !new.is_empty() {
+                    reasons.push(format!("asks for new services {}", new.join(", ")));
+                }
+                if let (Some(old), Some(tags)) = (&known.tags, &candidate.tags) {
+                    let new: Vec<&str> = tags.iter().filter(|t| !old.contains(t)).map(String::as_str).collect();
+                    if !new.is_empty() {
+                        reasons.push(format!("adds the tags {}", new.join(", ")));
+                    }
+                }
+                if let (Some(old), Some(replay)) = (known.replay, candidate.replay)
+                    && old != replay
+                {
+                    let name = |r: Replay| format!("{r:?}").to_lowercase();
+                    reasons.push(format!("changes its replay policy from {} to {}", name(old), name(replay)));
+                }
+                if let (Some(false), Some(true)) = (known.verify, candidate.verify) {
+                    reasons.push("adds a verify export".into());
+                }
+            }
+            None => {
+                let tags = authority_tags(candidate.tags.as_deref().unwrap_or_default());
+                if !tags.is_empty() {
+                    reasons.push(format!(
+                        "is new and carries the tags {}, which standing grants or approvals act on",
+                        tags.join(", ")
+                    ));
+                }
+            }
         }
         if reasons.is_empty() {
             None
         } else {
             Some(format!("{}; run `capstan capabilities accept {id}` to allow it", reasons.join(" and ")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Known, State};
+    use crate::runtime::descriptor::Replay;
+    use crate::runtime::effects::EffectClass;
+
+    fn shape(label: EffectClass, tags: &[&str], replay: Replay, verify: bool) -> Known {
+        Known {
+            label,
+            services: vec!["tmdb".into()],
+            digest: format!("{label}{tags:?}{replay:?}{verify}"),
+            tags: Some(tags.iter().map(|t| t.to_string()).collect()),
+            replay: Some(replay),
+            verify: Some(verify),
+        }
+    }
+
+    #[test]
+    fn anything_authorization_reads_that_widens_is_held() {
+        let mut state = State::default();
+        let old = shape(EffectClass::Execute, &["download"], Replay::Never, false);
+        state.known.insert("x.y".into(), old.clone());
+        let held = |c: &Known| state.hold_reason("x.y", c, None);
+        assert_eq!(held(&old), None);
+        let fewer_tags = Known { tags: Some(vec![]), digest: "d2".into(), ..old.clone() };
+        assert_eq!(held(&fewer_tags), None, "dropping a tag widens nothing");
+        let cases = [
+            (
+                shape(EffectClass::Execute, &["download", "policy.acquisition"], Replay::Never, false),
+                "adds the tags policy.acquisition",
+            ),
+            (
+                shape(EffectClass::Execute, &["download", "plan:organization"], Replay::Never, false),
+                "adds the tags plan:organization",
+            ),
+            (shape(EffectClass::Execute, &["download"], Replay::Safe, false), "replay policy from never to safe"),
+            (shape(EffectClass::Execute, &["download"], Replay::Never, true), "adds a verify export"),
+            (Known { services: vec!["tmdb".into(), "qbittorrent".into()], ..old.clone() }, "new services qbittorrent"),
+        ];
+        for (candidate, why) in cases {
+            let reason = held(&candidate).unwrap_or_else(|| panic!("not held: {why}"));
+            assert!(reason.contains(why), "{reason}");
+        }
+        // Accepted, the same digest goes through.
+        let tagged = &shape(EffectClass::Execute, &["download", "policy.acquisition"], Replay::Never, false);
+        state.accepted.insert("x.y".into(), tagged.digest.clone());
+        assert_eq!(state.hold_reason("x.y", tagged, None), None);
+    }
+
+    #[test]
+    fn a_new_capability_acting_under_authority_is_held() {
+        let state = State::default();
+        let plain = shape(EffectClass::Execute, &["library"], Replay::Never, false);
+        assert_eq!(state.hold_reason("new.one", &plain, None), None);
+        let acting = shape(EffectClass::Execute, &["plan:acquisition"], Replay::Never, false);
+        assert!(
+            state
+                .hold_reason("new.one", &acting, None)
+                .unwrap()
+                .contains("is new and carries the tags plan:acquisition")
+        );
+        let policy = shape(EffectClass::Read, &["policy.library"], Replay::Safe, false);
+        assert!(state.hold_reason("new.two", &policy, None).is_some());
+    }
+
+    #[test]
+    fn records_from_before_tags_were_kept_hold_nothing_for_them() {
+        let mut state = State::default();
+        let old = Known {
+            label: EffectClass::Read,
+            services: vec![],
+            digest: "a".into(),
+            tags: None,
+            replay: None,
+            verify: None,
+        };
+        state.known.insert("x.y".into(), old);
+        let now = shape(EffectClass::Read, &["policy.acquisition"], Replay::Safe, true);
+        let now = Known { services: vec![], ..now };
+        assert_eq!(state.hold_reason("x.y", &now, None), None);
     }
 }

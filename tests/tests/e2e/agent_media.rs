@@ -110,6 +110,7 @@ library = {library:?}
     std::fs::copy(capstan_tests::components::COUNTER_SAFE, config.capabilities_dir().join("safe.wasm")).unwrap();
     let db = Db::open(&config.database_url()).await.unwrap();
     let runtime = capstan::Runtime::start(config).await.unwrap();
+    capstan_tests::host::accept(&runtime, "test.counter-safe").await;
     let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
     caps.ledger().heartbeat().await.unwrap();
     let domain = caps.domain();

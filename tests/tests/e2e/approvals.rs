@@ -51,15 +51,15 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     let resp = http
         .post(format!("{base}/approvals"))
         .bearer_auth(&key)
-        .json(&json!({"planType": "acquisition", "planId": plan.id}))
+        .json(&json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"}))
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let approval: Value = resp.json().await.unwrap();
     assert_eq!(
-        (approval["status"].as_str(), approval["payloadHash"].as_str()),
-        (Some("pending"), Some(plan.payload_hash.as_str()))
+        (approval["status"].as_str(), approval["payloadHash"].as_str(), approval["capabilityId"].as_str()),
+        (Some("pending"), Some(plan.payload_hash.as_str()), Some("test.plan-step"))
     );
     let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
     let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
@@ -124,6 +124,51 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
 }
 
+/// An approval lets the capability it names act on the plan, no other: one
+/// given for the built-in that submits acquisition plans is no use to a
+/// plugin that also acts on them.
+async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.caps.clone()).await;
+    let http = reqwest::Client::new();
+    let (key, plan) = plan_drafted_by_alices_key(&env, &"d".repeat(40)).await;
+    let ask = |body: Value| http.post(format!("{base}/approvals")).bearer_auth(&key).json(&body).send();
+
+    let resp =
+        ask(json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "release.inspect"})).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 422, "release.inspect does not act on acquisition plans");
+    let resp = ask(json!({"planType": "acquisition", "planId": plan.id})).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let approval: Value = resp.json().await.unwrap();
+    assert_eq!(approval["capabilityId"], "download.submit", "{approval}");
+    let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
+    let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
+    let resp = http
+        .patch(&decide)
+        .header("cookie", &bob)
+        .header("x-csrf-token", &bob_csrf)
+        .json(&json!({"status": "approved", "payloadHash": plan.payload_hash}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+
+    let inv: Value = http
+        .post(format!("{base}/capabilities/test.plan-step/invoke"))
+        .bearer_auth(&key)
+        .json(&json!({"input": {"planId": plan.id}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(inv["error"]["kind"], "denied", "{inv}");
+    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, "draft");
+    let still: Value = http.get(&decide).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(still["status"], "approved", "the approval was not used up: {still}");
+}
+
 async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.caps.clone()).await;
@@ -164,7 +209,14 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
         .await
         .unwrap();
     assert_eq!((approved["status"].as_str(), approved["stale"].as_bool()), (Some("approved"), Some(false)));
-    assert!(env.caps.authz().covering_approval(&domain, "organization", &org.id).await.unwrap().is_some());
+    assert!(
+        env.caps
+            .authz()
+            .covering_approval(&domain, "organization", &org.id, "organize.execute")
+            .await
+            .unwrap()
+            .is_some()
+    );
 
     // Re-planned with another destination: the approval no longer covers it.
     let (replanned, new_artifact) = domain.plan_organization(&task, &organize("Movies/X.mkv")).await.unwrap();
@@ -172,7 +224,14 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     assert_ne!(new_artifact.payload_hash, artifact.payload_hash);
     let after: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(after["stale"], true, "{after}");
-    assert!(env.caps.authz().covering_approval(&domain, "organization", &org.id).await.unwrap().is_none());
+    assert!(
+        env.caps
+            .authz()
+            .covering_approval(&domain, "organization", &org.id, "organize.execute")
+            .await
+            .unwrap()
+            .is_none()
+    );
     // Unknown plan types and plans are refused.
     let resp = http
         .post(format!("{base}/approvals"))
@@ -194,6 +253,7 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
 
 both_backends!(
     approvals_authorise_one_call_on_the_plan_as_approved,
+    an_approval_is_for_the_capability_it_names,
     a_replanned_organization_leaves_its_approval_stale
 );
 

@@ -50,6 +50,10 @@ pub async fn env(backend: Backend) -> Env {
     let url = fresh_url(backend, host.dir.path()).await;
     let db = Db::open(&url).await.unwrap();
     let runtime = host.start().await.unwrap();
+    // Plugins acting on plans or under a policy wait for the operator.
+    for id in ["test.plan-step", "test.counter-safe", "test.counter-verify", "test.counter-never"] {
+        host.accept(&runtime, id).await;
+    }
     let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
     caps.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();

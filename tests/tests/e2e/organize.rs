@@ -73,6 +73,7 @@ async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     host.config.capabilities.insert("test.plan-step".into(), holder);
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
+    host.accept(&runtime, "test.plan-step").await;
     let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, caps, downloads, library }

@@ -24,6 +24,11 @@ use crate::http::openapi::ErrorBody;
 pub struct ApprovalRequest {
     plan_type: String,
     plan_id: String,
+    /// The capability the approval lets act on the plan; by default the
+    /// built-in that carries out this plan type. It must be loaded and
+    /// tagged `plan:<planType>`.
+    #[serde(default)]
+    capability_id: Option<String>,
 }
 
 /// Asks for an approval of a plan as it stands.
@@ -35,10 +40,27 @@ pub async fn request(
     caller: Caller,
     ApiJson(body): ApiJson<ApprovalRequest>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if let Some(id) = &body.capability_id {
+        let tag = format!("plan:{}", body.plan_type);
+        let acts = state.caps.runtime().snapshot().get(id).is_some_and(|l| l.descriptor.tags.contains(&tag));
+        if !acts {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("capabilityId {id} is not a loaded capability acting on {} plans (tag {tag})", body.plan_type),
+            ));
+        }
+    }
     let approval = state
         .caps
         .authz()
-        .request_approval(state.caps.domain(), &body.plan_type, &body.plan_id, &caller.principal())
+        .request_approval(
+            state.caps.domain(),
+            &body.plan_type,
+            &body.plan_id,
+            body.capability_id.as_deref(),
+            &caller.principal(),
+        )
         .await
         .map_err(authz_error)?;
     Ok((StatusCode::CREATED, Json(json!(approval))))

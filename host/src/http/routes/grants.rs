@@ -1,8 +1,9 @@
 //! `GET/POST /api/v1/automation-grants` and `PATCH
 //! /api/v1/automation-grants/{id}`: standing grants for automated callers,
 //! managed only from a console administrator's session (an API key, which
-//! may itself be automated, gets 403). A PATCH may revoke or shorten;
-//! anything that would widen a grant is 422 and changes nothing.
+//! may itself be automated, gets 403). A grant for `*` or a policy names, in
+//! its scope, the capabilities it covers when it is made. A PATCH may revoke
+//! or shorten; anything that would widen a grant is 422 and changes nothing.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -15,6 +16,7 @@ use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::openapi::ErrorBody;
+use crate::runtime::EffectClass;
 
 fn admin_only(caller: &Caller) -> Result<String, ApiError> {
     match caller {
@@ -51,7 +53,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(body): ApiJson<NewGrant>,
+    ApiJson(mut body): ApiJson<NewGrant>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let by = admin_only(&caller)?;
     // A grant names every capability (`*`), a policy tag, or a capability
@@ -64,6 +66,26 @@ pub async fn create(
             "invalid_grant",
             format!("no capability {action} is loaded; a grant names a capability id, a policy.* tag, or *"),
         ));
+    }
+    // A grant for every capability or for a policy names the capabilities
+    // it covers now: a plugin that is loaded or given the tag later is not
+    // covered by a grant the operator gave before it existed.
+    if body.scope.capabilities.is_empty() && (action == "*" || action.starts_with("policy.")) {
+        let snapshot = state.caps.runtime().snapshot();
+        body.scope.capabilities = snapshot
+            .active
+            .values()
+            .map(|l| &l.descriptor)
+            .filter(|d| d.label == EffectClass::Execute && (action == "*" || d.tags.iter().any(|t| t == action)))
+            .map(|d| d.id.clone())
+            .collect();
+        if body.scope.capabilities.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_grant",
+                format!("no loaded execute capability is covered by {action}; the grant would authorise nothing"),
+            ));
+        }
     }
     let grant = state.caps.authz().create_grant(&body, &by).await.map_err(authz_error)?;
     let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);

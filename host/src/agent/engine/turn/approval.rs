@@ -27,7 +27,12 @@ impl RunState<'_> {
         };
         let Some(plan_id) = input.get("planId").and_then(Value::as_str) else { return answered };
         let by = format!("agent:{}", self.run_id);
-        let approval = match self.rt.caps.authz().request_approval(self.rt.caps.domain(), plan_type, plan_id, &by).await
+        let approval = match self
+            .rt
+            .caps
+            .authz()
+            .request_approval(self.rt.caps.domain(), plan_type, plan_id, Some(name), &by)
+            .await
         {
             Ok(approval) => approval,
             Err(e) => {
