@@ -4,6 +4,7 @@
 //! Every host import goes through [`CallState::check`] before doing anything.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
@@ -36,12 +37,21 @@ pub struct CallState {
     pub(crate) stderr: MemoryOutputPipe,
     /// Records this call holds until its store is dropped.
     pub(crate) holds: Vec<Hold>,
+    /// When the call's wall-clock deadline passes; host work that can run
+    /// long (hashing, copying) stops there too.
+    pub(crate) deadline: Instant,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl CallState {
-    pub(crate) fn new(grant: Grant, target: Arc<CallTarget>, services: Arc<HostServices>, limits: StoreLimits) -> Self {
+    pub(crate) fn new(
+        grant: Grant,
+        target: Arc<CallTarget>,
+        services: Arc<HostServices>,
+        limits: StoreLimits,
+        deadline: Instant,
+    ) -> Self {
         let stdout = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
         // Nothing is inherited or preopened: no env, no args, no directories,
@@ -63,6 +73,7 @@ impl CallState {
             stdout,
             stderr,
             holds: Vec::new(),
+            deadline,
             wasi,
             table: ResourceTable::new(),
         }

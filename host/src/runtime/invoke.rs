@@ -96,13 +96,13 @@ pub(crate) fn new_store(
         .trap_on_grow_failure(true)
         .instances(64)
         .build();
-    let mut store = Store::new(engine, CallState::new(grant, target, services, store_limits));
+    let deadline = Instant::now() + Duration::from_millis(limits.deadline_ms);
+    let mut store = Store::new(engine, CallState::new(grant, target, services, store_limits, deadline));
     store.limiter(|state| &mut state.limits);
     store.set_fuel(limits.fuel)?;
     // Every epoch tick the guest yields to the executor, so a busy guest
     // never starves other work on its thread (lease renewals, HTTP), and
     // past the wall-clock deadline the call is interrupted.
-    let deadline = Instant::now() + Duration::from_millis(limits.deadline_ms);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
         if Instant::now() >= deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }

@@ -18,6 +18,7 @@ mod domain_api;
 mod download;
 mod events;
 mod files;
+mod files_edges;
 mod http;
 mod ledger;
 mod library;

@@ -2,7 +2,13 @@
 //! under the operator's named roots, each opened once as a `cap_std` `Dir`,
 //! so a path can never resolve outside its root: absolute paths and `..`
 //! are refused up front, and symlinks that lead out are refused by cap-std.
-//! Blocking file work runs on tokio's blocking pool.
+//! Only regular files and directories are touched ([`read`]), nothing is
+//! ever overwritten ([`place`]), and the blocking work runs on a bounded
+//! pool that stops at the call's deadline ([`pool`]).
+
+mod place;
+mod pool;
+mod read;
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -11,7 +17,6 @@ use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use sha2::{Digest, Sha256};
 
 use crate::runtime::bindings::capstan::host::types::{FileInfo, HostError};
 use crate::runtime::bindings::capstan::host::{files_read, files_write};
@@ -21,10 +26,11 @@ use crate::runtime::effects::EffectClass;
 const READ: &str = "capstan:host/files-read";
 const WRITE: &str = "capstan:host/files-write";
 
-/// The named roots, opened.
+/// The named roots, opened, and the workers that do their file work.
 #[derive(Default)]
 pub struct Roots {
     dirs: BTreeMap<String, Arc<Dir>>,
+    pool: pool::FilePool,
 }
 
 impl Roots {
@@ -35,7 +41,7 @@ impl Roots {
                 .map_err(|e| anyhow::anyhow!("cannot open root {name} at {}: {e}", path.display()))?;
             dirs.insert(name.clone(), Arc::new(dir));
         }
-        Ok(Roots { dirs })
+        Ok(Roots { dirs, pool: pool::FilePool::default() })
     }
 }
 
@@ -61,7 +67,7 @@ fn confined(path: &str) -> Result<PathBuf, HostError> {
     Ok(out)
 }
 
-fn io_error(path: &str, e: std::io::Error) -> HostError {
+pub(super) fn io_error(path: &str, e: std::io::Error) -> HostError {
     match e.kind() {
         ErrorKind::NotFound => HostError::NotFound(format!("{path} does not exist")),
         ErrorKind::AlreadyExists => HostError::Conflict(format!("{path} already exists")),
@@ -70,26 +76,29 @@ fn io_error(path: &str, e: std::io::Error) -> HostError {
         ErrorKind::CrossesDevices => {
             HostError::Unavailable(format!("{path}: source and target are on different devices"))
         }
+        ErrorKind::NotADirectory => HostError::Invalid(format!("{path}: a part of the path is not a directory")),
         _ => HostError::Unavailable(format!("{path}: {e}")),
     }
 }
 
-fn millis(t: std::io::Result<cap_std::time::SystemTime>) -> u64 {
-    t.ok()
-        .map(|t| t.into_std())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64)
+/// The human text of a host error.
+pub(super) fn reason(e: &HostError) -> &str {
+    match e {
+        HostError::Denied(m)
+        | HostError::Invalid(m)
+        | HostError::NotFound(m)
+        | HostError::Unavailable(m)
+        | HostError::TooLarge(m)
+        | HostError::Conflict(m)
+        | HostError::Internal(m) => m,
+    }
 }
 
-fn info(dir: &Dir, rel: &Path, shown: String) -> Result<FileInfo, HostError> {
-    let meta = dir.metadata(rel).map_err(|e| io_error(&shown, e))?;
-    Ok(FileInfo { path: shown, is_dir: meta.is_dir(), size: meta.len(), modified_ms: millis(meta.modified()) })
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HostError> + Send + 'static,
-) -> Result<T, HostError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| Err(HostError::Internal(format!("file task failed: {e}"))))
+/// One side of a two-path operation: its root and confined path.
+struct Side {
+    dir: Arc<Dir>,
+    rel: PathBuf,
+    shown: String,
 }
 
 impl CallState {
@@ -112,132 +121,99 @@ impl CallState {
         })
     }
 
-    fn pair(
-        &mut self,
-        sr: &str,
-        s: &str,
-        tr: &str,
-        t: &str,
-    ) -> Result<(Arc<Dir>, PathBuf, Arc<Dir>, PathBuf), HostError> {
-        let from_dir = self.root(WRITE, EffectClass::Execute, sr)?;
-        let to_dir = self.root(WRITE, EffectClass::Execute, tr)?;
-        let from = self.path(WRITE, EffectClass::Execute, s)?;
-        let to = self.path(WRITE, EffectClass::Execute, t)?;
-        Ok((from_dir, from, to_dir, to))
+    fn side(&mut self, import: &str, class: EffectClass, root: &str, path: String) -> Result<Side, HostError> {
+        let dir = self.root(import, class, root)?;
+        let rel = self.path(import, class, &path)?;
+        Ok(Side { dir, rel, shown: path })
     }
-}
 
-fn no_overwrite(dir: &Dir, rel: &Path, shown: &str) -> Result<(), HostError> {
-    match dir.symlink_metadata(rel) {
-        Ok(_) => Err(HostError::Conflict(format!("{shown} already exists"))),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_error(shown, e)),
+    /// Runs `job` on the file workers under this call's deadline; a
+    /// denial it answers is recorded like any other.
+    async fn on_pool<T: Send + 'static>(
+        &mut self,
+        import: &str,
+        class: EffectClass,
+        job: impl FnOnce(&pool::Stop) -> Result<T, HostError> + Send + 'static,
+    ) -> Result<T, HostError> {
+        let result = self.services.clone().roots.pool.run(self.deadline, job).await;
+        if let Err(HostError::Denied(why)) = &result {
+            self.deny(import, class, why.clone());
+        }
+        result
     }
 }
 
 impl files_read::Host for CallState {
     async fn stat(&mut self, root: String, path: String) -> Result<FileInfo, HostError> {
-        let dir = self.root(READ, EffectClass::Read, &root)?;
-        let rel = self.path(READ, EffectClass::Read, &path)?;
-        blocking(move || info(&dir, &rel, path)).await
+        let side = self.side(READ, EffectClass::Read, &root, path)?;
+        self.on_pool(READ, EffectClass::Read, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
     }
 
     async fn list(&mut self, root: String, path: String, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-        let dir = self.root(READ, EffectClass::Read, &root)?;
-        let rel = self.path(READ, EffectClass::Read, &path)?;
-        blocking(move || {
-            let mut names: Vec<String> = dir
-                .read_dir(&rel)
-                .map_err(|e| io_error(&path, e))?
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            names
-                .into_iter()
-                .take(limit as usize)
-                .map(|name| {
-                    let shown = if path.is_empty() || path == "." {
-                        name.clone()
-                    } else {
-                        format!("{}/{name}", path.trim_end_matches('/'))
-                    };
-                    info(&dir, &rel.join(&name), shown)
-                })
-                .collect()
-        })
-        .await
+        let side = self.side(READ, EffectClass::Read, &root, path)?;
+        let (entries, skipped) = self
+            .on_pool(READ, EffectClass::Read, move |stop| {
+                read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop)
+            })
+            .await?;
+        if !skipped.is_empty() {
+            tracing::warn!(
+                target: "capstan::files",
+                capability = %self.target.id,
+                root,
+                skipped = skipped.len(),
+                entries = %skipped.join("; "),
+                "a listing left out entries it may not show"
+            );
+            for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
+                self.deny(READ, EffectClass::Read, format!("list of {root} left out {entry}"));
+            }
+        }
+        Ok(entries)
     }
 
     async fn sha256(&mut self, root: String, path: String) -> Result<String, HostError> {
-        let dir = self.root(READ, EffectClass::Read, &root)?;
-        let rel = self.path(READ, EffectClass::Read, &path)?;
-        blocking(move || {
-            let mut file = dir.open(&rel).map_err(|e| io_error(&path, e))?;
-            let mut hasher = Sha256::new();
-            std::io::copy(&mut file, &mut hasher).map_err(|e| io_error(&path, e))?;
-            Ok(hex::encode(hasher.finalize()))
-        })
-        .await
+        let side = self.side(READ, EffectClass::Read, &root, path)?;
+        self.on_pool(READ, EffectClass::Read, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
     }
 }
 
 impl files_write::Host for CallState {
     async fn mkdir(&mut self, root: String, path: String) -> Result<(), HostError> {
-        let dir = self.root(WRITE, EffectClass::Execute, &root)?;
-        let rel = self.path(WRITE, EffectClass::Execute, &path)?;
+        let side = self.side(WRITE, EffectClass::Execute, &root, path)?;
         self.mark_effect();
-        blocking(move || dir.create_dir_all(&rel).map_err(|e| io_error(&path, e))).await
+        self.on_pool(WRITE, EffectClass::Execute, move |_| {
+            side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))
+        })
+        .await
     }
 
     async fn hardlink(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let (from_dir, from, to_dir, to) = self.pair(&sr, &s, &tr, &t)?;
+        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
+        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
         self.mark_effect();
-        blocking(move || {
-            no_overwrite(&to_dir, &to, &t)?;
-            from_dir.hard_link(&from, &to_dir, &to).map_err(|e| io_error(&t, e))
+        self.on_pool(WRITE, EffectClass::Execute, move |_| {
+            place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
         })
         .await
     }
 
     async fn copy(&mut self, sr: String, s: String, tr: String, t: String) -> Result<u64, HostError> {
-        let (from_dir, from, to_dir, to) = self.pair(&sr, &s, &tr, &t)?;
+        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
+        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
         self.mark_effect();
-        blocking(move || {
-            no_overwrite(&to_dir, &to, &t)?;
-            let expected = from_dir.metadata(&from).map_err(|e| io_error(&s, e))?.len();
-            let copied = from_dir.copy(&from, &to_dir, &to).map_err(|e| io_error(&t, e))?;
-            let written = to_dir.metadata(&to).map_err(|e| io_error(&t, e))?.len();
-            if copied != expected || written != expected {
-                let _ = to_dir.remove_file(&to);
-                return Err(HostError::Unavailable(format!(
-                    "copy of {s} is incomplete ({written} of {expected} bytes)"
-                )));
-            }
-            Ok(copied)
+        self.on_pool(WRITE, EffectClass::Execute, move |stop| {
+            place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
         })
         .await
     }
 
     async fn move_(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let (from_dir, from, to_dir, to) = self.pair(&sr, &s, &tr, &t)?;
+        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
+        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
         self.mark_effect();
-        blocking(move || {
-            no_overwrite(&to_dir, &to, &t)?;
-            match from_dir.rename(&from, &to_dir, &to) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == ErrorKind::CrossesDevices => {
-                    // Across devices a move is a verified copy, then removal.
-                    let expected = from_dir.metadata(&from).map_err(|e| io_error(&s, e))?.len();
-                    let copied = from_dir.copy(&from, &to_dir, &to).map_err(|e| io_error(&t, e))?;
-                    if copied != expected {
-                        let _ = to_dir.remove_file(&to);
-                        return Err(HostError::Unavailable(format!("move of {s} is incomplete")));
-                    }
-                    from_dir.remove_file(&from).map_err(|e| io_error(&s, e))
-                }
-                Err(e) => Err(io_error(&t, e)),
-            }
+        self.on_pool(WRITE, EffectClass::Execute, move |stop| {
+            place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
         })
         .await
     }
