@@ -96,11 +96,12 @@ fn readings(how: &str, text: &str) -> Vec<String> {
                     }
                 }
             }
-            "url" | "form" => {
-                out.push(percent_encoding::percent_decode_str(&piece.replace('+', " ")).decode_utf8_lossy().into_owned())
-            }
+            "url" | "form" => out
+                .push(percent_encoding::percent_decode_str(&piece.replace('+', " ")).decode_utf8_lossy().into_owned()),
             "json" => out.push(piece.replace("\\/", "/").replace("\\\"", "\"")),
-            "html" => out.push(piece.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")),
+            "html" => {
+                out.push(piece.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+            }
             _ => {}
         }
     }
@@ -174,9 +175,11 @@ async fn encoded_paths_never_reach_a_write_path_or_leave_the_base() {
     assert!(router.seen().is_empty(), "nothing was sent: {:?}", router.seen());
 
     // What is allowed still works, decoded as the server decodes it.
-    for (method, path, routed) in
-        [("GET", "/items/1", "/svc/items/1"), ("POST", "/search/dune", "/svc/search/dune"), ("GET", "/t/Am%C3%A9lie", "/svc/t/Amélie")]
-    {
+    for (method, path, routed) in [
+        ("GET", "/items/1", "/svc/items/1"),
+        ("POST", "/search/dune", "/svc/search/dune"),
+        ("GET", "/t/Am%C3%A9lie", "/svc/t/Amélie"),
+    ] {
         let report = send(&runtime, EffectClass::Read, json!({"method": method, "path": path})).await;
         assert_eq!(answer(&report).0, "ok", "{method} {path}: {:?}", report.outcome);
         assert_eq!(router.seen().last().unwrap().routed, routed);
@@ -230,8 +233,11 @@ async fn injected_credentials_never_come_back_to_the_component() {
         for how in ["plain", "json", "base64", "hex", "url", "form", "upper", "html"] {
             router.clear();
             let report =
-                send(&runtime, EffectClass::Read, json!({"path": format!("/reflect/{how}"), "query": [["q", "x"]]})).await;
-            let CallOutcome::Succeeded { output } = &report.outcome else { panic!("{auth:?} {how}: {:?}", report.outcome) };
+                send(&runtime, EffectClass::Read, json!({"path": format!("/reflect/{how}"), "query": [["q", "x"]]}))
+                    .await;
+            let CallOutcome::Succeeded { output } = &report.outcome else {
+                panic!("{auth:?} {how}: {:?}", report.outcome)
+            };
             let body = output["result"]["body"].as_str().unwrap();
             let headers = output["result"]["headers"].to_string();
             for reading in readings(how, body).iter().chain([&headers]) {
