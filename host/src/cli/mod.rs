@@ -124,6 +124,9 @@ pub fn main() -> ExitCode {
             Command::Admin(cmd) => admin::run(config, cmd).await,
         }
     });
+    // A blocking task stuck in the kernel (a hung file system) must not keep
+    // the process from exiting: give them a moment, then go.
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
     match result {
         Ok(code) => ExitCode::from(code),
         Err((code, e)) => {

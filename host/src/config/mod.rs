@@ -73,6 +73,8 @@ pub struct Config {
     /// `sqlite://...` or `postgres://...`. Default: `capstan.db` (SQLite) in
     /// the data directory.
     pub database_url: Option<String>,
+    /// Largest component file the loader reads, bytes. Default 64 MiB.
+    pub max_component_bytes: Option<u64>,
     #[serde(default)]
     pub limits: Limits,
     #[serde(default)]
@@ -127,6 +129,9 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         check_limits("limits", &self.limits)?;
+        if self.max_component_bytes.is_some_and(|b| !(1024..=(1 << 30)).contains(&b)) {
+            return Err(ConfigError::Invalid("max_component_bytes must be between 1024 and 1073741824".into()));
+        }
         for (id, cap) in &self.capabilities {
             check_limits(&format!("capabilities.{id}"), &self.limits_for_config(cap))?;
         }
@@ -184,6 +189,11 @@ impl Config {
     /// The database URL to use.
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| crate::store::Db::default_url(&self.data_dir()))
+    }
+
+    /// Largest component file the loader reads.
+    pub fn max_component_bytes(&self) -> u64 {
+        self.max_component_bytes.unwrap_or(64 << 20)
     }
 
     /// Compiled-component cache folder.

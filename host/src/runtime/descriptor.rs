@@ -31,6 +31,47 @@ pub struct Descriptor {
     pub services: Vec<String>,
 }
 
+/// Size caps of a descriptor's parts. A descriptor is read into memory,
+/// stored, listed and sent to models on every run: nothing in it may be
+/// unbounded.
+const MAX_SUMMARY: usize = 300;
+const MAX_DESCRIPTION: usize = 16 << 10;
+const MAX_SCHEMA: usize = 256 << 10;
+const MAX_LIST: usize = 32;
+const MAX_WORD: usize = 100;
+const MAX_SERVICES: usize = 16;
+
+fn check_sizes(d: &wit::Descriptor) -> Result<(), String> {
+    let too_big =
+        |what: &str, len: usize, cap: usize| Err(format!("{}: {what} is {len} bytes, over the cap of {cap}", d.id));
+    if d.summary.len() > MAX_SUMMARY {
+        return too_big("the summary", d.summary.len(), MAX_SUMMARY);
+    }
+    if d.description.len() > MAX_DESCRIPTION {
+        return too_big("the description", d.description.len(), MAX_DESCRIPTION);
+    }
+    for (what, schema) in [("the input schema", &d.input_schema), ("the output schema", &d.output_schema)] {
+        if schema.len() > MAX_SCHEMA {
+            return too_big(what, schema.len(), MAX_SCHEMA);
+        }
+    }
+    for (what, list, cap) in
+        [("tags", &d.tags, MAX_LIST), ("aliases", &d.aliases, MAX_LIST), ("services", &d.services, MAX_SERVICES)]
+    {
+        if list.len() > cap {
+            return Err(format!("{}: {} {what}, over the cap of {cap}", d.id, list.len()));
+        }
+        if let Some(word) = list.iter().find(|w| w.len() > MAX_WORD || w.trim().is_empty()) {
+            return Err(format!(
+                "{}: {what} must be 1 to {MAX_WORD} bytes each, not {:?}",
+                d.id,
+                word.chars().take(40).collect::<String>()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Ids look like `catalog.lookup`: lowercase segments joined by dots.
 fn valid_id(id: &str) -> bool {
     let segment_ok = |s: &str| {
@@ -54,8 +95,10 @@ impl Descriptor {
     /// Converts and validates the WIT descriptor.
     pub fn from_wit(d: wit::Descriptor) -> Result<Descriptor, String> {
         if !valid_id(&d.id) {
-            return Err(format!("descriptor id {:?} is not a dotted lowercase id like catalog.lookup", d.id));
+            let shown: String = d.id.chars().take(80).collect();
+            return Err(format!("descriptor id {shown:?} is not a dotted lowercase id like catalog.lookup"));
         }
+        check_sizes(&d)?;
         if d.version == 0 {
             return Err(format!("{}: descriptor version must be at least 1", d.id));
         }

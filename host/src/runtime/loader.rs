@@ -71,6 +71,15 @@ fn first_line(e: &wasmtime::Error) -> String {
     text.lines().next().unwrap_or("").to_string()
 }
 
+/// Compiles off the async threads: a large component takes long enough to
+/// compile that doing it in place would stall everything sharing the thread.
+pub(crate) async fn compile(engine: &Engine, bytes: Vec<u8>) -> wasmtime::Result<Component> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+        .await
+        .unwrap_or_else(|e| Err(wasmtime::Error::msg(format!("compilation failed: {e}"))))
+}
+
 /// Limits for `describe`: it must be cheap and pure.
 const DESCRIBE_LIMITS: Limits =
     Limits { deadline_ms: 5_000, fuel: 2_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 };
@@ -92,7 +101,7 @@ pub async fn load(
     }
     let digest = digest(bytes);
     let mut component =
-        Component::new(engine, bytes).map_err(|e| format!("not a valid component: {}", first_line(&e)))?;
+        compile(engine, bytes.to_vec()).await.map_err(|e| format!("not a valid component: {}", first_line(&e)))?;
 
     let names: Vec<String> = component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
     // Unknown imports are refused before linking, so the reason is ours and clear.
@@ -100,7 +109,8 @@ pub async fn load(
 
     if preinit::wanted(&component) {
         let snap = preinit::snapshot(engine, linker, services, bytes, &digest, cache_dir, DESCRIBE_LIMITS).await?;
-        component = Component::new(engine, &snap)
+        component = compile(engine, snap)
+            .await
             .map_err(|e| format!("pre-initialised component is not valid: {}", first_line(&e)))?;
     }
 

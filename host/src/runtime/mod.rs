@@ -51,15 +51,22 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     services: Arc<host::HostServices>,
+    /// What `describe` and pre-initialisation see while a component loads:
+    /// nothing (see [`host::HostServices::isolated`]).
+    loading: Arc<host::HostServices>,
     config: Arc<Config>,
     registry: registry::Registry,
     /// Loaded components by digest, so unchanged files are not reloaded.
     loads: Mutex<HashMap<String, Arc<Loaded>>>,
+    /// Why bytes were refused, by digest, so they are not compiled again.
+    refusals: Mutex<HashMap<String, String>>,
     /// Serialises rescans; the registry swap itself is atomic.
     scan_lock: tokio::sync::Mutex<()>,
     /// Component changes waiting for the audit log.
     component_events: Mutex<Vec<scan::ComponentEvent>>,
     component_events_ready: tokio::sync::Notify,
+    /// Rescans done since start; an idle host does none.
+    rescans: std::sync::atomic::AtomicU64,
     _ticker: engine::EpochTicker,
 }
 
@@ -80,12 +87,15 @@ impl Runtime {
             engine,
             linker,
             services,
+            loading: Arc::new(host::HostServices::isolated()),
             config: Arc::new(config),
             registry: registry::Registry::default(),
             loads: Mutex::new(HashMap::new()),
+            refusals: Mutex::new(HashMap::new()),
             scan_lock: tokio::sync::Mutex::new(()),
             component_events: Mutex::new(Vec::new()),
             component_events_ready: tokio::sync::Notify::new(),
+            rescans: std::sync::atomic::AtomicU64::new(0),
             _ticker: ticker,
         })
     }
@@ -104,6 +114,11 @@ impl Runtime {
         &self.config
     }
 
+    /// How many times the registry was rebuilt since start.
+    pub fn rescan_count(&self) -> u64 {
+        self.rescans.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Opens the `library`, `drafts` and `records` imports onto `domain`.
     pub fn attach_domain(&self, domain: crate::domain::Domain) {
         self.services.attach_domain(domain);
@@ -119,7 +134,7 @@ impl Runtime {
         loader::load(
             &self.engine,
             &self.linker,
-            &self.services,
+            &self.loading,
             bytes,
             Source::Directory(file),
             &self.config.cache_dir(),

@@ -5,8 +5,10 @@
 //! per call even though each call still gets a fresh instance. The snapshot
 //! is cached on disk by the original component's digest.
 //!
-//! Pre-initialisation runs under a read grant and the describe limits; it
-//! may not change anything, and a failure refuses the component.
+//! Pre-initialisation runs under a read grant, the describe limits and a
+//! deadline that also bounds waits inside host imports, against host
+//! services that offer nothing (no roots, no services, no store): it can
+//! neither change nor wait on anything, and a failure refuses the component.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -122,26 +124,38 @@ pub async fn snapshot(
     wizer.init_func(PREINIT_EXPORT).keep_init_func(true);
     let (cx, instrumented) =
         wizer.instrument_component(bytes).map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;
-    let component =
-        Component::new(engine, &instrumented).map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;
+    let component = super::loader::compile(engine, instrumented)
+        .await
+        .map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;
     let pre = linker.instantiate_pre(&component).map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;
     let target = Arc::new(CallTarget { id: "<pre-initialising>".into(), services: Vec::new() });
     let grant = Grant::new(Actor::Cli, EffectClass::Read);
     let mut store = invoke::new_store(engine, grant, target, services.clone(), limits).map_err(first_line)?;
-    let instance =
-        pre.instantiate_async(&mut store).await.map_err(|e| format!("pre-initialisation failed: {}", first_line(e)))?;
-    let init = instance
-        .get_typed_func::<(), ()>(&mut store, PREINIT_EXPORT)
-        .map_err(|e| format!("{PREINIT_EXPORT} has the wrong type: {}", first_line(e)))?;
-    init.call_async(&mut store, ()).await.map_err(|e| format!("{PREINIT_EXPORT} trapped: {}", first_line(e)))?;
-    let mut access = Access { store: &mut store, instance, error: None };
-    let snap = wizer
-        .snapshot_component(&cx, &mut access)
+    // The epoch deadline stops guest code; this one also stops a wait
+    // inside a host import, so a load can never hang the scan.
+    let backstop = std::time::Duration::from_millis(limits.deadline_ms + 1_000);
+    let run = async {
+        let instance = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| format!("pre-initialisation failed: {}", first_line(e)))?;
+        let init = instance
+            .get_typed_func::<(), ()>(&mut store, PREINIT_EXPORT)
+            .map_err(|e| format!("{PREINIT_EXPORT} has the wrong type: {}", first_line(e)))?;
+        init.call_async(&mut store, ()).await.map_err(|e| format!("{PREINIT_EXPORT} trapped: {}", first_line(e)))?;
+        let mut access = Access { store: &mut store, instance, error: None };
+        let snap = wizer
+            .snapshot_component(&cx, &mut access)
+            .await
+            .map_err(|e| format!("cannot snapshot the pre-initialised state: {}", first_line(e)))?;
+        if let Some(e) = access.error {
+            return Err(format!("cannot snapshot the pre-initialised state: {e}"));
+        }
+        Ok(snap)
+    };
+    let snap = tokio::time::timeout(backstop, run)
         .await
-        .map_err(|e| format!("cannot snapshot the pre-initialised state: {}", first_line(e)))?;
-    if let Some(e) = access.error {
-        return Err(format!("cannot snapshot the pre-initialised state: {e}"));
-    }
+        .map_err(|_| format!("{PREINIT_EXPORT} did not finish within {} ms", limits.deadline_ms))??;
     // Cache atomically; a failure to cache only costs time on the next start.
     if std::fs::create_dir_all(cached.parent().unwrap_or(cache_dir)).is_ok() {
         let tmp = cached.with_extension("wasm.tmp");

@@ -15,6 +15,9 @@ use super::loader::{self, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
 
+/// Refusals remembered by digest before the memory is cleared.
+const MAX_REMEMBERED_REFUSALS: usize = 1024;
+
 /// What a rescan found.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct ScanReport {
@@ -45,18 +48,46 @@ fn known_of(l: &Loaded) -> Known {
     }
 }
 
-/// The `.wasm` files directly in `dir`, sorted by name.
+/// The `.wasm` entries directly in `dir`, sorted by name, whatever their
+/// type: one that is not a regular file is refused with a reason rather
+/// than left out silently.
 fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && !p.is_dir())
                 .collect()
         })
         .unwrap_or_default();
     files.sort();
     files
+}
+
+/// Reads a component file: a regular file (opened non-blocking, so a FIFO
+/// swapped in after the listing cannot stall the scan), no larger than
+/// `cap`, checked before anything is read.
+fn read_component(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > cap {
+        return Err(format!("{} bytes, over the cap of {cap} bytes for a component file", meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("over the cap of {cap} bytes for a component file"));
+    }
+    Ok(bytes)
 }
 
 /// The changes this data directory has not recorded yet: a digest it did
@@ -127,9 +158,30 @@ impl Runtime {
         {
             return Ok(hit.clone());
         }
-        let loaded = Arc::new(
-            loader::load(&self.engine, &self.linker, &self.services, bytes, source, &self.config.cache_dir()).await?,
-        );
+        // Bytes refused once are refused again without compiling them again.
+        if let Some(reason) = self.refusals.lock().unwrap_or_else(|e| e.into_inner()).get(&digest) {
+            return Err(reason.clone());
+        }
+        let loaded = match loader::load(
+            &self.engine,
+            &self.linker,
+            &self.loading,
+            bytes,
+            source,
+            &self.config.cache_dir(),
+        )
+        .await
+        {
+            Ok(loaded) => Arc::new(loaded),
+            Err(reason) => {
+                let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+                if refusals.len() >= MAX_REMEMBERED_REFUSALS {
+                    refusals.clear();
+                }
+                refusals.insert(digest, reason.clone());
+                return Err(reason);
+            }
+        };
         self.loads.lock().unwrap_or_else(|e| e.into_inner()).insert(digest, loaded.clone());
         Ok(loaded)
     }
@@ -138,9 +190,11 @@ impl Runtime {
     /// duplicated core capability is an error; later it only refuses files.
     pub async fn rescan(&self, startup: bool) -> anyhow::Result<ScanReport> {
         let _guard = self.scan_lock.lock().await;
+        self.rescans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let previous = self.registry.snapshot();
         let state_path = State::path(&self.config.data_dir());
         let mut state = State::load(&state_path)?;
+        let recorded = state.clone();
         let mut report = ScanReport::default();
 
         let mut builtins: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
@@ -160,7 +214,7 @@ impl Runtime {
         let mut claimed_by: BTreeMap<String, PathBuf> = BTreeMap::new();
         let mut bytes_by_digest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         for file in wasm_files(&self.config.capabilities_dir()) {
-            let result = match std::fs::read(&file) {
+            let result = match read_component(&file, self.config.max_component_bytes()) {
                 Ok(bytes) => {
                     let result = self.load_cached(&bytes, Source::Directory(file.clone())).await;
                     if let Ok(loaded) = &result {
@@ -168,7 +222,7 @@ impl Runtime {
                     }
                     result
                 }
-                Err(e) => Err(format!("cannot read: {e}")),
+                Err(reason) => Err(reason),
             };
             let loaded = match result {
                 Ok(loaded) => loaded,
@@ -231,7 +285,11 @@ impl Runtime {
                 state.accepted.remove(id);
             }
         }
-        state.save(&state_path)?;
+        // Written only when it changed: the watcher sees the file, and an
+        // unchanged rewrite would start the next rescan, for ever.
+        if state != recorded {
+            state.save(&state_path)?;
+        }
         self.retain(&next, &bytes_by_digest, &state);
         log_events(&report.events);
         self.registry.swap(next);

@@ -23,6 +23,7 @@ mod http;
 mod ledger;
 mod library;
 mod loading;
+mod loading_edges;
 mod organize;
 mod outbound;
 mod outbound_edges;

@@ -46,6 +46,18 @@ impl HostServices {
 }
 
 impl HostServices {
+    /// What loading sees: no roots, no services, no store, no settings, so
+    /// `describe` and pre-initialisation can neither reach nor wait on
+    /// anything outside the sandbox.
+    pub fn isolated() -> HostServices {
+        HostServices {
+            outbound: Outbound::new(&BTreeMap::new()).expect("no services to build"),
+            roots: Roots::default(),
+            domain: OnceLock::new(),
+            settings: BTreeMap::new(),
+        }
+    }
+
     /// Gives `library`, `drafts` and `records` their store. The first
     /// attachment wins; a runtime serves one database.
     pub fn attach_domain(&self, domain: Domain) {
