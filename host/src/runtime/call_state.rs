@@ -14,7 +14,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::capstan::host::types::HostError;
 use super::effects::EffectClass;
 use super::grant::{Denial, Grant};
-use super::host::{Hold, HostServices};
+use super::host::{Hold, HostServices, LogTally};
+use super::text::{MAX_DENIAL, clip, escape_controls};
 
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
@@ -40,6 +41,8 @@ pub struct CallState {
     /// When the call's wall-clock deadline passes; host work that can run
     /// long (hashing, copying) stops there too.
     pub(crate) deadline: Instant,
+    /// What the call logged, and how many lines it was not let log.
+    pub(crate) log: LogTally,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -74,6 +77,7 @@ impl CallState {
             stderr,
             holds: Vec::new(),
             deadline,
+            log: LogTally::default(),
             wasi,
             table: ResourceTable::new(),
         }
@@ -93,6 +97,8 @@ impl CallState {
     /// Records a denial that is not about the class (an undeclared service,
     /// a path out of a root).
     pub(crate) fn deny(&mut self, import: &str, needed: EffectClass, reason: String) {
+        // Reasons quote what the component sent (a path, a name): bounded.
+        let reason = clip(&escape_controls(&reason), MAX_DENIAL).into_owned();
         tracing::warn!(
             target: "capstan::denial",
             capability = %self.target.id,

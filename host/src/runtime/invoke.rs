@@ -16,6 +16,7 @@ use super::call_state::{CallState, CallTarget};
 use super::grant::{Denial, Grant};
 use super::host::HostServices;
 use super::loader::Loaded;
+use super::text;
 use crate::config::Limits;
 
 /// A business failure the component returned.
@@ -134,17 +135,40 @@ pub(crate) async fn describe(
 }
 
 fn stdio_lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| text::clip(&text::escape_controls(l), 4096).into_owned())
+        .collect()
 }
 
-/// Sends the guest's captured stdout/stderr to the log, tagged.
-fn log_stdio(store: &Store<CallState>) {
-    let id = store.data().target.id.as_str();
-    for line in stdio_lines(&store.data().stdout.contents()) {
-        tracing::info!(target: "capstan::guest::stdout", capability = id, "{line}");
+/// Sends the guest's captured stdout/stderr to the log, tagged, within the
+/// call's log allowance, and says how many lines were dropped.
+fn log_stdio(store: &mut Store<CallState>) {
+    let out = stdio_lines(&store.data().stdout.contents());
+    let err = stdio_lines(&store.data().stderr.contents());
+    let state = store.data_mut();
+    for (stream, lines) in [("stdout", out), ("stderr", err)] {
+        for line in lines {
+            if !state.may_log(line.len()) {
+                continue;
+            }
+            let id = state.target.id.as_str();
+            match stream {
+                "stdout" => tracing::info!(target: "capstan::guest::stdout", capability = id, "{line}"),
+                _ => tracing::warn!(target: "capstan::guest::stderr", capability = id, "{line}"),
+            }
+        }
     }
-    for line in stdio_lines(&store.data().stderr.contents()) {
-        tracing::warn!(target: "capstan::guest::stderr", capability = id, "{line}");
+    if state.log.dropped > 0 {
+        tracing::warn!(
+            target: "capstan::guest",
+            capability = %state.target.id,
+            dropped = state.log.dropped,
+            "log lines dropped: a call keeps {} lines and {} bytes, the host 1 MiB a second",
+            super::host::log_caps().0,
+            super::host::log_caps().1
+        );
     }
 }
 
@@ -162,7 +186,8 @@ fn classify(e: &wasmtime::Error, store: &Store<CallState>) -> (TrapKind, String)
     let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
     if let Some(line) = stderr.lines().find(|l| l.contains("panicked at")) {
         let detail = stderr.lines().skip_while(|l| !l.contains("panicked at")).nth(1).unwrap_or(line);
-        return (TrapKind::Panic, format!("the capability panicked: {}", detail.trim()));
+        let detail = text::clip(&text::escape_controls(detail.trim()), text::MAX_FAILURE).into_owned();
+        return (TrapKind::Panic, format!("the capability panicked: {detail}"));
     }
     if stderr.contains("memory allocation of") {
         return (TrapKind::MemoryCap, "the call went over its memory cap".into());
@@ -179,7 +204,8 @@ fn failure(f: wit::Failure) -> Failure {
         wit::Failure::Unavailable(m) => ("unavailable", m),
         wit::Failure::Internal(m) => ("internal", m),
     };
-    Failure { kind: kind.into(), message }
+    // Messages are stored and shown: as bounded as outputs, one line each.
+    Failure { kind: kind.into(), message: text::clip(&text::escape_controls(&message), text::MAX_FAILURE).into_owned() }
 }
 
 fn outcome(result: Result<wit::Outcome, wit::Failure>, output_cap: u64) -> CallOutcome {
@@ -250,7 +276,7 @@ pub(crate) async fn call(
         }
         Err(_) => CallOutcome::Trapped { trap: TrapKind::Deadline, message: "the call ran past its deadline".into() },
     };
-    log_stdio(&store);
+    log_stdio(&mut store);
     for hold in std::mem::take(&mut store.data_mut().holds) {
         hold.release().await;
     }
@@ -296,14 +322,16 @@ pub(crate) async fn verify(
     };
     let backstop = Duration::from_millis(limits.deadline_ms) + Duration::from_millis(500);
     let result = tokio::time::timeout(backstop, run).await;
-    log_stdio(&store);
+    log_stdio(&mut store);
     match result {
         Ok(Ok(Ok(wit::Verification::Done(text)))) => match serde_json::from_str(&text) {
             Ok(output) => VerifyOutcome::Done { output },
             Err(e) => VerifyOutcome::CannotTell { reason: format!("verify output is not JSON: {e}") },
         },
         Ok(Ok(Ok(wit::Verification::NotDone))) => VerifyOutcome::NotDone,
-        Ok(Ok(Ok(wit::Verification::CannotTell(reason)))) => VerifyOutcome::CannotTell { reason },
+        Ok(Ok(Ok(wit::Verification::CannotTell(reason)))) => VerifyOutcome::CannotTell {
+            reason: text::clip(&text::escape_controls(&reason), text::MAX_FAILURE).into_owned(),
+        },
         Ok(Ok(Err(f))) => VerifyOutcome::CannotTell { reason: format!("verify failed: {}", failure(f).message) },
         Ok(Err(e)) => VerifyOutcome::CannotTell { reason: classify(&e, &store).1 },
         Err(_) => VerifyOutcome::CannotTell { reason: "verify ran past its deadline".into() },

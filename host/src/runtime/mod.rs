@@ -19,6 +19,7 @@ mod preinit;
 pub mod registry;
 mod scan;
 mod state;
+pub mod text;
 pub mod watcher;
 
 use std::collections::HashMap;

@@ -9,6 +9,7 @@ mod agent_providers;
 mod agent_runs;
 mod approvals;
 mod authz;
+mod bounded;
 mod catalog;
 mod cli;
 mod cli_paths;

@@ -1,26 +1,73 @@
 //! `capstan:host/log` (read): guest log lines into `tracing`, tagged with the
-//! capability and the call's run/task.
+//! capability and the call's run/task. A line is one line (control
+//! characters escaped) of at most 4 KiB; a call keeps at most 200 lines and
+//! 64 KiB, and all calls together at most 1 MiB a second. What is dropped
+//! is counted and said once when the call ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::runtime::bindings::capstan::host::log::{Host, Level};
 use crate::runtime::call_state::CallState;
 use crate::runtime::effects::EffectClass;
+use crate::runtime::text::{clip, escape_controls};
 
-/// Longest message kept; the rest is cut so a guest cannot flood the log.
+/// Longest message kept; the rest is cut.
 const MAX_MESSAGE: usize = 4096;
+/// Lines and bytes one call may log.
+pub const MAX_CALL_LINES: u32 = 200;
+pub const MAX_CALL_BYTES: usize = 64 << 10;
+/// Bytes all calls together may log in one second.
+const MAX_BYTES_PER_SECOND: u64 = 1 << 20;
+
+/// The host-wide allowance of guest log bytes, refilled every second.
+#[derive(Default)]
+pub struct GuestLogBudget {
+    second: AtomicU64,
+    used: AtomicU64,
+}
+
+impl GuestLogBudget {
+    fn take(&self, bytes: usize) -> bool {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if self.second.swap(now, Ordering::Relaxed) != now {
+            self.used.store(0, Ordering::Relaxed);
+        }
+        self.used.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64 <= MAX_BYTES_PER_SECOND
+    }
+}
+
+/// What one call logged and what it was not let log.
+#[derive(Debug, Default)]
+pub struct LogTally {
+    lines: u32,
+    bytes: usize,
+    pub dropped: u32,
+}
+
+impl CallState {
+    /// Whether a line of `len` bytes fits this call's and the host's allowance.
+    pub(crate) fn may_log(&mut self, len: usize) -> bool {
+        let tally = &mut self.log;
+        let fits =
+            tally.lines < MAX_CALL_LINES && tally.bytes + len <= MAX_CALL_BYTES && self.services.guest_log.take(len);
+        if fits {
+            tally.lines += 1;
+            tally.bytes += len;
+        } else {
+            tally.dropped += 1;
+        }
+        fits
+    }
+}
 
 impl Host for CallState {
     async fn write(&mut self, level: Level, message: String) {
         if self.check("capstan:host/log", EffectClass::Read).is_err() {
             return;
         }
-        let mut message = message;
-        if message.len() > MAX_MESSAGE {
-            let mut cut = MAX_MESSAGE;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-            message.push('…');
+        let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();
+        if !self.may_log(message.len()) {
+            return;
         }
         let capability = self.target.id.as_str();
         let run_id = self.grant.run_id.as_deref();

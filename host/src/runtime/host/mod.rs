@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 pub use files::Roots;
 pub use holds::Hold;
+pub use log::{GuestLogBudget, LogTally};
 pub use outbound::Outbound;
 
 use crate::config::Config;
@@ -32,6 +33,13 @@ pub struct HostServices {
     pub domain: OnceLock<Domain>,
     /// Non-secret per-capability settings.
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
+    /// What all calls together may still log this second.
+    pub guest_log: GuestLogBudget,
+}
+
+/// Lines and bytes one call may log.
+pub fn log_caps() -> (u32, usize) {
+    (log::MAX_CALL_LINES, log::MAX_CALL_BYTES)
 }
 
 impl HostServices {
@@ -41,6 +49,7 @@ impl HostServices {
             roots: Roots::open(&config.roots)?,
             domain: OnceLock::new(),
             settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
+            guest_log: GuestLogBudget::default(),
         })
     }
 }
@@ -55,6 +64,7 @@ impl HostServices {
             roots: Roots::default(),
             domain: OnceLock::new(),
             settings: BTreeMap::new(),
+            guest_log: GuestLogBudget::default(),
         }
     }
 
