@@ -157,7 +157,7 @@ impl Authz {
             return Ok(from_row(&row)?);
         }
         let id = new_id();
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO approval (id, plan_type, plan_id, payload_hash, revision, status, requested_by, plan_creator, \
              expires_at, created_at, updated_at, capability_id) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9, $10)",
         )
@@ -172,8 +172,26 @@ impl Authz {
         .bind(now)
         .bind(capability)
         .execute(&self.db.pool)
-        .await?;
-        self.approval(plans, &id).await
+        .await;
+        match inserted {
+            Ok(_) => self.approval(plans, &id).await,
+            // Another request for the same plan state won the race: that one.
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                let row = sqlx::query(
+                    "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND payload_hash = $3 \
+                     AND revision = $4 AND capability_id = $5 AND status = 'pending'",
+                )
+                .bind(plan_type)
+                .bind(plan_id)
+                .bind(&plan.payload_hash)
+                .bind(plan.revision)
+                .bind(capability)
+                .fetch_one(&self.db.pool)
+                .await?;
+                Ok(from_row(&row)?)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// A console administrator approves or rejects. `payload_hash` is what
@@ -214,13 +232,16 @@ impl Authz {
         if creator == admin || own_key {
             return Err(AuthzError::Forbidden(format!("{admin} created this plan and cannot approve it")));
         }
+        // What was checked above is checked again in the update itself.
         let changed = sqlx::query(
-            "UPDATE approval SET status = $1, decided_by = $2, updated_at = $3 WHERE id = $4 AND status = 'pending'",
+            "UPDATE approval SET status = $1, decided_by = $2, updated_at = $3 \
+             WHERE id = $4 AND status = 'pending' AND expires_at > $3 AND payload_hash = $5",
         )
         .bind(status)
         .bind(admin)
         .bind(now_ms())
         .bind(id)
+        .bind(payload_hash)
         .execute(&self.db.pool)
         .await?
         .rows_affected();

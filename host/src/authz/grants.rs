@@ -149,18 +149,25 @@ impl Authz {
         rows.iter().map(from_row).collect()
     }
 
-    /// Revokes a grant now.
+    /// Revokes a grant now; one already revoked is a conflict and changes
+    /// nothing.
     pub async fn revoke_grant(&self, id: &str) -> Result<Grant, AuthzError> {
-        sqlx::query("UPDATE automation_grant SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+        let changed = sqlx::query("UPDATE automation_grant SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(now_ms())
             .bind(id)
             .execute(&self.db.pool)
-            .await?;
-        self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))
+            .await?
+            .rows_affected();
+        let grant = self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))?;
+        if changed == 0 {
+            return Err(AuthzError::Conflict(format!("grant {id} is already revoked")));
+        }
+        Ok(grant)
     }
 
     /// Shortens a grant: an earlier expiry or smaller budgets. Anything that
-    /// would widen it is refused and nothing changes.
+    /// would widen it is refused and nothing changes; the update itself
+    /// only ever narrows, so two changes racing cannot widen it either.
     pub async fn shorten_grant(
         &self,
         id: &str,
@@ -180,15 +187,25 @@ impl Authz {
         if daily_bytes.is_some_and(|n| n > current.daily_bytes || n < 0) {
             return widen("dailyBytes");
         }
-        sqlx::query(
-            "UPDATE automation_grant SET expires_at = $1, daily_invocations = $2, daily_bytes = $3 WHERE id = $4",
+        if current.revoked_at.is_some() {
+            return Err(AuthzError::Conflict(format!("grant {id} is revoked")));
+        }
+        let changed = sqlx::query(
+            "UPDATE automation_grant SET expires_at = $1, daily_invocations = $2, daily_bytes = $3 \
+             WHERE id = $4 AND revoked_at IS NULL AND expires_at >= $1 AND daily_invocations >= $2 AND daily_bytes >= $3",
         )
         .bind(expires_at.unwrap_or(current.expires_at))
         .bind(daily_invocations.unwrap_or(current.daily_invocations))
         .bind(daily_bytes.unwrap_or(current.daily_bytes))
         .bind(id)
         .execute(&self.db.pool)
-        .await?;
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(AuthzError::Conflict(format!(
+                "grant {id} changed meanwhile (revoked or narrowed further); nothing was changed"
+            )));
+        }
         self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))
     }
 

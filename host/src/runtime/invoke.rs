@@ -270,6 +270,14 @@ pub(crate) async fn call(
     let result = tokio::time::timeout(backstop, run).await;
     report.outcome = match result {
         Ok(Ok(result)) => outcome(result, limits.output_bytes),
+        // Every slot of the instance pool is in use: the host is busy, the
+        // capability did nothing wrong.
+        Ok(Err(e)) if format!("{e:#}").contains("maximum concurrent limit") => CallOutcome::Failed {
+            failure: Failure {
+                kind: "unavailable".into(),
+                message: "the host is running as many calls as it can at once; try again shortly".into(),
+            },
+        },
         Ok(Err(e)) => {
             let (trap, message) = classify(&e, &store);
             CallOutcome::Trapped { trap, message }

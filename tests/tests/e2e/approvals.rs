@@ -137,6 +137,16 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
     let resp =
         ask(json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "release.inspect"})).await.unwrap();
     assert_eq!(resp.status().as_u16(), 422, "release.inspect does not act on acquisition plans");
+    // Many asking at once get one request.
+    let asks: Vec<_> = (0..8).map(|_| ask(json!({"planType": "acquisition", "planId": plan.id}))).collect();
+    let mut ids = std::collections::BTreeSet::new();
+    for resp in futures_util::future::join_all(asks).await {
+        let resp = resp.unwrap();
+        assert_eq!(resp.status().as_u16(), 201);
+        let approval: Value = resp.json().await.unwrap();
+        ids.insert(approval["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(ids.len(), 1, "one pending approval: {ids:?}");
     let resp = ask(json!({"planType": "acquisition", "planId": plan.id})).await.unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let approval: Value = resp.json().await.unwrap();

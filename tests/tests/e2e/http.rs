@@ -280,6 +280,16 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
     assert_eq!(shortened["expiresAt"].as_i64().unwrap(), expires);
     let revoked: Value = patch(json!({"revoke": true})).await.unwrap().json().await.unwrap();
     assert!(revoked["revokedAt"].is_i64());
+    // Revoking again, or shortening a revoked grant, is a conflict that
+    // changes nothing (and is not audited as done).
+    let resp = patch(json!({"revoke": true})).await.unwrap();
+    assert_eq!(error_code(resp).await.0, 409);
+    let resp = patch(json!({"dailyInvocations": 1})).await.unwrap();
+    assert_eq!(error_code(resp).await.0, 409);
+    let again = env.caps.authz().grant(&id).await.unwrap().unwrap();
+    assert_eq!((again.revoked_at, again.daily_invocations), (revoked["revokedAt"].as_i64(), 2));
+    let revokes = env.caps.audit().list(0, 1000).await.unwrap();
+    assert_eq!(revokes.iter().filter(|e| e.event.action == "grant.revoke").count(), 1);
     let inv: Value = http
         .post(&invoke)
         .bearer_auth(&key)

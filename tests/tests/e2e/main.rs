@@ -2,6 +2,7 @@
 
 mod agent;
 mod agent_context;
+mod agent_gate;
 mod agent_limits;
 mod agent_media;
 mod agent_outcomes;

@@ -68,7 +68,9 @@ impl Limits {
         if run.cost_usd > self.max_cost_usd {
             return Some(format!("the run cost ${:.4}, more than ${:.4}", run.cost_usd, self.max_cost_usd));
         }
-        let started = run.started_at.unwrap_or_else(now_ms);
+        // Counted from the run's latest start: a run a message woke up a
+        // day later has its own time again.
+        let started = run.resumed_at.or(run.started_at).unwrap_or_else(now_ms);
         if now_ms() - started > self.max_duration.as_millis() as i64 {
             return Some(format!("the run took longer than {} s", self.max_duration.as_secs()));
         }
@@ -76,13 +78,14 @@ impl Limits {
     }
 }
 
-/// Whether the day's budgets allow another run to start (the day is UTC).
-pub async fn day_allows(settings: &Settings, runs: &Runs) -> Result<Option<String>, String> {
+/// Whether the day's budgets allow a run to start (the day is UTC); the
+/// count of runs applies only to a `first_start`, the day's cost to every one.
+pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> Result<Option<String>, String> {
     let day_start = now_ms() - now_ms().rem_euclid(86_400_000);
     let (started, cost) = runs.started_since(day_start).await.map_err(|e| e.to_string())?;
     let max_runs = number(settings, "budget.max_runs_per_day").await? as i64;
     let max_cost = number(settings, "budget.max_cost_usd_per_day").await?;
-    if started >= max_runs {
+    if first_start && started >= max_runs {
         return Ok(Some(format!("{started} runs already started today; the daily limit is {max_runs}")));
     }
     if cost >= max_cost {

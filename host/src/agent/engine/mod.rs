@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::providers::{self, Provider};
-use super::runs::{NewRun, Run, RunError, RunMode, RunStatus, Runs};
+use super::runs::{Block, NewRun, Run, RunError, RunMode, RunStatus, Runs};
 use super::session_log::SessionLog;
 use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
@@ -127,13 +127,18 @@ impl AgentRuntime {
     }
 
     /// Sends a message: consumed after the current turn, or wakes a run
-    /// that waits or ended other than by an abort.
+    /// that waits or ended other than by an abort. A blocked run is not
+    /// queued: the waker looks at once whether its obstacle is gone.
     pub async fn message(&self, run_id: &str, text: &str, by: &str) -> Result<Run, StartError> {
         if text.trim().is_empty() {
             return Err(StartError::Invalid("text must not be empty".into()));
         }
         self.runs.add_message(run_id, text, by).await?;
         let run = self.runs.get(run_id).await?;
+        if run.blocked_on.is_some() {
+            self.runs.look_again(Some(run_id)).await?;
+            return Ok(run);
+        }
         if run.status.reopens() {
             self.runs.reopen(run_id).await?;
         }
@@ -164,11 +169,29 @@ impl AgentRuntime {
         if run.status.is_final() {
             return Ok(json!({"runId": run_id, "status": run.status.as_str()}));
         }
+        if let Some(reason) = &run.abort_reason {
+            let text = run.final_text.clone().unwrap_or_default();
+            return self.finish(run_id, RunStatus::Cancelled, Some(reason), &text).await;
+        }
+        // What another attempt cannot change ends the run once and blocks
+        // it (`runs::gate`): the waker does not start it again for nothing.
+        let provider = match self.provider().await {
+            Ok(p) => p,
+            Err(e) => return self.end_blocked(&run, Block::Config, &format!("the model cannot be used: {e}")).await,
+        };
+        let limits = Limits::load(self.caps.settings()).await?;
         if run.status == RunStatus::Queued {
-            if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs).await? {
-                return self.end_over_budget(&run, &reason, "").await;
+            // A run reopened by a message was counted when it first started.
+            let first_start = run.started_at.is_none();
+            if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs, first_start).await? {
+                return self.end_blocked(&run, Block::DayBudget, &reason).await;
             }
-            self.runs.set_status(run_id, RunStatus::Running, None).await.map_err(|e| e.to_string())?;
+            match self.runs.set_status(run_id, RunStatus::Running, None).await {
+                Ok(_) => {}
+                // Aborted while queued: it ended already.
+                Err(RunError::WrongState(_, status, _)) => return Ok(json!({"runId": run_id, "status": status})),
+                Err(e) => return Err(e.to_string()),
+            }
         } else if run.status == RunStatus::Waiting
             && self.runs.has_unconsumed(run_id).await.map_err(|e| e.to_string())?
         {
@@ -177,11 +200,6 @@ impl AgentRuntime {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let limits = Limits::load(self.caps.settings()).await?;
-        let provider = match self.provider().await {
-            Ok(p) => p,
-            Err(e) => return self.finish(run_id, RunStatus::Failed, Some(&e), "").await,
-        };
         let (log, session) = SessionLog::open(&self.session_dir, run_id).map_err(|e| format!("session log: {e}"))?;
         let mode = match run.mode {
             RunMode::Execute => Mode::Execute,
@@ -260,17 +278,52 @@ impl AgentRuntime {
         Ok(told)
     }
 
-    /// Queues the task of every run that is due (see [`Runs::due`]); the
-    /// worker that runs agent tasks calls this about once a second.
+    /// Queues the task of every run that is due (see [`Runs::due`]), and
+    /// looks at blocked runs whose next look is due, queuing those whose
+    /// obstacle is gone; the worker that runs agent tasks calls this about
+    /// once a second.
     pub async fn wake_due(&self) -> Result<usize, StartError> {
-        let due = self.runs.due(crate::store::now_ms()).await?;
+        let now = crate::store::now_ms();
+        let due = self.runs.due(now).await?;
         for id in &due {
             if self.runs.get(id).await?.status.reopens() {
                 self.runs.reopen(id).await?;
             }
             self.wake(id, "agent:waker").await?;
         }
-        Ok(due.len())
+        let mut woken = due.len();
+        for blocked in self.runs.blocked_due(now).await? {
+            let first_start = self.runs.get(&blocked.run_id).await?.started_at.is_none();
+            if self.obstacle_gone(blocked.block, first_start).await {
+                tracing::info!(run = %blocked.run_id, block = blocked.block.as_str(), "a blocked run can go on");
+                self.runs.reopen(&blocked.run_id).await?;
+                self.wake(&blocked.run_id, "agent:waker").await?;
+                woken += 1;
+            } else {
+                self.runs.still_blocked(&blocked).await?;
+            }
+        }
+        Ok(woken)
+    }
+
+    /// Whether what blocked a run is gone, checked here, with no task.
+    async fn obstacle_gone(&self, block: Block, first_start: bool) -> bool {
+        match block {
+            Block::Config => self.provider().await.is_ok(),
+            Block::DayBudget => {
+                matches!(budget::day_allows(self.caps.settings(), &self.runs, first_start).await, Ok(None))
+            }
+        }
+    }
+
+    /// Ends the run once for what another attempt cannot change, blocked.
+    async fn end_blocked(&self, run: &Run, block: Block, reason: &str) -> Result<Value, String> {
+        self.runs.block(&run.id, block).await.map_err(|e| e.to_string())?;
+        let text = run.final_text.clone().unwrap_or_default();
+        match block {
+            Block::DayBudget => self.end_over_budget(run, reason, &text).await,
+            Block::Config => self.finish(&run.id, RunStatus::Failed, Some(reason), &text).await,
+        }
     }
 
     /// Ends a run whose task has no attempts left, as `failed`.
@@ -307,7 +360,10 @@ impl AgentRuntime {
         let calls = self.tool_call_counts(run_id).await?;
         let unknown = report::unknown_writes(self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         let unsure;
-        let (status, detail) = if status == RunStatus::Succeeded && !unknown.is_empty() {
+        // An abort that was accepted wins over any other end.
+        let (status, detail) = if let Some(reason) = run.abort_reason.as_deref() {
+            (RunStatus::Cancelled, Some(reason))
+        } else if status == RunStatus::Succeeded && !unknown.is_empty() {
             unsure = format!("the outcome of {} write(s) is unknown; verify them before trying again", unknown.len());
             (RunStatus::Failed, Some(unsure.as_str()))
         } else {

@@ -4,11 +4,13 @@
 //! stream (`agent_run_event`, run id + seq unique), each event also
 //! published on the global event log in the same transaction.
 
+mod gate;
 mod model;
 
 use serde_json::Value;
 use sqlx::Row;
 
+pub use gate::{Block, Blocked};
 pub use model::{NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 
 use crate::events::Events;
@@ -111,43 +113,56 @@ impl Runs {
     }
 
     /// Moves the run to `status` and records an `agent.run_status` event in
-    /// the same transaction. A finished run stays finished.
+    /// the same transaction: one conditional update, so a finished run stays
+    /// finished whoever races it, and an abort that was accepted wins over
+    /// any other end (the run ends `cancelled`, with the abort's reason).
     pub async fn set_status(&self, id: &str, status: RunStatus, detail: Option<&str>) -> Result<Run, RunError> {
         let now = now_ms();
+        let ending = status.is_final() && status != RunStatus::Cancelled;
         let mut tx = self.db.begin_write().await?;
-        let current: Option<String> =
-            sqlx::query_scalar("SELECT status FROM agent_run WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
-        let current = RunStatus::parse(&current.ok_or_else(|| RunError::NotFound(id.to_string()))?)?;
-        if current.is_final() {
-            return Err(RunError::WrongState(id.to_string(), current.as_str(), "a finished run does not change"));
-        }
-        let finished = status.is_final().then_some(now);
-        sqlx::query(
-            "UPDATE agent_run SET status = $2, updated_at = $3, finished_at = COALESCE($4, finished_at), \
+        let changed = sqlx::query(
+            "UPDATE agent_run SET \
+             status = CASE WHEN $6 = 1 AND abort_reason IS NOT NULL THEN 'cancelled' ELSE $2 END, \
+             error = CASE WHEN $6 = 1 AND abort_reason IS NOT NULL THEN abort_reason \
+                          WHEN $5 IS NOT NULL THEN $5 ELSE error END, \
+             updated_at = $3, finished_at = COALESCE($4, finished_at), \
              started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN $3 ELSE started_at END, \
-             error = CASE WHEN $5 IS NOT NULL THEN $5 ELSE error END WHERE id = $1",
+             resumed_at = CASE WHEN $2 = 'running' THEN $3 ELSE resumed_at END \
+             WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
         .bind(id)
         .bind(status.as_str())
         .bind(now)
-        .bind(finished)
+        .bind(status.is_final().then_some(now))
         .bind(if status.is_final() && status != RunStatus::Succeeded { detail } else { None })
+        .bind(i64::from(ending))
         .execute(&mut *tx)
-        .await?;
-        let payload = serde_json::json!({"status": status.as_str(), "detail": detail});
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            drop(tx);
+            let run = self.get(id).await?;
+            return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "a finished run does not change"));
+        }
+        let (now_status, error): (String, Option<String>) =
+            sqlx::query_as("SELECT status, error FROM agent_run WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
+        let detail = if now_status == status.as_str() { detail.map(str::to_string) } else { error };
+        let payload = serde_json::json!({"status": now_status, "detail": detail});
         let seq = append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
         tx.commit().await?;
         self.events.announce(seq);
         self.get(id).await
     }
 
-    /// An ended run that was sent a new message is queued again (see
-    /// [`RunStatus::reopens`]), with no error and a fresh waiting window.
+    /// An ended run that was sent a new message, or whose obstacle is gone,
+    /// is queued again (see [`RunStatus::reopens`]), with no error, no
+    /// block and a fresh waiting window.
     pub async fn reopen(&self, id: &str) -> Result<Run, RunError> {
         let mut tx = self.db.begin_write().await?;
         let n = sqlx::query(
             "UPDATE agent_run SET status = 'queued', finished_at = NULL, error = NULL, wake_at = NULL, \
-             wait_until = NULL, updated_at = $2 WHERE id = $1 AND status IN ('succeeded', 'failed', 'budget_exceeded')",
+             wait_until = NULL, blocked_on = NULL, blocked_checks = 0, recheck_at = NULL, updated_at = $2 \
+             WHERE id = $1 AND status IN ('succeeded', 'failed', 'budget_exceeded', 'nothing_done')",
         )
         .bind(id)
         .bind(now_ms())
@@ -188,7 +203,8 @@ impl Runs {
             "SELECT id FROM agent_run WHERE status = 'waiting' AND (wake_at <= $1 OR abort_reason IS NOT NULL) \
              UNION \
              SELECT m.run_id FROM agent_run_message m JOIN agent_run r ON r.id = m.run_id \
-             WHERE m.consumed = 0 AND r.status IN ('waiting', 'succeeded', 'failed', 'budget_exceeded') \
+             WHERE m.consumed = 0 AND r.blocked_on IS NULL \
+             AND r.status IN ('waiting', 'succeeded', 'failed', 'budget_exceeded', 'nothing_done') \
              LIMIT 100",
         )
         .bind(now)
@@ -256,28 +272,64 @@ impl Runs {
         Ok(())
     }
 
-    /// Asks the run to stop after its current step; undoes nothing.
+    /// Asks the run to stop after its current step; undoes nothing. One
+    /// conditional update: a run already ended is left as it is
+    /// (`WrongState`), a queued one ends `cancelled` here, a running or
+    /// waiting one keeps the reason and ends `cancelled` at its next check
+    /// (an abort always wins over another end, see [`Runs::set_status`]).
     pub async fn request_abort(&self, id: &str, reason: &str) -> Result<Run, RunError> {
-        let run = self.get(id).await?;
-        if run.status.is_final() {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let changed = sqlx::query(
+            "UPDATE agent_run SET abort_reason = COALESCE(abort_reason, $2), updated_at = $3, \
+             status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END, \
+             finished_at = CASE WHEN status = 'queued' THEN $3 ELSE finished_at END, \
+             error = CASE WHEN status = 'queued' THEN $2 ELSE error END \
+             WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(id)
+        .bind(reason)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            drop(tx);
+            let run = self.get(id).await?;
             return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "there is nothing to abort"));
         }
-        sqlx::query("UPDATE agent_run SET abort_reason = $2, updated_at = $3 WHERE id = $1")
-            .bind(id)
-            .bind(reason)
-            .bind(now_ms())
-            .execute(&self.db.pool)
-            .await?;
+        // The row is ours until commit: `cancelled` now means it was queued.
+        let status: String =
+            sqlx::query_scalar("SELECT status FROM agent_run WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
+        let mut announce = None;
+        if status == "cancelled" {
+            let payload = serde_json::json!({"status": "cancelled", "detail": reason});
+            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+        }
+        tx.commit().await?;
+        if let Some(seq) = announce {
+            self.events.announce(seq);
+        }
         self.get(id).await
     }
 
-    /// Adds a user message; the loop reads it after the current turn.
+    /// Adds a user message; the loop reads it after the current turn. The
+    /// run's row is updated first, conditionally: that refuses a cancelled
+    /// run and serialises concurrent messages to one run.
     pub async fn add_message(&self, id: &str, text: &str, by: &str) -> Result<RunMessage, RunError> {
-        let run = self.get(id).await?;
-        if run.status.is_final() && !run.status.reopens() {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let open = sqlx::query("UPDATE agent_run SET updated_at = $2 WHERE id = $1 AND status <> 'cancelled'")
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if open == 0 {
+            drop(tx);
+            let run = self.get(id).await?;
             return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "it accepts no new messages"));
         }
-        let mut tx = self.db.begin_write().await?;
         let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_message WHERE run_id = $1")
             .bind(id)
             .fetch_one(&mut *tx)
@@ -289,7 +341,7 @@ impl Runs {
         .bind(seq)
         .bind(text)
         .bind(by)
-        .bind(now_ms())
+        .bind(now)
         .execute(&mut *tx)
         .await?;
         let payload = serde_json::json!({"seq": seq, "text": text});
@@ -362,6 +414,9 @@ async fn append_event_in(
     kind: &str,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
+    // Taking the run's row first serialises appends to one run on both
+    // backends, so two cannot pick the same seq.
+    sqlx::query("UPDATE agent_run SET updated_at = updated_at WHERE id = $1").bind(run_id).execute(&mut **tx).await?;
     let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_event WHERE run_id = $1")
         .bind(run_id)
         .fetch_one(&mut **tx)

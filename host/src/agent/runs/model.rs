@@ -5,7 +5,9 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-/// `queued → running → waiting → succeeded | failed | cancelled | budget_exceeded`.
+/// `queued → running → waiting → succeeded | failed | nothing_done |
+/// cancelled | budget_exceeded`. `nothing_done`: an execute run whose goal
+/// asked for a change and that made none (or gave no answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -16,6 +18,7 @@ pub enum RunStatus {
     Failed,
     Cancelled,
     BudgetExceeded,
+    NothingDone,
 }
 
 impl RunStatus {
@@ -28,6 +31,7 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::BudgetExceeded => "budget_exceeded",
+            RunStatus::NothingDone => "nothing_done",
         }
     }
 
@@ -40,19 +44,27 @@ impl RunStatus {
             "failed" => RunStatus::Failed,
             "cancelled" => RunStatus::Cancelled,
             "budget_exceeded" => RunStatus::BudgetExceeded,
+            "nothing_done" => RunStatus::NothingDone,
             other => return Err(sqlx::Error::Decode(format!("unknown run status {other}").into())),
         })
     }
 
     pub fn is_final(self) -> bool {
-        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled | RunStatus::BudgetExceeded)
+        matches!(
+            self,
+            RunStatus::Succeeded
+                | RunStatus::Failed
+                | RunStatus::Cancelled
+                | RunStatus::BudgetExceeded
+                | RunStatus::NothingDone
+        )
     }
 
     /// Ended, but a message starts it again: after a success, a failure or
     /// a spent budget (raised since) the user may go on. An aborted run
     /// stays stopped; that was a human's decision.
     pub fn reopens(self) -> bool {
-        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::BudgetExceeded)
+        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::BudgetExceeded | RunStatus::NothingDone)
     }
 }
 
@@ -112,7 +124,12 @@ pub struct Run {
     pub tokens: i64,
     pub cost_usd: f64,
     pub started_at: Option<i64>,
+    /// When the run last went `running` (its duration budget counts from here).
+    pub resumed_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// Set while the run is held back by something another attempt cannot
+    /// change by itself: `config` or `day_budget` (see `runs::gate`).
+    pub blocked_on: Option<String>,
     /// While waiting: when the run looks again, and when it stops waiting.
     pub wake_at: Option<i64>,
     pub wait_until: Option<i64>,
@@ -140,7 +157,9 @@ impl Run {
             tokens: r.try_get("tokens")?,
             cost_usd: cost as f64 / 1e6,
             started_at: r.try_get("started_at")?,
+            resumed_at: r.try_get("resumed_at")?,
             finished_at: r.try_get("finished_at")?,
+            blocked_on: r.try_get("blocked_on")?,
             wake_at: r.try_get("wake_at")?,
             wait_until: r.try_get("wait_until")?,
             created_at: r.try_get("created_at")?,

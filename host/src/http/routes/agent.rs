@@ -186,16 +186,8 @@ pub async fn abort(
     caller.origin(EffectClass::Propose, "aborting an agent run", String::new())?;
     let reason =
         body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("aborted by {}", caller.principal()));
+    // One conditional update: 409 and nothing written for a run that ended;
+    // a queued run ends here, a running or waiting one at its next check.
     let run = state.agent.runs().request_abort(&id, &reason).await.map_err(run_error)?;
-    if run.status == crate::agent::runs::RunStatus::Queued {
-        // No worker holds it yet: it ends here.
-        let run = state
-            .agent
-            .runs()
-            .set_status(&id, crate::agent::runs::RunStatus::Cancelled, Some(&reason))
-            .await
-            .map_err(run_error)?;
-        return Ok(Json(run));
-    }
     Ok(Json(run))
 }

@@ -108,7 +108,7 @@ pub struct GrantChange {
 #[utoipa::path(patch, path = "/api/v1/automation-grants/{id}", tag = "authorization", security(("consoleSession" = [])),
     params(("id" = String, Path, description = "Grant id")),
     request_body = GrantChange,
-    responses((status = 200, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Revoked, or changed meanwhile", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,

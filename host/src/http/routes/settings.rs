@@ -43,6 +43,9 @@ pub async fn update(
         return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
     }
     state.caps.settings().update(&changes).await.map_err(settings_error)?;
+    // A run blocked by the model's configuration or the day's budget may go
+    // on now: the waker looks at each at once.
+    state.agent.runs().look_again(None).await.map_err(|e| ApiError::internal(e))?;
     // The keys, never the values: some are secrets.
     let keys = changes.keys().cloned().collect::<Vec<_>>().join(", ");
     super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
