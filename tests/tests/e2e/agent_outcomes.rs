@@ -167,7 +167,10 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
     let body = api.wait_run(&id, "ended", ended).await;
-    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    // Its only change never ran: not a success, and the report says why.
+    assert_eq!(body["run"]["status"], "failed", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("every change the run tried failed"), "{body}");
+    assert!(report(&body)["reasons"][0].as_str().unwrap().contains("not valid JSON"), "{body}");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 0, "the capability never ran");
     assert!(capstan::ledger::for_run(&env.db, &id).await.unwrap().is_empty(), "nothing was claimed");
     let finished: Vec<&str> = events_of(&body, "agent.tool_call")

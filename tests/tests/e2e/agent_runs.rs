@@ -58,7 +58,7 @@ impl Api {
 }
 
 pub(crate) fn ended(run: &Value) -> bool {
-    matches!(run["status"].as_str(), Some("succeeded" | "failed" | "cancelled" | "budget_exceeded"))
+    matches!(run["status"].as_str(), Some("succeeded" | "failed" | "cancelled" | "budget_exceeded" | "nothing_done"))
 }
 
 pub(crate) async fn set(caps: &Capabilities, pairs: &[(&str, Value)]) {
@@ -238,6 +238,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
 
 async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let env = env(backend).await;
+    capstan_tests::grants::allow_everything(&env.caps).await;
     set(&env.caps, &[("model.script", json!(COUNTING)), ("agent.max_tool_calls", json!(1))]).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;

@@ -2,7 +2,8 @@
 //! with the reason, an administrator signs in, sees the capabilities,
 //! changes settings (all or none, secrets never shown), sees the library,
 //! cancels and re-runs a task, starts an agent run with the demo model and follows it to
-//! its verified report, approves a plan that waits for a human, and grants
+//! its verified report (and sees why a run that claimed too much is not a
+//! success), approves a plan that waits for a human, and grants
 //! and revokes standing automation, and reads the audit log and checks its
 //! chain.
 
@@ -107,6 +108,23 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     let runs = api.get("/agent/runs").await;
     assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
     assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
+
+    // A run whose model claims what it did not do: the console says what
+    // was verified, and why it is not a success.
+    let claims = json!({"scripts": [{"match": ["fetch"], "steps": [], "finalText": "Done! It is in your library."}]});
+    super::agent_runs::set(&env.caps, &[("model.script", json!(claims.to_string()))]).await;
+    browser.fill("#run-goal", "fetch Dune: Part Two").await;
+    browser.click("#run-mode option[value=execute]").await;
+    browser.click("#run-start").await;
+    browser.wait_text("#run-status", "nothing_done", |t| t == "nothing_done").await;
+    let why = browser.wait_text("#run-why", "said why", |t| !t.is_empty()).await;
+    assert!(why.contains("made none"), "{why}");
+    browser
+        .wait_text("#run-report-status", "showed the verdict", |t| {
+            t.contains("nothing_done") && t.contains("made none")
+        })
+        .await;
+    super::agent_runs::set(&env.caps, &[("model.script", serde_json::Value::Null)]).await;
 
     // Tasks: the run's task, and one waiting that is cancelled and queued again.
     let tasks = capstan::tasks::Tasks::new(env.db.clone());

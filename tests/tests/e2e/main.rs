@@ -8,6 +8,7 @@ mod agent_media;
 mod agent_outcomes;
 mod agent_providers;
 mod agent_runs;
+mod agent_verdict;
 mod approvals;
 mod authz;
 mod bounded;

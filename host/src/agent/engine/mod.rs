@@ -12,6 +12,7 @@ pub mod report;
 mod resume;
 pub mod toolbox;
 mod turn;
+pub mod verdict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -233,7 +234,8 @@ impl AgentRuntime {
         // `wake_at`, and a message queues it at once.
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
-            let (status, detail) = report::verdict(&touched, run.mode);
+            let (_, activity) = self.tool_calls(run_id).await?;
+            let (status, detail) = verdict::verdict(&touched, run.mode, &activity, &run.goal, &final_text);
             return self.finish_with(run_id, status, detail.as_deref(), &final_text, &touched).await;
         }
         let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
@@ -357,7 +359,7 @@ impl AgentRuntime {
         touched: &[report::Touched],
     ) -> Result<Value, String> {
         let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
-        let calls = self.tool_call_counts(run_id).await?;
+        let (calls, activity) = self.tool_calls(run_id).await?;
         let unknown = report::unknown_writes(self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
         let unsure;
         // An abort that was accepted wins over any other end.
@@ -369,9 +371,16 @@ impl AgentRuntime {
         } else {
             (status, detail)
         };
-        let report = report::write(self.caps.domain(), &run, status, touched, &unknown, &calls, final_text)
-            .await
-            .map_err(|e| e.to_string())?;
+        let ending = report::Ending {
+            status,
+            reason: detail,
+            touched,
+            unknown: &unknown,
+            tool_calls: &calls,
+            activity: &activity,
+            final_text,
+        };
+        let report = report::write(self.caps.domain(), &run, &ending).await.map_err(|e| e.to_string())?;
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await.map_err(|e| e.to_string())?;
         self.runs.set_status(run_id, status, detail).await.map_err(|e| e.to_string())?;
         self.results.close_run(run_id);
@@ -394,8 +403,11 @@ impl AgentRuntime {
         self.finish(&run.id, RunStatus::BudgetExceeded, Some(reason), final_text).await
     }
 
-    async fn tool_call_counts(&self, run_id: &str) -> Result<Value, String> {
+    /// The run's tool calls: a count by status, and the agent's own
+    /// capability calls as they ended.
+    async fn tool_calls(&self, run_id: &str) -> Result<(Value, verdict::Activity), String> {
         let mut counts = serde_json::Map::new();
+        let mut all = Vec::new();
         let mut after = 0;
         loop {
             let events = self.runs.run_events(run_id, after, 1000).await.map_err(|e| e.to_string())?;
@@ -407,8 +419,10 @@ impl AgentRuntime {
                     counts.insert(status.to_string(), Value::from(n + 1));
                 }
             }
+            all.extend(events.into_iter().filter(|e| e.kind == "agent.tool_call"));
         }
-        Ok(Value::Object(counts))
+        let activity = verdict::Activity::from_events(&all, &self.caps.runtime().snapshot());
+        Ok((Value::Object(counts), activity))
     }
 
     /// How long to sleep between abort checks while a model answers.

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::agent::runs::{Run, RunMode, RunStatus};
+use super::verdict::Activity;
+use crate::agent::runs::{Run, RunStatus};
 use crate::domain::{Actor, Artifact, Domain, DomainError, Plan};
 use crate::store::Db;
 
@@ -137,35 +138,6 @@ pub fn settled(touched: &[Touched]) -> bool {
     touched.iter().all(|t| !matches!(t.standing, Standing::InFlight | Standing::AwaitingApproval(_)))
 }
 
-/// The status a normally ended run finishes with, and why when it is not
-/// success, from what it touched. An execute run succeeds only when every
-/// plan it touched reached the library (an organization record says so); a
-/// draft still waiting for a human is not done. A plan-only run's drafts
-/// are its result.
-pub fn verdict(touched: &[Touched], mode: RunMode) -> (RunStatus, Option<String>) {
-    let count = |standing: Standing| touched.iter().filter(|t| t.standing == standing).count();
-    let asked = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
-    let (failed, moving, awaiting) =
-        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + asked);
-    let rejected = count(Standing::Rejected);
-    if rejected > 0 {
-        return (RunStatus::Failed, Some(format!("a human rejected {rejected} of the plans the run touched")));
-    }
-    if failed > 0 {
-        return (RunStatus::Failed, Some(format!("{failed} of the plans the run touched failed")));
-    }
-    if moving > 0 {
-        return (RunStatus::Failed, Some(format!("{moving} of the plans the run touched had not settled")));
-    }
-    if awaiting > 0 && mode == RunMode::Execute {
-        let detail = format!(
-            "{awaiting} plan(s) wait for a human to approve them; nothing they describe has happened and nothing reached the library"
-        );
-        return (RunStatus::Failed, Some(detail));
-    }
-    (RunStatus::Succeeded, None)
-}
-
 /// The run's writes whose outcome nobody knows (ledger rows still
 /// `unknown`): a run with any is not reported as a success.
 pub async fn unknown_writes(db: &Db, run_id: &str) -> Result<Vec<Value>, DomainError> {
@@ -177,16 +149,21 @@ pub async fn unknown_writes(db: &Db, run_id: &str) -> Result<Vec<Value>, DomainE
         .collect())
 }
 
-/// Writes the AgentGoalReport artifact for `run`, ending `status`.
-pub async fn write(
-    domain: &Domain,
-    run: &Run,
-    status: RunStatus,
-    touched: &[Touched],
-    unknown: &[Value],
-    tool_calls: &Value,
-    final_text: &str,
-) -> Result<Artifact, DomainError> {
+/// How a run ended, as its report states it.
+pub struct Ending<'a> {
+    pub status: RunStatus,
+    /// Why, when it is not a success.
+    pub reason: Option<&'a str>,
+    pub touched: &'a [Touched],
+    pub unknown: &'a [Value],
+    pub tool_calls: &'a Value,
+    pub activity: &'a Activity,
+    pub final_text: &'a str,
+}
+
+/// Writes the AgentGoalReport artifact for `run`.
+pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Artifact, DomainError> {
+    let Ending { status, reason, touched, unknown, tool_calls, activity, final_text } = ending;
     let imported: Vec<&Value> = touched.iter().filter(|t| t.standing == Standing::Imported).map(|t| &t.entry).collect();
     let body = json!({
         "type": "AgentGoalReport",
@@ -194,11 +171,14 @@ pub async fn write(
         "goal": run.goal,
         "mode": run.mode,
         "status": status.as_str(),
+        "reason": reason,
+        "reasons": activity.reasons(),
         "verified": {
             "plans": touched.iter().map(|t| &t.entry).collect::<Vec<_>>(),
             "imported": imported,
             "unknownWrites": unknown,
             "toolCalls": tool_calls,
+            "calls": activity.summary(),
         },
         "modelFinalText": {"text": final_text, "verified": false},
         "note": "Built from the plans, downloads and organizations the run touched; only an organization record shows a title reached the library.",

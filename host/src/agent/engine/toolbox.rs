@@ -121,6 +121,25 @@ pub struct Answered {
     pub replayed: bool,
 }
 
+impl Answered {
+    /// Why a call that did not succeed did not, in a line (for events and
+    /// the report's reasons).
+    pub fn error_text(&self) -> Option<String> {
+        if matches!(self.status, "succeeded" | "pending") {
+            return None;
+        }
+        let Block::ToolResult { content, .. } = &self.block else { return None };
+        let value: Value = serde_json::from_str(content).ok()?;
+        let text = match &value["error"] {
+            Value::String(s) => s.clone(),
+            Value::Object(e) => e.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
+            _ => value["message"].as_str()?.to_string(),
+        };
+        let text: String = text.chars().take(300).collect();
+        (!text.is_empty()).then_some(text)
+    }
+}
+
 fn answer(call_id: &str, status: &'static str, content: String) -> Answered {
     let is_error = !matches!(status, "succeeded" | "pending");
     Answered {

@@ -147,6 +147,8 @@ function selectRun(id) {
   $("run-tools").replaceChildren();
   $("run-report").textContent = "";
   $("run-report-status").textContent = "";
+  $("run-reasons").replaceChildren();
+  $("run-why").textContent = "";
   $("run-detail").hidden = false;
   document.querySelectorAll("#runs li").forEach((li) => li.classList.toggle("selected", li.dataset.runId === id));
   refreshRun();
@@ -162,18 +164,24 @@ async function refreshRun() {
   $("run-status").textContent = run.status;
   $("run-status").className = "status-" + run.status;
   $("run-goal-text").textContent = run.goal;
+  // Why it ended as it did (or what holds it back), in words.
+  const why = run.error ? run.error + (run.blockedOn ? " — blocked (" + run.blockedOn + "): it goes on once that is fixed" : "") : "";
+  $("run-why").textContent = why;
   for (const event of events) {
     if (event.kind === "agent.text_delta") {
       $("run-text").textContent += event.payload.text;
     } else if (event.kind === "agent.tool_call") {
       const p = event.payload;
-      const line = p.name + " — " + p.phase + (p.status ? " (" + p.status + ")" : "") + (p.actor ? " by " + p.actor : "");
+      const line = p.name + " — " + p.phase + (p.status ? " (" + p.status + ")" : "") + (p.actor ? " by " + p.actor : "") +
+        (p.error ? ": " + p.error : "");
       $("run-tools").append(el("li", line));
     }
   }
   state.afterSeq = nextSeq;
   if (report) {
-    $("run-report-status").textContent = "Verified outcome: " + report.body.status;
+    $("run-report-status").textContent =
+      "Verified outcome: " + report.body.status + (report.body.reason ? " — " + report.body.reason : "");
+    $("run-reasons").replaceChildren(...(report.body.reasons || []).map((r) => el("li", r)));
     $("run-report").textContent = JSON.stringify(report.body.verified, null, 2);
   }
 }

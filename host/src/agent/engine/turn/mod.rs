@@ -404,6 +404,9 @@ impl<'a> RunState<'a> {
             payload["status"] = Value::from(a.status);
             payload["invocationId"] = json!(a.invocation_id);
             payload["replayed"] = Value::from(a.replayed);
+            if let Some(error) = a.error_text() {
+                payload["error"] = Value::from(error);
+            }
         }
         payload
     }

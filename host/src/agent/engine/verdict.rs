@@ -1,0 +1,211 @@
+//! How a run that ended normally is judged. The report never claims what
+//! it did not verify: an execute run succeeds when every plan it touched
+//! reached the library, or — touching no plan — when the changes it made
+//! succeeded (the ledger says so) or its goal only asked a question and it
+//! answered. A run whose changes all failed or were denied, or whose every
+//! call failed, has `failed`; one whose goal asked for a change and that
+//! made none, or that gave no answer, has `nothing_done`. The reasons name
+//! the calls.
+
+use serde_json::{Value, json};
+
+use super::report::{Standing, Touched};
+use super::toolbox;
+use crate::agent::runs::{RunEvent, RunMode, RunStatus};
+use crate::runtime::{EffectClass, Snapshot};
+
+/// One capability call the run's own agent made, as it ended.
+#[derive(Debug, Clone)]
+struct Call {
+    name: String,
+    status: String,
+    error: Option<String>,
+    write: bool,
+}
+
+/// What the run's agent called and how each ended.
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    calls: Vec<Call>,
+}
+
+impl Activity {
+    /// From the run's `agent.tool_call` events: the agent's own capability
+    /// calls (not a subagent's, not session tools), as they ended. A call
+    /// is a write when its capability is labelled above preview.
+    pub fn from_events(events: &[RunEvent], snapshot: &Snapshot) -> Activity {
+        let calls = events
+            .iter()
+            .filter(|e| e.kind == "agent.tool_call")
+            .map(|e| &e.payload)
+            .filter(|p| {
+                p["actor"] == "agent" && matches!(p["phase"].as_str(), Some("finished" | "denied" | "reconciled"))
+            })
+            .filter_map(|p| {
+                let name = p["name"].as_str()?;
+                if toolbox::is_session_tool(name) {
+                    return None;
+                }
+                let write = snapshot.get(name).is_some_and(|l| l.descriptor.label > EffectClass::Preview);
+                Some(Call {
+                    name: name.to_string(),
+                    status: p["status"].as_str().unwrap_or("failed").to_string(),
+                    error: p["error"].as_str().map(str::to_string),
+                    write,
+                })
+            })
+            .collect();
+        Activity { calls }
+    }
+
+    fn writes(&self) -> impl Iterator<Item = &Call> {
+        self.calls.iter().filter(|c| c.write)
+    }
+
+    /// What the report says of the calls.
+    pub fn summary(&self) -> Value {
+        let count = |write: bool, ok: bool| {
+            self.calls
+                .iter()
+                .filter(|c| c.write == write && ok == matches!(c.status.as_str(), "succeeded" | "pending"))
+                .count()
+        };
+        json!({
+            "writes": {"ok": count(true, true), "notOk": count(true, false)},
+            "reads": {"ok": count(false, true), "notOk": count(false, false)},
+        })
+    }
+
+    /// One line per way calls did not succeed, in the order first seen,
+    /// with how many times when more than once.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut lines: Vec<(String, usize)> = Vec::new();
+        for c in self.calls.iter().filter(|c| !ok(c)) {
+            let line = match &c.error {
+                Some(e) => format!("{} {}: {e}", c.name, c.status),
+                None => format!("{} {}", c.name, c.status),
+            };
+            match lines.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, n)) => *n += 1,
+                None => lines.push((line, 1)),
+            }
+        }
+        lines.into_iter().map(|(l, n)| if n > 1 { format!("{l} (×{n})") } else { l }).collect()
+    }
+}
+
+fn ok(call: &Call) -> bool {
+    matches!(call.status.as_str(), "succeeded" | "pending")
+}
+
+/// Words of a goal that asks for something to change.
+const CHANGE_WORDS: &[&str] = &[
+    "download", "fetch", "grab", "get me", "add ", "import", "organize", "organise", "move ", "rename", "delete",
+    "remove", "cancel", "retry", "recheck", "apply", "submit", "publish", "want ", "下载", "添加", "整理", "删除",
+];
+
+/// First words of a question, which asks nothing to change.
+const QUESTION_WORDS: &[&str] = &[
+    "what", "which", "how", "is", "are", "do", "does", "did", "can", "could", "list", "show", "tell", "where", "when",
+    "why", "who", "查", "什么", "哪",
+];
+
+/// Whether the goal asks for a change rather than an answer.
+pub fn asks_for_change(goal: &str) -> bool {
+    let goal = goal.trim().to_lowercase();
+    let first = goal.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+    let question = goal.ends_with('?')
+        || goal.ends_with('？')
+        || QUESTION_WORDS.iter().any(|w| first == *w || (!w.is_ascii() && goal.starts_with(w)));
+    !question && CHANGE_WORDS.iter().any(|w| format!("{goal} ").contains(w))
+}
+
+/// The status a normally ended run finishes with, and why when it is not
+/// success. A plan-only run's drafts are its result.
+pub fn verdict(
+    touched: &[Touched],
+    mode: RunMode,
+    activity: &Activity,
+    goal: &str,
+    final_text: &str,
+) -> (RunStatus, Option<String>) {
+    let count = |standing: Standing| touched.iter().filter(|t| t.standing == standing).count();
+    let asked = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
+    let (failed, moving, awaiting) =
+        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + asked);
+    let rejected = count(Standing::Rejected);
+    if rejected > 0 {
+        return (RunStatus::Failed, Some(format!("a human rejected {rejected} of the plans the run touched")));
+    }
+    if failed > 0 {
+        return (RunStatus::Failed, Some(format!("{failed} of the plans the run touched failed")));
+    }
+    if moving > 0 {
+        return (RunStatus::Failed, Some(format!("{moving} of the plans the run touched had not settled")));
+    }
+    if mode == RunMode::PlanOnly {
+        return (RunStatus::Succeeded, None);
+    }
+    if awaiting > 0 {
+        let detail = format!(
+            "{awaiting} plan(s) wait for a human to approve them; nothing they describe has happened and nothing reached the library"
+        );
+        return (RunStatus::Failed, Some(detail));
+    }
+    if !touched.is_empty() {
+        // Every plan it touched is in the library.
+        return (RunStatus::Succeeded, None);
+    }
+    let because = |what: String| {
+        let reasons = activity.reasons();
+        if reasons.is_empty() { what } else { format!("{what}: {}", reasons.join("; ")) }
+    };
+    let writes: Vec<&Call> = activity.writes().collect();
+    let done = writes.iter().filter(|c| ok(c)).count();
+    if !writes.is_empty() && done == 0 {
+        return (RunStatus::Failed, Some(because("every change the run tried failed or was denied".into())));
+    }
+    if done < writes.len() {
+        let detail =
+            format!("{} of the {} changes the run tried failed or were denied", writes.len() - done, writes.len());
+        return (RunStatus::Failed, Some(because(detail)));
+    }
+    if done > 0 {
+        return (RunStatus::Succeeded, None);
+    }
+    if !activity.calls.is_empty() && activity.calls.iter().all(|c| !ok(c)) {
+        return (RunStatus::Failed, Some(because("every call the run made failed or was denied".into())));
+    }
+    if asks_for_change(goal) {
+        return (
+            RunStatus::NothingDone,
+            Some("the goal asks for a change and the run made none; nothing was verified".into()),
+        );
+    }
+    if final_text.trim().is_empty() {
+        return (RunStatus::NothingDone, Some("the run gave no answer".into()));
+    }
+    (RunStatus::Succeeded, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_for_change;
+
+    #[test]
+    fn questions_ask_nothing_to_change() {
+        for goal in ["fetch Dune: Part Two", "Download the new Expanse season", "please grab Alien in 4K", "下载沙丘2"]
+        {
+            assert!(asks_for_change(goal), "{goal}");
+        }
+        for goal in [
+            "What does my library hold?",
+            "what is downloading",
+            "how many downloads failed?",
+            "list my movies",
+            "查一下下载",
+        ] {
+            assert!(!asks_for_change(goal), "{goal}");
+        }
+    }
+}
