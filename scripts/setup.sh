@@ -40,3 +40,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
         apt_install
     fi
 fi
+
+# A third-party mock model server (fakellm, from PyPI) that the agent suites
+# run one run per provider against, in a virtualenv of the test tools.
+FAKELLM_VERSION=0.3.5
+tools="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools"
+if ! "$tools/venv/bin/fakellm" --help >/dev/null 2>&1 || \
+   ! "$tools/venv/bin/pip" show fakellm 2>/dev/null | grep -qx "Version: $FAKELLM_VERSION"; then
+    echo "setup: installing fakellm $FAKELLM_VERSION into $tools/venv"
+    rm -rf "$tools/venv"
+    mkdir -p "$tools"
+    python3 -m venv "$tools/venv"
+    "$tools/venv/bin/pip" install -q --disable-pip-version-check "fakellm==$FAKELLM_VERSION"
+fi

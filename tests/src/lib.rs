@@ -18,6 +18,7 @@ pub mod db;
 pub mod fixtures;
 pub mod grants;
 pub mod host;
+pub mod llm_rules;
 pub mod mock_llm;
 pub mod mock_router;
 pub mod mock_service;

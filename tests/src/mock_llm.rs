@@ -1,7 +1,9 @@
 //! A model API on loopback that replays recorded-shape answers: a queue of
 //! replies (an error status with `Retry-After`, or a body streamed in the
 //! exact byte chunks given — so a test can split a UTF-8 character or end
-//! the stream early), and a record of every request with its headers.
+//! the stream early, or a whole JSON answer), and a record of every request
+//! with its headers. Requests the real APIs refuse are refused with a 400
+//! in the provider's error shape (`llm_rules`), using up no reply.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -32,6 +34,9 @@ pub enum Reply {
     Break(Vec<Vec<u8>>),
     /// No answer at all: the request is read and the server says nothing.
     Silent,
+    /// One whole JSON answer (`application/json`), as servers that do not
+    /// stream send.
+    Json(Value),
 }
 
 /// A request as the server saw it.
@@ -104,7 +109,23 @@ async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
         headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect(),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
+    // A request the real API would refuse is refused here the same way,
+    // and uses up no reply.
+    let refusal = if recorded.path.ends_with("/messages") {
+        crate::llm_rules::anthropic(&recorded.body)
+            .err()
+            .map(|m| serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": m}}))
+    } else if recorded.path.ends_with("/chat/completions") {
+        crate::llm_rules::openai(&recorded.body).err().map(|m| {
+            serde_json::json!({"error": {"message": m, "type": "invalid_request_error", "param": null, "code": null}})
+        })
+    } else {
+        None
+    };
     shared.requests.lock().unwrap().push(recorded);
+    if let Some(error) = refusal {
+        return (StatusCode::BAD_REQUEST, [("content-type", "application/json")], error.to_string()).into_response();
+    }
     let reply = shared.replies.lock().unwrap().pop_front();
     match reply {
         None => (StatusCode::INTERNAL_SERVER_ERROR, "no reply queued").into_response(),
@@ -121,6 +142,7 @@ async fn answer(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap,
             ([("content-type", "text/event-stream")], Body::from_stream(stream)).into_response()
         }
         Some(Reply::Silent) => std::future::pending().await,
+        Some(Reply::Json(value)) => ([("content-type", "application/json")], value.to_string()).into_response(),
         Some(Reply::Break(chunks)) => {
             let pieces =
                 futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(Bytes::from(c))));

@@ -7,7 +7,10 @@
 //! thinking; its blocks come back with their signatures and are kept in the
 //! answer, before the tool calls, so the next request can return them.
 //! `ping` and unknown events are ignored; an `error` event or a stream that
-//! ends before `message_stop` is an error.
+//! ends before `message_stop` is an error. A whole JSON answer (a server or
+//! gateway that does not stream) is read as one message. Empty text blocks
+//! are never sent (the API refuses them): a message left with nothing is
+//! dropped and neighbours of one role are merged.
 
 use std::collections::BTreeMap;
 
@@ -34,37 +37,40 @@ impl Anthropic {
     }
 
     fn body(&self, request: &ModelRequest, names: &ToolNames) -> Value {
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| {
-                // Tool results first, then text, as the API wants them.
-                let mut blocks: Vec<&Block> = m.content.iter().collect();
-                blocks.sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
-                let content: Vec<Value> = blocks
-                    .into_iter()
-                    .map(|b| match b {
-                        Block::Text { text } => json!({ "type": "text", "text": text }),
-                        Block::ToolUse { id, name, input } => {
-                            json!({ "type": "tool_use", "id": id, "name": names.wire(name), "input": input })
-                        }
-                        Block::ToolResult { tool_use_id, content, is_error } => json!({
-                            "type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error
-                        }),
-                        Block::Thinking { thinking, signature } => {
-                            json!({ "type": "thinking", "thinking": thinking, "signature": signature })
-                        }
-                        Block::RedactedThinking { data } => json!({ "type": "redacted_thinking", "data": data }),
-                    })
-                    .collect();
-                let role = if m.role == Role::User { "user" } else { "assistant" };
-                json!({ "role": role, "content": content })
-            })
-            .collect();
+        let mut messages: Vec<Value> = Vec::new();
+        for m in &request.messages {
+            // Tool results first, then text, as the API wants them; a text
+            // block with nothing in it is refused by the API, so none goes.
+            let mut blocks: Vec<&Block> =
+                m.content.iter().filter(|b| !matches!(b, Block::Text { text } if text.trim().is_empty())).collect();
+            blocks.sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
+            let mut content: Vec<Value> = blocks.into_iter().map(|b| block(b, names)).collect();
+            if content.is_empty() {
+                continue;
+            }
+            let role = if m.role == Role::User { "user" } else { "assistant" };
+            // Dropping an empty message can leave two of one role in a row:
+            // they become one, as the API wants roles to alternate.
+            match messages.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(blocks) = last["content"].as_array_mut() {
+                        blocks.append(&mut content);
+                        blocks.sort_by_key(|b| b["type"] != "tool_result");
+                    }
+                }
+                _ => messages.push(json!({ "role": role, "content": content })),
+            }
+        }
         let tools: Vec<Value> = request
             .tools
             .iter()
-            .map(|t| json!({ "name": names.wire(&t.name), "description": t.description, "input_schema": t.input_schema }))
+            .map(|t| {
+                json!({
+                    "name": names.wire(&t.name),
+                    "description": t.description,
+                    "input_schema": names.schema(&t.name, &t.input_schema),
+                })
+            })
             .collect();
         let mut body = json!({
             "model": self.endpoint.model,
@@ -83,6 +89,85 @@ impl Anthropic {
         }
         body
     }
+}
+
+fn block(b: &Block, names: &ToolNames) -> Value {
+    match b {
+        Block::Text { text } => json!({ "type": "text", "text": text }),
+        Block::ToolUse { id, name, input } => {
+            json!({ "type": "tool_use", "id": id, "name": names.wire(name), "input": input })
+        }
+        Block::ToolResult { tool_use_id, content, is_error } => json!({
+            "type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error
+        }),
+        Block::Thinking { thinking, signature } => {
+            json!({ "type": "thinking", "thinking": thinking, "signature": signature })
+        }
+        Block::RedactedThinking { data } => json!({ "type": "redacted_thinking", "data": data }),
+    }
+}
+
+fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some("refusal") => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// A whole (not streamed) Messages answer, as one completion.
+fn from_message(
+    message: &Value,
+    names: &ToolNames,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError> {
+    if message["type"] == "error" {
+        let error = &message["error"];
+        let kind = error["type"].as_str().unwrap_or("error");
+        return Err(ProviderError::Unavailable(format!(
+            "{kind}: {}",
+            error["message"].as_str().unwrap_or("unknown error")
+        )));
+    }
+    let mut completion = Completion {
+        reasoning: Vec::new(),
+        text: String::new(),
+        tool_calls: Vec::new(),
+        stop: stop_reason(message["stop_reason"].as_str()),
+        usage: Usage {
+            input_tokens: message["usage"]["input_tokens"].as_u64(),
+            output_tokens: message["usage"]["output_tokens"].as_u64(),
+        },
+    };
+    for b in message["content"].as_array().into_iter().flatten() {
+        let text = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+        match b["type"].as_str() {
+            Some("text") => completion.text.push_str(b["text"].as_str().unwrap_or_default()),
+            Some("tool_use") => {
+                let name = names.id(b["name"].as_str().unwrap_or_default()).to_string();
+                let parsed = if b["input"].is_object() {
+                    Ok(b["input"].clone())
+                } else {
+                    Err(format!("tool arguments must be a JSON object, got {}", b["input"]))
+                };
+                let input = names.arguments(&name, parsed);
+                completion.tool_calls.push(ToolCall { id: text("id"), name, input });
+            }
+            Some("thinking") => {
+                completion.reasoning.push(Block::Thinking { thinking: text("thinking"), signature: text("signature") })
+            }
+            Some("redacted_thinking") => completion.reasoning.push(Block::RedactedThinking { data: text("data") }),
+            _ => {}
+        }
+    }
+    if !completion.text.is_empty() {
+        let _ = events.send(StreamEvent::TextDelta(completion.text.clone()));
+    }
+    for call in &completion.tool_calls {
+        let _ = events.send(StreamEvent::ToolCall(call.clone()));
+    }
+    Ok(completion)
 }
 
 /// A content block being assembled.
@@ -107,6 +192,10 @@ impl Provider for Anthropic {
                     b.header("x-api-key", &self.endpoint.api_key).header("anthropic-version", API_VERSION)
                 })
                 .await?;
+            if super::wire::is_json(&resp) {
+                let message = self.endpoint.whole_json(&mut resp).await?;
+                return from_message(&message, &names, &events);
+            }
             let mut reader = SseReader::default();
             let mut open: BTreeMap<u64, Open> = BTreeMap::new();
             let mut completion = Completion {
@@ -174,7 +263,8 @@ impl Provider for Anthropic {
                         }
                         "content_block_stop" => match open.remove(&index) {
                             Some(Open::Tool { id, name, json }) => {
-                                let call = ToolCall { id, name, input: parse_tool_arguments(&json) };
+                                let input = names.arguments(&name, parse_tool_arguments(&json));
+                                let call = ToolCall { id, name, input };
                                 let _ = events.send(StreamEvent::ToolCall(call.clone()));
                                 completion.tool_calls.push(call);
                             }
@@ -184,12 +274,7 @@ impl Provider for Anthropic {
                             _ => {}
                         },
                         "message_delta" => {
-                            completion.stop = match data["delta"]["stop_reason"].as_str() {
-                                Some("tool_use") => StopReason::ToolUse,
-                                Some("max_tokens") => StopReason::MaxTokens,
-                                Some("refusal") => StopReason::Refusal,
-                                _ => StopReason::EndTurn,
-                            };
+                            completion.stop = stop_reason(data["delta"]["stop_reason"].as_str());
                             if let Some(out) = data["usage"]["output_tokens"].as_u64() {
                                 completion.usage.output_tokens = Some(out);
                             }

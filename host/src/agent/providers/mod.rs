@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod schema;
 pub mod scripted;
 pub mod wire;
 

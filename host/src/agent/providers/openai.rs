@@ -1,14 +1,15 @@
 //! The `openai-compatible` provider: Chat Completions, streamed. Tool
 //! results are `tool` messages sent before the user's words; dotted
 //! capability ids travel as legal function names and are mapped back.
-//! Tool-call fragments are grouped by their index (id and name in the
-//! first, arguments joined) and checked as JSON objects when the answer
-//! ends. Usage comes in a last chunk when the server sends one; some do
+//! Tool-call fragments are grouped into calls however the server cuts them
+//! (with or without an index, every call at index 0, the name repeated) and
+//! checked as JSON objects when the answer ends; a whole JSON answer is
+//! read as one. With reasoning on, `max_completion_tokens` replaces
+//! `max_tokens`. An assistant message with neither words nor calls is left
+//! out (the API refuses it). Usage comes in a last chunk when the server sends one; some do
 //! not, and then it stays unknown. `data: [DONE]` (or a finish reason
 //! before the body ends) completes the answer; anything else is a cut
 //! stream.
-
-use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -48,8 +49,9 @@ impl OpenAiCompatible {
                             messages.push(json!({ "role": "tool", "tool_call_id": tool_use_id, "content": content }));
                         }
                     }
-                    if !text.is_empty() {
-                        messages.push(json!({ "role": "user", "content": text.join("\n") }));
+                    let text = text.join("\n");
+                    if !text.trim().is_empty() {
+                        messages.push(json!({ "role": "user", "content": text }));
                     }
                 }
                 Role::Assistant => {
@@ -64,7 +66,14 @@ impl OpenAiCompatible {
                             _ => None,
                         })
                         .collect();
-                    let mut message = json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text.join("\n")) } });
+                    let text = text.join("\n");
+                    // An assistant message needs words or calls; one with
+                    // neither is refused, so it is left out.
+                    if text.trim().is_empty() && calls.is_empty() {
+                        continue;
+                    }
+                    let content = if text.trim().is_empty() { Value::Null } else { json!(text) };
+                    let mut message = json!({ "role": "assistant", "content": content });
                     if !calls.is_empty() {
                         message["tool_calls"] = Value::Array(calls);
                     }
@@ -75,12 +84,17 @@ impl OpenAiCompatible {
         let mut body = json!({
             "model": self.endpoint.model,
             "messages": messages,
-            "max_tokens": request.max_tokens.max(1),
             "stream": true,
             "stream_options": { "include_usage": true },
         });
-        if let Some(effort) = self.endpoint.thinking.effort() {
-            body["reasoning_effort"] = json!(effort);
+        match (self.endpoint.thinking.effort(), self.endpoint.thinking.budget_tokens()) {
+            // Reasoning models take max_completion_tokens (reasoning and
+            // answer together) and refuse max_tokens.
+            (Some(effort), Some(budget)) => {
+                body["reasoning_effort"] = json!(effort);
+                body["max_completion_tokens"] = json!(request.max_tokens.max(1) + budget);
+            }
+            _ => body["max_tokens"] = json!(request.max_tokens.max(1)),
         }
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
@@ -88,7 +102,8 @@ impl OpenAiCompatible {
                 .iter()
                 .map(|t| {
                     json!({ "type": "function", "function": {
-                        "name": names.wire(&t.name), "description": t.description, "parameters": t.input_schema
+                        "name": names.wire(&t.name), "description": t.description,
+                        "parameters": names.schema(&t.name, &t.input_schema)
                     }})
                 })
                 .collect();
@@ -101,25 +116,107 @@ impl OpenAiCompatible {
 /// A tool call being assembled from fragments.
 #[derive(Default)]
 struct Partial {
+    index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
 }
 
-fn finish(
-    partials: BTreeMap<u64, Partial>,
-    names: &ToolNames,
-    events: &mpsc::UnboundedSender<StreamEvent>,
-) -> Vec<ToolCall> {
+/// Servers differ in how they cut calls into fragments: some give every
+/// fragment an index, some none, some put every call at index 0, some repeat
+/// the name in each. A fragment continues the latest call of its index (or
+/// the latest call, without one) unless it starts another: a new id, or
+/// arguments opening a new object after a complete one.
+fn add_fragment(partials: &mut Vec<Partial>, fragment: &Value, names: &ToolNames) {
+    let index = fragment["index"].as_u64();
+    let id = fragment["id"].as_str().filter(|i| !i.is_empty());
+    let name = fragment["function"]["name"].as_str().filter(|n| !n.is_empty());
+    let args = fragment["function"]["arguments"].as_str().unwrap_or_default();
+    let current = partials.iter().rposition(|p| index.is_none() || p.index == index);
+    let starts_another = match current.map(|i| &partials[i]) {
+        None => true,
+        Some(p) => {
+            id.is_some_and(|id| !p.id.is_empty() && p.id != id)
+                || (args.trim_start().starts_with('{')
+                    && parse_tool_arguments(&p.arguments).is_ok()
+                    && !p.arguments.is_empty())
+        }
+    };
+    let p = if starts_another {
+        partials.push(Partial { index, ..Partial::default() });
+        partials.last_mut().expect("just pushed")
+    } else {
+        &mut partials[current.expect("a current call")]
+    };
+    if let Some(id) = id {
+        p.id = id.to_string();
+    }
+    if let Some(name) = name {
+        // A repeated whole name is the same name; a name cut in pieces is
+        // joined until it is one the model was given.
+        if p.name.is_empty() || (p.name != name && !names.knows(&p.name)) {
+            p.name.push_str(name);
+        }
+    }
+    p.arguments.push_str(args);
+}
+
+fn finish(partials: Vec<Partial>, names: &ToolNames, events: &mpsc::UnboundedSender<StreamEvent>) -> Vec<ToolCall> {
     partials
-        .into_values()
+        .into_iter()
         .map(|p| {
-            let input = parse_tool_arguments(&p.arguments);
-            let call = ToolCall { id: p.id, name: names.id(&p.name).to_string(), input };
+            let name = names.id(&p.name).to_string();
+            let input = names.arguments(&name, parse_tool_arguments(&p.arguments));
+            // A call needs an id to be answered; some servers send none.
+            let id = if p.id.is_empty() { format!("call_{}", crate::store::new_id()) } else { p.id };
+            let call = ToolCall { id, name, input };
             let _ = events.send(StreamEvent::ToolCall(call.clone()));
             call
         })
         .collect()
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+/// A whole (not streamed) Chat Completions answer, as one completion.
+fn from_whole(
+    answer: &Value,
+    names: &ToolNames,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError> {
+    if let Some(error) = answer.get("error").filter(|e| e.is_object()) {
+        return Err(ProviderError::Unavailable(error["message"].as_str().unwrap_or("unknown error").to_string()));
+    }
+    let choice = &answer["choices"][0];
+    let message = &choice["message"];
+    let text = message["content"].as_str().unwrap_or_default().to_string();
+    if !text.is_empty() {
+        let _ = events.send(StreamEvent::TextDelta(text.clone()));
+    }
+    let mut partials = Vec::new();
+    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let mut fragment = call.clone();
+        fragment["index"] = json!(i);
+        add_fragment(&mut partials, &fragment, names);
+    }
+    let tool_calls = finish(partials, names, events);
+    let stop = choice["finish_reason"].as_str().map(stop_reason).unwrap_or(if tool_calls.is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    });
+    let usage = Usage {
+        input_tokens: answer["usage"]["prompt_tokens"].as_u64(),
+        output_tokens: answer["usage"]["completion_tokens"].as_u64(),
+    };
+    Ok(Completion { reasoning: Vec::new(), text, tool_calls, stop, usage })
 }
 
 impl Provider for OpenAiCompatible {
@@ -133,8 +230,12 @@ impl Provider for OpenAiCompatible {
             let body = self.body(request, &names).to_string();
             let mut resp =
                 self.endpoint.post("/chat/completions", body, |b| b.bearer_auth(&self.endpoint.api_key)).await?;
+            if super::wire::is_json(&resp) {
+                let answer = self.endpoint.whole_json(&mut resp).await?;
+                return from_whole(&answer, &names, &events);
+            }
             let mut reader = SseReader::default();
-            let mut partials: BTreeMap<u64, Partial> = BTreeMap::new();
+            let mut partials: Vec<Partial> = Vec::new();
             let mut text = String::new();
             let mut usage = Usage::default();
             let mut stop = None;
@@ -167,24 +268,10 @@ impl Provider for OpenAiCompatible {
                         let _ = events.send(StreamEvent::TextDelta(t.to_string()));
                     }
                     for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
-                        let partial = partials.entry(fragment["index"].as_u64().unwrap_or(0)).or_default();
-                        if let Some(id) = fragment["id"].as_str() {
-                            partial.id = id.to_string();
-                        }
-                        if let Some(name) = fragment["function"]["name"].as_str() {
-                            partial.name.push_str(name);
-                        }
-                        if let Some(args) = fragment["function"]["arguments"].as_str() {
-                            partial.arguments.push_str(args);
-                        }
+                        add_fragment(&mut partials, fragment, &names);
                     }
                     if let Some(reason) = choice["finish_reason"].as_str() {
-                        stop = Some(match reason {
-                            "tool_calls" => StopReason::ToolUse,
-                            "length" => StopReason::MaxTokens,
-                            "content_filter" => StopReason::Refusal,
-                            _ => StopReason::EndTurn,
-                        });
+                        stop = Some(stop_reason(reason));
                     }
                 }
                 if done {

@@ -14,6 +14,8 @@ use super::{ProviderError, ToolSpec};
 pub struct ToolNames {
     to_wire: HashMap<String, String>,
     from_wire: HashMap<String, String>,
+    /// Each tool's schema as the APIs accept it (see [`super::schema`]).
+    schemas: HashMap<String, super::schema::WireSchema>,
 }
 
 fn wire_name(id: &str) -> String {
@@ -38,8 +40,31 @@ impl ToolNames {
             }
             names.to_wire.insert(tool.name.clone(), wire.clone());
             names.from_wire.insert(wire, tool.name.clone());
+            names.schemas.insert(tool.name.clone(), super::schema::for_wire(&tool.input_schema));
         }
         Ok(names)
+    }
+
+    /// The schema to send for tool `id`.
+    pub fn schema<'a>(&'a self, id: &str, original: &'a serde_json::Value) -> &'a serde_json::Value {
+        self.schemas.get(id).map(|w| &w.schema).unwrap_or(original)
+    }
+
+    /// A call's arguments as the capability takes them: unwrapped from
+    /// `{"input": ...}` when its schema was wrapped for the wire.
+    pub fn arguments(&self, id: &str, parsed: Result<serde_json::Value, String>) -> Result<serde_json::Value, String> {
+        if !self.schemas.get(id).is_some_and(|w| w.wrapped) {
+            return parsed;
+        }
+        match parsed? {
+            serde_json::Value::Object(mut o) if o.contains_key("input") => Ok(o.remove("input").unwrap_or_default()),
+            other => Err(format!("the arguments must be {{\"input\": ...}}, got {other}")),
+        }
+    }
+
+    /// Whether the model was given a tool of this wire name.
+    pub fn knows(&self, wire: &str) -> bool {
+        self.from_wire.contains_key(wire)
     }
 
     pub fn wire<'a>(&'a self, id: &'a str) -> &'a str {
@@ -242,6 +267,33 @@ impl Endpoint {
             .await
             .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
             .map_err(|e| ProviderError::Unavailable(format!("the stream broke: {e}")))
+    }
+}
+
+/// Whether the answer is one JSON document rather than a stream: some
+/// servers and gateways answer `stream: true` that way.
+pub fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// Largest whole (not streamed) answer read.
+const MAX_WHOLE_ANSWER: usize = 16 << 20;
+
+impl Endpoint {
+    /// Reads a whole JSON answer under the idle timeout and a size cap.
+    pub async fn whole_json(&self, resp: &mut reqwest::Response) -> Result<serde_json::Value, ProviderError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.next_chunk(resp).await? {
+            if body.len() + chunk.len() > MAX_WHOLE_ANSWER {
+                return Err(ProviderError::Unavailable(format!("the answer is over {MAX_WHOLE_ANSWER} bytes")));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body)
+            .map_err(|e| ProviderError::Unavailable(format!("the answer is not valid JSON: {e}")))
     }
 }
 

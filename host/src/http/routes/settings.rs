@@ -45,7 +45,7 @@ pub async fn update(
     state.caps.settings().update(&changes).await.map_err(settings_error)?;
     // A run blocked by the model's configuration or the day's budget may go
     // on now: the waker looks at each at once.
-    state.agent.runs().look_again(None).await.map_err(|e| ApiError::internal(e))?;
+    state.agent.runs().look_again(None).await.map_err(ApiError::internal)?;
     // The keys, never the values: some are secrets.
     let keys = changes.keys().cloned().collect::<Vec<_>>().join(", ");
     super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;

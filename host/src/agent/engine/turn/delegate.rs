@@ -54,6 +54,7 @@ impl RunState<'_> {
             )),
             discovery_note: None,
             final_text: String::new(),
+            empty_answers: 0,
         };
         sub.session.apply(&Entry::Request { request_id: sub.caller.request_id.clone(), message_seq: 0, text });
         for _ in 0..SUBAGENT_STEPS {

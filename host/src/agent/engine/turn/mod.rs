@@ -14,7 +14,9 @@ use super::AgentRuntime;
 use super::budget::Limits;
 use super::toolbox::{self, Answered, Caller};
 use crate::agent::compaction::{self, Compaction};
-use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StreamEvent, ToolCall, ToolSpec};
+use crate::agent::providers::{
+    Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolCall, ToolSpec,
+};
 use crate::agent::runs::Run;
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tokens::TokenCounter;
@@ -56,6 +58,8 @@ pub struct RunState<'a> {
     /// What the last search enabled and left out, told to the model.
     discovery_note: Option<String>,
     pub(super) final_text: String,
+    /// Answers in a row with neither words nor calls.
+    empty_answers: u8,
 }
 
 impl<'a> RunState<'a> {
@@ -86,6 +90,7 @@ impl<'a> RunState<'a> {
             discovery: Discovery::new(catalog),
             discovery_note: None,
             final_text: String::new(),
+            empty_answers: 0,
         }
     }
 
@@ -195,18 +200,47 @@ impl<'a> RunState<'a> {
             Ok(c) => c,
             Err(outcome) => return Ok(outcome),
         };
+        let said_nothing = completion.text.trim().is_empty() && completion.tool_calls.is_empty();
+        if said_nothing {
+            // Nothing to keep (an empty message is refused by the APIs next
+            // time); the tokens are still charged. Asked again once, then the
+            // run fails saying so.
+            self.empty_answers += 1;
+            self.charge(&completion, estimated).await?;
+            if self.empty_answers >= 2 {
+                let hint = if completion.stop == StopReason::MaxTokens {
+                    " (it stopped at its token limit: a lower model.thinking_level leaves more for the answer)"
+                } else {
+                    ""
+                };
+                return Ok(Outcome::Failed(format!(
+                    "the model answered twice with neither text nor a tool call{hint}"
+                )));
+            }
+            return Ok(Outcome::Idle);
+        }
+        self.empty_answers = 0;
         let mut content = completion.reasoning.clone();
-        if !completion.text.is_empty() {
+        if !completion.text.trim().is_empty() {
             content.push(Block::Text { text: completion.text.clone() });
         }
         for call in &completion.tool_calls {
             let input = call.input.clone().unwrap_or_else(|e| json!({"invalid_arguments": e}));
             content.push(Block::ToolUse { id: call.id.clone(), name: call.name.clone(), input });
         }
-        if content.is_empty() {
-            content.push(Block::Text { text: String::new() });
-        }
         self.record(Entry::Assistant { content })?;
+        self.charge(&completion, estimated).await?;
+        if completion.tool_calls.is_empty() {
+            self.final_text = completion.text;
+            return Ok(Outcome::Idle);
+        }
+        let (answers, over) = self.answer_calls(&completion.tool_calls).await?;
+        self.record(Entry::ToolResults { content: answers })?;
+        Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
+    }
+
+    /// Charges what one model answer cost.
+    async fn charge(&self, completion: &Completion, estimated: usize) -> Result<(), String> {
         if let Some(reported) = completion.usage.input_tokens {
             self.counter.calibrate(estimated, reported);
         }
@@ -220,13 +254,7 @@ impl<'a> RunState<'a> {
             .charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost)
             .await
             .map_err(|e| e.to_string())?;
-        if completion.tool_calls.is_empty() {
-            self.final_text = completion.text;
-            return Ok(Outcome::Idle);
-        }
-        let (answers, over) = self.answer_calls(&completion.tool_calls).await?;
-        self.record(Entry::ToolResults { content: answers })?;
-        Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
+        Ok(())
     }
 
     /// Makes the request fit the context window: compacts the history at
