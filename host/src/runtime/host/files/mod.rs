@@ -47,6 +47,9 @@ impl Roots {
 
 /// A relative path that stays inside its root, or a refusal.
 fn confined(path: &str) -> Result<PathBuf, HostError> {
+    if path.chars().any(char::is_control) {
+        return Err(HostError::Invalid(format!("path {path:?} contains control characters")));
+    }
     let p = Path::new(path);
     let mut out = PathBuf::new();
     for c in p.components() {
@@ -230,5 +233,7 @@ mod tests {
         assert!(confined("a/../../b").is_err());
         assert!(confined("/etc/passwd").is_err());
         assert_eq!(confined("").unwrap().to_str(), Some("."));
+        assert!(confined("a\0b").is_err());
+        assert!(confined("a\nb").is_err());
     }
 }

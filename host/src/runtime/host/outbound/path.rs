@@ -16,6 +16,17 @@ const SHAPE_BYTES: &[u8] = b"./\\;?#%";
 /// Characters refused as they are, for the same reasons.
 const SHAPE_CHARS: &[char] = &['\\', ';', '?', '#'];
 
+/// Characters that compatibility normalisation (NFKC, or a "best fit"
+/// code page) turns into ASCII letters, dots or slashes: fullwidth forms,
+/// and the dot leaders, small stops and slashes of other blocks.
+fn lookalike(c: char) -> bool {
+    matches!(
+        c,
+        '\u{FF00}'
+            ..='\u{FFEF}' | '\u{2024}' | '\u{2025}' | '\u{FE52}' | '\u{2044}' | '\u{2215}' | '\u{2216}' | '\u{FE68}'
+    )
+}
+
 /// Checks a component's path and returns it decoded as a server decodes it.
 pub fn decoded(path: &str) -> Result<String, String> {
     if !path.starts_with('/') {
@@ -40,6 +51,9 @@ pub fn decoded(path: &str) -> Result<String, String> {
         .into_owned();
     if decoded.chars().any(char::is_control) {
         return Err("decodes to control characters".into());
+    }
+    if let Some(c) = decoded.chars().find(|c| lookalike(*c)) {
+        return Err(format!("must not contain {c:?}, which some servers fold into an ASCII letter or separator"));
     }
     let segments: Vec<&str> = decoded[1..].split('/').collect();
     for (i, seg) in segments.iter().enumerate() {
@@ -106,6 +120,10 @@ mod tests {
             "/x?api_key=1",
             "/a b",
             "/a\tb",
+            "/ａdmin/delete",
+            "/%EF%BD%81dmin",
+            "/a\u{2215}..\u{2215}admin",
+            "/a/\u{2024}\u{2024}/b",
         ] {
             assert!(decoded(bad).is_err(), "{bad} was accepted");
         }
