@@ -61,7 +61,8 @@ pub struct Approval {
     pub capability_id: String,
     pub payload_hash: String,
     pub revision: i64,
-    /// `pending`, `approved`, `rejected` or `consumed`.
+    /// `pending`, `approved`, `rejected`, `consumed`, or `expired` (pending
+    /// past its expiry when the plan was asked about again).
     pub status: String,
     pub requested_by: String,
     pub plan_creator: String,
@@ -156,6 +157,17 @@ impl Authz {
         {
             return Ok(from_row(&row)?);
         }
+        // A request nobody decided in time ends `expired`, so the plan can be
+        // asked about again.
+        sqlx::query(
+            "UPDATE approval SET status = 'expired', updated_at = $1 \
+             WHERE status = 'pending' AND expires_at <= $1 AND plan_type = $2 AND plan_id = $3",
+        )
+        .bind(now)
+        .bind(plan_type)
+        .bind(plan_id)
+        .execute(&self.db.pool)
+        .await?;
         let id = new_id();
         let inserted = sqlx::query(
             "INSERT INTO approval (id, plan_type, plan_id, payload_hash, revision, status, requested_by, plan_creator, \
@@ -179,13 +191,14 @@ impl Authz {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 let row = sqlx::query(
                     "SELECT * FROM approval WHERE plan_type = $1 AND plan_id = $2 AND payload_hash = $3 \
-                     AND revision = $4 AND capability_id = $5 AND status = 'pending'",
+                     AND revision = $4 AND capability_id = $5 AND status = 'pending' AND expires_at > $6",
                 )
                 .bind(plan_type)
                 .bind(plan_id)
                 .bind(&plan.payload_hash)
                 .bind(plan.revision)
                 .bind(capability)
+                .bind(now)
                 .fetch_one(&self.db.pool)
                 .await?;
                 Ok(from_row(&row)?)

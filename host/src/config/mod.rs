@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use services::{Auth, OperationRule, SecretRef, ServiceConfig};
+pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
 
 /// Why a configuration file was refused.
 #[derive(Debug, thiserror::Error)]

@@ -78,6 +78,14 @@ fn default_password_field() -> String {
     "password".into()
 }
 
+/// How a path's letter case is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    None,
+    Lower,
+    Upper,
+}
+
 /// One row of a service's operation table. Rules are tried in order; the
 /// first whose method and path match decides the class. Without a match,
 /// GET and HEAD are reads and everything else is a write. Paths are matched
@@ -94,14 +102,15 @@ pub struct OperationRule {
 }
 
 impl OperationRule {
-    /// Whether the rule matches; with `fold_case`, paths compare ignoring
-    /// letter case, as case-insensitive servers route them.
-    pub fn matches(&self, method: &str, path: &str, fold_case: bool) -> bool {
+    /// Whether the rule matches; folded, paths compare ignoring letter case
+    /// as case-insensitive servers route them (both ways: `ı` and `ſ` meet
+    /// `I` and `S` only in upper case).
+    pub fn matches(&self, method: &str, path: &str, fold: Fold) -> bool {
         let method_ok = self.method == "*" || self.method.eq_ignore_ascii_case(method);
-        let (rule, path) = if fold_case {
-            (self.path.to_lowercase(), path.to_lowercase())
-        } else {
-            (self.path.clone(), path.to_string())
+        let (rule, path) = match fold {
+            Fold::None => (self.path.clone(), path.to_string()),
+            Fold::Lower => (self.path.to_lowercase(), path.to_lowercase()),
+            Fold::Upper => (self.path.to_uppercase(), path.to_uppercase()),
         };
         let path_ok = match rule.strip_suffix('*') {
             Some(prefix) => path.starts_with(prefix),
@@ -174,14 +183,17 @@ impl ServiceConfig {
     /// service could route it is one.
     pub fn is_read(&self, method: &str, path: &str) -> bool {
         let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+        let slashed = format!("{trimmed}/");
         let methods: &[&str] = if method.eq_ignore_ascii_case("HEAD") { &["HEAD", "GET"] } else { &[method] };
-        methods
-            .iter()
-            .all(|m| [path, trimmed].iter().all(|p| [false, true].iter().all(|fold| self.class_of(m, p, *fold))))
+        methods.iter().all(|m| {
+            [path, trimmed, slashed.as_str()]
+                .iter()
+                .all(|p| [Fold::None, Fold::Lower, Fold::Upper].iter().all(|fold| self.class_of(m, p, *fold)))
+        })
     }
 
-    fn class_of(&self, method: &str, path: &str, fold_case: bool) -> bool {
-        match self.operations.iter().find(|r| r.matches(method, path, fold_case)) {
+    fn class_of(&self, method: &str, path: &str, fold: Fold) -> bool {
+        match self.operations.iter().find(|r| r.matches(method, path, fold)) {
             Some(rule) => rule.class == "read",
             None => method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD"),
         }
@@ -208,6 +220,9 @@ mod tests {
         assert!(!s.is_read("GET", "/api/delete"));
         assert!(!s.is_read("GET", "/api/delete/"), "trailing slash");
         assert!(!s.is_read("GET", "/API/Delete"), "case-insensitive server");
+        let t = service(&[("GET", "/api/discard", "write"), ("GET", "/admin/*", "write")]);
+        assert!(!t.is_read("GET", "/api/d\u{131}scard"), "dotless i meets I in upper case");
+        assert!(!t.is_read("GET", "/admin"), "a server routes /admin as /admin/");
         assert!(!s.is_read("HEAD", "/api/delete"), "HEAD routed as GET");
         assert!(s.is_read("POST", "/api/search/movies"));
         assert!(!s.is_read("POST", "/api/add"));

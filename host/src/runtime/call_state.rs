@@ -17,6 +17,9 @@ use super::grant::{Denial, Grant};
 use super::host::{Hold, HostServices, LogTally};
 use super::text::{MAX_DENIAL, clip, escape_controls};
 
+/// Denials one call keeps (and logs); the rest are counted.
+pub(crate) const MAX_DENIALS_KEPT: usize = 32;
+
 /// Bytes of guest stdout/stderr kept per call; the rest is dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
 
@@ -34,6 +37,8 @@ pub struct CallState {
     pub(crate) limits: StoreLimits,
     pub(crate) effect_started: bool,
     pub(crate) denials: Vec<Denial>,
+    /// Denials past [`MAX_DENIALS_KEPT`], counted only.
+    pub(crate) denials_dropped: u64,
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
     /// Records this call holds until its store is dropped.
@@ -73,6 +78,7 @@ impl CallState {
             limits,
             effect_started: false,
             denials: Vec::new(),
+            denials_dropped: 0,
             stdout,
             stderr,
             holds: Vec::new(),
@@ -97,6 +103,12 @@ impl CallState {
     /// Records a denial that is not about the class (an undeclared service,
     /// a path out of a root).
     pub(crate) fn deny(&mut self, import: &str, needed: EffectClass, reason: String) {
+        // A component looping on refused calls gets each refusal, but only
+        // the first ones are logged and kept (each becomes an audit event).
+        if self.denials.len() >= MAX_DENIALS_KEPT {
+            self.denials_dropped += 1;
+            return;
+        }
         // Reasons quote what the component sent (a path, a name): bounded.
         let reason = clip(&escape_controls(&reason), MAX_DENIAL).into_owned();
         tracing::warn!(

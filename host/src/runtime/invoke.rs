@@ -291,6 +291,16 @@ pub(crate) async fn call(
     let state = store.data();
     report.effect_started = state.effect_started;
     report.denials = state.denials.clone();
+    if state.denials_dropped > 0 {
+        let last = state.denials.last().cloned();
+        report.denials.push(Denial {
+            import: last.as_ref().map_or_else(String::new, |d| d.import.clone()),
+            needed: last.as_ref().map_or(super::effects::EffectClass::Read, |d| d.needed),
+            granted: state.grant.max_class,
+            reason: format!("{} more denials in this call were not kept", state.denials_dropped),
+        });
+        tracing::warn!(target: "capstan::denial", capability = %state.target.id, dropped = state.denials_dropped, "denials not kept");
+    }
     report.elapsed_us = started.elapsed().as_micros() as u64;
     report
 }

@@ -174,11 +174,16 @@ impl Runtime {
         {
             Ok(loaded) => Arc::new(loaded),
             Err(reason) => {
-                let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
-                if refusals.len() >= MAX_REMEMBERED_REFUSALS {
-                    refusals.clear();
+                // A refusal that depends on the moment (a deadline missed on
+                // a busy machine) is tried again next time.
+                let momentary = ["within", "deadline", "instruction bound"].iter().any(|w| reason.contains(w));
+                if !momentary {
+                    let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+                    if refusals.len() >= MAX_REMEMBERED_REFUSALS {
+                        refusals.clear();
+                    }
+                    refusals.insert(digest, reason.clone());
                 }
-                refusals.insert(digest, reason.clone());
                 return Err(reason);
             }
         };

@@ -94,11 +94,25 @@ impl State {
                 if !new.is_empty() {
                     reasons.push(format!("asks for new services {}", new.join(", ")));
                 }
-                if let (Some(old), Some(tags)) = (&known.tags, &candidate.tags) {
-                    let new: Vec<&str> = tags.iter().filter(|t| !old.contains(t)).map(String::as_str).collect();
-                    if !new.is_empty() {
-                        reasons.push(format!("adds the tags {}", new.join(", ")));
+                match (&known.tags, &candidate.tags) {
+                    (Some(old), Some(tags)) => {
+                        let new: Vec<&str> = tags.iter().filter(|t| !old.contains(t)).map(String::as_str).collect();
+                        if !new.is_empty() {
+                            reasons.push(format!("adds the tags {}", new.join(", ")));
+                        }
                     }
+                    // Recorded before tags were: what it acts under now
+                    // was never seen by the operator.
+                    (None, Some(tags)) => {
+                        let acting = authority_tags(tags);
+                        if !acting.is_empty() {
+                            reasons.push(format!(
+                                "carries the tags {}, which standing grants or approvals act on, and its earlier record has no tags to compare",
+                                acting.join(", ")
+                            ));
+                        }
+                    }
+                    _ => {}
                 }
                 if let (Some(old), Some(replay)) = (known.replay, candidate.replay)
                     && old != replay
@@ -194,7 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn records_from_before_tags_were_kept_hold_nothing_for_them() {
+    fn records_from_before_tags_were_kept_hold_only_authority_tags() {
         let mut state = State::default();
         let old = Known {
             label: EffectClass::Read,
@@ -205,8 +219,10 @@ mod tests {
             verify: None,
         };
         state.known.insert("x.y".into(), old);
-        let now = shape(EffectClass::Read, &["policy.acquisition"], Replay::Safe, true);
-        let now = Known { services: vec![], ..now };
-        assert_eq!(state.hold_reason("x.y", &now, None), None);
+        let plain = Known { services: vec![], ..shape(EffectClass::Read, &["library"], Replay::Safe, true) };
+        assert_eq!(state.hold_reason("x.y", &plain, None), None, "nothing to compare, nothing widening");
+        let acting =
+            Known { services: vec![], ..shape(EffectClass::Read, &["policy.acquisition"], Replay::Safe, true) };
+        assert!(state.hold_reason("x.y", &acting, None).unwrap().contains("policy.acquisition"));
     }
 }

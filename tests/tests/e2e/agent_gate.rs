@@ -53,12 +53,29 @@ async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend
     assert_eq!(statuses(&api, &id).await, ["failed"]);
     assert_eq!(api.get(&format!("/agent/runs/{id}")).await["run"]["status"], "failed");
 
+    // A second blocked run is aborted: it ends cancelled, and fixing the
+    // model later does not bring it back.
+    let (_, other) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
+    let other = other["id"].as_str().unwrap().to_string();
+    let body = api.wait_run(&other, "ended", ended).await;
+    assert_eq!(body["run"]["blockedOn"], "config");
+    let (status, aborted) = api.post(&format!("/agent/runs/{other}/abort"), json!({"reason": "never mind"})).await;
+    assert_eq!(status, 200, "{aborted}");
+    assert_eq!((aborted["status"].as_str(), aborted["blockedOn"].as_str()), (Some("cancelled"), None));
+
     // The operator fixes the model: the run goes on by itself.
     let body = settings_patch(&env, json!({"model.provider": "scripted"})).await;
     assert_eq!(body.0, 200, "{:?}", body.1);
     let body = api.wait_run(&id, "went on", |r| r["status"] == "succeeded").await;
     assert_eq!(body["run"]["blockedOn"], Value::Null);
     assert_eq!(tasks_of(&env, &id).await, 2);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        api.get(&format!("/agent/runs/{other}")).await["run"]["status"],
+        "cancelled",
+        "the aborted run stays ended"
+    );
+    assert_eq!(tasks_of(&env, &other).await, 1);
 }
 
 async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: Backend) {

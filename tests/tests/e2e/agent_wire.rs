@@ -233,6 +233,13 @@ async fn tool_call_fragments_are_grouped_however_a_server_cuts_them() {
             call(json!({"index": 0, "function": {"name": "release_search", "arguments": "{\"query\":\"Dune\"}"}})),
             call(json!({"index": 0, "function": {"name": "catalog_lookup", "arguments": "{\"action\":\"search\"}"}})),
         ],
+        // A name cut in two; the second call's name alone, then its arguments.
+        vec![
+            call(json!({"index": 0, "id": "call_a", "function": {"name": "release_", "arguments": ""}})),
+            call(json!({"index": 0, "function": {"name": "search", "arguments": "{\"query\":\"Dune\"}"}})),
+            call(json!({"function": {"name": "catalog_lookup"}})),
+            call(json!({"function": {"arguments": "{\"action\":\"search\"}"}})),
+        ],
     ];
     for (n, deltas) in servers.into_iter().enumerate() {
         let server = MockLlm::start(vec![chunks(&deltas)]).await;
@@ -262,4 +269,49 @@ async fn reasoning_asks_for_max_completion_tokens() {
     assert_eq!(sent["reasoning_effort"], "medium");
     assert!(sent.get("max_tokens").is_none(), "{sent}");
     assert_eq!(sent["max_completion_tokens"], 100 + 8_192);
+}
+
+#[tokio::test]
+async fn a_wrapped_tool_goes_out_wrapped_and_comes_back_as_the_capability_takes_it() {
+    let reply = json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_2", "function": {"name": "pick_one", "arguments": "{\"input\": \"b\"}"}}]}, "finish_reason": "tool_calls"}]});
+    let server =
+        MockLlm::start(vec![Reply::Stream(vec![format!("data: {reply}\n\ndata: [DONE]\n\n").into_bytes()])]).await;
+    let client = OpenAiCompatible::new(&format!("{}/v1", server.base_url()), "m", "k".into()).unwrap();
+    let pick = ToolSpec { name: "pick.one".into(), description: "t".into(), input_schema: json!({"enum": ["a", "b"]}) };
+    let request = ModelRequest {
+        system: "s".into(),
+        messages: vec![
+            Message::user_text("go"),
+            Message {
+                role: capstan::agent::providers::Role::Assistant,
+                content: vec![capstan::agent::providers::Block::ToolUse {
+                    id: "call_1".into(),
+                    name: "pick.one".into(),
+                    input: json!("a"),
+                }],
+            },
+            Message {
+                role: capstan::agent::providers::Role::User,
+                content: vec![capstan::agent::providers::Block::ToolResult {
+                    tool_use_id: "call_1".into(),
+                    content: "ok".into(),
+                    is_error: false,
+                }],
+            },
+        ],
+        tools: vec![pick],
+        max_tokens: 100,
+    };
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let done = client.complete(&request, tx).await.unwrap();
+    assert_eq!(done.tool_calls[0].input, Ok(json!("b")), "unwrapped for the capability");
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["tools"][0]["function"]["parameters"]["required"], json!(["input"]));
+    let earlier = &sent["messages"][2]["tool_calls"][0]["function"]["arguments"];
+    assert_eq!(
+        serde_json::from_str::<Value>(earlier.as_str().unwrap()).unwrap(),
+        json!({"input": "a"}),
+        "the history as the model sent it"
+    );
 }

@@ -147,10 +147,16 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
         ids.insert(approval["id"].as_str().unwrap().to_string());
     }
     assert_eq!(ids.len(), 1, "one pending approval: {ids:?}");
+    // A request nobody decided in time does not block the next one.
+    let first = ids.iter().next().unwrap().clone();
+    sqlx::query("UPDATE approval SET expires_at = 1 WHERE id = $1").bind(&first).execute(&env.db.pool).await.unwrap();
     let resp = ask(json!({"planType": "acquisition", "planId": plan.id})).await.unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let approval: Value = resp.json().await.unwrap();
+    assert_ne!(approval["id"].as_str().unwrap(), first, "a new request");
     assert_eq!(approval["capabilityId"], "download.submit", "{approval}");
+    let old: Value = env.caps.authz().approval(env.caps.domain(), &first).await.map(|a| json!(a)).unwrap();
+    assert_eq!(old["status"], "expired");
     let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
     let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
     let resp = http

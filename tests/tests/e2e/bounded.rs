@@ -40,7 +40,24 @@ async fn a_huge_failure_message_is_cut_before_it_is_kept(backend: Backend) {
     assert!(size < 16_000, "the audit event is {size} bytes");
 }
 
-both_backends!(a_huge_failure_message_is_cut_before_it_is_kept);
+/// A component looping on refused calls gets each refusal, but the call
+/// keeps (and audits) only the first ones and a count of the rest.
+async fn a_flood_of_denials_is_kept_bounded(backend: Backend) {
+    let env = env(backend).await;
+    let inv = env
+        .caps
+        .invoke(&Origin::cli(EffectClass::Read), "test.probe", &json!({"action": "deny-loop", "times": 5000}))
+        .await
+        .unwrap();
+    assert_eq!(inv.output.as_ref().unwrap()["result"], 5000, "every call was refused");
+    assert_eq!(inv.denials.len(), 33, "{:?}", inv.denials.last());
+    assert!(inv.denials[32].reason.contains("4968 more denials"), "{:?}", inv.denials[32]);
+    let audit = env.caps.audit().list(0, 10_000).await.unwrap();
+    let denied = audit.iter().filter(|e| e.event.action == "capability.denied").count();
+    assert!(denied <= 33, "{denied} denial events");
+}
+
+both_backends!(a_huge_failure_message_is_cut_before_it_is_kept, a_flood_of_denials_is_kept_bounded);
 
 /// Runs the real binary so its log is what an operator's log would hold.
 fn invoke_logging(input: serde_json::Value) -> String {

@@ -174,6 +174,23 @@ async fn symlinks_are_never_moved_or_linked_and_listings_skip_what_they_may_not_
     assert_eq!(kind(&report), "ok", "a link that stays inside the directory moves with it: {:?}", report.outcome);
     assert_eq!(std::fs::read(env.library.join("Show/extras/same.mkv")).unwrap(), b"ep1");
 
+    // The host's own files in progress are not the component's to see or touch.
+    std::fs::write(env.downloads.join(".capstan-0123.part"), b"host").unwrap();
+    for input in [
+        json!({"action": "stat", "root": "downloads", "path": ".capstan-0123.part"}),
+        json!({"action": "sha256", "root": "downloads", "path": ".capstan-0123.part"}),
+    ] {
+        assert_eq!(kind(&call(&env.runtime, input, EffectClass::Read).await), "denied");
+    }
+    let report =
+        call(&env.runtime, place("move", "downloads", ".capstan-0123.part", "library", "x"), EffectClass::Execute)
+            .await;
+    assert_eq!(kind(&report), "denied");
+    let report =
+        call(&env.runtime, place("copy", "downloads", "real.mkv", "library", ".capstan-9.part"), EffectClass::Execute)
+            .await;
+    assert_eq!(kind(&report), "denied");
+
     // The listing shows what it may and leaves out, with a denial, what it may not.
     let fifo = env.downloads.join("pipe.mkv");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());

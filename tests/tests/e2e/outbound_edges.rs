@@ -208,6 +208,8 @@ async fn the_credentials_names_and_the_hosts_headers_are_reserved() {
         json!([["X-HTTP-Method-Override", "DELETE"]]),
         json!([["X-Original-URL", "/admin/delete"]]),
         json!([["Proxy-Anything", "x"]]),
+        json!([["X_Api_Key", "mine"]]),
+        json!([["X_HTTP_Method_Override", "DELETE"]]),
         json!([["Bad Name", "x"]]),
         json!([["X-Fine", "line\r\nX-Injected: 1"]]),
     ] {
@@ -218,6 +220,19 @@ async fn the_credentials_names_and_the_hosts_headers_are_reserved() {
     for name in ["api_key", "API_KEY", "Api_Key", "_method"] {
         let report = send(&runtime, EffectClass::Read, json!({"path": "/echo", "query": [[name, "mine"]]})).await;
         assert_eq!(answer(&report).0, "invalid-input", "{name}: {:?}", report.outcome);
+    }
+    // A POST the table calls a read may not carry a method override.
+    for body in ["_method=DELETE&q=1", "{\"_method\": \"DELETE\"}"] {
+        let report =
+            send(&runtime, EffectClass::Read, json!({"method": "POST", "path": "/search/x", "body": body})).await;
+        assert_eq!(answer(&report).0, "invalid-input", "{body}: {:?}", report.outcome);
+    }
+    // The form login's path is the host's.
+    let (_h, runtime) = start(&router, form_login(PASSWORD)).await;
+    for path in ["/login", "/LOGIN/"] {
+        let report =
+            send(&runtime, EffectClass::Execute, json!({"import": "write", "method": "POST", "path": path})).await;
+        assert_eq!(answer(&report).0, "invalid-input", "{path}: {:?}", report.outcome);
     }
     assert!(router.seen().is_empty(), "nothing was sent: {:?}", router.seen());
 }

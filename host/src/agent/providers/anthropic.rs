@@ -95,7 +95,7 @@ fn block(b: &Block, names: &ToolNames) -> Value {
     match b {
         Block::Text { text } => json!({ "type": "text", "text": text }),
         Block::ToolUse { id, name, input } => {
-            json!({ "type": "tool_use", "id": id, "name": names.wire(name), "input": input })
+            json!({ "type": "tool_use", "id": id, "name": names.wire(name), "input": names.wire_input(name, input) })
         }
         Block::ToolResult { tool_use_id, content, is_error } => json!({
             "type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error

@@ -61,7 +61,7 @@ impl OpenAiCompatible {
                         .filter_map(|b| match b {
                             Block::ToolUse { id, name, input } => Some(json!({
                                 "id": id, "type": "function",
-                                "function": { "name": names.wire(name), "arguments": input.to_string() }
+                                "function": { "name": names.wire(name), "arguments": names.wire_input(name, input).to_string() }
                             })),
                             _ => None,
                         })
@@ -125,9 +125,9 @@ struct Partial {
 /// Servers differ in how they cut calls into fragments: some give every
 /// fragment an index, some none, some put every call at index 0, some repeat
 /// the name in each. A fragment continues the latest call of its index (or
-/// the latest call, without one) unless it starts another: a new id, or
-/// arguments opening a new object after a complete one.
-fn add_fragment(partials: &mut Vec<Partial>, fragment: &Value, names: &ToolNames) {
+/// the latest call, without one) unless it starts another: a new id, or,
+/// after complete arguments, a new object or another name.
+fn add_fragment(partials: &mut Vec<Partial>, fragment: &Value) {
     let index = fragment["index"].as_u64();
     let id = fragment["id"].as_str().filter(|i| !i.is_empty());
     let name = fragment["function"]["name"].as_str().filter(|n| !n.is_empty());
@@ -136,10 +136,10 @@ fn add_fragment(partials: &mut Vec<Partial>, fragment: &Value, names: &ToolNames
     let starts_another = match current.map(|i| &partials[i]) {
         None => true,
         Some(p) => {
+            let complete = !p.arguments.is_empty() && parse_tool_arguments(&p.arguments).is_ok();
             id.is_some_and(|id| !p.id.is_empty() && p.id != id)
-                || (args.trim_start().starts_with('{')
-                    && parse_tool_arguments(&p.arguments).is_ok()
-                    && !p.arguments.is_empty())
+                || (complete && args.trim_start().starts_with('{'))
+                || (complete && name.is_some_and(|n| !p.name.is_empty() && n != p.name))
         }
     };
     let p = if starts_another {
@@ -152,9 +152,9 @@ fn add_fragment(partials: &mut Vec<Partial>, fragment: &Value, names: &ToolNames
         p.id = id.to_string();
     }
     if let Some(name) = name {
-        // A repeated whole name is the same name; a name cut in pieces is
-        // joined until it is one the model was given.
-        if p.name.is_empty() || (p.name != name && !names.knows(&p.name)) {
+        // A name repeated whole in each fragment is the same name; one cut
+        // in pieces is joined.
+        if p.name != name {
             p.name.push_str(name);
         }
     }
@@ -204,7 +204,7 @@ fn from_whole(
     for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
         let mut fragment = call.clone();
         fragment["index"] = json!(i);
-        add_fragment(&mut partials, &fragment, names);
+        add_fragment(&mut partials, &fragment);
     }
     let tool_calls = finish(partials, names, events);
     let stop = choice["finish_reason"].as_str().map(stop_reason).unwrap_or(if tool_calls.is_empty() {
@@ -268,7 +268,7 @@ impl Provider for OpenAiCompatible {
                         let _ = events.send(StreamEvent::TextDelta(t.to_string()));
                     }
                     for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
-                        add_fragment(&mut partials, fragment, &names);
+                        add_fragment(&mut partials, fragment);
                     }
                     if let Some(reason) = choice["finish_reason"].as_str() {
                         stop = Some(stop_reason(reason));

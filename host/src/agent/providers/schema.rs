@@ -56,8 +56,31 @@ fn constant<'a>(variant: &'a Map<String, Value>, property: &str) -> Option<&'a V
     p.get("const").or_else(|| p.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| &e[0]))
 }
 
-/// Flattens a tagged union of objects, or says it is not one.
-fn flatten(variants: &[&Map<String, Value>]) -> Option<Map<String, Value>> {
+/// Adds `schema` as what `key` may be: a second, different schema for the
+/// same name makes it an `anyOf` of both (allowed below the top level).
+fn merge_property(properties: &mut Map<String, Value>, key: &str, schema: &Value) {
+    match properties.get_mut(key) {
+        None => {
+            properties.insert(key.to_string(), schema.clone());
+        }
+        Some(existing) if existing == schema => {}
+        Some(existing) => {
+            let mut options = match existing.get("anyOf").and_then(Value::as_array) {
+                Some(options) if existing.as_object().is_some_and(|o| o.len() == 1) => options.clone(),
+                _ => vec![existing.clone()],
+            };
+            if !options.contains(schema) {
+                options.push(schema.clone());
+            }
+            *existing = json!({ "anyOf": options });
+        }
+    }
+}
+
+/// Flattens a tagged union of objects, or says it is not one. `common` is
+/// what the schema says beside the union (properties every variant has,
+/// from a struct with a flattened enum).
+fn flatten(variants: &[&Map<String, Value>], common: &Map<String, Value>) -> Option<Map<String, Value>> {
     let first = variants.first()?;
     let tag = first
         .get("properties")?
@@ -78,7 +101,7 @@ fn flatten(variants: &[&Map<String, Value>]) -> Option<Map<String, Value>> {
             if *key == tag {
                 continue;
             }
-            properties.entry(key.clone()).or_insert_with(|| schema.clone());
+            merge_property(&mut properties, key, schema);
             let users = used_by.entry(key.clone()).or_insert_with(|| json!([]));
             if let Some(list) = users.as_array_mut() {
                 list.push(Value::from(name));
@@ -103,7 +126,12 @@ fn flatten(variants: &[&Map<String, Value>]) -> Option<Map<String, Value>> {
         tag_schema["description"] = Value::from(described.join("; "));
     }
     properties.insert(tag.clone(), tag_schema);
+    for (key, schema) in common.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        merge_property(&mut properties, key, schema);
+    }
+    let common_required = common.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
     let required: Vec<Value> = std::iter::once(Value::from(tag.clone()))
+        .chain(common_required.into_iter().filter(|r| r.as_str() != Some(&tag)))
         .chain(
             first
                 .get("required")
@@ -119,10 +147,16 @@ fn flatten(variants: &[&Map<String, Value>]) -> Option<Map<String, Value>> {
                 .cloned(),
         )
         .collect();
+    let mut unique: Vec<Value> = Vec::new();
+    for r in required {
+        if !unique.contains(&r) {
+            unique.push(r);
+        }
+    }
     let mut out = Map::new();
     out.insert("type".into(), Value::from("object"));
     out.insert("properties".into(), Value::Object(properties));
-    out.insert("required".into(), Value::Array(required));
+    out.insert("required".into(), Value::Array(unique));
     Some(out)
 }
 
@@ -154,7 +188,7 @@ pub fn for_wire(schema: &Value) -> WireSchema {
     if let Some(branches) = branches {
         let variants: Option<Vec<&Map<String, Value>>> =
             branches.iter().map(|b| resolved(b, root).as_object().filter(|v| is_object_schema(v))).collect();
-        if let Some(flat) = variants.as_deref().and_then(flatten) {
+        if let Some(flat) = variants.as_deref().and_then(|v| flatten(v, &body)) {
             return WireSchema { schema: with_defs(flat), wrapped: false };
         }
     }
@@ -220,6 +254,26 @@ mod tests {
         assert!(p["query"]["description"].as_str().unwrap().contains("(for action search)"));
         assert_eq!(wire.schema["required"], json!(["action"]));
         assert_eq!(wire.schema["$defs"]["Year"], json!({"type": "integer"}));
+    }
+
+    #[test]
+    fn common_fields_are_kept_and_differing_ones_become_any_of() {
+        let s = json!({
+            "type": "object",
+            "properties": {"token": {"type": "string"}},
+            "required": ["token"],
+            "oneOf": [
+                {"type": "object", "properties": {"op": {"const": "set"}, "value": {"type": "string"}}, "required": ["op", "value"]},
+                {"type": "object", "properties": {"op": {"const": "add"}, "value": {"type": "integer"}}, "required": ["op", "value"]}
+            ]
+        });
+        let wire = for_wire(&s);
+        assert!(!wire.wrapped);
+        check_top_level(&wire.schema).unwrap();
+        let p = &wire.schema["properties"];
+        assert_eq!(p["token"], json!({"type": "string"}));
+        assert_eq!(p["value"]["anyOf"], json!([{"type": "string"}, {"type": "integer"}]));
+        assert_eq!(wire.schema["required"], json!(["op", "token", "value"]));
     }
 
     #[test]

@@ -62,9 +62,14 @@ impl ToolNames {
         }
     }
 
-    /// Whether the model was given a tool of this wire name.
-    pub fn knows(&self, wire: &str) -> bool {
-        self.from_wire.contains_key(wire)
+    /// A call kept in the conversation, as the model sent it: wrapped back
+    /// into `{"input": ...}` when its tool's schema was wrapped.
+    pub fn wire_input(&self, id: &str, input: &serde_json::Value) -> serde_json::Value {
+        if self.schemas.get(id).is_some_and(|w| w.wrapped) {
+            serde_json::json!({ "input": input })
+        } else {
+            input.clone()
+        }
     }
 
     pub fn wire<'a>(&'a self, id: &'a str) -> &'a str {

@@ -60,11 +60,13 @@ pub struct Blocked {
 }
 
 impl Runs {
-    /// Marks the run blocked by `block`, looked at again after the backoff.
+    /// Marks the run blocked by `block`, looked at again after the backoff
+    /// (a run that ended meanwhile, or is being aborted, is left alone).
     pub async fn block(&self, id: &str, block: Block) -> Result<(), RunError> {
         let now = now_ms();
         sqlx::query(
-            "UPDATE agent_run SET blocked_on = $2, blocked_checks = 0, recheck_at = $3, updated_at = $4 WHERE id = $1",
+            "UPDATE agent_run SET blocked_on = $2, blocked_checks = 0, recheck_at = $3, updated_at = $4 \
+             WHERE id = $1 AND status IN ('queued', 'running', 'waiting') AND abort_reason IS NULL",
         )
         .bind(id)
         .bind(block.as_str())

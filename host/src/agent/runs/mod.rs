@@ -127,7 +127,8 @@ impl Runs {
                           WHEN $5 IS NOT NULL THEN $5 ELSE error END, \
              updated_at = $3, finished_at = COALESCE($4, finished_at), \
              started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN $3 ELSE started_at END, \
-             resumed_at = CASE WHEN $2 = 'running' THEN $3 ELSE resumed_at END \
+             resumed_at = CASE WHEN $2 = 'running' THEN $3 ELSE resumed_at END, \
+             blocked_on = CASE WHEN $6 = 1 AND abort_reason IS NOT NULL THEN NULL ELSE blocked_on END \
              WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
         )
         .bind(id)
@@ -274,18 +275,23 @@ impl Runs {
 
     /// Asks the run to stop after its current step; undoes nothing. One
     /// conditional update: a run already ended is left as it is
-    /// (`WrongState`), a queued one ends `cancelled` here, a running or
+    /// (`WrongState`), a queued or blocked one ends `cancelled` here, a running or
     /// waiting one keeps the reason and ends `cancelled` at its next check
     /// (an abort always wins over another end, see [`Runs::set_status`]).
     pub async fn request_abort(&self, id: &str, reason: &str) -> Result<Run, RunError> {
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
+        // A queued run, or a blocked one (ended, but waiting for its
+        // obstacle to go to go on), ends here; a running or waiting one at
+        // its next check.
         let changed = sqlx::query(
             "UPDATE agent_run SET abort_reason = COALESCE(abort_reason, $2), updated_at = $3, \
-             status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END, \
-             finished_at = CASE WHEN status = 'queued' THEN $3 ELSE finished_at END, \
-             error = CASE WHEN status = 'queued' THEN $2 ELSE error END \
-             WHERE id = $1 AND status IN ('queued', 'running', 'waiting')",
+             status = CASE WHEN status = 'queued' OR blocked_on IS NOT NULL THEN 'cancelled' ELSE status END, \
+             finished_at = CASE WHEN status = 'queued' OR blocked_on IS NOT NULL THEN $3 ELSE finished_at END, \
+             error = CASE WHEN status = 'queued' OR blocked_on IS NOT NULL THEN $2 ELSE error END, \
+             blocked_on = NULL, recheck_at = NULL \
+             WHERE id = $1 AND (status IN ('queued', 'running', 'waiting') \
+             OR (blocked_on IS NOT NULL AND status IN ('failed', 'budget_exceeded')))",
         )
         .bind(id)
         .bind(reason)
@@ -357,6 +363,18 @@ impl Runs {
             .fetch_all(&self.db.pool)
             .await?;
         Ok(rows.iter().map(RunMessage::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Marks every message up to `seq` taken: a request the session log
+    /// already holds is never left looking unread (the waker would reopen
+    /// the run for it again and again).
+    pub async fn mark_consumed_through(&self, id: &str, seq: i64) -> Result<(), RunError> {
+        sqlx::query("UPDATE agent_run_message SET consumed = 1 WHERE run_id = $1 AND seq <= $2 AND consumed = 0")
+            .bind(id)
+            .bind(seq)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
     }
 
     pub async fn mark_consumed(&self, id: &str, seq: i64) -> Result<(), RunError> {

@@ -69,6 +69,8 @@ pub enum Action {
     },
     /// Fails with a message of `bytes` bytes.
     FailHuge { bytes: usize },
+    /// Asks `times` times for a service it did not declare (each denied).
+    DenyLoop { times: u32 },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -185,6 +187,10 @@ impl Capability for Probe {
                 ok(serde_json::json!("logged"))
             }
             Action::FailHuge { bytes } => Err(Failure::Unavailable("f".repeat(bytes))),
+            Action::DenyLoop { times } => {
+                let denied = (0..times).filter(|_| outbound::read(Request::get("undeclared", "/x")).is_err()).count();
+                ok(serde_json::json!(denied))
+            }
             Action::MkdirThenSpin { root, path } => {
                 files::mkdir(&root, &path)?;
                 let mut n: u64 = 0;

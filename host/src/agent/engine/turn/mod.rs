@@ -110,6 +110,10 @@ impl<'a> RunState<'a> {
     /// Answers requests until none is left, the run is aborted, a budget
     /// is spent or the model fails.
     pub async fn answer_pending_requests(&mut self) -> Result<Outcome, String> {
+        // A request logged before its message was marked taken (a crash in
+        // between) is taken now.
+        let taken = self.session.last_message_seq;
+        self.rt.runs.mark_consumed_through(&self.run_id, taken).await.map_err(|e| e.to_string())?;
         let pending = self.session.pending_calls();
         if !pending.is_empty() {
             let answers = super::resume::reconcile(self, &pending).await?;

@@ -45,6 +45,11 @@ impl Roots {
     }
 }
 
+/// Names the host gives its own files while it works (a copy being
+/// written, a source being moved): no component may name, list or touch
+/// one, so nothing can swap a file under them.
+pub(super) const HOST_PREFIX: &str = ".capstan-";
+
 /// A relative path that stays inside its root, or a refusal.
 fn confined(path: &str) -> Result<PathBuf, HostError> {
     if path.chars().any(char::is_control) {
@@ -54,6 +59,9 @@ fn confined(path: &str) -> Result<PathBuf, HostError> {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
+            Component::Normal(seg) if seg.to_string_lossy().starts_with(HOST_PREFIX) => {
+                return Err(HostError::Denied(format!("path {path:?} names a file the host is working on")));
+            }
             Component::Normal(seg) => out.push(seg),
             Component::CurDir => {}
             Component::ParentDir => {
@@ -234,6 +242,7 @@ mod tests {
         assert!(confined("/etc/passwd").is_err());
         assert_eq!(confined("").unwrap().to_str(), Some("."));
         assert!(confined("a\0b").is_err());
+        assert!(confined("Show/.capstan-1234.part").is_err());
         assert!(confined("a\nb").is_err());
     }
 }

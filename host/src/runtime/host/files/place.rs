@@ -3,8 +3,11 @@
 //! `renameat2(RENAME_NOREPLACE)`, or `linkat` where the file system has no
 //! such rename — so two calls racing for one target cannot both win. A
 //! copy is written to a temporary file in the target's directory (created
-//! exclusively, synced) and only then given its name; a move across devices
-//! is such a copy, and the source goes only after the copy is in place.
+//! exclusively, synced) and only then given its name. A move that cannot be
+//! one rename first *claims* its source — renames it to a host name no
+//! component can see or touch ([`super::HOST_PREFIX`]) — so what it copies
+//! and later removes is exactly what it claimed, whatever other calls do
+//! meanwhile; if it cannot finish, the source gets its name back.
 //! Symbolic links are never moved or linked: their meaning changes with
 //! their place, so one could point out of the roots after the move.
 
@@ -15,10 +18,15 @@ use cap_std::fs::{Dir, OpenOptions};
 use rustix::fs::{AtFlags, RenameFlags};
 use rustix::io::Errno;
 
-use super::io_error;
 use super::pool::Stop;
 use super::read::{CHUNK, open_regular, read_chunk};
+use super::{HOST_PREFIX, io_error};
 use crate::runtime::bindings::capstan::host::types::HostError;
+
+/// A fresh host name for a file in progress (`kind`: `part`, `moving`).
+fn host_name(kind: &str) -> String {
+    format!("{HOST_PREFIX}{}.{kind}", uuid::Uuid::new_v4().simple())
+}
 
 /// The directory holding `rel` (opened inside the root) and its last name.
 fn parent_of(dir: &Dir, rel: &Path, shown: &str) -> Result<(Dir, String), HostError> {
@@ -42,13 +50,47 @@ fn errno_error(shown: &str, e: Errno) -> HostError {
 fn rename_noreplace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str, is_dir: bool) -> Result<(), Errno> {
     match rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE) {
         // The file system has no no-replace rename: a hard link is just as
-        // exclusive, for files; a directory cannot be linked.
+        // exclusive, for files (a directory cannot be linked). The source is
+        // claimed first, so the name removed afterwards is the one linked.
         Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) if !is_dir => {
-            rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty())?;
-            // Both names exist now; dropping the old one cannot lose data.
-            rustix::fs::unlinkat(from_dir, from, AtFlags::empty())
+            let claimed = claim(from_dir, from)?;
+            match rustix::fs::linkat(from_dir, claimed.as_str(), to_dir, to, AtFlags::empty()) {
+                Ok(()) => rustix::fs::unlinkat(from_dir, claimed.as_str(), AtFlags::empty()),
+                Err(e) => {
+                    give_back(from_dir, &claimed, from);
+                    Err(e)
+                }
+            }
         }
         other => other,
+    }
+}
+
+/// Renames `name` to a fresh host name (which cannot exist, so a plain
+/// rename replaces nothing) and returns that name.
+fn claim(dir: &Dir, name: &str) -> Result<String, Errno> {
+    let claimed = host_name("moving");
+    rustix::fs::renameat(dir, name, dir, claimed.as_str())?;
+    Ok(claimed)
+}
+
+/// Gives a claimed file its name back unless that name was taken meanwhile
+/// (then it stays under the host name, logged, rather than replace anything).
+fn give_back(dir: &Dir, claimed: &str, name: &str) {
+    match rustix::fs::renameat_with(dir, claimed, dir, name, RenameFlags::NOREPLACE) {
+        Ok(()) => {}
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)
+            if rustix::fs::linkat(dir, claimed, dir, name, AtFlags::empty()).is_ok() =>
+        {
+            let _ = rustix::fs::unlinkat(dir, claimed, AtFlags::empty());
+        }
+        Err(e) => tracing::error!(
+            target: "capstan::files",
+            file = name,
+            kept_as = claimed,
+            error = %e,
+            "a file being moved could not get its name back; it is kept under the host's name"
+        ),
     }
 }
 
@@ -111,7 +153,7 @@ fn copy_into_place(
     stop: &Stop,
 ) -> Result<u64, HostError> {
     let (mut source, expected) = open_regular(from_dir, from, s)?;
-    let tmp = format!(".{to_name}.capstan-{}.part", uuid::Uuid::new_v4().simple());
+    let tmp = host_name("part");
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     let mut out = to_parent.open_with(&tmp, &options).map_err(|e| io_error(t, e))?;
@@ -137,6 +179,7 @@ fn copy_into_place(
         Ok(copied)
     })();
     if result.is_err() {
+        // Only the host can name its temporary files: this is ours.
         let _ = rustix::fs::unlinkat(to_parent, tmp.as_str(), AtFlags::empty());
     }
     let _ = rustix::fs::fsync(to_parent);
@@ -197,23 +240,44 @@ pub fn move_(
         Err(Errno::XDEV) if meta.is_dir() => Err(HostError::Unavailable(format!(
             "{s} is a directory on another device than {t}; move its files one by one"
         ))),
-        Err(Errno::XDEV) => {
-            copy_into_place(from_dir, from, s, &to_parent, &to_name, t, stop)?;
-            // The copy is complete, synced and named: only now may the source go.
-            match rustix::fs::unlinkat(&from_parent, from_name.as_str(), AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => {
-                    let _ = rustix::fs::fsync(&from_parent);
-                    Ok(())
-                }
-                Err(e) => Err(HostError::Unavailable(format!(
-                    "{t} is in place but {s} could not be removed: {}",
-                    std::io::Error::from_raw_os_error(e.raw_os_error())
-                ))),
-            }
-        }
+        Err(Errno::XDEV) => move_across_devices(&from_parent, &from_name, s, &to_parent, &to_name, t, stop),
         Err(Errno::INVAL) if meta.is_dir() => Err(HostError::Invalid(format!(
             "{s} cannot be moved to {t}: a directory cannot move into itself, and this file system cannot rename a directory without risking replacing one"
         ))),
         Err(e) => Err(errno_error(t, e)),
+    }
+}
+
+/// A file move between devices: claim the source, copy it into place, and
+/// only then remove the claimed source — or give it its name back.
+fn move_across_devices(
+    from_parent: &Dir,
+    from_name: &str,
+    s: &str,
+    to_parent: &Dir,
+    to_name: &str,
+    t: &str,
+    stop: &Stop,
+) -> Result<(), HostError> {
+    if to_parent.symlink_metadata(to_name).is_ok() {
+        return Err(HostError::Conflict(format!("{t} already exists")));
+    }
+    let claimed = claim(from_parent, from_name).map_err(|e| errno_error(s, e))?;
+    match copy_into_place(from_parent, Path::new(&claimed), s, to_parent, to_name, t, stop) {
+        Ok(_) => {
+            // The copy is complete, synced and named: only now may the source go.
+            rustix::fs::unlinkat(from_parent, claimed.as_str(), AtFlags::empty()).map_err(|e| {
+                HostError::Unavailable(format!(
+                    "{t} is in place but {s} could not be removed: {}",
+                    std::io::Error::from_raw_os_error(e.raw_os_error())
+                ))
+            })?;
+            let _ = rustix::fs::fsync(from_parent);
+            Ok(())
+        }
+        Err(e) => {
+            give_back(from_parent, &claimed, from_name);
+            Err(e)
+        }
     }
 }

@@ -104,6 +104,8 @@ pub fn list(
         }
         let entry = entry.map_err(|e| io_error(shown, e))?;
         match entry.file_name().into_string() {
+            // The host's own files in progress are not the component's to see.
+            Ok(name) if name.starts_with(super::HOST_PREFIX) => {}
             Ok(name) => names.push(name),
             Err(raw) => skipped.push(format!("{} (its name is not UTF-8)", raw.to_string_lossy())),
         }

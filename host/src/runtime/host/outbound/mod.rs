@@ -53,6 +53,14 @@ const RESERVED_HEADERS: &[&str] = &[
 /// Query parameters some frameworks read as the request's method.
 const RESERVED_QUERY: &[&str] = &["_method"];
 
+/// Whether a body carries a method override (`_method=`, form or JSON), as
+/// Rails, Laravel and Symfony read on a POST.
+fn overrides_method(req: &Request) -> bool {
+    let Some(body) = &req.body else { return false };
+    let text = String::from_utf8_lossy(body).to_ascii_lowercase();
+    text.starts_with("_method=") || text.contains("&_method=") || text.contains("\"_method\"")
+}
+
 /// All configured outbound services.
 pub struct Outbound {
     services: BTreeMap<String, Service>,
@@ -68,13 +76,20 @@ impl Outbound {
     }
 }
 
-/// Refuses headers and query names the component may not set.
-fn check_names(service: &Service, req: &Request) -> Result<(), HostError> {
+/// Refuses headers and query names the component may not set, and the
+/// form login's own path.
+fn check_names(service: &Service, req: &Request, decoded: &str) -> Result<(), HostError> {
+    if let Some(login) = service.login_path()
+        && decoded.trim_end_matches('/').eq_ignore_ascii_case(login.trim_end_matches('/'))
+    {
+        return Err(HostError::Invalid(format!("path {} is the service's login, which only the host calls", req.path)));
+    }
     for h in &req.headers {
-        let lower = h.name.to_ascii_lowercase();
+        // Some servers read `X_Api_Key` as `X-Api-Key` (CGI-style names).
+        let lower = h.name.to_ascii_lowercase().replace('_', "-");
         let reserved = RESERVED_HEADERS.contains(&lower.as_str())
             || lower.starts_with("proxy-")
-            || service.reserved_header().is_some_and(|n| n.eq_ignore_ascii_case(&h.name));
+            || service.reserved_header().is_some_and(|n| n.to_ascii_lowercase().replace('_', "-") == lower);
         if reserved {
             return Err(HostError::Invalid(format!("header {} is reserved for the host", h.name)));
         }
@@ -112,24 +127,30 @@ impl CallState {
             .ok_or_else(|| HostError::Invalid(format!("method {:?} is not allowed", req.method)))?;
         let decoded =
             path::decoded(&req.path).map_err(|why| HostError::Invalid(format!("path {:?} {why}", req.path)))?;
-        check_names(service, &req)?;
+        check_names(service, &req, &decoded)?;
         // Classed as the server will route it: the decoded path.
         let is_read = service.config.is_read(method.as_str(), &decoded);
+        if is_read && method != reqwest::Method::GET && method != reqwest::Method::HEAD && overrides_method(&req) {
+            return Err(HostError::Invalid(
+                "a _method field in the body makes some servers route the request as another method".into(),
+            ));
+        }
         if !is_read && class == EffectClass::Read {
             let reason = format!("{} {} on service {} is a write operation", method, decoded, req.service);
             self.deny(import, EffectClass::Execute, reason.clone());
             return Err(HostError::Denied(reason));
         }
-        service.login(false).await?;
+        service.login(None).await?;
         if !is_read {
             self.mark_effect();
         }
-        let (mut resp, mut redactor) = service.send_once(&req.service, &req, &decoded, &method).await?;
+        let (mut resp, mut redactor, generation) = service.send_once(&req.service, &req, &decoded, &method).await?;
         let needs_login = matches!(service.config.auth, Auth::FormLogin { .. });
         if needs_login && matches!(resp.status().as_u16(), 401 | 403) {
-            // The session expired: log in again and retry once.
-            service.login(true).await?;
-            (resp, redactor) = service.send_once(&req.service, &req, &decoded, &method).await?;
+            // The session expired: log in again (unless another call just
+            // did) and retry once.
+            service.login(generation).await?;
+            (resp, redactor, _) = service.send_once(&req.service, &req, &decoded, &method).await?;
         }
         service.read_masked(&req.service, resp, &redactor).await
     }

@@ -55,6 +55,11 @@ pub fn decoded(path: &str) -> Result<String, String> {
     if let Some(c) = decoded.chars().find(|c| lookalike(*c)) {
         return Err(format!("must not contain {c:?}, which some servers fold into an ASCII letter or separator"));
     }
+    // Anything compatibility normalisation would change (ligatures, circled
+    // and roman-numeral letters, `…`, `℀`) may reach a server as another path.
+    if !unicode_normalization::is_nfkc(&decoded) {
+        return Err("must be in Unicode normal form NFKC: some servers normalise paths before routing them".into());
+    }
     let segments: Vec<&str> = decoded[1..].split('/').collect();
     for (i, seg) in segments.iter().enumerate() {
         if seg.is_empty() && i + 1 < segments.len() {
@@ -124,6 +129,10 @@ mod tests {
             "/%EF%BD%81dmin",
             "/a\u{2215}..\u{2215}admin",
             "/a/\u{2024}\u{2024}/b",
+            "/api/\u{217E}elete",
+            "/api/\u{FB01}le",
+            "/a\u{2026}/b",
+            "/\u{2100}",
         ] {
             assert!(decoded(bad).is_err(), "{bad} was accepted");
         }

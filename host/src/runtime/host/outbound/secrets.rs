@@ -18,6 +18,12 @@ pub const MASK: &str = "[redacted]";
 /// Shortest encoded form looked for: a shorter one would mask ordinary text.
 const MIN_FORM: usize = 4;
 
+/// Every run of this many characters of a long secret is masked too, so an
+/// answer that quotes a secret cut short (an error page echoing a URL up to
+/// a length the component can shift) gives away at most this many less one.
+/// Long enough that ordinary text (hashes, ids) practically never matches.
+const WINDOW: usize = 12;
+
 /// Masks a fixed set of secrets.
 pub struct Redactor {
     matcher: Option<AhoCorasick>,
@@ -66,6 +72,10 @@ fn forms(secret: &str) -> Vec<String> {
     forms.push(html_form(secret));
     forms.extend(json_forms(secret));
     forms.extend(base64_forms(secret.as_bytes()));
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() >= WINDOW + 4 {
+        forms.extend(chars.windows(WINDOW).map(|w| w.iter().collect::<String>()));
+    }
     forms
 }
 
@@ -142,6 +152,17 @@ mod tests {
         }
         assert_eq!(r.text("nothing here"), "nothing here");
         assert_eq!(r.bytes(b"a s3cr+t/k&y\"9 b".to_vec()), format!("a {MASK} b").into_bytes());
+    }
+
+    #[test]
+    fn a_secret_cut_short_gives_away_less_than_a_window() {
+        let secret = "0123456789abcdefghij";
+        let r = Redactor::new([secret]);
+        for cut in 12..secret.len() {
+            let quoted = format!("invalid key {}...", &secret[..cut]);
+            assert!(r.text(&quoted).contains(MASK), "{quoted}");
+        }
+        assert_eq!(r.text("key 01234567890"), "key 01234567890", "fewer than a window's characters are not masked");
     }
 
     #[test]

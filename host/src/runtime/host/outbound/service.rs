@@ -22,11 +22,16 @@ const LOGIN_BACKOFF: Duration = Duration::from_secs(30);
 /// A form login's state.
 enum LoginState {
     Out,
-    /// Logged in: the `Cookie` header value to send.
-    In(String),
+    /// Logged in: the `Cookie` header value to send, and which login this
+    /// is (so many calls seeing one expiry log in again once).
+    In(String, u64),
     /// Refused at this time, for this (already masked) reason.
     Refused(Instant, String),
 }
+
+/// Earlier sessions' cookie values kept for masking: a service listing its
+/// sessions would otherwise show old ones.
+const PAST_SESSIONS: usize = 16;
 
 /// The credentials a request carries, resolved for one send.
 struct Credentials {
@@ -35,6 +40,8 @@ struct Credentials {
     cookie: Option<String>,
     /// Every secret value above, and the ones they are derived from.
     secrets: Vec<String>,
+    /// The login the cookie belongs to.
+    generation: Option<u64>,
 }
 
 impl Credentials {
@@ -49,6 +56,8 @@ pub(super) struct Service {
     client: reqwest::Client,
     /// A mutex so concurrent calls log in once.
     login: Mutex<LoginState>,
+    logins: std::sync::atomic::AtomicU64,
+    past_sessions: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
 
 /// Says only what kind of failure it was: reqwest's text can contain the
@@ -75,7 +84,14 @@ impl Service {
             .timeout(Duration::from_millis(config.timeout_ms))
             .build()?;
         let base = reqwest::Url::parse(&config.base_url)?;
-        Ok(Service { config: config.clone(), base, client, login: Mutex::new(LoginState::Out) })
+        Ok(Service {
+            config: config.clone(),
+            base,
+            client,
+            login: Mutex::new(LoginState::Out),
+            logins: std::sync::atomic::AtomicU64::new(0),
+            past_sessions: std::sync::Mutex::new(std::collections::VecDeque::new()),
+        })
     }
 
     /// The credential's own header and query names, which a component may
@@ -90,6 +106,15 @@ impl Service {
     pub fn reserved_query(&self) -> Option<&str> {
         match &self.config.auth {
             Auth::Query { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The form login's path, which only the host may call (a component
+    /// logging in with wrong passwords would get the host banned).
+    pub fn login_path(&self) -> Option<&str> {
+        match &self.config.auth {
+            Auth::FormLogin { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -109,7 +134,7 @@ impl Service {
     }
 
     async fn credentials(&self) -> Result<Credentials, HostError> {
-        let mut c = Credentials { header: None, query: None, cookie: None, secrets: Vec::new() };
+        let mut c = Credentials { header: None, query: None, cookie: None, secrets: Vec::new(), generation: None };
         let bad_value = || HostError::Internal("the configured credential is not a valid header value".into());
         match &self.config.auth {
             Auth::Header { name, value, prefix } => {
@@ -140,26 +165,29 @@ impl Service {
             }
             Auth::FormLogin { password, .. } => {
                 c.secrets.extend(password.resolve().ok());
-                if let LoginState::In(cookies) = &*self.login.lock().await {
+                if let LoginState::In(cookies, generation) = &*self.login.lock().await {
                     c.secrets.extend(cookie_values(cookies));
                     c.secrets.push(cookies.clone());
                     c.cookie = Some(cookies.clone());
+                    c.generation = Some(*generation);
                 }
+                c.secrets.extend(self.past_sessions.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned());
             }
             Auth::None => {}
         }
         Ok(c)
     }
 
-    /// Logs in when the service uses a form login and is not logged in
-    /// (or `force`). Error messages are masked by `redactor`.
-    pub async fn login(&self, force: bool) -> Result<(), HostError> {
+    /// Logs in when the service uses a form login and is not logged in, or
+    /// when the session `expired` (the login a refused request carried) is
+    /// still the current one: many calls seeing one expiry log in once.
+    pub async fn login(&self, expired: Option<u64>) -> Result<(), HostError> {
         let Auth::FormLogin { path, username, password, username_field, password_field } = &self.config.auth else {
             return Ok(());
         };
         let mut state = self.login.lock().await;
         match &*state {
-            LoginState::In(_) if !force => return Ok(()),
+            LoginState::In(_, current) if expired.is_none_or(|g| g != *current) => return Ok(()),
             LoginState::Refused(at, reason) if at.elapsed() < LOGIN_BACKOFF => {
                 return Err(HostError::Denied(format!("{reason} (not retried for {} s)", LOGIN_BACKOFF.as_secs())));
             }
@@ -206,7 +234,15 @@ impl Service {
             *state = LoginState::Refused(Instant::now(), reason.clone());
             return Err(HostError::Denied(reason));
         }
-        *state = LoginState::In(cookies.join("; "));
+        if let LoginState::In(old, _) = &*state {
+            let mut past = self.past_sessions.lock().unwrap_or_else(|e| e.into_inner());
+            past.extend(cookie_values(old));
+            while past.len() > PAST_SESSIONS {
+                past.pop_front();
+            }
+        }
+        let generation = self.logins.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        *state = LoginState::In(cookies.join("; "), generation);
         Ok(())
     }
 
@@ -218,9 +254,10 @@ impl Service {
         req: &Request,
         decoded: &str,
         method: &reqwest::Method,
-    ) -> Result<(reqwest::Response, Redactor), HostError> {
+    ) -> Result<(reqwest::Response, Redactor, Option<u64>), HostError> {
         let creds = self.credentials().await?;
         let redactor = creds.redactor();
+        let generation = creds.generation;
         let mut query: Vec<(String, String)> = req.query.iter().map(|p| (p.name.clone(), p.value.clone())).collect();
         query.extend(creds.query);
         let url = self.url(&req.path, decoded, &query)?;
@@ -241,7 +278,7 @@ impl Service {
             builder = builder.body(body.clone());
         }
         let resp = builder.send().await.map_err(|e| unavailable(name, &e))?;
-        Ok((resp, redactor))
+        Ok((resp, redactor, generation))
     }
 
     /// Reads the answer under the size cap and masks every secret in it.
