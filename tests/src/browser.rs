@@ -96,6 +96,11 @@ impl Browser {
         self.client.wait().for_element(Locator::Css(css)).await.unwrap().click().await.unwrap();
     }
 
+    /// The attribute `name` of the element `css`, once it is there.
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.client.wait().for_element(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
+    }
+
     /// Whether `css` is shown (not hidden).
     pub async fn shown(&self, css: &str) -> bool {
         self.client.find(Locator::Css(css)).await.unwrap().is_displayed().await.unwrap()

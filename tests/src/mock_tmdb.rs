@@ -253,7 +253,7 @@ async fn search_movie(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap
         .filter(|m| year.is_none_or(|y| m.release_date.starts_with(y.as_str())))
         .map(|m| {
             json!({"id": m.id, "title": m.title, "original_title": m.original_title, "release_date": m.release_date,
-                "original_language": "en", "genre_ids": [878], "popularity": m.popularity, "poster_path": null,
+                "original_language": "en", "genre_ids": [878], "popularity": m.popularity, "poster_path": format!("/poster-{}.jpg", m.id),
                 "overview": format!("{} overview.", m.title), "adult": false, "video": false})
         })
         .collect();
@@ -273,7 +273,7 @@ async fn search_tv(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, Q
         .filter(|t| year.is_none_or(|y| t.first_air_date.starts_with(y.as_str())))
         .map(|t| {
             json!({"id": t.id, "name": t.name, "original_name": t.original_name, "first_air_date": t.first_air_date,
-                "origin_country": ["US"], "original_language": "en", "popularity": t.popularity,
+                "origin_country": ["US"], "original_language": "en", "popularity": t.popularity, "poster_path": format!("/poster-{}.jpg", t.id),
                 "overview": format!("{} overview.", t.name), "genre_ids": [18]})
         })
         .collect();

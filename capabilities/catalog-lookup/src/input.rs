@@ -2,6 +2,7 @@
 //! malformed request into `invalid-input` before anything is sent to TMDB.
 
 use capstan_sdk::Failure;
+pub use capstan_tmdb::{DEFAULT_LIMIT, MAX_LIMIT, MediaKind, SearchKind};
 use serde::Deserialize;
 
 /// One lookup. `action` says which.
@@ -45,47 +46,6 @@ pub enum LookupInput {
         tmdb_id: u64,
     },
 }
-
-/// Which catalogues a search covers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SearchKind {
-    Movie,
-    Tv,
-    #[default]
-    Both,
-}
-
-/// A movie or a series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum MediaKind {
-    Movie,
-    Tv,
-}
-
-impl MediaKind {
-    /// The TMDB path segment (`movie`, `tv`).
-    pub fn path_segment(self) -> &'static str {
-        match self {
-            MediaKind::Movie => "movie",
-            MediaKind::Tv => "tv",
-        }
-    }
-
-    /// How a user would name one, for messages.
-    pub fn noun(self) -> &'static str {
-        match self {
-            MediaKind::Movie => "movie",
-            MediaKind::Tv => "series",
-        }
-    }
-}
-
-/// Default number of search results.
-pub const DEFAULT_LIMIT: u8 = 10;
-/// TMDB answers 20 results a page; one page is all a lookup reads.
-pub const MAX_LIMIT: u8 = 20;
 
 impl LookupInput {
     /// Refuses requests TMDB would answer with nonsense or an error.

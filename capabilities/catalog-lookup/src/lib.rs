@@ -2,15 +2,14 @@
 //! operator-configured `tmdb` service, what a movie or series is — search by
 //! title, details by TMDB id, and the IMDb/TVDB ids other tools key on.
 //!
-//! [`input`] owns the request and its checks, [`tmdb`] the wire shapes and
-//! error mapping, [`actions`] the requests each action sends, [`output`]
-//! the answer. The host injects the TMDB credential; this component never
+//! [`input`] owns the request and its checks; the TMDB client, the
+//! requests each action sends and the answers are the `capstan-tmdb` guest
+//! library's. The host injects the TMDB credential; this component never
 //! sees it.
 
-pub mod actions;
 pub mod input;
-pub mod output;
-pub mod tmdb;
+
+pub use capstan_tmdb::{catalog as actions, client as tmdb, output};
 
 #[cfg(test)]
 mod tests;

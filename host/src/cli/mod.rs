@@ -6,6 +6,7 @@ mod admin;
 mod audit;
 mod capabilities;
 mod invoke;
+mod library;
 mod serve;
 mod worker;
 
@@ -68,6 +69,9 @@ pub enum Command {
     /// Inspect the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Want titles, list what the library holds and wants, stop wanting.
+    #[command(subcommand)]
+    Library(library::LibraryCommand),
 }
 
 impl Cli {
@@ -124,6 +128,7 @@ pub fn main() -> ExitCode {
             Command::Tasks(cmd) => worker::tasks(config, cmd).await,
             Command::Audit(cmd) => audit::run(config, cmd).await,
             Command::Admin(cmd) => admin::run(config, cmd).await,
+            Command::Library(cmd) => library::run(config, cmd).await,
         }
     });
     // A blocking task stuck in the kernel (a hung file system) must not keep

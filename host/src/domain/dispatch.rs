@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::{Actor, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease};
+use super::{Actor, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, WantTitle};
 use crate::authz::{Authz, AuthzError};
 use crate::tasks::{TaskError, Tasks};
 
@@ -48,6 +48,9 @@ pub const TRANSITIONS: &[&str] = &[
     "organization.start",
     "organization.finish",
     "policy.publish",
+    "title.want",
+    "title.change",
+    "title.unwant",
     "task.retry",
     "task.cancel",
 ];
@@ -305,6 +308,33 @@ impl Domain {
                 let p: Publish = args(name, arguments)?;
                 answer(Authz::new(self.db.clone()).publish_policy(&p.name, p.revision).await.map_err(from_authz)?)
             }
+            "title.want" => self.want_title(&args::<WantTitle>(name, arguments)?).await,
+            "title.change" => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase", deny_unknown_fields)]
+                struct Change {
+                    entity_id: String,
+                    #[serde(default)]
+                    quality: Option<String>,
+                    /// Absent: unchanged; `null`: cleared.
+                    #[serde(default, deserialize_with = "present")]
+                    profile: Option<Option<String>>,
+                }
+                let c: Change = args(name, arguments)?;
+                let profile = c.profile.as_ref().map(|p| p.as_deref());
+                self.change_title(&c.entity_id, c.quality.as_deref(), profile).await
+            }
+            "title.unwant" => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase", deny_unknown_fields)]
+                struct Unwant {
+                    entity_id: String,
+                    #[serde(default)]
+                    season: Option<i64>,
+                }
+                let u: Unwant = args(name, arguments)?;
+                self.unwant_title(&u.entity_id, u.season).await
+            }
             "task.retry" => {
                 let id = args::<ById>(name, arguments)?.id;
                 answer(Tasks::new(self.db.clone()).retry(&id).await.map_err(from_tasks)?)
@@ -326,4 +356,9 @@ impl Domain {
         }
         Ok(json!({ "items": items }))
     }
+}
+
+/// A field that may be absent (`None`), `null` (`Some(None)`) or set.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }

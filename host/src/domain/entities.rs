@@ -39,54 +39,8 @@ pub struct NewSlot {
 impl Domain {
     /// Records an entity, or refreshes the one with the same kind and TMDB id.
     pub async fn upsert_entity(&self, new: &NewEntity) -> Result<Entity, DomainError> {
-        one_of(&new.kind, &["movie", "tv"], "kind")?;
-        require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
-        let seasons = serde_json::to_string(&new.seasons).map_err(|e| DomainError::Invalid(e.to_string()))?;
-        let now = now_ms();
         let mut tx = self.db.begin_write().await?;
-        let existing = match new.tmdb_id {
-            Some(tmdb) => sqlx::query("SELECT id FROM media_entity WHERE kind = $1 AND tmdb_id = $2")
-                .bind(&new.kind)
-                .bind(tmdb)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| sqlx::Row::get::<String, _>(&r, "id")),
-            None => None,
-        };
-        let id = match existing {
-            Some(id) => {
-                sqlx::query(
-                    "UPDATE media_entity SET title = $1, original_title = $2, year = $3, seasons = $4, updated_at = $5 WHERE id = $6",
-                )
-                .bind(new.title.trim())
-                .bind(&new.original_title)
-                .bind(new.year)
-                .bind(&seasons)
-                .bind(now)
-                .bind(&id)
-                .execute(&mut *tx)
-                .await?;
-                id
-            }
-            None => {
-                let id = new_id();
-                sqlx::query(
-                    "INSERT INTO media_entity (id, kind, tmdb_id, title, original_title, year, seasons, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-                )
-                .bind(&id)
-                .bind(&new.kind)
-                .bind(new.tmdb_id)
-                .bind(new.title.trim())
-                .bind(&new.original_title)
-                .bind(new.year)
-                .bind(&seasons)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                id
-            }
-        };
+        let id = upsert_entity_in(&mut tx, new).await?;
         tx.commit().await?;
         self.entity(&id).await
     }
@@ -182,4 +136,59 @@ impl Domain {
             .await?;
         Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
     }
+}
+
+/// [`Domain::upsert_entity`] inside `tx`; returns the entity's id.
+pub(super) async fn upsert_entity_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    new: &NewEntity,
+) -> Result<String, DomainError> {
+    one_of(&new.kind, &["movie", "tv"], "kind")?;
+    require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
+    let seasons = serde_json::to_string(&new.seasons).map_err(|e| DomainError::Invalid(e.to_string()))?;
+    let now = now_ms();
+    let existing = match new.tmdb_id {
+        Some(tmdb) => sqlx::query("SELECT id FROM media_entity WHERE kind = $1 AND tmdb_id = $2")
+            .bind(&new.kind)
+            .bind(tmdb)
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| sqlx::Row::get::<String, _>(&r, "id")),
+        None => None,
+    };
+    let id = match existing {
+        Some(id) => {
+            sqlx::query(
+                "UPDATE media_entity SET title = $1, original_title = $2, year = $3, seasons = $4, updated_at = $5 WHERE id = $6",
+            )
+            .bind(new.title.trim())
+            .bind(&new.original_title)
+            .bind(new.year)
+            .bind(&seasons)
+            .bind(now)
+            .bind(&id)
+            .execute(&mut **tx)
+            .await?;
+            id
+        }
+        None => {
+            let id = new_id();
+            sqlx::query(
+                "INSERT INTO media_entity (id, kind, tmdb_id, title, original_title, year, seasons, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+            )
+            .bind(&id)
+            .bind(&new.kind)
+            .bind(new.tmdb_id)
+            .bind(new.title.trim())
+            .bind(&new.original_title)
+            .bind(new.year)
+            .bind(&seasons)
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
+            id
+        }
+    };
+    Ok(id)
 }

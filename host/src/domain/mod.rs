@@ -17,12 +17,14 @@ mod organizations;
 mod plan_source;
 mod plans;
 mod releases;
+mod titles;
 
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;
 pub use organizations::NewOrganizationPlan;
 pub use plans::NewPlan;
 pub use releases::NewRelease;
+pub use titles::WantTitle;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

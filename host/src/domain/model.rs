@@ -9,7 +9,7 @@ use sqlx::any::AnyRow;
 
 /// Statuses a slot moves through: wanted → reserved (a plan holds it) →
 /// satisfied (an organization put it in the library).
-pub const SLOT_STATUSES: &[&str] = &["wanted", "reserved", "satisfied"];
+pub const SLOT_STATUSES: &[&str] = &["wanted", "reserved", "satisfied", "unwanted"];
 /// Plan statuses: draft → reserved → submitted, or failed / cancelled.
 pub const PLAN_STATUSES: &[&str] = &["draft", "reserved", "submitted", "failed", "cancelled"];
 /// What a download task can be, as mapped from the client's states.

@@ -12,6 +12,7 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "download.submit",
     "identity.resolve",
     "inventory.query",
+    "library.want",
     "organize.execute",
     "organize.plan",
     "policy.apply",

@@ -1,5 +1,5 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library, durable tasks, approvals waiting for a human,
+// abort), the library (in library.js), durable tasks, approvals waiting for a human,
 // automation grants, the loaded capabilities, the audit log, and settings. Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. Polling keeps each view
@@ -199,24 +199,6 @@ $("run-abort").addEventListener("click", async () => {
   const answer = await api("POST", "/agent/runs/" + state.run + "/abort", { reason: "aborted from the console" });
   $("run-error").textContent = answer.status < 300 ? "" : errorText(answer);
 });
-
-// --- library ---------------------------------------------------------------
-
-async function refreshLibrary() {
-  const answer = await api("GET", "/library");
-  if (answer.status !== 200) return;
-  const body = $("library");
-  body.replaceChildren();
-  for (const item of answer.data.items) {
-    const e = item.entity;
-    const wanted = item.slots
-      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + s.status)
-      .join(", ");
-    const row = el("tr");
-    row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), el("td", wanted));
-    body.append(row);
-  }
-}
 
 // --- tasks -----------------------------------------------------------------
 

@@ -9,10 +9,12 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("console.js");
+const LIBRARY: &str = include_str!("library.js");
 const STYLE: &str = include_str!("console.css");
 
-/// Scripts, styles and requests only from this origin; never framed.
-const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+/// Scripts, styles and requests only from this origin (and TMDB's posters);
+/// never framed.
+const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https://image.tmdb.org; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
@@ -35,6 +37,11 @@ pub async fn index() -> Response {
 /// `GET /console.js`
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /library.js`
+pub async fn library() -> Response {
+    asset("text/javascript; charset=utf-8", LIBRARY)
 }
 
 /// `GET /console.css`

@@ -108,6 +108,9 @@ pub struct SearchPage<T> {
 #[derive(Debug, Deserialize)]
 pub struct MovieHit {
     pub id: u64,
+    /// `/abc.jpg`, below TMDB's image base URL.
+    #[serde(default)]
+    pub poster_path: Option<String>,
     #[serde(default)]
     pub title: String,
     #[serde(default)]
@@ -127,6 +130,9 @@ pub struct MovieHit {
 #[derive(Debug, Deserialize)]
 pub struct TvHit {
     pub id: u64,
+    /// `/abc.jpg`, below TMDB's image base URL.
+    #[serde(default)]
+    pub poster_path: Option<String>,
     #[serde(default)]
     pub name: String,
     #[serde(default)]
@@ -153,6 +159,9 @@ pub struct Genre {
 #[derive(Debug, Deserialize)]
 pub struct MovieDetails {
     pub id: u64,
+    /// `/abc.jpg`, below TMDB's image base URL.
+    #[serde(default)]
+    pub poster_path: Option<String>,
     #[serde(default)]
     pub title: String,
     #[serde(default)]
@@ -185,6 +194,9 @@ pub struct Collection {
 #[derive(Debug, Deserialize)]
 pub struct TvDetails {
     pub id: u64,
+    /// `/abc.jpg`, below TMDB's image base URL.
+    #[serde(default)]
+    pub poster_path: Option<String>,
     #[serde(default)]
     pub name: String,
     #[serde(default)]

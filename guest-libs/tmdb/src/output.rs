@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::input::MediaKind;
+use crate::MediaKind;
 
 /// The answer, tagged with the action that produced it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -43,6 +43,10 @@ pub struct SearchHit {
     pub origin_country: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overview: Option<String>,
+    /// The poster, below TMDB's image base URL
+    /// (`https://image.tmdb.org/t/p/w185` + this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poster_path: Option<String>,
     /// TMDB's popularity score; higher is more popular.
     pub popularity: f64,
 }
@@ -53,6 +57,9 @@ pub struct Details {
     pub kind: MediaKind,
     pub tmdb_id: u64,
     pub title: String,
+    /// The poster, below TMDB's image base URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poster_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

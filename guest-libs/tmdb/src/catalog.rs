@@ -3,9 +3,9 @@
 
 use capstan_sdk::Failure;
 
-use crate::input::{DEFAULT_LIMIT, MediaKind, SearchKind};
+use crate::client::{self as tmdb, Subject, non_empty, year_of};
 use crate::output::{Details, ExternalIdsOut, LookupOutput, NextEpisode, SearchHit, Season};
-use crate::tmdb::{self, Subject, non_empty, year_of};
+use crate::{DEFAULT_LIMIT, MediaKind, SearchKind};
 
 /// The original title only when it says something the title does not.
 fn distinct(original: Option<String>, title: &str) -> Option<String> {
@@ -17,6 +17,7 @@ fn movie_hit(m: tmdb::MovieHit) -> SearchHit {
     SearchHit {
         kind: MediaKind::Movie,
         tmdb_id: m.id,
+        poster_path: non_empty(m.poster_path),
         original_title: distinct(m.original_title, &m.title),
         title: m.title,
         original_language: non_empty(m.original_language),
@@ -33,6 +34,7 @@ fn tv_hit(t: tmdb::TvHit) -> SearchHit {
     SearchHit {
         kind: MediaKind::Tv,
         tmdb_id: t.id,
+        poster_path: non_empty(t.poster_path),
         original_title: distinct(t.original_name, &t.name),
         title: t.name,
         original_language: non_empty(t.original_language),
@@ -106,6 +108,7 @@ fn movie_details(m: tmdb::MovieDetails) -> Details {
     Details {
         kind: MediaKind::Movie,
         tmdb_id: m.id,
+        poster_path: non_empty(m.poster_path),
         original_title: distinct(m.original_title, &m.title),
         title: m.title,
         original_language: non_empty(m.original_language),
@@ -131,6 +134,7 @@ fn tv_details(t: tmdb::TvDetails) -> Details {
     Details {
         kind: MediaKind::Tv,
         tmdb_id: t.id,
+        poster_path: non_empty(t.poster_path),
         original_title: distinct(t.original_name, &t.name),
         title: t.name,
         original_language: non_empty(t.original_language),

@@ -1,0 +1,162 @@
+//! Capability `library.want` (label execute): what the library wants.
+//! `add` reads the title's details from TMDB itself (so the entity the
+//! library records is the catalogue's, not what a caller typed) and opens
+//! a slot per movie or season through the `records` transition
+//! `title.want`; `change` moves the wanted slots to another quality or
+//! profile; `remove` stops wanting a title or one season. Wanting is
+//! execute: the background sweep fetches wanted titles under a standing
+//! grant, so an automated caller needs a grant or an approval to want one.
+
+#[cfg(test)]
+mod tests;
+
+use capstan_sdk::host::domain;
+use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
+use capstan_tmdb::MediaKind;
+use capstan_tmdb::output::{Details, LookupOutput};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// What to do.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "action", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum WantInput {
+    /// Wants a movie, or a series' seasons, at a quality.
+    #[serde(rename_all = "camelCase")]
+    Add {
+        /// The TMDB id, as `catalog.lookup` returns it.
+        tmdb_id: u64,
+        /// `movie` or `tv`.
+        kind: MediaKind,
+        /// The resolution to fetch: `2160p`, `1080p`, `720p`, ...
+        quality: String,
+        /// A `quality.*` policy that judges releases (sizes, sources,
+        /// codecs); without one, the most seeded release at the quality.
+        #[serde(default)]
+        profile: Option<String>,
+        /// For a series: the seasons to want; default every season after
+        /// the specials.
+        #[serde(default)]
+        seasons: Option<Vec<u32>>,
+    },
+    /// Moves a wanted title to another quality and/or profile.
+    #[serde(rename_all = "camelCase")]
+    Change {
+        /// The library entity id.
+        entity_id: String,
+        #[serde(default)]
+        quality: Option<String>,
+        /// A new `quality.*` policy; an empty text clears it.
+        #[serde(default)]
+        profile: Option<String>,
+    },
+    /// Stops wanting a title, or one season of a series.
+    #[serde(rename_all = "camelCase")]
+    Remove {
+        /// The library entity id.
+        entity_id: String,
+        #[serde(default)]
+        season: Option<u32>,
+    },
+}
+
+/// What the library wants of the title now.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct WantOutput {
+    /// The entity (`id`, `kind`, `tmdbId`, `title`, `year`, `seasons`).
+    pub entity: Value,
+    /// The slots added, or the title's slots after a change.
+    pub slots: Vec<Value>,
+}
+
+/// The entity the library records, from TMDB's details.
+fn entity_of(details: &Details) -> Value {
+    let seasons: Vec<Value> =
+        details.seasons.iter().map(|s| json!({"number": s.season_number, "episodeCount": s.episode_count})).collect();
+    json!({
+        "kind": match details.kind { MediaKind::Movie => "movie", MediaKind::Tv => "tv" },
+        "tmdbId": details.tmdb_id,
+        "title": details.title,
+        "originalTitle": details.original_title,
+        "year": details.year,
+        "seasons": seasons,
+    })
+}
+
+fn answer(v: Value) -> Result<Outcome<WantOutput>, Failure> {
+    let slots = v["slots"].as_array().cloned().unwrap_or_default();
+    Ok(Outcome::Succeeded(WantOutput { entity: v["entity"].clone(), slots }))
+}
+
+fn non_empty(what: &str, v: &str) -> Result<(), Failure> {
+    if v.trim().is_empty() {
+        return Err(Failure::InvalidInput(format!("{what} must not be empty")));
+    }
+    Ok(())
+}
+
+/// The capability.
+pub struct LibraryWant;
+
+impl Capability for LibraryWant {
+    type Input = WantInput;
+    type Output = WantOutput;
+
+    const META: Meta = Meta {
+        id: "library.want",
+        version: 1,
+        label: Label::Execute,
+        summary: "Want a movie or series at a quality, change what is wanted, or stop wanting it",
+        description: "add: wants a movie, or seasons of a series, by TMDB id (from catalog.lookup) at a quality (2160p, 1080p, ...) and optionally a quality.* profile; the background sweep then searches the indexers and fetches it. A title already wanted, being fetched or in the library is a conflict; an unknown TMDB id is not-found. change: another quality or profile for a wanted title. remove: stop wanting a title or one season (refused while a download for it is in progress).",
+        tags: &["library", "want", "wanted", "watchlist", "movie", "tv"],
+        aliases: &[
+            "add movie",
+            "add series",
+            "add title",
+            "want",
+            "watchlist",
+            "stop wanting",
+            "添加电影",
+            "添加剧集",
+            "想看",
+            "订阅",
+        ],
+        replay: Replay::Safe,
+        services: &[capstan_tmdb::client::SERVICE],
+    };
+
+    fn invoke(input: WantInput) -> Result<Outcome<WantOutput>, Failure> {
+        match input {
+            WantInput::Add { tmdb_id, kind, quality, profile, seasons } => {
+                if tmdb_id == 0 {
+                    return Err(Failure::InvalidInput("tmdbId must be a positive TMDB id".into()));
+                }
+                non_empty("quality", &quality)?;
+                let LookupOutput::Details(details) = capstan_tmdb::catalog::details(kind, tmdb_id, None)? else {
+                    return Err(Failure::Internal("TMDB details came back as something else".into()));
+                };
+                let args = json!({
+                    "entity": entity_of(&details),
+                    "quality": quality,
+                    "profile": profile,
+                    "seasons": seasons,
+                });
+                answer(domain::transition("title.want", &args)?)
+            }
+            WantInput::Change { entity_id, quality, profile } => {
+                non_empty("entityId", &entity_id)?;
+                let mut args = json!({ "entityId": entity_id, "quality": quality });
+                if let Some(p) = profile {
+                    args["profile"] = if p.trim().is_empty() { Value::Null } else { Value::from(p) };
+                }
+                answer(domain::transition("title.change", &args)?)
+            }
+            WantInput::Remove { entity_id, season } => {
+                non_empty("entityId", &entity_id)?;
+                answer(domain::transition("title.unwant", &json!({ "entityId": entity_id, "season": season }))?)
+            }
+        }
+    }
+}
+
+capstan_sdk::export_capability!(LibraryWant);

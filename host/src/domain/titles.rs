@@ -1,0 +1,203 @@
+//! Titles the library wants, as a user says it: "I want this movie (or
+//! these seasons) at this quality". Wanting records the catalogue's entity
+//! and opens a slot per movie or season in one transaction; a title already
+//! wanted, being fetched or in the library is a conflict. Changing moves the
+//! wanted slots to another quality or profile; giving a title up marks its
+//! wanted slots `unwanted` (kept, so what was asked stays visible) and is
+//! refused while a download for it is in progress.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::entities::upsert_entity_in;
+use super::{Domain, DomainError, NewEntity, Slot, require};
+use crate::store::{new_id, now_ms};
+
+/// Longest quality or profile name.
+const MAX_NAME: usize = 64;
+
+/// A title to want.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WantTitle {
+    /// The entity as the catalogue describes it.
+    pub entity: NewEntity,
+    /// `2160p`, `1080p`, ...
+    pub quality: String,
+    /// A `quality.*` policy that judges releases for it.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// For a series: the seasons to want (default: every season after the
+    /// specials).
+    #[serde(default)]
+    pub seasons: Option<Vec<i64>>,
+}
+
+fn check_names(quality: Option<&str>, profile: Option<&str>) -> Result<(), DomainError> {
+    if let Some(q) = quality {
+        require(!q.trim().is_empty() && q.len() <= MAX_NAME, || {
+            format!("quality must be 1 to {MAX_NAME} characters, like 1080p")
+        })?;
+    }
+    if let Some(p) = profile {
+        require(p.starts_with("quality.") && p.len() <= MAX_NAME, || {
+            format!("profile {p:?} must name a quality.* policy, like quality.movies")
+        })?;
+    }
+    Ok(())
+}
+
+/// The season numbers an entity lists (`[{"number": 1, ...}]`).
+fn listed_seasons(entity: &NewEntity) -> Vec<i64> {
+    entity.seasons.iter().filter_map(|s| s.get("number").and_then(Value::as_i64)).collect()
+}
+
+fn named(title: &str, year: Option<i64>, season: Option<i64>) -> String {
+    let title = match year {
+        Some(y) => format!("{title} ({y})"),
+        None => title.to_string(),
+    };
+    match season {
+        Some(s) => format!("{title} season {s}"),
+        None => title,
+    }
+}
+
+impl Domain {
+    /// Wants a title: records the entity and opens its slots, all or none.
+    pub async fn want_title(&self, w: &WantTitle) -> Result<Value, DomainError> {
+        check_names(Some(&w.quality), w.profile.as_deref())?;
+        let seasons: Vec<Option<i64>> = match (w.entity.kind.as_str(), &w.seasons) {
+            ("movie", None) => vec![None],
+            ("movie", Some(_)) => return Err(DomainError::Invalid("a movie has no seasons to pick".into())),
+            ("tv", picked) => {
+                let listed = listed_seasons(&w.entity);
+                let picked = match picked {
+                    Some(p) => p.clone(),
+                    None => listed.iter().copied().filter(|n| *n >= 1).collect(),
+                };
+                require(!picked.is_empty(), || "pick at least one season".into())?;
+                if let Some(missing) = picked.iter().find(|n| **n < 0 || (!listed.is_empty() && !listed.contains(n))) {
+                    return Err(DomainError::Invalid(format!("season {missing} is not one of this series' seasons")));
+                }
+                let mut unique = picked;
+                unique.sort_unstable();
+                unique.dedup();
+                unique.into_iter().map(Some).collect()
+            }
+            (other, _) => return Err(DomainError::Invalid(format!("kind {other:?} is not movie or tv"))),
+        };
+        let mut tx = self.db.begin_write().await?;
+        let entity_id = upsert_entity_in(&mut tx, &w.entity).await?;
+        let existing = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 AND status <> 'unwanted'")
+            .bind(&entity_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let existing: Vec<Slot> = existing.iter().map(Slot::from_row).collect::<Result<_, _>>()?;
+        let now = now_ms();
+        let mut opened = Vec::new();
+        for season in &seasons {
+            if let Some(slot) = existing.iter().find(|s| s.season == *season) {
+                let state = match slot.status.as_str() {
+                    "satisfied" => "is already in the library",
+                    "reserved" => "is already being fetched",
+                    _ => "is already wanted",
+                };
+                let name = named(w.entity.title.trim(), w.entity.year, *season);
+                return Err(DomainError::Conflict(format!("{name} {state}")));
+            }
+            let id = new_id();
+            sqlx::query(
+                "INSERT INTO media_slot (id, entity_id, season, quality, profile, status, revision, created_at, updated_at, created_seq) \
+                 VALUES ($1, $2, $3, $4, $5, 'wanted', 1, $6, $6, (SELECT COALESCE(MAX(created_seq), 0) + 1 FROM media_slot))",
+            )
+            .bind(&id)
+            .bind(&entity_id)
+            .bind(*season)
+            .bind(w.quality.trim())
+            .bind(&w.profile)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            opened.push(id);
+        }
+        tx.commit().await?;
+        let entity = self.entity(&entity_id).await?;
+        let slots: Vec<Slot> =
+            self.slots_for_entity(&entity_id).await?.into_iter().filter(|s| opened.contains(&s.id)).collect();
+        Ok(json!({ "entity": entity, "slots": slots }))
+    }
+
+    /// Moves a title's wanted slots to another quality and/or profile
+    /// (`Some(None)` clears the profile).
+    pub async fn change_title(
+        &self,
+        entity_id: &str,
+        quality: Option<&str>,
+        profile: Option<Option<&str>>,
+    ) -> Result<Value, DomainError> {
+        check_names(quality, profile.flatten())?;
+        require(quality.is_some() || profile.is_some(), || "say what to change: quality or profile".into())?;
+        let entity = self.entity(entity_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        let changed = sqlx::query(
+            "UPDATE media_slot SET quality = COALESCE($2, quality), \
+             profile = CASE WHEN $3 = 1 THEN $4 ELSE profile END, \
+             revision = revision + 1, updated_at = $5 WHERE entity_id = $1 AND status = 'wanted'",
+        )
+        .bind(entity_id)
+        .bind(quality.map(str::trim))
+        .bind(i64::from(profile.is_some()))
+        .bind(profile.flatten())
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(DomainError::NotFound(format!(
+                "nothing of {} is wanted",
+                named(&entity.title, entity.year, None)
+            )));
+        }
+        tx.commit().await?;
+        Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
+    }
+
+    /// Stops wanting a title (or one season of it). A download in
+    /// progress for it is a conflict; nothing changes then.
+    pub async fn unwant_title(&self, entity_id: &str, season: Option<i64>) -> Result<Value, DomainError> {
+        let entity = self.entity(entity_id).await?;
+        let mut tx = self.db.begin_write().await?;
+        let slots = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 AND status IN ('wanted', 'reserved')")
+            .bind(entity_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let slots: Vec<Slot> = slots.iter().map(Slot::from_row).collect::<Result<_, _>>()?;
+        let slots: Vec<&Slot> = slots.iter().filter(|s| season.is_none() || s.season == season).collect();
+        if let Some(busy) = slots.iter().find(|s| s.status == "reserved") {
+            return Err(DomainError::Conflict(format!(
+                "{} is being fetched; cancel its download first",
+                named(&entity.title, entity.year, busy.season)
+            )));
+        }
+        if slots.is_empty() {
+            return Err(DomainError::NotFound(format!(
+                "nothing of {} is wanted",
+                named(&entity.title, entity.year, season)
+            )));
+        }
+        let now = now_ms();
+        for slot in &slots {
+            sqlx::query(
+                "UPDATE media_slot SET status = 'unwanted', revision = revision + 1, updated_at = $2 \
+                 WHERE id = $1 AND status = 'wanted'",
+            )
+            .bind(&slot.id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
+    }
+}

@@ -1,0 +1,140 @@
+// The console's Library tab: what the library holds and wants, and "Add
+// title" — search TMDB through catalog.lookup, pick a result, choose a
+// quality, a profile and (for a series) the seasons, and want it through
+// POST /library/titles. Wanted titles can be changed or given up. Uses the
+// helpers of console.js (api, el, $, errorText), loaded before it.
+"use strict";
+
+const POSTERS = "https://image.tmdb.org/t/p/w92";
+const library = { picked: null };
+
+async function refreshLibrary() {
+  const answer = await api("GET", "/library");
+  if (answer.status !== 200) return;
+  const body = $("library");
+  body.replaceChildren();
+  for (const item of answer.data.items) {
+    const e = item.entity;
+    const wanted = item.slots
+      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + s.status + (s.profile ? " (" + s.profile + ")" : ""))
+      .join(", ");
+    const row = el("tr");
+    row.dataset.entityId = e.id;
+    row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), el("td", wanted));
+    const actions = el("td");
+    if (item.slots.some((s) => s.status === "wanted")) {
+      const stop = el("button", "Stop wanting", "unwant");
+      stop.type = "button";
+      stop.addEventListener("click", async () => {
+        const done = await api("DELETE", "/library/titles/" + encodeURIComponent(e.id));
+        $("library-error").textContent = done.status === 200 ? "" : errorText(done);
+        refreshLibrary();
+      });
+      actions.append(stop);
+    }
+    row.append(actions);
+    body.append(row);
+  }
+}
+
+async function lookup(input) {
+  return api("POST", "/capabilities/catalog.lookup/invoke", { input });
+}
+
+function lookupError(answer) {
+  if (answer.status !== 200) return errorText(answer);
+  const e = answer.data.error;
+  return e ? e.message : null;
+}
+
+$("add-search").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("add-error").textContent = "";
+  $("add-form").hidden = true;
+  const list = $("add-results");
+  list.replaceChildren();
+  const answer = await lookup({ action: "search", query: $("add-query").value, kind: $("add-kind").value });
+  const failed = lookupError(answer);
+  if (failed) {
+    $("add-error").textContent = failed;
+    return;
+  }
+  const results = answer.data.output.results;
+  if (results.length === 0) $("add-error").textContent = "TMDB knows no title like that.";
+  for (const hit of results) {
+    const item = el("li", undefined, "result");
+    item.dataset.tmdbId = hit.tmdb_id;
+    if (hit.poster_path) {
+      const img = document.createElement("img");
+      img.src = POSTERS + hit.poster_path;
+      img.alt = "";
+      img.width = 46;
+      item.append(img);
+    }
+    const text = el("div");
+    text.append(
+      el("strong", hit.title + (hit.year ? " (" + hit.year + ")" : "")),
+      el("span", " " + (hit.kind === "tv" ? "series" : "movie")),
+      el("p", (hit.overview || "").slice(0, 240), "overview"),
+    );
+    const choose = el("button", "Choose", "choose");
+    choose.type = "button";
+    choose.addEventListener("click", () => pick(hit));
+    item.append(text, choose);
+    list.append(item);
+  }
+});
+
+async function pick(hit) {
+  library.picked = hit;
+  $("add-picked").textContent = hit.title + (hit.year ? " (" + hit.year + ")" : "");
+  const seasons = $("add-seasons");
+  seasons.replaceChildren(el("legend", "Seasons"));
+  seasons.hidden = hit.kind !== "tv";
+  if (hit.kind === "tv") {
+    const answer = await lookup({ action: "details", kind: "tv", tmdb_id: hit.tmdb_id });
+    const failed = lookupError(answer);
+    if (failed) {
+      $("add-error").textContent = failed;
+      return;
+    }
+    for (const s of answer.data.output.seasons || []) {
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = s.season_number;
+      box.checked = s.season_number >= 1;
+      const label = el("label");
+      label.append(box, " " + (s.season_number === 0 ? "Specials" : "Season " + s.season_number));
+      seasons.append(label);
+    }
+  }
+  const profiles = await api("GET", "/policies");
+  const select = $("add-profile");
+  select.replaceChildren(new Option("none (the most seeded release)", ""));
+  if (profiles.status === 200) {
+    const names = [...new Set(profiles.data.policies.filter((p) => p.name.startsWith("quality.") && p.status === "published").map((p) => p.name))];
+    for (const name of names) select.append(new Option(name, name));
+  }
+  $("add-form").hidden = false;
+}
+
+$("add-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const hit = library.picked;
+  if (!hit) return;
+  const body = { tmdbId: hit.tmdb_id, kind: hit.kind, quality: $("add-quality").value };
+  if ($("add-profile").value) body.profile = $("add-profile").value;
+  if (hit.kind === "tv") {
+    body.seasons = [...$("add-seasons").querySelectorAll("input:checked")].map((b) => Number(b.value));
+  }
+  const answer = await api("POST", "/library/titles", body);
+  if (answer.status === 201) {
+    $("add-error").textContent = "";
+    $("add-done").textContent = "Wanted: " + $("add-picked").textContent + ". The background sweep searches the indexers for it.";
+    $("add-form").hidden = true;
+    $("add-results").replaceChildren();
+    refreshLibrary();
+  } else {
+    $("add-error").textContent = errorText(answer);
+  }
+});

@@ -1,0 +1,190 @@
+//! The titles the library wants, over HTTP: `POST /api/v1/library/titles`
+//! (want a movie or a series' seasons by TMDB id), `PATCH
+//! /api/v1/library/titles/{entityId}` (another quality or profile, or
+//! `wanted: false`) and `DELETE /api/v1/library/titles/{entityId}`. Each is
+//! a call of `library.want` through the one invoke path, as the caller: a
+//! console administrator's is a human's; an API key needs the execute
+//! scope and, being automated, a grant or approval that covers it. The
+//! call's failure becomes the status a client expects (404 for an unknown
+//! TMDB id, 409 for a title already wanted, 422 for bad input). `GET
+//! /api/v1/policies` lists the policies (the quality profiles to choose).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
+use crate::pipeline::InvokeError;
+use crate::runtime::{EffectClass, Status};
+
+const CAPABILITY: &str = "library.want";
+
+/// Calls `library.want` as the caller and answers as a resource would.
+async fn want(
+    state: &AppState,
+    caller: &Caller,
+    input: Value,
+    created: bool,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let origin = caller.origin(EffectClass::Execute, "changing what the library wants", crate::store::new_id())?;
+    let inv = match state.caps.invoke(&origin, CAPABILITY, &input).await {
+        Ok(inv) => inv,
+        Err(InvokeError::NotFound(id)) => return Err(ApiError::internal(format!("capability {id} is not loaded"))),
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    match (inv.status, &inv.error) {
+        (Status::Succeeded, _) => {
+            let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+            Ok((status, Json(inv.output.unwrap_or(Value::Null))))
+        }
+        (Status::Failed, Some(e)) => {
+            let (status, code) = match e.kind.as_str() {
+                "invalid-input" => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+                "not-found" => (StatusCode::NOT_FOUND, "not_found"),
+                "conflict" => (StatusCode::CONFLICT, "conflict"),
+                "denied" => (StatusCode::FORBIDDEN, "forbidden"),
+                "unavailable" => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            };
+            Err(ApiError::new(status, code, e.message.clone()))
+        }
+        (status, _) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "uncertain",
+            format!("the change ended {status:?}; look at the library before trying again"),
+        )),
+    }
+}
+
+/// A title to want.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NewTitle {
+    /// The TMDB id (from `catalog.lookup`'s search).
+    #[schema(minimum = 1)]
+    tmdb_id: u64,
+    /// `movie` or `tv`.
+    #[schema(pattern = "^(movie|tv)$")]
+    kind: String,
+    /// `2160p`, `1080p`, `720p`, ...
+    #[schema(min_length = 1, max_length = 64)]
+    quality: String,
+    /// A `quality.*` policy that judges releases.
+    #[serde(default)]
+    profile: Option<String>,
+    /// For a series, the seasons to want (default: all but the specials).
+    #[serde(default)]
+    seasons: Option<Vec<u32>>,
+}
+
+/// Wants a movie or a series' seasons.
+#[utoipa::path(post, path = "/api/v1/library/titles", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
+    request_body = NewTitle,
+    responses((status = 201, description = "{entity, slots}: the entity and the slots opened", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key's scopes, or no grant or approval covers an automated caller", body = ErrorBody),
+              (status = 404, description = "TMDB has no such title", body = ErrorBody),
+              (status = 409, description = "Already wanted, being fetched or in the library", body = ErrorBody),
+              (status = 422, description = "Invalid body", body = ErrorBody),
+              (status = 503, description = "TMDB is not set up or cannot be reached", body = ErrorBody)))]
+pub async fn add(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewTitle>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let input = json!({"action": "add", "tmdbId": body.tmdb_id, "kind": body.kind, "quality": body.quality,
+        "profile": body.profile, "seasons": body.seasons});
+    want(&state, &caller, input, true).await
+}
+
+/// A change to a wanted title.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TitleChange {
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 64)]
+    quality: Option<String>,
+    /// A `quality.*` policy; an empty text clears it.
+    #[serde(default)]
+    profile: Option<String>,
+    /// `false` stops wanting the title.
+    #[serde(default)]
+    wanted: Option<bool>,
+}
+
+/// Changes a wanted title's quality or profile, or stops wanting it.
+#[utoipa::path(patch, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("entityId" = String, Path, description = "Library entity id")),
+    request_body = TitleChange,
+    responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not allowed for this caller", body = ErrorBody),
+              (status = 404, description = "No such entity, or nothing of it is wanted", body = ErrorBody),
+              (status = 409, description = "A download for it is in progress", body = ErrorBody),
+              (status = 422, description = "Invalid body", body = ErrorBody)))]
+pub async fn change(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(entity_id): Path<String>,
+    ApiJson(body): ApiJson<TitleChange>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let input = match body.wanted {
+        Some(false) if body.quality.is_none() && body.profile.is_none() => {
+            json!({"action": "remove", "entityId": entity_id})
+        }
+        Some(false) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "wanted: false stops wanting the title; it goes without quality or profile",
+            ));
+        }
+        _ => {
+            let mut input = json!({"action": "change", "entityId": entity_id, "quality": body.quality});
+            if let Some(p) = body.profile {
+                input["profile"] = Value::from(p);
+            }
+            input
+        }
+    };
+    want(&state, &caller, input, false).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveQuery {
+    season: Option<u32>,
+}
+
+/// Stops wanting a title, or one season of it.
+#[utoipa::path(delete, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
+    params(("entityId" = String, Path, description = "Library entity id"),
+           ("season" = Option<u32>, Query, description = "Only this season")),
+    responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not allowed for this caller", body = ErrorBody),
+              (status = 404, description = "No such entity, or nothing of it is wanted", body = ErrorBody),
+              (status = 409, description = "A download for it is in progress", body = ErrorBody)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(entity_id): Path<String>,
+    Query(q): Query<RemoveQuery>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    want(&state, &caller, json!({"action": "remove", "entityId": entity_id, "season": q.season}), false).await
+}
+
+/// Every revision of every policy (quality profiles among them), newest
+/// first.
+#[utoipa::path(get, path = "/api/v1/policies", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
+    responses((status = 200, description = "{policies: [{name, revision, status, body, createdBy}]}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let policies = state.caps.authz().policies().await?;
+    Ok(Json(json!({ "policies": policies })))
+}
