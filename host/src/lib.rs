@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod pipeline;
 pub mod runtime;
 pub mod settings;
+pub mod setup;
 pub mod store;
 pub mod tasks;
 

@@ -101,6 +101,12 @@ impl Browser {
         self.client.wait().for_element(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
     }
 
+    /// The DOM property `name` of the element `css` (an input's current
+    /// `value`, say), once it is there.
+    pub async fn prop(&self, css: &str, name: &str) -> Option<String> {
+        self.client.wait().for_element(Locator::Css(css)).await.unwrap().prop(name).await.unwrap()
+    }
+
     /// Whether `css` is shown (not hidden).
     pub async fn shown(&self, css: &str) -> bool {
         self.client.find(Locator::Css(css)).await.unwrap().is_displayed().await.unwrap()

@@ -162,6 +162,7 @@ impl MockTmdb {
             .route("/3/tv/{id}", get(series))
             .route("/3/movie/{id}/external_ids", get(movie_ids))
             .route("/3/tv/{id}/external_ids", get(series_ids))
+            .route("/3/configuration", get(configuration))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -327,6 +328,15 @@ async fn series(
         "number_of_seasons": regular.clone().count(), "number_of_episodes": regular.map(|(_, c)| c).sum::<u32>(),
         "episode_run_time": [55], "genres": genres(t.genres), "seasons": seasons,
         "overview": format!("{} overview.", t.name), "next_episode_to_air": null, "in_production": true}))
+    .into_response()
+}
+
+async fn configuration(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, Query(q): Params) -> Response {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
+        return answer;
+    }
+    Json(json!({"images": {"base_url": "http://image.tmdb.org/t/p/", "secure_base_url": "https://image.tmdb.org/t/p/",
+        "poster_sizes": ["w92", "w185", "original"]}, "change_keys": []}))
     .into_response()
 }
 

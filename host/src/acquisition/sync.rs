@@ -20,8 +20,8 @@ pub struct SyncDownloads(pub Arc<Capabilities>);
 
 /// `path` relative to the `downloads` root, when it lies under it.
 fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
-    let root = caps.runtime().config().roots.get("downloads")?;
-    let relative = Path::new(path).strip_prefix(root).ok()?;
+    let roots = caps.runtime().root_paths();
+    let relative = Path::new(path).strip_prefix(roots.get("downloads")?).ok()?;
     let text = relative.to_str()?.to_string();
     (!text.is_empty()).then_some(text)
 }

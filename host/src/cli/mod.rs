@@ -162,6 +162,10 @@ pub(crate) async fn open(config: Config) -> anyhow::Result<std::sync::Arc<crate:
     if orphans > 0 {
         tracing::warn!(orphans, "claims of a process that died are now unknown");
     }
+    // Services and roots set up in the console, beside the file's.
+    if let Err(e) = crate::setup::apply(&capabilities).await {
+        tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
+    }
     Ok(std::sync::Arc::new(capabilities))
 }
 

@@ -12,6 +12,8 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let runtime = capabilities.runtime().clone();
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
     spawn_heartbeat(capabilities.clone());
+    // What the console set up follows changes made by other processes too.
+    crate::setup::spawn_refresh(capabilities.clone());
     // `serve` runs the API and a worker in one process.
     let worker = std::sync::Arc::new(super::worker::build_worker(capabilities.clone(), &worker_config));
     tokio::spawn(worker.run(shutdown()));

@@ -60,6 +60,7 @@ pub fn build_worker(capabilities: Arc<Capabilities>, config: &Config) -> Worker 
 pub async fn run(config: Config) -> CommandResult {
     let capabilities = super::open(config.clone()).await.map_err(failed)?;
     let worker = Arc::new(build_worker(capabilities.clone(), &config));
+    crate::setup::spawn_refresh(capabilities.clone());
     super::serve::spawn_heartbeat(capabilities);
     tracing::info!("worker started");
     worker.run(super::serve::shutdown()).await;

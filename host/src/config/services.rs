@@ -147,7 +147,7 @@ fn default_response_cap() -> u64 {
 }
 
 impl ServiceConfig {
-    pub(super) fn validate(&self, name: &str) -> Result<(), String> {
+    pub fn validate(&self, name: &str) -> Result<(), String> {
         let url = reqwest::Url::parse(&self.base_url)
             .map_err(|e| format!("services.{name}.base_url {:?}: {e}", self.base_url))?;
         if url.scheme() != "http" && url.scheme() != "https" {

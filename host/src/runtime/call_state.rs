@@ -14,7 +14,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::capstan::host::types::HostError;
 use super::effects::EffectClass;
 use super::grant::{Denial, Grant};
-use super::host::{Hold, HostServices, LogTally};
+use super::host::{Hold, HostServices, LogTally, Setup};
 use super::text::{MAX_DENIAL, clip, escape_controls};
 
 /// Denials one call keeps (and logs); the rest are counted.
@@ -34,6 +34,8 @@ pub struct CallState {
     pub(crate) grant: Grant,
     pub(crate) target: Arc<CallTarget>,
     pub(crate) services: Arc<HostServices>,
+    /// The services, roots and settings as they were when the call began.
+    pub(crate) setup: Arc<Setup>,
     pub(crate) limits: StoreLimits,
     pub(crate) effect_started: bool,
     pub(crate) denials: Vec<Denial>,
@@ -71,10 +73,12 @@ impl CallState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
+        let setup = services.setup();
         CallState {
             grant,
             target,
             services,
+            setup,
             limits,
             effect_started: false,
             denials: Vec::new(),

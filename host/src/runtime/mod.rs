@@ -115,6 +115,31 @@ impl Runtime {
         &self.config
     }
 
+    /// Puts another set of outbound services, file roots and capabilities'
+    /// settings in place (the file configuration merged with the
+    /// console's); calls that start from now on use it, calls in flight
+    /// finish with theirs. Nothing changes when it is refused.
+    pub fn reconfigure(
+        &self,
+        services: &std::collections::BTreeMap<String, crate::config::ServiceConfig>,
+        roots: &std::collections::BTreeMap<String, PathBuf>,
+        settings: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    ) -> anyhow::Result<()> {
+        for (name, service) in services {
+            service.validate(name).map_err(anyhow::Error::msg)?;
+        }
+        let mut check = (*self.config).clone();
+        check.roots = roots.clone();
+        check.check_root_overlaps()?;
+        self.services.replace_setup(host::Setup::build(services, roots, settings)?);
+        Ok(())
+    }
+
+    /// Where each file root is now.
+    pub fn root_paths(&self) -> std::collections::BTreeMap<String, PathBuf> {
+        self.services.setup().root_paths.clone()
+    }
+
     /// How many times the registry was rebuilt since start.
     pub fn rescan_count(&self) -> u64 {
         self.rescans.load(std::sync::atomic::Ordering::Relaxed)

@@ -19,6 +19,7 @@ mod cli;
 mod cli_paths;
 mod console;
 mod console_library;
+mod console_services;
 mod domain;
 mod domain_api;
 mod download;
@@ -41,6 +42,7 @@ mod release;
 mod sandbox;
 mod search;
 mod settings;
+mod setup;
 mod store;
 mod tasks;
 

@@ -1,5 +1,5 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library (in library.js), durable tasks, approvals waiting for a human,
+// abort), the library (in library.js), services (in services.js), durable tasks, approvals waiting for a human,
 // automation grants, the loaded capabilities, the audit log, and settings. Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. Polling keeps each view
@@ -107,6 +107,8 @@ document.querySelectorAll("nav button").forEach((button) => {
     document.querySelectorAll(".tab").forEach((tab) => {
       tab.hidden = tab.id !== "tab-" + button.dataset.tab;
     });
+    // Forms being edited are not refreshed under the user: loaded on opening.
+    if (button.dataset.tab === "services") refreshServices();
   });
 });
 

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("console.js");
 const LIBRARY: &str = include_str!("library.js");
+const SERVICES: &str = include_str!("services.js");
 const STYLE: &str = include_str!("console.css");
 
 /// Scripts, styles and requests only from this origin (and TMDB's posters);
@@ -42,6 +43,11 @@ pub async fn script() -> Response {
 /// `GET /library.js`
 pub async fn library() -> Response {
     asset("text/javascript; charset=utf-8", LIBRARY)
+}
+
+/// `GET /services.js`
+pub async fn services() -> Response {
+    asset("text/javascript; charset=utf-8", SERVICES)
 }
 
 /// `GET /console.css`

@@ -11,6 +11,7 @@ pub mod grants;
 pub mod library;
 pub mod session;
 pub mod settings;
+pub mod setup;
 pub mod titles;
 
 use crate::audit::NewEvent;

@@ -37,6 +37,6 @@ impl Host for CallState {
     }
 
     async fn setting(&mut self, name: String) -> Option<String> {
-        self.services.settings.get(&self.target.id).and_then(|s| s.get(&name)).cloned()
+        self.setup.settings.get(&self.target.id).and_then(|s| s.get(&name)).cloned()
     }
 }

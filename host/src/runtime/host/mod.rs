@@ -12,29 +12,61 @@ mod log;
 mod outbound;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
 
 pub use files::Roots;
 pub use holds::Hold;
 pub use log::{GuestLogBudget, LogTally};
 pub use outbound::Outbound;
 
-use crate::config::Config;
+use crate::config::{Config, ServiceConfig};
 use crate::domain::Domain;
 
 use super::bindings;
 use super::call_state::CallState;
 
-/// What host imports reach, shared by every call of one runtime.
-pub struct HostServices {
+/// What the operator can change while the host runs — outbound services,
+/// file roots, capabilities' settings — built whole and swapped whole. A
+/// call keeps the one it started with.
+pub struct Setup {
     pub outbound: Outbound,
     pub roots: Roots,
-    /// Attached once the database is open.
-    pub domain: OnceLock<Domain>,
+    /// Where each root is.
+    pub root_paths: BTreeMap<String, PathBuf>,
     /// Non-secret per-capability settings.
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Setup {
+    /// Builds (connects nothing: clients are lazy; roots are opened).
+    pub fn build(
+        services: &BTreeMap<String, ServiceConfig>,
+        roots: &BTreeMap<String, PathBuf>,
+        settings: BTreeMap<String, BTreeMap<String, String>>,
+    ) -> anyhow::Result<Setup> {
+        Ok(Setup {
+            outbound: Outbound::new(services)?,
+            roots: Roots::open(roots)?,
+            root_paths: roots.clone(),
+            settings,
+        })
+    }
+
+    fn empty() -> Setup {
+        Setup::build(&BTreeMap::new(), &BTreeMap::new(), BTreeMap::new()).expect("nothing to build")
+    }
+}
+
+/// What host imports reach, shared by every call of one runtime.
+pub struct HostServices {
+    setup: RwLock<Arc<Setup>>,
+    /// Attached once the database is open.
+    pub domain: OnceLock<Domain>,
     /// What all calls together may still log this second.
     pub guest_log: GuestLogBudget,
+    /// The workers blocking file work runs on.
+    pub(crate) file_pool: files::FilePool,
 }
 
 /// Lines and bytes one call may log.
@@ -44,28 +76,34 @@ pub fn log_caps() -> (u32, usize) {
 
 impl HostServices {
     pub fn from_config(config: &Config) -> anyhow::Result<HostServices> {
-        Ok(HostServices {
-            outbound: Outbound::new(&config.services)?,
-            roots: Roots::open(&config.roots)?,
-            domain: OnceLock::new(),
-            settings: config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect(),
-            guest_log: GuestLogBudget::default(),
-        })
+        let settings = config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
+        Ok(HostServices::with(Setup::build(&config.services, &config.roots, settings)?))
     }
-}
 
-impl HostServices {
+    fn with(setup: Setup) -> HostServices {
+        HostServices {
+            setup: RwLock::new(Arc::new(setup)),
+            domain: OnceLock::new(),
+            guest_log: GuestLogBudget::default(),
+            file_pool: files::FilePool::default(),
+        }
+    }
+
     /// What loading sees: no roots, no services, no store, no settings, so
     /// `describe` and pre-initialisation can neither reach nor wait on
     /// anything outside the sandbox.
     pub fn isolated() -> HostServices {
-        HostServices {
-            outbound: Outbound::new(&BTreeMap::new()).expect("no services to build"),
-            roots: Roots::default(),
-            domain: OnceLock::new(),
-            settings: BTreeMap::new(),
-            guest_log: GuestLogBudget::default(),
-        }
+        HostServices::with(Setup::empty())
+    }
+
+    /// The setup calls starting now get.
+    pub fn setup(&self) -> Arc<Setup> {
+        self.setup.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Puts `setup` in place for the calls that start from now on.
+    pub fn replace_setup(&self, setup: Setup) {
+        *self.setup.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(setup);
     }
 
     /// Gives `library`, `drafts` and `records` their store. The first

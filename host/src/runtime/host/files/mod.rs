@@ -26,11 +26,12 @@ use crate::runtime::effects::EffectClass;
 const READ: &str = "capstan:host/files-read";
 const WRITE: &str = "capstan:host/files-write";
 
-/// The named roots, opened, and the workers that do their file work.
+pub(crate) use pool::FilePool;
+
+/// The named roots, opened.
 #[derive(Default)]
 pub struct Roots {
     dirs: BTreeMap<String, Arc<Dir>>,
-    pool: pool::FilePool,
 }
 
 impl Roots {
@@ -41,7 +42,7 @@ impl Roots {
                 .map_err(|e| anyhow::anyhow!("cannot open root {name} at {}: {e}", path.display()))?;
             dirs.insert(name.clone(), Arc::new(dir));
         }
-        Ok(Roots { dirs, pool: pool::FilePool::default() })
+        Ok(Roots { dirs })
     }
 }
 
@@ -115,7 +116,7 @@ struct Side {
 impl CallState {
     fn root(&mut self, import: &str, class: EffectClass, name: &str) -> Result<Arc<Dir>, HostError> {
         self.check(import, class)?;
-        self.services
+        self.setup
             .roots
             .dirs
             .get(name)
@@ -146,7 +147,7 @@ impl CallState {
         class: EffectClass,
         job: impl FnOnce(&pool::Stop) -> Result<T, HostError> + Send + 'static,
     ) -> Result<T, HostError> {
-        let result = self.services.clone().roots.pool.run(self.deadline, job).await;
+        let result = self.services.clone().file_pool.run(self.deadline, job).await;
         if let Err(HostError::Denied(why)) = &result {
             self.deny(import, class, why.clone());
         }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use crate::config::{Auth, ServiceConfig};
-use crate::runtime::bindings::capstan::host::types::{HostError, Request, Response};
+use crate::runtime::bindings::capstan::host::types::{HostError, Pair, Request, Response};
 use crate::runtime::bindings::capstan::host::{outbound_read, outbound_write};
 use crate::runtime::call_state::CallState;
 use crate::runtime::effects::EffectClass;
@@ -76,6 +76,44 @@ impl Outbound {
     }
 }
 
+impl Outbound {
+    /// A request the host itself makes to `service` (the console's Test
+    /// button): the same path checks, credentials and masking as a
+    /// component's. Returns the status and the (masked) body, or why not.
+    pub async fn host_request(
+        &self,
+        name: &str,
+        method: &str,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<(u16, Vec<u8>), String> {
+        let service = self.services.get(name).ok_or_else(|| format!("service {name} is not set up"))?;
+        let describe = |e: HostError| match e {
+            HostError::Denied(m)
+            | HostError::Invalid(m)
+            | HostError::NotFound(m)
+            | HostError::Unavailable(m)
+            | HostError::TooLarge(m)
+            | HostError::Conflict(m)
+            | HostError::Internal(m) => m,
+        };
+        let decoded = path::decoded(path).map_err(|why| format!("path {path:?} {why}"))?;
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+        let req = Request {
+            service: name.to_string(),
+            method: method.to_string(),
+            path: path.to_string(),
+            query: query.iter().map(|(n, v)| Pair { name: n.to_string(), value: v.to_string() }).collect(),
+            headers: Vec::new(),
+            body: None,
+        };
+        service.login(None).await.map_err(describe)?;
+        let (resp, redactor, _) = service.send_once(name, &req, &decoded, &method).await.map_err(describe)?;
+        let resp = service.read_masked(name, resp, &redactor).await.map_err(describe)?;
+        Ok((resp.status, resp.body))
+    }
+}
+
 /// Refuses headers and query names the component may not set, and the
 /// form login's own path.
 fn check_names(service: &Service, req: &Request, decoded: &str) -> Result<(), HostError> {
@@ -116,9 +154,9 @@ impl CallState {
             self.deny(import, class, reason.clone());
             return Err(HostError::Denied(reason));
         }
-        let services = self.services.clone();
+        let setup = self.setup.clone();
         let service =
-            services.outbound.services.get(&req.service).ok_or_else(|| {
+            setup.outbound.services.get(&req.service).ok_or_else(|| {
                 HostError::NotFound(format!("service {} is not configured by the operator", req.service))
             })?;
         let method = reqwest::Method::from_bytes(req.method.as_bytes())

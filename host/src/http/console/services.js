@@ -1,0 +1,135 @@
+// The console's Services tab: TMDB, up to three Torznab indexers and
+// qBittorrent, the downloads and library folders, and the library's
+// naming — each saved through /setup and checked with its Test button,
+// which makes a real request and says what it found. What capstan.toml
+// sets is shown and cannot be changed here. Uses console.js's helpers.
+"use strict";
+
+const SERVICE_TITLES = {
+  tmdb: "TMDB (titles, posters)",
+  torznab: "Indexer 1 (Torznab)",
+  "torznab-2": "Indexer 2 (Torznab)",
+  "torznab-3": "Indexer 3 (Torznab)",
+  qbittorrent: "qBittorrent",
+};
+
+function field(id, label, value, type, placeholder) {
+  const wrap = el("label", label + " ");
+  const input = document.createElement("input");
+  input.id = id;
+  input.type = type || "text";
+  if (value != null) input.value = value;
+  if (placeholder) input.placeholder = placeholder;
+  wrap.append(input);
+  return wrap;
+}
+
+function serviceCard(s) {
+  const card = el("fieldset", undefined, "service");
+  card.dataset.service = s.name;
+  card.append(el("legend", SERVICE_TITLES[s.name] || s.name));
+  const fromFile = s.source === "file";
+  if (fromFile) card.append(el("p", "Set in capstan.toml (" + s.baseUrl + "); change it there.", "hint"));
+  const id = (part) => "svc-" + s.name + "-" + part;
+  const url = field(id("url"), "URL", s.baseUrl, "url", s.kind === "torznab" ? "http://127.0.0.1:9696/1" : "");
+  card.append(url);
+  if (s.kind === "qbittorrent") card.append(field(id("user"), "User", s.username || "admin"));
+  if (s.kind === "tmdb") {
+    const wrap = el("label", "Credential ");
+    const select = document.createElement("select");
+    select.id = id("token");
+    select.append(new Option("API key (v3)", "apiKey"), new Option("Read access token (v4)", "readToken"));
+    select.value = s.tokenKind || "apiKey";
+    wrap.append(select);
+    card.append(wrap);
+  }
+  const secretLabel = s.kind === "qbittorrent" ? "Password" : s.kind === "tmdb" ? "Key or token" : "API key";
+  card.append(field(id("secret"), secretLabel, "", "password", s.secretSet ? "set — leave empty to keep" : "not set"));
+  const save = el("button", "Save", "save");
+  save.type = "button";
+  save.id = id("save");
+  const test = el("button", "Test", "test");
+  test.type = "button";
+  test.id = id("test");
+  const result = el("p", "", "found");
+  result.id = id("result");
+  result.setAttribute("role", "status");
+  if (fromFile) {
+    card.querySelectorAll("input, select").forEach((i) => (i.disabled = true));
+    card.append(test, result);
+  } else {
+    card.append(save, test, result);
+  }
+  save.addEventListener("click", async () => {
+    const body = { baseUrl: $(id("url")).value };
+    if ($(id("user"))) body.username = $(id("user")).value;
+    if ($(id("token"))) body.tokenKind = $(id("token")).value;
+    if ($(id("secret")).value) body.secret = $(id("secret")).value;
+    const answer = await api("PUT", "/setup/services/" + s.name, body);
+    result.className = answer.status === 200 ? "found" : "found error";
+    result.textContent = answer.status === 200 ? "Saved." : errorText(answer);
+    if (answer.status === 200) $(id("secret")).value = "";
+  });
+  test.addEventListener("click", async () => {
+    result.textContent = "Testing…";
+    const answer = await api("POST", "/setup/services/" + s.name + "/test");
+    const ok = answer.status === 200 && answer.data.ok;
+    result.className = ok ? "found ok" : "found error";
+    result.textContent = answer.status === 200 ? (ok ? "✓ " : "✗ ") + answer.data.found : errorText(answer);
+  });
+  return card;
+}
+
+function rootRow(r) {
+  const row = el("p", undefined, "root");
+  const input = field("root-" + r.name, r.name === "downloads" ? "Downloads folder" : "Library folder", r.path, "text", "/srv/" + r.name);
+  row.append(input);
+  if (r.source === "file") {
+    input.querySelector("input").disabled = true;
+    row.append(el("span", " set in capstan.toml", "hint"));
+    return row;
+  }
+  const save = el("button", "Save", "save");
+  save.type = "button";
+  save.id = "root-" + r.name + "-save";
+  const said = el("span", "", "found");
+  said.id = "root-" + r.name + "-result";
+  save.addEventListener("click", async () => {
+    const answer = await api("PUT", "/setup/roots/" + r.name, { path: $("root-" + r.name).value });
+    said.className = answer.status === 200 ? "found" : "found error";
+    said.textContent = answer.status === 200 ? " Saved." : " " + errorText(answer);
+  });
+  row.append(save, said);
+  return row;
+}
+
+async function refreshServices() {
+  const answer = await api("GET", "/setup");
+  if (answer.status !== 200) return;
+  const { services, roots, library: naming, libraryFromFile } = answer.data;
+  $("services").replaceChildren(...services.map(serviceCard));
+  $("roots").replaceChildren(...roots.map(rootRow));
+  for (const [key, id] of [["movieTemplate", "lib-movie"], ["episodeTemplate", "lib-episode"], ["savePath", "lib-save-path"], ["category", "lib-category"], ["mode", "lib-mode"]]) {
+    $(id).value = naming[key] || (key === "mode" ? "hardlink" : "");
+    $(id).disabled = libraryFromFile.includes(key);
+  }
+}
+
+$("roots-test").addEventListener("click", async () => {
+  $("roots-found").textContent = "Testing…";
+  const answer = await api("POST", "/setup/roots/test");
+  const ok = answer.status === 200 && answer.data.ok;
+  $("roots-found").className = ok ? "found ok" : "found error";
+  $("roots-found").textContent = answer.status === 200 ? (ok ? "✓ " : "✗ ") + answer.data.found : errorText(answer);
+});
+
+$("library-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = {};
+  for (const [key, id] of [["movieTemplate", "lib-movie"], ["episodeTemplate", "lib-episode"], ["savePath", "lib-save-path"], ["category", "lib-category"], ["mode", "lib-mode"]]) {
+    if ($(id).value && !$(id).disabled) body[key] = $(id).value;
+  }
+  const answer = await api("PUT", "/setup/library", body);
+  $("library-found").className = answer.status === 200 ? "found" : "found error";
+  $("library-found").textContent = answer.status === 200 ? "Saved." : errorText(answer);
+});

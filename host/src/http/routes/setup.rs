@@ -1,0 +1,210 @@
+//! The console's Services page over HTTP: `GET /api/v1/setup` (TMDB, the
+//! Torznab indexers, qBittorrent, the roots and the library's naming, each
+//! with where its value comes from; secrets only say whether they are
+//! set), `PUT`/`DELETE /api/v1/setup/services/{name}`, `PUT`/`DELETE
+//! /api/v1/setup/roots/{name}`, `PUT /api/v1/setup/library`, and the Test
+//! buttons `POST /api/v1/setup/services/{name}/test` and `POST
+//! /api/v1/setup/roots/test`. Changes are a console administrator's only,
+//! audited, and take effect at once; what `capstan.toml` sets is the
+//! file's (409).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::http::openapi::ErrorBody;
+use crate::setup::probe::{self, Found};
+use crate::setup::{LibraryEntry, ServiceEntry, SetupError};
+
+fn setup_error(e: SetupError) -> ApiError {
+    match e {
+        SetupError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", m),
+        SetupError::NotFound(m) => ApiError::not_found(m),
+        SetupError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "set_in_file", m),
+        other => ApiError::internal(other),
+    }
+}
+
+fn console_only(caller: &Caller) -> Result<(), ApiError> {
+    match caller {
+        Caller::Console(_) => Ok(()),
+        Caller::Key(_) => Err(ApiError::forbidden("services are set up from a console session, not with an API key")),
+    }
+}
+
+/// Stores a change, puts the setup in effect, and audits it.
+async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str) -> Result<Json<Value>, ApiError> {
+    crate::setup::apply(&state.caps)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
+    super::audit_change(state, caller, action, subject, "succeeded", None).await?;
+    view(state).await
+}
+
+async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
+    let config = state.caps.runtime().config().clone();
+    Ok(Json(crate::setup::store(&state.caps).view(&config).await.map_err(setup_error)?))
+}
+
+/// Every service and root the console sets up, and the library's naming.
+#[utoipa::path(get, path = "/api/v1/setup", tag = "setup", security(("apiKey" = []), ("consoleSession" = [])),
+    responses((status = 200, description = "{services, roots, library, libraryFromFile}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    view(&state).await
+}
+
+/// A service as the console sets it up.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServiceChange {
+    base_url: String,
+    /// qBittorrent's WebUI user.
+    #[serde(default)]
+    username: Option<String>,
+    /// For TMDB: `apiKey` (default) or `readToken`.
+    #[serde(default)]
+    token_kind: Option<String>,
+    /// The API key, read token or password; absent keeps the stored one.
+    #[serde(default)]
+    secret: Option<String>,
+}
+
+/// Sets up TMDB, a Torznab indexer (`torznab`, `torznab-2`, `torznab-3`) or qBittorrent.
+#[utoipa::path(put, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "tmdb, torznab, torznab-2, torznab-3 or qbittorrent")),
+    request_body = ServiceChange,
+    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "No such service can be set up here", body = ErrorBody),
+              (status = 409, description = "Set in capstan.toml", body = ErrorBody),
+              (status = 422, description = "Invalid", body = ErrorBody)))]
+pub async fn put_service(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<ServiceChange>,
+) -> Result<Json<Value>, ApiError> {
+    console_only(&caller)?;
+    let config = state.caps.runtime().config().clone();
+    let entry = ServiceEntry { base_url: body.base_url, username: body.username, token_kind: body.token_kind };
+    crate::setup::store(&state.caps)
+        .put_service(&config, &name, &entry, body.secret.as_deref(), &caller.principal())
+        .await
+        .map_err(setup_error)?;
+    changed(&state, &caller, "setup.service", &name).await
+}
+
+/// Forgets a service the console set up.
+#[utoipa::path(delete, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "Service name")),
+    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "Not set up in the console", body = ErrorBody)))]
+pub async fn remove_service(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    console_only(&caller)?;
+    crate::setup::store(&state.caps).remove("service", &name).await.map_err(setup_error)?;
+    changed(&state, &caller, "setup.service.remove", &name).await
+}
+
+/// Makes a real request to the service as it is set up now.
+#[utoipa::path(post, path = "/api/v1/setup/services/{name}/test", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "Service name")),
+    responses((status = 200, description = "What the request found", body = Found),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody)))]
+pub async fn test_service(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Found>, ApiError> {
+    console_only(&caller)?;
+    Ok(Json(probe::service(&state.caps, &name).await))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootChange {
+    /// An absolute folder this host can see.
+    path: String,
+}
+
+/// Sets the `downloads` or `library` root.
+#[utoipa::path(put, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "downloads or library")),
+    request_body = RootChange,
+    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "No such root can be set up here", body = ErrorBody),
+              (status = 409, description = "Set in capstan.toml", body = ErrorBody),
+              (status = 422, description = "Not an absolute folder, or overlapping the host's own", body = ErrorBody)))]
+pub async fn put_root(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<RootChange>,
+) -> Result<Json<Value>, ApiError> {
+    console_only(&caller)?;
+    let config = state.caps.runtime().config().clone();
+    crate::setup::store(&state.caps)
+        .put_root(&config, &name, &body.path, &caller.principal())
+        .await
+        .map_err(setup_error)?;
+    changed(&state, &caller, "setup.root", &name).await
+}
+
+/// Forgets a root the console set.
+#[utoipa::path(delete, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "Root name")),
+    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "Not set up in the console", body = ErrorBody)))]
+pub async fn remove_root(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    console_only(&caller)?;
+    crate::setup::store(&state.caps).remove("root", &name).await.map_err(setup_error)?;
+    changed(&state, &caller, "setup.root.remove", &name).await
+}
+
+/// Looks at the roots: folders, writable, and whether downloads hard-link into the library.
+#[utoipa::path(post, path = "/api/v1/setup/roots/test", tag = "setup", security(("consoleSession" = [])),
+    responses((status = 200, description = "What the look found", body = Found),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody)))]
+pub async fn test_roots(State(state): State<AppState>, caller: Caller) -> Result<Json<Found>, ApiError> {
+    console_only(&caller)?;
+    Ok(Json(probe::roots(&state.caps).await))
+}
+
+/// Sets the library's naming templates, how files reach it, and where downloads go.
+#[utoipa::path(put, path = "/api/v1/setup/library", tag = "setup", security(("consoleSession" = [])),
+    request_body = LibraryEntry,
+    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 422, description = "Invalid", body = ErrorBody)))]
+pub async fn put_library(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<LibraryEntry>,
+) -> Result<Json<Value>, ApiError> {
+    console_only(&caller)?;
+    crate::setup::store(&state.caps).put_library(&body, &caller.principal()).await.map_err(setup_error)?;
+    changed(&state, &caller, "setup.library", "library").await
+}

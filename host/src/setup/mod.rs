@@ -1,0 +1,384 @@
+//! What an operator sets up in the console rather than in `capstan.toml`:
+//! TMDB, up to three Torznab indexers and qBittorrent ([`kinds`]), the
+//! `downloads` and `library` roots, and the library's naming and download
+//! placement. Kept in the database (`setup_entry`), each secret encrypted
+//! like the other secrets. What the file sets wins and is shown as set by
+//! the file; the rest comes from here. [`apply`] merges both and puts the
+//! result in place in the runtime without a restart, and [`spawn_refresh`]
+//! does so in every process when another one changed it. [`probe`] is the
+//! console's Test button: a real request, and what it found.
+
+pub mod kinds;
+pub mod probe;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::Row;
+
+pub use kinds::{Kind, ServiceEntry};
+
+use crate::config::{Config, ServiceConfig};
+use crate::pipeline::Capabilities;
+use crate::settings::Settings;
+use crate::store::{Db, now_ms};
+
+/// Why a change to the setup was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("secrets cannot be read or written: {0}")]
+    Secret(String),
+    #[error(transparent)]
+    Sql(#[from] sqlx::Error),
+}
+
+/// The library's naming and where downloads go, as the console sets them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LibraryEntry {
+    /// organize.plan's `movie_template`, e.g. `{Movie Title} ({Release Year})/{Movie Title} ({Release Year})`.
+    #[serde(default)]
+    pub movie_template: Option<String>,
+    /// organize.plan's `episode_template`.
+    #[serde(default)]
+    pub episode_template: Option<String>,
+    /// How files reach the library: `hardlink` (default), `copy` or `move`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// qBittorrent's save path for new downloads.
+    #[serde(default)]
+    pub save_path: Option<String>,
+    /// qBittorrent's category for new downloads.
+    #[serde(default)]
+    pub category: Option<String>,
+}
+
+/// Where each library setting goes: (field, capability, setting name).
+const LIBRARY_SETTINGS: &[(&str, &str, &str)] = &[
+    ("movieTemplate", "organize.plan", "movie_template"),
+    ("episodeTemplate", "organize.plan", "episode_template"),
+    ("mode", "organize.plan", "mode"),
+    ("savePath", "download.submit", "save_path"),
+    ("category", "download.submit", "category"),
+];
+
+/// The setup store over one database.
+pub struct SetupStore {
+    db: Db,
+    settings: Arc<Settings>,
+}
+
+fn secret_name(name: &str) -> String {
+    format!("setup.service.{name}")
+}
+
+impl SetupStore {
+    pub fn new(db: Db, settings: Arc<Settings>) -> SetupStore {
+        SetupStore { db, settings }
+    }
+
+    async fn row(&self, section: &str, name: &str) -> Result<Option<(Value, Option<String>)>, SetupError> {
+        let row = sqlx::query("SELECT body, secret FROM setup_entry WHERE section = $1 AND name = $2")
+            .bind(section)
+            .bind(name)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let body: String = row.try_get("body")?;
+        let body =
+            serde_json::from_str(&body).map_err(|e| SetupError::Invalid(format!("stored {section} {name}: {e}")))?;
+        Ok(Some((body, row.try_get("secret")?)))
+    }
+
+    async fn rows(&self, section: &str) -> Result<Vec<(String, Value, Option<String>)>, SetupError> {
+        let rows = sqlx::query("SELECT name, body, secret FROM setup_entry WHERE section = $1 ORDER BY name")
+            .bind(section)
+            .fetch_all(&self.db.pool)
+            .await?;
+        let mut out = Vec::new();
+        for row in rows {
+            let body: String = row.try_get("body")?;
+            let body = serde_json::from_str(&body).unwrap_or(Value::Null);
+            out.push((row.try_get("name")?, body, row.try_get("secret")?));
+        }
+        Ok(out)
+    }
+
+    async fn upsert(
+        &self,
+        section: &str,
+        name: &str,
+        body: &Value,
+        secret: Option<&str>,
+        by: &str,
+    ) -> Result<(), SetupError> {
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("DELETE FROM setup_entry WHERE section = $1 AND name = $2")
+            .bind(section)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO setup_entry (section, name, body, secret, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(section)
+        .bind(name)
+        .bind(body.to_string())
+        .bind(secret)
+        .bind(now_ms())
+        .bind(by)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Sets up service `name` (a console kind). Without `secret` the stored
+    /// one is kept. A name `capstan.toml` configures is the file's.
+    pub async fn put_service(
+        &self,
+        config: &Config,
+        name: &str,
+        entry: &ServiceEntry,
+        secret: Option<&str>,
+        by: &str,
+    ) -> Result<(), SetupError> {
+        let kind = kinds::kind_of(name)
+            .ok_or_else(|| SetupError::NotFound(format!("no service {name} can be set up here")))?;
+        if config.services.contains_key(name) {
+            return Err(SetupError::Conflict(format!("service {name} is set in capstan.toml; change it there")));
+        }
+        let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
+        let stored = match secret.filter(|s| !s.trim().is_empty()) {
+            Some(s) => key.encrypt(&secret_name(name), s.trim()),
+            None => self
+                .row("service", name)
+                .await?
+                .and_then(|(_, s)| s)
+                .ok_or_else(|| SetupError::Invalid(format!("{name} needs its key or password")))?,
+        };
+        let plain = key.decrypt(&secret_name(name), &stored).map_err(|e| SetupError::Secret(e.to_string()))?;
+        let service = kinds::service_config(kind, entry, &plain).map_err(SetupError::Invalid)?;
+        service.validate(name).map_err(SetupError::Invalid)?;
+        self.upsert("service", name, &json!(entry), Some(&stored), by).await
+    }
+
+    /// Sets root `name` (`downloads` or `library`) to an existing folder.
+    pub async fn put_root(&self, config: &Config, name: &str, path: &str, by: &str) -> Result<(), SetupError> {
+        if !kinds::ROOT_NAMES.contains(&name) {
+            return Err(SetupError::NotFound(format!(
+                "no root {name} can be set up here; they are downloads and library"
+            )));
+        }
+        if config.roots.contains_key(name) {
+            return Err(SetupError::Conflict(format!("root {name} is set in capstan.toml; change it there")));
+        }
+        let dir = Path::new(path.trim());
+        if !dir.is_absolute() {
+            return Err(SetupError::Invalid(format!("{name} must be an absolute path, like /srv/{name}")));
+        }
+        if !dir.is_dir() {
+            return Err(SetupError::Invalid(format!("{} is not a folder this host can see", dir.display())));
+        }
+        let mut check = config.clone();
+        check.roots.insert(name.to_string(), dir.to_path_buf());
+        check.check_root_overlaps().map_err(|e| SetupError::Invalid(e.to_string()))?;
+        self.upsert("root", name, &json!({ "path": dir }), None, by).await
+    }
+
+    /// Sets the library's naming and download placement.
+    pub async fn put_library(&self, entry: &LibraryEntry, by: &str) -> Result<(), SetupError> {
+        if let Some(mode) = &entry.mode
+            && !matches!(mode.as_str(), "hardlink" | "copy" | "move")
+        {
+            return Err(SetupError::Invalid(format!("mode {mode:?} is not hardlink, copy or move")));
+        }
+        for (what, template) in [("movieTemplate", &entry.movie_template), ("episodeTemplate", &entry.episode_template)]
+        {
+            if template.as_ref().is_some_and(|t| t.trim().is_empty() || t.len() > 500) {
+                return Err(SetupError::Invalid(format!("{what} must be 1 to 500 characters")));
+            }
+        }
+        self.upsert("library", "library", &json!(entry), None, by).await
+    }
+
+    /// Forgets what the console set for service or root `name`.
+    pub async fn remove(&self, section: &str, name: &str) -> Result<(), SetupError> {
+        let n = sqlx::query("DELETE FROM setup_entry WHERE section = $1 AND name = $2")
+            .bind(section)
+            .bind(name)
+            .execute(&self.db.pool)
+            .await?
+            .rows_affected();
+        if n == 0 {
+            return Err(SetupError::NotFound(format!("no {section} {name} is set up in the console")));
+        }
+        Ok(())
+    }
+
+    /// When the setup last changed, to notice another process's change.
+    pub async fn version(&self) -> Result<(i64, i64), SetupError> {
+        let row =
+            sqlx::query("SELECT COUNT(*) AS n, CAST(COALESCE(MAX(updated_at), 0) AS BIGINT) AS at FROM setup_entry")
+                .fetch_one(&self.db.pool)
+                .await?;
+        Ok((row.try_get("n")?, row.try_get("at")?))
+    }
+
+    /// The console's services with their secrets, decrypted.
+    async fn console_services(&self) -> Result<BTreeMap<String, ServiceConfig>, SetupError> {
+        let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
+        let mut out = BTreeMap::new();
+        for (name, body, secret) in self.rows("service").await? {
+            let (Some(kind), Ok(entry), Some(secret)) =
+                (kinds::kind_of(&name), serde_json::from_value::<ServiceEntry>(body), secret)
+            else {
+                continue;
+            };
+            let plain = key.decrypt(&secret_name(&name), &secret).map_err(|e| SetupError::Secret(e.to_string()))?;
+            if let Ok(service) = kinds::service_config(kind, &entry, &plain) {
+                out.insert(name, service);
+            }
+        }
+        Ok(out)
+    }
+
+    /// What is in effect: the file's services, roots and settings, and the
+    /// console's where the file says nothing.
+    pub async fn effective(&self, config: &Config) -> Result<Effective, SetupError> {
+        let mut services = config.services.clone();
+        for (name, service) in self.console_services().await? {
+            services.entry(name).or_insert(service);
+        }
+        let mut roots = config.roots.clone();
+        for (name, body, _) in self.rows("root").await? {
+            if let Some(path) = body["path"].as_str() {
+                roots.entry(name).or_insert_with(|| PathBuf::from(path));
+            }
+        }
+        let mut settings: BTreeMap<String, BTreeMap<String, String>> =
+            config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
+        if let Some((body, _)) = self.row("library", "library").await? {
+            for (field, capability, setting) in LIBRARY_SETTINGS {
+                if let Some(value) = body[*field].as_str().filter(|v| !v.trim().is_empty()) {
+                    settings
+                        .entry(capability.to_string())
+                        .or_default()
+                        .entry(setting.to_string())
+                        .or_insert(value.into());
+                }
+            }
+        }
+        // download.submit fetches .torrent files from the indexers it knows.
+        let sources: Vec<String> = services
+            .iter()
+            .filter(|(name, _)| name.starts_with("torznab"))
+            .map(|(name, s)| format!("{name}={}", s.base_url))
+            .collect();
+        if !sources.is_empty() {
+            settings
+                .entry("download.submit".into())
+                .or_default()
+                .entry("torrent_sources".into())
+                .or_insert(sources.join(","));
+        }
+        Ok(Effective { services, roots, settings })
+    }
+
+    /// What the console shows: every service and root it can set up, with
+    /// where its value comes from and whether its secret is set; secrets
+    /// themselves never.
+    pub async fn view(&self, config: &Config) -> Result<Value, SetupError> {
+        let stored: BTreeMap<String, (Value, bool)> =
+            self.rows("service").await?.into_iter().map(|(n, b, s)| (n, (b, s.is_some()))).collect();
+        let mut services = Vec::new();
+        for (name, kind) in kinds::SERVICE_NAMES {
+            let view = match (config.services.get(*name), stored.get(*name)) {
+                (Some(file), _) => json!({"name": name, "kind": kind, "source": "file", "baseUrl": file.base_url,
+                    "secretSet": !matches!(file.auth, crate::config::Auth::None)}),
+                (None, Some((body, secret))) => {
+                    let mut v = body.clone();
+                    v["name"] = json!(name);
+                    v["kind"] = json!(kind);
+                    v["source"] = json!("console");
+                    v["secretSet"] = json!(secret);
+                    v
+                }
+                (None, None) => {
+                    json!({"name": name, "kind": kind, "source": "unset", "baseUrl": kinds::default_base(*kind), "secretSet": false})
+                }
+            };
+            services.push(view);
+        }
+        let stored_roots: BTreeMap<String, Value> =
+            self.rows("root").await?.into_iter().map(|(n, b, _)| (n, b)).collect();
+        let roots: Vec<Value> = kinds::ROOT_NAMES
+            .iter()
+            .map(|name| match (config.roots.get(*name), stored_roots.get(*name)) {
+                (Some(path), _) => json!({"name": name, "path": path, "source": "file"}),
+                (None, Some(body)) => json!({"name": name, "path": body["path"], "source": "console"}),
+                (None, None) => json!({"name": name, "path": null, "source": "unset"}),
+            })
+            .collect();
+        let library = self.row("library", "library").await?.map(|(b, _)| b).unwrap_or(json!({}));
+        let file_keys: Vec<&str> = LIBRARY_SETTINGS
+            .iter()
+            .filter(|(_, capability, setting)| {
+                config.capabilities.get(*capability).is_some_and(|c| c.settings.contains_key(*setting))
+            })
+            .map(|(field, _, _)| *field)
+            .collect();
+        Ok(json!({"services": services, "roots": roots, "library": library, "libraryFromFile": file_keys}))
+    }
+}
+
+/// Services, roots and capabilities' settings as they take effect.
+#[derive(Debug, Clone, Default)]
+pub struct Effective {
+    pub services: BTreeMap<String, ServiceConfig>,
+    pub roots: BTreeMap<String, PathBuf>,
+    pub settings: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The store of `caps`' database.
+pub fn store(caps: &Capabilities) -> SetupStore {
+    SetupStore::new(caps.db().clone(), caps.settings().clone())
+}
+
+/// Puts the effective setup in place in the runtime.
+pub async fn apply(caps: &Capabilities) -> anyhow::Result<()> {
+    let config = caps.runtime().config().clone();
+    let effective = store(caps).effective(&config).await?;
+    caps.runtime().reconfigure(&effective.services, &effective.roots, effective.settings)
+}
+
+/// Applies the setup now and again whenever it changes in the database (a
+/// change made through another process), checked every few seconds.
+pub fn spawn_refresh(caps: Arc<Capabilities>) {
+    tokio::spawn(async move {
+        let mut seen = None;
+        loop {
+            match store(&caps).version().await {
+                Ok(version) if Some(version) != seen => {
+                    // Said once per change, not every few seconds.
+                    seen = Some(version);
+                    if let Err(e) = apply(&caps).await {
+                        tracing::error!(error = %e, "the console's setup cannot be applied; the last good one stays");
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the console's setup"),
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        }
+    });
+}

@@ -1,0 +1,111 @@
+//! The Services page in a real Chromium: a newcomer connects TMDB and an
+//! indexer (mock servers on loopback) and a real qBittorrent, sets the
+//! folders, presses Test on each and reads what was found; a wrong key
+//! says why; a value from capstan.toml is shown and cannot be edited.
+
+use std::sync::Arc;
+
+use capstan::config::{Auth, SecretRef, ServiceConfig};
+use capstan::pipeline::Capabilities;
+use capstan::store::Db;
+use capstan_tests::browser::Browser;
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::TestHost;
+use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
+use capstan_tests::mock_torznab::{Indexer, MockTorznab};
+use capstan_tests::qbittorrent::QBittorrent;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() {
+    let tmdb = MockTmdb::start("console-tmdb-key", Catalog::sample()).await;
+    let indexer = MockTorznab::start(
+        "console-indexer-key",
+        Indexer { title: "Console Indexer", movie_params: Some("q,imdbid"), tv_params: None, items: Vec::new() },
+    )
+    .await;
+    let qbt = QBittorrent::start().await;
+    let mut host = TestHost::new();
+    let file_indexer = ServiceConfig {
+        base_url: "http://127.0.0.1:9/file".into(),
+        auth: Auth::Query { name: "apikey".into(), value: SecretRef("file-key".into()) },
+        operations: Vec::new(),
+        timeout_ms: 2_000,
+        response_cap_bytes: 1 << 20,
+    };
+    host.config.services.insert("torznab-3".into(), file_indexer);
+    let downloads = host.dir.path().join("downloads");
+    let library = host.dir.path().join("library");
+    std::fs::create_dir_all(&downloads).unwrap();
+    std::fs::create_dir_all(&library).unwrap();
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let base = capstan_tests::api::serve(caps.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
+
+    let browser = Browser::start().await;
+    browser.client.goto(&format!("{root}/")).await.unwrap();
+    browser.fill("#login-name", "newcomer").await;
+    browser.fill("#login-password", "correct horse battery").await;
+    browser.click("#login-submit").await;
+    browser.wait_text("#who", "named the administrator", |t| t.contains("newcomer")).await;
+    browser.click("nav button[data-tab=services]").await;
+    browser.wait_text("#services", "listed the services", |t| t.contains("TMDB") && t.contains("qBittorrent")).await;
+
+    // The file's indexer is shown, not editable.
+    let file_card = browser.text("fieldset[data-service='torznab-3']").await;
+    assert!(file_card.contains("Set in capstan.toml"), "{file_card}");
+    assert_eq!(browser.attr("#svc-torznab-3-url", "disabled").await.as_deref(), Some("true"));
+
+    // TMDB: a wrong key says so; the right one is accepted.
+    browser.fill("#svc-tmdb-url", &tmdb.base_url()).await;
+    browser.fill("#svc-tmdb-secret", "not-the-key").await;
+    browser.click("#svc-tmdb-save").await;
+    browser.wait_text("#svc-tmdb-result", "saved", |t| t == "Saved.").await;
+    browser.click("#svc-tmdb-test").await;
+    browser.wait_text("#svc-tmdb-result", "said the key is wrong", |t| t.contains("refused the credential")).await;
+    browser.fill("#svc-tmdb-secret", "console-tmdb-key").await;
+    browser.click("#svc-tmdb-save").await;
+    browser.wait_text("#svc-tmdb-result", "saved", |t| t == "Saved.").await;
+    browser.click("#svc-tmdb-test").await;
+    browser.wait_text("#svc-tmdb-result", "accepted", |t| t.contains("TMDB accepted the credential")).await;
+
+    // The indexer's caps; qBittorrent's version.
+    browser.fill("#svc-torznab-url", &indexer.base_url()).await;
+    browser.fill("#svc-torznab-secret", "console-indexer-key").await;
+    browser.click("#svc-torznab-save").await;
+    browser.wait_text("#svc-torznab-result", "saved", |t| t == "Saved.").await;
+    browser.click("#svc-torznab-test").await;
+    browser.wait_text("#svc-torznab-result", "read the caps", |t| t.contains("Console Indexer")).await;
+    browser.fill("#svc-qbittorrent-url", &qbt.base_url()).await;
+    browser.fill("#svc-qbittorrent-user", qbt.username()).await;
+    browser.fill("#svc-qbittorrent-secret", qbt.password()).await;
+    browser.click("#svc-qbittorrent-save").await;
+    browser.wait_text("#svc-qbittorrent-result", "saved", |t| t == "Saved.").await;
+    browser.click("#svc-qbittorrent-test").await;
+    browser.wait_text("#svc-qbittorrent-result", "logged in", |t| t.contains("qBittorrent v")).await;
+
+    // The folders, and whether files can be hard-linked between them.
+    browser.fill("#root-downloads", downloads.to_str().unwrap()).await;
+    browser.click("#root-downloads-save").await;
+    browser.wait_text("#root-downloads-result", "saved", |t| t.contains("Saved.")).await;
+    browser.fill("#root-library", "not/absolute").await;
+    browser.click("#root-library-save").await;
+    browser.wait_text("#root-library-result", "refused", |t| t.contains("absolute path")).await;
+    browser.fill("#root-library", library.to_str().unwrap()).await;
+    browser.click("#root-library-save").await;
+    browser.wait_text("#root-library-result", "saved", |t| t.contains("Saved.")).await;
+    browser.click("#roots-test").await;
+    browser.wait_text("#roots-found", "tested the folders", |t| t.contains("can be hard-linked")).await;
+
+    // A reload shows what was saved, secrets only as set.
+    browser.client.refresh().await.unwrap();
+    browser.click("nav button[data-tab=services]").await;
+    browser.wait_text("#services", "listed again", |t| t.contains("TMDB")).await;
+    let url = browser.prop("#svc-tmdb-url", "value").await;
+    assert_eq!(url.as_deref(), Some(tmdb.base_url().as_str()));
+    assert_eq!(browser.attr("#svc-tmdb-secret", "placeholder").await.as_deref(), Some("set — leave empty to keep"));
+    assert_eq!(caps.runtime().root_paths()["library"], library);
+    browser.close().await;
+}

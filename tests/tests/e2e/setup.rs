@@ -1,0 +1,227 @@
+//! Services set up from the console rather than capstan.toml: TMDB, a
+//! Torznab indexer (mock servers on loopback) and a real qBittorrent, the
+//! roots and the library's naming — saved with their secrets encrypted, in
+//! effect at once (a capability call uses them with no restart), each with
+//! a Test that makes a real request and says what it found; what the file
+//! sets is shown as the file's and cannot be changed; bad values are
+//! refused with the reason and change nothing. On SQLite and on PostgreSQL.
+
+use std::sync::Arc;
+
+use capstan::config::{Auth, SecretRef, ServiceConfig};
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::{EffectClass, Status};
+use capstan::store::Db;
+use capstan_tests::api::{login, serve};
+use capstan_tests::both_backends;
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::TestHost;
+use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
+use capstan_tests::mock_torznab::{Indexer, MockTorznab};
+use capstan_tests::qbittorrent::QBittorrent;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const TMDB_KEY: &str = "tmdb-setup-key-41";
+const INDEXER_KEY: &str = "indexer-setup-key-77";
+
+struct Admin {
+    base: String,
+    http: reqwest::Client,
+    cookie: String,
+    csrf: String,
+}
+
+impl Admin {
+    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .header("x-csrf-token", &self.csrf);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+fn service<'a>(view: &'a Value, name: &str) -> &'a Value {
+    view["services"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()
+}
+
+async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
+    let tmdb = MockTmdb::start(TMDB_KEY, Catalog::sample()).await;
+    let indexer = MockTorznab::start(
+        INDEXER_KEY,
+        Indexer {
+            title: "Mock Indexer",
+            movie_params: Some("q,imdbid"),
+            tv_params: Some("q,season,ep"),
+            items: Vec::new(),
+        },
+    )
+    .await;
+    let qbt = QBittorrent::start().await;
+    let mut host = TestHost::new();
+    // torznab-3 is the file's; the console shows it and leaves it alone.
+    let file_indexer = ServiceConfig {
+        base_url: "http://127.0.0.1:9".into(),
+        auth: Auth::Query { name: "apikey".into(), value: SecretRef("file-key".into()) },
+        operations: Vec::new(),
+        timeout_ms: 2_000,
+        response_cap_bytes: 1 << 20,
+    };
+    host.config.services.insert("torznab-3".into(), file_indexer);
+    let downloads = host.dir.path().join("downloads");
+    let library = host.dir.path().join("library");
+    std::fs::create_dir_all(&downloads).unwrap();
+    std::fs::create_dir_all(&library).unwrap();
+    let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let base = serve(caps.clone()).await;
+    // Another process on the same database (a worker) follows the changes.
+    // (As `capstan worker` does, it shares the data folder and so the master key.)
+    let mut other_host = TestHost::new();
+    other_host.config = host.config.clone();
+    let other = Arc::new(Capabilities::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id()));
+    capstan::setup::spawn_refresh(other.clone());
+    let http = reqwest::Client::new();
+    let (cookie, csrf) = login(&db, &http, &base, "admin").await;
+    let admin = Admin { base: base.clone(), http: http.clone(), cookie, csrf };
+
+    // Before: TMDB is not set up, and a lookup says so.
+    let lookup = json!({"action": "search", "query": "Dune"});
+    let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
+    assert!(inv.error.unwrap().message.contains("TMDB is not set up"));
+    let (status, view) = admin.send(Method::GET, "/setup", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(service(&view, "tmdb")["source"], "unset");
+    assert_eq!(service(&view, "torznab-3")["source"], "file");
+
+    // Refusals change nothing.
+    for (path, body, want) in [
+        ("/setup/services/tmdb", json!({"baseUrl": tmdb.base_url()}), 422),
+        ("/setup/services/tmdb", json!({"baseUrl": "ftp://tmdb", "secret": "k"}), 422),
+        ("/setup/services/sonarr", json!({"baseUrl": "http://x", "secret": "k"}), 404),
+        ("/setup/services/torznab-3", json!({"baseUrl": "http://x", "secret": "k"}), 409),
+        ("/setup/services/qbittorrent", json!({"baseUrl": qbt.base_url(), "secret": "p"}), 422),
+        ("/setup/roots/downloads", json!({"path": "relative/dir"}), 422),
+        ("/setup/roots/library", json!({"path": "/no/such/folder"}), 422),
+        ("/setup/roots/downloads", json!({"path": host.dir.path()}), 422),
+    ] {
+        let (status, answer) = admin.send(Method::PUT, path, Some(body.clone())).await;
+        assert_eq!(status, want, "{path} {body}: {answer}");
+    }
+    let (status, _) = admin.send(Method::PUT, "/setup/library", Some(json!({"mode": "teleport"}))).await;
+    assert_eq!(status, 422);
+    assert_eq!(capstan::setup::store(&caps).version().await.unwrap().0, 0, "nothing was stored");
+
+    // TMDB: saved, tested, and used by the next call with no restart.
+    let (status, view) = admin
+        .send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url(), "secret": "wrong-key"})))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    assert!(!view.to_string().contains("wrong-key"), "a secret is never shown back");
+    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", None).await;
+    assert_eq!(tested["ok"], false, "{tested}");
+    assert!(tested["found"].as_str().unwrap().contains("refused the credential"), "{tested}");
+    admin
+        .send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url(), "secret": TMDB_KEY})))
+        .await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", None).await;
+    assert_eq!(tested["ok"], true, "{tested}");
+    assert!(tested["found"].as_str().unwrap().contains("TMDB accepted the credential"), "{tested}");
+    let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
+    assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
+    let started = std::time::Instant::now();
+    loop {
+        let inv = other.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
+        if inv.status == Status::Succeeded {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the other process never took the change up");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let stored: String =
+        sqlx::query_scalar("SELECT secret FROM setup_entry WHERE name = 'tmdb'").fetch_one(&db.pool).await.unwrap();
+    assert!(!stored.contains(TMDB_KEY), "the key is encrypted at rest");
+    // A later save without the secret keeps it.
+    let (status, view) =
+        admin.send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url()}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (service(&view, "tmdb")["source"].as_str(), service(&view, "tmdb")["secretSet"].as_bool()),
+        (Some("console"), Some(true))
+    );
+
+    // An indexer: its caps are read; release.search then knows it.
+    let (status, _) = admin
+        .send(
+            Method::PUT,
+            "/setup/services/torznab",
+            Some(json!({"baseUrl": indexer.base_url(), "secret": INDEXER_KEY})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab/test", None).await;
+    assert_eq!(tested["ok"], true, "{tested}");
+    assert!(tested["found"].as_str().unwrap().contains("Mock Indexer"), "{tested}");
+    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab-3/test", None).await;
+    assert_eq!(tested["ok"], false, "the file's indexer is unreachable: {tested}");
+
+    // qBittorrent, real: the login and the version.
+    let qb = json!({"baseUrl": qbt.base_url(), "username": qbt.username(), "secret": qbt.password()});
+    let (status, _) = admin.send(Method::PUT, "/setup/services/qbittorrent", Some(qb)).await;
+    assert_eq!(status, 200);
+    let (_, tested) = admin.send(Method::POST, "/setup/services/qbittorrent/test", None).await;
+    assert_eq!(tested["ok"], true, "{tested}");
+    assert!(tested["found"].as_str().unwrap().starts_with("qBittorrent v"), "{tested}");
+
+    // Roots, and whether downloads hard-link into the library.
+    for (name, dir) in [("downloads", &downloads), ("library", &library)] {
+        let (status, answer) =
+            admin.send(Method::PUT, &format!("/setup/roots/{name}"), Some(json!({"path": dir}))).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (_, tested) = admin.send(Method::POST, "/setup/roots/test", None).await;
+    assert_eq!(tested["ok"], true, "{tested}");
+    assert!(tested["found"].as_str().unwrap().contains("can be hard-linked"), "{tested}");
+    assert_eq!(caps.runtime().root_paths()["library"], library);
+
+    // The library's naming becomes the organizer's and the submitter's settings.
+    let naming = json!({"movieTemplate": "{Movie Title} ({Release Year})", "savePath": "/srv/downloads/movies"});
+    let (status, _) = admin.send(Method::PUT, "/setup/library", Some(naming)).await;
+    assert_eq!(status, 200);
+    let config = caps.runtime().config().clone();
+    let effective = capstan::setup::store(&caps).effective(&config).await.unwrap();
+    assert_eq!(effective.settings["organize.plan"]["movie_template"], "{Movie Title} ({Release Year})");
+    assert_eq!(effective.settings["download.submit"]["save_path"], "/srv/downloads/movies");
+    assert!(
+        effective.settings["download.submit"]["torrent_sources"].contains(&format!("torznab={}", indexer.base_url()))
+    );
+
+    // Keys cannot set services up; every change is audited.
+    let key = capstan::http::keys::create(&db, "automation", &[EffectClass::Execute], "admin:admin").await.unwrap();
+    let resp = http
+        .put(format!("{base}/setup/services/tmdb"))
+        .bearer_auth(&key)
+        .json(&json!({"baseUrl": "http://evil", "secret": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let audit = caps.audit().list(0, 1000).await.unwrap();
+    let changes = audit.iter().filter(|e| e.event.action.starts_with("setup.")).count();
+    assert_eq!(changes, 8, "every accepted change is audited once");
+
+    // Forgotten: TMDB is no longer set up, at once.
+    let (status, _) = admin.send(Method::DELETE, "/setup/services/tmdb", None).await;
+    assert_eq!(status, 200);
+    let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
+    assert!(inv.error.unwrap().message.contains("TMDB is not set up"));
+}
+
+both_backends!(services_are_set_up_tested_and_in_effect_at_once);
