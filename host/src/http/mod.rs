@@ -81,6 +81,7 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .route("/", get(console::index))
         .route("/console.js", get(console::script))
+        .route("/runs.js", get(console::runs))
         .route("/library.js", get(console::library))
         .route("/services.js", get(console::services))
         .route("/console.css", get(console::style))

@@ -93,18 +93,43 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("nav button[data-tab=library]").await;
     let library = browser.wait_text("#library", "listed", |t| t.contains("Dune: Part Two")).await;
     assert!(library.contains("(2024)") && library.contains("2160p wanted"), "{library}");
+    // TMDB is not set up here: the failure says so and leads to the Services page.
+    browser.fill("#add-query", "Dune").await;
+    browser.click("#add-search-button").await;
+    browser.wait_text("#add-error", "said TMDB is missing", |t| t.contains("TMDB is not set up")).await;
+    browser.click("#add-error button.link").await;
+    assert!(browser.shown("#tab-services").await, "the link opened the Services page");
 
-    // A run with the demo model, followed to its verified report.
+    // A run with the demo model, followed to its verified report. Until a
+    // model is set up the console says the demo follows scripts, and runs
+    // start as plan only.
     browser.click("nav button[data-tab=agent]").await;
+    browser.wait_text("#run-demo-note", "said the demo model is active", |t| t.contains("scripted demo model")).await;
+    assert_eq!(browser.prop("#run-mode", "value").await.as_deref(), Some("plan_only"));
     browser.fill("#run-goal", "What does my library hold?").await;
-    browser.click("#run-mode option[value=plan_only]").await;
     browser.click("#run-start").await;
     browser.wait_text("#run-status", "succeeded", |t| t == "succeeded").await;
     let transcript = browser.wait_text("#run-text", "streamed", |t| t.contains("The library tracks")).await;
     assert!(transcript.contains("nothing was changed"), "{transcript}");
-    let tools = browser.text("#run-tools").await;
-    assert!(tools.contains("inventory.query") && tools.contains("succeeded"), "{tools}");
+    // Each step with its time, each call with its input and status.
+    assert!(
+        transcript.contains("Agent:") && transcript.contains("inventory.query {") && transcript.contains("— succeeded"),
+        "{transcript}"
+    );
+    assert!(browser.text("#run-text .step time").await.contains(':'), "steps carry their time");
     browser.wait_text("#run-report-status", "showed the report", |t| t.contains("succeeded")).await;
+    let summary = browser.text("#run-summary").await;
+    assert!(summary.contains("Asked") && summary.contains("What does my library hold?"), "{summary}");
+    assert!(summary.contains("The model said (not verified)"), "{summary}");
+    assert!(!browser.shown("#run-report").await, "the raw report is behind a toggle");
+    browser.click("#run-report-raw summary").await;
+    browser.wait_text("#run-report", "showed the raw report", |t| t.contains("AgentGoalReport")).await;
+    assert!(!browser.shown("#run-abort").await, "an ended run has nothing to abort");
+    // The user's own words appear in the transcript.
+    browser.fill("#message-text", "And how many are wanted?").await;
+    browser.click("#message-form button[type=submit]").await;
+    browser.wait_text("#run-text", "showed the message", |t| t.contains("You: And how many are wanted?")).await;
+    browser.wait_text("#run-status", "answered again", |t| t == "succeeded").await;
     let runs = api.get("/agent/runs").await;
     assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
     assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
@@ -203,6 +228,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
         assert!(audit.contains(action), "{action} is audited: {audit}");
     }
     assert!(audit.contains("admin:bob"), "{audit}");
+    assert!(audit.contains("calls a day until"), "each event's detail is shown: {audit}");
     assert!(!audit.contains("sk-console-test"), "settings changes are audited by key, never by value");
     browser.click("#audit-verify").await;
     let verdict = browser.wait_text("#audit-verdict", "gave a verdict", |t| !t.is_empty()).await;

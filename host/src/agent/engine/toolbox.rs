@@ -239,3 +239,13 @@ pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<Plan>, Vec<An
         .collect();
     (plan, answers)
 }
+
+/// A call's arguments in a line, for the run's events (the console shows
+/// them beside each call): compact JSON, cut at 200 characters.
+pub fn input_summary(call: &crate::agent::providers::ToolCall) -> String {
+    let text = match &call.input {
+        Ok(v) => v.to_string(),
+        Err(e) => format!("(arguments not valid: {e})"),
+    };
+    if text.chars().count() > 200 { format!("{}…", text.chars().take(200).collect::<String>()) } else { text }
+}

@@ -1,5 +1,5 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort), the library (in library.js), services (in services.js), durable tasks, approvals waiting for a human,
+// abort; in runs.js), the library (library.js), services (services.js), durable tasks, approvals waiting for a human,
 // automation grants, the loaded capabilities, the audit log, and settings. Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. Polling keeps each view
@@ -34,6 +34,25 @@ function errorText(answer) {
   return e ? e.message : "the request failed (HTTP " + answer.status + ")";
 }
 
+/// Whether a failure is about a service nobody set up yet.
+function aboutMissingService(text) {
+  return /not set up|not configured|no Torznab indexer|no file root named/i.test(text || "");
+}
+
+/// A button that opens the Services page, for failures about a missing service.
+function servicesLink() {
+  const link = el("button", "Set up services", "link");
+  link.type = "button";
+  link.addEventListener("click", () => document.querySelector("nav button[data-tab=services]").click());
+  return link;
+}
+
+/// `node` saying `text`, with a way to the Services page when that is the fix.
+function sayFailure(node, text) {
+  node.replaceChildren(text || "");
+  if (aboutMissingService(text)) node.append(" ", servicesLink());
+}
+
 function el(tag, text, className) {
   const node = document.createElement(tag);
   if (text !== undefined) node.textContent = text;
@@ -60,6 +79,7 @@ function showApp(admin) {
   $("logout").hidden = false;
   $("who").textContent = admin ? "Signed in as " + admin : "";
   stopTimers();
+  checkModel();
   refreshRuns();
   refreshLibrary();
   refreshApprovals();
@@ -110,96 +130,6 @@ document.querySelectorAll("nav button").forEach((button) => {
     // Forms being edited are not refreshed under the user: loaded on opening.
     if (button.dataset.tab === "services") refreshServices();
   });
-});
-
-// --- agent runs ------------------------------------------------------------
-
-$("run-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  $("run-error").textContent = "";
-  const answer = await api("POST", "/agent/runs", { goal: $("run-goal").value, mode: $("run-mode").value });
-  if (answer.status !== 201) {
-    $("run-error").textContent = errorText(answer);
-    return;
-  }
-  $("run-goal").value = "";
-  await refreshRuns();
-  selectRun(answer.data.id);
-});
-
-async function refreshRuns() {
-  const answer = await api("GET", "/agent/runs");
-  if (answer.status !== 200) return;
-  const list = $("runs");
-  list.replaceChildren();
-  for (const run of answer.data.items) {
-    const item = el("li");
-    item.dataset.runId = run.id;
-    item.append(el("span", run.status, "status-" + run.status), " — " + run.goal);
-    if (run.id === state.run) item.classList.add("selected");
-    item.addEventListener("click", () => selectRun(run.id));
-    list.append(item);
-  }
-}
-
-function selectRun(id) {
-  state.run = id;
-  state.afterSeq = 0;
-  $("run-text").textContent = "";
-  $("run-tools").replaceChildren();
-  $("run-report").textContent = "";
-  $("run-report-status").textContent = "";
-  $("run-reasons").replaceChildren();
-  $("run-why").textContent = "";
-  $("run-detail").hidden = false;
-  document.querySelectorAll("#runs li").forEach((li) => li.classList.toggle("selected", li.dataset.runId === id));
-  refreshRun();
-}
-
-async function refreshRun() {
-  if (!state.run) return;
-  const id = state.run;
-  const answer = await api("GET", "/agent/runs/" + id + "?afterSeq=" + state.afterSeq + "&limit=500");
-  if (answer.status !== 200 || id !== state.run) return;
-  const { run, events, nextSeq, report } = answer.data;
-  $("run-id").textContent = run.id;
-  $("run-status").textContent = run.status;
-  $("run-status").className = "status-" + run.status;
-  $("run-goal-text").textContent = run.goal;
-  // Why it ended as it did (or what holds it back), in words.
-  const why = run.error ? run.error + (run.blockedOn ? " — blocked (" + run.blockedOn + "): it goes on once that is fixed" : "") : "";
-  $("run-why").textContent = why;
-  for (const event of events) {
-    if (event.kind === "agent.text_delta") {
-      $("run-text").textContent += event.payload.text;
-    } else if (event.kind === "agent.tool_call") {
-      const p = event.payload;
-      const line = p.name + " — " + p.phase + (p.status ? " (" + p.status + ")" : "") + (p.actor ? " by " + p.actor : "") +
-        (p.error ? ": " + p.error : "");
-      $("run-tools").append(el("li", line));
-    }
-  }
-  state.afterSeq = nextSeq;
-  if (report) {
-    $("run-report-status").textContent =
-      "Verified outcome: " + report.body.status + (report.body.reason ? " — " + report.body.reason : "");
-    $("run-reasons").replaceChildren(...(report.body.reasons || []).map((r) => el("li", r)));
-    $("run-report").textContent = JSON.stringify(report.body.verified, null, 2);
-  }
-}
-
-$("message-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  if (!state.run || !$("message-text").value) return;
-  const answer = await api("POST", "/agent/runs/" + state.run + "/messages", { text: $("message-text").value });
-  $("run-error").textContent = answer.status === 202 || answer.status === 200 ? "" : errorText(answer);
-  $("message-text").value = "";
-});
-
-$("run-abort").addEventListener("click", async () => {
-  if (!state.run) return;
-  const answer = await api("POST", "/agent/runs/" + state.run + "/abort", { reason: "aborted from the console" });
-  $("run-error").textContent = answer.status < 300 ? "" : errorText(answer);
 });
 
 // --- tasks -----------------------------------------------------------------
@@ -382,6 +312,7 @@ async function refreshAudit() {
       el("td", e.action),
       el("td", e.subject),
       el("td", e.outcome, "status-" + e.outcome),
+      el("td", e.detail || e.inputSummary || "", "detail"),
     );
     body.append(row);
   }

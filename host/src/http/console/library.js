@@ -56,7 +56,7 @@ $("add-search").addEventListener("submit", async (ev) => {
   const answer = await lookup({ action: "search", query: $("add-query").value, kind: $("add-kind").value });
   const failed = lookupError(answer);
   if (failed) {
-    $("add-error").textContent = failed;
+    sayFailure($("add-error"), failed);
     return;
   }
   const results = answer.data.output.results;
@@ -95,7 +95,7 @@ async function pick(hit) {
     const answer = await lookup({ action: "details", kind: "tv", tmdb_id: hit.tmdb_id });
     const failed = lookupError(answer);
     if (failed) {
-      $("add-error").textContent = failed;
+      sayFailure($("add-error"), failed);
       return;
     }
     for (const s of answer.data.output.seasons || []) {
@@ -135,6 +135,6 @@ $("add-form").addEventListener("submit", async (ev) => {
     $("add-results").replaceChildren();
     refreshLibrary();
   } else {
-    $("add-error").textContent = errorText(answer);
+    sayFailure($("add-error"), errorText(answer));
   }
 });

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("console.js");
+const RUNS: &str = include_str!("runs.js");
 const LIBRARY: &str = include_str!("library.js");
 const SERVICES: &str = include_str!("services.js");
 const STYLE: &str = include_str!("console.css");
@@ -38,6 +39,11 @@ pub async fn index() -> Response {
 /// `GET /console.js`
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /runs.js`
+pub async fn runs() -> Response {
+    asset("text/javascript; charset=utf-8", RUNS)
 }
 
 /// `GET /library.js`

@@ -27,6 +27,7 @@ use crate::store::new_id;
 
 mod approval;
 mod delegate;
+mod usage;
 
 /// How far a call to [`RunState::answer_pending_requests`] got.
 #[derive(Debug)]
@@ -243,24 +244,6 @@ impl<'a> RunState<'a> {
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
     }
 
-    /// Charges what one model answer cost.
-    async fn charge(&self, completion: &Completion, estimated: usize) -> Result<(), String> {
-        if let Some(reported) = completion.usage.input_tokens {
-            self.counter.calibrate(estimated, reported);
-        }
-        let (input_tokens, output_tokens) = (
-            completion.usage.input_tokens.unwrap_or(estimated as u64),
-            completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
-        );
-        let cost = self.limits.cost(input_tokens, output_tokens);
-        self.rt
-            .runs
-            .charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(())
-    }
-
     /// Makes the request fit the context window: compacts the history at
     /// the threshold (and logs the result, so a restart resumes from it),
     /// or explains why it cannot fit.
@@ -432,6 +415,9 @@ impl<'a> RunState<'a> {
 
     fn call_payload(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) -> Value {
         let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": self.actor_name()});
+        if phase == "started" {
+            payload["input"] = Value::from(toolbox::input_summary(call));
+        }
         if let Some(a) = answered {
             payload["status"] = Value::from(a.status);
             payload["invocationId"] = json!(a.invocation_id);
