@@ -75,7 +75,7 @@ fn main() {
         let key = capstan::http::keys::create(&db, "bench", &[EffectClass::Read], "bench").await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-        tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
+        tokio::spawn(capstan::http::serve(listener, caps, Default::default(), std::future::pending()));
 
         let trivial = json!({});
         load(&base, &key, "test.probe", &trivial, 4).await; // warm-up

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 pub async fn serve(caps: Arc<Capabilities>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, std::future::pending()));
+    tokio::spawn(capstan::http::serve(listener, caps, Default::default(), std::future::pending()));
     format!("http://{addr}/api/v1")
 }
 

@@ -8,6 +8,7 @@ use crate::runtime::watcher;
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
     let worker_config = config.clone();
+    let options = crate::http::HttpOptions { trusted_proxies: config.trusted_proxies.clone() };
     let capabilities = super::open(config).await.map_err(failed)?;
     let runtime = capabilities.runtime().clone();
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
@@ -24,9 +25,32 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
-    tracing::info!(%addr, capabilities = runtime.snapshot().active.len(), "capstan is serving");
-    crate::http::serve(listener, capabilities, shutdown()).await.map_err(failed)?;
+    let bound = listener.local_addr().map_err(|e| failed(anyhow::Error::from(e)))?;
+    tracing::info!(addr = %bound, capabilities = runtime.snapshot().active.len(), "capstan is serving");
+    warn_without_tls(bound, &options);
+    crate::http::serve(listener, capabilities, options, shutdown()).await.map_err(failed)?;
     Ok(0)
+}
+
+/// Capstan has no TLS of its own: said once at start, loudly when other
+/// machines can reach it.
+fn warn_without_tls(addr: std::net::SocketAddr, options: &crate::http::HttpOptions) {
+    if addr.ip().is_loopback() {
+        tracing::info!(%addr, "the console is served without TLS, on this machine only");
+    } else if options.trusted_proxies.is_empty() {
+        tracing::warn!(
+            %addr,
+            "the console is served without TLS and is reachable from other machines: passwords, session cookies \
+             and API keys cross the network unencrypted; put an HTTPS reverse proxy in front and list it in \
+             trusted_proxies"
+        );
+    } else {
+        tracing::warn!(
+            %addr,
+            "the console is served without TLS and is reachable from other machines: only requests through a \
+             trusted HTTPS proxy are encrypted on their way from the browser"
+        );
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

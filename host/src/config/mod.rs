@@ -1,10 +1,11 @@
 //! Operator configuration (`capstan.toml`): data and capability folders,
-//! per-call limits with per-capability overrides, outbound services and
-//! file roots. Owns parsing and validation only; nothing here opens a file
-//! root or a connection. Unknown keys are refused so typos are not silently
-//! ignored.
+//! the listen address and trusted proxies, per-call limits with
+//! per-capability overrides, outbound services and file roots. Owns
+//! parsing and validation only; nothing here opens a file root or a
+//! connection. Unknown keys are refused so typos are not silently ignored.
 
 mod paths;
+mod proxies;
 mod services;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use proxies::TrustedProxy;
 pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
 
 /// Why a configuration file was refused.
@@ -68,6 +70,10 @@ pub struct Config {
     pub capabilities_dir: Option<PathBuf>,
     /// HTTP listen address. Default `127.0.0.1:4380`.
     pub listen: Option<String>,
+    /// Reverse proxies (addresses or networks) whose `Forwarded` /
+    /// `X-Forwarded-Proto` headers say whether the browser used HTTPS.
+    #[serde(default)]
+    pub trusted_proxies: Vec<TrustedProxy>,
     /// Compiled-component cache folder. Default `<data-dir>/cache`.
     pub cache_dir: Option<PathBuf>,
     /// `sqlite://...` or `postgres://...`. Default: `capstan.db` (SQLite) in
@@ -236,5 +242,13 @@ mod tests {
     fn typos_are_refused() {
         let err = Config::parse("[limits]\ndeadline = 5\n").unwrap_err().to_string();
         assert!(err.contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let c = Config::parse("trusted_proxies = [\"127.0.0.1\", \"10.0.0.0/8\", \"::1\"]\n").unwrap();
+        assert_eq!(c.trusted_proxies.len(), 3);
+        let err = Config::parse("trusted_proxies = [\"proxy.lan\"]\n").unwrap_err().to_string();
+        assert!(err.contains("proxy.lan") && err.contains("neither an IP address"), "{err}");
     }
 }

@@ -14,6 +14,7 @@ pub mod keys;
 pub mod openapi;
 mod routes;
 pub mod session;
+pub mod transport;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,10 +39,18 @@ pub struct AppState {
     pub caps: Arc<Capabilities>,
     /// Starts, messages and aborts runs; the loop itself runs on a worker.
     pub agent: Arc<AgentRuntime>,
+    /// Proxies whose word on HTTPS is believed (`transport`).
+    pub trusted_proxies: Arc<[crate::config::TrustedProxy]>,
+}
+
+/// How the server is exposed, from the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    pub trusted_proxies: Vec<crate::config::TrustedProxy>,
 }
 
 /// The API router, with its OpenAPI document built from the same handlers.
-pub fn router(caps: Arc<Capabilities>) -> Router {
+pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(openapi::health))
         .routes(routes!(routes::capabilities::list))
@@ -87,14 +96,21 @@ pub fn router(caps: Arc<Capabilities>) -> Router {
         .route("/console.css", get(console::style))
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(AppState { agent: Arc::new(AgentRuntime::new(caps.clone())), caps })
+        .with_state(AppState {
+            agent: Arc::new(AgentRuntime::new(caps.clone())),
+            caps,
+            trusted_proxies: options.trusted_proxies.into(),
+        })
 }
 
-/// Serves the API on `listener` until `shutdown` resolves.
+/// Serves the API on `listener` until `shutdown` resolves. Each request
+/// knows its peer's address, which `transport` needs.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     caps: Arc<Capabilities>,
+    options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(caps)).with_graceful_shutdown(shutdown).await
+    let app = router(caps, options).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }

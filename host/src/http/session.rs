@@ -1,7 +1,8 @@
 //! Console administrators and their sessions. Passwords are stored as
 //! argon2id hashes (`capstan admin set-password`); logging in creates a
-//! server-side session named by an `HttpOnly; Secure; SameSite=Strict`
-//! cookie and a CSRF token that every cookie-authenticated write must echo
+//! server-side session named by an `HttpOnly; SameSite=Strict` cookie —
+//! also `Secure` when the browser came over HTTPS (`transport`), since a
+//! browser drops a `Secure` cookie set over plain HTTP — and a CSRF token that every cookie-authenticated write must echo
 //! in the `X-CSRF-Token` header.
 
 use argon2::Argon2;
@@ -119,12 +120,22 @@ pub async fn logout(db: &Db, id: &str) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// The `Set-Cookie` value that carries a session.
-pub fn cookie(session: &Session) -> String {
-    format!("{COOKIE}={}; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age={}", session.id, SESSION_MS / 1000)
+fn secure_attribute(https: bool) -> &'static str {
+    if https { "; Secure" } else { "" }
+}
+
+/// The `Set-Cookie` value that carries a session; `https` says whether the
+/// browser's connection was encrypted.
+pub fn cookie(session: &Session, https: bool) -> String {
+    format!(
+        "{COOKIE}={}; HttpOnly{}; SameSite=Strict; Path=/; Max-Age={}",
+        session.id,
+        secure_attribute(https),
+        SESSION_MS / 1000
+    )
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
-pub fn expired_cookie() -> String {
-    format!("{COOKIE}=; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=0")
+pub fn expired_cookie(https: bool) -> String {
+    format!("{COOKIE}=; HttpOnly{}; SameSite=Strict; Path=/; Max-Age=0", secure_attribute(https))
 }

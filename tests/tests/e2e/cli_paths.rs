@@ -28,7 +28,7 @@ fn run_in(cwd: &Path, args: &[&str]) -> Output {
 /// A working directory whose default cache folder (`data/cache`) is the
 /// suites' shared compile cache, so the built-ins compile once per machine
 /// while the path the host resolves is still the relative default.
-fn workdir() -> tempfile::TempDir {
+pub(super) fn workdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
     std::fs::create_dir_all(shared_cache()).unwrap();
@@ -36,7 +36,7 @@ fn workdir() -> tempfile::TempDir {
     dir
 }
 
-struct Server(Child);
+pub(super) struct Server(pub Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -46,7 +46,7 @@ impl Drop for Server {
 }
 
 /// Waits until `serve` answers, failing with what it printed if it exits.
-async fn wait_for_health(base: &str, server: &mut Child) {
+pub(super) async fn wait_for_health(base: &str, server: &mut Child) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(120) {
         if server.try_wait().unwrap().is_some() {

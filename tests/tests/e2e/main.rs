@@ -27,6 +27,7 @@ mod events;
 mod files;
 mod files_edges;
 mod http;
+mod lan;
 mod ledger;
 mod library;
 mod library_titles;
