@@ -13,6 +13,7 @@ pub mod domain;
 pub mod events;
 pub mod http;
 pub mod ledger;
+pub mod metrics;
 pub mod pipeline;
 pub mod runtime;
 pub mod settings;

@@ -92,6 +92,21 @@ impl Browser {
         field.send_keys(text).await.unwrap();
     }
 
+    /// Chooses the option with `value` in the select `css`.
+    pub async fn select(&self, css: &str, value: &str) {
+        let field = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
+        field.select_by_value(value).await.unwrap();
+    }
+
+    /// Opens the console at `root` and signs in as `name`.
+    pub async fn sign_in(&self, root: &str, name: &str, password: &str) {
+        self.client.goto(&format!("{root}/")).await.unwrap();
+        self.fill("#login-name", name).await;
+        self.fill("#login-password", password).await;
+        self.click("#login-submit").await;
+        self.wait_text("#who", "named the administrator", |t| t.contains(name)).await;
+    }
+
     pub async fn click(&self, css: &str) {
         self.client.wait().for_element(Locator::Css(css)).await.unwrap().click().await.unwrap();
     }
@@ -99,6 +114,22 @@ impl Browser {
     /// The attribute `name` of the element `css`, once it is there.
     pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
         self.client.wait().for_element(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
+    }
+
+    /// Waits until the attribute `name` of `css` is `expected`.
+    pub async fn wait_attr(&self, css: &str, name: &str, expected: &str) {
+        let started = Instant::now();
+        loop {
+            let now = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.attr(name).await.unwrap_or_default(),
+                Err(_) => None,
+            };
+            if now.as_deref() == Some(expected) {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{css}'s {name} never became {expected:?}: {now:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The DOM property `name` of the element `css` (an input's current

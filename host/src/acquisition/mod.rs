@@ -34,6 +34,9 @@ use crate::tasks::{NewTask, Task, Tasks, Worker};
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
 pub const SYNC_DOWNLOADS: &str = "syncDownloads";
 pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
+/// The kinds the schedule queues by itself, over and over: the Tasks list
+/// folds them away unless they failed.
+pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION];
 
 /// Gives `worker` the pipeline's handlers.
 pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>) {

@@ -12,6 +12,14 @@ use super::{Authz, AuthzError};
 use crate::runtime::Descriptor;
 use crate::store::{new_id, now_ms};
 
+/// The most calls a day a grant may allow.
+pub const MAX_DAILY_INVOCATIONS: i64 = 100_000;
+/// The most bytes a day a grant may allow (1 TB).
+pub const MAX_DAILY_BYTES: i64 = 1_000_000_000_000;
+/// How far ahead a grant may expire: a year, so a forgotten grant ends.
+pub const MAX_GRANT_DAYS: i64 = 365;
+const DAY_MS: i64 = 86_400_000;
+
 /// What a grant covers; an empty list means "any".
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -35,8 +43,11 @@ pub struct NewGrant {
     pub policy_revision: Option<i64>,
     #[serde(default)]
     pub scope: GrantScope,
+    #[schema(minimum = 1, maximum = 100_000)]
     pub daily_invocations: i64,
+    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub daily_bytes: i64,
+    /// Milliseconds since the epoch; in the future, at most 365 days ahead.
     pub expires_at: i64,
 }
 
@@ -102,11 +113,18 @@ impl Authz {
         if new.action.trim().is_empty() {
             return bad("action must not be empty");
         }
-        if new.daily_invocations < 1 || new.daily_bytes < 1 {
-            return bad("daily budgets must be at least 1");
+        if !(1..=MAX_DAILY_INVOCATIONS).contains(&new.daily_invocations) {
+            return bad(&format!("dailyInvocations must be between 1 and {MAX_DAILY_INVOCATIONS}"));
         }
-        if new.expires_at <= now_ms() {
+        if !(1..=MAX_DAILY_BYTES).contains(&new.daily_bytes) {
+            return bad(&format!("dailyBytes must be between 1 and {MAX_DAILY_BYTES}"));
+        }
+        let now = now_ms();
+        if new.expires_at <= now {
             return bad("expiresAt must be in the future");
+        }
+        if new.expires_at > now + MAX_GRANT_DAYS * DAY_MS {
+            return bad(&format!("expiresAt must be at most {MAX_GRANT_DAYS} days ahead; make a new grant then"));
         }
         match (&new.policy_name, new.policy_revision) {
             (None, None) => {}

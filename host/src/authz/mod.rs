@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use sqlx::{Any, Transaction};
 
 pub use approvals::{APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
-pub use grants::{Grant as AutomationGrant, GrantScope, NewGrant};
+pub use grants::{
+    Grant as AutomationGrant, GrantScope, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant,
+};
 pub use policies::{Policy, PolicyStatus};
 
 use crate::store::{Db, now_ms};

@@ -39,8 +39,20 @@ pub struct Cli {
     /// Database: sqlite://FILE or postgres://... (default: SQLite in the data directory).
     #[arg(long, global = true, env = "CAPSTAN_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// How log lines are written to standard error.
+    #[arg(long, global = true, env = "CAPSTAN_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The shape of log lines.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For people: one readable line per event, coloured on a terminal.
+    Text,
+    /// For log collectors: one JSON object per line, never coloured.
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -98,18 +110,22 @@ impl Cli {
     }
 }
 
-fn init_logging(default: &str) {
+fn init_logging(default: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour codes only for a terminal: a log file or journal gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
+    let log = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        // Colour codes only for a terminal: a log file or journal gets plain text.
+        LogFormat::Text => log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init(),
+        // The event's fields at the top level, beside `timestamp`, `level` and `target`.
+        LogFormat::Json => log.json().flatten_event(true).with_current_span(false).try_init(),
+    };
 }
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info" } else { "warn" });
+    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info" } else { "warn" }, cli.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

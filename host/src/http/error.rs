@@ -1,5 +1,7 @@
 //! The one HTTP error type: logs its cause and answers
-//! `{"error":{"code","message"}}` without internals; and `ApiJson`, a JSON
+//! `{"error":{"code","message"}}` without internals (plus `field`, naming
+//! the input at fault when there is one, so a form shows the message next
+//! to it); and `ApiJson`, a JSON
 //! body extractor whose rejections (malformed JSON, wrong types, unknown
 //! fields, oversized or wrong content type) become 4xx `ApiError`s.
 
@@ -17,11 +19,19 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// The input the message is about, when it is one field's fault.
+    pub field: Option<String>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: message.into(), field: None }
+    }
+
+    /// The same error, about the input `field`.
+    pub fn about(mut self, field: impl Into<String>) -> ApiError {
+        self.field = Some(field.into());
+        self
     }
 
     pub fn unauthorized() -> ApiError {
@@ -53,7 +63,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(field) = self.field {
+            error["field"] = json!(field);
+        }
+        let body = json!({ "error": error });
         (self.status, Json(body)).into_response()
     }
 }

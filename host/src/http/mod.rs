@@ -52,7 +52,8 @@ pub struct HttpOptions {
 /// The API router, with its OpenAPI document built from the same handlers.
 pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
-        .routes(routes!(openapi::health))
+        .routes(routes!(routes::health::health))
+        .routes(routes!(routes::metrics::metrics))
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
         .routes(routes!(routes::audit::list))
@@ -87,20 +88,41 @@ pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
         .routes(routes!(routes::agent::abort))
         .split_for_parts();
     let doc = Arc::new(doc);
+    let state = AppState {
+        agent: Arc::new(AgentRuntime::new(caps.clone())),
+        caps,
+        trusted_proxies: options.trusted_proxies.into(),
+    };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
-        .route("/", get(console::index))
-        .route("/console.js", get(console::script))
-        .route("/runs.js", get(console::runs))
-        .route("/library.js", get(console::library))
-        .route("/services.js", get(console::services))
-        .route("/console.css", get(console::style))
+        .merge(console::routes())
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(AppState {
-            agent: Arc::new(AgentRuntime::new(caps.clone())),
-            caps,
-            trusted_proxies: options.trusted_proxies.into(),
-        })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), measure))
+        .with_state(state)
+}
+
+/// Times each request into the metrics, by its route's template (never the
+/// path itself, which a caller makes up) and a known method.
+async fn measure(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let route = request.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
+    let method: &'static str = match request.method().as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        _ => "other",
+    };
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let route = route.as_deref().unwrap_or("unmatched");
+    state.caps.metrics().answered(method, route, response.status().as_u16(), started.elapsed());
+    response
 }
 
 /// Serves the API on `listener` until `shutdown` resolves. Each request

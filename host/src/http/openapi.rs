@@ -20,6 +20,9 @@ pub struct ErrorDetail {
     /// A stable code such as `not_found`, `invalid_body`, `forbidden`.
     pub code: String,
     pub message: String,
+    /// The input the message is about, when it is one field's fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
 }
 
 struct Security;
@@ -54,10 +57,3 @@ impl Modify for Security {
     modifiers(&Security)
 )]
 pub struct ApiDoc;
-
-/// Whether the host is up.
-#[utoipa::path(get, path = "/api/v1/health", tag = "health",
-    responses((status = 200, description = "The host is serving", body = serde_json::Value)))]
-pub async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({ "status": "ok" }))
-}

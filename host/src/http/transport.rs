@@ -42,6 +42,17 @@ pub fn forwarded_https(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[Tru
     last_value(headers, "x-forwarded-proto").is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
 }
 
+/// True when `peer` is this machine and no proxy handled the request: a
+/// proxy on loopback would make every outside request look local, so any
+/// forwarding header makes it not local.
+pub fn local_and_unproxied(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
+    let local = peer.is_some_and(|ip| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
+        IpAddr::V4(v4) => v4.is_loopback(),
+    });
+    local && ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"].iter().all(|h| !headers.contains_key(*h))
+}
+
 /// The last comma-separated element over every instance of header `name`.
 fn last_value(headers: &HeaderMap, name: &str) -> Option<String> {
     let values: Vec<&str> = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
@@ -58,6 +69,18 @@ mod tests {
             h.append(*k, v.parse().unwrap());
         }
         h
+    }
+
+    #[test]
+    fn only_a_direct_request_from_this_machine_is_local() {
+        let none = headers(&[]);
+        for local in ["127.0.0.1", "::1", "::ffff:127.0.0.1"] {
+            assert!(local_and_unproxied(Some(local.parse().unwrap()), &none), "{local}");
+        }
+        assert!(!local_and_unproxied(Some("192.168.1.9".parse().unwrap()), &none));
+        assert!(!local_and_unproxied(None, &none));
+        let proxied = headers(&[("x-forwarded-for", "203.0.113.7")]);
+        assert!(!local_and_unproxied(Some("127.0.0.1".parse().unwrap()), &proxied), "a local proxy's request");
     }
 
     #[test]

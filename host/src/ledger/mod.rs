@@ -92,6 +92,15 @@ impl Ledger {
         Ok(())
     }
 
+    /// How many processes (servers, workers) have beaten within the lease.
+    pub async fn live_processes(&self) -> Result<i64, sqlx::Error> {
+        let cutoff = now_ms() - OWNER_LEASE.as_millis() as i64;
+        sqlx::query_scalar("SELECT COUNT(*) FROM process_heartbeat WHERE heartbeat_at > $1")
+            .bind(cutoff)
+            .fetch_one(&self.db.pool)
+            .await
+    }
+
     async fn owner_alive(&self, tx: &mut Transaction<'static, Any>, owner: &str) -> Result<bool, sqlx::Error> {
         if owner == self.owner {
             return Ok(true);

@@ -15,6 +15,15 @@ pub enum LedgerStatus {
 }
 
 impl LedgerStatus {
+    /// Every status.
+    pub const ALL: [LedgerStatus; 5] = [
+        LedgerStatus::Running,
+        LedgerStatus::Succeeded,
+        LedgerStatus::Failed,
+        LedgerStatus::Pending,
+        LedgerStatus::Unknown,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             LedgerStatus::Running => "running",

@@ -26,6 +26,7 @@ use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
+use crate::metrics::Metrics;
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
 use crate::settings::Settings;
 use crate::store::Db;
@@ -76,6 +77,7 @@ pub struct Capabilities {
     domain: Domain,
     events: Events,
     settings: Arc<Settings>,
+    metrics: Metrics,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Serialises writing component changes to the audit log.
     drain_lock: Arc<tokio::sync::Mutex<()>>,
@@ -113,6 +115,7 @@ impl Capabilities {
             domain,
             events,
             settings,
+            metrics: Metrics::default(),
             audit: Audit::new(db),
             validators: Mutex::new(HashMap::new()),
         }
@@ -131,6 +134,11 @@ impl Capabilities {
 
     pub fn db(&self) -> &Db {
         &self.db
+    }
+
+    /// This process's counters, for `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     pub fn authz(&self) -> &Authz {
@@ -188,8 +196,21 @@ impl Capabilities {
         Some(idempotency_key(&loaded.descriptor.id, loaded.descriptor.version, &origin.scope(), &input_digest(input)))
     }
 
-    /// The single invoke path.
+    /// The single invoke path; each answered invoke is counted.
     pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
+        let result = self.invoke_counted(origin, id, input).await;
+        if let Ok(inv) = &result {
+            // Only loaded ids reach an answer, so the label stays a known id.
+            let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
+            // The kept denials; past them a call carries one line with a count.
+            let kept = crate::runtime::call_state::MAX_DENIALS_KEPT;
+            let denied = inv.denials.iter().take(kept).map(|d| d.import.as_str());
+            self.metrics.invoked(id, status.as_deref().unwrap_or("unknown"), denied);
+        }
+        result
+    }
+
+    async fn invoke_counted(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
         let d = &loaded.descriptor;
         let digest = input_digest(input);

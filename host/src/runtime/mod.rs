@@ -7,7 +7,7 @@
 
 pub mod bindings;
 pub mod builtins;
-mod call_state;
+pub(crate) mod call_state;
 pub mod descriptor;
 pub mod effects;
 mod engine;

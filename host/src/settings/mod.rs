@@ -23,6 +23,9 @@ use crate::store::{Db, now_ms};
 pub enum SettingsError {
     #[error("{0}")]
     Invalid(String),
+    /// The value given for `key` is not one it can hold.
+    #[error("{message}")]
+    Field { key: String, message: String },
     #[error(transparent)]
     Secret(#[from] SecretError),
     #[error("database error: {0}")]
@@ -113,7 +116,7 @@ impl Settings {
             let stored = match value {
                 Value::Null => None,
                 value => {
-                    spec.check(value).map_err(SettingsError::Invalid)?;
+                    spec.check(value).map_err(|message| SettingsError::Field { key: key.clone(), message })?;
                     Some(match (spec.is_secret(), value) {
                         (true, Value::String(plain)) => self.master_key()?.encrypt(key, plain),
                         _ => value.to_string(),

@@ -33,6 +33,8 @@ pub enum Kind {
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
     pub key: &'static str,
+    /// What the console calls it.
+    pub label: &'static str,
     pub kind: Kind,
     /// The default as JSON text (`null` for none).
     pub default: &'static str,
@@ -126,96 +128,166 @@ impl Spec {
             Kind::Url => json!({"type": "string", "format": "uri"}),
             Kind::Secret => json!({"type": "string", "writeOnly": true}),
         };
-        json!({ "schema": kind, "default": self.default_value(), "help": self.help })
+        json!({
+            "schema": kind,
+            "default": self.default_value(),
+            "help": self.help,
+            "label": self.label,
+            "group": group_of(self.key),
+        })
     }
 }
 
-const fn spec(key: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Spec {
-    Spec { key, kind, default, help }
+const fn spec(key: &'static str, label: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Spec {
+    Spec { key, label, kind, default, help }
+}
+
+/// The areas settings are shown in, by key prefix, in the order shown.
+pub const GROUPS: &[(&str, &str)] =
+    &[("model", "Model"), ("agent", "Agent"), ("budget", "Budgets"), ("automation", "Automation")];
+
+/// The area a key belongs to: its first dotted part.
+fn group_of(key: &str) -> &'static str {
+    let prefix = key.split('.').next().unwrap_or(key);
+    GROUPS.iter().find(|(p, _)| *p == prefix).map(|(_, name)| *name).unwrap_or("Other")
 }
 
 const MAX: i64 = i64::MAX / 2;
 
 /// Every setting, in the order they are shown.
 pub const SETTINGS: &[Spec] = &[
-    spec("automation.enabled", Kind::Bool, "true", "Master switch: off denies every automated execute call."),
-    spec("automation.read_only_reconcile", Kind::Bool, "false", "While on, automated execute calls are denied."),
+    spec(
+        "automation.enabled",
+        "Automation on",
+        Kind::Bool,
+        "true",
+        "Master switch: off denies every automated execute call.",
+    ),
+    spec(
+        "automation.read_only_reconcile",
+        "Read-only reconcile",
+        Kind::Bool,
+        "false",
+        "While on, automated execute calls are denied.",
+    ),
     spec(
         "model.provider",
+        "Provider",
         Kind::Choice(&["scripted", "anthropic", "openai-compatible"]),
         "\"scripted\"",
         "Which model drives agent runs.",
     ),
     spec(
         "model.base_url",
+        "API base URL",
         Kind::Url,
         "null",
         "The provider's API base URL; the provider's public endpoint when unset.",
     ),
-    spec("model.model", Kind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
+    spec("model.model", "Model name", Kind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
     spec(
         "model.thinking_level",
+        "Extended reasoning",
         Kind::Choice(&["off", "low", "medium", "high"]),
         "\"off\"",
         "How much extended reasoning to ask for.",
     ),
-    spec("model.context_budget", Kind::Int { min: 1024, max: 10_000_000 }, "200000", "The context window in tokens."),
-    spec("model.compaction.enabled", Kind::Bool, "true", "Compact the conversation when it nears the context budget."),
+    spec(
+        "model.context_budget",
+        "Context window (tokens)",
+        Kind::Int { min: 1024, max: 10_000_000 },
+        "200000",
+        "The context window in tokens.",
+    ),
+    spec(
+        "model.compaction.enabled",
+        "Compact long conversations",
+        Kind::Bool,
+        "true",
+        "Compact the conversation when it nears the context budget.",
+    ),
     spec(
         "model.compaction.threshold_ratio",
+        "Compact at (share of the window)",
         Kind::Float { min: 0.1, max: 0.95 },
         "0.8",
         "Share of the context budget at which to compact.",
     ),
     spec(
         "model.price_input_usd_per_mtok",
+        "Input price (USD per million tokens)",
         Kind::Float { min: 0.0, max: 1.0e4 },
         "0.0",
         "Price of a million input tokens, for cost budgets.",
     ),
     spec(
         "model.price_output_usd_per_mtok",
+        "Output price (USD per million tokens)",
         Kind::Float { min: 0.0, max: 1.0e4 },
         "0.0",
         "Price of a million output tokens, for cost budgets.",
     ),
     spec(
         "model.script",
+        "Script (scripted provider)",
         Kind::Script,
         "null",
         "For the scripted provider: a JSON script file's text; the built-in demo when unset.",
     ),
-    spec("model.api_key", Kind::Secret, "null", "The provider's API key; decrypted only for a request."),
-    spec("agent.max_tool_calls", Kind::Int { min: 1, max: 10_000 }, "50", "Tool calls per run."),
-    spec("agent.max_duration_sec", Kind::Int { min: 1, max: 604_800 }, "1800", "Wall-clock time per run, in seconds."),
-    spec("agent.max_tokens_per_run", Kind::Int { min: 1, max: MAX }, "500000", "Model tokens per run."),
+    spec("model.api_key", "API key", Kind::Secret, "null", "The provider's API key; decrypted only for a request."),
+    spec("agent.max_tool_calls", "Tool calls per run", Kind::Int { min: 1, max: 10_000 }, "50", "Tool calls per run."),
+    spec(
+        "agent.max_duration_sec",
+        "Time per run (seconds)",
+        Kind::Int { min: 1, max: 604_800 },
+        "1800",
+        "Wall-clock time per run, in seconds.",
+    ),
+    spec(
+        "agent.max_tokens_per_run",
+        "Tokens per run",
+        Kind::Int { min: 1, max: MAX },
+        "500000",
+        "Model tokens per run.",
+    ),
     spec(
         "agent.max_cost_usd_per_run",
+        "Cost per run (USD)",
         Kind::Float { min: 0.0, max: 1.0e6 },
         "5.0",
         "Model cost per run, in US dollars.",
     ),
     spec(
         "agent.max_tools",
+        "Tools offered at first",
         Kind::Int { min: 0, max: 1000 },
         "0",
         "Tools offered on the first request; 0 offers every allowed tool.",
     ),
     spec(
         "agent.goal_poll_sec",
+        "Check what a run touched every (seconds)",
         Kind::Int { min: 1, max: 86_400 },
         "30",
         "How often a waiting run checks what it touched.",
     ),
     spec(
         "agent.goal_wait_hours",
+        "Wait for it to settle (hours)",
         Kind::Int { min: 0, max: 720 },
         "48",
         "How long a run waits for what it touched to settle.",
     ),
-    spec("budget.max_runs_per_day", Kind::Int { min: 0, max: 1_000_000 }, "100", "Agent runs started per day."),
+    spec(
+        "budget.max_runs_per_day",
+        "Runs per day",
+        Kind::Int { min: 0, max: 1_000_000 },
+        "100",
+        "Agent runs started per day.",
+    ),
     spec(
         "budget.max_cost_usd_per_day",
+        "Model cost per day (USD)",
         Kind::Float { min: 0.0, max: 1.0e7 },
         "50.0",
         "Model cost per day, in US dollars.",
@@ -225,4 +297,26 @@ pub const SETTINGS: &[Spec] = &[
 /// The spec of `key`, if it is a known setting.
 pub fn find(key: &str) -> Option<&'static Spec> {
     SETTINGS.iter().find(|s| s.key == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_has_a_label_and_a_known_area() {
+        let mut labels = std::collections::HashSet::new();
+        for spec in SETTINGS {
+            assert!(!spec.label.trim().is_empty() && labels.insert(spec.label), "{}: label {:?}", spec.key, spec.label);
+            assert_ne!(group_of(spec.key), "Other", "{} is in no area", spec.key);
+            assert_eq!(spec.describe()["label"], spec.label);
+        }
+    }
+
+    #[test]
+    fn whole_numbers_are_described_with_their_bounds() {
+        let described = find("agent.max_tool_calls").unwrap().describe();
+        assert_eq!(described["schema"], json!({"type": "integer", "minimum": 1, "maximum": 10_000}));
+        assert_eq!(described["group"], "Agent");
+    }
 }

@@ -4,6 +4,7 @@
 //! while it works. A worker whose lease lapses is replaced by another; the
 //! lease token fences the old one out, so a task completes once.
 
+mod queue;
 pub mod worker;
 
 use std::time::Duration;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::Row;
 
+pub use queue::QueueState;
 pub use worker::{HandlerFuture, TaskHandler, Worker, WorkerConfig};
 
 use crate::store::{Backend, Db, new_id, now_ms};
@@ -208,6 +210,37 @@ impl Tasks {
             }
         };
         rows.iter().map(Task::from_row).collect()
+    }
+
+    /// As [`Tasks::list`], leaving out the tasks of the kinds in `fold`
+    /// unless they failed (a failure stays in sight); also says how many
+    /// were left out.
+    pub async fn list_folding(
+        &self,
+        subject: Option<&str>,
+        limit: i64,
+        fold: &[&str],
+    ) -> Result<(Vec<Task>, i64), sqlx::Error> {
+        if fold.is_empty() {
+            return Ok((self.list(subject, limit).await?, 0));
+        }
+        // $1 the subject (NULL for any), then the folded kinds, then the limit.
+        let kinds: Vec<String> = (0..fold.len()).map(|i| format!("${}", i + 2)).collect();
+        let folded = format!("(kind IN ({}) AND status NOT IN ('failed', 'dead'))", kinds.join(", "));
+        let about = "($1 IS NULL OR subject = $1)";
+        let limit_at = fold.len() + 2;
+        let list_sql =
+            format!("SELECT * FROM task WHERE {about} AND NOT {folded} ORDER BY created_at DESC, id LIMIT ${limit_at}");
+        let count_sql = format!("SELECT COUNT(*) FROM task WHERE {about} AND {folded}");
+        let mut list = sqlx::query(&list_sql).bind(subject);
+        let mut count = sqlx::query_scalar::<_, i64>(&count_sql).bind(subject);
+        for kind in fold {
+            list = list.bind(*kind);
+            count = count.bind(*kind);
+        }
+        let rows = list.bind(limit).fetch_all(&self.db.pool).await?;
+        let hidden = count.fetch_one(&self.db.pool).await?;
+        Ok((rows.iter().map(Task::from_row).collect::<Result<_, _>>()?, hidden))
     }
 
     /// Takes the next ready task (queued and due, or running with a lapsed

@@ -61,6 +61,11 @@ both_backends!(a_huge_failure_message_is_cut_before_it_is_kept, a_flood_of_denia
 
 /// Runs the real binary so its log is what an operator's log would hold.
 fn invoke_logging(input: serde_json::Value) -> String {
+    invoke_logging_as(input, &[])
+}
+
+/// As [`invoke_logging`], with `format` (such as `--log-format json`) given.
+fn invoke_logging_as(input: serde_json::Value, format: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(data.join("capabilities")).unwrap();
@@ -70,6 +75,7 @@ fn invoke_logging(input: serde_json::Value) -> String {
         .unwrap();
     let out = std::process::Command::new(capstan_bin())
         .args(["--data-dir", data.to_str().unwrap(), "--config", config.to_str().unwrap()])
+        .args(format)
         .args(["invoke", "test.probe", "--input", &input.to_string()])
         .env("RUST_LOG", "info")
         .output()
@@ -95,4 +101,23 @@ fn a_newline_in_a_message_cannot_forge_a_log_line() {
     let log = invoke_logging(json!({"action": "log", "message": forged}));
     assert!(log.contains("harmless\\n2026"), "the newline is escaped: {log}");
     assert!(!log.lines().any(|l| l.starts_with("2026-12-01T00:00:00")), "a line was forged: {log}");
+}
+
+#[test]
+fn a_json_log_is_one_object_per_line_and_a_newline_stays_inside_it() {
+    let forged = "harmless\n{\"level\":\"ERROR\",\"message\":\"forged\"}";
+    let log = invoke_logging_as(json!({"action": "log", "message": forged}), &["--log-format", "json"]);
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON object ({e}): {l}")))
+        .collect();
+    assert!(!lines.is_empty(), "something was logged");
+    for line in &lines {
+        assert!(line["timestamp"].is_string() && line["level"].is_string() && line["target"].is_string(), "{line}");
+    }
+    assert!(!log.contains('\u{1b}'), "no colour codes");
+    let guest: Vec<_> = lines.iter().filter(|l| l["target"] == "capstan::guest").collect();
+    assert_eq!(guest.len(), 1, "the guest's one line: {log}");
+    assert!(guest[0].to_string().contains("harmless"), "{}", guest[0]);
+    assert!(!lines.iter().any(|l| l["message"] == "forged"), "a line was forged: {log}");
 }

@@ -15,11 +15,7 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     let root = base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&env.db, "newcomer", "correct horse battery").await.unwrap();
     let browser = Browser::start().await;
-    browser.client.goto(&format!("{root}/")).await.unwrap();
-    browser.fill("#login-name", "newcomer").await;
-    browser.fill("#login-password", "correct horse battery").await;
-    browser.click("#login-submit").await;
-    browser.wait_text("#who", "named the administrator", |t| t.contains("newcomer")).await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
     browser.click("nav button[data-tab=library]").await;
 
     // Search, see what TMDB knows, pick the movie, want it at 2160p.

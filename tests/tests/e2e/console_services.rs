@@ -1,7 +1,8 @@
 //! The Services page in a real Chromium: a newcomer connects TMDB and an
 //! indexer (mock servers on loopback) and a real qBittorrent, sets the
 //! folders, presses Test on each and reads what was found; a wrong key
-//! says why; a value from capstan.toml is shown and cannot be edited.
+//! says why; a value from capstan.toml is shown and cannot be edited;
+//! Forget removes a service and its secret.
 
 use std::sync::Arc;
 
@@ -45,11 +46,7 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
 
     let browser = Browser::start().await;
-    browser.client.goto(&format!("{root}/")).await.unwrap();
-    browser.fill("#login-name", "newcomer").await;
-    browser.fill("#login-password", "correct horse battery").await;
-    browser.click("#login-submit").await;
-    browser.wait_text("#who", "named the administrator", |t| t.contains("newcomer")).await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
     browser.click("nav button[data-tab=services]").await;
     browser.wait_text("#services", "listed the services", |t| t.contains("TMDB") && t.contains("qBittorrent")).await;
 
@@ -107,5 +104,12 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     assert_eq!(url.as_deref(), Some(tmdb.base_url().as_str()));
     assert_eq!(browser.attr("#svc-tmdb-secret", "placeholder").await.as_deref(), Some("set — leave empty to keep"));
     assert_eq!(caps.runtime().root_paths()["library"], library);
+
+    // Forgetting a service removes it with its secret.
+    browser.click("#svc-tmdb-forget").await;
+    browser.wait_attr("#svc-tmdb-secret", "placeholder", "not set").await;
+    let setup = capstan::setup::store(&caps).view(caps.runtime().config()).await.unwrap();
+    let tmdb_now = setup["services"].as_array().unwrap().iter().find(|s| s["name"] == "tmdb").unwrap().clone();
+    assert_eq!((tmdb_now["source"].as_str(), &tmdb_now["secretSet"]), (Some("unset"), &serde_json::json!(false)));
     browser.close().await;
 }

@@ -235,17 +235,34 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
         .await
         .unwrap();
     assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
-    // A capability that is not loaded is a typo nothing would use.
-    let resp = http
-        .post(&grants)
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"action": "test.counter-sfae", "dailyInvocations": 1, "dailyBytes": 1, "expiresAt": expires}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
+    // A capability that is not loaded is a typo nothing would use; a read
+    // capability needs no grant; budgets and expiry are bounded. Each
+    // refusal names the field at fault.
+    let year = 365 * 86_400_000;
+    let with = |change: Value| {
+        let mut bad = body.clone();
+        bad.as_object_mut().unwrap().extend(change.as_object().unwrap().clone());
+        bad
+    };
+    for (bad, field) in [
+        (with(json!({"action": "test.counter-sfae"})), None),
+        (with(json!({"action": "release.inspect"})), Some("action")),
+        (with(json!({"dailyInvocations": 100_001})), Some("dailyInvocations")),
+        (with(json!({"dailyBytes": 0})), Some("dailyBytes")),
+        (with(json!({"expiresAt": capstan::store::now_ms() + year + 3_600_000})), Some("expiresAt")),
+    ] {
+        let resp =
+            http.post(&grants).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&bad).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 422, "{bad}");
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(
+            (answer["error"]["code"].as_str(), answer["error"]["field"].as_str()),
+            (Some("invalid_grant"), field)
+        );
+    }
     assert!(env.caps.authz().grants().await.unwrap().is_empty(), "no grant was stored");
+    let listed: Value = http.get(&grants).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["limits"]["expiresInDays"]["maximum"], 365, "the bounds are there for a form: {listed}");
     let resp =
         http.post(&grants).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 201);

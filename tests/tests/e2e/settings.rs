@@ -38,20 +38,33 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     assert_eq!(resp.status().as_u16(), 403);
     assert!(env.caps.authz().switches().await.unwrap().automation_enabled);
 
-    // One bad entry refuses the whole change.
-    for bad in [
-        json!({"model.provider": "anthropic", "model.temperature": 1}),
-        json!({"model.provider": "anthropic", "agent.max_tool_calls": "ten"}),
-        json!({"model.provider": "anthropic", "model.compaction.threshold_ratio": 1.5}),
-        json!({"model.provider": "skynet"}),
-        json!({"model.base_url": "ftp://example.com"}),
-        json!({}),
+    // One bad entry refuses the whole change; a bad value names its field.
+    for (bad, field) in [
+        (json!({"model.provider": "anthropic", "model.temperature": 1}), None),
+        (json!({"model.provider": "anthropic", "agent.max_tool_calls": "ten"}), Some("agent.max_tool_calls")),
+        (json!({"model.provider": "anthropic", "agent.max_tool_calls": 2.5}), Some("agent.max_tool_calls")),
+        (
+            json!({"model.provider": "anthropic", "model.compaction.threshold_ratio": 1.5}),
+            Some("model.compaction.threshold_ratio"),
+        ),
+        (json!({"model.provider": "skynet"}), Some("model.provider")),
+        (json!({"model.base_url": "ftp://example.com"}), Some("model.base_url")),
+        (json!({}), None),
     ] {
         let resp = patch(bad.clone()).await.unwrap();
         assert_eq!(resp.status().as_u16(), 422, "{bad}");
         let body: Value = resp.json().await.unwrap();
         assert_eq!(body["error"]["code"], "invalid_setting");
+        assert_eq!(body["error"]["field"].as_str(), field, "{bad}");
     }
+    // What a form needs: each setting's label, area and bounds.
+    let described = &read["schema"]["agent.max_tool_calls"];
+    assert_eq!((described["label"].as_str(), described["group"].as_str()), (Some("Tool calls per run"), Some("Agent")));
+    assert_eq!(
+        (described["schema"]["minimum"].as_i64(), described["schema"]["maximum"].as_i64()),
+        (Some(1), Some(10_000))
+    );
+    assert_eq!(read["groups"], json!(["Model", "Agent", "Budgets", "Automation"]));
     let resp = patch(json!(["not", "an", "object"])).await.unwrap();
     assert_eq!(resp.status().as_u16(), 422);
     let unchanged: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();

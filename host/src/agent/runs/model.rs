@@ -22,6 +22,18 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [RunStatus; 8] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::Waiting,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+        RunStatus::BudgetExceeded,
+        RunStatus::NothingDone,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Queued => "queued",

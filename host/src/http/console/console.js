@@ -1,6 +1,8 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort; in runs.js), the library (library.js), services (services.js), durable tasks, approvals waiting for a human,
-// automation grants, the loaded capabilities, the audit log, and settings. Every request
+// abort; in runs.js), the library (library.js), services (services.js),
+// durable tasks, approvals waiting for a human, automation grants
+// (grants.js), the loaded capabilities, the audit log, and settings
+// (settings.js). Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. Polling keeps each view
 // current; nothing here holds authority the session does not.
@@ -51,6 +53,50 @@ function servicesLink() {
 function sayFailure(node, text) {
   node.replaceChildren(text || "");
   if (aboutMissingService(text)) node.append(" ", servicesLink());
+}
+
+// --- field errors: said next to the field, cleared when it changes ----------
+
+/// Shows `message` right after `field` and marks it invalid.
+function fieldError(field, message) {
+  clearFieldError(field);
+  const note = el("span", message, "field-error");
+  note.setAttribute("role", "alert");
+  field.setAttribute("aria-invalid", "true");
+  field.after(note);
+}
+
+function clearFieldError(field) {
+  field.removeAttribute("aria-invalid");
+  const next = field.nextElementSibling;
+  if (next && next.classList.contains("field-error")) next.remove();
+}
+
+function clearFieldErrors(scope) {
+  scope.querySelectorAll("[aria-invalid]").forEach(clearFieldError);
+}
+
+/// Why the number in `field` is not one it may hold (from its min, max and
+/// step), or "" when it is fine. A browser keeps text that is no number
+/// out of `value`, so `badInput` is what tells "abc" from an empty field.
+function numberProblem(field) {
+  const v = field.validity;
+  if (v.badInput) return "not a number";
+  if (field.value.trim() === "") return "enter a number";
+  if (v.stepMismatch) return field.step === "1" ? "must be a whole number" : "not a step this field takes";
+  if (v.rangeUnderflow) return "must be at least " + field.min;
+  if (v.rangeOverflow) return "must be at most " + field.max;
+  return "";
+}
+
+/// An API refusal: next to the field it names (`fields` maps API names to
+/// element ids; otherwise the field of that name in `scope`), and in `node`.
+function showAnswerError(answer, scope, node, suffix, fields) {
+  const e = answer.data && answer.data.error;
+  node.textContent = errorText(answer) + (suffix || "");
+  if (!e || !e.field) return;
+  const field = fields && fields[e.field] ? $(fields[e.field]) : scope.querySelector("[name='" + e.field + "']");
+  if (field) fieldError(field, e.message);
 }
 
 function el(tag, text, className) {
@@ -135,8 +181,11 @@ document.querySelectorAll("nav button").forEach((button) => {
 // --- tasks -----------------------------------------------------------------
 
 async function refreshTasks() {
-  const answer = await api("GET", "/tasks?limit=100");
+  const sweeps = $("tasks-sweeps").checked;
+  const answer = await api("GET", "/tasks?limit=100" + (sweeps ? "&sweeps=true" : ""));
   if (answer.status !== 200) return;
+  const folded = answer.data.foldedSweeps;
+  $("tasks-folded").textContent = folded > 0 ? folded + " of the background sweeps' own tasks are folded away." : "";
   const body = $("tasks");
   body.replaceChildren();
   for (const task of answer.data.tasks) {
@@ -164,6 +213,8 @@ async function refreshTasks() {
     body.append(row);
   }
 }
+
+$("tasks-sweeps").addEventListener("change", refreshTasks);
 
 // --- approvals -------------------------------------------------------------
 
@@ -226,56 +277,6 @@ async function decide(approval, status) {
   await refreshApprovals();
 }
 
-// --- automation grants -----------------------------------------------------
-
-async function refreshGrants() {
-  const answer = await api("GET", "/automation-grants");
-  if (answer.status !== 200) return;
-  const body = $("grants");
-  body.replaceChildren();
-  for (const grant of answer.data.grants) {
-    const row = el("tr");
-    row.dataset.grantId = grant.id;
-    const ended = grant.revokedAt ? "revoked" : grant.expiresAt < Date.now() ? "expired" : null;
-    row.append(
-      el("td", grant.action),
-      el("td", String(grant.dailyInvocations)),
-      el("td", ended || new Date(grant.expiresAt).toLocaleString()),
-      el("td", grant.createdBy),
-    );
-    const actions = el("td");
-    if (!ended) {
-      const revoke = el("button", "Revoke", "revoke");
-      revoke.addEventListener("click", async () => {
-        const answer = await api("PATCH", "/automation-grants/" + grant.id, { revoke: true });
-        $("grants-error").textContent = answer.status === 200 ? "" : errorText(answer);
-        await refreshGrants();
-      });
-      actions.append(revoke);
-    }
-    row.append(actions);
-    body.append(row);
-  }
-}
-
-$("grant-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  $("grants-error").textContent = "";
-  const grant = {
-    action: $("grant-action").value.trim(),
-    dailyInvocations: Number($("grant-calls").value),
-    dailyBytes: Number($("grant-mb").value) * 1000000,
-    expiresAt: Date.now() + Number($("grant-days").value) * 86400000,
-  };
-  const answer = await api("POST", "/automation-grants", grant);
-  if (answer.status !== 201) {
-    $("grants-error").textContent = errorText(answer);
-    return;
-  }
-  $("grant-action").value = "";
-  await refreshGrants();
-});
-
 // --- capabilities ----------------------------------------------------------
 
 async function refreshCapabilities() {
@@ -283,10 +284,8 @@ async function refreshCapabilities() {
   if (answer.status !== 200) return;
   const body = $("capabilities");
   body.replaceChildren();
-  const executable = $("execute-capabilities");
-  executable.replaceChildren();
+  offerGrantChoices(answer.data.capabilities);
   for (const cap of answer.data.capabilities) {
-    if (cap.descriptor.label === "execute") executable.append(el("option", cap.descriptor.id));
     const d = cap.descriptor;
     const row = el("tr");
     row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));
@@ -328,95 +327,6 @@ $("audit-verify").addEventListener("click", async () => {
   $("audit-verdict").textContent = verdict.Intact
     ? "Intact: " + verdict.Intact.events + " events, every link checked."
     : "Broken at event " + verdict.Broken.seq + ": " + verdict.Broken.reason;
-});
-
-// --- settings --------------------------------------------------------------
-
-// Builds the field for one setting from its schema; `data-original` keeps
-// what was shown, so only changed fields are sent.
-function settingField(key, value, described) {
-  const schema = described.schema;
-  let field;
-  if (schema.type === "boolean") {
-    field = el("input");
-    field.type = "checkbox";
-    field.checked = value === true;
-    field.dataset.original = String(field.checked);
-  } else if (schema.enum) {
-    field = el("select");
-    for (const option of schema.enum) field.append(el("option", option));
-    field.value = value;
-    field.dataset.original = field.value;
-  } else if (schema.contentMediaType === "application/json") {
-    field = el("textarea");
-    field.rows = 3;
-    field.value = value == null ? "" : String(value);
-    field.dataset.original = field.value;
-  } else {
-    field = el("input");
-    if (schema.writeOnly) {
-      field.type = "password";
-      field.placeholder = value && value.set ? "set (hidden)" : "not set";
-      field.autocomplete = "off";
-    } else if (schema.type === "integer" || schema.type === "number") {
-      field.type = "number";
-      field.step = schema.type === "integer" ? "1" : "any";
-    }
-    field.value = schema.writeOnly || value == null ? "" : String(value);
-    field.dataset.original = field.value;
-  }
-  field.name = key;
-  field.dataset.kind = schema.writeOnly ? "secret" : schema.type;
-  return field;
-}
-
-async function refreshSettings() {
-  const answer = await api("GET", "/settings");
-  if (answer.status !== 200) return;
-  const body = $("settings");
-  body.replaceChildren();
-  for (const [key, described] of Object.entries(answer.data.schema)) {
-    const row = el("tr");
-    const cell = el("td");
-    cell.append(settingField(key, answer.data.settings[key], described));
-    row.append(el("td", key), cell, el("td", described.help, "hint"));
-    body.append(row);
-  }
-}
-
-function changedSettings() {
-  const changes = {};
-  for (const field of $("settings").querySelectorAll("input, select, textarea")) {
-    const kind = field.dataset.kind;
-    if (kind === "boolean") {
-      if (String(field.checked) !== field.dataset.original) changes[field.name] = field.checked;
-    } else if (kind === "secret") {
-      if (field.value !== "") changes[field.name] = field.value;
-    } else if (field.value !== field.dataset.original) {
-      if (field.value === "") changes[field.name] = null;
-      else if (kind === "integer" || kind === "number") changes[field.name] = Number(field.value);
-      else changes[field.name] = field.value;
-    }
-  }
-  return changes;
-}
-
-$("settings-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  $("settings-error").textContent = "";
-  $("settings-saved").textContent = "";
-  const changes = changedSettings();
-  if (Object.keys(changes).length === 0) {
-    $("settings-saved").textContent = "Nothing changed.";
-    return;
-  }
-  const answer = await api("PATCH", "/settings", changes);
-  if (answer.status !== 200) {
-    $("settings-error").textContent = errorText(answer) + " — nothing was changed.";
-    return;
-  }
-  await refreshSettings();
-  $("settings-saved").textContent = "Saved: " + Object.keys(changes).join(", ");
 });
 
 // --- start -----------------------------------------------------------------

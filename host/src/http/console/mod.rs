@@ -1,18 +1,30 @@
-//! The operator console: one page, its script and its stylesheet, built
-//! into the binary and served at `/`. The page signs in with a console
-//! session and then uses the same `/api/v1` endpoints as any client; it
-//! holds no authority of its own. Responses forbid inline script and
-//! framing, so the page runs only the script served here.
+//! The operator console: one page, its scripts, its stylesheet and its
+//! icon, built into the binary and served at `/`. The page signs in with a
+//! console session and then uses the same `/api/v1` endpoints as any
+//! client; it holds no authority of its own. Responses forbid inline
+//! script and framing, so the page runs only the scripts served here.
 
+use axum::Router;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
-const INDEX: &str = include_str!("index.html");
-const SCRIPT: &str = include_str!("console.js");
-const RUNS: &str = include_str!("runs.js");
-const LIBRARY: &str = include_str!("library.js");
-const SERVICES: &str = include_str!("services.js");
-const STYLE: &str = include_str!("console.css");
+/// Every file of the console: its path, content type and text.
+const FILES: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("index.html")),
+    ("/console.js", JS, include_str!("console.js")),
+    ("/runs.js", JS, include_str!("runs.js")),
+    ("/library.js", JS, include_str!("library.js")),
+    ("/services.js", JS, include_str!("services.js")),
+    ("/settings.js", JS, include_str!("settings.js")),
+    ("/grants.js", JS, include_str!("grants.js")),
+    ("/console.css", "text/css; charset=utf-8", include_str!("console.css")),
+    ("/favicon.svg", "image/svg+xml", include_str!("favicon.svg")),
+    // Browsers ask for this path whatever the page links.
+    ("/favicon.ico", "image/svg+xml", include_str!("favicon.svg")),
+];
+
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// Scripts, styles and requests only from this origin (and TMDB's posters);
 /// never framed.
@@ -31,32 +43,9 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// `GET /`: the console page.
-pub async fn index() -> Response {
-    asset("text/html; charset=utf-8", INDEX)
-}
-
-/// `GET /console.js`
-pub async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", SCRIPT)
-}
-
-/// `GET /runs.js`
-pub async fn runs() -> Response {
-    asset("text/javascript; charset=utf-8", RUNS)
-}
-
-/// `GET /library.js`
-pub async fn library() -> Response {
-    asset("text/javascript; charset=utf-8", LIBRARY)
-}
-
-/// `GET /services.js`
-pub async fn services() -> Response {
-    asset("text/javascript; charset=utf-8", SERVICES)
-}
-
-/// `GET /console.css`
-pub async fn style() -> Response {
-    asset("text/css; charset=utf-8", STYLE)
+/// A route for each console file.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    FILES.iter().fold(Router::new(), |router, &(path, content_type, body)| {
+        router.route(path, get(move || async move { asset(content_type, body) }))
+    })
 }

@@ -1,8 +1,9 @@
 // The console's Services tab: TMDB, up to three Torznab indexers and
 // qBittorrent, the downloads and library folders, and the library's
 // naming — each saved through /setup and checked with its Test button,
-// which makes a real request and says what it found. What capstan.toml
-// sets is shown and cannot be changed here. Uses console.js's helpers.
+// which makes a real request and says what it found, and forgotten (with
+// its secret) by Forget. What capstan.toml sets is shown and cannot be
+// changed here. Uses console.js's helpers.
 "use strict";
 
 const SERVICE_TITLES = {
@@ -54,21 +55,40 @@ function serviceCard(s) {
   const result = el("p", "", "found");
   result.id = id("result");
   result.setAttribute("role", "status");
+  // Forgetting removes the service and its secret: the way to clear one.
+  const forget = el("button", "Forget", "forget");
+  forget.type = "button";
+  forget.id = id("forget");
   if (fromFile) {
     card.querySelectorAll("input, select").forEach((i) => (i.disabled = true));
     card.append(test, result);
+  } else if (s.source === "console") {
+    card.append(save, test, forget, result);
   } else {
     card.append(save, test, result);
   }
+  forget.addEventListener("click", async () => {
+    const answer = await api("DELETE", "/setup/services/" + s.name);
+    if (answer.status === 200) await refreshServices();
+    else {
+      result.className = "found error";
+      result.textContent = errorText(answer);
+    }
+  });
   save.addEventListener("click", async () => {
     const body = { baseUrl: $(id("url")).value };
     if ($(id("user"))) body.username = $(id("user")).value;
     if ($(id("token"))) body.tokenKind = $(id("token")).value;
     if ($(id("secret")).value) body.secret = $(id("secret")).value;
     const answer = await api("PUT", "/setup/services/" + s.name, body);
-    result.className = answer.status === 200 ? "found" : "found error";
-    result.textContent = answer.status === 200 ? "Saved." : errorText(answer);
-    if (answer.status === 200) $(id("secret")).value = "";
+    if (answer.status !== 200) {
+      result.className = "found error";
+      result.textContent = errorText(answer);
+      return;
+    }
+    // Shown again as stored (now with Forget), saying it was saved.
+    await refreshServices();
+    $(id("result")).textContent = "Saved.";
   });
   test.addEventListener("click", async () => {
     result.textContent = "Testing…";

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::authz::{AuthzError, NewGrant};
+use crate::authz::{AuthzError, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -27,9 +27,20 @@ fn admin_only(caller: &Caller) -> Result<String, ApiError> {
     }
 }
 
+/// A new grant's fields, as a refusal may name them.
+const GRANT_FIELDS: &[&str] = &["action", "dailyInvocations", "dailyBytes", "expiresAt"];
+
 pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     match e {
-        AuthzError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_grant", m),
+        AuthzError::Invalid(m) => {
+            // The checks name the field at fault first, as the body spells it.
+            let field = m.split_whitespace().next().filter(|w| GRANT_FIELDS.contains(w)).map(str::to_string);
+            let error = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_grant", m);
+            match field {
+                Some(field) => error.about(field),
+                None => error,
+            }
+        }
         AuthzError::NotFound(what, id) => ApiError::not_found(format!("no {what} {id}")),
         AuthzError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
         AuthzError::Forbidden(m) => ApiError::forbidden(m),
@@ -43,7 +54,13 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     admin_only(&caller)?;
     let grants = state.caps.authz().grants().await?;
-    Ok(Json(json!({ "grants": grants })))
+    // The bounds a new grant must keep, so a form can hold to them.
+    let limits = json!({
+        "dailyInvocations": { "minimum": 1, "maximum": MAX_DAILY_INVOCATIONS },
+        "dailyBytes": { "minimum": 1, "maximum": MAX_DAILY_BYTES },
+        "expiresInDays": { "minimum": 1, "maximum": MAX_GRANT_DAYS },
+    });
+    Ok(Json(json!({ "grants": grants, "limits": limits })))
 }
 
 /// Creates an automation grant.
@@ -59,7 +76,16 @@ pub async fn create(
     // A grant names every capability (`*`), a policy tag, or a capability
     // that is loaded now; a mistyped id would be a grant nothing uses.
     let action = body.action.trim();
-    let known = action == "*" || action.starts_with("policy.") || state.caps.runtime().snapshot().get(action).is_some();
+    let loaded = state.caps.runtime().snapshot().get(action).map(|l| l.descriptor.label);
+    if let Some(label) = loaded.filter(|l| *l != EffectClass::Execute) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_grant",
+            format!("{action} is a {label} capability; grants are for execute capabilities; read, preview and propose calls need none"),
+        )
+        .about("action"));
+    }
+    let known = action == "*" || action.starts_with("policy.") || loaded.is_some();
     if !action.is_empty() && !known {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

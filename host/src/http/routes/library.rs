@@ -1,6 +1,8 @@
 //! The media domain over HTTP: `GET /library` (what the library holds and
 //! wants), `GET /artifacts[/{id}]` (plans, reports, evidence), and the
-//! durable tasks — `GET /tasks[/{id}]` (`?subjectId=`), `POST
+//! durable tasks — `GET /tasks[/{id}]` (`?subjectId=`; without it, the
+//! background sweeps' own tasks only with `?sweeps=true` or when they
+//! failed), `POST
 //! /tasks/{id}/cancel`, `POST /tasks/{id}/retry`. Task changes need a
 //! console session or a key with the execute scope, and are audited.
 
@@ -115,14 +117,18 @@ pub async fn artifact(
 pub struct TaskQuery {
     subject_id: Option<String>,
     limit: Option<i64>,
+    /// Also the background sweeps' own tasks that did not fail.
+    #[serde(default)]
+    sweeps: bool,
 }
 
 /// Durable tasks, newest first, optionally about one subject.
 #[utoipa::path(get, path = "/api/v1/tasks", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("subjectId" = Option<String>, Query, description = "Only tasks about this record"),
-           ("limit" = Option<i64>, Query, description = "At most this many, 1 to 1000")),
-    responses((status = 200, description = "{tasks}", body = serde_json::Value),
+           ("limit" = Option<i64>, Query, description = "At most this many, 1 to 1000"),
+           ("sweeps" = Option<bool>, Query, description = "Also the background sweeps' own tasks that did not fail (left out by default unless subjectId is given)")),
+    responses((status = 200, description = "{tasks, foldedSweeps}: the tasks, and how many sweep tasks were left out", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn tasks(
     State(state): State<AppState>,
@@ -130,8 +136,11 @@ pub async fn tasks(
     Query(q): Query<TaskQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let tasks = Tasks::new(state.caps.db().clone());
-    let list = tasks.list(q.subject_id.as_deref(), q.limit.unwrap_or(100).clamp(1, 1000)).await?;
-    Ok(Json(json!({ "tasks": list })))
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    // Asked about one record, every task about it is wanted.
+    let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { crate::acquisition::SWEEP_KINDS };
+    let (list, folded) = tasks.list_folding(q.subject_id.as_deref(), limit, fold).await?;
+    Ok(Json(json!({ "tasks": list, "foldedSweeps": folded })))
 }
 
 /// One task.

@@ -18,6 +18,9 @@ use crate::settings::{Settings, SettingsError};
 fn settings_error(e: SettingsError) -> ApiError {
     match e {
         SettingsError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", m),
+        SettingsError::Field { key, message } => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", message).about(key)
+        }
         other => ApiError::internal(other),
     }
 }
@@ -27,7 +30,8 @@ fn settings_error(e: SettingsError) -> ApiError {
     responses((status = 200, description = "Values and their schema", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     let values = state.caps.settings().all().await.map_err(settings_error)?;
-    Ok(Json(json!({ "settings": values, "schema": Settings::describe() })))
+    let groups: Vec<&str> = crate::settings::registry::GROUPS.iter().map(|(_, name)| *name).collect();
+    Ok(Json(json!({ "settings": values, "schema": Settings::describe(), "groups": groups })))
 }
 
 /// Changes settings, all or none; `null` resets one.
