@@ -46,10 +46,20 @@ fi
 FAKELLM_VERSION=0.3.5
 tools="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools"
 if ! "$tools/venv/bin/fakellm" --help >/dev/null 2>&1 || \
-   ! "$tools/venv/bin/pip" show fakellm 2>/dev/null | grep -qx "Version: $FAKELLM_VERSION"; then
+   ! "$tools/venv/bin/pip" show fakellm 2>/dev/null | grep -x "Version: $FAKELLM_VERSION" >/dev/null; then
     echo "setup: installing fakellm $FAKELLM_VERSION into $tools/venv"
     rm -rf "$tools/venv"
     mkdir -p "$tools"
     python3 -m venv "$tools/venv"
     "$tools/venv/bin/pip" install -q --disable-pip-version-check "fakellm==$FAKELLM_VERSION"
+fi
+
+# Schemathesis (from PyPI), which the API suite runs against a live server,
+# in a virtualenv of its own.
+SCHEMATHESIS_VERSION=4.32.5
+if ! "$tools/schemathesis/bin/pip" show schemathesis 2>/dev/null | grep -x "Version: $SCHEMATHESIS_VERSION" >/dev/null; then
+    echo "setup: installing schemathesis $SCHEMATHESIS_VERSION into $tools/schemathesis"
+    rm -rf "$tools/schemathesis"
+    python3 -m venv "$tools/schemathesis"
+    "$tools/schemathesis/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi

@@ -20,6 +20,7 @@ pub mod settings;
 pub mod setup;
 pub mod store;
 pub mod tasks;
+pub mod text;
 
 pub use config::Config;
 pub use runtime::Runtime;

@@ -17,6 +17,9 @@ use crate::store::{new_id, now_ms};
 /// capability acting on one (`plan:acquisition` → input `planId`).
 pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
 
+/// Every status an approval can have.
+pub const APPROVAL_STATUSES: &[&str] = &["pending", "approved", "rejected", "consumed", "expired"];
+
 /// The built-in capability that carries out a plan of `plan_type`: what an
 /// approval authorises when its request names no capability.
 pub fn acting_capability(plan_type: &str) -> Option<&'static str> {

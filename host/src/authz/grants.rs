@@ -36,6 +36,8 @@ pub struct GrantScope {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGrant {
+    /// An execute capability's id, a `policy.*` action, or `*`.
+    #[schema(schema_with = crate::text::not_blank_schema)]
     pub action: String,
     #[serde(default)]
     pub policy_name: Option<String>,

@@ -13,7 +13,7 @@ mod policies;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, Transaction};
 
-pub use approvals::{APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
+pub use approvals::{APPROVAL_STATUSES, APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
 pub use grants::{
     Grant as AutomationGrant, GrantScope, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant,
 };

@@ -35,12 +35,12 @@ pub struct WantTitle {
 
 fn check_names(quality: Option<&str>, profile: Option<&str>) -> Result<(), DomainError> {
     if let Some(q) = quality {
-        require(!q.trim().is_empty() && q.len() <= MAX_NAME, || {
+        require(!q.trim().is_empty() && q.chars().count() <= MAX_NAME, || {
             format!("quality must be 1 to {MAX_NAME} characters, like 1080p")
         })?;
     }
     if let Some(p) = profile {
-        require(p.starts_with("quality.") && p.len() <= MAX_NAME, || {
+        require(p.starts_with("quality.") && p.chars().count() <= MAX_NAME, || {
             format!("profile {p:?} must name a quality.* policy, like quality.movies")
         })?;
     }

@@ -1,17 +1,15 @@
 //! The one HTTP error type: logs its cause and answers
 //! `{"error":{"code","message"}}` without internals (plus `field`, naming
 //! the input at fault when there is one, so a form shows the message next
-//! to it); and `ApiJson`, a JSON
-//! body extractor whose rejections (malformed JSON, wrong types, unknown
-//! fields, oversized or wrong content type) become 4xx `ApiError`s.
+//! to it). The extractors whose rejections become these errors are in
+//! `extract`.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
 use serde_json::json;
+
+pub use super::extract::ApiJson;
 
 /// An error answer.
 #[derive(Debug)]
@@ -75,30 +73,5 @@ impl IntoResponse for ApiError {
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         ApiError::internal(e)
-    }
-}
-
-/// A JSON body; any rejection is a JSON 4xx.
-pub struct ApiJson<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => {
-                let (status, code) = match &rejection {
-                    JsonRejection::JsonDataError(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
-                    JsonRejection::JsonSyntaxError(_) => (StatusCode::BAD_REQUEST, "malformed_json"),
-                    JsonRejection::MissingJsonContentType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "content_type"),
-                    _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                        (StatusCode::PAYLOAD_TOO_LARGE, "too_large")
-                    }
-                    _ => (rejection.status(), "bad_request"),
-                };
-                Err(ApiError::new(status, code, rejection.body_text()))
-            }
-        }
     }
 }

@@ -8,11 +8,14 @@
 //! nothing.
 
 pub mod auth;
+mod bodies;
 mod console;
 pub mod error;
+pub mod extract;
 pub mod keys;
 pub mod openapi;
 mod routes;
+pub mod schema;
 pub mod session;
 pub mod transport;
 
@@ -87,7 +90,8 @@ pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
         .routes(routes!(routes::agent::message))
         .routes(routes!(routes::agent::abort))
         .split_for_parts();
-    let doc = Arc::new(doc);
+    let doc = Arc::new(openapi::complete(serde_json::to_value(&doc).unwrap_or_default()));
+    let body_schemas = bodies::BodySchemas::from_document(&doc);
     let state = AppState {
         agent: Arc::new(AgentRuntime::new(caps.clone())),
         caps,
@@ -95,8 +99,13 @@ pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
     };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes())
+        .method_not_allowed_fallback(|| async {
+            let message = "this endpoint does not take that method; the Allow header lists those it takes";
+            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", message)
+        })
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(body_schemas, bodies::check))
         .layer(axum::middleware::from_fn_with_state(state.clone(), measure))
         .with_state(state)
 }

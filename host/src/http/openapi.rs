@@ -57,3 +57,82 @@ impl Modify for Security {
     modifiers(&Security)
 )]
 pub struct ApiDoc;
+
+/// The document as served: the schemas written out by hand in place of
+/// their placeholders, and the answers every operation of a kind can give,
+/// whatever its handler says — the extractors, the body check and the
+/// authentication refuse the same way everywhere (`extract`, `bodies`,
+/// `auth`), so the document says so once, here.
+pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
+    use serde_json::json;
+    written_out(&mut doc);
+    let error = |description: &str| {
+        json!({
+            "description": description,
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } },
+        })
+    };
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return doc };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        for (method, operation) in item.iter_mut() {
+            let Some(operation) = operation.as_object_mut() else { continue };
+            let mut shared = Vec::new();
+            if operation.contains_key("requestBody") {
+                shared.push(("400", "Malformed JSON"));
+                shared.push(("413", "A body over 1 MiB"));
+                shared.push(("415", "A body that is not application/json"));
+                shared.push(("422", "A body of the wrong shape: wrong types, missing or unknown fields"));
+            }
+            // A parameter left out is how "none" is said: a query string or
+            // a header cannot carry a JSON null.
+            if let Some(list) = operation.get_mut("parameters").and_then(|p| p.as_array_mut()) {
+                for parameter in list {
+                    if let Some(types) = parameter.pointer_mut("/schema/type").and_then(|t| t.as_array_mut()) {
+                        types.retain(|t| t != "null");
+                        if types.len() == 1 {
+                            let only = types[0].clone();
+                            parameter["schema"]["type"] = only;
+                        }
+                    }
+                }
+            }
+            let parameters = operation.get("parameters").and_then(|p| p.as_array()).is_some_and(|p| !p.is_empty());
+            if parameters {
+                shared.push(("400", "A query string or path that cannot be read as this operation's parameters"));
+            }
+            // An operation open to anyone lists an empty requirement.
+            let security = operation.get("security").and_then(|s| s.as_array()).cloned().unwrap_or_default();
+            let open = security.is_empty() || security.iter().any(|r| r.as_object().is_some_and(|r| r.is_empty()));
+            if !open {
+                shared.push(("401", "No valid API key or session"));
+                let by_session = security.iter().any(|r| r.get("consoleSession").is_some());
+                if method != "get" && by_session {
+                    shared.push(("403", "Not allowed for this caller, or a session's write without its CSRF token"));
+                }
+            }
+            let responses = operation.entry("responses").or_insert_with(|| json!({}));
+            let Some(responses) = responses.as_object_mut() else { continue };
+            for (status, description) in shared {
+                responses.entry(status).or_insert_with(|| error(description));
+            }
+        }
+    }
+    doc
+}
+
+/// Puts each [`WrittenOut`] body's schema in place of its placeholder.
+fn written_out(doc: &mut serde_json::Value) {
+    use super::routes::{acquisition::AcquisitionRequest, settings::SettingsChange, titles::QualityChange};
+    use super::schema::WrittenOut;
+    let schemas = [
+        (AcquisitionRequest::NAME, AcquisitionRequest::json()),
+        (SettingsChange::NAME, SettingsChange::json()),
+        (QualityChange::NAME, QualityChange::json()),
+    ];
+    for (name, schema) in schemas {
+        if let Some(slot) = doc.pointer_mut(&format!("/components/schemas/{name}")) {
+            *slot = schema;
+        }
+    }
+}

@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::text::not_blank_pattern;
+
 /// What a setting holds.
 #[derive(Debug, Clone, Copy)]
 pub enum Kind {
@@ -70,13 +72,13 @@ impl Spec {
                 true
             }
             (Kind::Text { max_len }, Value::String(s)) => {
-                if s.trim().is_empty() || s.len() > max_len {
+                if s.trim().is_empty() || s.chars().count() > max_len {
                     return Err(format!("{key} must be 1 to {max_len} characters"));
                 }
                 true
             }
             (Kind::Script, Value::String(s)) => {
-                if s.len() > 1 << 20 {
+                if s.chars().count() > 1 << 20 {
                     return Err(format!("{key} must be at most 1 MiB"));
                 }
                 crate::agent::providers::scripted::Scripted::from_json(s).map_err(|e| format!("{key}: {e}"))?;
@@ -96,7 +98,7 @@ impl Spec {
                 true
             }
             (Kind::Secret, Value::String(s)) => {
-                if s.is_empty() || s.len() > 4096 {
+                if s.is_empty() || s.chars().count() > 4096 {
                     return Err(format!("{key} must be 1 to 4096 characters"));
                 }
                 true
@@ -122,11 +124,11 @@ impl Spec {
             Kind::Bool => json!({"type": "boolean"}),
             Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
             Kind::Float { min, max } => json!({"type": "number", "minimum": min, "maximum": max}),
-            Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len}),
+            Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len, "pattern": not_blank_pattern()}),
             Kind::Script => json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20}),
             Kind::Choice(options) => json!({"type": "string", "enum": options}),
             Kind::Url => json!({"type": "string", "format": "uri"}),
-            Kind::Secret => json!({"type": "string", "writeOnly": true}),
+            Kind::Secret => json!({"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096}),
         };
         json!({
             "schema": kind,

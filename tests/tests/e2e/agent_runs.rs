@@ -163,7 +163,7 @@ async fn bad_run_requests_are_refused(backend: Backend) {
     let api = start(&env).await;
     for (body, code, says) in [
         (json!({"goal": "x", "mode": "plan_only", "capabilityAllowlist": ["test.counter-safe"]}), 422, "plan_only"),
-        (json!({"goal": "x", "capabilityAllowlist": ["no.such"]}), 422, "not loaded"),
+        (json!({"goal": "x", "capabilityAllowlist": ["no.such"]}), 404, "not loaded"),
         (json!({"goal": "  "}), 422, "goal"),
         (json!({"goal": "x", "mode": "sideways"}), 422, ""),
         (json!({"goal": "x", "extra": 1}), 422, ""),

@@ -96,14 +96,23 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
         ),
         (http.post(invoke("no.such")).bearer_auth(&read).json(&json!({"input": {}})), 404, "not_found"),
         (http.get(format!("{base}/nowhere")).bearer_auth(&read), 404, "not_found"),
-        (http.get(format!("{base}/audit?limit=0")).bearer_auth(&read), 422, "invalid_query"),
-        (http.get(format!("{base}/audit?latest=0")).bearer_auth(&read), 422, "invalid_query"),
-        (http.get(format!("{base}/audit?latest=5&after=3")).bearer_auth(&read), 422, "invalid_query"),
+        (http.get(format!("{base}/audit?limit=0")).bearer_auth(&read), 400, "invalid_query"),
+        (http.get(format!("{base}/audit?latest=0")).bearer_auth(&read), 400, "invalid_query"),
+        (http.get(format!("{base}/audit?latest=1001")).bearer_auth(&read), 400, "invalid_query"),
+        (http.get(format!("{base}/audit?limit=ten")).bearer_auth(&read), 400, "invalid_query"),
+        (http.get(format!("{base}/audit?bogus=1")).bearer_auth(&read), 400, "invalid_query"),
+        (http.post(invoke("%FF")).bearer_auth(&read).json(&json!({"input": {}})), 400, "invalid_path"),
+        (http.post(invoke("release.inspect")).bearer_auth(&read).json(&json!([{"name": "x"}])), 422, "invalid_body"),
+        (http.put(format!("{base}/audit")).bearer_auth(&read), 405, "method_not_allowed"),
+        (http.delete(format!("{base}/capabilities")).bearer_auth(&read), 405, "method_not_allowed"),
     ];
     for (request, status, code) in bad {
         let resp = request.send().await.unwrap();
         assert_eq!(error_code(resp).await, (status, code.to_string()));
     }
+    // A wrong method says which ones the endpoint takes.
+    let resp = http.put(format!("{base}/audit")).bearer_auth(&read).send().await.unwrap();
+    assert_eq!(resp.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET,HEAD"));
     assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), before, "bad requests wrote nothing");
 
     // The audit log pages by sequence number.
@@ -234,7 +243,7 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
         .send()
         .await
         .unwrap();
-    assert_eq!(error_code(resp).await, (422, "invalid_grant".into()));
+    assert_eq!(error_code(resp).await, (422, "invalid_body".into()), "the document says an action is not blank");
     // A capability that is not loaded is a typo nothing would use; a read
     // capability needs no grant; budgets and expiry are bounded. Each
     // refusal names the field at fault.
@@ -255,10 +264,9 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
             http.post(&grants).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&bad).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 422, "{bad}");
         let answer: Value = resp.json().await.unwrap();
-        assert_eq!(
-            (answer["error"]["code"].as_str(), answer["error"]["field"].as_str()),
-            (Some("invalid_grant"), field)
-        );
+        // The document's bounds refuse some; the grant's own checks the rest.
+        assert!(matches!(answer["error"]["code"].as_str(), Some("invalid_grant" | "invalid_body")), "{answer}");
+        assert_eq!(answer["error"]["field"].as_str(), field, "{answer}");
     }
     assert!(env.caps.authz().grants().await.unwrap().is_empty(), "no grant was stored");
     let listed: Value = http.get(&grants).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
@@ -330,6 +338,42 @@ both_backends!(grants_are_managed_from_the_console_and_never_widened);
 
 /// The OpenAPI document lists every endpoint the router serves, and every
 /// operation it lists is answered by a handler rather than the fallback.
+/// Each `api("METHOD", "/literal...` call in the console's scripts: the
+/// method and the path's literal start (dynamic parts follow it).
+fn console_calls() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/src/http/console");
+    let mut calls = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "js") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for call in text.split("api(\"").skip(1) {
+            let Some((method, rest)) = call.split_once("\", \"") else { continue };
+            let literal = rest.split('"').next().unwrap_or_default();
+            calls.push((method.to_string(), literal.split('?').next().unwrap_or_default().to_string()));
+        }
+    }
+    assert!(calls.len() > 30, "found only {} console calls", calls.len());
+    calls
+}
+
+/// Whether a path starting with `literal` can be one `template` describes:
+/// `{x}` segments take anything, and the literal's last segment may be cut
+/// short where the console appends an id.
+fn template_fits(literal: &str, template: &str) -> bool {
+    let given: Vec<&str> = literal.split('/').collect();
+    let wanted: Vec<&str> = template.split('/').collect();
+    let last = given.len() - 1;
+    given.len() <= wanted.len()
+        && given
+            .iter()
+            .zip(&wanted)
+            .enumerate()
+            .all(|(i, (g, w))| w.starts_with('{') || if i == last { w.starts_with(g) } else { g == w })
+}
+
 async fn the_openapi_document_describes_the_routes_that_exist(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.caps.clone()).await;
@@ -348,6 +392,24 @@ async fn the_openapi_document_describes_the_routes_that_exist(backend: Backend) 
         assert!(paths.contains_key(expected), "{expected} is missing from the document");
     }
     assert!(paths["/api/v1/settings"].get("patch").is_some());
+    // Every call the console makes is documented, with the method it uses.
+    for (method, literal) in console_calls() {
+        let documented = paths.iter().any(|(path, item)| {
+            item.get(method.to_lowercase()).is_some() && template_fits(&format!("/api/v1{literal}"), path)
+        });
+        assert!(documented, "the console calls {method} {literal}..., which the document does not list");
+    }
+    // The shared answers: a body's 400/413/415/422, a secured one's 401.
+    let start_run = &paths["/api/v1/agent/runs"]["post"]["responses"];
+    for status in ["400", "401", "413", "415", "422"] {
+        assert!(start_run.get(status).is_some(), "POST /agent/runs lists no {status}: {start_run}");
+    }
+    // Bounds the server enforces are in the document.
+    let audit = paths["/api/v1/audit"]["get"]["parameters"].as_array().unwrap();
+    let latest = audit.iter().find(|p| p["name"] == "latest").unwrap();
+    assert_eq!((latest["schema"]["minimum"].as_i64(), latest["schema"]["maximum"].as_i64()), (Some(1), Some(1000)));
+    let message = &doc["components"]["schemas"]["SendMessage"]["properties"]["text"];
+    assert!(message["pattern"].is_string(), "a message may not be blank: {message}");
     let invoke_body = &doc["components"]["schemas"]["InvokeBody"];
     assert!(invoke_body["required"].as_array().unwrap().contains(&json!("input")), "{invoke_body}");
     assert!(doc["components"]["securitySchemes"]["apiKey"].is_object());

@@ -27,6 +27,7 @@ mod download;
 mod events;
 mod files;
 mod files_edges;
+mod fuzz;
 mod http;
 mod lan;
 mod ledger;

@@ -54,8 +54,10 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         let resp = patch(bad.clone()).await.unwrap();
         assert_eq!(resp.status().as_u16(), 422, "{bad}");
         let body: Value = resp.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "invalid_setting");
-        assert_eq!(body["error"]["field"].as_str(), field, "{bad}");
+        // The document's schema refuses most; the registry what it cannot say.
+        let code = body["error"]["code"].as_str().unwrap_or_default();
+        assert!(matches!(code, "invalid_body" | "invalid_setting"), "{body}");
+        assert_eq!(body["error"]["field"].as_str(), field, "{bad}: {body}");
     }
     // What a form needs: each setting's label, area and bounds.
     let described = &read["schema"]["agent.max_tool_calls"];

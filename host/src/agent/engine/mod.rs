@@ -55,6 +55,9 @@ pub struct AgentRuntime {
 pub enum StartError {
     #[error("{0}")]
     Invalid(String),
+    /// The allowlist names a capability that is not loaded.
+    #[error("capabilityAllowlist names {0}, which is not loaded")]
+    UnknownCapability(String),
     #[error(transparent)]
     Run(#[from] RunError),
     #[error("could not queue the run: {0}")]
@@ -97,7 +100,7 @@ impl AgentRuntime {
             let snapshot = self.caps.runtime().snapshot();
             for id in list {
                 let Some(loaded) = snapshot.get(id) else {
-                    return Err(StartError::Invalid(format!("capabilityAllowlist names {id}, which is not loaded")));
+                    return Err(StartError::UnknownCapability(id.clone()));
                 };
                 if new.mode == RunMode::PlanOnly && loaded.descriptor.label > crate::runtime::EffectClass::Propose {
                     return Err(StartError::Invalid(format!(

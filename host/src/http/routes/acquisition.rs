@@ -9,7 +9,7 @@
 //! newest first — drafts waiting for a human among them.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,14 +18,18 @@ use super::library::domain_error;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::{ApiQuery, in_range, one_of};
 use crate::http::openapi::ErrorBody;
+use crate::http::schema::WrittenOut;
 use crate::pipeline::{Invocation, Origin};
 use crate::runtime::{EffectClass, Status};
 
 pub const PLAN_CAPABILITY: &str = "download.plan";
 pub const SUBMIT_CAPABILITY: &str = "download.submit";
 
-#[derive(Deserialize, utoipa::ToSchema)]
+/// A release for a wanted slot, or for the first of an entity's wanted
+/// slots that takes it: `slotId` or `entityId`, exactly one.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AcquisitionRequest {
     source_release_id: String,
@@ -33,6 +37,36 @@ pub struct AcquisitionRequest {
     entity_id: Option<String>,
     note: Option<String>,
 }
+
+impl WrittenOut for AcquisitionRequest {
+    const NAME: &'static str = "AcquisitionRequest";
+
+    fn json() -> Value {
+        let text = json!({ "type": "string", "pattern": crate::http::schema::not_blank_pattern() });
+        let note = json!({ "type": ["string", "null"] });
+        let shape = |target: &str, what: &str| {
+            json!({
+                "title": what,
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["sourceReleaseId", target],
+                "properties": { "sourceReleaseId": text, target: text, "note": note },
+            })
+        };
+        json!({
+            "description": "A release for a wanted slot, or for the first of an entity's wanted slots that takes it.",
+            "oneOf": [shape("slotId", "For one slot"), shape("entityId", "For an entity's wanted slots")],
+        })
+    }
+}
+
+impl utoipa::PartialSchema for AcquisitionRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for AcquisitionRequest {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -45,25 +79,20 @@ pub struct PlanQuery {
 /// Acquisition plans, newest first.
 #[utoipa::path(get, path = "/api/v1/acquisition-plans", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("status" = Option<String>, Query, description = "draft, reserved, submitted, failed or cancelled"),
+    params(("status" = Option<String>, Query, pattern = "^(draft|reserved|submitted|failed|cancelled)$",
+                description = "draft, reserved, submitted, failed or cancelled"),
            ("slotId" = Option<String>, Query, description = "Plans for this slot"),
-           ("limit" = Option<i64>, Query, description = "At most this many (default 100, at most 500)")),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "At most this many (default 100)")),
     responses((status = 200, description = "{plans: [...]}", body = serde_json::Value),
-              (status = 401, description = "No valid API key or session", body = ErrorBody),
-              (status = 422, description = "Bad query", body = ErrorBody)))]
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<PlanQuery>,
+    ApiQuery(q): ApiQuery<PlanQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = q.limit.unwrap_or(100).clamp(1, 500);
-    let plans =
-        state.caps.domain().plans(q.status.as_deref(), q.slot_id.as_deref(), limit).await.map_err(|e| match e {
-            crate::domain::DomainError::Invalid(m) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", m)
-            }
-            other => domain_error(other),
-        })?;
+    let limit = in_range("limit", q.limit, 100, 1, 500)?;
+    let status = one_of("status", q.status.as_deref(), crate::domain::PLAN_STATUSES)?;
+    let plans = state.caps.domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "plans": plans })))
 }
 

@@ -7,7 +7,7 @@
 //! propose scope; reading needs any key or a console session.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,6 +17,7 @@ use crate::agent::runs::{NewRun, Run, RunError, RunMode};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::{ApiPath, ApiQuery, in_range};
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
 
@@ -31,6 +32,10 @@ fn run_error(e: RunError) -> ApiError {
 fn start_error(e: StartError) -> ApiError {
     match e {
         StartError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
+        StartError::UnknownCapability(id) => {
+            ApiError::not_found(format!("capabilityAllowlist names {id}, which is not loaded"))
+                .about("capabilityAllowlist")
+        }
         StartError::Run(e) => run_error(e),
         StartError::Task(m) => ApiError::internal(m),
     }
@@ -39,6 +44,7 @@ fn start_error(e: StartError) -> ApiError {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StartRun {
+    #[schema(schema_with = crate::http::schema::not_blank)]
     goal: String,
     #[serde(default = "execute")]
     mode: RunMode,
@@ -56,7 +62,8 @@ fn execute() -> RunMode {
     responses((status = 201, description = "The queued run", body = Run),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
-              (status = 422, description = "Empty goal, unknown capability, or an execute capability in a plan_only allowlist", body = ErrorBody)))]
+              (status = 404, description = "The allowlist names a capability that is not loaded", body = ErrorBody),
+              (status = 422, description = "An execute capability in a plan_only allowlist", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
     caller: Caller,
@@ -83,15 +90,16 @@ pub struct ListQuery {
 /// Runs, newest first.
 #[utoipa::path(get, path = "/api/v1/agent/runs", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("limit" = Option<i64>, Query, description = "At most this many runs")),
+    params(("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "At most this many runs (default 50)")),
     responses((status = 200, description = "{items: [run]}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let runs = state.agent.runs().list(q.limit.unwrap_or(50)).await.map_err(run_error)?;
+    let limit = in_range("limit", q.limit, 50, 1, 500)?;
+    let runs = state.agent.runs().list(limit).await.map_err(run_error)?;
     Ok(Json(json!({ "items": runs })))
 }
 
@@ -106,21 +114,22 @@ pub struct RunQuery {
 #[utoipa::path(get, path = "/api/v1/agent/runs/{id}", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Run id"),
-           ("afterSeq" = Option<i64>, Query, description = "Events after this run seq"),
-           ("limit" = Option<i64>, Query, description = "At most this many events (1000 at most)")),
+           ("afterSeq" = Option<i64>, Query, minimum = 0, description = "Events after this run seq"),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many events (default 200)")),
     responses((status = 200, description = "{run, events, nextSeq, messages, report}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody)))]
 pub async fn get(
     State(state): State<AppState>,
     _caller: Caller,
-    Path(id): Path<String>,
-    Query(q): Query<RunQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let runs = state.agent.runs();
     let run = runs.get(&id).await.map_err(run_error)?;
-    let after = q.after_seq.unwrap_or(0).max(0);
-    let events = runs.run_events(&id, after, q.limit.unwrap_or(200)).await.map_err(run_error)?;
+    let after = in_range("afterSeq", q.after_seq, 0, 0, i64::MAX)?;
+    let limit = in_range("limit", q.limit, 200, 1, 1000)?;
+    let events = runs.run_events(&id, after, limit).await.map_err(run_error)?;
     let next = events.last().map_or(after, |e| e.seq);
     let messages = runs.messages(&id).await.map_err(run_error)?;
     let report = match &run.report_id {
@@ -133,6 +142,7 @@ pub async fn get(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessage {
+    #[schema(schema_with = crate::http::schema::not_blank)]
     text: String,
 }
 
@@ -151,7 +161,7 @@ pub struct SendMessage {
 pub async fn message(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<SendMessage>,
 ) -> Result<Json<Run>, ApiError> {
     let run = state.agent.runs().get(&id).await.map_err(run_error)?;
@@ -180,7 +190,7 @@ pub struct AbortRun {
 pub async fn abort(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<AbortRun>,
 ) -> Result<Json<Run>, ApiError> {
     caller.origin(EffectClass::Propose, "aborting an agent run", String::new())?;

@@ -8,7 +8,7 @@
 //! the plan has moved on.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,12 +17,15 @@ use super::grants::authz_error;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::{ApiPath, ApiQuery, one_of};
 use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalRequest {
+    #[schema(pattern = "^(acquisition|organization)$")]
     plan_type: String,
+    #[schema(schema_with = crate::http::schema::not_blank)]
     plan_id: String,
     /// The capability the approval lets act on the plan; by default the
     /// built-in that carries out this plan type. It must be loaded and
@@ -42,8 +45,11 @@ pub async fn request(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     if let Some(id) = &body.capability_id {
         let tag = format!("plan:{}", body.plan_type);
-        let acts = state.caps.runtime().snapshot().get(id).is_some_and(|l| l.descriptor.tags.contains(&tag));
-        if !acts {
+        let snapshot = state.caps.runtime().snapshot();
+        let Some(loaded) = snapshot.get(id) else {
+            return Err(ApiError::not_found(format!("no capability {id} is loaded")).about("capabilityId"));
+        };
+        if !loaded.descriptor.tags.contains(&tag) {
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_body",
@@ -69,7 +75,10 @@ pub async fn request(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ApprovalDecision {
+    #[schema(pattern = "^(approved|rejected)$")]
     status: String,
+    /// The plan's payload hash the decision is about (SHA-256, hex).
+    #[schema(pattern = "^[0-9a-f]{64}$")]
     payload_hash: String,
 }
 
@@ -81,7 +90,7 @@ pub struct ApprovalDecision {
 pub async fn decide(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApprovalDecision>,
 ) -> Result<Json<Value>, ApiError> {
     let admin = match &caller {
@@ -117,14 +126,16 @@ pub struct ListQuery {
 
 /// Approvals, newest first.
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
-    params(("status" = Option<String>, Query, description = "pending, approved, rejected or consumed")),
+    params(("status" = Option<String>, Query, pattern = "^(pending|approved|rejected|consumed|expired)$",
+                description = "pending, approved, rejected, consumed or expired")),
     responses((status = 200, description = "The approvals", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let approvals = state.caps.authz().approvals(q.status.as_deref()).await?;
+    let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
+    let approvals = state.caps.authz().approvals(status).await?;
     Ok(Json(json!({ "approvals": approvals })))
 }
 
@@ -135,7 +146,7 @@ pub async fn list(
 pub async fn get(
     State(state): State<AppState>,
     _caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let approval = state.caps.authz().approval(state.caps.domain(), &id).await.map_err(authz_error)?;
     Ok(Json(json!(approval)))

@@ -2,59 +2,48 @@
 //! oldest first; `GET /api/v1/audit/verify`: the hash chain checked.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
 use crate::http::auth::KeyAuth;
 use crate::http::error::ApiError;
+use crate::http::extract::{ApiQuery, in_range};
 use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
-    #[serde(default)]
-    after: i64,
-    #[serde(default = "default_limit")]
-    limit: i64,
-    /// The newest this many events instead of a page after `after`.
-    #[serde(default)]
+    after: Option<i64>,
+    limit: Option<i64>,
+    /// The newest this many events (of those after `after`) instead of a page.
     latest: Option<i64>,
-}
-
-fn default_limit() -> i64 {
-    100
 }
 
 /// The audit log, oldest first.
 #[utoipa::path(get, path = "/api/v1/audit", tag = "audit", security(("apiKey" = []), ("consoleSession" = [])),
-    params(("after" = Option<i64>, Query, description = "Sequence number to start after"),
-           ("limit" = Option<i64>, Query, description = "At most this many events, 1 to 1000"),
-           ("latest" = Option<i64>, Query, description = "The newest this many events (1 to 1000), instead of after/limit")),
-    responses((status = 200, description = "Events and the sequence number to continue from", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    params(("after" = Option<i64>, Query, minimum = 0, description = "Sequence number to start after (default 0)"),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many events (default 100)"),
+           ("latest" = Option<i64>, Query, minimum = 1, maximum = 1000,
+               description = "Instead of a page: the newest this many events, of those after `after`")),
+    responses((status = 200, description = "Events and the sequence number to continue from", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     KeyAuth(_): KeyAuth,
-    Query(page): Query<Page>,
+    ApiQuery(page): ApiQuery<Page>,
 ) -> Result<Json<Value>, ApiError> {
-    if !(1..=1000).contains(&page.limit) || page.after < 0 {
-        return Err(ApiError::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_query",
-            "limit must be 1 to 1000 and after at least 0",
-        ));
-    }
+    let after = in_range("after", page.after, 0, 0, i64::MAX)?;
+    let limit = in_range("limit", page.limit, 100, 1, 1000)?;
     let events = match page.latest {
-        Some(n) if !(1..=1000).contains(&n) || page.after > 0 => {
-            return Err(ApiError::new(
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_query",
-                "latest must be 1 to 1000, and not given with after",
-            ));
+        Some(latest) => {
+            let n = in_range("latest", Some(latest), 0, 1, 1000)?;
+            // The newest n overall, cut at `after`, are the newest n after it.
+            let mut newest = state.caps.audit().latest(n).await?;
+            newest.retain(|e| e.seq > after);
+            newest
         }
-        Some(n) => state.caps.audit().latest(n).await?,
-        None => state.caps.audit().list(page.after, page.limit).await?,
+        None => state.caps.audit().list(after, limit).await?,
     };
     let next = events.last().map(|e| e.seq);
     Ok(Json(json!({ "events": events, "next": next })))

@@ -1,13 +1,14 @@
 //! `GET /api/v1/capabilities` and `POST /api/v1/capabilities/{id}/invoke`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::AppState;
 use crate::http::auth::{Caller, KeyAuth};
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::pipeline::{Invocation, InvokeError};
 
@@ -39,6 +40,7 @@ pub struct InvokeBody {
     /// Makes retries of the same request one operation: calls with the same
     /// key and input share one ledger identity.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 128)]
     pub request_id: Option<String>,
 }
 
@@ -50,13 +52,13 @@ pub struct InvokeBody {
 pub async fn invoke(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<InvokeBody>,
 ) -> Result<Json<Invocation>, ApiError> {
     let loaded =
         state.caps.runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
     let label = loaded.descriptor.label;
-    if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 128) {
+    if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.chars().count() > 128) {
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_body",

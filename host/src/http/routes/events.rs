@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -22,6 +22,7 @@ use crate::events::{Event, Events};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::ApiError;
+use crate::http::extract::{ApiQuery, in_range};
 use crate::http::openapi::ErrorBody;
 
 /// How often an idle stream sends a heartbeat comment.
@@ -67,23 +68,31 @@ fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result
 /// The event log, as a stream or a JSON page.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("after" = Option<i64>, Query, description = "Sequence number to start after"),
-           ("limit" = Option<i64>, Query, description = "JSON page size, 1 to 1000"),
-           ("Last-Event-ID" = Option<String>, Header, description = "Resume a stream after this sequence number")),
+    params(("after" = Option<i64>, Query, minimum = 0, description = "Sequence number to start after"),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "JSON page size (default 100)"),
+           ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume a stream after this sequence number")),
     responses((status = 200, description = "A JSON page {events, next}, or text/event-stream", body = serde_json::Value),
-              (status = 401, description = "No valid API key or session", body = ErrorBody),
-              (status = 422, description = "Bad query", body = ErrorBody)))]
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     headers: HeaderMap,
-    Query(page): Query<Page>,
+    ApiQuery(page): ApiQuery<Page>,
 ) -> Result<Response, ApiError> {
-    let bad = |m: &str| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", m);
-    let limit = page.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) || page.after.is_some_and(|a| a < 0) {
-        return Err(bad("limit must be 1 to 1000 and after at least 0"));
+    let limit = in_range("limit", page.limit, 100, 1, 1000)?;
+    if let Some(after) = page.after {
+        in_range("after", Some(after), 0, 0, i64::MAX)?;
     }
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => match v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()) {
+            Some(seq) if seq >= 0 => Some(seq),
+            _ => {
+                let message = "Last-Event-ID must be a sequence number (0 or more)";
+                return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_header", message).about("Last-Event-ID"));
+            }
+        },
+    };
     let events = state.caps.events().clone();
     let streaming =
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
@@ -92,12 +101,7 @@ pub async fn list(
         let next = list.last().map(|e| e.seq).or(page.after);
         return Ok(Json(json!({ "events": list, "next": next })).into_response());
     }
-    let resume = match headers.get("last-event-id").map(|v| v.to_str().ok().and_then(|s| s.trim().parse::<i64>().ok()))
-    {
-        Some(Some(seq)) if seq >= 0 => Some(seq),
-        Some(_) => return Err(bad("Last-Event-ID must be a sequence number")),
-        None => page.after,
-    };
+    let resume = last_event_id.or(page.after);
     // A new subscriber without a position starts with what happens next.
     let after = match resume {
         Some(seq) => seq,

@@ -6,7 +6,7 @@
 //! or shorten; anything that would widen a grant is 422 and changes nothing.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use crate::authz::{AuthzError, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
 
@@ -138,7 +139,7 @@ pub struct GrantChange {
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(change): ApiJson<GrantChange>,
 ) -> Result<Json<Value>, ApiError> {
     admin_only(&caller)?;

@@ -7,7 +7,7 @@
 //! console session or a key with the execute scope, and are audited.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use crate::domain::DomainError;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::ApiError;
+use crate::http::extract::{ApiPath, ApiQuery, in_range, one_of};
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
 use crate::tasks::{TaskError, Tasks};
@@ -47,22 +48,18 @@ pub struct LibraryQuery {
 /// Entities with their slots.
 #[utoipa::path(get, path = "/api/v1/library", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("kind" = Option<String>, Query, description = "movie or tv"), ("limit" = Option<i64>, Query, description = "At most this many entities")),
+    params(("kind" = Option<String>, Query, pattern = "^(movie|tv)$", description = "movie or tv"),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many entities (default 100)")),
     responses((status = 200, description = "{items: [{entity, slots}]}", body = serde_json::Value),
-              (status = 401, description = "No valid API key or session", body = ErrorBody),
-              (status = 422, description = "Bad query", body = ErrorBody)))]
+              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn library(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<LibraryQuery>,
+    ApiQuery(q): ApiQuery<LibraryQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    if let Some(kind) = &q.kind
-        && !matches!(kind.as_str(), "movie" | "tv")
-    {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_query", "kind must be movie or tv"));
-    }
-    let inventory =
-        state.caps.domain().inventory(q.kind.as_deref(), q.limit.unwrap_or(100)).await.map_err(domain_error)?;
+    let kind = one_of("kind", q.kind.as_deref(), &["movie", "tv"])?;
+    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
+    let inventory = state.caps.domain().inventory(kind, limit).await.map_err(domain_error)?;
     Ok(Json(inventory))
 }
 
@@ -77,22 +74,19 @@ pub struct ArtifactQuery {
 /// Artifacts, newest first.
 #[utoipa::path(get, path = "/api/v1/artifacts", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("kind" = Option<String>, Query, description = "plan, report or evidence"),
+    params(("kind" = Option<String>, Query, pattern = "^(plan|report|evidence)$", description = "plan, report or evidence"),
            ("subject" = Option<String>, Query, description = "The record the artifact is about"),
-           ("limit" = Option<i64>, Query, description = "At most this many")),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many (default 100)")),
     responses((status = 200, description = "{artifacts}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn artifacts(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<ArtifactQuery>,
+    ApiQuery(q): ApiQuery<ArtifactQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let list = state
-        .caps
-        .domain()
-        .artifacts(q.kind.as_deref(), q.subject.as_deref(), q.limit.unwrap_or(100))
-        .await
-        .map_err(domain_error)?;
+    let kind = one_of("kind", q.kind.as_deref(), crate::domain::ARTIFACT_KINDS)?;
+    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
+    let list = state.caps.domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "artifacts": list })))
 }
 
@@ -106,7 +100,7 @@ pub async fn artifacts(
 pub async fn artifact(
     State(state): State<AppState>,
     _caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let artifact = state.caps.domain().artifact(&id).await.map_err(domain_error)?;
     Ok(Json(json!(artifact)))
@@ -126,17 +120,17 @@ pub struct TaskQuery {
 #[utoipa::path(get, path = "/api/v1/tasks", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("subjectId" = Option<String>, Query, description = "Only tasks about this record"),
-           ("limit" = Option<i64>, Query, description = "At most this many, 1 to 1000"),
+           ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many (default 100)"),
            ("sweeps" = Option<bool>, Query, description = "Also the background sweeps' own tasks that did not fail (left out by default unless subjectId is given)")),
     responses((status = 200, description = "{tasks, foldedSweeps}: the tasks, and how many sweep tasks were left out", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn tasks(
     State(state): State<AppState>,
     _caller: Caller,
-    Query(q): Query<TaskQuery>,
+    ApiQuery(q): ApiQuery<TaskQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let tasks = Tasks::new(state.caps.db().clone());
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // Asked about one record, every task about it is wanted.
     let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { crate::acquisition::SWEEP_KINDS };
     let (list, folded) = tasks.list_folding(q.subject_id.as_deref(), limit, fold).await?;
@@ -153,7 +147,7 @@ pub async fn tasks(
 pub async fn task(
     State(state): State<AppState>,
     _caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let task = Tasks::new(state.caps.db().clone()).get(&id).await?;
     Ok(Json(json!(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?)))
@@ -180,7 +174,7 @@ async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) 
 pub async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     change_task(&state, &caller, &id, "cancel").await
 }
@@ -196,7 +190,7 @@ pub async fn cancel(
 pub async fn retry(
     State(state): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     change_task(&state, &caller, &id, "retry").await
 }

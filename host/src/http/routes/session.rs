@@ -41,7 +41,8 @@ pub async fn login(
     responses((status = 204, description = "Logged out"), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, transport: Transport, caller: Caller) -> Result<Response, ApiError> {
     let Caller::Console(s) = caller else {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "no_session", "only a console session can log out"));
+        // An API key has no session to end: as without one.
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "no_session", "only a console session can log out"));
     };
     session::logout(state.caps.db(), &s.id).await?;
     Ok(([(header::SET_COOKIE, session::expired_cookie(transport.https))], StatusCode::NO_CONTENT).into_response())

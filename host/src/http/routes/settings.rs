@@ -34,9 +34,51 @@ pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<
     Ok(Json(json!({ "settings": values, "schema": Settings::describe(), "groups": groups })))
 }
 
+/// Setting keys and their new values (`null` resets one or clears a
+/// secret), described from the registry the server checks them with.
+pub struct SettingsChange;
+
+impl crate::http::schema::WrittenOut for SettingsChange {
+    const NAME: &'static str = "SettingsChange";
+
+    fn json() -> Value {
+        let properties: Map<String, Value> = crate::settings::SETTINGS
+            .iter()
+            .map(|spec| {
+                // Its schema, with null beside its type (a reset), so a
+                // refusal names what is wrong rather than "none matched".
+                let mut value = spec.describe()["schema"].clone();
+                if let Some(kind) = value.get("type").cloned() {
+                    value["type"] = json!([kind, "null"]);
+                }
+                if let Some(choices) = value.get_mut("enum").and_then(Value::as_array_mut) {
+                    choices.push(Value::Null);
+                }
+                value["description"] = json!(spec.help);
+                (spec.key.to_string(), value)
+            })
+            .collect();
+        json!({
+            "description": "Setting keys and their new values; null resets one or clears a secret.",
+            "type": "object",
+            "additionalProperties": false,
+            "minProperties": 1,
+            "properties": properties,
+        })
+    }
+}
+
+impl utoipa::PartialSchema for SettingsChange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for SettingsChange {}
+
 /// Changes settings, all or none; `null` resets one.
 #[utoipa::path(patch, path = "/api/v1/settings", tag = "settings", security(("consoleSession" = [])),
-    request_body(content = serde_json::Value, description = "Setting keys and their new values"),
+    request_body = SettingsChange,
     responses((status = 200, description = "The settings after the change", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,

@@ -9,7 +9,7 @@
 //! file's (409).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::setup::probe::{self, Found};
 use crate::setup::{LibraryEntry, ServiceEntry, SetupError};
@@ -88,7 +89,7 @@ pub struct ServiceChange {
 pub async fn put_service(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<ServiceChange>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
@@ -111,7 +112,7 @@ pub async fn put_service(
 pub async fn remove_service(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     crate::setup::store(&state.caps).remove("service", &name).await.map_err(setup_error)?;
@@ -127,7 +128,7 @@ pub async fn remove_service(
 pub async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
     Ok(Json(probe::service(&state.caps, &name).await))
@@ -153,7 +154,7 @@ pub struct RootChange {
 pub async fn put_root(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<RootChange>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
@@ -175,7 +176,7 @@ pub async fn put_root(
 pub async fn remove_root(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     crate::setup::store(&state.caps).remove("root", &name).await.map_err(setup_error)?;

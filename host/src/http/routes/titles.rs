@@ -10,7 +10,7 @@
 //! /api/v1/policies` lists the policies (the quality profiles to choose).
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::{ApiPath, ApiQuery};
 use crate::http::openapi::ErrorBody;
 use crate::pipeline::InvokeError;
 use crate::runtime::{EffectClass, Status};
@@ -61,6 +62,37 @@ async fn want(
     }
 }
 
+/// A quality name: 1 to 64 characters, not all white space.
+fn quality_schema() -> utoipa::openapi::Object {
+    let mut schema = crate::http::schema::not_blank();
+    schema.max_length = Some(64);
+    schema
+}
+
+/// A profile: a `quality.*` policy's name, at most 64 characters.
+fn profile_schema() -> utoipa::openapi::Object {
+    profile_matching("^quality\\.", "A quality.* policy that judges releases")
+}
+
+/// A new profile for a wanted title, or an empty text to clear it.
+fn profile_change_schema() -> utoipa::openapi::Object {
+    profile_matching("^(quality\\.|$)", "A quality.* policy; an empty text clears it")
+}
+
+fn profile_matching(pattern: &str, description: &str) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .max_length(Some(64))
+        .description(Some(description))
+        .build()
+}
+
+fn value_of(schema: utoipa::openapi::Object) -> Value {
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
 /// A title to want.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -72,10 +104,11 @@ pub struct NewTitle {
     #[schema(pattern = "^(movie|tv)$")]
     kind: String,
     /// `2160p`, `1080p`, `720p`, ...
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(schema_with = quality_schema)]
     quality: String,
     /// A `quality.*` policy that judges releases.
     #[serde(default)]
+    #[schema(schema_with = profile_schema)]
     profile: Option<String>,
     /// For a series, the seasons to want (default: all but the specials).
     #[serde(default)]
@@ -102,20 +135,69 @@ pub async fn add(
     want(&state, &caller, input, true).await
 }
 
-/// A change to a wanted title.
+/// A change to a wanted title: a new quality or profile, or `wanted: false`.
 #[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TitleChange {
-    #[serde(default)]
-    #[schema(min_length = 1, max_length = 64)]
-    quality: Option<String>,
-    /// A `quality.*` policy; an empty text clears it.
-    #[serde(default)]
-    profile: Option<String>,
-    /// `false` stops wanting the title.
-    #[serde(default)]
-    wanted: Option<bool>,
+#[serde(untagged)]
+pub enum TitleChange {
+    Stop(StopWanting),
+    Change(QualityChange),
 }
+
+/// Stops wanting the title.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopWanting {
+    #[schema(schema_with = crate::http::schema::only_false)]
+    #[allow(dead_code)] // Read only to tell the two shapes apart.
+    wanted: NotWanted,
+}
+
+/// `false`, and nothing else.
+pub struct NotWanted;
+
+impl<'de> Deserialize<'de> for NotWanted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match bool::deserialize(d)? {
+            false => Ok(NotWanted),
+            true => Err(serde::de::Error::custom("wanted can only be false: a wanted title is changed, not re-wanted")),
+        }
+    }
+}
+
+/// A new quality, profile, or both.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QualityChange {
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    quality: Option<String>,
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
+    profile: Option<String>,
+}
+
+impl crate::http::schema::WrittenOut for QualityChange {
+    const NAME: &'static str = "QualityChange";
+
+    fn json() -> Value {
+        json!({
+            "description": "A new quality, profile, or both.",
+            "type": "object",
+            "additionalProperties": false,
+            "minProperties": 1,
+            "properties": {
+                "quality": value_of(quality_schema()),
+                "profile": value_of(profile_change_schema()),
+            },
+        })
+    }
+}
+
+impl utoipa::PartialSchema for QualityChange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for QualityChange {}
 
 /// Changes a wanted title's quality or profile, or stops wanting it.
 #[utoipa::path(patch, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
@@ -130,23 +212,18 @@ pub struct TitleChange {
 pub async fn change(
     State(state): State<AppState>,
     caller: Caller,
-    Path(entity_id): Path<String>,
+    ApiPath(entity_id): ApiPath<String>,
     ApiJson(body): ApiJson<TitleChange>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let input = match body.wanted {
-        Some(false) if body.quality.is_none() && body.profile.is_none() => {
-            json!({"action": "remove", "entityId": entity_id})
+    let input = match body {
+        TitleChange::Stop(_) => json!({"action": "remove", "entityId": entity_id}),
+        TitleChange::Change(QualityChange { quality: None, profile: None }) => {
+            let message = "give a quality, a profile, or wanted: false";
+            return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message));
         }
-        Some(false) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_body",
-                "wanted: false stops wanting the title; it goes without quality or profile",
-            ));
-        }
-        _ => {
-            let mut input = json!({"action": "change", "entityId": entity_id, "quality": body.quality});
-            if let Some(p) = body.profile {
+        TitleChange::Change(QualityChange { quality, profile }) => {
+            let mut input = json!({"action": "change", "entityId": entity_id, "quality": quality});
+            if let Some(p) = profile {
                 input["profile"] = Value::from(p);
             }
             input
@@ -173,8 +250,8 @@ pub struct RemoveQuery {
 pub async fn remove(
     State(state): State<AppState>,
     caller: Caller,
-    Path(entity_id): Path<String>,
-    Query(q): Query<RemoveQuery>,
+    ApiPath(entity_id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<RemoveQuery>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     want(&state, &caller, json!({"action": "remove", "entityId": entity_id, "season": q.season}), false).await
 }
