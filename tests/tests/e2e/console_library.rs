@@ -66,6 +66,6 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     // Stop wanting the movie.
     let movie = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
     browser.click(&format!("#library tr[data-entity-id='{}'] .unwant", movie.id)).await;
-    browser.wait_text("#library", "gave it up", |t| t.contains("2160p unwanted")).await;
+    browser.wait_text("#library", "gave it up", |t| t.contains("2160p not wanted")).await;
     browser.close().await;
 }

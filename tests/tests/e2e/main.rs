@@ -28,6 +28,7 @@ mod events;
 mod files;
 mod files_edges;
 mod fuzz;
+mod getting_started;
 mod http;
 mod lan;
 mod ledger;

@@ -6,6 +6,8 @@
 "use strict";
 
 const POSTERS = "https://image.tmdb.org/t/p/w92";
+// What each slot status means to someone watching a title arrive.
+const SLOT_WORDS = { wanted: "wanted", reserved: "being fetched", satisfied: "in the library", unwanted: "not wanted" };
 const library = { picked: null };
 
 async function refreshLibrary() {
@@ -16,7 +18,7 @@ async function refreshLibrary() {
   for (const item of answer.data.items) {
     const e = item.entity;
     const wanted = item.slots
-      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + s.status + (s.profile ? " (" + s.profile + ")" : ""))
+      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + (SLOT_WORDS[s.status] || s.status) + (s.profile ? " (" + s.profile + ")" : ""))
       .join(", ");
     const row = el("tr");
     row.dataset.entityId = e.id;

@@ -1,0 +1,188 @@
+//! docs/getting-started.md, followed step by step in a real Chromium: a
+//! newcomer signs in to a Capstan that has nothing set up, connects TMDB
+//! and an indexer (mock servers on loopback) and a real qBittorrent on the
+//! Services page, sets the folders and qBittorrent's save path, adds a
+//! movie on the Library tab, grants the automation, and watches the
+//! background sweep search, download and put it in the library — ending
+//! with the file there under the library's name for it.
+//!
+//! The server runs as `capstan serve` does: the API, a worker with the
+//! acquisition handlers, and the sweep's schedule (every second here). The
+//! movie's data is already in qBittorrent's download folder, so a recheck
+//! stands in for peers delivering it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::EffectClass;
+use capstan::store::Db;
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan_tests::browser::Browser;
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::TestHost;
+use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
+use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent;
+use serde_json::json;
+
+const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+/// What peers would do for a real download: once qBittorrent has the
+/// torrent, check the data already on disk (once per download).
+fn deliver_the_data(caps: Arc<Capabilities>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut rechecked = std::collections::HashSet::new();
+        loop {
+            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
+                if download.status != "queued" && !rechecked.contains(&download.id) {
+                    let input = json!({"downloadTaskId": download.id});
+                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
+                    if inv.is_ok_and(|i| i.error.is_none()) {
+                        rechecked.insert(download.id);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+}
+
+/// Fills a service's card on the Services page, saves it, and presses Test.
+async fn connect(browser: &Browser, service: &str, url: &str, user: Option<&str>, secret: &str, found: &str) {
+    let id = |part: &str| format!("#svc-{service}-{part}");
+    browser.fill(&id("url"), url).await;
+    if let Some(user) = user {
+        browser.fill(&id("user"), user).await;
+    }
+    browser.fill(&id("secret"), secret).await;
+    browser.click(&id("save")).await;
+    browser.wait_text(&id("result"), "saved", |t| t == "Saved.").await;
+    browser.click(&id("test")).await;
+    let said = browser.wait_text(&id("result"), "tested", |t| t.starts_with('✓') || t.starts_with('✗')).await;
+    assert!(said.starts_with('✓') && said.contains(found), "{service}: {said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 31));
+    let tmdb = MockTmdb::start("newcomer-tmdb-key", Catalog::sample()).await;
+    let indexer = MockTorznab::start(
+        "newcomer-indexer-key",
+        Indexer {
+            title: "Newcomer's indexer",
+            movie_params: Some("q,imdbid,tmdbid"),
+            tv_params: None,
+            items: vec![Item {
+                title: leak(&dune.name),
+                size: 70_000,
+                seeders: 12,
+                peers: 14,
+                infohash: Some(leak(&dune.info_hash)),
+                categories: &[2000, 2045],
+                tmdb_id: Some(693134),
+                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
+                ..Item::default()
+            }],
+        },
+    )
+    .await;
+    indexer.serve_torrent(0, dune.bytes.clone());
+
+    // A first start: nothing set up but the built-in capabilities.
+    let host = TestHost::new();
+    let library = host.dir.path().join("library");
+    std::fs::create_dir_all(&library).unwrap();
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let runtime = host.start().await.unwrap();
+    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    caps.ledger().heartbeat().await.unwrap();
+    let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
+    let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "newcomer".into(), config);
+    capstan::acquisition::register(&mut worker, &caps);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    capstan::acquisition::spawn_schedule(caps.clone(), Duration::from_secs(1));
+    let _delivery = deliver_the_data(caps.clone());
+    let base = capstan_tests::api::serve(caps.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    // Step 2: the password, as `capstan admin set-password` sets it.
+    capstan::http::session::set_password(&db, "admin", "a long passphrase").await.unwrap();
+
+    // Step 3: sign in.
+    let browser = Browser::start().await;
+    browser.sign_in(&root, "admin", "a long passphrase").await;
+
+    // Step 4: the Services page — TMDB, the indexer, qBittorrent, the folders.
+    browser.click("nav button[data-tab=services]").await;
+    browser.wait_text("#services", "listed the services", |t| t.contains("TMDB")).await;
+    connect(&browser, "tmdb", &tmdb.base_url(), None, "newcomer-tmdb-key", "TMDB accepted").await;
+    connect(&browser, "torznab", &indexer.base_url(), None, "newcomer-indexer-key", "Newcomer's indexer").await;
+    let qbt_url = qbt.base_url();
+    connect(&browser, "qbittorrent", &qbt_url, Some(qbt.username()), qbt.password(), "qBittorrent v").await;
+    let downloads = qbt.downloads().display().to_string();
+    for (name, path) in [("downloads", downloads.as_str()), ("library", library.to_str().unwrap())] {
+        browser.fill(&format!("#root-{name}"), path).await;
+        browser.click(&format!("#root-{name}-save")).await;
+        browser.wait_text(&format!("#root-{name}-result"), "saved", |t| t.contains("Saved.")).await;
+    }
+    browser.click("#roots-test").await;
+    browser.wait_text("#roots-found", "tested the folders", |t| t.contains("can be hard-linked")).await;
+    browser.fill("#lib-save-path", &downloads).await;
+    browser.click("#library-save").await;
+    browser.wait_text("#library-found", "saved the naming", |t| t == "Saved.").await;
+
+    // Step 5: add the movie.
+    browser.click("nav button[data-tab=library]").await;
+    browser.fill("#add-query", "Dune").await;
+    browser.click("#add-search-button").await;
+    browser.wait_text("#add-results", "found it", |t| t.contains("Dune: Part Two (2024)")).await;
+    browser.click("#add-results li[data-tmdb-id='693134'] .choose").await;
+    browser.click("#add-quality option[value='2160p']").await;
+    browser.click("#add-save").await;
+    browser.wait_text("#add-done", "wanted it", |t| t.contains("Wanted: Dune: Part Two (2024)")).await;
+    browser.wait_text("#library", "listed it as wanted", |t| t.contains("2160p wanted")).await;
+
+    // Step 6: let the sweep fetch and import under standing grants.
+    browser.click("nav button[data-tab=grants]").await;
+    for action in ["policy.acquisition", "policy.library"] {
+        browser.wait_text("#grant-action", "offered the policy", |t| t.contains(action)).await;
+        browser.select("#grant-action", action).await;
+        browser.click("#grant-create").await;
+        browser.wait_text("#grants", "listed the grant", |t| t.contains(action)).await;
+    }
+
+    // Step 7: watch it arrive — the Library tab says so.
+    browser.click("nav button[data-tab=library]").await;
+    let started = Instant::now();
+    loop {
+        let shown = browser.text("#library").await;
+        if shown.contains("2160p in the library") {
+            break;
+        }
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(120), "never in the library; the Library tab shows {shown:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    browser.click("nav button[data-tab=tasks]").await;
+    let tasks = browser.wait_text("#tasks", "listed the import", |t| t.contains("verifyAndImport")).await;
+    assert!(tasks.contains("succeeded"), "{tasks}");
+
+    // The file is in the library under its name, a hard link of the download.
+    let placed = library.join("Dune - Part Two (2024)");
+    let files: Vec<_> = std::fs::read_dir(&placed).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.starts_with("Dune - Part Two (2024)") && name.ends_with(".mkv"), "{name}");
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (a, b) = (std::fs::metadata(&files[0]).unwrap(), std::fs::metadata(&dune.files[0]).unwrap());
+        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "a hard link of the download");
+    }
+    browser.close().await;
+}
