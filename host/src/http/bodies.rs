@@ -74,9 +74,11 @@ pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: N
             return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message).into_response();
         }
     };
-    if let Ok(value) = serde_json::from_slice::<Value>(&bytes)
-        && let Some(error) = validator.iter_errors(&value).next()
-    {
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        // Malformed JSON goes on to the handler's extractor, which says so.
+        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    };
+    if let Some(error) = validator.iter_errors(&value).next() {
         // A JSON pointer, unescaped: `/scope/mediaKinds/0` reads `scope.mediaKinds.0`.
         let at: Vec<String> = error
             .instance_path()
@@ -90,9 +92,15 @@ pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: N
         let refusal = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message);
         return if field.is_empty() { refusal } else { refusal.about(field) }.into_response();
     }
-    // Malformed JSON goes on to the handler's extractor, which says so.
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    // Parsed once: the handler's extractor takes the value as it is.
+    let mut request = Request::from_parts(parts, Body::empty());
+    request.extensions_mut().insert(CheckedBody(value));
+    next.run(request).await
 }
+
+/// A JSON body already parsed and checked against its schema.
+#[derive(Clone)]
+pub struct CheckedBody(pub Value);
 
 #[cfg(test)]
 mod tests {

@@ -21,8 +21,13 @@ pub struct ApiJson<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let mut value = match Json::<Value>::from_request(req, state).await {
+    async fn from_request(mut req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let checked = req.extensions_mut().remove::<super::bodies::CheckedBody>();
+        let parsed = match checked {
+            Some(super::bodies::CheckedBody(value)) => Ok(Json(value)),
+            None => Json::<Value>::from_request(req, state).await,
+        };
+        let mut value = match parsed {
             Ok(Json(value)) => value,
             Err(rejection) => {
                 let (status, code) = match &rejection {
