@@ -174,7 +174,16 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text(&row, "was cancelled", |t| t.contains("cancelled")).await;
     browser.click(&format!("{row} button.retry")).await;
     browser.wait_text(&row, "was queued again", |t| t.contains("queued")).await;
-    assert_eq!(tasks.get(&waiting.id).await.unwrap().unwrap().status.as_str(), "queued");
+    let queued = tasks.get(&waiting.id).await.unwrap().unwrap();
+    assert_eq!(queued.status.as_str(), "queued");
+    // The Updated column is the task's own time, as this browser writes times.
+    let expected = browser
+        .client
+        .execute("return new Date(arguments[0]).toLocaleString()", vec![json!(queued.updated_at)])
+        .await
+        .unwrap();
+    let shown = browser.text(&format!("{row} td:nth-child(5)")).await;
+    assert_eq!(Some(shown.as_str()), expected.as_str(), "the Updated column");
 
     // The plan waiting for a human, approved from the console.
     browser.click("nav button[data-tab=approvals]").await;

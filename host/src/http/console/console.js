@@ -196,7 +196,7 @@ async function refreshTasks() {
       el("td", task.status, "status-" + task.status),
       el("td", task.attempts + "/" + task.maxAttempts),
       el("td", task.lastError || ""),
-      el("td", new Date(task.updated_at).toLocaleString()),
+      el("td", new Date(task.updatedAt).toLocaleString()),
     );
     const actions = el("td");
     const change = { queued: "cancel", running: "cancel", failed: "retry", dead: "retry", cancelled: "retry" }[task.status];
