@@ -331,7 +331,10 @@ $("audit-verify").addEventListener("click", async () => {
 
 // --- start -----------------------------------------------------------------
 
-(async () => {
+// Only once every script has run: the tabs' scripts (runs.js, settings.js,
+// ...) are deferred after this one, and a quick answer must not call them
+// before they exist.
+document.addEventListener("DOMContentLoaded", async () => {
   if (!state.csrf) {
     showLogin();
     return;
@@ -339,4 +342,4 @@ $("audit-verify").addEventListener("click", async () => {
   const answer = await api("GET", "/capabilities");
   if (answer.status === 200) showApp(sessionStorage.getItem("capstan.admin"));
   else showLogin();
-})();
+});
