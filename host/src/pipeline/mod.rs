@@ -198,7 +198,7 @@ impl Capabilities {
 
     /// The single invoke path; each answered invoke is counted.
     pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
-        let result = self.invoke_counted(origin, id, input).await;
+        let result = self.invoke_unmetered(origin, id, input).await;
         if let Ok(inv) = &result {
             // Only loaded ids reach an answer, so the label stays a known id.
             let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -210,7 +210,8 @@ impl Capabilities {
         result
     }
 
-    async fn invoke_counted(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
+    /// The invoke path itself; [`Capabilities::invoke`] counts what it answers.
+    async fn invoke_unmetered(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
         let d = &loaded.descriptor;
         let digest = input_digest(input);
