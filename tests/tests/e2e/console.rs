@@ -174,16 +174,28 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text(&row, "was cancelled", |t| t.contains("cancelled")).await;
     browser.click(&format!("{row} button.retry")).await;
     browser.wait_text(&row, "was queued again", |t| t.contains("queued")).await;
-    let queued = tasks.get(&waiting.id).await.unwrap().unwrap();
-    assert_eq!(queued.status.as_str(), "queued");
-    // The Updated column is the task's own time, as this browser writes times.
-    let expected = browser
-        .client
-        .execute("return new Date(arguments[0]).toLocaleString()", vec![json!(queued.updated_at)])
-        .await
-        .unwrap();
-    let shown = browser.text(&format!("{row} td:nth-child(5)")).await;
-    assert_eq!(Some(shown.as_str()), expected.as_str(), "the Updated column");
+    // The Updated column is the task's own time, as this browser writes
+    // times. The worker may pick the task up again meanwhile, so this waits
+    // for a refresh that shows the time the task has now.
+    let started = std::time::Instant::now();
+    loop {
+        let task = tasks.get(&waiting.id).await.unwrap().unwrap();
+        let expected = browser
+            .client
+            .execute("return new Date(arguments[0]).toLocaleString()", vec![json!(task.updated_at)])
+            .await
+            .unwrap();
+        // Read without waiting: a refresh may replace the row mid-read.
+        let shown = browser.wait_text(&format!("{row} td:nth-child(5)"), "was read", |_| true).await;
+        if Some(shown.as_str()) == expected.as_str() {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the Updated column shows {shown:?}, the task was updated {expected:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 
     // The plan waiting for a human, approved from the console.
     browser.click("nav button[data-tab=approvals]").await;
