@@ -27,6 +27,27 @@ pub enum Class {
     Execute,
 }
 
+/// The class of each `capstan:host` interface the helpers call, as the
+/// host's effect table (`HOST_INTERFACES`) says; the host's tests check
+/// the two agree.
+pub const INTERFACE_CLASSES: &[(&str, Class)] = &[
+    ("log", Class::Read),
+    ("invocation", Class::Read),
+    ("outbound-read", Class::Read),
+    ("files-read", Class::Read),
+    ("library", Class::Read),
+    ("drafts", Class::Propose),
+    ("records", Class::Execute),
+    ("outbound-write", Class::Execute),
+    ("files-write", Class::Execute),
+];
+
+/// The class of interface `name` (the highest when it is not listed, so a
+/// mistake only refuses).
+pub(crate) fn class_of(name: &str) -> Class {
+    INTERFACE_CLASSES.iter().find(|(n, _)| *n == name).map_or(Class::Execute, |(_, c)| *c)
+}
+
 type ServiceHandler = Box<dyn FnMut(&Request) -> Result<Response, HostError>>;
 type DomainHandler = Box<dyn FnMut(&str, &str, &serde_json::Value) -> Result<serde_json::Value, HostError>>;
 

@@ -2,11 +2,52 @@
 //! agent. This crate is the host: configuration, the component runtime and
 //! its host interfaces, the durable store, the invocation ledger, the audit
 //! chain, the single invoke path, the HTTP API and the command line.
+//!
+//! # Layers
+//!
+//! Each module imports only from layers below its own, never from a peer
+//! (`layers_point_down` reads the sources and names any import that does).
+//! Lowest first:
+//!
+//! 1. `text`, `canonical`, `principal`, `store` — foundations: text rules,
+//!    canonical JSON and digests, principal strings, the database pool.
+//! 2. `config`, `settings` — what the operator configured: the file, and
+//!    the settings stored in the database (their checks that need a higher
+//!    layer, such as a model script's, are handed in).
+//! 3. `events` — the event log every layer may append to.
+//! 4. `authz` — grants, approvals and policies as records; a grant judges a
+//!    call by the capability's id and tags, not by the runtime's types.
+//! 5. `runtime` — the sandbox: components, host imports and their classes.
+//!    The domain store is reached through the `DomainStore` trait it
+//!    defines, so the sandbox knows nothing of media.
+//! 6. `audit` — the hash-chained log, and the runtime's component changes
+//!    written to it.
+//! 7. `ledger` — claims before effects; charges an automation grant in the
+//!    claim's transaction.
+//! 8. `tasks` — the durable queue and its worker.
+//! 9. `domain` — the media store; implements the runtime's `DomainStore`
+//!    and authz's `PlanSource`, queues its follow-up tasks.
+//! 10. `metrics` — counters and the figures read from the ledger and tasks.
+//! 11. `pipeline` — the one invoke path over all of the above.
+//! 12. `acquisition`, `agent`, `setup` — what calls the invoke path: the
+//!     background acquisition tasks, agent runs, the console's setup.
+//! 13. `app` — the composition root: every service of one process, built
+//!     once.
+//! 14. `http` — the API and the console, over an `App`.
+//! 15. `cli` — the command line, which builds the `App`.
+//!
+//! Why this order: what the sandbox enforces (`runtime`) must not depend on
+//! what it protects (`domain`, `ledger`), and what records decisions
+//! (`authz`, `audit`, `ledger`) must not depend on who asks (`agent`,
+//! `http`); the invoke path sits above everything it consults and below
+//! everything that calls it.
 
 pub mod acquisition;
 pub mod agent;
+pub mod app;
 pub mod audit;
 pub mod authz;
+pub mod canonical;
 pub mod cli;
 pub mod config;
 pub mod domain;
@@ -15,6 +56,7 @@ pub mod http;
 pub mod ledger;
 pub mod metrics;
 pub mod pipeline;
+pub mod principal;
 pub mod runtime;
 pub mod settings;
 pub mod setup;
@@ -24,3 +66,6 @@ pub mod text;
 
 pub use config::Config;
 pub use runtime::Runtime;
+
+#[cfg(test)]
+mod layers;

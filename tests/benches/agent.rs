@@ -56,17 +56,18 @@ fn resident_bytes() -> u64 {
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
 
-async fn setup() -> (TestHost, Arc<Capabilities>) {
+async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     let host = TestHost::new();
     let runtime = host.start().await.unwrap();
     let db = Db::open(&host.config.database_url()).await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let mut change = serde_json::Map::new();
     change.insert("budget.max_runs_per_day".into(), json!(1_000_000));
     change.insert("agent.max_tool_calls".into(), json!(10_000));
     caps.settings().update(&change).await.unwrap();
-    (host, caps)
+    (host, app, caps)
 }
 
 async fn loop_overhead(caps: &Arc<Capabilities>) {
@@ -137,8 +138,9 @@ async fn concurrent_runs(caps: &Arc<Capabilities>, runs: usize, concurrency: usi
     );
 }
 
-async fn sse_fan_out(caps: &Arc<Capabilities>, subscribers: usize, events: usize) {
-    let base = capstan_tests::api::serve(caps.clone()).await;
+async fn sse_fan_out(app: &Arc<capstan::app::App>, subscribers: usize, events: usize) {
+    let caps = app.caps();
+    let base = capstan_tests::api::serve(app.clone()).await;
     let key = capstan::http::keys::create(caps.db(), "bench", &[EffectClass::Read], "bench").await.unwrap();
     let head = caps.events().head().await.unwrap();
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(subscribers * events)));
@@ -203,9 +205,9 @@ fn micros_since(sent: i64) -> i64 {
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let (_host, caps) = setup().await;
+        let (_host, app, caps) = setup().await;
         loop_overhead(&caps).await;
         concurrent_runs(&caps, 200, 16).await;
-        sse_fan_out(&caps, 100, 300).await;
+        sse_fan_out(&app, 100, 300).await;
     });
 }

@@ -103,7 +103,8 @@ async fn run(backend: Backend) {
     host.config.database_url = Some(fresh_url(backend, host.dir.path()).await);
     let db = Db::open(&host.config.database_url()).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.flush_component_events().await.unwrap();
     invokes(&caps, backend, 1, 50).await; // warm-up
     invokes(&caps, backend, 1, 1_000).await;

@@ -7,10 +7,8 @@
 //!
 //! Run with `cargo bench -p capstan-tests --bench http`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan_tests::components;
@@ -70,12 +68,13 @@ fn main() {
         host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
         let db = Db::open(&host.config.database_url()).await.unwrap();
         let runtime = host.start().await.unwrap();
-        let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+        let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+        let caps = app.caps().clone();
         caps.flush_component_events().await.unwrap();
         let key = capstan::http::keys::create(&db, "bench", &[EffectClass::Read], "bench").await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
-        tokio::spawn(capstan::http::serve(listener, caps, Default::default(), std::future::pending()));
+        tokio::spawn(capstan::http::serve(listener, app, Default::default(), std::future::pending()));
 
         let trivial = json!({});
         load(&base, &key, "test.probe", &trivial, 4).await; // warm-up

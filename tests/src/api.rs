@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use capstan::pipeline::Capabilities;
+use capstan::app::App;
 use serde_json::{Value, json};
 
-/// Serves the API for `caps` on a free loopback port; returns `http://.../api/v1`.
-pub async fn serve(caps: Arc<Capabilities>) -> String {
+/// Serves the API for `app` on a free loopback port; returns `http://.../api/v1`.
+pub async fn serve(app: Arc<App>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, caps, Default::default(), std::future::pending()));
+    tokio::spawn(capstan::http::serve(listener, app, Default::default(), std::future::pending()));
     format!("http://{addr}/api/v1")
 }
 

@@ -4,7 +4,7 @@
 //! wants to see.
 
 use super::{Context, FileInfo, HostError, Level, Request, Response};
-use crate::testing::{Class, with_mock};
+use crate::testing::{class_of, with_mock};
 
 pub fn log(level: Level, message: &str) {
     with_mock(|m| m.logs.push((level, message.to_string())))
@@ -27,49 +27,49 @@ pub fn outbound_read(req: Request) -> Result<Response, HostError> {
     if method != "GET" && method != "HEAD" {
         return Err(HostError::Denied(format!("{method} is a write operation; use outbound::write")));
     }
-    with_mock(|m| m.send(Class::Read, req))
+    with_mock(|m| m.send(class_of("outbound-read"), req))
 }
 
 pub fn outbound_write(req: Request) -> Result<Response, HostError> {
-    with_mock(|m| m.send(Class::Execute, req))
+    with_mock(|m| m.send(class_of("outbound-write"), req))
 }
 
 pub fn stat(root: &str, path: &str) -> Result<FileInfo, HostError> {
-    with_mock(|m| m.files(Class::Read)?.stat(root, path))
+    with_mock(|m| m.files(class_of("files-read"))?.stat(root, path))
 }
 
 pub fn list(root: &str, path: &str, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-    with_mock(|m| m.files(Class::Read)?.list(root, path, limit))
+    with_mock(|m| m.files(class_of("files-read"))?.list(root, path, limit))
 }
 
 pub fn sha256(root: &str, path: &str) -> Result<String, HostError> {
-    with_mock(|m| m.files(Class::Read)?.sha256(root, path))
+    with_mock(|m| m.files(class_of("files-read"))?.sha256(root, path))
 }
 
 pub fn mkdir(root: &str, path: &str) -> Result<(), HostError> {
-    with_mock(|m| m.files(Class::Execute)?.mkdir(root, path))
+    with_mock(|m| m.files(class_of("files-write"))?.mkdir(root, path))
 }
 
 pub fn hardlink(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<(), HostError> {
-    with_mock(|m| m.files(Class::Execute)?.hardlink(from_root, from, to_root, to))
+    with_mock(|m| m.files(class_of("files-write"))?.hardlink(from_root, from, to_root, to))
 }
 
 pub fn copy(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<u64, HostError> {
-    with_mock(|m| m.files(Class::Execute)?.copy(from_root, from, to_root, to))
+    with_mock(|m| m.files(class_of("files-write"))?.copy(from_root, from, to_root, to))
 }
 
 pub fn move_file(from_root: &str, from: &str, to_root: &str, to: &str) -> Result<(), HostError> {
-    with_mock(|m| m.files(Class::Execute)?.move_file(from_root, from, to_root, to))
+    with_mock(|m| m.files(class_of("files-write"))?.move_file(from_root, from, to_root, to))
 }
 
 pub fn library_query(name: &str, params: &str) -> Result<String, HostError> {
-    with_mock(|m| m.domain(Class::Read, "library", name, params))
+    with_mock(|m| m.domain(class_of("library"), "library", name, params))
 }
 
 pub fn drafts_create(kind: &str, draft: &str) -> Result<String, HostError> {
-    with_mock(|m| m.domain(Class::Propose, "drafts", kind, draft))
+    with_mock(|m| m.domain(class_of("drafts"), "drafts", kind, draft))
 }
 
 pub fn records_transition(name: &str, args: &str) -> Result<String, HostError> {
-    with_mock(|m| m.domain(Class::Execute, "records", name, args))
+    with_mock(|m| m.domain(class_of("records"), "records", name, args))
 }

@@ -16,10 +16,11 @@ use serde_json::{Value, json};
 
 use capstan_quality::{QualityProfile, offer, preferred};
 
-use super::{call, failure, origin};
+use super::{call, failure};
 use crate::authz::{Authz, AuthzError};
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::pipeline::Capabilities;
+use crate::pipeline::Origin;
 use crate::runtime::Status;
 use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
@@ -167,12 +168,12 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     // else made (a person, an agent's plan-only run) is theirs to submit,
     // never the sweep's.
     let drafted_by = domain.plan(&plan_id).await.map_err(|e| e.to_string())?.created_by;
-    if drafted_by != origin(task).principal {
+    if drafted_by != Origin::task(task).principal {
         return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id, "draftedBy": drafted_by }));
     }
     // A background sweep submits only under a standing authorisation; it
     // never asks and never leaves a refusal behind.
-    if !caps.is_authorized(&origin(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
+    if !caps.is_authorized(&Origin::task(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
         return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id }));
     }
     let submitted = call(caps, task, "download.submit", submit).await?;

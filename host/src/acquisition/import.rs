@@ -10,8 +10,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{call, failure, origin};
+use super::{call, failure};
 use crate::pipeline::Capabilities;
+use crate::pipeline::Origin;
 use crate::runtime::Status;
 use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
@@ -44,9 +45,9 @@ impl TaskHandler for VerifyAndImport {
                 return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint"));
             };
             let input = json!({ "planId": organization, "fingerprint": fingerprint });
-            if !caps.is_authorized(&origin(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {
+            if !caps.is_authorized(&Origin::task(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {
                 // A human is asked; their approval queues this task again (`super::approval_decided`).
-                let by = format!("task:{}", task.kind);
+                let by = crate::principal::task(&task.kind);
                 let approval = caps
                     .authz()
                     .request_approval(caps.domain(), "organization", organization, Some(EXECUTE_CAPABILITY), &by)

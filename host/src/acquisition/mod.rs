@@ -28,7 +28,6 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pipeline::{Capabilities, Invocation, Origin};
-use crate::runtime::{Actor, EffectClass, Mode};
 use crate::tasks::{NewTask, Task, Tasks, Worker};
 
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
@@ -98,24 +97,9 @@ pub async fn enqueue(
     Ok(task)
 }
 
-/// The origin of a pipeline task's calls: the task actor, in the task's
-/// idempotency scope, so a retried attempt meets its earlier ledger records.
-fn origin(task: &Task) -> Origin {
-    Origin {
-        actor: Actor::Task,
-        principal: format!("task:{}", task.kind),
-        run_id: None,
-        task_id: Some(task.id.clone()),
-        tool_call_id: None,
-        request_id: task.id.clone(),
-        mode: Mode::Execute,
-        ceiling: EffectClass::Execute,
-    }
-}
-
 /// Calls a capability for `task`; an error only when no status came back.
 async fn call(caps: &Capabilities, task: &Task, id: &str, input: Value) -> Result<Invocation, String> {
-    caps.invoke(&origin(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
+    caps.invoke(&Origin::task(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
 }
 
 /// `kind: message` of a call that did not succeed.

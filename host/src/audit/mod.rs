@@ -6,6 +6,10 @@
 //! one-row `audit_head` table. Inputs are never stored, only a redacted
 //! summary (field names, types and sizes).
 
+mod components;
+
+pub use components::ComponentAudit;
+
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::{Any, Row, Transaction};

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use super::{Authz, AuthzError};
-use crate::runtime::Descriptor;
 use crate::store::{new_id, now_ms};
 
 /// The most calls a day a grant may allow.
@@ -87,22 +86,30 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Grant, sqlx::Error> {
     })
 }
 
+/// The capability a call is for, as grants see it: its id and the
+/// `policy.*` tags that let an action-wide grant cover it.
+#[derive(Debug, Clone, Copy)]
+pub struct Callee<'a> {
+    pub id: &'a str,
+    pub tags: &'a [String],
+}
+
 fn listed(list: &[String], value: Option<&str>) -> bool {
     list.is_empty() || value.is_some_and(|v| list.iter().any(|x| x == v))
 }
 
 impl Grant {
-    /// Whether this grant, by itself, covers a call of `d` with `input`
+    /// Whether this grant, by itself, covers a call of `call` with `input`
     /// (the policy binding is checked separately, against the database).
-    pub fn covers(&self, d: &Descriptor, input: &serde_json::Value, now: i64) -> bool {
+    pub fn covers(&self, call: &Callee<'_>, input: &serde_json::Value, now: i64) -> bool {
         let action_ok = self.action == "*"
-            || self.action == d.id
-            || (self.action.starts_with("policy.") && d.tags.contains(&self.action));
+            || self.action == call.id
+            || (self.action.starts_with("policy.") && call.tags.contains(&self.action));
         let field = |name: &str| input.get(name).and_then(|v| v.as_str());
         self.revoked_at.is_none()
             && self.expires_at > now
             && action_ok
-            && listed(&self.scope.capabilities, Some(&d.id))
+            && listed(&self.scope.capabilities, Some(call.id))
             && listed(&self.scope.entity_ids, field("entityId"))
             && listed(&self.scope.media_kinds, field("mediaKind"))
     }
@@ -233,12 +240,12 @@ impl Authz {
     /// revision still published.
     pub async fn covering_grant(
         &self,
-        d: &Descriptor,
+        call: &Callee<'_>,
         input: &serde_json::Value,
     ) -> Result<Option<Grant>, sqlx::Error> {
         let now = now_ms();
         for grant in self.grants().await? {
-            if !grant.covers(d, input, now) {
+            if !grant.covers(call, input, now) {
                 continue;
             }
             if let (Some(name), Some(rev)) = (&grant.policy_name, grant.policy_revision) {

@@ -54,7 +54,7 @@ pub async fn run(config: Config, cmd: &AdminCommand) -> CommandResult {
             std::fs::create_dir_all(config.data_dir()).map_err(failed)?;
             let db = Db::open(&config.database_url()).await.map_err(failed)?;
             let by = match owner {
-                Some(admin) => format!("admin:{admin}"),
+                Some(admin) => crate::principal::admin(admin),
                 None => format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "operator".into())),
             };
             let key = crate::http::keys::create(&db, name, &scopes, &by).await.map_err(failed)?;

@@ -38,7 +38,7 @@ fn read_input(raw: &str) -> anyhow::Result<serde_json::Value> {
 pub async fn run(config: Config, args: &InvokeArgs) -> CommandResult {
     let input = read_input(&args.input).map_err(|e| (exit::USAGE, e))?;
     let class = EffectClass::parse(&args.grant).ok_or_else(|| (exit::USAGE, anyhow::anyhow!("bad --grant")))?;
-    let capabilities = super::open(config).await.map_err(failed)?;
+    let capabilities = crate::app::App::open(config).await.map_err(failed)?.caps().clone();
     let inv = match capabilities.invoke(&Origin::cli(class), &args.id, &input).await {
         Ok(inv) => inv,
         Err(e @ InvokeError::NotFound(_)) => return Err((exit::USAGE, e.into())),

@@ -67,7 +67,7 @@ fn entity_line(entity: &Value) -> String {
 }
 
 async fn want(config: Config, input: Value, json_out: bool) -> CommandResult {
-    let capabilities = super::open(config).await.map_err(failed)?;
+    let capabilities = crate::app::App::open(config).await.map_err(failed)?.caps().clone();
     let inv = capabilities.invoke(&Origin::cli(EffectClass::Execute), "library.want", &input).await.map_err(failed)?;
     if json_out {
         println!("{}", serde_json::to_string_pretty(&inv).map_err(failed)?);
@@ -104,7 +104,7 @@ pub async fn run(config: Config, cmd: &LibraryCommand) -> CommandResult {
             want(config, json!({"action": "remove", "entityId": entity_id, "season": season}), *json).await
         }
         LibraryCommand::List { kind, json } => {
-            let capabilities = super::open(config).await.map_err(failed)?;
+            let capabilities = crate::app::App::open(config).await.map_err(failed)?.caps().clone();
             let inventory = capabilities.domain().inventory(kind.as_deref(), 1000).await.map_err(failed)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&inventory).map_err(failed)?);

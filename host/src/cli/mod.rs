@@ -162,29 +162,6 @@ pub fn main() -> ExitCode {
 /// A command's result: an exit code, or an exit code with the error.
 pub type CommandResult = Result<u8, (u8, anyhow::Error)>;
 
-/// Opens the database (migrating it), starts the runtime, recovers claims
-/// orphaned by a dead process, and returns the invoke path.
-pub(crate) async fn open(config: Config) -> anyhow::Result<std::sync::Arc<crate::pipeline::Capabilities>> {
-    std::fs::create_dir_all(config.data_dir())?;
-    // A malformed CAPSTAN_MASTER_KEY or an unreadable key file stops the
-    // start here rather than at the first secret.
-    crate::settings::MasterKey::load(&config.data_dir())?;
-    let db = crate::store::Db::open(&config.database_url()).await?;
-    let runtime = crate::runtime::Runtime::start(config).await?;
-    let capabilities = crate::pipeline::Capabilities::new(runtime, db, crate::store::new_id());
-    capabilities.flush_component_events().await?;
-    capabilities.ledger().heartbeat().await?;
-    let orphans = capabilities.ledger().recover_orphans().await?;
-    if orphans > 0 {
-        tracing::warn!(orphans, "claims of a process that died are now unknown");
-    }
-    // Services and roots set up in the console, beside the file's.
-    if let Err(e) = crate::setup::apply(&capabilities).await {
-        tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
-    }
-    Ok(std::sync::Arc::new(capabilities))
-}
-
 /// Tags an error with the "failed" exit code.
 pub(crate) fn failed(e: impl Into<anyhow::Error>) -> (u8, anyhow::Error) {
     (exit::FAILED, e.into())

@@ -9,14 +9,15 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
     let worker_config = config.clone();
     let options = crate::http::HttpOptions { trusted_proxies: config.trusted_proxies.clone() };
-    let capabilities = super::open(config).await.map_err(failed)?;
+    let app = crate::app::App::open(config).await.map_err(failed)?;
+    let capabilities = app.caps().clone();
     let runtime = capabilities.runtime().clone();
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
     spawn_heartbeat(capabilities.clone());
     // What the console set up follows changes made by other processes too.
     crate::setup::spawn_refresh(capabilities.clone());
     // `serve` runs the API and a worker in one process.
-    let worker = std::sync::Arc::new(super::worker::build_worker(capabilities.clone(), &worker_config));
+    let worker = std::sync::Arc::new(app.worker(&worker_config));
     tokio::spawn(worker.run(shutdown()));
     if worker_config.tasks.pipeline_interval_sec > 0 {
         let interval = std::time::Duration::from_secs(worker_config.tasks.pipeline_interval_sec);
@@ -28,7 +29,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let bound = listener.local_addr().map_err(|e| failed(anyhow::Error::from(e)))?;
     tracing::info!(addr = %bound, capabilities = runtime.snapshot().active.len(), "capstan is serving");
     warn_without_tls(bound, &options);
-    crate::http::serve(listener, capabilities, options, shutdown()).await.map_err(failed)?;
+    crate::http::serve(listener, app, options, shutdown()).await.map_err(failed)?;
     Ok(0)
 }
 

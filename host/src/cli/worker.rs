@@ -2,15 +2,13 @@
 //! `capstan tasks list | enqueue | cancel | retry`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Subcommand;
 
 use super::{CommandResult, exit, failed};
 use crate::config::Config;
-use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability};
 use crate::store::Db;
-use crate::tasks::{NewTask, TaskError, Tasks, Worker, WorkerConfig};
+use crate::tasks::{NewTask, TaskError, Tasks};
 
 #[derive(Subcommand, Debug)]
 pub enum TasksCommand {
@@ -41,25 +39,10 @@ pub enum TasksCommand {
     Retry { id: String },
 }
 
-/// Builds a worker with every task kind this build knows.
-pub fn build_worker(capabilities: Arc<Capabilities>, config: &Config) -> Worker {
-    let db = capabilities.db().clone();
-    let worker_config = WorkerConfig {
-        lease: Duration::from_millis(config.tasks.lease_ms),
-        concurrency: config.tasks.concurrency,
-        ..WorkerConfig::default()
-    };
-    let owner = capabilities.ledger().owner().to_string();
-    let mut worker = Worker::new(Tasks::new(db.clone()), crate::audit::Audit::new(db), owner, worker_config);
-    crate::acquisition::register(&mut worker, &capabilities);
-    crate::agent::task::register(&mut worker, &Arc::new(crate::agent::AgentRuntime::new(capabilities.clone())));
-    worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(capabilities)));
-    worker
-}
-
 pub async fn run(config: Config) -> CommandResult {
-    let capabilities = super::open(config.clone()).await.map_err(failed)?;
-    let worker = Arc::new(build_worker(capabilities.clone(), &config));
+    let app = crate::app::App::open(config.clone()).await.map_err(failed)?;
+    let capabilities = app.caps().clone();
+    let worker = Arc::new(app.worker(&config));
     crate::setup::spawn_refresh(capabilities.clone());
     super::serve::spawn_heartbeat(capabilities);
     tracing::info!("worker started");

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::{Actor, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, WantTitle};
+use super::{Author, Domain, DomainError, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, WantTitle};
 use crate::authz::{Authz, AuthzError};
 use crate::tasks::{TaskError, Tasks};
 
@@ -180,7 +180,7 @@ impl Domain {
     }
 
     /// Creates a `drafts` record.
-    pub async fn create_draft(&self, by: &Actor, kind: &str, draft: &str) -> Result<Value, DomainError> {
+    pub async fn create_draft(&self, by: &Author, kind: &str, draft: &str) -> Result<Value, DomainError> {
         match kind {
             "entity" => answer(self.upsert_entity(&args::<NewEntity>(kind, draft)?).await?),
             "source-release" => answer(self.record_release(&args::<NewRelease>(kind, draft)?).await?),
@@ -238,7 +238,7 @@ impl Domain {
     }
 
     /// Applies a `records` transition.
-    pub async fn transition(&self, _by: &Actor, name: &str, arguments: &str) -> Result<Value, DomainError> {
+    pub async fn transition(&self, _by: &Author, name: &str, arguments: &str) -> Result<Value, DomainError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
         struct PlanStep {

@@ -12,6 +12,7 @@ mod decisions;
 pub mod dispatch;
 mod downloads;
 mod entities;
+mod host_imports;
 mod model;
 mod organizations;
 mod plan_source;
@@ -27,7 +28,6 @@ pub use releases::NewRelease;
 pub use titles::WantTitle;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 
@@ -49,15 +49,15 @@ pub enum DomainError {
 
 /// Who asks, recorded on what they create.
 #[derive(Debug, Clone)]
-pub struct Actor {
+pub struct Author {
     /// `admin:<name>`, `key:<id>`, `task:<kind>`, ...
     pub principal: String,
     pub run_id: Option<String>,
 }
 
-impl Actor {
-    pub fn new(principal: impl Into<String>) -> Actor {
-        Actor { principal: principal.into(), run_id: None }
+impl Author {
+    pub fn new(principal: impl Into<String>) -> Author {
+        Author { principal: principal.into(), run_id: None }
     }
 }
 
@@ -125,7 +125,7 @@ impl Domain {
 
 /// The fingerprint of a JSON payload: sha256 of its canonical form, hex.
 pub fn payload_hash(payload: &Value) -> String {
-    hex::encode(Sha256::digest(crate::pipeline::canonical(payload).as_bytes()))
+    crate::canonical::digest(payload)
 }
 
 fn require(cond: bool, message: impl FnOnce() -> String) -> Result<(), DomainError> {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    ARTIFACT_KINDS, Actor, Artifact, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require,
+    ARTIFACT_KINDS, Artifact, Author, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require,
 };
 use crate::store::{new_id, now_ms};
 
@@ -26,7 +26,7 @@ impl Domain {
     /// Stores an artifact; its payload hash is the fingerprint of `body`.
     pub async fn create_artifact(
         &self,
-        by: &Actor,
+        by: &Author,
         kind: &str,
         subject: Option<&str>,
         body: &Value,
@@ -78,7 +78,7 @@ impl Domain {
     /// of the old plan stale.
     pub async fn plan_organization(
         &self,
-        by: &Actor,
+        by: &Author,
         new: &NewOrganizationPlan,
     ) -> Result<(Organization, Artifact), DomainError> {
         one_of(&new.mode, ORGANIZE_MODES, "mode")?;

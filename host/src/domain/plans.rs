@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use sqlx::{Any, Transaction};
 
-use super::{Actor, Domain, DomainError, DownloadTask, PLAN_STATUSES, Plan, Slot, one_of, payload_hash};
+use super::{Author, Domain, DomainError, DownloadTask, PLAN_STATUSES, Plan, Slot, one_of, payload_hash};
 use crate::store::{new_id, now_ms};
 
 /// A plan to draft.
@@ -80,7 +80,7 @@ impl Domain {
     /// Drafts a plan to fetch a release into a wanted slot. The release must
     /// be identified as the slot's entity. Drafting the same thing twice
     /// returns the first draft.
-    pub async fn draft_plan(&self, by: &Actor, new: &NewPlan) -> Result<Plan, DomainError> {
+    pub async fn draft_plan(&self, by: &Author, new: &NewPlan) -> Result<Plan, DomainError> {
         let slot = self.slot(&new.slot_id).await?;
         let release = self.release(&new.source_release_id).await?;
         if slot.status != "wanted" {

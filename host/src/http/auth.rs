@@ -52,13 +52,13 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return match keys::authenticate(state.caps.db(), token.trim()).await? {
+            return match keys::authenticate(state.caps().db(), token.trim()).await? {
                 Some(key) => Ok(Caller::Key(key)),
                 None => Err(ApiError::unauthorized()),
             };
         }
         let Some(id) = session_cookie(parts) else { return Err(ApiError::unauthorized()) };
-        let Some(s) = session::find(state.caps.db(), &id).await? else { return Err(ApiError::unauthorized()) };
+        let Some(s) = session::find(state.caps().db(), &id).await? else { return Err(ApiError::unauthorized()) };
         let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         if writes {
             let presented = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
@@ -74,8 +74,8 @@ impl Caller {
     /// `admin:<name>` or `key:<id>`.
     pub fn principal(&self) -> String {
         match self {
-            Caller::Console(s) => format!("admin:{}", s.admin),
-            Caller::Key(k) => format!("key:{}", k.id),
+            Caller::Console(s) => crate::principal::admin(&s.admin),
+            Caller::Key(k) => crate::principal::key(&k.id),
         }
     }
 

@@ -30,6 +30,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::agent::AgentRuntime;
+use crate::app::App;
 use crate::pipeline::Capabilities;
 use error::ApiError;
 
@@ -39,11 +40,21 @@ pub const BODY_LIMIT: usize = 1 << 20;
 /// What handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    pub caps: Arc<Capabilities>,
-    /// Starts, messages and aborts runs; the loop itself runs on a worker.
-    pub agent: Arc<AgentRuntime>,
+    pub app: Arc<App>,
     /// Proxies whose word on HTTPS is believed (`transport`).
     pub trusted_proxies: Arc<[crate::config::TrustedProxy]>,
+}
+
+impl AppState {
+    /// The invoke path and the services it holds.
+    pub fn caps(&self) -> &Arc<Capabilities> {
+        self.app.caps()
+    }
+
+    /// Starts, messages and aborts runs; the loop itself runs on a worker.
+    pub fn agent(&self) -> &Arc<AgentRuntime> {
+        self.app.agent()
+    }
 }
 
 /// How the server is exposed, from the configuration.
@@ -53,7 +64,7 @@ pub struct HttpOptions {
 }
 
 /// The API router, with its OpenAPI document built from the same handlers.
-pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
+pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(routes::health::health))
         .routes(routes!(routes::metrics::metrics))
@@ -92,11 +103,7 @@ pub fn router(caps: Arc<Capabilities>, options: HttpOptions) -> Router {
         .split_for_parts();
     let doc = Arc::new(openapi::complete(serde_json::to_value(&doc).unwrap_or_default()));
     let body_schemas = bodies::BodySchemas::from_document(&doc);
-    let state = AppState {
-        agent: Arc::new(AgentRuntime::new(caps.clone())),
-        caps,
-        trusted_proxies: options.trusted_proxies.into(),
-    };
+    let state = AppState { app, trusted_proxies: options.trusted_proxies.into() };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes())
         .method_not_allowed_fallback(|| async {
@@ -130,7 +137,7 @@ async fn measure(
     let started = std::time::Instant::now();
     let response = next.run(request).await;
     let route = route.as_deref().unwrap_or("unmatched");
-    state.caps.metrics().answered(method, route, response.status().as_u16(), started.elapsed());
+    state.caps().metrics().answered(method, route, response.status().as_u16(), started.elapsed());
     response
 }
 
@@ -138,10 +145,10 @@ async fn measure(
 /// knows its peer's address, which `transport` needs.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    caps: Arc<Capabilities>,
+    app: Arc<App>,
     options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(caps, options).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let service = router(app, options).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, service).with_graceful_shutdown(shutdown).await
 }

@@ -21,6 +21,16 @@ use crate::store::{Db, new_id, now_ms};
 /// How long a process may go without a heartbeat before its running claims
 /// are considered orphaned.
 pub const OWNER_LEASE: Duration = Duration::from_secs(30);
+// A dead process's holds on records run out before its claims are taken
+// over, so whoever re-runs an interrupted organization can hold it.
+const _: () = assert!(crate::runtime::HOLD_LEASE.as_secs() < OWNER_LEASE.as_secs());
+
+/// The idempotency key of a call:
+/// `<id>:v<version>:<scope>:<sha256 of the canonical input>`, where scope is
+/// the run, the task, or the explicit user request the call belongs to.
+pub fn idempotency_key(id: &str, version: u32, scope: &str, digest: &str) -> String {
+    format!("{id}:v{version}:{scope}:{digest}")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {

@@ -14,7 +14,7 @@
 use serde_json::Value;
 
 use super::{Capabilities, Origin};
-use crate::authz::{Approval, AutomationGrant};
+use crate::authz::{Approval, AutomationGrant, Callee};
 use crate::runtime::{Descriptor, EffectClass};
 
 /// What lets a call through.
@@ -85,7 +85,7 @@ impl Capabilities {
                 fields.insert("mediaKind".into(), Value::String(kind));
             }
         }
-        Ok(match self.authz.covering_grant(d, &scoped).await? {
+        Ok(match self.authz.covering_grant(&Callee { id: &d.id, tags: &d.tags }, &scoped).await? {
             Some(grant) => Ok(Authorization::Grant(grant)),
             None => Err(format!(
                 "a {} call of {} by {} needs an approval or an automation grant that covers it",

@@ -28,13 +28,29 @@ impl Origin {
         let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
         Origin {
             actor: Actor::Cli,
-            principal: format!("cli:{user}"),
+            principal: crate::principal::cli(&user),
             run_id: None,
             task_id: None,
             tool_call_id: None,
             request_id: crate::store::new_id(),
             mode: Mode::Execute,
             ceiling,
+        }
+    }
+
+    /// A call made by the background task `task`, in the task's
+    /// idempotency scope, so a retried attempt meets its earlier ledger
+    /// records. The only place a task's origin is made.
+    pub fn task(task: &crate::tasks::Task) -> Origin {
+        Origin {
+            actor: Actor::Task,
+            principal: crate::principal::task(&task.kind),
+            run_id: None,
+            task_id: Some(task.id.clone()),
+            tool_call_id: None,
+            request_id: task.id.clone(),
+            mode: Mode::Execute,
+            ceiling: EffectClass::Execute,
         }
     }
 

@@ -5,8 +5,8 @@
 //! call in the sandbox, finish the ledger row with its token, and audit.
 //! Results carry `succeeded | failed | pending | unknown`.
 
+mod audit;
 mod authorize;
-mod canonical;
 mod gate;
 mod replay;
 mod task_handler;
@@ -17,15 +17,15 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use canonical::{canonical, idempotency_key, input_digest};
+pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
 
-use crate::audit::{Audit, NewEvent, summarize_input};
+use crate::audit::{Audit, ComponentAudit, summarize_input};
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
-use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record};
+use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record, idempotency_key};
 use crate::metrics::Metrics;
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
 use crate::settings::Settings;
@@ -78,9 +78,23 @@ pub struct Capabilities {
     events: Events,
     settings: Arc<Settings>,
     metrics: Metrics,
+    components: ComponentAudit,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
-    /// Serialises writing component changes to the audit log.
-    drain_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// What the invoke path works with. The composition root (`App`)
+/// builds each once and shares them.
+pub struct Parts {
+    pub runtime: Arc<Runtime>,
+    pub db: Db,
+    pub ledger: Ledger,
+    pub authz: Authz,
+    pub audit: Audit,
+    pub domain: Domain,
+    pub events: Events,
+    pub settings: Arc<Settings>,
+    /// Writes the runtime's component changes to the audit log.
+    pub components: ComponentAudit,
 }
 
 fn failed(key: &str, kind: &str, message: String) -> Invocation {
@@ -96,27 +110,19 @@ fn failed(key: &str, kind: &str, message: String) -> Invocation {
 }
 
 impl Capabilities {
-    /// Builds the invoke path and starts writing the runtime's component
-    /// changes (loads, removals, held replacements, refusals) to the audit
-    /// log. Must be called inside a tokio runtime.
-    pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Capabilities {
-        let drain_lock = Arc::new(tokio::sync::Mutex::new(()));
-        spawn_component_audit(runtime.clone(), Audit::new(db.clone()), drain_lock.clone());
-        let events = Events::new(db.clone());
-        let domain = Domain::with_events(db.clone(), events.clone());
-        runtime.attach_domain(domain.clone());
-        let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir()));
+    pub fn new(parts: Parts) -> Capabilities {
+        let Parts { runtime, db, ledger, authz, audit, domain, events, settings, components } = parts;
         Capabilities {
-            drain_lock,
             runtime,
-            db: db.clone(),
-            ledger: Ledger::new(db.clone(), owner),
-            authz: Authz::new(db.clone()),
+            db,
+            ledger,
+            authz,
+            audit,
             domain,
             events,
             settings,
             metrics: Metrics::default(),
-            audit: Audit::new(db),
+            components,
             validators: Mutex::new(HashMap::new()),
         }
     }
@@ -125,7 +131,7 @@ impl Capabilities {
     /// background writer may not get to them before a short-lived process
     /// exits).
     pub async fn flush_component_events(&self) -> Result<(), sqlx::Error> {
-        drain_component_events(&self.runtime, &self.audit, &self.drain_lock).await
+        self.components.flush().await
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -336,141 +342,6 @@ impl Capabilities {
             .await?;
         Ok(inv)
     }
-
-    async fn audit_invoke(
-        &self,
-        origin: &Origin,
-        loaded: &Loaded,
-        inv: &Invocation,
-        summary: &str,
-        authorization_id: Option<String>,
-    ) -> Result<(), sqlx::Error> {
-        // The audit rows and the event commit together, in one write.
-        let mut tx = self.db.begin_write().await?;
-        for denial in &inv.denials {
-            Audit::append_in(
-                &mut tx,
-                &NewEvent {
-                    actor_kind: origin.actor_kind().into(),
-                    principal: origin.principal.clone(),
-                    action: "capability.denied".into(),
-                    subject: loaded.descriptor.id.clone(),
-                    outcome: "denied".into(),
-                    idempotency_key: Some(inv.idempotency_key.clone()),
-                    detail: Some(format!("{}: {}", denial.import, denial.reason)),
-                    ..NewEvent::default()
-                },
-            )
-            .await?;
-        }
-        let outcome =
-            serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        Audit::append_in(
-            &mut tx,
-            &NewEvent {
-                actor_kind: origin.actor_kind().into(),
-                principal: origin.principal.clone(),
-                action: "capability.invoke".into(),
-                subject: loaded.descriptor.id.clone(),
-                outcome,
-                authorization_id,
-                idempotency_key: Some(inv.idempotency_key.clone()),
-                input_summary: Some(summary.to_string()),
-                detail: inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message)),
-            },
-        )
-        .await?;
-        // Reads are too frequent and change nothing; everything else is news.
-        let mut seq = None;
-        if loaded.descriptor.label > EffectClass::Preview {
-            let payload = serde_json::json!({
-                "capability": loaded.descriptor.id,
-                "status": inv.status,
-                "invocationId": inv.invocation_id,
-                "replayed": inv.replayed,
-                "actorKind": origin.actor_kind(),
-                "runId": origin.run_id,
-            });
-            let id = Some(loaded.descriptor.id.as_str());
-            seq = Some(Events::append_in(&mut tx, self.db.backend, "capability.invoked", id, &payload).await?);
-        }
-        tx.commit().await?;
-        if let Some(seq) = seq {
-            self.events.announce(seq);
-        }
-        Ok(())
-    }
-
-    async fn audit_denied(
-        &self,
-        origin: &Origin,
-        id: &str,
-        key: &str,
-        summary: &str,
-        inv: &Invocation,
-    ) -> Result<(), sqlx::Error> {
-        let mut tx = self.db.begin_write().await?;
-        Audit::append_in(
-            &mut tx,
-            &NewEvent {
-                actor_kind: origin.actor_kind().into(),
-                principal: origin.principal.clone(),
-                action: "capability.denied".into(),
-                subject: id.to_string(),
-                outcome: "denied".into(),
-                idempotency_key: Some(key.to_string()),
-                input_summary: Some(summary.to_string()),
-                detail: inv.error.as_ref().map(|e| e.message.clone()),
-                ..NewEvent::default()
-            },
-        )
-        .await?;
-        let payload = serde_json::json!({
-            "capability": id,
-            "reason": inv.error.as_ref().map(|e| e.message.clone()),
-            "actorKind": origin.actor_kind(),
-            "runId": origin.run_id,
-        });
-        let seq = Events::append_in(&mut tx, self.db.backend, "capability.denied", Some(id), &payload).await?;
-        tx.commit().await?;
-        self.events.announce(seq);
-        Ok(())
-    }
-}
-
-/// Writes the component changes waiting in the runtime to the audit log.
-/// Draining holds `lock`, so a flush also waits for a drain already under way.
-async fn drain_component_events(
-    runtime: &Runtime,
-    audit: &Audit,
-    lock: &tokio::sync::Mutex<()>,
-) -> Result<(), sqlx::Error> {
-    let _drain = lock.lock().await;
-    for event in runtime.take_component_events() {
-        let new = NewEvent {
-            actor_kind: "host".into(),
-            principal: "host".into(),
-            action: event.action.into(),
-            outcome: event.action.trim_start_matches("component.").to_string(),
-            subject: event.subject,
-            detail: Some(event.detail),
-            ..NewEvent::default()
-        };
-        audit.append(&new).await?;
-    }
-    Ok(())
-}
-
-/// Keeps writing component changes (from the directory watcher) to the audit log.
-fn spawn_component_audit(runtime: Arc<Runtime>, audit: Audit, lock: Arc<tokio::sync::Mutex<()>>) {
-    tokio::spawn(async move {
-        loop {
-            runtime.component_events_changed().await;
-            if let Err(e) = drain_component_events(&runtime, &audit, &lock).await {
-                tracing::error!(error = %e, "could not audit a component change");
-            }
-        }
-    });
 }
 
 fn ledger_status(status: Status) -> LedgerStatus {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::{Capabilities, Origin};
-use crate::runtime::{Actor, EffectClass, Mode, Status};
+use crate::runtime::Status;
 use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
 /// The task kind name.
@@ -30,16 +30,7 @@ impl TaskHandler for InvokeCapability {
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| format!("payload does not fit {INVOKE_CAPABILITY}: {e}"))?;
-            let origin = Origin {
-                actor: Actor::Task,
-                principal: format!("task:{}", task.created_by),
-                run_id: None,
-                task_id: Some(task.id.clone()),
-                tool_call_id: None,
-                request_id: task.id.clone(),
-                mode: Mode::Execute,
-                ceiling: EffectClass::Execute,
-            };
+            let origin = Origin::task(&task);
             let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string())?;
             let value = serde_json::to_value(&inv).map_err(|e| e.to_string())?;
             match inv.status {

@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::capstan::host::types::HostError;
-use super::effects::EffectClass;
+use super::effects::{EffectClass, interface_class};
 use super::grant::{Denial, Grant};
 use super::host::{Hold, HostServices, LogTally, Setup};
 use super::text::{MAX_DENIAL, clip, escape_controls};
@@ -93,9 +93,11 @@ impl CallState {
         }
     }
 
-    /// Refuses the import unless this call's grant opens `class`. A refusal
-    /// is logged as a structured event and kept in the call report.
-    pub(crate) fn check(&mut self, import: &str, class: EffectClass) -> Result<(), HostError> {
+    /// Refuses host interface `import` unless this call's grant opens its
+    /// class (from the effect table). A refusal is logged as a structured
+    /// event and kept in the call report.
+    pub(crate) fn check(&mut self, import: &str) -> Result<(), HostError> {
+        let class = interface_class(import);
         if self.grant.allows(class) {
             return Ok(());
         }

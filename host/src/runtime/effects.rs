@@ -52,20 +52,39 @@ impl fmt::Display for EffectClass {
     }
 }
 
-/// The host interfaces and their classes. `types` interfaces carry only
-/// type definitions and have no effect; they count as read.
+/// The names of the host interfaces, as components import them (without
+/// the version).
+pub mod interface {
+    pub const TYPES: &str = "capstan:host/types";
+    pub const LOG: &str = "capstan:host/log";
+    pub const INVOCATION: &str = "capstan:host/invocation";
+    pub const OUTBOUND_READ: &str = "capstan:host/outbound-read";
+    pub const FILES_READ: &str = "capstan:host/files-read";
+    pub const LIBRARY: &str = "capstan:host/library";
+    pub const DRAFTS: &str = "capstan:host/drafts";
+    pub const RECORDS: &str = "capstan:host/records";
+    pub const OUTBOUND_WRITE: &str = "capstan:host/outbound-write";
+    pub const FILES_WRITE: &str = "capstan:host/files-write";
+    pub const CAPABILITY_TYPES: &str = "capstan:capability/types";
+}
+
+/// The host interfaces and their classes: the one place an interface's
+/// class is said. The loader checks imports against it and every host
+/// import asks it ([`interface_class`]) before doing anything. `types`
+/// interfaces carry only type definitions and have no effect; they count as
+/// read.
 pub const HOST_INTERFACES: &[(&str, EffectClass)] = &[
-    ("capstan:host/types", EffectClass::Read),
-    ("capstan:host/log", EffectClass::Read),
-    ("capstan:host/invocation", EffectClass::Read),
-    ("capstan:host/outbound-read", EffectClass::Read),
-    ("capstan:host/files-read", EffectClass::Read),
-    ("capstan:host/library", EffectClass::Read),
-    ("capstan:host/drafts", EffectClass::Propose),
-    ("capstan:host/records", EffectClass::Execute),
-    ("capstan:host/outbound-write", EffectClass::Execute),
-    ("capstan:host/files-write", EffectClass::Execute),
-    ("capstan:capability/types", EffectClass::Read),
+    (interface::TYPES, EffectClass::Read),
+    (interface::LOG, EffectClass::Read),
+    (interface::INVOCATION, EffectClass::Read),
+    (interface::OUTBOUND_READ, EffectClass::Read),
+    (interface::FILES_READ, EffectClass::Read),
+    (interface::LIBRARY, EffectClass::Read),
+    (interface::DRAFTS, EffectClass::Propose),
+    (interface::RECORDS, EffectClass::Execute),
+    (interface::OUTBOUND_WRITE, EffectClass::Execute),
+    (interface::FILES_WRITE, EffectClass::Execute),
+    (interface::CAPABILITY_TYPES, EffectClass::Read),
 ];
 
 /// WASI interfaces a Rust std component may import. They are linked with a
@@ -100,6 +119,13 @@ pub const ALLOWED_WASI: &[&str] = &[
 pub fn class_of(name: &str) -> Option<EffectClass> {
     let bare = name.split('@').next().unwrap_or(name);
     HOST_INTERFACES.iter().find(|(n, _)| *n == bare).map(|(_, c)| *c)
+}
+
+/// The class of host interface `name`, one of the [`interface`] names. A
+/// name missing from the table would be a host bug; it is treated as the
+/// highest class, so the mistake can only refuse.
+pub fn interface_class(name: &str) -> EffectClass {
+    class_of(name).unwrap_or(EffectClass::Execute)
 }
 
 /// What the static check learned about a component's imports.
@@ -162,5 +188,69 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.class, EffectClass::Propose);
+    }
+
+    /// Each `wit/host` file's interface and the class its doc states.
+    fn wit_classes() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/host");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let Some(name) = text.lines().find_map(|l| l.strip_prefix("interface ").and_then(|l| l.strip_suffix(" {")))
+            else {
+                continue; // imports.wit: a world, no interface
+            };
+            let class = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("/// Effect class: "))
+                .unwrap_or_else(|| panic!("{} does not say its effect class", path.display()));
+            let class = class.split(|c: char| !c.is_alphabetic()).next().unwrap().to_string();
+            found.push((name.to_string(), class));
+        }
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn each_wit_interface_states_the_class_the_table_gives_it() {
+        let wit = wit_classes();
+        for (name, class) in &wit {
+            let table = class_of(&format!("capstan:host/{name}"))
+                .unwrap_or_else(|| panic!("wit/host/{name}.wit has no row in HOST_INTERFACES"));
+            // `types` has no effect ("none") and counts as read.
+            let stated = if class == "none" { "read" } else { class.as_str() };
+            assert_eq!(stated, table.as_str(), "wit/host/{name}.wit says {class}, HOST_INTERFACES says {table}");
+        }
+        let host_rows: Vec<&str> =
+            HOST_INTERFACES.iter().filter_map(|(n, _)| n.strip_prefix("capstan:host/")).collect();
+        for row in &host_rows {
+            assert!(wit.iter().any(|(n, _)| n == row), "HOST_INTERFACES lists {row}, which no wit/host file defines");
+        }
+    }
+
+    #[test]
+    fn the_imports_world_and_the_sdk_mock_follow_the_table() {
+        let imports = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/host/imports.wit")).unwrap();
+        let mut world: Vec<&str> = imports
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("import ").and_then(|l| l.strip_suffix(';')))
+            .collect();
+        world.sort();
+        let mut table: Vec<(&str, EffectClass)> = HOST_INTERFACES
+            .iter()
+            .filter_map(|(n, c)| n.strip_prefix("capstan:host/").map(|n| (n, *c)))
+            .filter(|(n, _)| *n != "types")
+            .collect();
+        table.sort();
+        assert_eq!(world, table.iter().map(|(n, _)| *n).collect::<Vec<_>>(), "imports.wit against HOST_INTERFACES");
+
+        let mut sdk: Vec<(&str, &str)> = capstan_sdk::testing::INTERFACE_CLASSES
+            .iter()
+            .map(|(n, c)| (*n, format!("{c:?}").to_lowercase().leak() as &str))
+            .collect();
+        sdk.sort();
+        let table: Vec<(&str, &str)> = table.iter().map(|(n, c)| (*n, c.as_str())).collect();
+        assert_eq!(sdk, table, "the SDK mock host's classes against HOST_INTERFACES");
     }
 }

@@ -33,6 +33,7 @@ pub use call_state::CallState;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
 pub use grant::{Actor, Denial, Grant, Mode};
+pub use host::HOLD_LEASE;
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{Loaded, Source};
 pub use registry::{Held, Refusal, Snapshot};
@@ -146,7 +147,7 @@ impl Runtime {
     }
 
     /// Opens the `library`, `drafts` and `records` imports onto `domain`.
-    pub fn attach_domain(&self, domain: crate::domain::Domain) {
+    pub fn attach_domain(&self, domain: Arc<dyn host::DomainStore>) {
         self.services.attach_domain(domain);
     }
 

@@ -32,16 +32,23 @@ pub enum SettingsError {
     Sql(#[from] sqlx::Error),
 }
 
+/// Checks a script setting's text beyond its size (the model script is the
+/// scripted provider's to read, and the provider sits above settings).
+pub type ScriptCheck = fn(&str) -> Result<(), String>;
+
 /// Settings over one database; the master key is loaded on first use.
 pub struct Settings {
     db: Db,
     data_dir: PathBuf,
     key: OnceLock<MasterKey>,
+    check_script: ScriptCheck,
 }
 
 impl Settings {
-    pub fn new(db: Db, data_dir: PathBuf) -> Settings {
-        Settings { db, data_dir, key: OnceLock::new() }
+    /// `check_script` judges the text of script settings before they are
+    /// stored.
+    pub fn new(db: Db, data_dir: PathBuf, check_script: ScriptCheck) -> Settings {
+        Settings { db, data_dir, key: OnceLock::new(), check_script }
     }
 
     /// The master key, loading (or creating) it the first time.
@@ -116,7 +123,8 @@ impl Settings {
             let stored = match value {
                 Value::Null => None,
                 value => {
-                    spec.check(value).map_err(|message| SettingsError::Field { key: key.clone(), message })?;
+                    spec.check(value, self.check_script)
+                        .map_err(|message| SettingsError::Field { key: key.clone(), message })?;
                     Some(match (spec.is_secret(), value) {
                         (true, Value::String(plain)) => self.master_key()?.encrypt(key, plain),
                         _ => value.to_string(),

@@ -52,8 +52,9 @@ impl Spec {
         matches!(self.kind, Kind::Secret)
     }
 
-    /// Checks `value` against the type and bounds.
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    /// Checks `value` against the type and bounds; a script's text also
+    /// against `check_script`.
+    pub fn check(&self, value: &Value, check_script: super::ScriptCheck) -> Result<(), String> {
         let key = self.key;
         let ok = match (self.kind, value) {
             (Kind::Bool, Value::Bool(_)) => true,
@@ -81,7 +82,7 @@ impl Spec {
                 if s.chars().count() > 1 << 20 {
                     return Err(format!("{key} must be at most 1 MiB"));
                 }
-                crate::agent::providers::scripted::Scripted::from_json(s).map_err(|e| format!("{key}: {e}"))?;
+                check_script(s).map_err(|e| format!("{key}: {e}"))?;
                 true
             }
             (Kind::Choice(options), Value::String(s)) => {

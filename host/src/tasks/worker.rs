@@ -139,7 +139,7 @@ impl Worker {
         };
         let event = NewEvent {
             actor_kind: "task".into(),
-            principal: format!("worker:{}", self.owner),
+            principal: crate::principal::worker(&self.owner),
             action: action.into(),
             subject: task.id.clone(),
             outcome: outcome_text.into(),

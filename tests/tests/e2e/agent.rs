@@ -128,7 +128,7 @@ async fn the_provider_is_built_from_settings_with_the_decrypted_key() {
         capstan::store::Db::open(&capstan_tests::db::fresh_url(capstan_tests::db::Backend::Sqlite, dir.path()).await)
             .await
             .unwrap();
-    let settings = Settings::new(db, dir.path().join("data"));
+    let settings = Settings::new(db, dir.path().join("data"), capstan::agent::providers::scripted::Scripted::check);
     let asked = request(vec![Message::user_text("What do I have?")]);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
 

@@ -108,7 +108,7 @@ async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: 
 
 /// Changes settings as the console does (the route tells blocked runs).
 async fn settings_patch(env: &Env, change: Value) -> (u16, Value) {
-    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let (cookie, csrf) = capstan_tests::api::login(&env.db, &http, &base, "admin").await;
     let resp = http

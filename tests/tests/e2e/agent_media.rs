@@ -33,6 +33,7 @@ const ADD: &str = "/api/v2/torrents/add";
 struct Env {
     _dir: tempfile::TempDir,
     config_path: std::path::PathBuf,
+    app: Arc<capstan::app::App>,
     caps: Arc<Capabilities>,
     agent: AgentRuntime,
     _indexer: MockTorznab,
@@ -111,7 +112,8 @@ library = {library:?}
     let db = Db::open(&config.database_url()).await.unwrap();
     let runtime = capstan::Runtime::start(config).await.unwrap();
     capstan_tests::host::accept(&runtime, "test.counter-safe").await;
-    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let domain = caps.domain();
     let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
@@ -155,7 +157,7 @@ library = {library:?}
     settings.insert("agent.goal_poll_sec".into(), json!(1));
     caps.settings().update(&settings).await.unwrap();
     let agent = AgentRuntime::new(caps.clone());
-    Env { _dir: dir, config_path, caps, agent, _indexer: indexer }
+    Env { _dir: dir, config_path, app, caps, agent, _indexer: indexer }
 }
 
 async fn grant(caps: &Capabilities) {
@@ -243,7 +245,7 @@ struct Console {
 
 impl Console {
     async fn sign_in(env: &Env) -> Console {
-        let base = capstan_tests::api::serve(env.caps.clone()).await;
+        let base = capstan_tests::api::serve(env.app.clone()).await;
         let http = reqwest::Client::new();
         let (cookie, csrf) = capstan_tests::api::login(env.caps.db(), &http, &base, "alice").await;
         Console { base, http, cookie, csrf }

@@ -82,7 +82,7 @@ pub(crate) async fn use_mock_anthropic(caps: &Capabilities, llm: &MockLlm) {
 
 /// The API on loopback, a worker that runs agent tasks, and an execute key.
 pub async fn start(env: &Env) -> Api {
-    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "agent-test".into(), config);
     let agent = Arc::new(capstan::agent::AgentRuntime::new(env.caps.clone()));

@@ -4,7 +4,7 @@
 //! approval lets one automated call act on its plan and is consumed by the
 //! first success; a plan that changed leaves its approvals stale.
 
-use capstan::domain::{Actor, NewOrganizationPlan, NewPlan, Plan};
+use capstan::domain::{Author, NewOrganizationPlan, NewPlan, Plan};
 use capstan::runtime::EffectClass;
 use capstan_tests::api::{login, serve};
 use capstan_tests::both_backends;
@@ -26,7 +26,7 @@ pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan)
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
     let plan = domain
         .draft_plan(
-            &Actor::new(format!("key:{key_id}")),
+            &Author::new(format!("key:{key_id}")),
             &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None },
         )
         .await
@@ -36,7 +36,7 @@ pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan)
 
 async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let domain = env.caps.domain().clone();
     let (key, plan) = plan_drafted_by_alices_key(&env, &"e".repeat(40)).await;
@@ -129,7 +129,7 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
 /// plugin that also acts on them.
 async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let (key, plan) = plan_drafted_by_alices_key(&env, &"d".repeat(40)).await;
     let ask = |body: Value| http.post(format!("{base}/approvals")).bearer_auth(&key).json(&body).send();
@@ -187,10 +187,10 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
 
 async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let domain = env.caps.domain().clone();
-    let task = Actor::new("task:verifyAndImport");
+    let task = Author::new("task:verifyAndImport");
     let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
     domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x")).await.unwrap();
     let organize = |destination: &str| NewOrganizationPlan {
@@ -280,7 +280,7 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
     let domain = env.caps.domain().clone();
     let (slot, release) = wanted_movie(&domain, &"7".repeat(40)).await;
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let planner = Actor::new("task:evaluateAcquisition");
+    let planner = Author::new("task:evaluateAcquisition");
     let plan = domain
         .draft_plan(&planner, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
         .await

@@ -145,7 +145,7 @@ async fn switches_revoke_and_shorten(backend: Backend) {
 async fn a_replacement_claiming_a_policy_tag_is_held_and_no_older_grant_covers_it(backend: Backend) {
     use capstan_tests::api::{login, serve};
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let expires = capstan::store::now_ms() + 3_600_000;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use capstan::Runtime;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::pipeline::{Capabilities, Origin};
+use capstan::pipeline::Origin;
 use capstan::runtime::{CallOutcome, CallReport, EffectClass, Status};
 use capstan::store::Db;
 use capstan_tests::host::TestHost;
@@ -186,7 +186,8 @@ async fn the_invoke_path_accepts_each_action_and_refuses_misspelt_fields_by_the_
     let mock = MockTmdb::start(KEY, Catalog::sample()).await;
     let (host, runtime) = start(Some(tmdb_service(&mock, api_key(KEY)))).await;
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
-    let caps = Capabilities::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);
 

@@ -37,7 +37,7 @@ async fn refused_next_to(browser: &Browser, field: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn forms_refuse_nonsense_where_it_is_typed() {
     let env = env(Backend::Sqlite).await;
-    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&env.db, "operator", "correct horse battery").await.unwrap();
     let browser = Browser::start().await;

@@ -11,7 +11,7 @@ use super::library_titles::env;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     let env = env(Backend::Sqlite).await;
-    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&env.db, "newcomer", "correct horse battery").await.unwrap();
     let browser = Browser::start().await;

@@ -4,10 +4,7 @@
 //! says why; a value from capstan.toml is shown and cannot be edited;
 //! Forget removes a service and its secret.
 
-use std::sync::Arc;
-
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::pipeline::Capabilities;
 use capstan::store::Db;
 use capstan_tests::browser::Browser;
 use capstan_tests::db::{Backend, fresh_url};
@@ -40,8 +37,9 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     std::fs::create_dir_all(&library).unwrap();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
-    let base = capstan_tests::api::serve(caps.clone()).await;
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
+    let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
 

@@ -5,7 +5,7 @@
 //! decisions are recorded once; bad arguments change nothing.
 
 use capstan::domain::{
-    Actor, Domain, DomainError, DownloadTask, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot,
+    Author, Domain, DomainError, DownloadTask, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot,
     SourceRelease,
 };
 use capstan::store::Db;
@@ -42,7 +42,7 @@ pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) 
 /// A wanted movie whose release was identified, planned, reserved and
 /// handed to the download client under `hash`.
 pub async fn submitted_download(domain: &Domain, hash: &str) -> (Slot, DownloadTask) {
-    let task = Actor::new("task:syncDownloads");
+    let task = Author::new("task:syncDownloads");
     let (slot, release) = wanted_movie(domain, hash).await;
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
     let plan = domain
@@ -64,7 +64,7 @@ fn conflict<T: std::fmt::Debug>(r: Result<T, DomainError>) -> String {
 async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let domain = open(backend, dir.path()).await;
-    let agent = Actor { principal: "key:k1".into(), run_id: Some("run-1".into()) };
+    let agent = Author { principal: "key:k1".into(), run_id: Some("run-1".into()) };
     let (slot, release) = wanted_movie(&domain, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").await;
     let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
 
@@ -125,7 +125,7 @@ async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(ba
 async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let domain = open(backend, dir.path()).await;
-    let task = Actor::new("task:syncDownloads");
+    let task = Author::new("task:syncDownloads");
     let (slot, download) = submitted_download(&domain, &"c".repeat(40)).await;
 
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune Part Two (2024)/Dune Part Two (2024).mkv"})];
@@ -218,7 +218,7 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
     let err = domain.query("slot.get", r#"{"id": "x", "extra": 1}"#).await.unwrap_err();
     assert!(matches!(err, DomainError::Invalid(ref m) if m.contains("unknown field")), "{err:?}");
     let err =
-        domain.create_draft(&Actor::new("key:k"), "entity", r#"{"kind": "book", "title": "x"}"#).await.unwrap_err();
+        domain.create_draft(&Author::new("key:k"), "entity", r#"{"kind": "book", "title": "x"}"#).await.unwrap_err();
     assert!(matches!(err, DomainError::Invalid(_)), "{err:?}");
     let err = domain
         .want(&NewSlot { entity_id: slot.entity_id.clone(), season: Some(1), quality: "1080p".into(), profile: None })
@@ -268,7 +268,7 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_url(backend, dir.path()).await;
     let (here, there) = (Domain::new(Db::open(&url).await.unwrap()), Domain::new(Db::open(&url).await.unwrap()));
-    let task = Actor::new("task:syncDownloads");
+    let task = Author::new("task:syncDownloads");
     let (_, download) = submitted_download(&here, &"e".repeat(40)).await;
     here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune (2024)/Dune (2024).mkv"})];

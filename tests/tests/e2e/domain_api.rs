@@ -1,7 +1,7 @@
 //! The media domain over HTTP: the library, artifacts and durable tasks,
 //! with task changes needing the execute scope and being audited.
 
-use capstan::domain::Actor;
+use capstan::domain::Author;
 use capstan::runtime::EffectClass;
 use capstan::tasks::{NewTask, Tasks};
 use capstan_tests::api::{Api, serve};
@@ -14,13 +14,13 @@ use super::ledger::env;
 
 async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let env = env(backend).await;
-    let api = Api::new(&serve(env.caps.clone()).await);
+    let api = Api::new(&serve(env.app.clone()).await);
     let reader = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
     let runner = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "test").await.unwrap();
     let domain = env.caps.domain().clone();
     let (slot, _) = wanted_movie(&domain, &"1".repeat(40)).await;
     let evidence = domain
-        .create_artifact(&Actor::new("test"), "evidence", Some(&slot.entity_id), &json!({"matched": "title"}))
+        .create_artifact(&Author::new("test"), "evidence", Some(&slot.entity_id), &json!({"matched": "title"}))
         .await
         .unwrap();
 
@@ -91,7 +91,7 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let (slot, release) = wanted_movie(&domain, &"2".repeat(40)).await;
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
     let new = capstan::domain::NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None };
-    let draft = domain.draft_plan(&Actor::new("task:evaluateAcquisition"), &new).await.unwrap();
+    let draft = domain.draft_plan(&Author::new("task:evaluateAcquisition"), &new).await.unwrap();
     let (status, listed) = api.get(&reader, "/acquisition-plans?status=draft").await;
     assert_eq!(status, 200);
     assert_eq!(listed["plans"][0]["id"], draft.id.as_str());

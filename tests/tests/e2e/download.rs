@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
-use capstan::domain::{Actor, Domain, NewEntity, NewPlan, NewRelease, NewSlot, Slot, SourceRelease};
+use capstan::domain::{Author, Domain, NewEntity, NewPlan, NewRelease, NewSlot, Slot, SourceRelease};
 use capstan::pipeline::{Capabilities, Invocation, Origin};
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
@@ -35,6 +35,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 struct Env {
     /// Keeps the data directory alive.
     _host: TestHost,
+    app: Arc<capstan::app::App>,
     caps: Arc<Capabilities>,
 }
 
@@ -67,10 +68,11 @@ fn error(inv: &Invocation) -> (&str, &str) {
 async fn start(backend: Backend, host: TestHost) -> Env {
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, caps }
+    Env { _host: host, app, caps }
 }
 
 /// Serves `.torrent` files on loopback under `/download/<name>`, as an
@@ -262,7 +264,7 @@ async fn a_slot_that_moved_on_or_a_caller_without_authority_adds_nothing() {
     let domain = env.domain();
     let (slot, first) = wanted(domain, "Dune.2021.1080p.WEB-DL", Some(&"1".repeat(40)), None).await;
     let (_, second) = wanted(domain, "Dune.2021.1080p.BluRay", Some(&"2".repeat(40)), None).await;
-    let someone = Actor::new("cli:someone");
+    let someone = Author::new("cli:someone");
     let draft = |release: &SourceRelease| NewPlan {
         slot_id: slot.id.clone(),
         source_release_id: release.id.clone(),
@@ -380,7 +382,7 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
     let env = start_with_qbittorrent(&qbt, &indexer).await;
     let link = Some(format!("{indexer}/download/dune.torrent"));
     let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
-    let base = capstan_tests::api::serve(env.caps.clone()).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
     let key =
         capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
     let grant = capstan::authz::NewGrant {

@@ -51,7 +51,7 @@ impl SseReader {
 
 async fn a_dropped_stream_resumes_without_gap_or_duplicate(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let key = capstan::http::keys::create(&env.db, "watcher", &[EffectClass::Read], "test").await.unwrap();
     let http = reqwest::Client::new();
     let events = env.caps.events().clone();

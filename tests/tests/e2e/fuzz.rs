@@ -94,7 +94,7 @@ fn summary(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn schemathesis_finds_nothing_wrong_with_the_api() {
     let env = env(Backend::Sqlite).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "fuzz", &[EffectClass::Execute], "test").await.unwrap();

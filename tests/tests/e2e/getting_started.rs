@@ -101,7 +101,8 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     std::fs::create_dir_all(&library).unwrap();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "newcomer".into(), config);
@@ -109,7 +110,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     capstan::acquisition::spawn_schedule(caps.clone(), Duration::from_secs(1));
     let _delivery = deliver_the_data(caps.clone());
-    let base = capstan_tests::api::serve(caps.clone()).await;
+    let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     // Step 2: the password, as `capstan admin set-password` sets it.
     capstan::http::session::set_password(&db, "admin", "a long passphrase").await.unwrap();

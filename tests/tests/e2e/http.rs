@@ -18,7 +18,7 @@ async fn error_code(resp: reqwest::Response) -> (u16, String) {
 
 async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let read = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
     let exec = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "test").await.unwrap();
     let http = reqwest::Client::new();
@@ -155,7 +155,7 @@ both_backends!(keys_scopes_invoke_and_bad_requests);
 
 async fn console_sessions_need_csrf_for_writes(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let short = capstan::http::session::set_password(&env.db, "admin", "short").await;
     assert!(short.is_err(), "short passwords are refused");
     capstan::http::session::set_password(&env.db, "admin", "correct horse battery").await.unwrap();
@@ -223,7 +223,7 @@ both_backends!(console_sessions_need_csrf_for_writes);
 
 async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let key = capstan::http::keys::create(&env.db, "automation", &[EffectClass::Execute], "test").await.unwrap();
@@ -376,7 +376,7 @@ fn template_fits(literal: &str, template: &str) -> bool {
 
 async fn the_openapi_document_describes_the_routes_that_exist(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let doc: Value = http.get(format!("{base}/openapi.json")).send().await.unwrap().json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{}", doc["openapi"]);

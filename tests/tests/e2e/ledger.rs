@@ -22,6 +22,8 @@ pub struct Env {
     pub _host: TestHost,
     pub mock: MockService,
     pub db: Db,
+    /// What `capstan serve` builds; `caps` is its invoke path.
+    pub app: Arc<capstan::app::App>,
     pub caps: Arc<Capabilities>,
 }
 
@@ -54,10 +56,11 @@ pub async fn env(backend: Backend) -> Env {
     for id in ["test.plan-step", "test.counter-safe", "test.counter-verify", "test.counter-never"] {
         host.accept(&runtime, id).await;
     }
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, mock, db, caps }
+    Env { _host: host, mock, db, app, caps }
 }
 
 fn operator() -> Origin {
@@ -310,7 +313,8 @@ async fn component_changes_are_audited_once(backend: Backend) {
     assert_eq!(of("component.refused", "junk.wasm"), 1);
     // Scanning again, or another process starting on the same data, adds nothing.
     env.caps.runtime().rescan(false).await.unwrap();
-    let again = Capabilities::new(env._host.start().await.unwrap(), env.db.clone(), "second".into());
+    let again =
+        capstan::app::App::new(env._host.start().await.unwrap(), env.db.clone(), "second".into()).caps().clone();
     again.flush_component_events().await.unwrap();
     env.caps.flush_component_events().await.unwrap();
     assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), events.len());

@@ -6,7 +6,7 @@
 //! task's state does not allow; policy.preview reports a profile's effect
 //! without writing and policy.apply publishes it; bad input changes nothing.
 
-use capstan::domain::{Actor, Domain, DomainError, NewEntity, NewPlan, NewRelease, SourceRelease};
+use capstan::domain::{Author, Domain, DomainError, NewEntity, NewPlan, NewRelease, SourceRelease};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::{EffectClass, Status};
 use capstan::tasks::{NewTask, Tasks};
@@ -112,7 +112,7 @@ async fn identity_resolve_accepts_a_clear_match_and_asks_once_about_remakes(back
 async fn inventory_query_shows_each_slots_plan_and_download(backend: Backend) {
     let env = env(backend).await;
     let domain = env.caps.domain();
-    let agent = Actor::new("task:evaluateAcquisition");
+    let agent = Author::new("task:evaluateAcquisition");
     let (slot, rel) = wanted_movie(domain, &"c".repeat(40)).await;
     movie(domain, 603, "The Matrix", 1999).await;
     domain.match_identity(&rel.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();

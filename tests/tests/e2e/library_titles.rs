@@ -23,6 +23,7 @@ pub struct Env {
     pub _host: TestHost,
     pub tmdb: MockTmdb,
     pub db: Db,
+    pub app: Arc<capstan::app::App>,
     pub caps: Arc<Capabilities>,
 }
 
@@ -42,9 +43,10 @@ pub async fn env(backend: Backend) -> Env {
     host.config.services.insert("tmdb".into(), tmdb_service(&tmdb));
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, tmdb, db, caps }
+    Env { _host: host, tmdb, db, app, caps }
 }
 
 struct Client {
@@ -71,7 +73,7 @@ impl Client {
 
 async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let admin = Client { base: base.clone(), http: http.clone(), cookie, csrf };

@@ -36,7 +36,7 @@ async fn enqueue(db: &capstan::store::Db, kind: &str) -> String {
 
 async fn health_says_whether_the_host_can_do_its_work(backend: Backend) {
     let env = env(backend).await;
-    let health = format!("{}/health", serve(env.caps.clone()).await);
+    let health = format!("{}/health", serve(env.app.clone()).await);
     let (status, body) = get(&health).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")), "{body}");
     let named = if backend == Backend::Sqlite { "sqlite" } else { "postgres" };
@@ -68,7 +68,7 @@ fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
 
 async fn metrics_count_what_happened_and_read_the_shared_state(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let metrics = format!("{}/metrics", base.trim_end_matches("/api/v1"));
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
@@ -131,7 +131,7 @@ both_backends!(health_says_whether_the_host_can_do_its_work, metrics_count_what_
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweeps_own_tasks_are_folded_away_unless_they_failed() {
     let env = env(Backend::Sqlite).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();

@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use capstan::domain::{Actor, Domain, DownloadTask, NewPlan, NewRelease, NewSlot, Slot};
+use capstan::domain::{Author, Domain, DownloadTask, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Invocation, Origin};
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
@@ -74,7 +74,8 @@ async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     host.accept(&runtime, "test.plan-step").await;
-    let caps = Arc::new(Capabilities::new(runtime, db, capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, caps, downloads, library }
 }
@@ -96,7 +97,7 @@ fn dune_on_disk(env: &Env) {
 /// A wanted movie, its resolved release, a plan drafted, reserved and
 /// submitted, and the download completed at `content_path`.
 async fn completed_download(domain: &Domain, content_path: &str) -> (Slot, DownloadTask) {
-    let task = Actor::new("task:syncDownloads");
+    let task = Author::new("task:syncDownloads");
     let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
         .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })

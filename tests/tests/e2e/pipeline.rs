@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS};
 use capstan::config::{Auth, CapabilityConfig, SecretRef, ServiceConfig};
-use capstan::domain::{Actor, NewPlan, NewRelease, NewSlot, Slot};
+use capstan::domain::{Author, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
@@ -99,7 +99,8 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     host.config.roots.insert("library".into(), library.path().to_path_buf());
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "pipeline-test".into(), config);
@@ -271,7 +272,7 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"by": "alice"})).await.unwrap();
     let mine = domain
         .draft_plan(
-            &Actor::new("admin:alice"),
+            &Author::new("admin:alice"),
             &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None },
         )
         .await

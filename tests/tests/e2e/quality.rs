@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use capstan::acquisition::EVALUATE_ACQUISITION;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
 use capstan::domain::NewSlot;
-use capstan::pipeline::Capabilities;
 use capstan::store::Db;
 use capstan::tasks::{NewTask, TaskStatus, Tasks, Worker, WorkerConfig};
 use capstan_tests::db::{Backend, fresh_url};
@@ -85,7 +84,8 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
     );
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "quality-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps);

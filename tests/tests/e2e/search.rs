@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use capstan::Runtime;
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::pipeline::{Capabilities, Origin};
+use capstan::pipeline::Origin;
 use capstan::runtime::{CallOutcome, CallReport, EffectClass, Status};
 use capstan::store::Db;
 use capstan_tests::host::TestHost;
@@ -283,7 +283,8 @@ async fn the_invoke_path_checks_search_input_against_the_published_schema() {
     let a = MockTorznab::start(ALPHA_KEY, alpha()).await;
     let (host, runtime) = start(&[("torznab", indexer_service(&a, ALPHA_KEY))]).await;
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
-    let caps = Capabilities::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let caps = app.caps().clone();
     caps.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);
 

@@ -19,7 +19,7 @@ const API_KEY: &str = "sk-ant-test-0123456789abcdef";
 
 async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.caps.clone()).await;
+    let base = serve(env.app.clone()).await;
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
@@ -106,7 +106,7 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         let mode = std::fs::metadata(data_dir.join("master.key")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let again = Settings::new(env.db.clone(), data_dir);
+    let again = Settings::new(env.db.clone(), data_dir, capstan::agent::providers::scripted::Scripted::check);
     assert_eq!(again.secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
 
     // null clears a secret and resets a value.

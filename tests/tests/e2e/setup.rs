@@ -6,10 +6,8 @@
 //! sets is shown as the file's and cannot be changed; bad values are
 //! refused with the reason and change nothing. On SQLite and on PostgreSQL.
 
-use std::sync::Arc;
-
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::pipeline::{Capabilities, Origin};
+use capstan::pipeline::Origin;
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
 use capstan_tests::api::{login, serve};
@@ -80,13 +78,15 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     std::fs::create_dir_all(&library).unwrap();
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
-    let caps = Arc::new(Capabilities::new(runtime, db.clone(), capstan::store::new_id()));
-    let base = serve(caps.clone()).await;
+    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let caps = app.caps().clone();
+    let base = serve(app.clone()).await;
     // Another process on the same database (a worker) follows the changes.
     // (As `capstan worker` does, it shares the data folder and so the master key.)
     let mut other_host = TestHost::new();
     other_host.config = host.config.clone();
-    let other = Arc::new(Capabilities::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id()));
+    let other =
+        capstan::app::App::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id()).caps().clone();
     capstan::setup::spawn_refresh(other.clone());
     let http = reqwest::Client::new();
     let (cookie, csrf) = login(&db, &http, &base, "admin").await;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::verdict::Activity;
 use crate::agent::runs::{Run, RunStatus};
-use crate::domain::{Actor, Artifact, Domain, DomainError, Plan};
+use crate::domain::{Artifact, Author, Domain, DomainError, Plan};
 use crate::store::Db;
 
 /// Where one touched plan stands.
@@ -183,6 +183,6 @@ pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Ar
         "modelFinalText": {"text": final_text, "verified": false},
         "note": "Built from the plans, downloads and organizations the run touched; only an organization record shows a title reached the library.",
     });
-    let by = Actor { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()) };
     domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await
 }

@@ -32,7 +32,7 @@ impl Caller {
     pub fn principal(&self) -> String {
         match self.actor {
             Actor::Subagent => format!("subagent:{}", self.run_id),
-            _ => format!("agent:{}", self.run_id),
+            _ => crate::principal::agent(&self.run_id),
         }
     }
 

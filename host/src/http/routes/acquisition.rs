@@ -92,7 +92,7 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let limit = in_range("limit", q.limit, 100, 1, 500)?;
     let status = one_of("status", q.status.as_deref(), crate::domain::PLAN_STATUSES)?;
-    let plans = state.caps.domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
+    let plans = state.caps().domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "plans": plans })))
 }
 
@@ -104,7 +104,7 @@ fn reason(inv: &Invocation) -> Value {
 }
 
 async fn call(state: &AppState, origin: &Origin, id: &str, input: Value) -> Result<Invocation, ApiError> {
-    state.caps.invoke(origin, id, &input).await.map_err(ApiError::internal)
+    state.caps().invoke(origin, id, &input).await.map_err(ApiError::internal)
 }
 
 /// Plans and submits a release for a slot, or for the first of an entity's
@@ -122,7 +122,7 @@ pub async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<AcquisitionRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let domain = state.caps.domain();
+    let domain = state.caps().domain();
     let slots: Vec<String> = match (&body.slot_id, &body.entity_id) {
         (Some(slot), None) => vec![domain.slot(slot).await.map_err(domain_error)?.id],
         (None, Some(entity)) => {

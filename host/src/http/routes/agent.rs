@@ -77,7 +77,7 @@ pub async fn start(
         allowlist: body.capability_allowlist,
         created_by: caller.principal(),
     };
-    let run = state.agent.start(new).await.map_err(start_error)?;
+    let run = state.agent().start(new).await.map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(run)))
 }
 
@@ -99,7 +99,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
-    let runs = state.agent.runs().list(limit).await.map_err(run_error)?;
+    let runs = state.agent().runs().list(limit).await.map_err(run_error)?;
     Ok(Json(json!({ "items": runs })))
 }
 
@@ -125,7 +125,7 @@ pub async fn get(
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let runs = state.agent.runs();
+    let runs = state.agent().runs();
     let run = runs.get(&id).await.map_err(run_error)?;
     let after = in_range("afterSeq", q.after_seq, 0, 0, i64::MAX)?;
     let limit = in_range("limit", q.limit, 200, 1, 1000)?;
@@ -133,7 +133,7 @@ pub async fn get(
     let next = events.last().map_or(after, |e| e.seq);
     let messages = runs.messages(&id).await.map_err(run_error)?;
     let report = match &run.report_id {
-        Some(report) => Some(state.caps.domain().artifact(report).await.map_err(super::library::domain_error)?),
+        Some(report) => Some(state.caps().domain().artifact(report).await.map_err(super::library::domain_error)?),
         None => None,
     };
     Ok(Json(json!({"run": run, "events": events, "nextSeq": next, "messages": messages, "report": report})))
@@ -164,10 +164,10 @@ pub async fn message(
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<SendMessage>,
 ) -> Result<Json<Run>, ApiError> {
-    let run = state.agent.runs().get(&id).await.map_err(run_error)?;
+    let run = state.agent().runs().get(&id).await.map_err(run_error)?;
     let needs = if run.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
     caller.origin(needs, "messaging an agent run in this mode", String::new())?;
-    let run = state.agent.message(&id, &body.text, &caller.principal()).await.map_err(start_error)?;
+    let run = state.agent().message(&id, &body.text, &caller.principal()).await.map_err(start_error)?;
     Ok(Json(run))
 }
 
@@ -198,6 +198,6 @@ pub async fn abort(
         body.reason.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| format!("aborted by {}", caller.principal()));
     // One conditional update: 409 and nothing written for a run that ended;
     // a queued run ends here, a running or waiting one at its next check.
-    let run = state.agent.runs().request_abort(&id, &reason).await.map_err(run_error)?;
+    let run = state.agent().runs().request_abort(&id, &reason).await.map_err(run_error)?;
     Ok(Json(run))
 }

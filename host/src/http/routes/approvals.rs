@@ -45,7 +45,7 @@ pub async fn request(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     if let Some(id) = &body.capability_id {
         let tag = format!("plan:{}", body.plan_type);
-        let snapshot = state.caps.runtime().snapshot();
+        let snapshot = state.caps().runtime().snapshot();
         let Some(loaded) = snapshot.get(id) else {
             return Err(ApiError::not_found(format!("no capability {id} is loaded")).about("capabilityId"));
         };
@@ -58,10 +58,10 @@ pub async fn request(
         }
     }
     let approval = state
-        .caps
+        .caps()
         .authz()
         .request_approval(
-            state.caps.domain(),
+            state.caps().domain(),
             &body.plan_type,
             &body.plan_id,
             body.capability_id.as_deref(),
@@ -100,19 +100,19 @@ pub async fn decide(
         }
     };
     let approval = state
-        .caps
+        .caps()
         .authz()
-        .decide_approval(state.caps.domain(), &id, &body.status, &body.payload_hash, &admin)
+        .decide_approval(state.caps().domain(), &id, &body.status, &body.payload_hash, &admin)
         .await
         .map_err(authz_error)?;
     let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
     super::audit_change(&state, &caller, "approval.decide", &approval.id, &approval.status, Some(detail)).await?;
     // The decision stands either way; a run that is not told can be sent a
     // message, and an approved import is queued again.
-    if let Err(e) = state.agent.approval_decided(&approval).await {
+    if let Err(e) = state.agent().approval_decided(&approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not tell the runs waiting on an approval");
     }
-    if let Err(e) = crate::acquisition::approval_decided(&state.caps, &approval).await {
+    if let Err(e) = crate::acquisition::approval_decided(&state.caps(), &approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not queue the approved import");
     }
     Ok(Json(json!(approval)))
@@ -135,7 +135,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
-    let approvals = state.caps.authz().approvals(status).await?;
+    let approvals = state.caps().authz().approvals(status).await?;
     Ok(Json(json!({ "approvals": approvals })))
 }
 
@@ -148,6 +148,6 @@ pub async fn get(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let approval = state.caps.authz().approval(state.caps.domain(), &id).await.map_err(authz_error)?;
+    let approval = state.caps().authz().approval(state.caps().domain(), &id).await.map_err(authz_error)?;
     Ok(Json(json!(approval)))
 }

@@ -16,7 +16,7 @@ use crate::pipeline::{Invocation, InvokeError};
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
     responses((status = 200, description = "Active, held and refused components", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
-    let snapshot = state.caps.runtime().snapshot();
+    let snapshot = state.caps().runtime().snapshot();
     let active: Vec<Value> = snapshot
         .active
         .values()
@@ -56,7 +56,7 @@ pub async fn invoke(
     ApiJson(body): ApiJson<InvokeBody>,
 ) -> Result<Json<Invocation>, ApiError> {
     let loaded =
-        state.caps.runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
+        state.caps().runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
     let label = loaded.descriptor.label;
     if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.chars().count() > 128) {
         return Err(ApiError::new(
@@ -71,7 +71,7 @@ pub async fn invoke(
     };
     // The key's scopes are re-checked against the descriptor on every call.
     let origin = caller.origin(label, &id, request_id)?;
-    match state.caps.invoke(&origin, &id, &body.input).await {
+    match state.caps().invoke(&origin, &id, &body.input).await {
         Ok(inv) => Ok(Json(inv)),
         Err(InvokeError::NotFound(id)) => Err(ApiError::not_found(format!("no capability {id}"))),
         Err(e) => Err(ApiError::internal(e)),

@@ -21,7 +21,7 @@ use crate::runtime::EffectClass;
 
 fn admin_only(caller: &Caller) -> Result<String, ApiError> {
     match caller {
-        Caller::Console(s) => Ok(format!("admin:{}", s.admin)),
+        Caller::Console(s) => Ok(crate::principal::admin(&s.admin)),
         Caller::Key(_) => {
             Err(ApiError::forbidden("automation grants are managed from a console session, not with an API key"))
         }
@@ -54,7 +54,7 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     responses((status = 200, description = "The grants", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     admin_only(&caller)?;
-    let grants = state.caps.authz().grants().await?;
+    let grants = state.caps().authz().grants().await?;
     // The bounds a new grant must keep, so a form can hold to them.
     let limits = json!({
         "dailyInvocations": { "minimum": 1, "maximum": MAX_DAILY_INVOCATIONS },
@@ -77,7 +77,7 @@ pub async fn create(
     // A grant names every capability (`*`), a policy tag, or a capability
     // that is loaded now; a mistyped id would be a grant nothing uses.
     let action = body.action.trim();
-    let loaded = state.caps.runtime().snapshot().get(action).map(|l| l.descriptor.label);
+    let loaded = state.caps().runtime().snapshot().get(action).map(|l| l.descriptor.label);
     if let Some(label) = loaded.filter(|l| *l != EffectClass::Execute) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -98,7 +98,7 @@ pub async fn create(
     // it covers now: a plugin that is loaded or given the tag later is not
     // covered by a grant the operator gave before it existed.
     if body.scope.capabilities.is_empty() && (action == "*" || action.starts_with("policy.")) {
-        let snapshot = state.caps.runtime().snapshot();
+        let snapshot = state.caps().runtime().snapshot();
         body.scope.capabilities = snapshot
             .active
             .values()
@@ -114,7 +114,7 @@ pub async fn create(
             ));
         }
     }
-    let grant = state.caps.authz().create_grant(&body, &by).await.map_err(authz_error)?;
+    let grant = state.caps().authz().create_grant(&body, &by).await.map_err(authz_error)?;
     let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);
     super::audit_change(&state, &caller, "grant.create", &grant.id, "succeeded", Some(detail)).await?;
     Ok((StatusCode::CREATED, Json(json!(grant))))
@@ -143,7 +143,7 @@ pub async fn update(
     ApiJson(change): ApiJson<GrantChange>,
 ) -> Result<Json<Value>, ApiError> {
     admin_only(&caller)?;
-    let authz = state.caps.authz();
+    let authz = state.caps().authz();
     let (grant, action) = if change.revoke {
         (authz.revoke_grant(&id).await.map_err(authz_error)?, "grant.revoke")
     } else {

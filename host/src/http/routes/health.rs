@@ -21,7 +21,7 @@ use crate::tasks::Tasks;
     responses((status = 200, description = "The database answers; `status` is ok or degraded", body = serde_json::Value),
               (status = 503, description = "The database does not answer", body = serde_json::Value)))]
 pub async fn health(State(state): State<AppState>) -> Response {
-    let db = state.caps.db();
+    let db = state.caps().db();
     let started = Instant::now();
     let answered = sqlx::query_scalar::<_, i64>("SELECT 1").fetch_one(&db.pool).await;
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -37,7 +37,8 @@ pub async fn health(State(state): State<AppState>) -> Response {
         });
         return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
-    let (processes, queue) = match (state.caps.ledger().live_processes().await, Tasks::new(db.clone()).queue().await) {
+    let (processes, queue) = match (state.caps().ledger().live_processes().await, Tasks::new(db.clone()).queue().await)
+    {
         (Ok(p), Ok(q)) => (p, q),
         (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "health check: cannot read the heartbeats or the queue");

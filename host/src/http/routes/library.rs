@@ -59,7 +59,7 @@ pub async fn library(
 ) -> Result<Json<Value>, ApiError> {
     let kind = one_of("kind", q.kind.as_deref(), &["movie", "tv"])?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
-    let inventory = state.caps.domain().inventory(kind, limit).await.map_err(domain_error)?;
+    let inventory = state.caps().domain().inventory(kind, limit).await.map_err(domain_error)?;
     Ok(Json(inventory))
 }
 
@@ -86,7 +86,7 @@ pub async fn artifacts(
 ) -> Result<Json<Value>, ApiError> {
     let kind = one_of("kind", q.kind.as_deref(), crate::domain::ARTIFACT_KINDS)?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
-    let list = state.caps.domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
+    let list = state.caps().domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "artifacts": list })))
 }
 
@@ -102,7 +102,7 @@ pub async fn artifact(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let artifact = state.caps.domain().artifact(&id).await.map_err(domain_error)?;
+    let artifact = state.caps().domain().artifact(&id).await.map_err(domain_error)?;
     Ok(Json(json!(artifact)))
 }
 
@@ -129,7 +129,7 @@ pub async fn tasks(
     _caller: Caller,
     ApiQuery(q): ApiQuery<TaskQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let tasks = Tasks::new(state.caps.db().clone());
+    let tasks = Tasks::new(state.caps().db().clone());
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // Asked about one record, every task about it is wanted.
     let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { crate::acquisition::SWEEP_KINDS };
@@ -149,13 +149,13 @@ pub async fn task(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let task = Tasks::new(state.caps.db().clone()).get(&id).await?;
+    let task = Tasks::new(state.caps().db().clone()).get(&id).await?;
     Ok(Json(json!(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?)))
 }
 
 async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) -> Result<Json<Value>, ApiError> {
     caller.origin(EffectClass::Execute, &format!("{action} of a task"), crate::store::new_id())?;
-    let tasks = Tasks::new(state.caps.db().clone());
+    let tasks = Tasks::new(state.caps().db().clone());
     let result = if action == "cancel" { tasks.cancel(id).await } else { tasks.retry(id).await };
     let outcome = if result.is_ok() { "succeeded" } else { "failed" };
     let detail = result.as_ref().err().map(|e| e.to_string());

@@ -29,7 +29,7 @@ pub async fn login(
     transport: Transport,
     ApiJson(body): ApiJson<Login>,
 ) -> Result<Response, ApiError> {
-    let Some(s) = session::login(state.caps.db(), &body.name, &body.password).await? else {
+    let Some(s) = session::login(state.caps().db(), &body.name, &body.password).await? else {
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong name or password"));
     };
     let body = Json(json!({ "admin": s.admin, "csrfToken": s.csrf_token, "expiresAt": s.expires_at }));
@@ -44,6 +44,6 @@ pub async fn logout(State(state): State<AppState>, transport: Transport, caller:
         // An API key has no session to end: as without one.
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "no_session", "only a console session can log out"));
     };
-    session::logout(state.caps.db(), &s.id).await?;
+    session::logout(state.caps().db(), &s.id).await?;
     Ok(([(header::SET_COOKIE, session::expired_cookie(transport.https))], StatusCode::NO_CONTENT).into_response())
 }

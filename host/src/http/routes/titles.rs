@@ -33,7 +33,7 @@ async fn want(
     created: bool,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let origin = caller.origin(EffectClass::Execute, "changing what the library wants", crate::store::new_id())?;
-    let inv = match state.caps.invoke(&origin, CAPABILITY, &input).await {
+    let inv = match state.caps().invoke(&origin, CAPABILITY, &input).await {
         Ok(inv) => inv,
         Err(InvokeError::NotFound(id)) => return Err(ApiError::internal(format!("capability {id} is not loaded"))),
         Err(e) => return Err(ApiError::internal(e)),
@@ -262,6 +262,6 @@ pub async fn remove(
     responses((status = 200, description = "{policies: [{name, revision, status, body, createdBy}]}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let policies = state.caps.authz().policies().await?;
+    let policies = state.caps().authz().policies().await?;
     Ok(Json(json!({ "policies": policies })))
 }

@@ -1,28 +1,69 @@
 //! `capstan:host/library` (read), `drafts` (propose) and `records`
-//! (execute): the doors to the domain store. The store is attached once the
-//! database is open ([`HostServices::attach_domain`]); before that, or in a
-//! runtime without a database, calls answer `unavailable`.
+//! (execute): the doors to the domain store. The runtime knows the store
+//! only as [`DomainStore`], which the domain implements; it is attached once
+//! the database is open ([`HostServices::attach_domain`]). Before that, or
+//! in a runtime without a database, calls answer `unavailable`.
 
-use crate::domain::{Actor, Domain, DomainError};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
 use crate::runtime::bindings::capstan::host::types::HostError;
 use crate::runtime::bindings::capstan::host::{drafts, library, records};
 use crate::runtime::call_state::CallState;
-use crate::runtime::effects::EffectClass;
+use crate::runtime::effects::interface;
 
-fn host_error(e: DomainError) -> HostError {
-    match e {
-        DomainError::Invalid(m) => HostError::Invalid(m),
-        DomainError::NotFound(m) => HostError::NotFound(m),
-        DomainError::Conflict(m) => HostError::Conflict(m),
-        DomainError::Sql(e) => {
-            tracing::warn!(error = %e, "domain store failed");
-            HostError::Unavailable("the domain store could not be reached".into())
-        }
-    }
+/// A record a transition takes for the rest of its call (see `holds`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldRecord {
+    /// What the record is, as the conflict message names it.
+    pub kind: &'static str,
+    pub id: String,
+}
+
+/// Who made a call, as the domain records it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallAuthor<'a> {
+    pub principal: &'a str,
+    pub run_id: Option<&'a str>,
+}
+
+/// The domain store as the host imports reach it. Answers are JSON texts;
+/// refusals are the host's own errors, so what a component sees is decided
+/// by the implementer.
+pub trait DomainStore: Send + Sync {
+    /// A named `library` query.
+    fn query<'a>(&'a self, name: &'a str, params: &'a str) -> BoxFuture<'a, Result<String, HostError>>;
+    /// A `drafts` proposal of `kind`.
+    fn create_draft<'a>(
+        &'a self,
+        by: CallAuthor<'a>,
+        kind: &'a str,
+        draft: &'a str,
+    ) -> BoxFuture<'a, Result<String, HostError>>;
+    /// A `records` transition.
+    fn transition<'a>(
+        &'a self,
+        by: CallAuthor<'a>,
+        name: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<String, HostError>>;
+    /// The record transition `name` holds for the rest of its call, if any.
+    fn held_by(&self, name: &str, args: &str) -> Option<HeldRecord>;
+    /// Takes (or renews) `record` for `holder` until `until_ms`; `false`
+    /// while another holder's hold has not run out.
+    fn hold<'a>(
+        &'a self,
+        record: &'a HeldRecord,
+        holder: &'a str,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<bool, HostError>>;
+    /// Lets go of `holder`'s hold on `record`, if it still has it.
+    fn release<'a>(&'a self, record: &'a HeldRecord, holder: &'a str) -> BoxFuture<'a, Result<(), HostError>>;
 }
 
 impl CallState {
-    fn domain(&self) -> Result<Domain, HostError> {
+    fn domain(&self) -> Result<Arc<dyn DomainStore>, HostError> {
         self.services
             .domain
             .get()
@@ -30,60 +71,60 @@ impl CallState {
             .ok_or_else(|| HostError::Unavailable("no domain store is attached to this runtime".into()))
     }
 
-    fn domain_actor(&self) -> Actor {
-        Actor { principal: self.grant.principal.clone(), run_id: self.grant.run_id.clone() }
+    fn author(&self) -> CallAuthor<'_> {
+        CallAuthor { principal: &self.grant.principal, run_id: self.grant.run_id.as_deref() }
     }
 }
 
 impl library::Host for CallState {
     async fn query(&mut self, name: String, params: String) -> Result<String, HostError> {
-        self.check("capstan:host/library", EffectClass::Read)?;
-        let domain = self.domain()?;
-        domain.query(&name, &params).await.map(|v| v.to_string()).map_err(host_error)
+        self.check(interface::LIBRARY)?;
+        self.domain()?.query(&name, &params).await
     }
 }
 
 impl drafts::Host for CallState {
     async fn create(&mut self, kind: String, draft: String) -> Result<String, HostError> {
-        self.check("capstan:host/drafts", EffectClass::Propose)?;
+        self.check(interface::DRAFTS)?;
         let domain = self.domain()?;
         self.mark_effect();
-        domain.create_draft(&self.domain_actor(), &kind, &draft).await.map(|v| v.to_string()).map_err(host_error)
+        domain.create_draft(self.author(), &kind, &draft).await
     }
 }
 
 impl records::Host for CallState {
     async fn transition(&mut self, name: String, args: String) -> Result<String, HostError> {
-        self.check("capstan:host/records", EffectClass::Execute)?;
+        self.check(interface::RECORDS)?;
         let domain = self.domain()?;
         // Refused before anything changes while another call holds the record.
-        let hold = match super::holds::held_organization(&name, &args) {
-            Some(id) if self.holds.iter().any(|h| h.organization() == id) => None,
-            Some(id) => match super::Hold::take(&domain, &id).await {
+        let hold = match domain.held_by(&name, &args) {
+            Some(record) if self.holds.iter().any(|h| h.record() == &record) => None,
+            Some(record) => match super::Hold::take(domain.clone(), record.clone()).await {
                 Ok(Some(hold)) => Some(hold),
                 Ok(None) => {
                     return Err(HostError::Conflict(format!(
-                        "organization {id} is being carried out by another call; try again when that call has finished"
+                        "{} {} is being carried out by another call; try again when that call has finished",
+                        record.kind, record.id
                     )));
                 }
                 // Missing: the transition below says so.
-                Err(DomainError::NotFound(_)) => None,
-                Err(e) => return Err(host_error(e)),
+                Err(HostError::NotFound(_)) => None,
+                Err(e) => return Err(e),
             },
             None => None,
         };
         self.mark_effect();
-        match domain.transition(&self.domain_actor(), &name, &args).await {
+        match domain.transition(self.author(), &name, &args).await {
             Ok(answer) => {
                 self.holds.extend(hold);
-                Ok(answer.to_string())
+                Ok(answer)
             }
             Err(e) => {
                 // A refused start holds nothing.
                 if let Some(hold) = hold {
                     hold.release().await;
                 }
-                Err(host_error(e))
+                Err(e)
             }
         }
     }

@@ -3,14 +3,12 @@
 
 use crate::runtime::bindings::capstan::host::invocation::{ActorKind, CallContext, Host};
 use crate::runtime::call_state::CallState;
-use crate::runtime::effects::EffectClass;
+use crate::runtime::effects::interface;
 use crate::runtime::grant::{Actor, Mode};
-
-const IMPORT: &str = "capstan:host/invocation";
 
 impl Host for CallState {
     async fn context(&mut self) -> CallContext {
-        let _ = self.check(IMPORT, EffectClass::Read);
+        let _ = self.check(interface::INVOCATION);
         CallContext {
             capability_id: self.target.id.clone(),
             run_id: self.grant.run_id.clone(),

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::runtime::bindings::capstan::host::log::{Host, Level};
 use crate::runtime::call_state::CallState;
-use crate::runtime::effects::EffectClass;
+use crate::runtime::effects::interface;
 use crate::runtime::text::{clip, escape_controls};
 
 /// Longest message kept; the rest is cut.
@@ -62,7 +62,7 @@ impl CallState {
 
 impl Host for CallState {
     async fn write(&mut self, level: Level, message: String) {
-        if self.check("capstan:host/log", EffectClass::Read).is_err() {
+        if self.check(interface::LOG).is_err() {
             return;
         }
         let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();

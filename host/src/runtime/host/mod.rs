@@ -1,8 +1,24 @@
 //! Implementations of the `capstan:host` interfaces, one file each, and the
 //! services they share (outbound clients, file roots, the domain store hook).
 //! Each import first checks its class against the call's grant through
-//! [`CallState::check`](super::call_state::CallState::check); the class used
-//! is the one in the effect table.
+//! [`CallState::check`](super::call_state::CallState::check), which asks the
+//! effect table for the class.
+//!
+//! A new interface touches, in order:
+//! 1. `wit/host/<name>.wit`, its doc opening with `Effect class: <class>.`,
+//!    and an `import` line in `wit/host/imports.wit`;
+//! 2. a row in `HOST_INTERFACES` and a name in `effects::interface`
+//!    (`runtime/effects.rs`; its tests tie both wit files to the table);
+//! 3. a file here implementing the generated `Host` trait, calling
+//!    `self.check(interface::<NAME>)` first;
+//! 4. the SDK (`guest-sdk/src/host.rs`): a typed helper, its wasm side
+//!    (`host/wasm.rs`, calling the generated import) and its native side
+//!    (`host/native.rs`, answered by the mock);
+//! 5. the SDK's mock host (`guest-sdk/src/testing.rs`): a row in
+//!    `INTERFACE_CLASSES` (checked against the table) and what the mock
+//!    answers;
+//! 6. `docs/authority.md` and `docs/architecture.md`, which list the
+//!    interfaces by class.
 
 mod domain;
 mod files;
@@ -15,13 +31,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use domain::{CallAuthor, DomainStore, HeldRecord};
 pub use files::Roots;
-pub use holds::Hold;
+pub use holds::{HOLD_LEASE, Hold};
 pub use log::{GuestLogBudget, LogTally};
 pub use outbound::Outbound;
 
 use crate::config::{Config, ServiceConfig};
-use crate::domain::Domain;
 
 use super::bindings;
 use super::call_state::CallState;
@@ -62,7 +78,7 @@ impl Setup {
 pub struct HostServices {
     setup: RwLock<Arc<Setup>>,
     /// Attached once the database is open.
-    pub domain: OnceLock<Domain>,
+    pub domain: OnceLock<Arc<dyn DomainStore>>,
     /// What all calls together may still log this second.
     pub guest_log: GuestLogBudget,
     /// The workers blocking file work runs on.
@@ -108,7 +124,7 @@ impl HostServices {
 
     /// Gives `library`, `drafts` and `records` their store. The first
     /// attachment wins; a runtime serves one database.
-    pub fn attach_domain(&self, domain: Domain) {
+    pub fn attach_domain(&self, domain: Arc<dyn DomainStore>) {
         let _ = self.domain.set(domain);
     }
 }

@@ -26,7 +26,7 @@ impl RunState<'_> {
             return answered;
         };
         let Some(plan_id) = input.get("planId").and_then(Value::as_str) else { return answered };
-        let by = format!("agent:{}", self.run_id);
+        let by = crate::principal::agent(&self.run_id);
         let approval = match self
             .rt
             .caps

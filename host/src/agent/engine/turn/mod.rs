@@ -392,7 +392,7 @@ impl<'a> RunState<'a> {
         let Some(id) = input.get("invocation_id").and_then(Value::as_str) else {
             return toolbox::failed(&call.id, "get_tool_execution needs an invocation_id");
         };
-        match self.rt.caps.ledger().get(id, &format!("agent:{}", self.run_id)).await {
+        match self.rt.caps.ledger().get(id, &crate::principal::agent(&self.run_id)).await {
             Ok(Some(r)) => {
                 let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
                     "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});

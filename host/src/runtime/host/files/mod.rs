@@ -21,10 +21,10 @@ use cap_std::fs::Dir;
 use crate::runtime::bindings::capstan::host::types::{FileInfo, HostError};
 use crate::runtime::bindings::capstan::host::{files_read, files_write};
 use crate::runtime::call_state::CallState;
-use crate::runtime::effects::EffectClass;
+use crate::runtime::effects::{interface, interface_class};
 
-const READ: &str = "capstan:host/files-read";
-const WRITE: &str = "capstan:host/files-write";
+const READ: &str = interface::FILES_READ;
+const WRITE: &str = interface::FILES_WRITE;
 
 pub(crate) use pool::FilePool;
 
@@ -114,8 +114,8 @@ struct Side {
 }
 
 impl CallState {
-    fn root(&mut self, import: &str, class: EffectClass, name: &str) -> Result<Arc<Dir>, HostError> {
-        self.check(import, class)?;
+    fn root(&mut self, import: &str, name: &str) -> Result<Arc<Dir>, HostError> {
+        self.check(import)?;
         self.setup
             .roots
             .dirs
@@ -125,17 +125,17 @@ impl CallState {
     }
 
     /// Resolves a path, recording a denial when it tries to leave its root.
-    fn path(&mut self, import: &str, class: EffectClass, path: &str) -> Result<PathBuf, HostError> {
+    fn path(&mut self, import: &str, path: &str) -> Result<PathBuf, HostError> {
         confined(path).inspect_err(|e| {
             if let HostError::Denied(reason) = e {
-                self.deny(import, class, reason.clone());
+                self.deny(import, interface_class(import), reason.clone());
             }
         })
     }
 
-    fn side(&mut self, import: &str, class: EffectClass, root: &str, path: String) -> Result<Side, HostError> {
-        let dir = self.root(import, class, root)?;
-        let rel = self.path(import, class, &path)?;
+    fn side(&mut self, import: &str, root: &str, path: String) -> Result<Side, HostError> {
+        let dir = self.root(import, root)?;
+        let rel = self.path(import, &path)?;
         Ok(Side { dir, rel, shown: path })
     }
 
@@ -144,12 +144,11 @@ impl CallState {
     async fn on_pool<T: Send + 'static>(
         &mut self,
         import: &str,
-        class: EffectClass,
         job: impl FnOnce(&pool::Stop) -> Result<T, HostError> + Send + 'static,
     ) -> Result<T, HostError> {
         let result = self.services.clone().file_pool.run(self.deadline, job).await;
         if let Err(HostError::Denied(why)) = &result {
-            self.deny(import, class, why.clone());
+            self.deny(import, interface_class(import), why.clone());
         }
         result
     }
@@ -157,17 +156,14 @@ impl CallState {
 
 impl files_read::Host for CallState {
     async fn stat(&mut self, root: String, path: String) -> Result<FileInfo, HostError> {
-        let side = self.side(READ, EffectClass::Read, &root, path)?;
-        self.on_pool(READ, EffectClass::Read, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
+        let side = self.side(READ, &root, path)?;
+        self.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
     }
 
     async fn list(&mut self, root: String, path: String, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-        let side = self.side(READ, EffectClass::Read, &root, path)?;
-        let (entries, skipped) = self
-            .on_pool(READ, EffectClass::Read, move |stop| {
-                read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop)
-            })
-            .await?;
+        let side = self.side(READ, &root, path)?;
+        let (entries, skipped) =
+            self.on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop)).await?;
         if !skipped.is_empty() {
             tracing::warn!(
                 target: "capstan::files",
@@ -178,53 +174,48 @@ impl files_read::Host for CallState {
                 "a listing left out entries it may not show"
             );
             for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
-                self.deny(READ, EffectClass::Read, format!("list of {root} left out {entry}"));
+                self.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
             }
         }
         Ok(entries)
     }
 
     async fn sha256(&mut self, root: String, path: String) -> Result<String, HostError> {
-        let side = self.side(READ, EffectClass::Read, &root, path)?;
-        self.on_pool(READ, EffectClass::Read, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
+        let side = self.side(READ, &root, path)?;
+        self.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
     }
 }
 
 impl files_write::Host for CallState {
     async fn mkdir(&mut self, root: String, path: String) -> Result<(), HostError> {
-        let side = self.side(WRITE, EffectClass::Execute, &root, path)?;
+        let side = self.side(WRITE, &root, path)?;
         self.mark_effect();
-        self.on_pool(WRITE, EffectClass::Execute, move |_| {
-            side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))
-        })
-        .await
+        self.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))).await
     }
 
     async fn hardlink(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
-        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
+        let from = self.side(WRITE, &sr, s)?;
+        let to = self.side(WRITE, &tr, t)?;
         self.mark_effect();
-        self.on_pool(WRITE, EffectClass::Execute, move |_| {
-            place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
-        })
-        .await
+        self.on_pool(WRITE, move |_| place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown))
+            .await
     }
 
     async fn copy(&mut self, sr: String, s: String, tr: String, t: String) -> Result<u64, HostError> {
-        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
-        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
+        let from = self.side(WRITE, &sr, s)?;
+        let to = self.side(WRITE, &tr, t)?;
         self.mark_effect();
-        self.on_pool(WRITE, EffectClass::Execute, move |stop| {
+        self.on_pool(WRITE, move |stop| {
             place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
         })
         .await
     }
 
     async fn move_(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let from = self.side(WRITE, EffectClass::Execute, &sr, s)?;
-        let to = self.side(WRITE, EffectClass::Execute, &tr, t)?;
+        let from = self.side(WRITE, &sr, s)?;
+        let to = self.side(WRITE, &tr, t)?;
         self.mark_effect();
-        self.on_pool(WRITE, EffectClass::Execute, move |stop| {
+        self.on_pool(WRITE, move |stop| {
             place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
         })
         .await

@@ -14,7 +14,7 @@ use crate::config::{Auth, ServiceConfig};
 use crate::runtime::bindings::capstan::host::types::{HostError, Pair, Request, Response};
 use crate::runtime::bindings::capstan::host::{outbound_read, outbound_write};
 use crate::runtime::call_state::CallState;
-use crate::runtime::effects::EffectClass;
+use crate::runtime::effects::{EffectClass, interface, interface_class};
 
 mod path;
 mod secrets;
@@ -147,8 +147,8 @@ fn check_names(service: &Service, req: &Request, decoded: &str) -> Result<(), Ho
 
 impl CallState {
     async fn send(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
-        let class = if import.ends_with("outbound-read") { EffectClass::Read } else { EffectClass::Execute };
-        self.check(import, class)?;
+        let class = interface_class(import);
+        self.check(import)?;
         if !self.target.services.contains(&req.service) {
             let reason = format!("service {} is not declared by {}", req.service, self.target.id);
             self.deny(import, class, reason.clone());
@@ -175,7 +175,7 @@ impl CallState {
         }
         if !is_read && class == EffectClass::Read {
             let reason = format!("{} {} on service {} is a write operation", method, decoded, req.service);
-            self.deny(import, EffectClass::Execute, reason.clone());
+            self.deny(import, interface_class(interface::OUTBOUND_WRITE), reason.clone());
             return Err(HostError::Denied(reason));
         }
         service.login(None).await?;
@@ -196,12 +196,12 @@ impl CallState {
 
 impl outbound_read::Host for CallState {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
-        CallState::send(self, "capstan:host/outbound-read", req).await
+        CallState::send(self, interface::OUTBOUND_READ, req).await
     }
 }
 
 impl outbound_write::Host for CallState {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
-        CallState::send(self, "capstan:host/outbound-write", req).await
+        CallState::send(self, interface::OUTBOUND_WRITE, req).await
     }
 }

@@ -1,6 +1,6 @@
-//! Canonical JSON and idempotency keys. Keys are
-//! `<id>:v<version>:<scope>:<sha256 of the canonical input>`, where scope is
-//! the run, the task, or the explicit user request the call belongs to.
+//! Canonical JSON: one text and one digest for equal values, whatever the
+//! order of their keys. Invocation keys, approvals' payload hashes and the
+//! domain's fingerprints are all digests of this form.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -43,13 +43,8 @@ pub fn canonical(value: &Value) -> String {
 }
 
 /// SHA-256 of the canonical form, hex.
-pub fn input_digest(value: &Value) -> String {
+pub fn digest(value: &Value) -> String {
     hex::encode(Sha256::digest(canonical(value).as_bytes()))
-}
-
-/// The idempotency key of a call.
-pub fn idempotency_key(id: &str, version: u32, scope: &str, digest: &str) -> String {
-    format!("{id}:v{version}:{scope}:{digest}")
 }
 
 #[cfg(test)]
@@ -62,7 +57,7 @@ mod tests {
         let a = json!({"b": 1, "a": {"y": [1, 2], "x": "s"}});
         let b: Value = serde_json::from_str(r#"{"a":{"x":"s","y":[1,2]},"b":1}"#).unwrap();
         assert_eq!(canonical(&a), r#"{"a":{"x":"s","y":[1,2]},"b":1}"#);
-        assert_eq!(input_digest(&a), input_digest(&b));
-        assert_ne!(input_digest(&a), input_digest(&json!({"b": 2, "a": {"y": [1, 2], "x": "s"}})));
+        assert_eq!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&json!({"b": 2, "a": {"y": [1, 2], "x": "s"}})));
     }
 }

@@ -1,0 +1,112 @@
+//! The composition root: everything one Capstan process shares, built once
+//! — by the command line, or by a test or benchmark embedding the host —
+//! and handed whole to the HTTP server and the task worker. The services
+//! below it are built here and nowhere else, so the API, the worker and the
+//! agent of one process share one database handle, one event stream, one
+//! ledger owner and one agent runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::AgentRuntime;
+use crate::agent::providers::scripted::Scripted;
+use crate::audit::{Audit, ComponentAudit};
+use crate::authz::Authz;
+use crate::config::Config;
+use crate::domain::Domain;
+use crate::events::Events;
+use crate::ledger::Ledger;
+use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Parts};
+use crate::runtime::Runtime;
+use crate::settings::Settings;
+use crate::store::Db;
+use crate::tasks::{Tasks, Worker, WorkerConfig};
+
+/// One process's services.
+pub struct App {
+    caps: Arc<Capabilities>,
+    agent: Arc<AgentRuntime>,
+    tasks: Tasks,
+}
+
+impl App {
+    /// Builds every service over `runtime` and `db`, `owner` naming this
+    /// process in the ledger, and starts writing the runtime's component
+    /// changes to the audit log. Must be called inside a tokio runtime.
+    pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Arc<App> {
+        let events = Events::new(db.clone());
+        let domain = Domain::with_events(db.clone(), events.clone());
+        runtime.attach_domain(Arc::new(domain.clone()));
+        let audit = Audit::new(db.clone());
+        let caps = Arc::new(Capabilities::new(Parts {
+            components: ComponentAudit::start(runtime.clone(), audit.clone()),
+            settings: Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check)),
+            ledger: Ledger::new(db.clone(), owner),
+            authz: Authz::new(db.clone()),
+            runtime,
+            db: db.clone(),
+            audit,
+            domain,
+            events,
+        }));
+        let agent = Arc::new(AgentRuntime::new(caps.clone()));
+        Arc::new(App { caps, agent, tasks: Tasks::new(db) })
+    }
+
+    /// Opens the database (migrating it), starts the runtime, recovers
+    /// claims orphaned by a dead process and applies the console's setup:
+    /// what every command that invokes anything starts from.
+    pub async fn open(config: Config) -> anyhow::Result<Arc<App>> {
+        std::fs::create_dir_all(config.data_dir())?;
+        // A malformed CAPSTAN_MASTER_KEY or an unreadable key file stops the
+        // start here rather than at the first secret.
+        crate::settings::MasterKey::load(&config.data_dir())?;
+        let db = Db::open(&config.database_url()).await?;
+        let runtime = Runtime::start(config).await?;
+        let app = App::new(runtime, db, crate::store::new_id());
+        app.caps.flush_component_events().await?;
+        app.caps.ledger().heartbeat().await?;
+        let orphans = app.caps.ledger().recover_orphans().await?;
+        if orphans > 0 {
+            tracing::warn!(orphans, "claims of a process that died are now unknown");
+        }
+        // Services and roots set up in the console, beside the file's.
+        if let Err(e) = crate::setup::apply(&app.caps).await {
+            tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
+        }
+        Ok(app)
+    }
+
+    /// The invoke path, and the services it holds.
+    pub fn caps(&self) -> &Arc<Capabilities> {
+        &self.caps
+    }
+
+    /// Starts, messages and aborts runs; drives them on the worker.
+    pub fn agent(&self) -> &Arc<AgentRuntime> {
+        &self.agent
+    }
+
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    pub fn db(&self) -> &Db {
+        self.caps.db()
+    }
+
+    /// A worker with every task kind this build knows, sized by `config`.
+    pub fn worker(&self, config: &Config) -> Worker {
+        let worker_config = WorkerConfig {
+            lease: Duration::from_millis(config.tasks.lease_ms),
+            concurrency: config.tasks.concurrency,
+            ..WorkerConfig::default()
+        };
+        let owner = self.caps.ledger().owner().to_string();
+        let mut worker = Worker::new(self.tasks.clone(), self.caps.audit().clone(), owner, worker_config);
+        crate::acquisition::register(&mut worker, &self.caps);
+        crate::agent::task::register(&mut worker, &self.agent);
+        worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));
+        worker
+    }
+}

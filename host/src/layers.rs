@@ -1,0 +1,113 @@
+//! Checks the layer map at the top of `lib.rs` against the sources: every
+//! module has a layer, and every `crate::` path in code points to a lower
+//! layer. A failure names the file, the line and the import.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Module → layer number, read from the `//! N. `a`, `b` — ...` lines.
+fn layer_map(lib: &str) -> BTreeMap<String, u32> {
+    let mut layers = BTreeMap::new();
+    for line in lib.lines() {
+        let Some(rest) = line.strip_prefix("//! ") else { continue };
+        let Some((number, rest)) = rest.split_once(". ") else { continue };
+        let Ok(number) = number.trim().parse::<u32>() else { continue };
+        let names = rest.split(" — ").next().unwrap_or_default();
+        for name in names.split(',') {
+            let name = name.trim().trim_matches('`');
+            if !name.is_empty() {
+                layers.insert(name.to_string(), number);
+            }
+        }
+    }
+    layers
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level modules `code` names through `crate::`, with the offset
+/// of each, including those in a `crate::{a, b::c}` group (which may run
+/// over several lines).
+fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let ident = |text: &str| -> String { text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        if code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // `wasm_crate::` and the like
+        }
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            found.extend(group.split(',').map(|item| ident(item.trim())).filter(|n| !n.is_empty()).map(|n| (at, n)));
+        } else {
+            found.push((at, ident(rest)));
+        }
+    }
+    found
+}
+
+/// The code of a file: every line without what follows `//` (comments,
+/// doc comments).
+fn code_of(text: &str) -> String {
+    text.lines().map(|line| line.find("//").map_or(line, |at| &line[..at])).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn layers_point_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let layers = layer_map(&lib);
+    let declared: Vec<String> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ").and_then(|l| l.strip_suffix(';')).map(str::to_string))
+        .collect();
+    let unplaced: Vec<&String> = declared.iter().filter(|m| !layers.contains_key(*m)).collect();
+    assert!(unplaced.is_empty(), "modules missing from lib.rs's layer map: {unplaced:?}");
+
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).unwrap();
+        let top = relative.components().next().unwrap().as_os_str().to_string_lossy();
+        let module = top.trim_end_matches(".rs");
+        let Some(&own) = layers.get(module) else { continue }; // lib.rs, main.rs, this file
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        for (at, target) in crate_paths(&code) {
+            if target == module {
+                continue;
+            }
+            match layers.get(&target) {
+                Some(&to) if to < own => {}
+                Some(&to) => wrong.push(format!(
+                    "{}:{}: `crate::{target}` points {} from {module} (layer {own}) to {target} (layer {to})",
+                    relative.display(),
+                    code[..at].matches('\n').count() + 1,
+                    if to == own { "sideways" } else { "up" }
+                )),
+                // Re-exports at the crate root (`crate::Config`) and the like.
+                None => {}
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the layer map:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn crate_paths_are_found_in_paths_and_groups() {
+    let names = |code: &str| crate_paths(code).into_iter().map(|(_, n)| n).collect::<Vec<_>>();
+    assert_eq!(names("use crate::store::{Db, now_ms};"), ["store"]);
+    assert_eq!(names("use crate::{\n    audit::Audit,\n    tasks,\n};"), ["audit", "tasks"]);
+    assert_eq!(names("let x = crate::pipeline::canonical(v) + crate::text::x;"), ["pipeline", "text"]);
+    assert!(names("wasm_crate::thing").is_empty());
+    assert_eq!(code_of("use a; // crate::agent\n/// crate::http"), "use a; \n");
+}

@@ -1,0 +1,34 @@
+//! Principal strings: who did a thing, as the ledger, the audit log,
+//! approvals and drafts record it. Every principal is made here, so one
+//! kind of caller is always written the same way (self-approval checks
+//! compare these strings).
+
+/// An administrator signed in to the console.
+pub fn admin(name: &str) -> String {
+    format!("admin:{name}")
+}
+
+/// A caller with an API key.
+pub fn key(id: &str) -> String {
+    format!("key:{id}")
+}
+
+/// The operator at the command line.
+pub fn cli(user: &str) -> String {
+    format!("cli:{user}")
+}
+
+/// A background task of `kind`, whoever queued it.
+pub fn task(kind: &str) -> String {
+    format!("task:{kind}")
+}
+
+/// The agent of run `run_id`.
+pub fn agent(run_id: &str) -> String {
+    format!("agent:{run_id}")
+}
+
+/// The task worker process `owner`.
+pub fn worker(owner: &str) -> String {
+    format!("worker:{owner}")
+}
