@@ -1,6 +1,6 @@
 //! Example plugin `example.word-count` (label read): counts the words of a
 //! text, ignoring words shorter than the operator's `min_length` setting.
-//! It is the worked example of the README's "Write a capability" section.
+//! It is the worked example of docs/writing-a-capability.md.
 
 use capstan_sdk::host::{self, Level};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};

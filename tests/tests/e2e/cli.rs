@@ -1,5 +1,5 @@
-//! The `capstan` command line as an operator uses it, including the README's
-//! "Write a capability" steps with the example plugin: check it, drop it
+//! The `capstan` command line as an operator uses it, including
+//! docs/writing-a-capability.md's steps with the example plugin: check it, drop it
 //! into a running server's directory, call it.
 
 use std::process::{Child, Command, Stdio};
@@ -139,7 +139,7 @@ mod plain_http {
 }
 
 #[test]
-fn the_example_plugin_follows_the_readme_steps() {
+fn the_example_plugin_follows_the_writing_a_capability_steps() {
     let s = setup();
     // Step: check the built component.
     let out = s.run(&["capabilities", "check", components::WORD_COUNT]);

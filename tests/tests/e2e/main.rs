@@ -21,6 +21,7 @@ mod console;
 mod console_forms;
 mod console_library;
 mod console_services;
+mod docs;
 mod domain;
 mod domain_api;
 mod download;
