@@ -28,6 +28,11 @@ pub fn agent(run_id: &str) -> String {
     format!("agent:{run_id}")
 }
 
+/// A subagent working for run `run_id`.
+pub fn subagent(run_id: &str) -> String {
+    format!("subagent:{run_id}")
+}
+
 /// The task worker process `owner`.
 pub fn worker(owner: &str) -> String {
     format!("worker:{owner}")

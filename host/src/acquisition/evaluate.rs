@@ -22,7 +22,7 @@ use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
 use crate::runtime::Status;
-use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
 pub struct EvaluateAcquisition(pub Arc<Capabilities>);
 
@@ -108,13 +108,13 @@ async fn quality_profile(caps: &Capabilities, slot: &Slot) -> Result<Result<Opti
     }
 }
 
-async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<Value, String> {
+async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
     let domain = caps.domain();
     let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
     let searched = call(caps, task, "release.search", search_input(&entity, slot)).await?;
     if searched.status != Status::Succeeded {
         return Ok(
-            json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched) }),
+            json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched).to_string() }),
         );
     }
     let profile = match quality_profile(caps, slot).await? {
@@ -158,7 +158,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
     if planned.status != Status::Succeeded {
         return Ok(
-            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned) }),
+            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned).to_string() }),
         );
     }
     let plan = planned.output.unwrap_or_default();
@@ -191,7 +191,7 @@ impl TaskHandler for EvaluateAcquisition {
                 Payload::default()
             } else {
                 serde_json::from_value(task.payload.clone())
-                    .map_err(|e| format!("payload does not fit evaluateAcquisition: {e}"))?
+                    .map_err(|e| HandlerError::GiveUp(format!("payload does not fit evaluateAcquisition: {e}")))?
             };
             let slots = match &payload.slot_id {
                 Some(id) => vec![caps.domain().slot(id).await.map_err(|e| e.to_string())?],

@@ -14,7 +14,7 @@ use super::{call, failure};
 use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
 use crate::runtime::Status;
-use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
 pub const PLAN_CAPABILITY: &str = "organize.plan";
 pub const EXECUTE_CAPABILITY: &str = "organize.execute";
@@ -32,7 +32,7 @@ impl TaskHandler for VerifyAndImport {
         let caps = self.0.clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
-                .map_err(|e| format!("payload does not fit verifyAndImport: {e}"))?;
+                .map_err(|e| HandlerError::GiveUp(format!("payload does not fit verifyAndImport: {e}")))?;
             let planned =
                 call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
             if planned.status != Status::Succeeded {
@@ -42,7 +42,7 @@ impl TaskHandler for VerifyAndImport {
             let (Some(organization), Some(fingerprint)) =
                 (plan.get("organizationId").and_then(Value::as_str), plan.get("fingerprint").and_then(Value::as_str))
             else {
-                return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint"));
+                return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint").into());
             };
             let input = json!({ "planId": organization, "fingerprint": fingerprint });
             if !caps.is_authorized(&Origin::task(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {

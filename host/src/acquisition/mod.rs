@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pipeline::{Capabilities, Invocation, Origin};
-use crate::tasks::{NewTask, Task, Tasks, Worker};
+use crate::tasks::{HandlerError, NewTask, Task, Tasks, Worker};
 
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
 pub const SYNC_DOWNLOADS: &str = "syncDownloads";
@@ -102,10 +102,7 @@ async fn call(caps: &Capabilities, task: &Task, id: &str, input: Value) -> Resul
     caps.invoke(&Origin::task(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
 }
 
-/// `kind: message` of a call that did not succeed.
-fn failure(id: &str, inv: &Invocation) -> String {
-    match &inv.error {
-        Some(e) => format!("{id} {}: {}", e.kind, e.message),
-        None => format!("{id} ended {:?}", inv.status),
-    }
+/// Why an attempt whose call `id` did not succeed failed.
+fn failure(id: &str, inv: &Invocation) -> HandlerError {
+    crate::pipeline::failed_attempt(id, inv)
 }

@@ -60,7 +60,7 @@ impl TaskHandler for SyncDownloads {
                     Ok((_, None)) => {}
                     // Being imported, or moved on by someone else: their state stands.
                     Err(DomainError::Conflict(_)) => {}
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(e.to_string().into()),
                 }
             }
             Ok(json!({ "changes": changes }))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::engine::{AgentRuntime, RUN_AGENT};
-use crate::tasks::{HandlerFuture, Task, TaskHandler, Worker};
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler, Worker};
 
 struct RunAgent(Arc<AgentRuntime>);
 
@@ -20,16 +20,16 @@ impl TaskHandler for RunAgent {
                 .payload
                 .get("runId")
                 .and_then(Value::as_str)
-                .ok_or_else(|| "the runAgent payload has no runId".to_string())?
+                .ok_or_else(|| HandlerError::GiveUp("the runAgent payload has no runId".into()))?
                 .to_string();
             let outcome = runtime.drive(&run_id).await;
             if let Err(error) = &outcome
                 && task.attempts >= task.max_attempts
             {
                 // The last attempt: the run must not stay `running` forever.
-                runtime.give_up(&run_id, error).await;
+                runtime.give_up(&run_id, &error.to_string()).await;
             }
-            outcome
+            Ok(outcome?)
         })
     }
 }

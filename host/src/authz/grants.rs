@@ -55,7 +55,7 @@ pub struct NewGrant {
 /// A stored grant.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Grant {
+pub struct AutomationGrant {
     pub id: String,
     pub action: String,
     pub policy_name: Option<String>,
@@ -69,9 +69,9 @@ pub struct Grant {
     pub created_at: i64,
 }
 
-fn from_row(r: &sqlx::any::AnyRow) -> Result<Grant, sqlx::Error> {
+fn from_row(r: &sqlx::any::AnyRow) -> Result<AutomationGrant, sqlx::Error> {
     let scope: String = r.try_get("scope")?;
-    Ok(Grant {
+    Ok(AutomationGrant {
         id: r.try_get("id")?,
         action: r.try_get("action")?,
         policy_name: r.try_get("policy_name")?,
@@ -98,7 +98,7 @@ fn listed(list: &[String], value: Option<&str>) -> bool {
     list.is_empty() || value.is_some_and(|v| list.iter().any(|x| x == v))
 }
 
-impl Grant {
+impl AutomationGrant {
     /// Whether this grant, by itself, covers a call of `call` with `input`
     /// (the policy binding is checked separately, against the database).
     pub fn covers(&self, call: &Callee<'_>, input: &serde_json::Value, now: i64) -> bool {
@@ -117,7 +117,7 @@ impl Grant {
 
 impl Authz {
     /// Creates a grant after checking it makes sense.
-    pub async fn create_grant(&self, new: &NewGrant, by: &str) -> Result<Grant, AuthzError> {
+    pub async fn create_grant(&self, new: &NewGrant, by: &str) -> Result<AutomationGrant, AuthzError> {
         let bad = |m: &str| Err(AuthzError::Invalid(m.to_string()));
         if new.action.trim().is_empty() {
             return bad("action must not be empty");
@@ -164,13 +164,13 @@ impl Authz {
         self.grant(&id).await?.ok_or(AuthzError::NotFound("grant", id))
     }
 
-    pub async fn grant(&self, id: &str) -> Result<Option<Grant>, sqlx::Error> {
+    pub async fn grant(&self, id: &str) -> Result<Option<AutomationGrant>, sqlx::Error> {
         let row =
             sqlx::query("SELECT * FROM automation_grant WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
         row.map(|r| from_row(&r)).transpose()
     }
 
-    pub async fn grants(&self) -> Result<Vec<Grant>, sqlx::Error> {
+    pub async fn grants(&self) -> Result<Vec<AutomationGrant>, sqlx::Error> {
         let rows =
             sqlx::query("SELECT * FROM automation_grant ORDER BY created_at, id").fetch_all(&self.db.pool).await?;
         rows.iter().map(from_row).collect()
@@ -178,7 +178,7 @@ impl Authz {
 
     /// Revokes a grant now; one already revoked is a conflict and changes
     /// nothing.
-    pub async fn revoke_grant(&self, id: &str) -> Result<Grant, AuthzError> {
+    pub async fn revoke_grant(&self, id: &str) -> Result<AutomationGrant, AuthzError> {
         let changed = sqlx::query("UPDATE automation_grant SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(now_ms())
             .bind(id)
@@ -201,7 +201,7 @@ impl Authz {
         expires_at: Option<i64>,
         daily_invocations: Option<i64>,
         daily_bytes: Option<i64>,
-    ) -> Result<Grant, AuthzError> {
+    ) -> Result<AutomationGrant, AuthzError> {
         let current = self.grant(id).await?.ok_or_else(|| AuthzError::NotFound("grant", id.to_string()))?;
         let widen =
             |what: &str| Err(AuthzError::Invalid(format!("{what} can only be reduced; create a new grant to widen")));
@@ -242,7 +242,7 @@ impl Authz {
         &self,
         call: &Callee<'_>,
         input: &serde_json::Value,
-    ) -> Result<Option<Grant>, sqlx::Error> {
+    ) -> Result<Option<AutomationGrant>, sqlx::Error> {
         let now = now_ms();
         for grant in self.grants().await? {
             if !grant.covers(call, input, now) {

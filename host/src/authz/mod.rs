@@ -15,7 +15,7 @@ use sqlx::{Any, Transaction};
 
 pub use approvals::{APPROVAL_STATUSES, APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
 pub use grants::{
-    Callee, Grant as AutomationGrant, GrantScope, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant,
+    AutomationGrant, Callee, GrantScope, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant,
 };
 pub use policies::{Policy, PolicyStatus};
 

@@ -30,7 +30,7 @@ pub enum ConfigError {
 /// Per-call resource limits. Every field is optional in overrides.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Limits {
+pub struct CallLimits {
     /// Wall-clock deadline of one call, milliseconds.
     pub deadline_ms: u64,
     /// Instruction bound (wasmtime fuel units, roughly one per instruction).
@@ -41,9 +41,9 @@ pub struct Limits {
     pub output_bytes: u64,
 }
 
-impl Default for Limits {
+impl Default for CallLimits {
     fn default() -> Self {
-        Limits { deadline_ms: 30_000, fuel: 1_000_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 }
+        CallLimits { deadline_ms: 30_000, fuel: 1_000_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 }
     }
 }
 
@@ -82,7 +82,7 @@ pub struct Config {
     /// Largest component file the loader reads, bytes. Default 64 MiB.
     pub max_component_bytes: Option<u64>,
     #[serde(default)]
-    pub limits: Limits,
+    pub limits: CallLimits,
     #[serde(default)]
     pub capabilities: BTreeMap<String, CapabilityConfig>,
     #[serde(default)]
@@ -160,8 +160,8 @@ impl Config {
         Ok(())
     }
 
-    fn limits_for_config(&self, cap: &CapabilityConfig) -> Limits {
-        Limits {
+    fn limits_for_config(&self, cap: &CapabilityConfig) -> CallLimits {
+        CallLimits {
             deadline_ms: cap.deadline_ms.unwrap_or(self.limits.deadline_ms),
             fuel: cap.fuel.unwrap_or(self.limits.fuel),
             memory_bytes: cap.memory_bytes.unwrap_or(self.limits.memory_bytes),
@@ -170,7 +170,7 @@ impl Config {
     }
 
     /// The limits for capability `id`: its overrides over the defaults.
-    pub fn limits_for(&self, id: &str) -> Limits {
+    pub fn limits_for(&self, id: &str) -> CallLimits {
         match self.capabilities.get(id) {
             Some(cap) => self.limits_for_config(cap),
             None => self.limits,
@@ -208,7 +208,7 @@ impl Config {
     }
 }
 
-fn check_limits(at: &str, l: &Limits) -> Result<(), ConfigError> {
+fn check_limits(at: &str, l: &CallLimits) -> Result<(), ConfigError> {
     let bad = |what: &str| Err(ConfigError::Invalid(format!("{at}.{what}")));
     if l.deadline_ms == 0 || l.deadline_ms > 3_600_000 {
         return bad("deadline_ms must be between 1 and 3600000");

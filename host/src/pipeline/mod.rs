@@ -19,7 +19,7 @@ use serde_json::Value;
 
 pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
-pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability};
+pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 
 use crate::audit::{Audit, ComponentAudit, summarize_input};
 use crate::authz::Authz;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Capabilities, Origin};
+use super::{Capabilities, Invocation, Origin};
 use crate::runtime::Status;
-use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
 /// The task kind name.
 pub const INVOKE_CAPABILITY: &str = "invokeCapability";
@@ -24,21 +24,29 @@ struct Payload {
 /// Runs `invokeCapability` tasks.
 pub struct InvokeCapability(pub Arc<Capabilities>);
 
+/// The attempt error of a call `id` that did not succeed: input the
+/// capability refused will be refused again, so the task gives up; any
+/// other failure (a service down, an unknown outcome the ledger will settle)
+/// is worth another attempt.
+pub fn failed_attempt(id: &str, inv: &Invocation) -> HandlerError {
+    match &inv.error {
+        Some(e) if e.kind == "invalid-input" => HandlerError::GiveUp(format!("{id} {}: {}", e.kind, e.message)),
+        Some(e) => HandlerError::Retry(format!("{id} {}: {}", e.kind, e.message)),
+        None => HandlerError::Retry(format!("{id} ended {:?}", inv.status)),
+    }
+}
+
 impl TaskHandler for InvokeCapability {
     fn run(&self, task: Task) -> HandlerFuture {
         let caps = self.0.clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
-                .map_err(|e| format!("payload does not fit {INVOKE_CAPABILITY}: {e}"))?;
+                .map_err(|e| HandlerError::GiveUp(format!("payload does not fit {INVOKE_CAPABILITY}: {e}")))?;
             let origin = Origin::task(&task);
             let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string())?;
-            let value = serde_json::to_value(&inv).map_err(|e| e.to_string())?;
             match inv.status {
-                Status::Succeeded | Status::Pending => Ok(value),
-                Status::Failed | Status::Unknown => Err(inv
-                    .error
-                    .map(|e| format!("{}: {}", e.kind, e.message))
-                    .unwrap_or_else(|| "the call's outcome is unknown".into())),
+                Status::Succeeded | Status::Pending => Ok(serde_json::to_value(&inv).map_err(|e| e.to_string())?),
+                Status::Failed | Status::Unknown => Err(failed_attempt(&payload.capability, &inv)),
             }
         })
     }

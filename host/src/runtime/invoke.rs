@@ -17,7 +17,7 @@ use super::grant::{Denial, Grant};
 use super::host::HostServices;
 use super::loader::Loaded;
 use super::text;
-use crate::config::Limits;
+use crate::config::CallLimits;
 
 /// A business failure the component returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -90,7 +90,7 @@ pub(crate) fn new_store(
     grant: Grant,
     target: Arc<CallTarget>,
     services: Arc<HostServices>,
-    limits: Limits,
+    limits: CallLimits,
 ) -> anyhow::Result<Store<CallState>> {
     let store_limits = StoreLimitsBuilder::new()
         .memory_size(limits.memory_bytes as usize)
@@ -119,7 +119,7 @@ pub(crate) async fn describe(
     grant: Grant,
     target: Arc<CallTarget>,
     services: Arc<HostServices>,
-    limits: Limits,
+    limits: CallLimits,
 ) -> Result<wit::Descriptor, String> {
     let mut store = new_store(engine, grant, target, services, limits).map_err(|e| e.to_string())?;
     let run = async {
@@ -238,7 +238,7 @@ pub(crate) async fn call(
     loaded: &Loaded,
     services: Arc<HostServices>,
     grant: Grant,
-    limits: Limits,
+    limits: CallLimits,
     input: &str,
 ) -> CallReport {
     let started = Instant::now();
@@ -322,7 +322,7 @@ pub(crate) async fn verify(
     loaded: &Loaded,
     services: Arc<HostServices>,
     grant: Grant,
-    limits: Limits,
+    limits: CallLimits,
     input: &str,
 ) -> VerifyOutcome {
     let Some(indices) = &loaded.verifier else {

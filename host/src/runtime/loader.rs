@@ -19,7 +19,7 @@ use super::effects::{self, EffectClass, ImportSummary};
 use super::grant::{Actor, Grant};
 use super::host::HostServices;
 use super::{invoke, preinit};
-use crate::config::Limits;
+use crate::config::CallLimits;
 
 /// Where a component came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -80,9 +80,9 @@ pub(crate) async fn compile(engine: &Engine, bytes: Vec<u8>) -> wasmtime::Result
         .unwrap_or_else(|e| Err(wasmtime::Error::msg(format!("compilation failed: {e}"))))
 }
 
-/// Limits for `describe`: it must be cheap and pure.
-const DESCRIBE_LIMITS: Limits =
-    Limits { deadline_ms: 5_000, fuel: 2_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 };
+/// CallLimits for `describe`: it must be cheap and pure.
+const DESCRIBE_LIMITS: CallLimits =
+    CallLimits { deadline_ms: 5_000, fuel: 2_000_000_000, memory_bytes: 64 << 20, output_bytes: 1 << 20 };
 
 /// Loads `bytes` or says in one line why not.
 pub async fn load(

@@ -41,12 +41,10 @@ pub use scan::{ComponentEvent, ScanReport};
 
 use crate::config::Config;
 
-/// Why a call could not even start.
+/// A call could not even start: no capability with this id is loaded.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    #[error("no capability with id {0} is loaded")]
-    NotFound(String),
-}
+#[error("no capability with id {0} is loaded")]
+pub struct NotLoaded(pub String);
 
 /// The runtime. Cheap to share behind an `Arc`.
 pub struct Runtime {
@@ -170,16 +168,16 @@ impl Runtime {
     }
 
     /// Calls capability `id` with JSON `input` under `grant`.
-    pub async fn call(&self, id: &str, input: &str, grant: Grant) -> Result<CallReport, CallError> {
-        let loaded = self.snapshot().get(id).ok_or_else(|| CallError::NotFound(id.to_string()))?;
+    pub async fn call(&self, id: &str, input: &str, grant: Grant) -> Result<CallReport, NotLoaded> {
+        let loaded = self.snapshot().get(id).ok_or_else(|| NotLoaded(id.to_string()))?;
         let limits = self.config.limits_for(id);
         Ok(invoke::call(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
     }
 
     /// Asks capability `id` whether `invoke(input)` took effect, under a
     /// read grant derived from `grant`.
-    pub async fn verify(&self, id: &str, input: &str, grant: Grant) -> Result<VerifyOutcome, CallError> {
-        let loaded = self.snapshot().get(id).ok_or_else(|| CallError::NotFound(id.to_string()))?;
+    pub async fn verify(&self, id: &str, input: &str, grant: Grant) -> Result<VerifyOutcome, NotLoaded> {
+        let loaded = self.snapshot().get(id).ok_or_else(|| NotLoaded(id.to_string()))?;
         let limits = self.config.limits_for(id);
         Ok(invoke::verify(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
     }

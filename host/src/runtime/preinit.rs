@@ -22,7 +22,7 @@ use super::effects::EffectClass;
 use super::grant::{Actor, Grant};
 use super::host::HostServices;
 use super::invoke;
-use crate::config::Limits;
+use crate::config::CallLimits;
 
 /// The optional export that asks for pre-initialisation.
 pub const PREINIT_EXPORT: &str = "capstan-preinit";
@@ -111,7 +111,7 @@ pub async fn snapshot(
     bytes: &[u8],
     digest: &str,
     cache_dir: &Path,
-    limits: Limits,
+    limits: CallLimits,
 ) -> Result<Vec<u8>, String> {
     let cached = cache_dir.join("preinit").join(format!("{digest}.wasm"));
     if let Ok(snap) = std::fs::read(&cached) {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 pub use queue::QueueState;
-pub use worker::{HandlerFuture, TaskHandler, Worker, WorkerConfig};
+pub use worker::{HandlerError, HandlerFuture, TaskHandler, Worker, WorkerConfig};
 
 use crate::store::{Backend, Db, new_id, now_ms};
 
@@ -246,10 +246,32 @@ impl Tasks {
     /// Takes the next ready task (queued and due, or running with a lapsed
     /// lease) for `owner`, with a fresh lease token.
     pub async fn claim(&self, owner: &str, lease: Duration) -> Result<Option<Task>, sqlx::Error> {
+        self.claim_among(owner, lease, None).await
+    }
+
+    /// Claims the next ready task whose kind is one of `kinds` (any kind
+    /// when `None`): a worker takes only work it has a handler for, and
+    /// leaves the rest for one that has.
+    pub async fn claim_among(
+        &self,
+        owner: &str,
+        lease: Duration,
+        kinds: Option<&[&str]>,
+    ) -> Result<Option<Task>, sqlx::Error> {
         let now = now_ms();
         let token = new_id();
         let expires = now + lease.as_millis() as i64;
-        let ready = "(status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_expires_at < $1)";
+        let of_kind = match kinds {
+            None => String::new(),
+            Some([]) => return Ok(None),
+            Some(kinds) => {
+                let marks: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 2)).collect();
+                format!(" AND kind IN ({})", marks.join(", "))
+            }
+        };
+        let ready = format!(
+            "((status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_expires_at < $1)){of_kind}"
+        );
         let update = "UPDATE task SET status = 'running', attempts = attempts + 1, lease_owner = $2, \
                       lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5";
         let mut tx = self.db.begin_write().await?;
@@ -261,7 +283,11 @@ impl Tasks {
             }
             Backend::Sqlite => format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1"),
         };
-        let Some(id) = sqlx::query_scalar::<_, String>(&pick).bind(now).fetch_optional(&mut *tx).await? else {
+        let mut query = sqlx::query_scalar::<_, String>(&pick).bind(now);
+        for kind in kinds.unwrap_or_default() {
+            query = query.bind(*kind);
+        }
+        let Some(id) = query.fetch_optional(&mut *tx).await? else {
             tx.commit().await?;
             return Ok(None);
         };
@@ -303,7 +329,16 @@ impl Tasks {
     /// Records a failed attempt: queued again after a backoff, or dead when
     /// the attempts are used up. Returns the new status.
     pub async fn fail(&self, task: &Task, error: &str) -> Result<TaskStatus, TaskError> {
-        let dead = task.attempts >= task.max_attempts;
+        self.record_failure(task, error, task.attempts >= task.max_attempts).await
+    }
+
+    /// Records a failed attempt that no further attempt can mend: the task
+    /// is dead at once, whatever attempts it has left.
+    pub async fn give_up(&self, task: &Task, error: &str) -> Result<TaskStatus, TaskError> {
+        self.record_failure(task, error, true).await
+    }
+
+    async fn record_failure(&self, task: &Task, error: &str, dead: bool) -> Result<TaskStatus, TaskError> {
         let status = if dead { TaskStatus::Dead } else { TaskStatus::Queued };
         let run_after = now_ms() + backoff(task.attempts).as_millis() as i64;
         let n = sqlx::query(

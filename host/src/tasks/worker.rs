@@ -1,4 +1,5 @@
-//! The worker loop: claims ready tasks, runs each kind's handler while
+//! The worker loop: claims ready tasks of the kinds it has handlers for
+//! (another process may run the others), runs each kind's handler while
 //! renewing the lease, and records the outcome (fenced by the lease token)
 //! with an audit event. A handler that loses its lease is abandoned; the
 //! worker that took the task over finishes it.
@@ -15,8 +16,29 @@ use tokio::sync::Semaphore;
 use super::{Task, TaskError, TaskStatus, Tasks};
 use crate::audit::{Audit, NewEvent};
 
-/// A handler's result: output JSON, or an error message for a failed attempt.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+/// Why an attempt failed, and so what happens to the task next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    /// Another attempt may succeed (a service down, a store busy, a call
+    /// whose outcome is unknown): queued again with backoff until its
+    /// attempts run out.
+    #[error("{0}")]
+    Retry(String),
+    /// No attempt can succeed (a payload that does not fit the kind, input
+    /// a capability refuses): dead now, for a human to look at.
+    #[error("{0}")]
+    GiveUp(String),
+}
+
+/// Most failures are worth another attempt.
+impl From<String> for HandlerError {
+    fn from(message: String) -> HandlerError {
+        HandlerError::Retry(message)
+    }
+}
+
+/// A handler's result: output JSON, or why the attempt failed.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, HandlerError>> + Send>>;
 
 /// Runs tasks of one kind.
 pub trait TaskHandler: Send + Sync {
@@ -63,13 +85,15 @@ impl Worker {
     /// leases (another worker takes them over).
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        // Only what this worker can run: another process may know more kinds.
+        let kinds: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
                 _ = &mut shutdown => return,
                 permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
             };
-            match self.tasks.claim(&self.owner, self.config.lease).await {
+            match self.tasks.claim_among(&self.owner, self.config.lease, Some(&kinds)).await {
                 Ok(Some(task)) => {
                     let worker = self.clone();
                     tokio::spawn(async move {
@@ -97,7 +121,7 @@ impl Worker {
     pub async fn process(&self, task: Task) {
         tracing::info!(task = %task.id, kind = %task.kind, attempt = task.attempts, "task started");
         let outcome = match self.handlers.get(&task.kind) {
-            None => Err(format!("no handler for task kind {}", task.kind)),
+            None => Err(HandlerError::GiveUp(format!("no handler for task kind {}", task.kind))),
             Some(handler) => {
                 // The handler runs as its own task so renewals keep their
                 // schedule however busy it is.
@@ -105,7 +129,7 @@ impl Worker {
                 let renew_every = self.config.lease / 3;
                 loop {
                     tokio::select! {
-                        result = &mut run => break result.unwrap_or_else(|e| Err(format!("the handler failed: {e}"))),
+                        result = &mut run => break result.unwrap_or_else(|e| Err(format!("the handler failed: {e}").into())),
                         _ = tokio::time::sleep(renew_every) => {
                             if let Err(e) = self.tasks.renew(&task, self.config.lease).await {
                                 tracing::warn!(task = %task.id, error = %e, "lease lost; abandoning the task");
@@ -119,7 +143,8 @@ impl Worker {
         };
         let (recorded, outcome_text, detail) = match &outcome {
             Ok(value) => (self.tasks.succeed(&task, value).await.map(|()| TaskStatus::Succeeded), "succeeded", None),
-            Err(error) => (self.tasks.fail(&task, error).await, "failed", Some(error.clone())),
+            Err(HandlerError::Retry(error)) => (self.tasks.fail(&task, error).await, "failed", Some(error.clone())),
+            Err(HandlerError::GiveUp(error)) => (self.tasks.give_up(&task, error).await, "failed", Some(error.clone())),
         };
         let status = match recorded {
             Ok(status) => status,

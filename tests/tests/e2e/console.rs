@@ -175,8 +175,8 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click(&format!("{row} button.retry")).await;
     browser.wait_text(&row, "was queued again", |t| t.contains("queued")).await;
     // The Updated column is the task's own time, as this browser writes
-    // times. The worker may pick the task up again meanwhile, so this waits
-    // for a refresh that shows the time the task has now.
+    // times. The list refreshes on its own, so this waits for a reading in
+    // which the row and the task agree.
     let started = std::time::Instant::now();
     loop {
         let task = tasks.get(&waiting.id).await.unwrap().unwrap();

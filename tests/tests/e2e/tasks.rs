@@ -140,3 +140,50 @@ async fn a_killed_worker_is_replaced_and_the_task_completes_once(backend: Backen
 }
 
 both_backends!(dedupe_backoff_cancel_and_retry, a_killed_worker_is_replaced_and_the_task_completes_once);
+
+/// Waits until task `id` is dead, and answers it.
+async fn dead(tasks: &Tasks, id: &str) -> capstan::tasks::Task {
+    let started = Instant::now();
+    loop {
+        let task = tasks.get(id).await.unwrap().unwrap();
+        if task.status == TaskStatus::Dead {
+            return task;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "task {id} never died: {task:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_that_cannot_succeed_gives_up_one_that_may_is_tried_again_and_a_kind_without_handler_waits() {
+    let env = super::ledger::env(Backend::Sqlite).await;
+    let worker = std::sync::Arc::new(env.app.worker(&env._host.config));
+    tokio::spawn(worker.run(std::future::pending()));
+    let tasks = env.app.tasks();
+    let enqueue = |payload: serde_json::Value| {
+        let task = NewTask { max_attempts: 3, subject: None, ..new_task(payload, None) };
+        async move { tasks.enqueue(&task).await.unwrap().0 }
+    };
+    // A payload that does not fit its kind, and input the capability
+    // refuses: no attempt can mend either.
+    let misfit = enqueue(json!({"capability": "release.inspect"})).await;
+    let refused = enqueue(json!({"capability": "release.inspect", "input": {"name": 5}})).await;
+    // No indexer is configured yet: the operator may add one.
+    let unavailable = enqueue(json!({"capability": "release.search", "input": {"query": "Dune"}})).await;
+    // A kind this worker has no handler for is another process's to run.
+    let (foreign, _) =
+        tasks.enqueue(&NewTask { kind: "someOtherKind".into(), ..new_task(json!({}), None) }).await.unwrap();
+
+    let misfit = dead(tasks, &misfit.id).await;
+    assert_eq!(misfit.attempts, 1, "given up at once");
+    assert!(misfit.last_error.as_deref().unwrap().contains("payload does not fit"), "{misfit:?}");
+    let refused = dead(tasks, &refused.id).await;
+    assert_eq!(refused.attempts, 1, "given up at once");
+    assert!(refused.last_error.as_deref().unwrap().contains("invalid-input"), "{refused:?}");
+    let unavailable = dead(tasks, &unavailable.id).await;
+    assert_eq!(unavailable.attempts, 3, "tried until its attempts ran out");
+    assert!(unavailable.last_error.as_deref().unwrap().contains("no Torznab indexer"), "{unavailable:?}");
+    // The worker polled all along and never took it.
+    let foreign = tasks.get(&foreign.id).await.unwrap().unwrap();
+    assert_eq!((foreign.status, foreign.attempts), (TaskStatus::Queued, 0), "{foreign:?}");
+}

@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::EngineError;
 use crate::agent::runs::{Run, Runs};
 use crate::settings::Settings;
 use crate::store::now_ms;
 
 /// The per-run limits and prices in force when the run started a step.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct RunLimits {
     pub max_tool_calls: i64,
     pub max_duration: Duration,
     pub max_tokens: i64,
@@ -27,16 +28,19 @@ pub struct Limits {
     pub goal_wait: Duration,
 }
 
-async fn number(settings: &Settings, key: &str) -> Result<f64, String> {
-    let value = settings.get(key).await.map_err(|e| format!("setting {key}: {e}"))?;
-    value.as_f64().ok_or_else(|| format!("setting {key} is not a number"))
+async fn number(settings: &Settings, key: &str) -> Result<f64, EngineError> {
+    let value = settings.get(key).await.map_err(|e| EngineError::setting(key, e))?;
+    value.as_f64().ok_or_else(|| EngineError::setting(key, "is not a number"))
 }
 
-impl Limits {
-    pub async fn load(settings: &Settings) -> Result<Limits, String> {
+impl RunLimits {
+    pub async fn load(settings: &Settings) -> Result<RunLimits, EngineError> {
         let n = |key: &'static str| number(settings, key);
-        let flag = settings.get("model.compaction.enabled").await.map_err(|e| e.to_string())?;
-        Ok(Limits {
+        let flag = settings
+            .get("model.compaction.enabled")
+            .await
+            .map_err(|e| EngineError::setting("model.compaction.enabled", e))?;
+        Ok(RunLimits {
             max_tool_calls: n("agent.max_tool_calls").await? as i64,
             max_duration: Duration::from_secs(n("agent.max_duration_sec").await? as u64),
             max_tokens: n("agent.max_tokens_per_run").await? as i64,
@@ -80,9 +84,9 @@ impl Limits {
 
 /// Whether the day's budgets allow a run to start (the day is UTC); the
 /// count of runs applies only to a `first_start`, the day's cost to every one.
-pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> Result<Option<String>, String> {
+pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> Result<Option<String>, EngineError> {
     let day_start = now_ms() - now_ms().rem_euclid(86_400_000);
-    let (started, cost) = runs.started_since(day_start).await.map_err(|e| e.to_string())?;
+    let (started, cost) = runs.started_since(day_start).await?;
     let max_runs = number(settings, "budget.max_runs_per_day").await? as i64;
     let max_cost = number(settings, "budget.max_cost_usd_per_day").await?;
     if first_start && started >= max_runs {

@@ -8,6 +8,7 @@
 //! stream in flight.
 
 pub mod budget;
+mod error;
 pub mod report;
 mod resume;
 pub mod toolbox;
@@ -21,14 +22,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::providers::{self, Provider};
-use super::runs::{Block, NewRun, Run, RunError, RunMode, RunStatus, Runs};
+use super::runs::{BlockReason, NewRun, Run, RunError, RunMode, RunStatus, Runs};
 use super::session_log::SessionLog;
 use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::Capabilities;
 use crate::runtime::{Actor, Mode};
 use crate::tasks::{NewTask, Tasks};
-use budget::Limits;
+use budget::RunLimits;
+pub use error::EngineError;
 
 /// The task kind that drives a run.
 pub const RUN_AGENT: &str = "runAgent";
@@ -160,16 +162,16 @@ impl AgentRuntime {
         TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
     }
 
-    async fn provider(&self) -> Result<Arc<dyn Provider>, String> {
+    async fn provider(&self) -> Result<Arc<dyn Provider>, EngineError> {
         if let Some(p) = &self.provider {
             return Ok(p.clone());
         }
-        providers::from_settings(self.caps.settings()).await.map(Arc::from).map_err(|e| e.to_string())
+        Ok(providers::from_settings(self.caps.settings()).await.map(Arc::from)?)
     }
 
     /// Runs the run as far as it goes: the body of the `runAgent` task.
-    pub async fn drive(&self, run_id: &str) -> Result<Value, String> {
-        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+    pub async fn drive(&self, run_id: &str) -> Result<Value, EngineError> {
+        let run = self.runs.get(run_id).await?;
         if run.status.is_final() {
             return Ok(json!({"runId": run_id, "status": run.status.as_str()}));
         }
@@ -181,30 +183,27 @@ impl AgentRuntime {
         // it (`runs::gate`): the waker does not start it again for nothing.
         let provider = match self.provider().await {
             Ok(p) => p,
-            Err(e) => return self.end_blocked(&run, Block::Config, &format!("the model cannot be used: {e}")).await,
+            Err(e) => {
+                return self.end_blocked(&run, BlockReason::Config, &format!("the model cannot be used: {e}")).await;
+            }
         };
-        let limits = Limits::load(self.caps.settings()).await?;
+        let limits = RunLimits::load(self.caps.settings()).await?;
         if run.status == RunStatus::Queued {
             // A run reopened by a message was counted when it first started.
             let first_start = run.started_at.is_none();
             if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs, first_start).await? {
-                return self.end_blocked(&run, Block::DayBudget, &reason).await;
+                return self.end_blocked(&run, BlockReason::DayBudget, &reason).await;
             }
             match self.runs.set_status(run_id, RunStatus::Running, None).await {
                 Ok(_) => {}
                 // Aborted while queued: it ended already.
                 Err(RunError::WrongState(_, status, _)) => return Ok(json!({"runId": run_id, "status": status})),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
-        } else if run.status == RunStatus::Waiting
-            && self.runs.has_unconsumed(run_id).await.map_err(|e| e.to_string())?
-        {
-            self.runs
-                .set_status(run_id, RunStatus::Running, Some("a new message arrived"))
-                .await
-                .map_err(|e| e.to_string())?;
+        } else if run.status == RunStatus::Waiting && self.runs.has_unconsumed(run_id).await? {
+            self.runs.set_status(run_id, RunStatus::Running, Some("a new message arrived")).await?;
         }
-        let (log, session) = SessionLog::open(&self.session_dir, run_id).map_err(|e| format!("session log: {e}"))?;
+        let (log, session) = SessionLog::open(&self.session_dir, run_id)?;
         let mode = match run.mode {
             RunMode::Execute => Mode::Execute,
             RunMode::PlanOnly => Mode::PlanOnly,
@@ -224,7 +223,7 @@ impl AgentRuntime {
                 return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &final_text).await;
             }
             turn::Outcome::OverBudget(reason) => {
-                let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+                let run = self.runs.get(run_id).await?;
                 return self.end_over_budget(&run, &reason, &final_text).await;
             }
             turn::Outcome::Failed(reason) => {
@@ -235,28 +234,25 @@ impl AgentRuntime {
         // Execute mode waits for what it touched to settle. It holds no
         // worker while it waits: the waker queues its task again at
         // `wake_at`, and a message queues it at once.
-        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
             let (_, activity) = self.tool_calls(run_id).await?;
             let (status, detail) = verdict::verdict(&touched, run.mode, &activity, &run.goal, &final_text);
             return self.finish_with(run_id, status, detail.as_deref(), &final_text, &touched).await;
         }
-        let current = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+        let current = self.runs.get(run_id).await?;
         let now = crate::store::now_ms();
         if current.wait_until.is_some_and(|until| now > until) {
             let reason = "what the run touched did not settle within agent.goal_wait_hours";
             return self.finish_with(run_id, RunStatus::Failed, Some(reason), &final_text, &touched).await;
         }
         if !final_text.is_empty() {
-            self.runs.set_outcome(run_id, None, &final_text).await.map_err(|e| e.to_string())?;
+            self.runs.set_outcome(run_id, None, &final_text).await?;
         }
         let ms = |d: Duration| d.as_millis() as i64;
-        self.runs
-            .schedule_wake(run_id, now + ms(state.limits.goal_poll), now + ms(state.limits.goal_wait))
-            .await
-            .map_err(|e| e.to_string())?;
+        self.runs.schedule_wake(run_id, now + ms(state.limits.goal_poll), now + ms(state.limits.goal_wait)).await?;
         if current.status != RunStatus::Waiting {
-            self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await.map_err(|e| e.to_string())?;
+            self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await?;
         }
         Ok(json!({"runId": run_id, "status": "waiting"}))
     }
@@ -312,22 +308,22 @@ impl AgentRuntime {
     }
 
     /// Whether what blocked a run is gone, checked here, with no task.
-    async fn obstacle_gone(&self, block: Block, first_start: bool) -> bool {
+    async fn obstacle_gone(&self, block: BlockReason, first_start: bool) -> bool {
         match block {
-            Block::Config => self.provider().await.is_ok(),
-            Block::DayBudget => {
+            BlockReason::Config => self.provider().await.is_ok(),
+            BlockReason::DayBudget => {
                 matches!(budget::day_allows(self.caps.settings(), &self.runs, first_start).await, Ok(None))
             }
         }
     }
 
     /// Ends the run once for what another attempt cannot change, blocked.
-    async fn end_blocked(&self, run: &Run, block: Block, reason: &str) -> Result<Value, String> {
-        self.runs.block(&run.id, block).await.map_err(|e| e.to_string())?;
+    async fn end_blocked(&self, run: &Run, block: BlockReason, reason: &str) -> Result<Value, EngineError> {
+        self.runs.block(&run.id, block).await?;
         let text = run.final_text.clone().unwrap_or_default();
         match block {
-            Block::DayBudget => self.end_over_budget(run, reason, &text).await,
-            Block::Config => self.finish(&run.id, RunStatus::Failed, Some(reason), &text).await,
+            BlockReason::DayBudget => self.end_over_budget(run, reason, &text).await,
+            BlockReason::Config => self.finish(&run.id, RunStatus::Failed, Some(reason), &text).await,
         }
     }
 
@@ -347,8 +343,8 @@ impl AgentRuntime {
         status: RunStatus,
         detail: Option<&str>,
         final_text: &str,
-    ) -> Result<Value, String> {
-        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+    ) -> Result<Value, EngineError> {
+        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
         self.finish_with(run_id, status, detail, final_text, &touched).await
     }
 
@@ -360,10 +356,10 @@ impl AgentRuntime {
         detail: Option<&str>,
         final_text: &str,
         touched: &[report::Touched],
-    ) -> Result<Value, String> {
-        let run = self.runs.get(run_id).await.map_err(|e| e.to_string())?;
+    ) -> Result<Value, EngineError> {
+        let run = self.runs.get(run_id).await?;
         let (calls, activity) = self.tool_calls(run_id).await?;
-        let unknown = report::unknown_writes(self.caps.db(), run_id).await.map_err(|e| e.to_string())?;
+        let unknown = report::unknown_writes(self.caps.db(), run_id).await?;
         let unsure;
         // An abort that was accepted wins over any other end.
         let (status, detail) = if let Some(reason) = run.abort_reason.as_deref() {
@@ -383,14 +379,14 @@ impl AgentRuntime {
             activity: &activity,
             final_text,
         };
-        let report = report::write(self.caps.domain(), &run, &ending).await.map_err(|e| e.to_string())?;
-        self.runs.set_outcome(run_id, Some(&report.id), final_text).await.map_err(|e| e.to_string())?;
-        self.runs.set_status(run_id, status, detail).await.map_err(|e| e.to_string())?;
+        let report = report::write(self.caps.domain(), &run, &ending).await?;
+        self.runs.set_outcome(run_id, Some(&report.id), final_text).await?;
+        self.runs.set_status(run_id, status, detail).await?;
         self.results.close_run(run_id);
         Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
     }
 
-    async fn end_over_budget(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, String> {
+    async fn end_over_budget(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, EngineError> {
         let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
         self.caps
             .domain()
@@ -401,19 +397,18 @@ impl AgentRuntime {
                 &evidence,
                 &format!("agent_budget:{}", run.id),
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         self.finish(&run.id, RunStatus::BudgetExceeded, Some(reason), final_text).await
     }
 
     /// The run's tool calls: a count by status, and the agent's own
     /// capability calls as they ended.
-    async fn tool_calls(&self, run_id: &str) -> Result<(Value, verdict::Activity), String> {
+    async fn tool_calls(&self, run_id: &str) -> Result<(Value, verdict::Activity), EngineError> {
         let mut counts = serde_json::Map::new();
         let mut all = Vec::new();
         let mut after = 0;
         loop {
-            let events = self.runs.run_events(run_id, after, 1000).await.map_err(|e| e.to_string())?;
+            let events = self.runs.run_events(run_id, after, 1000).await?;
             let Some(last) = events.last() else { break };
             after = last.seq;
             for e in events.iter().filter(|e| e.kind == "agent.tool_call") {

@@ -8,13 +8,16 @@
 
 use serde_json::Value;
 
-use super::toolbox;
 use super::turn::RunState;
+use super::{EngineError, toolbox};
 use crate::agent::providers::{Block, ToolCall};
 use crate::ledger::OWNER_LEASE;
 
 /// Answers for the calls `pending` names, in order.
-pub(super) async fn reconcile(state: &RunState<'_>, pending: &[(String, String, Value)]) -> Result<Vec<Block>, String> {
+pub(super) async fn reconcile(
+    state: &RunState<'_>,
+    pending: &[(String, String, Value)],
+) -> Result<Vec<Block>, EngineError> {
     let mut answers = Vec::new();
     for (id, name, input) in pending {
         let call = ToolCall { id: id.clone(), name: name.clone(), input: Ok(input.clone()) };
@@ -55,7 +58,7 @@ fn unknown(id: &str) -> toolbox::Answered {
             content: serde_json::json!({"status": "unknown", "message": toolbox::UNKNOWN_RESULT}).to_string(),
             is_error: true,
         },
-        status: "unknown",
+        status: toolbox::ToolStatus::Unknown,
         invocation_id: None,
         replayed: false,
     }

@@ -19,19 +19,19 @@ pub const READ_TOOL_RESULT: &str = "read_tool_result";
 pub const GET_TOOL_EXECUTION: &str = "get_tool_execution";
 pub const DELEGATE: &str = "delegate";
 
-/// Who the calls are made as.
+/// Who a run's tool calls are made as: the agent of the run, or a subagent.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub struct RunCaller {
     pub run_id: String,
     pub actor: Actor,
     pub mode: Mode,
     pub request_id: String,
 }
 
-impl Caller {
+impl RunCaller {
     pub fn principal(&self) -> String {
         match self.actor {
-            Actor::Subagent => format!("subagent:{}", self.run_id),
+            Actor::Subagent => crate::principal::subagent(&self.run_id),
             _ => crate::principal::agent(&self.run_id),
         }
     }
@@ -111,12 +111,42 @@ pub fn is_session_tool(name: &str) -> bool {
     [UPDATE_PLAN, SEARCH_TOOLS, READ_TOOL_RESULT, GET_TOOL_EXECUTION, DELEGATE].contains(&name)
 }
 
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Succeeded,
+    Failed,
+    /// Accepted async work, not done.
+    Pending,
+    /// An effect may have happened and nobody can tell.
+    Unknown,
+    /// Refused by the mode gate, authorisation or the sandbox.
+    Denied,
+}
+
+impl ToolStatus {
+    /// The word the model, the run's events and the report use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Succeeded => "succeeded",
+            ToolStatus::Failed => "failed",
+            ToolStatus::Pending => "pending",
+            ToolStatus::Unknown => "unknown",
+            ToolStatus::Denied => "denied",
+        }
+    }
+
+    /// Whether the call did what it was asked (or accepted doing it).
+    pub fn went_through(self) -> bool {
+        matches!(self, ToolStatus::Succeeded | ToolStatus::Pending)
+    }
+}
+
 /// How a tool call ended, as the run's events and report tell it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answered {
     pub block: Block,
-    /// `succeeded | failed | pending | unknown | denied`.
-    pub status: &'static str,
+    pub status: ToolStatus,
     pub invocation_id: Option<String>,
     pub replayed: bool,
 }
@@ -125,7 +155,7 @@ impl Answered {
     /// Why a call that did not succeed did not, in a line (for events and
     /// the report's reasons).
     pub fn error_text(&self) -> Option<String> {
-        if matches!(self.status, "succeeded" | "pending") {
+        if self.status.went_through() {
             return None;
         }
         let Block::ToolResult { content, .. } = &self.block else { return None };
@@ -140,8 +170,8 @@ impl Answered {
     }
 }
 
-fn answer(call_id: &str, status: &'static str, content: String) -> Answered {
-    let is_error = !matches!(status, "succeeded" | "pending");
+fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
+    let is_error = !status.went_through();
     Answered {
         block: Block::ToolResult { tool_use_id: call_id.to_string(), content, is_error },
         status,
@@ -151,7 +181,7 @@ fn answer(call_id: &str, status: &'static str, content: String) -> Answered {
 }
 
 pub fn failed(call_id: &str, message: impl Into<String>) -> Answered {
-    answer(call_id, "failed", json!({"status": "failed", "error": message.into()}).to_string())
+    answer(call_id, ToolStatus::Failed, json!({"status": "failed", "error": message.into()}).to_string())
 }
 
 /// The words a model sees for a call whose outcome nobody knows.
@@ -176,18 +206,22 @@ pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &
                     "invocation_id": id, "note": "the result is longer than this preview; read on with read_tool_result"}).to_string(),
                 Shown::TooLarge { message } => json!({"status": "succeeded", "invocation_id": id, "note": message}).to_string(),
             };
-            answer(call_id, "succeeded", shown)
+            answer(call_id, ToolStatus::Succeeded, shown)
         }
-        Status::Pending => answer(call_id, "pending", json!({"status": "pending", "output": inv.output}).to_string()),
+        Status::Pending => {
+            answer(call_id, ToolStatus::Pending, json!({"status": "pending", "output": inv.output}).to_string())
+        }
         Status::Unknown => answer(
             call_id,
-            "unknown",
+            ToolStatus::Unknown,
             json!({"status": "unknown", "message": UNKNOWN_RESULT, "invocation_id": inv.invocation_id}).to_string(),
         ),
         Status::Failed if denied => {
-            answer(call_id, "denied", json!({"status": "denied", "error": inv.error}).to_string())
+            answer(call_id, ToolStatus::Denied, json!({"status": "denied", "error": inv.error}).to_string())
         }
-        Status::Failed => answer(call_id, "failed", json!({"status": "failed", "error": inv.error}).to_string()),
+        Status::Failed => {
+            answer(call_id, ToolStatus::Failed, json!({"status": "failed", "error": inv.error}).to_string())
+        }
     };
     answered.invocation_id = inv.invocation_id.clone();
     answered.replayed = inv.replayed;
@@ -209,13 +243,13 @@ pub fn answer_local(
         SEARCH_TOOLS => match text(input, "search") {
             Some(search) => {
                 let found = discovery.search(&search, number(input, "limit", discovery::MAX_RESULTS));
-                answer(&call.id, "succeeded", json!({"found": found, "note": "found tools are enabled on the next request, within the schema budget"}).to_string())
+                answer(&call.id, ToolStatus::Succeeded, json!({"found": found, "note": "found tools are enabled on the next request, within the schema budget"}).to_string())
             }
             None => failed(&call.id, "search_tools needs a search text"),
         },
         READ_TOOL_RESULT => match text(input, "result_id") {
             Some(id) => match results.read(run_id, &id, number(input, "offset", 0), number(input, "limit", 4000)) {
-                Ok(page) => answer(&call.id, "succeeded", serde_json::to_string(&page).unwrap_or_default()),
+                Ok(page) => answer(&call.id, ToolStatus::Succeeded, serde_json::to_string(&page).unwrap_or_default()),
                 Err(e) => failed(&call.id, e),
             },
             None => failed(&call.id, "read_tool_result needs a result_id"),
@@ -233,7 +267,9 @@ pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<Plan>, Vec<An
         .iter()
         .zip(outcomes)
         .map(|((call, _), outcome)| match outcome {
-            Ok(text) => answer(&call.id, "succeeded", json!({"status": "succeeded", "message": text}).to_string()),
+            Ok(text) => {
+                answer(&call.id, ToolStatus::Succeeded, json!({"status": "succeeded", "message": text}).to_string())
+            }
             Err(e) => failed(&call.id, e),
         })
         .collect();

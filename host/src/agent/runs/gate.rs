@@ -14,23 +14,23 @@ use super::{RunError, Runs};
 
 /// What holds a run back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Block {
+pub enum BlockReason {
     Config,
     DayBudget,
 }
 
-impl Block {
+impl BlockReason {
     pub fn as_str(self) -> &'static str {
         match self {
-            Block::Config => "config",
-            Block::DayBudget => "day_budget",
+            BlockReason::Config => "config",
+            BlockReason::DayBudget => "day_budget",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Block> {
+    pub fn parse(s: &str) -> Option<BlockReason> {
         match s {
-            "config" => Some(Block::Config),
-            "day_budget" => Some(Block::DayBudget),
+            "config" => Some(BlockReason::Config),
+            "day_budget" => Some(BlockReason::DayBudget),
             _ => None,
         }
     }
@@ -41,13 +41,13 @@ const LONGEST_WAIT_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
 
 /// When to look again after `checks` looks that found the run still blocked.
-pub fn next_look(block: Block, checks: i64, now: i64) -> i64 {
+pub fn next_look(block: BlockReason, checks: i64, now: i64) -> i64 {
     let wait = FIRST_LOOK_MS.saturating_mul(1 << checks.clamp(0, 20)).min(LONGEST_WAIT_MS);
     let at = now + wait;
     match block {
-        Block::Config => at,
+        BlockReason::Config => at,
         // A new UTC day gives the day's budget back.
-        Block::DayBudget => at.min(now - now.rem_euclid(DAY_MS) + DAY_MS),
+        BlockReason::DayBudget => at.min(now - now.rem_euclid(DAY_MS) + DAY_MS),
     }
 }
 
@@ -55,14 +55,14 @@ pub fn next_look(block: Block, checks: i64, now: i64) -> i64 {
 #[derive(Debug, Clone)]
 pub struct Blocked {
     pub run_id: String,
-    pub block: Block,
+    pub block: BlockReason,
     pub checks: i64,
 }
 
 impl Runs {
     /// Marks the run blocked by `block`, looked at again after the backoff
     /// (a run that ended meanwhile, or is being aborted, is left alone).
-    pub async fn block(&self, id: &str, block: Block) -> Result<(), RunError> {
+    pub async fn block(&self, id: &str, block: BlockReason) -> Result<(), RunError> {
         let now = now_ms();
         sqlx::query(
             "UPDATE agent_run SET blocked_on = $2, blocked_checks = 0, recheck_at = $3, updated_at = $4 \
@@ -90,7 +90,7 @@ impl Runs {
         let mut due = Vec::new();
         for row in rows {
             let on: String = row.try_get("blocked_on")?;
-            if let Some(block) = Block::parse(&on) {
+            if let Some(block) = BlockReason::parse(&on) {
                 due.push(Blocked { run_id: row.try_get("id")?, block, checks: row.try_get("blocked_checks")? });
             }
         }
@@ -134,15 +134,15 @@ impl Runs {
 
 #[cfg(test)]
 mod tests {
-    use super::{Block, next_look};
+    use super::{BlockReason, next_look};
 
     #[test]
     fn looks_back_off_to_an_hour_and_a_day_budget_to_midnight() {
         let noon = 86_400_000 * 100 + 43_200_000;
-        assert_eq!(next_look(Block::Config, 0, noon) - noon, 30_000);
-        assert_eq!(next_look(Block::Config, 1, noon) - noon, 60_000);
-        assert_eq!(next_look(Block::Config, 40, noon) - noon, 3_600_000);
+        assert_eq!(next_look(BlockReason::Config, 0, noon) - noon, 30_000);
+        assert_eq!(next_look(BlockReason::Config, 1, noon) - noon, 60_000);
+        assert_eq!(next_look(BlockReason::Config, 40, noon) - noon, 3_600_000);
         let before_midnight = 86_400_000 * 101 - 60_000;
-        assert_eq!(next_look(Block::DayBudget, 10, before_midnight), 86_400_000 * 101);
+        assert_eq!(next_look(BlockReason::DayBudget, 10, before_midnight), 86_400_000 * 101);
     }
 }

@@ -10,7 +10,7 @@ mod model;
 use serde_json::Value;
 use sqlx::Row;
 
-pub use gate::{Block, Blocked};
+pub use gate::{BlockReason, Blocked};
 pub use model::{NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 
 use crate::events::Events;

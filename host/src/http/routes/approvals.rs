@@ -112,7 +112,7 @@ pub async fn decide(
     if let Err(e) = state.agent().approval_decided(&approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not tell the runs waiting on an approval");
     }
-    if let Err(e) = crate::acquisition::approval_decided(&state.caps(), &approval).await {
+    if let Err(e) = crate::acquisition::approval_decided(state.caps(), &approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not queue the approved import");
     }
     Ok(Json(json!(approval)))

@@ -26,7 +26,7 @@ pub async fn metrics(State(state): State<AppState>, mut parts: Parts) -> Result<
         Caller::from_request_parts(&mut parts, &state).await?;
     }
     let runs: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-    let caps = &state.caps();
+    let caps = state.caps();
     let text = caps.metrics().render(caps.db(), caps.ledger(), &runs).await.map_err(ApiError::internal)?;
     let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], text).into_response())

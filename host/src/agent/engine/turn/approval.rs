@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::RunState;
-use crate::agent::engine::toolbox::Answered;
+use crate::agent::engine::toolbox::{Answered, ToolStatus};
 use crate::agent::providers::Block;
 use crate::runtime::{Actor, Mode};
 
@@ -17,7 +17,10 @@ impl RunState<'_> {
     /// `answered` as the model sees it, with the approval asked for when
     /// the call was a plan's execution refused for want of authority.
     pub(super) async fn ask_for_approval(&self, name: &str, input: &Value, mut answered: Answered) -> Answered {
-        if answered.status != "denied" || self.caller.actor != Actor::Agent || self.caller.mode != Mode::Execute {
+        if answered.status != ToolStatus::Denied
+            || self.caller.actor != Actor::Agent
+            || self.caller.mode != Mode::Execute
+        {
             return answered;
         }
         let snapshot = self.rt.caps.runtime().snapshot();

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::{Outcome, RunState, succeeded_with};
-use crate::agent::engine::toolbox::{self, Answered, Caller};
+use crate::agent::engine::toolbox::{self, Answered, RunCaller};
 use crate::agent::providers::{Role, ToolCall};
 use crate::agent::session_log::{Entry, Session};
 use crate::agent::tools::discovery::Discovery;
@@ -35,7 +35,7 @@ impl RunState<'_> {
             rt: self.rt,
             run_id: self.run_id.clone(),
             allowlist: self.allowlist.clone(),
-            caller: Caller {
+            caller: RunCaller {
                 run_id: self.run_id.clone(),
                 actor: Actor::Subagent,
                 mode: self.caller.mode,

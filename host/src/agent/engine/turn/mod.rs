@@ -10,9 +10,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::AgentRuntime;
-use super::budget::Limits;
-use super::toolbox::{self, Answered, Caller};
+use super::budget::RunLimits;
+use super::toolbox::{self, Answered, RunCaller, ToolStatus};
+use super::{AgentRuntime, EngineError};
 use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{
     Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolCall, ToolSpec,
@@ -48,9 +48,9 @@ pub struct RunState<'a> {
     pub(super) rt: &'a AgentRuntime,
     run_id: String,
     allowlist: Option<Vec<String>>,
-    caller: Caller,
+    caller: RunCaller,
     provider: Arc<dyn Provider>,
-    pub(super) limits: Limits,
+    pub(super) limits: RunLimits,
     /// Shared with subagents: one calibration, one compaction policy.
     counter: Arc<TokenCounter>,
     log: Option<SessionLog>,
@@ -72,7 +72,7 @@ impl<'a> RunState<'a> {
         actor: Actor,
         provider: Arc<dyn Provider>,
         counter: Arc<TokenCounter>,
-        limits: Limits,
+        limits: RunLimits,
         log: SessionLog,
         session: Session,
     ) -> RunState<'a> {
@@ -82,7 +82,7 @@ impl<'a> RunState<'a> {
             rt,
             run_id: run.id.clone(),
             allowlist: run.capability_allowlist.clone(),
-            caller: Caller { run_id: run.id.clone(), actor, mode, request_id },
+            caller: RunCaller { run_id: run.id.clone(), actor, mode, request_id },
             provider,
             limits,
             counter,
@@ -95,9 +95,9 @@ impl<'a> RunState<'a> {
         }
     }
 
-    fn record(&mut self, entry: Entry) -> Result<(), String> {
+    fn record(&mut self, entry: Entry) -> Result<(), EngineError> {
         if let Some(log) = &mut self.log {
-            log.append(&entry).map_err(|e| format!("cannot write the session log: {e}"))?;
+            log.append(&entry)?;
         }
         self.session.apply(&entry);
         Ok(())
@@ -110,11 +110,11 @@ impl<'a> RunState<'a> {
 
     /// Answers requests until none is left, the run is aborted, a budget
     /// is spent or the model fails.
-    pub async fn answer_pending_requests(&mut self) -> Result<Outcome, String> {
+    pub async fn answer_pending_requests(&mut self) -> Result<Outcome, EngineError> {
         // A request logged before its message was marked taken (a crash in
         // between) is taken now.
         let taken = self.session.last_message_seq;
-        self.rt.runs.mark_consumed_through(&self.run_id, taken).await.map_err(|e| e.to_string())?;
+        self.rt.runs.mark_consumed_through(&self.run_id, taken).await?;
         let pending = self.session.pending_calls();
         if !pending.is_empty() {
             let answers = super::resume::reconcile(self, &pending).await?;
@@ -139,8 +139,8 @@ impl<'a> RunState<'a> {
     }
 
     /// Starts the next user request, if a message is waiting.
-    async fn take_next_message(&mut self) -> Result<bool, String> {
-        let messages = self.rt.runs.messages(&self.run_id).await.map_err(|e| e.to_string())?;
+    async fn take_next_message(&mut self) -> Result<bool, EngineError> {
+        let messages = self.rt.runs.messages(&self.run_id).await?;
         let Some(next) = messages.into_iter().find(|m| m.seq > self.session.last_message_seq) else {
             return Ok(false);
         };
@@ -150,7 +150,7 @@ impl<'a> RunState<'a> {
             self.record(Entry::Plan { plan: None })?;
         }
         self.record(Entry::Request { request_id: request_id.clone(), message_seq: next.seq, text: next.text })?;
-        self.rt.runs.mark_consumed(&self.run_id, next.seq).await.map_err(|e| e.to_string())?;
+        self.rt.runs.mark_consumed(&self.run_id, next.seq).await?;
         self.caller.request_id = request_id;
         self.discovery.reset();
         self.discovery_note = None;
@@ -189,8 +189,8 @@ impl<'a> RunState<'a> {
     }
 
     /// One model request and the tool calls it makes.
-    async fn step(&mut self) -> Result<Outcome, String> {
-        let run = self.rt.runs.get(&self.run_id).await.map_err(|e| e.to_string())?;
+    async fn step(&mut self) -> Result<Outcome, EngineError> {
+        let run = self.rt.runs.get(&self.run_id).await?;
         if let Some(reason) = self.limits.exceeded(&run, 0) {
             return Ok(Outcome::OverBudget(reason));
         }
@@ -198,7 +198,9 @@ impl<'a> RunState<'a> {
         match self.fit(&request).await {
             Ok(Some(messages)) => request.messages = messages,
             Ok(None) => {}
-            Err(reason) => return Ok(Outcome::Failed(reason)),
+            // What cannot fit ends the run; the engine's own failures do not.
+            Err(EngineError::Compaction(reason)) => return Ok(Outcome::Failed(reason)),
+            Err(e) => return Err(e),
         }
         let estimated = self.counter.count_request(&request);
         let completion = match self.ask(&request).await? {
@@ -247,16 +249,18 @@ impl<'a> RunState<'a> {
     /// Makes the request fit the context window: compacts the history at
     /// the threshold (and logs the result, so a restart resumes from it),
     /// or explains why it cannot fit.
-    async fn fit(&mut self, request: &ModelRequest) -> Result<Option<Vec<Message>>, String> {
+    async fn fit(&mut self, request: &ModelRequest) -> Result<Option<Vec<Message>>, EngineError> {
         let window = self.limits.context_budget;
         let ratio = if self.limits.compaction { self.limits.compaction_ratio } else { 1.0 };
-        match compaction::compact(request, &self.session.request_text, &self.counter, window, ratio)? {
+        let compacted = compaction::compact(request, &self.session.request_text, &self.counter, window, ratio)
+            .map_err(EngineError::Compaction)?;
+        match compacted {
             Compaction::NotNeeded => Ok(None),
-            Compaction::Compacted { .. } if !self.limits.compaction => Err(format!(
+            Compaction::Compacted { .. } if !self.limits.compaction => Err(EngineError::Compaction(format!(
                 "the request needs more than the context window of {window} tokens and compaction is switched off"
-            )),
+            ))),
             Compaction::Compacted { messages, before, after } => {
-                self.record(Entry::Compacted { messages: messages.clone() }).map_err(|e| e.to_string())?;
+                self.record(Entry::Compacted { messages: messages.clone() })?;
                 let payload = json!({"tokensBefore": before, "tokensAfter": after, "actor": self.actor_name()});
                 if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.compacted", &payload).await {
                     tracing::warn!(run = %self.run_id, error = %e, "could not record a compaction");
@@ -272,7 +276,7 @@ impl<'a> RunState<'a> {
 
     /// Streams the model's answer, publishing text as it arrives; an abort
     /// drops the stream.
-    async fn ask(&self, request: &ModelRequest) -> Result<Result<Completion, Outcome>, String> {
+    async fn ask(&self, request: &ModelRequest) -> Result<Result<Completion, Outcome>, EngineError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let forward = tokio::spawn(forward_text(self.rt.runs.clone(), self.run_id.clone(), rx));
         let answer = tokio::select! {
@@ -298,7 +302,7 @@ impl<'a> RunState<'a> {
 
     /// Answers one response's tool calls in order; `update_plan` calls are
     /// judged together. Returns the results and, when a budget ran out, why.
-    async fn answer_calls(&mut self, calls: &[ToolCall]) -> Result<(Vec<Block>, Option<String>), String> {
+    async fn answer_calls(&mut self, calls: &[ToolCall]) -> Result<(Vec<Block>, Option<String>), EngineError> {
         let plan_calls: Vec<(&ToolCall, &Value)> = calls
             .iter()
             .filter(|c| c.name == UPDATE_PLAN)
@@ -312,7 +316,7 @@ impl<'a> RunState<'a> {
         let mut blocks = Vec::new();
         let mut over = None;
         for call in calls {
-            let run = self.rt.runs.get(&self.run_id).await.map_err(|e| e.to_string())?;
+            let run = self.rt.runs.get(&self.run_id).await?;
             if let Some(reason) = closed_reason(&run) {
                 // An abort stops the rest of the answer's calls, too.
                 let message = if call.name == toolbox::DELEGATE {
@@ -338,7 +342,7 @@ impl<'a> RunState<'a> {
                 }
                 Ok(input) => self.answer_one(call, input).await?,
             };
-            let phase = if answered.status == "denied" { "denied" } else { "finished" };
+            let phase = if answered.status == ToolStatus::Denied { "denied" } else { "finished" };
             self.rt
                 .runs
                 .append_event_counting_call(
@@ -346,14 +350,13 @@ impl<'a> RunState<'a> {
                     "agent.tool_call",
                     &self.call_payload(call, phase, Some(&answered)),
                 )
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             blocks.push(answered.block);
         }
         Ok((blocks, over))
     }
 
-    async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, String> {
+    async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
         if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results)
         {
             if call.name == toolbox::SEARCH_TOOLS {
@@ -369,13 +372,13 @@ impl<'a> RunState<'a> {
     }
 
     /// A capability call through the one invoke path.
-    pub(super) async fn invoke(&self, call: &ToolCall, name: &str, input: &Value) -> Result<Answered, String> {
+    pub(super) async fn invoke(&self, call: &ToolCall, name: &str, input: &Value) -> Result<Answered, EngineError> {
         if self.rt.caps.runtime().snapshot().get(name).is_none() {
             return Ok(toolbox::failed(&call.id, format!("no tool named {name} is available")));
         }
         if self.allowlist.as_ref().is_some_and(|a| !a.iter().any(|id| id == name)) {
             let mut a = toolbox::failed(&call.id, format!("{name} is not in this run's capability allowlist"));
-            a.status = "denied";
+            a.status = ToolStatus::Denied;
             return Ok(a);
         }
         let origin = self.caller.origin(&call.id);
@@ -384,7 +387,7 @@ impl<'a> RunState<'a> {
                 let answered = toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results);
                 Ok(self.ask_for_approval(name, input, answered).await)
             }
-            Err(e) => Err(format!("invoking {name}: {e}")),
+            Err(source) => Err(EngineError::Invoke { capability: name.to_string(), source }),
         }
     }
 
@@ -419,7 +422,7 @@ impl<'a> RunState<'a> {
             payload["input"] = Value::from(toolbox::input_summary(call));
         }
         if let Some(a) = answered {
-            payload["status"] = Value::from(a.status);
+            payload["status"] = Value::from(a.status.as_str());
             payload["invocationId"] = json!(a.invocation_id);
             payload["replayed"] = Value::from(a.replayed);
             if let Some(error) = a.error_text() {
@@ -436,7 +439,7 @@ impl<'a> RunState<'a> {
         }
     }
 
-    pub(super) fn caller(&self) -> &Caller {
+    pub(super) fn caller(&self) -> &RunCaller {
         &self.caller
     }
 }

@@ -3,11 +3,12 @@
 //! the run charged its tokens and their price.
 
 use super::RunState;
+use crate::agent::engine::EngineError;
 use crate::agent::providers::Completion;
 
 impl RunState<'_> {
     /// Charges what one model answer cost.
-    pub(super) async fn charge(&self, completion: &Completion, estimated: usize) -> Result<(), String> {
+    pub(super) async fn charge(&self, completion: &Completion, estimated: usize) -> Result<(), EngineError> {
         if let Some(reported) = completion.usage.input_tokens {
             self.counter.calibrate(estimated, reported);
         }
@@ -16,11 +17,7 @@ impl RunState<'_> {
             completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
         );
         let cost = self.limits.cost(input_tokens, output_tokens);
-        self.rt
-            .runs
-            .charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost)
-            .await
-            .map_err(|e| e.to_string())?;
+        self.rt.runs.charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost).await?;
         Ok(())
     }
 }
