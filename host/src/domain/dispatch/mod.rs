@@ -1,0 +1,189 @@
+//! The domain store as the `library`, `drafts` and `records` host imports
+//! see it: three tables, each a list of names with the handler that reads
+//! the JSON arguments (unknown fields refused) and answers JSON. The names
+//! are the contract capability authors write against; `docs/domain.md`
+//! lists them, and a test holds that list to these tables.
+
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+mod drafts;
+mod queries;
+mod transitions;
+
+pub use drafts::DRAFTS;
+pub use queries::QUERIES;
+pub use transitions::TRANSITIONS;
+
+use super::{Author, Domain, DomainError};
+use crate::authz::AuthzError;
+use crate::tasks::TaskError;
+
+/// What carries an operation out: the store, who asks, the operation's
+/// name and its JSON arguments.
+type Handler = for<'a> fn(&'a Domain, &'a Author, &'a str, &'a str) -> BoxFuture<'a, Result<Value, DomainError>>;
+
+/// One named query, draft kind or transition and what carries it out.
+pub struct Operation {
+    pub name: &'static str,
+    run: Handler,
+}
+
+/// The names of a table, in order.
+pub fn names(table: &[Operation]) -> Vec<&'static str> {
+    table.iter().map(|op| op.name).collect()
+}
+
+/// Runs `name` from `table` (`what` names the table in the refusal).
+async fn run(
+    table: &[Operation],
+    what: &str,
+    domain: &Domain,
+    by: &Author,
+    name: &str,
+    text: &str,
+) -> Result<Value, DomainError> {
+    match table.iter().find(|op| op.name == name) {
+        Some(op) => (op.run)(domain, by, op.name, text).await,
+        None => Err(DomainError::NotFound(format!("no {what} {name:?}; known: {}", names(table).join(", ")))),
+    }
+}
+
+pub(crate) fn args<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, DomainError> {
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    serde_json::from_str(text).map_err(|e| DomainError::Invalid(format!("arguments of {name}: {e}")))
+}
+
+pub(crate) fn answer<T: serde::Serialize>(value: T) -> Result<Value, DomainError> {
+    serde_json::to_value(value).map_err(|e| DomainError::Invalid(e.to_string()))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ById {
+    id: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Listing {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    slot_id: Option<String>,
+    #[serde(default)]
+    subject_id: Option<String>,
+    #[serde(default = "default_limit")]
+    limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+pub(crate) fn from_authz(e: AuthzError) -> DomainError {
+    match e {
+        AuthzError::Invalid(m) => DomainError::Invalid(m),
+        AuthzError::NotFound(what, id) => DomainError::NotFound(format!("no {what} {id}")),
+        AuthzError::Conflict(m) | AuthzError::Forbidden(m) => DomainError::Conflict(m),
+        AuthzError::Sql(e) => DomainError::Sql(e),
+    }
+}
+
+pub(crate) fn from_tasks(e: TaskError) -> DomainError {
+    match e {
+        TaskError::NotFound(id) => DomainError::NotFound(format!("no task {id}")),
+        TaskError::Sql(e) => DomainError::Sql(e),
+        other => DomainError::Conflict(other.to_string()),
+    }
+}
+
+impl Domain {
+    /// Runs a `library` query.
+    pub async fn query(&self, name: &str, params: &str) -> Result<Value, DomainError> {
+        // Queries are reads: who asks is not recorded.
+        run(QUERIES, "library query", self, &Author::new("library"), name, params).await
+    }
+
+    /// Creates a `drafts` record.
+    pub async fn create_draft(&self, by: &Author, kind: &str, draft: &str) -> Result<Value, DomainError> {
+        run(DRAFTS, "draft kind", self, by, kind, draft).await
+    }
+
+    /// Applies a `records` transition.
+    pub async fn transition(&self, by: &Author, name: &str, arguments: &str) -> Result<Value, DomainError> {
+        run(TRANSITIONS, "transition", self, by, name, arguments).await
+    }
+
+    /// What the library holds and wants: entities with their slots.
+    pub async fn inventory(&self, kind: Option<&str>, limit: i64) -> Result<Value, DomainError> {
+        let mut items = Vec::new();
+        for entity in self.entities(kind, limit).await? {
+            let slots = self.slots_for_entity(&entity.id).await?;
+            items.push(json!({ "entity": answer(&entity)?, "slots": answer(&slots)? }));
+        }
+        Ok(json!({ "items": items }))
+    }
+}
+
+/// A field that may be absent (`None`), `null` (`Some(None)`) or set.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names `docs/domain.md` gives under the heading that starts with
+    /// `heading`: each backticked name written with its arguments
+    /// (`` `plan.get {id}` ``) or followed by a parenthesis (`` `entity` (kind, ...) ``).
+    fn documented(heading: &str) -> Vec<String> {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/domain.md")).unwrap();
+        let section = page.split("\n## ").find(|s| s.starts_with(heading)).expect("the section is there");
+        let section = section.split_once('\n').unwrap().1.replace('\n', " ");
+        let spans: Vec<&str> = section.split('`').collect();
+        let mut names = Vec::new();
+        // Odd pieces are inside backticks.
+        for i in (1..spans.len()).step_by(2) {
+            let span = spans[i];
+            let name = span.split(' ').next().unwrap();
+            let after = spans.get(i + 1).copied().unwrap_or_default();
+            let looks_like_name =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '.' || c == '-');
+            if looks_like_name && (span.contains(" {") || after.starts_with(" (")) {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn the_documented_names_are_the_tables() {
+        for (heading, table) in
+            [("`library` queries", QUERIES), ("`drafts` kinds", DRAFTS), ("`records` transitions", TRANSITIONS)]
+        {
+            let mut documented = documented(heading);
+            let mut names: Vec<String> = names(table).into_iter().map(str::to_string).collect();
+            documented.sort();
+            names.sort();
+            assert_eq!(documented, names, "docs/domain.md's {heading} against the dispatch table");
+        }
+    }
+
+    #[test]
+    fn every_name_is_listed_once() {
+        for table in [QUERIES, DRAFTS, TRANSITIONS] {
+            let mut seen = std::collections::BTreeSet::new();
+            for name in names(table) {
+                assert!(seen.insert(name), "{name} is listed twice");
+            }
+        }
+    }
+}
