@@ -28,25 +28,75 @@ pub async fn login(db: &capstan::store::Db, http: &reqwest::Client, base: &str, 
     (cookie, csrf)
 }
 
-/// The API under one base address, called with a bearer key; each call
-/// answers the status and the JSON body (`null` when there is none).
+/// The API under one base address, as a caller with one key (or none):
+/// the one HTTP client of the suites. Each call answers the status and the
+/// JSON body (`null` when there is none).
+#[derive(Clone)]
 pub struct Api {
-    base: String,
+    /// `http://127.0.0.1:<port>/api/v1`
+    pub base: String,
     http: reqwest::Client,
+    key: Option<String>,
+    /// A console session: its cookie and CSRF token.
+    session: Option<(String, String)>,
 }
 
 impl Api {
+    /// The API at `base`, called without a key.
     pub fn new(base: &str) -> Api {
-        Api { base: base.to_string(), http: reqwest::Client::new() }
+        Api { base: base.to_string(), http: reqwest::Client::new(), key: None, session: None }
     }
 
-    pub async fn get(&self, key: &str, path: &str) -> (u16, Value) {
-        Self::answer(self.http.get(format!("{}{path}", self.base)).bearer_auth(key)).await
+    /// The same API called by administrator `name`, signed in to the
+    /// console (their password set first): the session cookie on every
+    /// call, the CSRF token too.
+    pub async fn signed_in(&self, db: &capstan::store::Db, name: &str) -> Api {
+        let session = login(db, &self.http, &self.base, name).await;
+        Api { key: None, session: Some(session), ..self.clone() }
+    }
+
+    /// The same API called with `key`.
+    pub fn with_key(&self, key: &str) -> Api {
+        Api { key: Some(key.to_string()), ..self.clone() }
+    }
+
+    /// The key calls carry (empty when none).
+    pub fn key(&self) -> &str {
+        self.key.as_deref().unwrap_or_default()
+    }
+
+    /// A request to `path`, with the key, for what the helpers below do not
+    /// cover (headers, other bodies).
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        if let Some((cookie, csrf)) = &self.session {
+            request = request.header("cookie", cookie).header("x-csrf-token", csrf);
+        }
+        request
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        Self::answer(self.request(reqwest::Method::GET, path)).await
+    }
+
+    /// The body of a GET that must answer 200.
+    pub async fn json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
     }
 
     /// A POST with `body` as JSON; `Value::Null` sends no body at all.
-    pub async fn post(&self, key: &str, path: &str, body: Value) -> (u16, Value) {
-        let request = self.http.post(format!("{}{path}", self.base)).bearer_auth(key);
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, body).await
+    }
+
+    /// `method` with `body` as JSON; `Value::Null` sends no body at all.
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let request = self.request(method, path);
         Self::answer(if body.is_null() { request } else { request.json(&body) }).await
     }
 

@@ -12,8 +12,9 @@ use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
-use super::agent_runs::{Api, ended, set, start};
+use super::agent_runs::{ended, set, start};
 use crate::ledger::{Env, env};
+use capstan_tests::api::Api;
 
 /// How many `runAgent` tasks were ever queued for the run.
 async fn tasks_of(env: &Env, run_id: &str) -> usize {
@@ -22,7 +23,7 @@ async fn tasks_of(env: &Env, run_id: &str) -> usize {
 }
 
 async fn statuses(api: &Api, id: &str) -> Vec<String> {
-    let body = api.get(&format!("/agent/runs/{id}?limit=1000")).await;
+    let body = api.json(&format!("/agent/runs/{id}?limit=1000")).await;
     body["events"]
         .as_array()
         .unwrap()
@@ -38,7 +39,7 @@ async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed");
     assert!(body["run"]["error"].as_str().unwrap().contains("model.model must be set"), "{body}");
     assert_eq!(body["run"]["blockedOn"], "config");
@@ -51,13 +52,13 @@ async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(tasks_of(&env, &id).await, 1, "the run was queued again");
     assert_eq!(statuses(&api, &id).await, ["failed"]);
-    assert_eq!(api.get(&format!("/agent/runs/{id}")).await["run"]["status"], "failed");
+    assert_eq!(api.json(&format!("/agent/runs/{id}")).await["run"]["status"], "failed");
 
     // A second blocked run is aborted: it ends cancelled, and fixing the
     // model later does not bring it back.
     let (_, other) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     let other = other["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&other, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &other, "ended", ended).await;
     assert_eq!(body["run"]["blockedOn"], "config");
     let (status, aborted) = api.post(&format!("/agent/runs/{other}/abort"), json!({"reason": "never mind"})).await;
     assert_eq!(status, 200, "{aborted}");
@@ -66,12 +67,12 @@ async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend
     // The operator fixes the model: the run goes on by itself.
     let body = settings_patch(&env, json!({"model.provider": "scripted"})).await;
     assert_eq!(body.0, 200, "{:?}", body.1);
-    let body = api.wait_run(&id, "went on", |r| r["status"] == "succeeded").await;
+    let body = crate::agent_runs::wait_run(&api, &id, "went on", |r| r["status"] == "succeeded").await;
     assert_eq!(body["run"]["blockedOn"], Value::Null);
     assert_eq!(tasks_of(&env, &id).await, 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        api.get(&format!("/agent/runs/{other}")).await["run"]["status"],
+        api.json(&format!("/agent/runs/{other}")).await["run"]["status"],
         "cancelled",
         "the aborted run stays ended"
     );
@@ -84,10 +85,10 @@ async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: 
     let api = start(&env).await;
     let goal = json!({"goal": "What does my library hold?", "mode": "plan_only"});
     let (_, first) = api.post("/agent/runs", goal.clone()).await;
-    api.wait_run(first["id"].as_str().unwrap(), "ended", ended).await;
+    crate::agent_runs::wait_run(&api, first["id"].as_str().unwrap(), "ended", ended).await;
     let (_, run) = api.post("/agent/runs", goal).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded");
     assert!(body["run"]["error"].as_str().unwrap().contains("daily limit"), "{body}");
     for text in ["go on", "please"] {
@@ -102,24 +103,15 @@ async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: 
 
     let (status, _) = settings_patch(&env, json!({"budget.max_runs_per_day": 5})).await;
     assert_eq!(status, 200);
-    let body = api.wait_run(&id, "went on", |r| r["status"] == "succeeded").await;
+    let body = crate::agent_runs::wait_run(&api, &id, "went on", |r| r["status"] == "succeeded").await;
     assert_eq!(body["run"]["error"], Value::Null);
 }
 
 /// Changes settings as the console does (the route tells blocked runs).
 async fn settings_patch(env: &Env, change: Value) -> (u16, Value) {
     let base = capstan_tests::api::serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
-    let (cookie, csrf) = capstan_tests::api::login(&env.db, &http, &base, "admin").await;
-    let resp = http
-        .patch(format!("{base}/settings"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&change)
-        .send()
-        .await
-        .unwrap();
-    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    let admin = Api::new(&base).signed_in(&env.db, "admin").await;
+    admin.send(reqwest::Method::PATCH, "/settings", change).await
 }
 
 async fn an_abort_takes_effect_or_changes_nothing(backend: Backend) {
@@ -128,10 +120,10 @@ async fn an_abort_takes_effect_or_changes_nothing(backend: Backend) {
     let goal = json!({"goal": "What does my library hold?", "mode": "plan_only"});
     let (_, run) = api.post("/agent/runs", goal.clone()).await;
     let id = run["id"].as_str().unwrap().to_string();
-    api.wait_run(&id, "ended", ended).await;
+    crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     let (status, body) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "too late"})).await;
     assert_eq!(status, 409, "{body}");
-    let after = api.get(&format!("/agent/runs/{id}")).await;
+    let after = api.json(&format!("/agent/runs/{id}")).await;
     assert_eq!(after["run"]["status"], "succeeded");
     assert_eq!(after["run"]["abortReason"], Value::Null, "a refused abort wrote nothing");
 
@@ -142,7 +134,7 @@ async fn an_abort_takes_effect_or_changes_nothing(backend: Backend) {
         let id = run["id"].as_str().unwrap().to_string();
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "stop"})).await;
-        let body = api.wait_run(&id, "ended", ended).await;
+        let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
         match status {
             200 => {
                 assert_eq!(body["run"]["status"], "cancelled", "after {delay_ms} ms: {body}");

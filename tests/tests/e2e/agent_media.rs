@@ -19,6 +19,7 @@ use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan_tests::api::Api;
 use capstan_tests::binary::capstan_bin;
 use capstan_tests::host::shared_cache;
 use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
@@ -235,38 +236,13 @@ async fn report_now(env: &Env, id: &str) -> Vec<Value> {
     touched.into_iter().map(|t| t.entry).collect()
 }
 
-/// An administrator signed in to the console.
-struct Console {
-    base: String,
-    http: reqwest::Client,
-    cookie: String,
-    csrf: String,
-}
-
-impl Console {
-    async fn sign_in(env: &Env) -> Console {
-        let base = capstan_tests::api::serve(env.app.clone()).await;
-        let http = reqwest::Client::new();
-        let (cookie, csrf) = capstan_tests::api::login(env.caps.db(), &http, &base, "alice").await;
-        Console { base, http, cookie, csrf }
-    }
-
-    /// Approves approval `id` as its plan stands (the payload hash shown).
-    async fn approve(&self, id: &str) {
-        let url = format!("{}/approvals/{id}", self.base);
-        let shown: Value =
-            self.http.get(&url).header("cookie", &self.cookie).send().await.unwrap().json().await.unwrap();
-        let resp = self
-            .http
-            .patch(&url)
-            .header("cookie", &self.cookie)
-            .header("x-csrf-token", &self.csrf)
-            .json(&json!({"status": "approved", "payloadHash": shown["payloadHash"]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
-    }
+/// Approves approval `id` as its plan stands (the payload hash shown), as
+/// the signed-in administrator `console`.
+async fn approve(console: &Api, id: &str) {
+    let shown = console.json(&format!("/approvals/{id}")).await;
+    let body = json!({"status": "approved", "payloadHash": shown["payloadHash"]});
+    let (status, answer) = console.send(reqwest::Method::PATCH, &format!("/approvals/{id}"), body).await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 /// The statuses run `id` went through, in order.
@@ -345,8 +321,9 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     let approval = denied_and_waiting_for_approval(&env, &qbt, &run.id).await;
 
     // An administrator approves the plan in the console; the run is told and goes on.
-    let console = Console::sign_in(&env).await;
-    console.approve(&approval).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
+    let console = Api::new(&base).signed_in(env.caps.db(), "alice").await;
+    approve(&console, &approval).await;
     // The finished download's organization needs a human too: the import asks, and goes on once approved.
     let started = Instant::now();
     let organization = loop {
@@ -365,7 +342,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
         report_now(&env, &run.id).await.iter().all(|p| p["outcome"] == "submitted, not imported"),
         "submitted is not imported"
     );
-    console.approve(&organization).await;
+    approve(&console, &organization).await;
     let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     assert_eq!(torrents(&qbt).await.len(), 1, "one add, under the approval");

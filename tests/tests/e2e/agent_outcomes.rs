@@ -57,7 +57,7 @@ async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Back
     env.mock.counters.crash_next.store(true, Ordering::SeqCst);
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 1, "the repeat in the same request did not run");
     let finished: Vec<&str> = events_of(&body, "agent.tool_call")
         .into_iter()
@@ -106,7 +106,7 @@ async fn a_run_waits_for_what_it_touched_no_longer_than_allowed(backend: Backend
     env.caps.domain().reserve_plan(&plan.id).await.unwrap();
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
-    let body = api.wait_run(&run.id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("did not settle within agent.goal_wait_hours"), "{body}");
     let statuses: Vec<&str> =
@@ -166,7 +166,7 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     // Its only change never ran: not a success, and the report says why.
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("every change the run tried failed"), "{body}");
@@ -194,25 +194,18 @@ async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
     set(&env.caps, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
-    let body = api.wait_run(&run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
+    let body = crate::agent_runs::wait_run(&api, &run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
     assert_eq!(body["run"]["status"], "waiting", "{body}");
     let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
     let approval = pending.iter().find(|a| a.requested_by == format!("agent:{}", run.id)).expect("asked a human");
     let denied = events_of(&body, "agent.tool_call").into_iter().find(|e| e["payload"]["phase"] == "denied").cloned();
     assert!(denied.is_some(), "{body}");
 
-    let http = reqwest::Client::new();
-    let (cookie, csrf) = capstan_tests::api::login(&env.db, &http, &api.base, "alice").await;
-    let resp = http
-        .patch(format!("{}/approvals/{}", api.base, approval.id))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"status": "rejected", "payloadHash": approval.payload_hash}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let body = api.wait_run(&run.id, "ended", ended).await;
+    let alice = api.signed_in(&env.db, "alice").await;
+    let rejected = json!({"status": "rejected", "payloadHash": approval.payload_hash});
+    let (status, answer) = alice.send(reqwest::Method::PATCH, &format!("/approvals/{}", approval.id), rejected).await;
+    assert_eq!(status, 200, "{answer}");
+    let body = crate::agent_runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("a human rejected 1"), "{body}");
     assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "draft: a human rejected it");

@@ -18,42 +18,23 @@ use capstan_tests::db::Backend;
 use capstan_tests::mock_llm::{MockLlm, Reply, sse};
 use serde_json::{Map, Value, json};
 
+use capstan_tests::api::Api;
+
 use crate::ledger::{Env, env};
 
-pub struct Api {
-    /// `http://127.0.0.1:<port>/api/v1`
-    pub base: String,
-    http: reqwest::Client,
-    key: String,
-}
-
-impl Api {
-    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let resp =
-            self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.key).json(&body).send().await.unwrap();
-        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
-    }
-
-    pub async fn get(&self, path: &str) -> Value {
-        let resp = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "GET {path}");
-        resp.json().await.unwrap()
-    }
-
-    /// Polls the run until `cond` holds.
-    pub async fn wait_run(&self, id: &str, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
-            let body = self.get(&format!("/agent/runs/{id}?limit=1000")).await;
-            if cond(&body["run"]) {
-                return body;
-            }
-            if started.elapsed() > Duration::from_secs(60) {
-                let task = self.get(&format!("/tasks/{}", body["run"]["taskId"].as_str().unwrap_or("-"))).await;
-                panic!("run never {what}: {body}\ntask: {task}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+/// Polls run `id` until `cond` holds.
+pub async fn wait_run(api: &Api, id: &str, what: &str, cond: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let body = api.json(&format!("/agent/runs/{id}?limit=1000")).await;
+        if cond(&body["run"]) {
+            return body;
         }
+        if started.elapsed() > Duration::from_secs(60) {
+            let task = api.get(&format!("/tasks/{}", body["run"]["taskId"].as_str().unwrap_or("-"))).await.1;
+            panic!("run never {what}: {body}\ntask: {task}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -89,7 +70,7 @@ pub async fn start(env: &Env) -> Api {
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
-    Api { base, http: reqwest::Client::new(), key }
+    Api::new(&base).with_key(&key)
 }
 
 pub(crate) fn events_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -121,7 +102,7 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     assert_eq!(status, 201, "{run}");
     assert_eq!(run["status"], "queued");
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
 
     let statuses: Vec<&str> =
@@ -147,14 +128,14 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     assert!(report["modelFinalText"]["text"].as_str().unwrap().contains("nothing was changed"));
 
     // The same events reached the global log, tagged with the run.
-    let global = api.get("/events?after=0&limit=1000").await;
+    let global = api.json("/events?after=0&limit=1000").await;
     let tagged = global["events"].as_array().unwrap().iter().filter(|e| e["payload"]["runId"] == id.as_str()).count();
     assert_eq!(tagged, seqs.len());
     // The session log holds the conversation.
     let log = std::fs::read_to_string(env._host.config.data_dir().join("agent-sessions").join(format!("{id}.jsonl")))
         .unwrap();
     assert!(log.lines().count() >= 4 && log.contains("inventory.query"), "{log}");
-    let listed = api.get("/agent/runs").await;
+    let listed = api.json("/agent/runs").await;
     assert_eq!(listed["items"][0]["id"], id.as_str());
 }
 
@@ -172,17 +153,9 @@ async fn bad_run_requests_are_refused(backend: Backend) {
         assert_eq!(status, code, "{body} → {answer}");
         assert!(answer["error"]["message"].as_str().unwrap_or_default().contains(says), "{answer}");
     }
-    assert_eq!(api.get("/agent/runs").await["items"], json!([]), "nothing was created");
+    assert_eq!(api.json("/agent/runs").await["items"], json!([]), "nothing was created");
     let reader = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "admin:test").await.unwrap();
-    let resp = api
-        .http
-        .post(format!("{}/agent/runs", api.base))
-        .bearer_auth(reader)
-        .json(&json!({"goal": "x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 403);
+    assert_eq!(api.with_key(&reader).post("/agent/runs", json!({"goal": "x"})).await.0, 403);
     let (status, _) = api.post("/agent/runs/nope/messages", json!({"text": "hi"})).await;
     assert_eq!(status, 404);
 }
@@ -195,7 +168,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     // Without a grant the write is denied: audited, no ledger row, no effect.
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = wait_run(&api, &id, "ended", ended).await;
     let finished: Vec<&Value> =
         events_of(&body, "agent.tool_call").into_iter().filter(|e| e["payload"]["phase"] == "denied").collect();
     assert_eq!(finished.len(), 3, "{body}");
@@ -209,7 +182,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     capstan_tests::grants::allow_everything(&env.caps).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 1, "one effect for the request");
     let done: Vec<&Value> =
@@ -230,7 +203,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     // A new message is a new request: it may count again.
     let (status, again) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count once more"})).await;
     assert_eq!(status, 200, "{again}");
-    let body = api.wait_run(&id, "ended again", |r| ended(r) && r["toolCalls"].as_i64() == Some(6)).await;
+    let body = wait_run(&api, &id, "ended again", |r| ended(r) && r["toolCalls"].as_i64() == Some(6)).await;
     assert_eq!(body["run"]["status"], "succeeded");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 2);
     assert!(body["messages"].as_array().unwrap().iter().all(|m| m["consumed"] == true), "{body}");
@@ -243,7 +216,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("tool calls"));
     let decisions = env.caps.domain().decisions(Some("open"), 10).await.unwrap();
@@ -257,7 +230,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     set(&env.caps, &[("agent.max_tool_calls", json!(50))]).await;
     let (status, _) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count again"})).await;
     assert_eq!(status, 200);
-    let body = api.wait_run(&id, "ended again", |r| ended(r) && r["status"] != "budget_exceeded").await;
+    let body = wait_run(&api, &id, "ended again", |r| ended(r) && r["status"] != "budget_exceeded").await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(body["run"]["error"], Value::Null, "the old reason is gone");
     let statuses: Vec<&str> =
@@ -267,7 +240,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     // The day's run budget is checked before a run starts.
     set(&env.caps, &[("budget.max_runs_per_day", json!(1))]).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
-    let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+    let body = wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded");
     assert!(body["run"]["error"].as_str().unwrap().contains("daily limit"), "{body}");
     assert_eq!(body["run"]["startedAt"], Value::Null, "it never started");
@@ -285,7 +258,7 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "take your time"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    api.wait_run(&id, "streamed", |r| r["status"] == "running").await;
+    wait_run(&api, &id, "streamed", |r| r["status"] == "running").await;
     let started = Instant::now();
     while llm.requests().is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "the model was never asked");
@@ -293,7 +266,7 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
     }
     let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "changed my mind"})).await;
     assert_eq!(status, 200);
-    let body = api.wait_run(&id, "cancelled", ended).await;
+    let body = wait_run(&api, &id, "cancelled", ended).await;
     assert_eq!(body["run"]["status"], "cancelled");
     assert_eq!(body["run"]["error"], "changed my mind");
     let started = Instant::now();
@@ -313,9 +286,7 @@ async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend)
     let api = start(&env).await;
     let head = env.caps.events().head().await.unwrap();
     let open = |last: i64| {
-        api.http
-            .get(format!("{}/events?after={head}", api.base))
-            .bearer_auth(&api.key)
+        api.request(reqwest::Method::GET, &format!("/events?after={head}"))
             .header("accept", "text/event-stream")
             .header("last-event-id", last.to_string())
             .send()
@@ -333,7 +304,7 @@ async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend)
         }
     }
     drop(reader); // the client goes away mid-run
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = wait_run(&api, &id, "ended", ended).await;
     let mut reader = crate::events::SseReader { resp: open(last).await.unwrap(), buffer: String::new() };
     loop {
         let (seq, kind, data) = reader.next().await;
@@ -369,11 +340,11 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
     agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
     let api = start(&env).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(api.get(&format!("/agent/runs/{}", run.id)).await["run"]["status"], "waiting", "not due yet");
+    assert_eq!(api.json(&format!("/agent/runs/{}", run.id)).await["run"]["status"], "waiting", "not due yet");
 
     let (status, _) = api.post(&format!("/agent/runs/{}/messages", run.id), json!({"text": "and now?"})).await;
     assert_eq!(status, 200);
-    let body = api.wait_run(&run.id, "ended", ended).await;
+    let body = wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     let statuses: Vec<&str> =
         events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
@@ -388,7 +359,7 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
     agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
     let (status, _) = api.post(&format!("/agent/runs/{}/abort", run.id), json!({"reason": "enough"})).await;
     assert_eq!(status, 200);
-    let body = api.wait_run(&run.id, "cancelled", ended).await;
+    let body = wait_run(&api, &run.id, "cancelled", ended).await;
     assert_eq!((body["run"]["status"].as_str(), body["run"]["error"].as_str()), (Some("cancelled"), Some("enough")));
 }
 

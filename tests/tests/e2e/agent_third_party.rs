@@ -95,7 +95,7 @@ async fn a_run_per_provider_against_a_third_party_mock_server() {
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
-        let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+        let body = crate::agent_runs::wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
         assert_eq!(body["run"]["status"], "succeeded", "{provider}: {body}");
         assert_eq!(body["run"]["finalText"], "Your library holds nothing yet.", "{provider}");
         let finished: Vec<(&str, &str)> = body["events"]

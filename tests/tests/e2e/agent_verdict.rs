@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 
-use crate::agent_runs::{Api, ended, report, set, start};
+use crate::agent_runs::{ended, report, set, start};
 use crate::ledger::env;
+use capstan_tests::api::Api;
 
 async fn run_to_the_end(api: &Api, goal: &str) -> Value {
     let (status, run) = api.post("/agent/runs", json!({"goal": goal})).await;
     assert_eq!(status, 201, "{run}");
-    api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await
+    crate::agent_runs::wait_run(api, run["id"].as_str().unwrap(), "ended", ended).await
 }
 
 async fn execute_runs_are_judged_by_what_they_verifiably_did(backend: Backend) {

@@ -103,7 +103,7 @@ async fn a_default_run_offering_every_tool_is_accepted_by_both_apis(backend: Bac
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
-        let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+        let body = crate::agent_runs::wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
         assert_eq!(body["run"]["status"], "succeeded", "{provider}: {body}");
         let sent = &llm.requests()[0].body;
         let tools = sent["tools"].as_array().unwrap();
@@ -125,14 +125,14 @@ async fn an_answer_with_nothing_in_it_is_asked_again_never_sent_back(backend: Ba
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     let id = run["id"].as_str().unwrap().to_string();
-    let body = api.wait_run(&id, "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(body["run"]["finalText"], "Here it is.");
     assert_eq!(llm.requests().len(), 2, "asked once more, and the mock refused nothing");
 
     // Twice nothing: the run fails saying so, rather than asking for ever.
     let (_, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
-    let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+    let body = crate::agent_runs::wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("neither text nor a tool call"), "{body}");
 }
@@ -162,7 +162,7 @@ async fn whole_json_answers_are_read_like_streams(backend: Backend) {
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
-        let body = api.wait_run(run["id"].as_str().unwrap(), "ended", ended).await;
+        let body = crate::agent_runs::wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
         assert_eq!(body["run"]["status"], "succeeded", "{provider}: {body}");
         assert_eq!(body["run"]["finalText"], "Empty so far.", "{provider}");
         let calls: Vec<&Value> = body["events"]

@@ -143,22 +143,15 @@ async fn switches_revoke_and_shorten(backend: Backend) {
 /// a policy grant names the capabilities it covered when it was given, so
 /// neither the held plugin nor the accepted one can act under it.
 async fn a_replacement_claiming_a_policy_tag_is_held_and_no_older_grant_covers_it(backend: Backend) {
-    use capstan_tests::api::{login, serve};
+    use capstan_tests::api::{Api, serve};
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
-    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
+    let admin = Api::new(&base).signed_in(&env.db, "admin").await;
     let expires = capstan::store::now_ms() + 3_600_000;
-    let resp = http
-        .post(format!("{base}/automation-grants"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"action": "policy.acquisition", "dailyInvocations": 50, "dailyBytes": 1_000_000, "expiresAt": expires}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let grant: Value = resp.json().await.unwrap();
+    let asked =
+        json!({"action": "policy.acquisition", "dailyInvocations": 50, "dailyBytes": 1_000_000, "expiresAt": expires});
+    let (status, grant) = admin.post("/automation-grants", asked).await;
+    assert_eq!(status, 201, "{grant}");
     let named: Vec<&str> =
         grant["scope"]["capabilities"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(named.contains(&"download.submit") && !named.contains(&"test.probe"), "{grant}");
@@ -172,20 +165,18 @@ async fn a_replacement_claiming_a_policy_tag_is_held_and_no_older_grant_covers_i
     assert_eq!(snapshot.get("test.probe").unwrap().descriptor.tags, vec!["test".to_string()], "the old one serves");
 
     let key = capstan::http::keys::create(&env.db, "automation", &[EffectClass::Execute], "admin:admin").await.unwrap();
+    let automation = Api::new(&base).with_key(&key);
     let invoke = |input: Value| {
-        http.post(format!("{base}/capabilities/test.probe/invoke"))
-            .bearer_auth(&key)
-            .json(&json!({"input": input}))
-            .send()
+        let automation = automation.clone();
+        async move { automation.post("/capabilities/test.probe/invoke", json!({"input": input})).await.1 }
     };
-    let inv: Value =
-        invoke(json!({"action": "mkdir", "root": "library", "path": "x"})).await.unwrap().json().await.unwrap();
+    let inv = invoke(json!({"action": "mkdir", "root": "library", "path": "x"})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
 
     // Even once the operator accepts it, the grant given before does not cover it.
     env._host.accept(runtime, "test.probe").await;
     assert!(runtime.snapshot().get("test.probe").unwrap().descriptor.tags.contains(&"policy.acquisition".to_string()));
-    let inv: Value = invoke(json!({"root": "library", "path": "x"})).await.unwrap().json().await.unwrap();
+    let inv = invoke(json!({"root": "library", "path": "x"})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
     assert!(inv["error"]["message"].as_str().unwrap().contains("automation grant"), "{inv}");
     assert_eq!(env.caps.authz().usage(grant["id"].as_str().unwrap()).await.unwrap().0, 0);

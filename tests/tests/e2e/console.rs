@@ -132,7 +132,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("#message-form button[type=submit]").await;
     browser.wait_text("#run-text", "showed the message", |t| t.contains("You: And how many are wanted?")).await;
     browser.wait_text("#run-status", "answered again", |t| t == "succeeded").await;
-    let runs = api.get("/agent/runs").await;
+    let runs = api.json("/agent/runs").await;
     assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
     assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
 

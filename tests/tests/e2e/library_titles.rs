@@ -10,7 +10,7 @@ use capstan::config::{Auth, SecretRef, ServiceConfig};
 use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
-use capstan_tests::api::{login, serve};
+use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
@@ -49,38 +49,14 @@ pub async fn env(backend: Backend) -> Env {
     Env { _host: host, tmdb, db, app, caps }
 }
 
-struct Client {
-    base: String,
-    http: reqwest::Client,
-    cookie: String,
-    csrf: String,
-}
-
-impl Client {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .header("x-csrf-token", &self.csrf);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
-    }
-}
-
 async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
-    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
-    let admin = Client { base: base.clone(), http: http.clone(), cookie, csrf };
+    let admin = Api::new(&base).signed_in(&env.db, "admin").await;
     use reqwest::Method;
 
     let dune = json!({"tmdbId": 693134, "kind": "movie", "quality": "2160p"});
-    let (status, added) = admin.send(Method::POST, "/library/titles", Some(dune.clone())).await;
+    let (status, added) = admin.send(Method::POST, "/library/titles", dune.clone()).await;
     assert_eq!(status, 201, "{added}");
     assert_eq!(
         (added["entity"]["title"].as_str(), added["entity"]["year"].as_i64()),
@@ -93,11 +69,11 @@ async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
     );
     let entity = added["entity"]["id"].as_str().unwrap().to_string();
 
-    let (status, again) = admin.send(Method::POST, "/library/titles", Some(dune)).await;
+    let (status, again) = admin.send(Method::POST, "/library/titles", dune).await;
     assert_eq!(status, 409, "{again}");
     assert!(again["error"]["message"].as_str().unwrap().contains("Dune: Part Two (2024) is already wanted"), "{again}");
     let (status, unknown) = admin
-        .send(Method::POST, "/library/titles", Some(json!({"tmdbId": 999999, "kind": "movie", "quality": "1080p"})))
+        .send(Method::POST, "/library/titles", json!({"tmdbId": 999999, "kind": "movie", "quality": "1080p"}))
         .await;
     assert_eq!(status, 404, "{unknown}");
     for bad in [
@@ -107,51 +83,47 @@ async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
         json!({"tmdbId": 126308, "kind": "tv", "quality": "1080p", "seasons": [5]}),
         json!({"tmdbId": 438631, "kind": "movie", "quality": "1080p", "profile": "movies"}),
     ] {
-        let (status, answer) = admin.send(Method::POST, "/library/titles", Some(bad.clone())).await;
+        let (status, answer) = admin.send(Method::POST, "/library/titles", bad.clone()).await;
         assert_eq!(status, 422, "{bad}: {answer}");
     }
 
     // A series: every season after the specials, unless seasons are named.
-    let (status, shogun) = admin
-        .send(Method::POST, "/library/titles", Some(json!({"tmdbId": 126308, "kind": "tv", "quality": "1080p"})))
-        .await;
+    let (status, shogun) =
+        admin.send(Method::POST, "/library/titles", json!({"tmdbId": 126308, "kind": "tv", "quality": "1080p"})).await;
     assert_eq!(status, 201, "{shogun}");
     let seasons: Vec<i64> = shogun["slots"].as_array().unwrap().iter().filter_map(|s| s["season"].as_i64()).collect();
     assert_eq!(seasons, [1], "the specials are not wanted by default");
 
     // Another profile; then no longer wanted.
-    let (status, changed) = admin
-        .send(Method::PATCH, &format!("/library/titles/{entity}"), Some(json!({"profile": "quality.movies"})))
-        .await;
+    let (status, changed) =
+        admin.send(Method::PATCH, &format!("/library/titles/{entity}"), json!({"profile": "quality.movies"})).await;
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["slots"][0]["profile"], "quality.movies");
-    let (status, _) =
-        admin.send(Method::PATCH, &format!("/library/titles/{entity}"), Some(json!({"quality": ""}))).await;
+    let (status, _) = admin.send(Method::PATCH, &format!("/library/titles/{entity}"), json!({"quality": ""})).await;
     assert_eq!(status, 422);
-    let (status, removed) = admin.send(Method::DELETE, &format!("/library/titles/{entity}"), None).await;
+    let (status, removed) = admin.send(Method::DELETE, &format!("/library/titles/{entity}"), Value::Null).await;
     assert_eq!(status, 200, "{removed}");
     assert_eq!(removed["slots"][0]["status"], "unwanted");
-    let (status, _) = admin.send(Method::DELETE, &format!("/library/titles/{entity}"), None).await;
+    let (status, _) = admin.send(Method::DELETE, &format!("/library/titles/{entity}"), Value::Null).await;
     assert_eq!(status, 404, "nothing of it is wanted any more");
-    let (status, _) = admin.send(Method::DELETE, "/library/titles/no-such-entity", None).await;
+    let (status, _) = admin.send(Method::DELETE, "/library/titles/no-such-entity", Value::Null).await;
     assert_eq!(status, 404);
     // Wanted again after giving it up: a new slot.
     let (status, _) = admin
-        .send(Method::POST, "/library/titles", Some(json!({"tmdbId": 693134, "kind": "movie", "quality": "1080p"})))
+        .send(Method::POST, "/library/titles", json!({"tmdbId": 693134, "kind": "movie", "quality": "1080p"}))
         .await;
     assert_eq!(status, 201);
 
     // An API key is an automated caller: it needs the execute scope and a grant.
     let key = capstan::http::keys::create(&env.db, "automation", &[EffectClass::Execute], "admin:admin").await.unwrap();
-    let keyed = |body: Value| http.post(format!("{base}/library/titles")).bearer_auth(&key).json(&body).send();
+    let keyed = Api::new(&base).with_key(&key);
     let alien = json!({"tmdbId": 438631, "kind": "movie", "quality": "1080p"});
-    let resp = keyed(alien.clone()).await.unwrap();
-    assert_eq!(resp.status().as_u16(), 403, "{:?}", resp.text().await);
+    let (status, refused) = keyed.post("/library/titles", alien.clone()).await;
+    assert_eq!(status, 403, "{refused}");
     let library = env.caps.domain().inventory(None, 100).await.unwrap();
     assert!(!library.to_string().contains("\"Dune\""), "nothing was added: {library}");
     env.caps.authz().create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:admin").await.unwrap();
-    let resp = keyed(alien).await.unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
+    assert_eq!(keyed.post("/library/titles", alien).await.0, 201);
 
     // What TMDB was asked carried the key, and nothing answered showed it.
     assert!(env.tmdb.received().iter().all(|r| r.query.get("api_key").map(String::as_str) == Some(KEY)));

@@ -10,7 +10,7 @@ use capstan::config::{Auth, SecretRef, ServiceConfig};
 use capstan::pipeline::Origin;
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
-use capstan_tests::api::{login, serve};
+use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
@@ -22,28 +22,6 @@ use serde_json::{Value, json};
 
 const TMDB_KEY: &str = "tmdb-setup-key-41";
 const INDEXER_KEY: &str = "indexer-setup-key-77";
-
-struct Admin {
-    base: String,
-    http: reqwest::Client,
-    cookie: String,
-    csrf: String,
-}
-
-impl Admin {
-    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .header("x-csrf-token", &self.csrf);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
-    }
-}
 
 fn service<'a>(view: &'a Value, name: &str) -> &'a Value {
     view["services"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()
@@ -88,15 +66,13 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     let other =
         capstan::app::App::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id()).caps().clone();
     capstan::setup::spawn_refresh(other.clone());
-    let http = reqwest::Client::new();
-    let (cookie, csrf) = login(&db, &http, &base, "admin").await;
-    let admin = Admin { base: base.clone(), http: http.clone(), cookie, csrf };
+    let admin = Api::new(&base).signed_in(&db, "admin").await;
 
     // Before: TMDB is not set up, and a lookup says so.
     let lookup = json!({"action": "search", "query": "Dune"});
     let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
     assert!(inv.error.unwrap().message.contains("TMDB is not set up"));
-    let (status, view) = admin.send(Method::GET, "/setup", None).await;
+    let (status, view) = admin.send(Method::GET, "/setup", Value::Null).await;
     assert_eq!(status, 200);
     assert_eq!(service(&view, "tmdb")["source"], "unset");
     assert_eq!(service(&view, "torznab-3")["source"], "file");
@@ -112,26 +88,24 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
         ("/setup/roots/library", json!({"path": "/no/such/folder"}), 422),
         ("/setup/roots/downloads", json!({"path": host.dir.path()}), 422),
     ] {
-        let (status, answer) = admin.send(Method::PUT, path, Some(body.clone())).await;
+        let (status, answer) = admin.send(Method::PUT, path, body.clone()).await;
         assert_eq!(status, want, "{path} {body}: {answer}");
     }
-    let (status, _) = admin.send(Method::PUT, "/setup/library", Some(json!({"mode": "teleport"}))).await;
+    let (status, _) = admin.send(Method::PUT, "/setup/library", json!({"mode": "teleport"})).await;
     assert_eq!(status, 422);
     assert_eq!(capstan::setup::store(&caps).version().await.unwrap().0, 0, "nothing was stored");
 
     // TMDB: saved, tested, and used by the next call with no restart.
     let (status, view) = admin
-        .send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url(), "secret": "wrong-key"})))
+        .send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": tmdb.base_url(), "secret": "wrong-key"}))
         .await;
     assert_eq!(status, 200, "{view}");
     assert!(!view.to_string().contains("wrong-key"), "a secret is never shown back");
-    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", None).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", Value::Null).await;
     assert_eq!(tested["ok"], false, "{tested}");
     assert!(tested["found"].as_str().unwrap().contains("refused the credential"), "{tested}");
-    admin
-        .send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url(), "secret": TMDB_KEY})))
-        .await;
-    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", None).await;
+    admin.send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": tmdb.base_url(), "secret": TMDB_KEY})).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/tmdb/test", Value::Null).await;
     assert_eq!(tested["ok"], true, "{tested}");
     assert!(tested["found"].as_str().unwrap().contains("TMDB accepted the credential"), "{tested}");
     let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
@@ -149,8 +123,7 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
         sqlx::query_scalar("SELECT secret FROM setup_entry WHERE name = 'tmdb'").fetch_one(&db.pool).await.unwrap();
     assert!(!stored.contains(TMDB_KEY), "the key is encrypted at rest");
     // A later save without the secret keeps it.
-    let (status, view) =
-        admin.send(Method::PUT, "/setup/services/tmdb", Some(json!({"baseUrl": tmdb.base_url()}))).await;
+    let (status, view) = admin.send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": tmdb.base_url()})).await;
     assert_eq!(status, 200);
     assert_eq!(
         (service(&view, "tmdb")["source"].as_str(), service(&view, "tmdb")["secretSet"].as_bool()),
@@ -159,41 +132,36 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
 
     // An indexer: its caps are read; release.search then knows it.
     let (status, _) = admin
-        .send(
-            Method::PUT,
-            "/setup/services/torznab",
-            Some(json!({"baseUrl": indexer.base_url(), "secret": INDEXER_KEY})),
-        )
+        .send(Method::PUT, "/setup/services/torznab", json!({"baseUrl": indexer.base_url(), "secret": INDEXER_KEY}))
         .await;
     assert_eq!(status, 200);
-    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab/test", None).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab/test", Value::Null).await;
     assert_eq!(tested["ok"], true, "{tested}");
     assert!(tested["found"].as_str().unwrap().contains("Mock Indexer"), "{tested}");
-    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab-3/test", None).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/torznab-3/test", Value::Null).await;
     assert_eq!(tested["ok"], false, "the file's indexer is unreachable: {tested}");
 
     // qBittorrent, real: the login and the version.
     let qb = json!({"baseUrl": qbt.base_url(), "username": qbt.username(), "secret": qbt.password()});
-    let (status, _) = admin.send(Method::PUT, "/setup/services/qbittorrent", Some(qb)).await;
+    let (status, _) = admin.send(Method::PUT, "/setup/services/qbittorrent", qb).await;
     assert_eq!(status, 200);
-    let (_, tested) = admin.send(Method::POST, "/setup/services/qbittorrent/test", None).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/services/qbittorrent/test", Value::Null).await;
     assert_eq!(tested["ok"], true, "{tested}");
     assert!(tested["found"].as_str().unwrap().starts_with("qBittorrent v"), "{tested}");
 
     // Roots, and whether downloads hard-link into the library.
     for (name, dir) in [("downloads", &downloads), ("library", &library)] {
-        let (status, answer) =
-            admin.send(Method::PUT, &format!("/setup/roots/{name}"), Some(json!({"path": dir}))).await;
+        let (status, answer) = admin.send(Method::PUT, &format!("/setup/roots/{name}"), json!({"path": dir})).await;
         assert_eq!(status, 200, "{answer}");
     }
-    let (_, tested) = admin.send(Method::POST, "/setup/roots/test", None).await;
+    let (_, tested) = admin.send(Method::POST, "/setup/roots/test", Value::Null).await;
     assert_eq!(tested["ok"], true, "{tested}");
     assert!(tested["found"].as_str().unwrap().contains("can be hard-linked"), "{tested}");
     assert_eq!(caps.runtime().root_paths()["library"], library);
 
     // The library's naming becomes the organizer's and the submitter's settings.
     let naming = json!({"movieTemplate": "{Movie Title} ({Release Year})", "savePath": "/srv/downloads/movies"});
-    let (status, _) = admin.send(Method::PUT, "/setup/library", Some(naming)).await;
+    let (status, _) = admin.send(Method::PUT, "/setup/library", naming).await;
     assert_eq!(status, 200);
     let config = caps.runtime().config().clone();
     let effective = capstan::setup::store(&caps).effective(&config).await.unwrap();
@@ -205,20 +173,16 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
 
     // Keys cannot set services up; every change is audited.
     let key = capstan::http::keys::create(&db, "automation", &[EffectClass::Execute], "admin:admin").await.unwrap();
-    let resp = http
-        .put(format!("{base}/setup/services/tmdb"))
-        .bearer_auth(&key)
-        .json(&json!({"baseUrl": "http://evil", "secret": "x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
+    let keyed = Api::new(&base).with_key(&key);
+    let (status, _) =
+        keyed.send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": "http://evil", "secret": "x"})).await;
+    assert_eq!(status, 403);
     let audit = caps.audit().list(0, 1000).await.unwrap();
     let changes = audit.iter().filter(|e| e.event.action.starts_with("setup.")).count();
     assert_eq!(changes, 8, "every accepted change is audited once");
 
     // Forgotten: TMDB is no longer set up, at once.
-    let (status, _) = admin.send(Method::DELETE, "/setup/services/tmdb", None).await;
+    let (status, _) = admin.send(Method::DELETE, "/setup/services/tmdb", Value::Null).await;
     assert_eq!(status, 200);
     let inv = caps.invoke(&Origin::cli(EffectClass::Read), "catalog.lookup", &lookup).await.unwrap();
     assert!(inv.error.unwrap().message.contains("TMDB is not set up"));
