@@ -119,3 +119,82 @@ pub fn marker_count(text: &str) -> Option<usize> {
     let digits: String = head.chars().rev().take_while(|c| c.is_ascii_digit()).collect();
     digits.chars().rev().collect::<String>().parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn assistant(blocks: Vec<Block>) -> Message {
+        Message { role: Role::Assistant, content: blocks }
+    }
+
+    fn user(blocks: Vec<Block>) -> Message {
+        Message { role: Role::User, content: blocks }
+    }
+
+    /// A conversation of `turns` tool transactions answering `asked`, each
+    /// result `result_chars` long.
+    fn conversation(asked: &str, turns: usize, result_chars: usize) -> ModelRequest {
+        let mut messages = vec![Message::user_text(asked)];
+        for i in 0..turns {
+            messages.push(assistant(vec![
+                Block::Text { text: format!("step {i}") },
+                Block::ToolUse { id: format!("c{i}"), name: "inventory.query".into(), input: json!({"n": i}) },
+            ]));
+            messages.push(user(vec![Block::ToolResult {
+                tool_use_id: format!("c{i}"),
+                content: format!("result {i} {}", "x".repeat(result_chars)),
+                is_error: false,
+            }]));
+        }
+        ModelRequest { system: "You are Capstan's agent.".into(), messages, tools: Vec::new(), max_tokens: 1024 }
+    }
+
+    #[test]
+    fn a_request_under_the_threshold_is_left_alone() {
+        let counter = TokenCounter::for_provider("scripted");
+        let request = conversation("what do I have?", 2, 10);
+        assert_eq!(compact(&request, "what do I have?", &counter, 100_000, 0.8), Ok(Compaction::NotNeeded));
+    }
+
+    #[test]
+    fn compaction_keeps_the_request_and_the_latest_transaction_and_counts_what_it_dropped() {
+        let counter = TokenCounter::for_provider("scripted");
+        let asked = "fetch Dune: Part Two";
+        let request = conversation(asked, 6, 2_000);
+        let window = counter.count_request(&request) / 2;
+        let Ok(Compaction::Compacted { messages, before, after }) = compact(&request, asked, &counter, window, 0.8)
+        else {
+            panic!("a request over the threshold is compacted");
+        };
+        assert!(after < before && after <= window, "{before} → {after} within {window}");
+        // The digest first: the request whole, then how many answers it stands for.
+        let Block::Text { text: digest } = &messages[0].content[0] else { panic!("a digest") };
+        assert!(digest.starts_with(asked), "{digest}");
+        assert_eq!(marker_count(digest), Some(5), "five earlier answers were dropped: {digest}");
+        // The latest tool transaction, untouched.
+        assert_eq!(&messages[1..], &request.messages[request.messages.len() - 2..]);
+        // Compacting again counts the earlier digest too.
+        let mut next = request.clone();
+        next.messages = messages;
+        next.messages.extend(conversation(asked, 1, 2_000).messages.into_iter().skip(1));
+        next.messages.extend(conversation(asked, 1, 2_000).messages.into_iter().skip(1));
+        let Ok(Compaction::Compacted { messages, .. }) = compact(&next, asked, &counter, window, 0.1) else {
+            panic!("compacted again");
+        };
+        let Block::Text { text: digest } = &messages[0].content[0] else { panic!("a digest") };
+        assert_eq!(marker_count(digest), Some(5 + 2), "{digest}");
+    }
+
+    #[test]
+    fn what_must_be_kept_is_never_dropped_to_fit() {
+        let counter = TokenCounter::for_provider("scripted");
+        let asked = "fetch Dune: Part Two";
+        // The latest result alone is larger than the window.
+        let request = conversation(asked, 2, 40_000);
+        let error = compact(&request, asked, &counter, 1_000, 0.8).unwrap_err();
+        assert!(error.contains("nothing was dropped") && error.contains("model.context_budget"), "{error}");
+    }
+}

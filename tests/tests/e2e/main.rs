@@ -1,56 +1,35 @@
-//! Capstan's end-to-end suites, one module per concern, in one test binary.
+//! Capstan's end-to-end suites, in one test binary, grouped by concern.
+//! Where each host module is exercised end to end:
+//!
+//! | host module (`host/src/`) | suites |
+//! |---|---|
+//! | `runtime` (loader, registry, host imports, limits) | `sandbox::*`, `media::release`, `media::qbittorrent` |
+//! | `runtime::host::outbound` | `sandbox::outbound`, `sandbox::outbound_edges`, `media::catalog`, `media::search` |
+//! | `runtime::host::files` | `sandbox::files`, `sandbox::files_edges`, `media::organize` |
+//! | `pipeline` (the invoke path) | `storage::ledger`, `authority::*`, `media::library` |
+//! | `ledger`, `audit` | `storage::ledger`, `http::api` |
+//! | `authz` | `authority::approvals`, `authority::authz`, `agent::gate` |
+//! | `tasks` | `storage::tasks`, `media::pipeline` |
+//! | `domain` | `storage::domain`, `storage::domain_api`, `media::organize` |
+//! | `store` | `storage::store` and every suite run on both backends |
+//! | `settings`, `setup` | `storage::settings`, `storage::setup`, `http::console_services` |
+//! | `acquisition` | `media::pipeline`, `media::quality`, `media::download`, `media::getting_started` |
+//! | `agent` | `agent::*` |
+//! | `http` (API, OpenAPI, console) | `http::*`, `storage::domain_api`, `media::titles` |
+//! | `events` | `http::events`, `agent::runs` |
+//! | `metrics` | `http::operations` |
+//! | `config`, `cli` | `cli::*` |
+//!
+//! Suites on storage run twice (`::sqlite`, `::postgres`); the Chromium
+//! suites are `http::console*`, `http::lan` and `media::getting_started`.
 
 mod agent;
-mod agent_context;
-mod agent_gate;
-mod agent_limits;
-mod agent_media;
-mod agent_outcomes;
-mod agent_providers;
-mod agent_runs;
-mod agent_third_party;
-mod agent_verdict;
-mod agent_wire;
-mod approvals;
-mod authz;
-mod bounded;
-mod catalog;
+mod authority;
 mod cli;
-mod cli_paths;
-mod console;
-mod console_forms;
-mod console_library;
-mod console_services;
-mod docs;
-mod domain;
-mod domain_api;
-mod download;
-mod events;
-mod files;
-mod files_edges;
-mod fuzz;
-mod getting_started;
 mod http;
-mod lan;
-mod ledger;
-mod library;
-mod library_titles;
-mod loading;
-mod loading_edges;
-mod operations;
-mod organize;
-mod outbound;
-mod outbound_edges;
-mod pipeline;
-mod qbittorrent;
-mod quality;
-mod release;
+mod media;
 mod sandbox;
-mod search;
-mod settings;
-mod setup;
-mod store;
-mod tasks;
+mod storage;
 
 use capstan::runtime::{Actor, EffectClass, Grant};
 

@@ -102,3 +102,82 @@ pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> 
 pub fn decision_options() -> Value {
     serde_json::json!(["raise the budget and send the run a message", "leave the run ended"])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::runs::{RunMode, RunStatus};
+
+    fn limits() -> RunLimits {
+        RunLimits {
+            max_tool_calls: 10,
+            max_duration: Duration::from_secs(60),
+            max_tokens: 1_000,
+            max_cost_usd: 0.5,
+            price_input_per_mtok: 3.0,
+            price_output_per_mtok: 15.0,
+            max_tools: 0,
+            context_budget: 100_000,
+            compaction: true,
+            compaction_ratio: 0.8,
+            goal_poll: Duration::from_secs(30),
+            goal_wait: Duration::from_secs(3600),
+        }
+    }
+
+    fn run(tool_calls: i64, tokens: i64, cost_usd: f64, started_ms_ago: i64) -> Run {
+        let now = now_ms();
+        Run {
+            id: "r1".into(),
+            goal: "fetch Dune".into(),
+            mode: RunMode::Execute,
+            capability_allowlist: None,
+            status: RunStatus::Running,
+            created_by: "admin:bob".into(),
+            task_id: None,
+            report_id: None,
+            final_text: None,
+            error: None,
+            abort_reason: None,
+            tool_calls,
+            tokens,
+            cost_usd,
+            started_at: Some(now - started_ms_ago),
+            resumed_at: None,
+            finished_at: None,
+            blocked_on: None,
+            wake_at: None,
+            wait_until: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    #[test]
+    fn a_model_answer_costs_its_tokens_at_the_prices_per_million() {
+        let cost = limits().cost(1_000_000, 100_000);
+        assert!((cost - (3.0 + 1.5)).abs() < 1e-9, "{cost}");
+        assert_eq!(limits().cost(0, 0), 0.0);
+    }
+
+    #[test]
+    fn each_run_budget_says_which_is_spent() {
+        let limits = limits();
+        assert_eq!(limits.exceeded(&run(9, 999, 0.49, 0), 1), None, "at every limit, nothing is spent");
+        let calls = limits.exceeded(&run(9, 0, 0.0, 0), 2).unwrap();
+        assert!(calls.contains("more than 10 tool calls"), "{calls}");
+        let tokens = limits.exceeded(&run(0, 1_001, 0.0, 0), 0).unwrap();
+        assert!(tokens.contains("1001 tokens"), "{tokens}");
+        let cost = limits.exceeded(&run(0, 0, 0.51, 0), 0).unwrap();
+        assert!(cost.contains("$0.5100"), "{cost}");
+        let time = limits.exceeded(&run(0, 0, 0.0, 61_000), 0).unwrap();
+        assert!(time.contains("longer than 60 s"), "{time}");
+    }
+
+    #[test]
+    fn a_run_woken_later_has_its_own_time_again() {
+        let mut woken = run(0, 0, 0.0, 86_400_000);
+        woken.resumed_at = Some(now_ms());
+        assert_eq!(limits().exceeded(&woken, 0), None, "counted from the latest start");
+    }
+}

@@ -157,3 +157,115 @@ impl Discovery {
         self.candidates.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::{EffectClass, Replay};
+
+    fn tool(id: &str, aliases: &[&str], tags: &[&str], description: &str, schema_chars: usize) -> Descriptor {
+        Descriptor {
+            id: id.into(),
+            version: 1,
+            label: EffectClass::Read,
+            summary: format!("{id} summary"),
+            description: description.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+            input_schema: json!({"type": "object", "description": "x".repeat(schema_chars)}),
+            output_schema: json!({}),
+            replay: Replay::Safe,
+            services: Vec::new(),
+        }
+    }
+
+    fn catalog() -> Vec<Descriptor> {
+        vec![
+            tool("release.search", &["find torrents"], &["indexer"], "Searches Torznab indexers for releases", 100),
+            tool("organize.plan", &["整理"], &["library"], "Plans where a finished download's files go", 100),
+            tool("catalog.lookup", &["tmdb"], &["metadata"], "Looks titles up on TMDB", 100),
+            tool("download.status", &[], &["qbittorrent"], "Reads torrent progress from qBittorrent", 100),
+        ]
+    }
+
+    fn names(found: &[Found]) -> Vec<&str> {
+        found.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    #[test]
+    fn the_exact_name_beats_an_alias_beats_a_tag_beats_a_word_of_the_name_beats_the_description() {
+        let mut catalog = catalog();
+        // Each of these matches "library" in a different way.
+        catalog.push(tool("library", &[], &[], "", 10));
+        catalog.push(tool("inventory.query", &["library"], &[], "", 10));
+        catalog.push(tool("library.want", &[], &[], "", 10));
+        catalog.push(tool("task.inspect", &[], &[], "Lists what the library's tasks did", 10));
+        let mut discovery = Discovery::new(catalog);
+        let found = discovery.search("library", 8);
+        assert_eq!(
+            names(&found),
+            ["library", "inventory.query", "organize.plan", "library.want", "task.inspect"],
+            "exact id, alias, tag, a word of the id, the description"
+        );
+        assert!(discovery.search("nothing matches this", 8).is_empty());
+        assert!(discovery.search("   ", 8).is_empty(), "an empty search finds nothing");
+    }
+
+    #[test]
+    fn aliases_in_any_language_and_results_are_capped() {
+        let mut discovery = Discovery::new(catalog());
+        assert_eq!(names(&discovery.search("整理", 8)), ["organize.plan"]);
+        let mut many: Vec<Descriptor> =
+            (0..20).map(|i| tool(&format!("probe.p{i}"), &[], &["probe"], "", 10)).collect();
+        many.extend(catalog());
+        let mut discovery = Discovery::new(many);
+        assert_eq!(discovery.search("probe", 100).len(), MAX_RESULTS);
+        assert_eq!(discovery.search("probe", 0).len(), 1, "a limit below one still finds one");
+    }
+
+    #[test]
+    fn the_first_request_gets_the_tools_its_words_name() {
+        let discovery = Discovery::new(catalog());
+        assert_eq!(discovery.initial("look up Dune on tmdb", 1), ["catalog.lookup"]);
+        assert_eq!(discovery.initial("is my download done? check qbittorrent", 1), ["download.status"]);
+        assert_eq!(discovery.initial("hello", 2), ["release.search", "organize.plan"], "ties keep the catalog's order");
+    }
+
+    #[test]
+    fn candidates_are_enabled_most_recent_first_within_both_budgets() {
+        let mut catalog = catalog();
+        catalog.push(tool("huge.tool", &[], &["big"], "", 40_000));
+        let mut discovery = Discovery::new(catalog);
+        discovery.search("metadata", 8);
+        discovery.search("qbittorrent", 8);
+        discovery.search("big", 8);
+        let selection = discovery.select(200_000, 1_000);
+        assert_eq!(selection.enabled, ["download.status", "catalog.lookup"], "most recent first");
+        assert_eq!(selection.left_out.len(), 1);
+        assert!(selection.left_out[0].1.contains("discovery budget"), "{:?}", selection.left_out);
+
+        // A request that already fills the window leaves no headroom.
+        let crowded = discovery.select(200_000, 199_000);
+        assert!(crowded.enabled.is_empty());
+        assert!(crowded.left_out.iter().any(|(_, why)| why.contains("15%")), "{:?}", crowded.left_out);
+
+        // A new user request starts afresh.
+        discovery.reset();
+        assert_eq!(discovery.select(200_000, 0), Selection::default());
+    }
+
+    #[test]
+    fn the_window_keeps_the_most_recent_candidates() {
+        let many: Vec<Descriptor> = (0..40).map(|i| tool(&format!("probe.p{i:02}"), &[], &[], "", 10)).collect();
+        let mut discovery = Discovery::new(many);
+        for i in 0..40 {
+            discovery.search(&format!("probe.p{i:02}"), 1);
+        }
+        let enabled = discovery.select(1_000_000, 0).enabled;
+        assert_eq!(enabled.len(), WINDOW);
+        assert_eq!(enabled[0], "probe.p39");
+        assert!(!enabled.contains(&"probe.p00".to_string()), "the oldest fell out of the window");
+    }
+}

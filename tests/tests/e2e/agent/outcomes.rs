@@ -1,0 +1,220 @@
+//! How a run's tool calls and waiting end, as the user sees them: botched
+//! tool arguments are a failed result that never runs, a write whose outcome
+//! nobody knows is reported `unknown` (never repeated, never a success), and
+//! a run waits for what it touched no longer than `agent.goal_wait_hours`.
+//! On SQLite and on PostgreSQL.
+
+use std::sync::atomic::Ordering;
+
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use capstan_tests::mock_llm::{MockLlm, Reply, sse};
+use serde_json::{Value, json};
+
+use crate::agent::runs::{ended, events_of, report, set, start, use_mock_anthropic};
+use crate::storage::ledger::{Env, env};
+
+/// An execute run, created but not yet queued, that drafted a plan for a
+/// wanted movie whose release has infohash `hash`.
+async fn a_run_with_a_draft(
+    env: &Env,
+    hash: &str,
+) -> (capstan::agent::AgentRuntime, capstan::agent::runs::Run, capstan::domain::Plan) {
+    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let new = capstan::agent::runs::NewRun {
+        goal: "fetch Dune".into(),
+        mode: capstan::agent::runs::RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+    };
+    let run = agent.runs().create(&new).await.unwrap();
+    let domain = env.caps.domain();
+    let (slot, release) = crate::storage::domain::wanted_movie(domain, hash).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let by = capstan::domain::Author { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
+    let plan = domain.draft_plan(&by, &new).await.unwrap();
+    (agent, run, plan)
+}
+
+/// Counts with a capability whose effects may never be replayed.
+const COUNTING_NEVER: &str = r#"{"scripts": [{
+  "match": ["count"],
+  "steps": [
+    {"tools": [
+      {"name": "test.counter-never", "input": {"label": "once"}},
+      {"name": "test.counter-never", "input": {"label": "once"}}]}
+  ],
+  "finalText": "Counted to {{test.counter-never.count}}."
+}]}"#;
+
+async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Backend) {
+    let env = env(backend).await;
+    set(&env.caps, &[("model.script", json!(COUNTING_NEVER))]).await;
+    capstan_tests::grants::allow_everything(&env.caps).await;
+    let api = start(&env).await;
+    // The component traps after the counter server counted.
+    env.mock.counters.crash_next.store(true, Ordering::SeqCst);
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = crate::agent::runs::wait_run(&api, &id, "ended", ended).await;
+    assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 1, "the repeat in the same request did not run");
+    let finished: Vec<&str> = events_of(&body, "agent.tool_call")
+        .into_iter()
+        .filter(|e| e["payload"]["phase"] == "finished")
+        .map(|e| e["payload"]["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(finished, ["unknown", "unknown"], "{body}");
+    assert_eq!(body["run"]["status"], "failed", "an unknown outcome is not a success: {body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("unknown"), "{body}");
+    let report = report(&body);
+    assert_eq!(report["verified"]["unknownWrites"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(report["verified"]["toolCalls"]["unknown"], 2);
+    assert_eq!(report["modelFinalText"]["text"], "Counted to (unknown).", "no count is guessed");
+    // What the model was told, from the session log.
+    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let session = capstan::agent::session_log::read(&agent.session_path(&id)).unwrap();
+    let told: Vec<&String> = session
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            capstan::agent::providers::Block::ToolResult { content, .. } => Some(content),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 2);
+    assert!(told.iter().all(|t| t.contains("result unknown — verify before retrying")), "{told:?}");
+}
+
+/// A run whose plan never settles waits no longer than
+/// `agent.goal_wait_hours`, then ends `failed` saying so; its report tells
+/// where the plan stood.
+async fn a_run_waits_for_what_it_touched_no_longer_than_allowed(backend: Backend) {
+    let env = env(backend).await;
+    set(
+        &env.caps,
+        &[
+            ("model.script", json!(r#"{"scripts": [{"steps": [], "finalText": "It is on its way."}]}"#)),
+            ("agent.goal_wait_hours", json!(0)),
+            ("agent.goal_poll_sec", json!(1)),
+        ],
+    )
+    .await;
+    // The run reserved a plan that nothing will move on.
+    let (agent, run, plan) = a_run_with_a_draft(&env, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await;
+    env.caps.domain().reserve_plan(&plan.id).await.unwrap();
+    let api = start(&env).await;
+    agent.wake(&run.id, "admin:test").await.unwrap();
+    let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "failed", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("did not settle within agent.goal_wait_hours"), "{body}");
+    let statuses: Vec<&str> =
+        events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["running", "waiting", "failed"], "it waited, looked again, and gave up");
+    let report = report(&body);
+    assert_eq!(report["verified"]["plans"][0]["outcome"], "in progress", "{report}");
+    assert_eq!(report["modelFinalText"], json!({"text": "It is on its way.", "verified": false}));
+}
+
+/// A tool call whose arguments the model botched is answered as failed,
+/// with the reason, and never reaches the capability.
+async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backend) {
+    let env = env(backend).await;
+    capstan_tests::grants::allow_everything(&env.caps).await;
+    let answer = |blocks: Vec<(&str, Value)>, stop: &str| {
+        let mut events =
+            vec![("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 9}}}))];
+        events.extend(blocks);
+        events.push((
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 4}}),
+        ));
+        events.push(("message_stop", json!({"type": "message_stop"})));
+        Reply::Stream(vec![sse(&events)])
+    };
+    let botched = answer(
+        vec![
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "test_counter-safe", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"label\": \"on"}}),
+            ),
+            ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ],
+        "tool_use",
+    );
+    let sorry = answer(
+        vec![
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "My arguments were broken."}}),
+            ),
+            ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ],
+        "end_turn",
+    );
+    let llm = MockLlm::start(vec![botched, sorry]).await;
+    use_mock_anthropic(&env.caps, &llm).await;
+    let api = start(&env).await;
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = crate::agent::runs::wait_run(&api, &id, "ended", ended).await;
+    // Its only change never ran: not a success, and the report says why.
+    assert_eq!(body["run"]["status"], "failed", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("every change the run tried failed"), "{body}");
+    assert!(report(&body)["reasons"][0].as_str().unwrap().contains("not valid JSON"), "{body}");
+    assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 0, "the capability never ran");
+    assert!(capstan::ledger::for_run(&env.db, &id).await.unwrap().is_empty(), "nothing was claimed");
+    let finished: Vec<&str> = events_of(&body, "agent.tool_call")
+        .into_iter()
+        .filter(|e| e["payload"]["phase"] == "finished")
+        .map(|e| e["payload"]["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(finished, ["failed"]);
+    let told = &llm.requests()[1].body["messages"][2]["content"][0];
+    assert_eq!((told["type"].as_str(), told["is_error"].as_bool()), (Some("tool_result"), Some(true)), "{told}");
+    assert!(told["content"].as_str().unwrap().contains("not valid JSON"), "the model is told why: {told}");
+}
+
+/// A run refused at `download.submit` asks a human and waits; a rejection
+/// ends it `failed`, saying a human rejected the plan.
+async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
+    let env = env(backend).await;
+    let (agent, run, plan) = a_run_with_a_draft(&env, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
+    let script = json!({"scripts": [{"steps": [{"tools": [{"name": "download.submit", "input": {"planId": plan.id}}]}],
+        "finalText": "Asked for it."}]});
+    set(&env.caps, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;
+    let api = start(&env).await;
+    agent.wake(&run.id, "admin:test").await.unwrap();
+    let body = crate::agent::runs::wait_run(&api, &run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
+    assert_eq!(body["run"]["status"], "waiting", "{body}");
+    let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+    let approval = pending.iter().find(|a| a.requested_by == format!("agent:{}", run.id)).expect("asked a human");
+    let denied = events_of(&body, "agent.tool_call").into_iter().find(|e| e["payload"]["phase"] == "denied").cloned();
+    assert!(denied.is_some(), "{body}");
+
+    let alice = api.signed_in(&env.db, "alice").await;
+    let rejected = json!({"status": "rejected", "payloadHash": approval.payload_hash});
+    let (status, answer) = alice.send(reqwest::Method::PATCH, &format!("/approvals/{}", approval.id), rejected).await;
+    assert_eq!(status, 200, "{answer}");
+    let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "failed", "{body}");
+    assert!(body["run"]["error"].as_str().unwrap().contains("a human rejected 1"), "{body}");
+    assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "draft: a human rejected it");
+    assert!(agent.runs().messages(&run.id).await.unwrap().len() == 1, "a rejection sends no message");
+}
+
+both_backends!(
+    a_run_asks_a_human_and_a_rejection_ends_it,
+    botched_tool_arguments_are_a_failed_result_and_never_run,
+    a_run_waits_for_what_it_touched_no_longer_than_allowed,
+    an_uncertain_write_is_reported_unknown_and_never_repeated,
+);

@@ -1,0 +1,4 @@
+//! Who may act: approvals and automation grants for automated callers.
+
+pub mod approvals;
+mod authz;

@@ -1,0 +1,71 @@
+//! A newcomer in a real Chromium gets titles into the library: searches
+//! TMDB (a mock on loopback) from the Library tab, sees posters and years,
+//! picks a movie and a quality and wants it, is told clearly when it is
+//! already wanted, wants one season of a series, and stops wanting a title.
+
+use capstan_tests::browser::Browser;
+use capstan_tests::db::Backend;
+
+use crate::media::titles::env;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
+    let env = env(Backend::Sqlite).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(&env.db, "newcomer", "correct horse battery").await.unwrap();
+    let browser = Browser::start().await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    browser.click("nav button[data-tab=library]").await;
+
+    // Search, see what TMDB knows, pick the movie, want it at 2160p.
+    browser.fill("#add-query", "Dune").await;
+    browser.click("#add-search-button").await;
+    let results =
+        browser.wait_text("#add-results", "listed TMDB's matches", |t| t.contains("Dune: Part Two (2024)")).await;
+    assert!(results.contains("Dune: Prophecy (2024)") && results.contains("series"), "{results}");
+    let poster = browser.attr("#add-results li[data-tmdb-id='693134'] img", "src").await.unwrap();
+    assert_eq!(poster, "https://image.tmdb.org/t/p/w92/poster-693134.jpg");
+    browser.click("#add-results li[data-tmdb-id='693134'] .choose").await;
+    browser.wait_text("#add-picked", "showed the pick", |t| t == "Dune: Part Two (2024)").await;
+    assert!(!browser.shown("#add-seasons").await, "a movie has no seasons to pick");
+    browser.click("#add-quality option[value='2160p']").await;
+    browser.click("#add-save").await;
+    browser.wait_text("#add-done", "confirmed", |t| t.contains("Wanted: Dune: Part Two (2024)")).await;
+    browser
+        .wait_text("#library", "listed it", |t| t.contains("Dune: Part Two (2024)") && t.contains("2160p wanted"))
+        .await;
+
+    // The same again is refused, with the reason, next to the form.
+    browser.fill("#add-query", "Dune").await;
+    browser.click("#add-search-button").await;
+    browser.wait_text("#add-results", "listed it again", |t| t.contains("Dune: Part Two (2024)")).await;
+    browser.click("#add-results li[data-tmdb-id='693134'] .choose").await;
+    browser.wait_text("#add-picked", "showed the pick", |t| t == "Dune: Part Two (2024)").await;
+    browser.click("#add-save").await;
+    browser.wait_text("#add-error", "said why", |t| t.contains("is already wanted")).await;
+
+    // A series: its seasons are offered, the specials unticked.
+    browser.fill("#add-query", "Shogun").await;
+    browser.click("#add-kind option[value='tv']").await;
+    browser.click("#add-search-button").await;
+    browser.wait_text("#add-results", "found the series", |t| t.contains("Shōgun (2024)")).await;
+    browser.click("#add-results li[data-tmdb-id='126308'] .choose").await;
+    let seasons = browser.wait_text("#add-seasons", "offered the seasons", |t| t.contains("Season 1")).await;
+    assert!(seasons.contains("Specials"), "{seasons}");
+    browser.click("#add-quality option[value='1080p']").await;
+    browser.click("#add-save").await;
+    browser
+        .wait_text("#library", "listed the season", |t| {
+            t.contains("Shōgun (2024)") && t.contains("season 1 1080p wanted")
+        })
+        .await;
+    let slots = env.caps.domain().slots_with_status("wanted", 100).await.unwrap();
+    assert_eq!(slots.iter().filter(|s| s.season == Some(0)).count(), 0, "the specials were not wanted");
+
+    // Stop wanting the movie.
+    let movie = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
+    browser.click(&format!("#library tr[data-entity-id='{}'] .unwant", movie.id)).await;
+    browser.wait_text("#library", "gave it up", |t| t.contains("2160p not wanted")).await;
+    browser.close().await;
+}

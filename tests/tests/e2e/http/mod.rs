@@ -1,0 +1,13 @@
+//! The HTTP API and the operator console: keys and scopes, the event stream,
+//! Schemathesis against the OpenAPI document, operations endpoints, and the
+//! console in a real Chromium (also from the LAN).
+
+mod api;
+mod console;
+mod console_forms;
+mod console_library;
+mod console_services;
+pub mod events;
+mod fuzz;
+mod lan;
+mod operations;

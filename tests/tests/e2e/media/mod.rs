@@ -1,0 +1,16 @@
+//! The media capabilities and the acquisition pipeline against mock TMDB and
+//! Torznab servers and a real qBittorrent: lookups, searches, release names,
+//! downloads, organizing, the library, quality policies, and the getting-
+//! started walk-through.
+
+mod catalog;
+mod download;
+mod getting_started;
+mod library;
+mod organize;
+mod pipeline;
+mod qbittorrent;
+mod quality;
+mod release;
+mod search;
+pub mod titles;

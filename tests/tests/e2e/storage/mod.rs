@@ -1,0 +1,11 @@
+//! The durable core on SQLite and PostgreSQL: the store under cancellation,
+//! the ledger, tasks, the domain store (directly and over HTTP), settings and
+//! the console's setup.
+
+pub mod domain;
+mod domain_api;
+pub mod ledger;
+mod settings;
+mod setup;
+mod store;
+mod tasks;

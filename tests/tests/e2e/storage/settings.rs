@@ -1,0 +1,133 @@
+//! Settings over HTTP: values with defaults, changes only from a console
+//! session, all-or-nothing validation, and secrets that are write-only,
+//! encrypted at rest under a master key kept 0600 in the data directory (or
+//! given in `CAPSTAN_MASTER_KEY`), and never shown again.
+
+use std::process::Command;
+
+use capstan::runtime::EffectClass;
+use capstan::settings::{MasterKey, Settings};
+use capstan_tests::api::{login, serve};
+use capstan_tests::binary::capstan_bin;
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use serde_json::{Value, json};
+
+use crate::storage::ledger::env;
+
+const API_KEY: &str = "sk-ant-test-0123456789abcdef";
+
+async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
+    let env = env(backend).await;
+    let base = serve(env.app.clone()).await;
+    let http = reqwest::Client::new();
+    let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
+    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
+    let url = format!("{base}/settings");
+    let patch =
+        |body: Value| http.patch(&url).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send();
+
+    let read: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(read["settings"]["model.provider"], "scripted");
+    assert_eq!(read["settings"]["automation.enabled"], true);
+    assert_eq!(read["settings"]["model.api_key"], json!({"set": false}));
+    assert_eq!(read["schema"]["model.api_key"]["schema"]["writeOnly"], true);
+
+    // Keys cannot change settings.
+    let resp = http.patch(&url).bearer_auth(&key).json(&json!({"automation.enabled": false})).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    assert!(env.caps.authz().switches().await.unwrap().automation_enabled);
+
+    // One bad entry refuses the whole change; a bad value names its field.
+    for (bad, field) in [
+        (json!({"model.provider": "anthropic", "model.temperature": 1}), None),
+        (json!({"model.provider": "anthropic", "agent.max_tool_calls": "ten"}), Some("agent.max_tool_calls")),
+        (json!({"model.provider": "anthropic", "agent.max_tool_calls": 2.5}), Some("agent.max_tool_calls")),
+        (
+            json!({"model.provider": "anthropic", "model.compaction.threshold_ratio": 1.5}),
+            Some("model.compaction.threshold_ratio"),
+        ),
+        (json!({"model.provider": "skynet"}), Some("model.provider")),
+        (json!({"model.base_url": "ftp://example.com"}), Some("model.base_url")),
+        (json!({}), None),
+    ] {
+        let resp = patch(bad.clone()).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 422, "{bad}");
+        let body: Value = resp.json().await.unwrap();
+        // The document's schema refuses most; the registry what it cannot say.
+        let code = body["error"]["code"].as_str().unwrap_or_default();
+        assert!(matches!(code, "invalid_body" | "invalid_setting"), "{body}");
+        assert_eq!(body["error"]["field"].as_str(), field, "{bad}: {body}");
+    }
+    // What a form needs: each setting's label, area and bounds.
+    let described = &read["schema"]["agent.max_tool_calls"];
+    assert_eq!((described["label"].as_str(), described["group"].as_str()), (Some("Tool calls per run"), Some("Agent")));
+    assert_eq!(
+        (described["schema"]["minimum"].as_i64(), described["schema"]["maximum"].as_i64()),
+        (Some(1), Some(10_000))
+    );
+    assert_eq!(read["groups"], json!(["Model", "Agent", "Budgets", "Automation"]));
+    let resp = patch(json!(["not", "an", "object"])).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 422);
+    let unchanged: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(unchanged["settings"]["model.provider"], "scripted");
+
+    let resp = patch(json!({"model.provider": "anthropic", "model.api_key": API_KEY, "automation.enabled": false}))
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.unwrap();
+    assert!(!text.contains(API_KEY), "the answer shows the secret: {text}");
+    let after: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(after["settings"]["model.api_key"], json!({"set": true}));
+    assert_eq!(after["settings"]["model.provider"], "anthropic");
+    // The automation switch is the same setting the invoke path reads.
+    assert!(!env.caps.authz().switches().await.unwrap().automation_enabled);
+    let listed = http.get(&url).bearer_auth(&key).send().await.unwrap().text().await.unwrap();
+    assert!(!listed.contains(API_KEY));
+
+    // At rest: ciphertext only, bound to its key, readable with the master key.
+    let stored: String = sqlx::query_scalar("SELECT value FROM setting WHERE key = 'model.api_key'")
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap();
+    assert!(stored.starts_with("enc:v1:") && !stored.contains(API_KEY), "{stored}");
+    assert_eq!(env.caps.settings().secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
+    let master = env.caps.settings().master_key().unwrap();
+    assert!(master.decrypt("model.other", &stored).is_err(), "a ciphertext moved to another key must not decrypt");
+    let stranger = MasterKey::from_text(&"ab".repeat(32)).unwrap();
+    assert!(stranger.decrypt("model.api_key", &stored).is_err());
+
+    // The key file is private, and a second process finds the same key.
+    let data_dir = env.caps.runtime().config().data_dir();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data_dir.join("master.key")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let again = Settings::new(env.db.clone(), data_dir, capstan::agent::providers::scripted::Scripted::check);
+    assert_eq!(again.secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
+
+    // null clears a secret and resets a value.
+    patch(json!({"model.api_key": null, "model.provider": null})).await.unwrap();
+    let cleared: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(cleared["settings"]["model.api_key"], json!({"set": false}));
+    assert_eq!(cleared["settings"]["model.provider"], "scripted");
+}
+
+both_backends!(secrets_are_write_only_and_encrypted_at_rest);
+
+#[test]
+fn a_malformed_master_key_stops_the_start_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(capstan_bin())
+        .args(["--data-dir", &dir.path().join("data").display().to_string()])
+        .args(["invoke", "release.inspect", "--input", r#"{"name":"x"}"#])
+        .env("CAPSTAN_MASTER_KEY", "too-short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CAPSTAN_MASTER_KEY must be 32 bytes"), "{err}");
+}

@@ -1,0 +1,189 @@
+//! Durable tasks: dedupe, backoff to dead, cancel and retry; and two worker
+//! processes where one is killed with SIGKILL mid-task and the other takes
+//! the task over after the lease lapses and completes it once. On SQLite and
+//! on PostgreSQL.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capstan::audit::Audit;
+use capstan::store::Db;
+use capstan::tasks::{NewTask, TaskError, TaskStatus, Tasks};
+use capstan_tests::binary::capstan_bin;
+use capstan_tests::both_backends;
+use capstan_tests::components;
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::host::{TestHost, shared_cache};
+use serde_json::json;
+
+fn new_task(payload: serde_json::Value, dedupe: Option<&str>) -> NewTask {
+    NewTask {
+        kind: "invokeCapability".into(),
+        subject: Some("subject-1".into()),
+        payload,
+        dedupe_key: dedupe.map(str::to_string),
+        max_attempts: 2,
+        created_by: "test".into(),
+    }
+}
+
+async fn dedupe_backoff_cancel_and_retry(backend: Backend) {
+    let host = TestHost::new();
+    let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
+    let tasks = Tasks::new(db);
+    let (first, created) = tasks.enqueue(&new_task(json!({"n": 1}), Some("sync:1"))).await.unwrap();
+    assert!(created);
+    let (again, created) = tasks.enqueue(&new_task(json!({"n": 2}), Some("sync:1"))).await.unwrap();
+    assert!(!created, "an active task with the same dedupe key is returned instead");
+    assert_eq!(again.id, first.id);
+
+    // Two failed attempts make it dead; a failed attempt waits before the next.
+    let claimed = tasks.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
+    assert_eq!(claimed.attempts, 1);
+    assert_eq!(tasks.fail(&claimed, "boom").await.unwrap(), TaskStatus::Queued);
+    assert!(tasks.claim("w1", Duration::from_secs(30)).await.unwrap().is_none(), "backoff holds it back");
+    sqlx::query("UPDATE task SET run_after = 0").execute(&tasks_db(&tasks)).await.unwrap();
+    let claimed = tasks.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
+    assert_eq!(tasks.fail(&claimed, "boom again").await.unwrap(), TaskStatus::Dead);
+    let dead = tasks.get(&first.id).await.unwrap().unwrap();
+    assert_eq!(dead.last_error.as_deref(), Some("boom again"));
+
+    // The dedupe key is free again once the task is no longer active.
+    let (second, created) = tasks.enqueue(&new_task(json!({"n": 3}), Some("sync:1"))).await.unwrap();
+    assert!(created);
+    assert!(matches!(tasks.retry(&first.id).await, Err(TaskError::WrongState(..))), "the key is held by {}", second.id);
+    tasks.cancel(&second.id).await.unwrap();
+    assert!(matches!(tasks.cancel(&second.id).await, Err(TaskError::WrongState(..))));
+    let retried = tasks.retry(&first.id).await.unwrap();
+    assert_eq!(retried.status, TaskStatus::Queued);
+    assert_eq!(retried.attempts, 0);
+    assert_eq!(tasks.list(Some("subject-1"), 10).await.unwrap().len(), 2);
+}
+
+fn tasks_db(tasks: &Tasks) -> sqlx::AnyPool {
+    tasks.pool()
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_worker(config: &std::path::Path) -> Proc {
+    let child = Command::new(capstan_bin())
+        .args(["--config", config.to_str().unwrap(), "worker"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+async fn wait_for(
+    tasks: &Tasks,
+    id: &str,
+    what: &str,
+    cond: impl Fn(&capstan::tasks::Task) -> bool,
+) -> capstan::tasks::Task {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(90) {
+        let task = tasks.get(id).await.unwrap().unwrap();
+        if cond(&task) {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never {what}");
+}
+
+async fn a_killed_worker_is_replaced_and_the_task_completes_once(backend: Backend) {
+    let host = TestHost::new();
+    host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
+    let url = fresh_url(backend, host.dir.path()).await;
+    let config = host.dir.path().join("capstan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n[tasks]\nlease_ms = 2000\n",
+            host.config.data_dir().display().to_string(),
+            shared_cache().display().to_string(),
+            url
+        ),
+    )
+    .unwrap();
+    let db = Db::open(&url).await.unwrap();
+    let tasks = Tasks::new(db.clone());
+    let payload = json!({"capability": "test.probe", "input": {"wait_ms": 3000}});
+    let (task, _) = tasks.enqueue(&new_task(payload, None)).await.unwrap();
+
+    let first = start_worker(&config);
+    let running = wait_for(&tasks, &task.id, "started", |t| t.status == TaskStatus::Running).await;
+    let first_owner = running.lease_owner.clone().unwrap();
+    drop(first); // SIGKILL, mid-task
+
+    let _second = start_worker(&config);
+    let done = wait_for(&tasks, &task.id, "completed", |t| t.status == TaskStatus::Succeeded).await;
+    assert_eq!(done.attempts, 2, "the second worker took it over");
+    assert_eq!(done.result.as_ref().unwrap()["output"]["lite"], true);
+    // Give a zombie completion a chance to show up, then count completions.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let events = Audit::new(db).list(0, 1000).await.unwrap();
+    let completions: Vec<_> =
+        events.iter().filter(|e| e.event.action == "task.succeeded" && e.event.subject == task.id).collect();
+    assert_eq!(completions.len(), 1, "completed once");
+    assert!(!completions[0].event.principal.contains(&first_owner), "the killed worker did not complete it");
+}
+
+both_backends!(dedupe_backoff_cancel_and_retry, a_killed_worker_is_replaced_and_the_task_completes_once);
+
+/// Waits until task `id` is dead, and answers it.
+async fn dead(tasks: &Tasks, id: &str) -> capstan::tasks::Task {
+    let started = Instant::now();
+    loop {
+        let task = tasks.get(id).await.unwrap().unwrap();
+        if task.status == TaskStatus::Dead {
+            return task;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "task {id} never died: {task:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_that_cannot_succeed_gives_up_one_that_may_is_tried_again_and_a_kind_without_handler_waits() {
+    let env = crate::storage::ledger::env(Backend::Sqlite).await;
+    let worker = std::sync::Arc::new(env.app.worker(&env._host.config));
+    tokio::spawn(worker.run(std::future::pending()));
+    let tasks = env.app.tasks();
+    let enqueue = |payload: serde_json::Value| {
+        let task = NewTask { max_attempts: 3, subject: None, ..new_task(payload, None) };
+        async move { tasks.enqueue(&task).await.unwrap().0 }
+    };
+    // A payload that does not fit its kind, and input the capability
+    // refuses: no attempt can mend either.
+    let misfit = enqueue(json!({"capability": "release.inspect"})).await;
+    let refused = enqueue(json!({"capability": "release.inspect", "input": {"name": 5}})).await;
+    // No indexer is configured yet: the operator may add one.
+    let unavailable = enqueue(json!({"capability": "release.search", "input": {"query": "Dune"}})).await;
+    // A kind this worker has no handler for is another process's to run.
+    let (foreign, _) =
+        tasks.enqueue(&NewTask { kind: "someOtherKind".into(), ..new_task(json!({}), None) }).await.unwrap();
+
+    let misfit = dead(tasks, &misfit.id).await;
+    assert_eq!(misfit.attempts, 1, "given up at once");
+    assert!(misfit.last_error.as_deref().unwrap().contains("payload does not fit"), "{misfit:?}");
+    let refused = dead(tasks, &refused.id).await;
+    assert_eq!(refused.attempts, 1, "given up at once");
+    assert!(refused.last_error.as_deref().unwrap().contains("invalid-input"), "{refused:?}");
+    let unavailable = dead(tasks, &unavailable.id).await;
+    assert_eq!(unavailable.attempts, 3, "tried until its attempts ran out");
+    assert!(unavailable.last_error.as_deref().unwrap().contains("no Torznab indexer"), "{unavailable:?}");
+    // The worker polled all along and never took it.
+    let foreign = tasks.get(&foreign.id).await.unwrap().unwrap();
+    assert_eq!((foreign.status, foreign.attempts), (TaskStatus::Queued, 0), "{foreign:?}");
+}
