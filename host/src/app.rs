@@ -19,12 +19,18 @@ use crate::ledger::Ledger;
 use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Parts};
 use crate::runtime::Runtime;
 use crate::settings::Settings;
+use crate::setup::SetupStore;
 use crate::store::Db;
 use crate::tasks::{Tasks, Worker, WorkerConfig};
 
 /// One process's services.
 pub struct App {
+    /// The invoke path, with what invoking needs.
     caps: Arc<Capabilities>,
+    settings: Arc<Settings>,
+    audit: Audit,
+    components: ComponentAudit,
+    setup: SetupStore,
     agent: Arc<AgentRuntime>,
     tasks: Tasks,
 }
@@ -38,19 +44,19 @@ impl App {
         let domain = Domain::with_events(db.clone(), events.clone());
         runtime.attach_domain(Arc::new(domain.clone()));
         let audit = Audit::new(db.clone());
+        let components = ComponentAudit::start(runtime.clone(), audit.clone());
+        let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
         let caps = Arc::new(Capabilities::new(Parts {
-            components: ComponentAudit::start(runtime.clone(), audit.clone()),
-            settings: Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check)),
             ledger: Ledger::new(db.clone(), owner),
             authz: Authz::new(db.clone()),
             runtime,
             db: db.clone(),
-            audit,
             domain,
             events,
         }));
-        let agent = Arc::new(AgentRuntime::new(caps.clone()));
-        Arc::new(App { caps, agent, tasks: Tasks::new(db) })
+        let agent = Arc::new(AgentRuntime::new(caps.clone(), settings.clone()));
+        let setup = SetupStore::new(db.clone(), settings.clone());
+        Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db) })
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -64,14 +70,14 @@ impl App {
         let db = Db::open(&config.database_url()).await?;
         let runtime = Runtime::start(config).await?;
         let app = App::new(runtime, db, crate::store::new_id());
-        app.caps.flush_component_events().await?;
+        app.flush_component_events().await?;
         app.caps.ledger().heartbeat().await?;
         let orphans = app.caps.ledger().recover_orphans().await?;
         if orphans > 0 {
             tracing::warn!(orphans, "claims of a process that died are now unknown");
         }
         // Services and roots set up in the console, beside the file's.
-        if let Err(e) = crate::setup::apply(&app.caps).await {
+        if let Err(e) = crate::setup::apply(app.caps.runtime(), &app.setup).await {
             tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
         }
         Ok(app)
@@ -91,6 +97,37 @@ impl App {
         &self.tasks
     }
 
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    pub fn audit(&self) -> &Audit {
+        &self.audit
+    }
+
+    /// What the console set up: services, roots, naming.
+    pub fn setup(&self) -> &SetupStore {
+        &self.setup
+    }
+
+    /// Keeps the console's setup in effect as other processes change it.
+    pub fn follow_setup(&self) {
+        crate::setup::spawn_refresh(self.caps.runtime().clone(), self.setup.clone());
+    }
+
+    /// Another agent runtime over the same services, for an embedder that
+    /// fixes its model provider (tests, benchmarks).
+    pub fn new_agent(&self) -> AgentRuntime {
+        AgentRuntime::new(self.caps.clone(), self.settings.clone())
+    }
+
+    /// Writes the component changes seen so far to the audit log now (the
+    /// background writer may not get to them before a short-lived process
+    /// exits).
+    pub async fn flush_component_events(&self) -> Result<(), sqlx::Error> {
+        self.components.flush().await
+    }
+
     pub fn db(&self) -> &Db {
         self.caps.db()
     }
@@ -103,7 +140,7 @@ impl App {
             ..WorkerConfig::default()
         };
         let owner = self.caps.ledger().owner().to_string();
-        let mut worker = Worker::new(self.tasks.clone(), self.caps.audit().clone(), owner, worker_config);
+        let mut worker = Worker::new(self.tasks.clone(), self.audit.clone(), owner, worker_config);
         crate::acquisition::register(&mut worker, &self.caps);
         crate::agent::task::register(&mut worker, &self.agent);
         worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));

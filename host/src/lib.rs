@@ -20,8 +20,9 @@
 //! 5. `runtime` — the sandbox: components, host imports and their classes.
 //!    The domain store is reached through the `DomainStore` trait it
 //!    defines, so the sandbox knows nothing of media.
-//! 6. `audit` — the hash-chained log, and the runtime's component changes
-//!    written to it.
+//! 6. `audit`, `setup` — the hash-chained log, and the runtime's component
+//!    changes written to it; the services and folders set up in the
+//!    console, applied to the runtime.
 //! 7. `ledger` — claims before effects; charges an automation grant in the
 //!    claim's transaction.
 //! 8. `tasks` — the durable queue and its worker.
@@ -29,8 +30,8 @@
 //!    and authz's `PlanSource`, queues its follow-up tasks.
 //! 10. `metrics` — counters and the figures read from the ledger and tasks.
 //! 11. `pipeline` — the one invoke path over all of the above.
-//! 12. `acquisition`, `agent`, `setup` — what calls the invoke path: the
-//!     background acquisition tasks, agent runs, the console's setup.
+//! 12. `acquisition`, `agent` — what calls the invoke path: the background
+//!     acquisition tasks and agent runs.
 //! 13. `app` — the composition root: every service of one process, built
 //!     once.
 //! 14. `http` — the API and the console, over an `App`.

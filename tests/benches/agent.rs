@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capstan::agent::AgentRuntime;
 use capstan::agent::providers::scripted::Scripted;
 use capstan::agent::providers::{CompletionFuture, ModelRequest, Provider, StreamEvent};
 use capstan::agent::runs::{NewRun, RunMode};
@@ -66,11 +65,11 @@ async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     let mut change = serde_json::Map::new();
     change.insert("budget.max_runs_per_day".into(), json!(1_000_000));
     change.insert("agent.max_tool_calls".into(), json!(10_000));
-    caps.settings().update(&change).await.unwrap();
+    app.settings().update(&change).await.unwrap();
     (host, app, caps)
 }
 
-async fn loop_overhead(caps: &Arc<Capabilities>) {
+async fn loop_overhead(app: &Arc<capstan::app::App>) {
     const STEPS: usize = 40;
     let steps: Vec<Value> = (0..STEPS)
         .map(|i| json!({"text": format!("Step {i}."), "tools": [{"name": "inventory.query", "input": {}}]}))
@@ -79,7 +78,7 @@ async fn loop_overhead(caps: &Arc<Capabilities>) {
     let mut per_step = Vec::new();
     for _ in 0..5 {
         let timed = Arc::new(Timed { model: Scripted::from_json(&script).unwrap(), inside_us: AtomicU64::new(0) });
-        let agent = AgentRuntime::new(caps.clone()).with_provider(timed.clone());
+        let agent = app.new_agent().with_provider(timed.clone());
         let new = NewRun { goal: "read".into(), mode: RunMode::PlanOnly, allowlist: None, created_by: "bench".into() };
         let run = agent.runs().create(&new).await.unwrap();
         let started = Instant::now();
@@ -97,10 +96,11 @@ async fn loop_overhead(caps: &Arc<Capabilities>) {
     );
 }
 
-async fn concurrent_runs(caps: &Arc<Capabilities>, runs: usize, concurrency: usize) {
-    let agent = Arc::new(AgentRuntime::new(caps.clone()));
+async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency: usize) {
+    let caps = app.caps();
+    let agent = Arc::new(app.new_agent());
     let config = WorkerConfig { poll: Duration::from_millis(5), lease: Duration::from_secs(30), concurrency };
-    let mut worker = Worker::new(Tasks::new(caps.db().clone()), caps.audit().clone(), "bench".into(), config);
+    let mut worker = Worker::new(Tasks::new(caps.db().clone()), app.audit().clone(), "bench".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     let baseline = resident_bytes();
     let started = Instant::now();
@@ -205,9 +205,9 @@ fn micros_since(sent: i64) -> i64 {
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let (_host, app, caps) = setup().await;
-        loop_overhead(&caps).await;
-        concurrent_runs(&caps, 200, 16).await;
+        let (_host, app, _caps) = setup().await;
+        loop_overhead(&app).await;
+        concurrent_runs(&app, 200, 16).await;
         sse_fan_out(&app, 100, 300).await;
     });
 }

@@ -105,7 +105,7 @@ async fn run(backend: Backend) {
     let runtime = host.start().await.unwrap();
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
-    caps.flush_component_events().await.unwrap();
+    app.flush_component_events().await.unwrap();
     invokes(&caps, backend, 1, 50).await; // warm-up
     invokes(&caps, backend, 1, 1_000).await;
     invokes(&caps, backend, 8, 250).await;

@@ -69,8 +69,7 @@ fn main() {
         let db = Db::open(&host.config.database_url()).await.unwrap();
         let runtime = host.start().await.unwrap();
         let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
-        let caps = app.caps().clone();
-        caps.flush_component_events().await.unwrap();
+        app.flush_component_events().await.unwrap();
         let key = capstan::http::keys::create(&db, "bench", &[EffectClass::Read], "bench").await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api/v1", listener.local_addr().unwrap());

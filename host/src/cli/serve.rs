@@ -15,7 +15,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
     spawn_heartbeat(capabilities.clone());
     // What the console set up follows changes made by other processes too.
-    crate::setup::spawn_refresh(capabilities.clone());
+    app.follow_setup();
     // `serve` runs the API and a worker in one process.
     let worker = std::sync::Arc::new(app.worker(&worker_config));
     tokio::spawn(worker.run(shutdown()));

@@ -43,7 +43,7 @@ pub async fn run(config: Config) -> CommandResult {
     let app = crate::app::App::open(config.clone()).await.map_err(failed)?;
     let capabilities = app.caps().clone();
     let worker = Arc::new(app.worker(&config));
-    crate::setup::spawn_refresh(capabilities.clone());
+    app.follow_setup();
     super::serve::spawn_heartbeat(capabilities);
     tracing::info!("worker started");
     worker.run(super::serve::shutdown()).await;

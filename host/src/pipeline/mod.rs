@@ -21,14 +21,13 @@ pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 
-use crate::audit::{Audit, ComponentAudit, summarize_input};
+use crate::audit::summarize_input;
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record, idempotency_key};
 use crate::metrics::Metrics;
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
-use crate::settings::Settings;
 use crate::store::Db;
 use authorize::Authorization;
 
@@ -73,12 +72,9 @@ pub struct Capabilities {
     db: Db,
     ledger: Ledger,
     authz: Authz,
-    audit: Audit,
     domain: Domain,
     events: Events,
-    settings: Arc<Settings>,
     metrics: Metrics,
-    components: ComponentAudit,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
 }
 
@@ -89,12 +85,8 @@ pub struct Parts {
     pub db: Db,
     pub ledger: Ledger,
     pub authz: Authz,
-    pub audit: Audit,
     pub domain: Domain,
     pub events: Events,
-    pub settings: Arc<Settings>,
-    /// Writes the runtime's component changes to the audit log.
-    pub components: ComponentAudit,
 }
 
 fn failed(key: &str, kind: &str, message: String) -> Invocation {
@@ -111,27 +103,17 @@ fn failed(key: &str, kind: &str, message: String) -> Invocation {
 
 impl Capabilities {
     pub fn new(parts: Parts) -> Capabilities {
-        let Parts { runtime, db, ledger, authz, audit, domain, events, settings, components } = parts;
+        let Parts { runtime, db, ledger, authz, domain, events } = parts;
         Capabilities {
             runtime,
             db,
             ledger,
             authz,
-            audit,
             domain,
             events,
-            settings,
             metrics: Metrics::default(),
-            components,
             validators: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// Writes the component changes seen so far to the audit log now (the
-    /// background writer may not get to them before a short-lived process
-    /// exits).
-    pub async fn flush_component_events(&self) -> Result<(), sqlx::Error> {
-        self.components.flush().await
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -170,16 +152,8 @@ impl Capabilities {
         &self.events
     }
 
-    pub fn settings(&self) -> &Arc<Settings> {
-        &self.settings
-    }
-
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
-    }
-
-    pub fn audit(&self) -> &Audit {
-        &self.audit
     }
 
     fn validator(&self, loaded: &Loaded) -> Result<Arc<jsonschema::Validator>, String> {

@@ -22,7 +22,7 @@ use sqlx::Row;
 pub use kinds::{Kind, ServiceEntry};
 
 use crate::config::{Config, ServiceConfig};
-use crate::pipeline::Capabilities;
+use crate::runtime::Runtime;
 use crate::settings::Settings;
 use crate::store::{Db, now_ms};
 
@@ -72,6 +72,7 @@ const LIBRARY_SETTINGS: &[(&str, &str, &str)] = &[
 ];
 
 /// The setup store over one database.
+#[derive(Clone)]
 pub struct SetupStore {
     db: Db,
     settings: Arc<Settings>,
@@ -349,29 +350,24 @@ pub struct Effective {
     pub settings: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-/// The store of `caps`' database.
-pub fn store(caps: &Capabilities) -> SetupStore {
-    SetupStore::new(caps.db().clone(), caps.settings().clone())
-}
-
-/// Puts the effective setup in place in the runtime.
-pub async fn apply(caps: &Capabilities) -> anyhow::Result<()> {
-    let config = caps.runtime().config().clone();
-    let effective = store(caps).effective(&config).await?;
-    caps.runtime().reconfigure(&effective.services, &effective.roots, effective.settings)
+/// Puts the effective setup of `store` in place in `runtime`.
+pub async fn apply(runtime: &Runtime, store: &SetupStore) -> anyhow::Result<()> {
+    let config = runtime.config().clone();
+    let effective = store.effective(&config).await?;
+    runtime.reconfigure(&effective.services, &effective.roots, effective.settings)
 }
 
 /// Applies the setup now and again whenever it changes in the database (a
 /// change made through another process), checked every few seconds.
-pub fn spawn_refresh(caps: Arc<Capabilities>) {
+pub fn spawn_refresh(runtime: Arc<Runtime>, store: SetupStore) {
     tokio::spawn(async move {
         let mut seen = None;
         loop {
-            match store(&caps).version().await {
+            match store.version().await {
                 Ok(version) if Some(version) != seen => {
                     // Said once per change, not every few seconds.
                     seen = Some(version);
-                    if let Err(e) = apply(&caps).await {
+                    if let Err(e) = apply(&runtime, &store).await {
                         tracing::error!(error = %e, "the console's setup cannot be applied; the last good one stays");
                     }
                 }

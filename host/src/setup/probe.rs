@@ -10,8 +10,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::SetupStore;
 use super::{Kind, kinds};
-use crate::pipeline::Capabilities;
+use crate::runtime::Runtime;
 use crate::runtime::host::Outbound;
 
 /// What a test found.
@@ -61,9 +62,9 @@ fn torznab_caps(body: &str) -> Found {
 }
 
 /// Tests service `name` as it is in effect.
-pub async fn service(caps: &Capabilities, name: &str) -> Found {
-    let config = caps.runtime().config().clone();
-    let effective = match super::store(caps).effective(&config).await {
+pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str) -> Found {
+    let config = runtime.config().clone();
+    let effective = match store.effective(&config).await {
         Ok(e) => e,
         Err(e) => return found(false, e.to_string()),
     };
@@ -120,8 +121,8 @@ fn writable(dir: &Path) -> Result<(), String> {
 }
 
 /// Tests the roots as they are in effect.
-pub async fn roots(caps: &Capabilities) -> Found {
-    let roots = caps.runtime().root_paths();
+pub async fn roots(runtime: &Runtime) -> Found {
+    let roots = runtime.root_paths();
     let result = tokio::task::spawn_blocking(move || {
         let mut said = Vec::new();
         let mut ok = true;

@@ -28,6 +28,7 @@ use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::Capabilities;
 use crate::runtime::{Actor, Mode};
+use crate::settings::Settings;
 use crate::tasks::{NewTask, Tasks};
 use budget::RunLimits;
 pub use error::EngineError;
@@ -43,6 +44,8 @@ pub fn session_dir(data_dir: &std::path::Path) -> PathBuf {
 /// Everything runs need, shared by the API and the worker of one process.
 pub struct AgentRuntime {
     caps: Arc<Capabilities>,
+    /// The model, agent and budget settings, read afresh for each run.
+    settings: Arc<Settings>,
     runs: Runs,
     tasks: Tasks,
     session_dir: PathBuf,
@@ -67,11 +70,19 @@ pub enum StartError {
 }
 
 impl AgentRuntime {
-    pub fn new(caps: Arc<Capabilities>) -> AgentRuntime {
+    pub fn new(caps: Arc<Capabilities>, settings: Arc<Settings>) -> AgentRuntime {
         let session_dir = session_dir(&caps.runtime().config().data_dir());
         let runs = Runs::new(caps.db().clone(), caps.events().clone());
         let tasks = Tasks::new(caps.db().clone());
-        AgentRuntime { caps, runs, tasks, session_dir, results: Arc::new(ResultStore::default()), provider: None }
+        AgentRuntime {
+            caps,
+            settings,
+            runs,
+            tasks,
+            session_dir,
+            results: Arc::new(ResultStore::default()),
+            provider: None,
+        }
     }
 
     /// Uses `provider` for every run instead of the settings' choice.
@@ -158,7 +169,7 @@ impl AgentRuntime {
         if self.provider.is_some() {
             return TokenCounter::estimate();
         }
-        let name = self.caps.settings().get("model.provider").await.ok();
+        let name = &self.settings.get("model.provider").await.ok();
         TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
     }
 
@@ -166,7 +177,7 @@ impl AgentRuntime {
         if let Some(p) = &self.provider {
             return Ok(p.clone());
         }
-        Ok(providers::from_settings(self.caps.settings()).await.map(Arc::from)?)
+        Ok(providers::from_settings(&self.settings).await.map(Arc::from)?)
     }
 
     /// Runs the run as far as it goes: the body of the `runAgent` task.
@@ -187,11 +198,11 @@ impl AgentRuntime {
                 return self.end_blocked(&run, BlockReason::Config, &format!("the model cannot be used: {e}")).await;
             }
         };
-        let limits = RunLimits::load(self.caps.settings()).await?;
+        let limits = RunLimits::load(&self.settings).await?;
         if run.status == RunStatus::Queued {
             // A run reopened by a message was counted when it first started.
             let first_start = run.started_at.is_none();
-            if let Some(reason) = budget::day_allows(self.caps.settings(), &self.runs, first_start).await? {
+            if let Some(reason) = budget::day_allows(&self.settings, &self.runs, first_start).await? {
                 return self.end_blocked(&run, BlockReason::DayBudget, &reason).await;
             }
             match self.runs.set_status(run_id, RunStatus::Running, None).await {
@@ -312,7 +323,7 @@ impl AgentRuntime {
         match block {
             BlockReason::Config => self.provider().await.is_ok(),
             BlockReason::DayBudget => {
-                matches!(budget::day_allows(self.caps.settings(), &self.runs, first_start).await, Ok(None))
+                matches!(budget::day_allows(&self.settings, &self.runs, first_start).await, Ok(None))
             }
         }
     }

@@ -39,11 +39,11 @@ pub async fn list(
         Some(latest) => {
             let n = in_range("latest", Some(latest), 0, 1, 1000)?;
             // The newest n overall, cut at `after`, are the newest n after it.
-            let mut newest = state.caps().audit().latest(n).await?;
+            let mut newest = state.app.audit().latest(n).await?;
             newest.retain(|e| e.seq > after);
             newest
         }
-        None => state.caps().audit().list(after, limit).await?,
+        None => state.app.audit().list(after, limit).await?,
     };
     let next = events.last().map(|e| e.seq);
     Ok(Json(json!({ "events": events, "next": next })))
@@ -53,5 +53,5 @@ pub async fn list(
 #[utoipa::path(get, path = "/api/v1/audit/verify", tag = "audit", security(("apiKey" = []), ("consoleSession" = [])),
     responses((status = 200, description = "{\"Intact\": {events}} or {\"Broken\": {seq, reason}}", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn verify(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.caps().audit().verify().await?)))
+    Ok(Json(json!(state.app.audit().verify().await?)))
 }

@@ -44,6 +44,6 @@ pub(crate) async fn audit_change(
         detail,
         ..NewEvent::default()
     };
-    state.caps().audit().append(&event).await?;
+    state.app.audit().append(&event).await?;
     Ok(())
 }

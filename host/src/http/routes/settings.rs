@@ -29,7 +29,7 @@ fn settings_error(e: SettingsError) -> ApiError {
 #[utoipa::path(get, path = "/api/v1/settings", tag = "settings", security(("apiKey" = []), ("consoleSession" = [])),
     responses((status = 200, description = "Values and their schema", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let values = state.caps().settings().all().await.map_err(settings_error)?;
+    let values = state.app.settings().all().await.map_err(settings_error)?;
     let groups: Vec<&str> = crate::settings::registry::GROUPS.iter().map(|(_, name)| *name).collect();
     Ok(Json(json!({ "settings": values, "schema": Settings::describe(), "groups": groups })))
 }
@@ -88,13 +88,13 @@ pub async fn update(
     if let Caller::Key(_) = caller {
         return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
     }
-    state.caps().settings().update(&changes).await.map_err(settings_error)?;
+    state.app.settings().update(&changes).await.map_err(settings_error)?;
     // A run blocked by the model's configuration or the day's budget may go
     // on now: the waker looks at each at once.
     state.agent().runs().look_again(None).await.map_err(ApiError::internal)?;
     // The keys, never the values: some are secrets.
     let keys = changes.keys().cloned().collect::<Vec<_>>().join(", ");
     super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
-    let values = state.caps().settings().all().await.map_err(settings_error)?;
+    let values = state.app.settings().all().await.map_err(settings_error)?;
     Ok(Json(json!({ "settings": values })))
 }

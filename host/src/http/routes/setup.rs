@@ -40,7 +40,7 @@ fn console_only(caller: &Caller) -> Result<(), ApiError> {
 
 /// Stores a change, puts the setup in effect, and audits it.
 async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str) -> Result<Json<Value>, ApiError> {
-    crate::setup::apply(state.caps())
+    crate::setup::apply(state.caps().runtime(), state.app.setup())
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
     super::audit_change(state, caller, action, subject, "succeeded", None).await?;
@@ -49,7 +49,7 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
 
 async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
     let config = state.caps().runtime().config().clone();
-    Ok(Json(crate::setup::store(state.caps()).view(&config).await.map_err(setup_error)?))
+    Ok(Json(state.app.setup().view(&config).await.map_err(setup_error)?))
 }
 
 /// Every service and root the console sets up, and the library's naming.
@@ -95,7 +95,9 @@ pub async fn put_service(
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
     let entry = ServiceEntry { base_url: body.base_url, username: body.username, token_kind: body.token_kind };
-    crate::setup::store(state.caps())
+    state
+        .app
+        .setup()
         .put_service(&config, &name, &entry, body.secret.as_deref(), &caller.principal())
         .await
         .map_err(setup_error)?;
@@ -115,7 +117,7 @@ pub async fn remove_service(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
-    crate::setup::store(state.caps()).remove("service", &name).await.map_err(setup_error)?;
+    state.app.setup().remove("service", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.service.remove", &name).await
 }
 
@@ -131,7 +133,7 @@ pub async fn test_service(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
-    Ok(Json(probe::service(state.caps(), &name).await))
+    Ok(Json(probe::service(state.caps().runtime(), state.app.setup(), &name).await))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -159,10 +161,7 @@ pub async fn put_root(
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
-    crate::setup::store(state.caps())
-        .put_root(&config, &name, &body.path, &caller.principal())
-        .await
-        .map_err(setup_error)?;
+    state.app.setup().put_root(&config, &name, &body.path, &caller.principal()).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.root", &name).await
 }
 
@@ -179,7 +178,7 @@ pub async fn remove_root(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
-    crate::setup::store(state.caps()).remove("root", &name).await.map_err(setup_error)?;
+    state.app.setup().remove("root", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.root.remove", &name).await
 }
 
@@ -190,7 +189,7 @@ pub async fn remove_root(
               (status = 403, description = "Not from a console session", body = ErrorBody)))]
 pub async fn test_roots(State(state): State<AppState>, caller: Caller) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
-    Ok(Json(probe::roots(state.caps()).await))
+    Ok(Json(probe::roots(state.caps().runtime()).await))
 }
 
 /// Sets the library's naming templates, how files reach it, and where downloads go.
@@ -206,6 +205,6 @@ pub async fn put_library(
     ApiJson(body): ApiJson<LibraryEntry>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
-    crate::setup::store(state.caps()).put_library(&body, &caller.principal()).await.map_err(setup_error)?;
+    state.app.setup().put_library(&body, &caller.principal()).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.library", "library").await
 }

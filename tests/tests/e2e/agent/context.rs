@@ -44,7 +44,7 @@ pub(crate) async fn settings(env: &Env, pairs: &[(&str, Value)]) {
     for (k, v) in pairs {
         change.insert(k.to_string(), v.clone());
     }
-    env.caps.settings().update(&change).await.unwrap();
+    env.app.settings().update(&change).await.unwrap();
 }
 
 /// Runs `goal` to its end on an in-process worker with `script`.
@@ -66,16 +66,16 @@ pub(crate) async fn run_with(
     goal: &str,
     allowlist: Option<Vec<String>>,
 ) -> (Run, AgentRuntime) {
-    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(model));
+    let agent = Arc::new(env.app.new_agent().with_provider(model));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "context-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "context-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     // Stopped, not aborted, when the run ends: the worker returns between claims.
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(Arc::new(worker).run(async {
         let _ = stopped.await;
     }));
-    let front = AgentRuntime::new(env.caps.clone());
+    let front = env.app.new_agent();
     let new = NewRun { goal: goal.into(), mode: RunMode::PlanOnly, allowlist, created_by: "admin:test".into() };
     let started = front.start(new).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -260,9 +260,9 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     capstan_tests::grants::allow_everything(&env.caps).await;
     let recording =
         Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
-    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(recording.clone()));
+    let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "tools-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "tools-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun {
@@ -339,17 +339,17 @@ async fn a_subagent_shares_the_budget_and_is_reclaimed_when_it_does_not_finish()
 async fn a_malformed_script_is_refused_when_set_and_changes_nothing() {
     let env = env(Backend::Sqlite).await;
     settings(&env, &[("model.script", json!(long_script(1)))]).await;
-    let before = env.caps.settings().get("model.script").await.unwrap();
+    let before = env.app.settings().get("model.script").await.unwrap();
     for bad in [r#"{"scripts": ["#, r#"{"scripts": []}"#, r#"{"scripts": [{"steps": []}]}"#] {
         let mut change = Map::new();
         change.insert("model.script".into(), json!(bad));
         change.insert("agent.max_tools".into(), json!(3));
-        let refused = env.caps.settings().update(&change).await.expect_err(bad);
+        let refused = env.app.settings().update(&change).await.expect_err(bad);
         assert!(refused.to_string().contains("model.script"), "{refused}");
     }
-    assert_eq!(env.caps.settings().get("model.script").await.unwrap(), before, "the script is unchanged");
+    assert_eq!(env.app.settings().get("model.script").await.unwrap(), before, "the script is unchanged");
     assert_eq!(
-        env.caps.settings().get("agent.max_tools").await.unwrap(),
+        env.app.settings().get("agent.max_tools").await.unwrap(),
         json!(0),
         "nothing else in the change was applied"
     );

@@ -35,7 +35,7 @@ async fn statuses(api: &Api, id: &str) -> Vec<String> {
 
 async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend: Backend) {
     let env = env(backend).await;
-    set(&env.caps, &[("model.provider", json!("anthropic"))]).await;
+    set(&env.app, &[("model.provider", json!("anthropic"))]).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -81,7 +81,7 @@ async fn an_unconfigured_model_ends_a_run_once_until_the_settings_change(backend
 
 async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: Backend) {
     let env = env(backend).await;
-    set(&env.caps, &[("budget.max_runs_per_day", json!(1))]).await;
+    set(&env.app, &[("budget.max_runs_per_day", json!(1))]).await;
     let api = start(&env).await;
     let goal = json!({"goal": "What does my library hold?", "mode": "plan_only"});
     let (_, first) = api.post("/agent/runs", goal.clone()).await;

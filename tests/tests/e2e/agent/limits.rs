@@ -7,7 +7,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capstan::agent::AgentRuntime;
 use capstan::agent::providers::scripted::Scripted;
 use capstan::agent::providers::{Block, CompletionFuture, ModelRequest, Provider, Role, StreamEvent};
 use capstan::agent::runs::{NewRun, Run, RunMode};
@@ -147,16 +146,16 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
         {"name": "inventory.query", "input": {}},
         {"name": "delegate", "input": {"goal": "look around"}}]}], "finalText": "done"}]})
     .to_string();
-    let front = AgentRuntime::new(env.caps.clone());
+    let front = env.app.new_agent();
     let model = Arc::new(AbortWhileAnswering {
         model: Scripted::from_json(&script).unwrap(),
         runs: front.runs().clone(),
         run_id: Mutex::new(None),
         asked: Default::default(),
     });
-    let agent = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(model.clone()));
+    let agent = Arc::new(env.app.new_agent().with_provider(model.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "closed-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "closed-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun { goal: "look".into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
@@ -220,7 +219,7 @@ impl Provider for DiesOnSecondRequest {
 async fn the_plan_and_the_conversation_survive_a_restart() {
     let env = env(Backend::Sqlite).await;
     let script = long_script(2);
-    let front = AgentRuntime::new(env.caps.clone());
+    let front = env.app.new_agent();
     let new = NewRun {
         goal: "Tell me about my library".into(),
         mode: RunMode::PlanOnly,
@@ -235,7 +234,7 @@ async fn the_plan_and_the_conversation_survive_a_restart() {
         asked: Default::default(),
         second_asked: tokio::sync::Notify::new(),
     });
-    let first = Arc::new(AgentRuntime::new(env.caps.clone()).with_provider(dying.clone()));
+    let first = Arc::new(env.app.new_agent().with_provider(dying.clone()));
     let driving = {
         let (first, id) = (first.clone(), run.id.clone());
         tokio::spawn(async move { first.drive(&id).await })
@@ -247,7 +246,7 @@ async fn the_plan_and_the_conversation_survive_a_restart() {
 
     // A new process (nothing shared in memory) takes the run over.
     let recording = Arc::new(Recording { model: Scripted::from_json(&script).unwrap(), seen: Mutex::new(Vec::new()) });
-    let second = AgentRuntime::new(env.caps.clone()).with_provider(recording.clone());
+    let second = env.app.new_agent().with_provider(recording.clone());
     second.drive(&run.id).await.unwrap();
     let run = front.runs().get(&run.id).await.unwrap();
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");

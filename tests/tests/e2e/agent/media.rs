@@ -156,8 +156,8 @@ library = {library:?}
     let mut settings = Map::new();
     settings.insert("model.script".into(), Value::from(script.to_string()));
     settings.insert("agent.goal_poll_sec".into(), json!(1));
-    caps.settings().update(&settings).await.unwrap();
-    let agent = AgentRuntime::new(caps.clone());
+    app.settings().update(&settings).await.unwrap();
+    let agent = app.new_agent();
     Env { _dir: dir, config_path, app, caps, agent, _indexer: indexer }
 }
 
@@ -220,7 +220,7 @@ async fn denied_and_waiting_for_approval(env: &Env, qbt: &QBittorrent, id: &str)
     assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
     let ledger = capstan::ledger::for_run(env.caps.db(), id).await.unwrap();
     assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
     assert!(torrents(qbt).await.is_empty(), "nothing reached qBittorrent");
     let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
@@ -269,9 +269,9 @@ async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
 fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
     let mut worker =
-        Worker::new(Tasks::new(env.caps.db().clone()), env.caps.audit().clone(), "media-test".into(), config);
+        Worker::new(Tasks::new(env.caps.db().clone()), env.app.audit().clone(), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.caps);
-    capstan::agent::task::register(&mut worker, &Arc::new(AgentRuntime::new(env.caps.clone())));
+    capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 

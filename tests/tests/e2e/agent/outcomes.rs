@@ -20,7 +20,7 @@ async fn a_run_with_a_draft(
     env: &Env,
     hash: &str,
 ) -> (capstan::agent::AgentRuntime, capstan::agent::runs::Run, capstan::domain::Plan) {
-    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let agent = env.app.new_agent();
     let new = capstan::agent::runs::NewRun {
         goal: "fetch Dune".into(),
         mode: capstan::agent::runs::RunMode::Execute,
@@ -50,7 +50,7 @@ const COUNTING_NEVER: &str = r#"{"scripts": [{
 
 async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Backend) {
     let env = env(backend).await;
-    set(&env.caps, &[("model.script", json!(COUNTING_NEVER))]).await;
+    set(&env.app, &[("model.script", json!(COUNTING_NEVER))]).await;
     capstan_tests::grants::allow_everything(&env.caps).await;
     let api = start(&env).await;
     // The component traps after the counter server counted.
@@ -72,7 +72,7 @@ async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Back
     assert_eq!(report["verified"]["toolCalls"]["unknown"], 2);
     assert_eq!(report["modelFinalText"]["text"], "Counted to (unknown).", "no count is guessed");
     // What the model was told, from the session log.
-    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let agent = env.app.new_agent();
     let session = capstan::agent::session_log::read(&agent.session_path(&id)).unwrap();
     let told: Vec<&String> = session
         .messages
@@ -93,7 +93,7 @@ async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Back
 async fn a_run_waits_for_what_it_touched_no_longer_than_allowed(backend: Backend) {
     let env = env(backend).await;
     set(
-        &env.caps,
+        &env.app,
         &[
             ("model.script", json!(r#"{"scripts": [{"steps": [], "finalText": "It is on its way."}]}"#)),
             ("agent.goal_wait_hours", json!(0)),
@@ -162,7 +162,7 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
         "end_turn",
     );
     let llm = MockLlm::start(vec![botched, sorry]).await;
-    use_mock_anthropic(&env.caps, &llm).await;
+    use_mock_anthropic(&env.app, &llm).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -191,7 +191,7 @@ async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
     let (agent, run, plan) = a_run_with_a_draft(&env, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
     let script = json!({"scripts": [{"steps": [{"tools": [{"name": "download.submit", "input": {"planId": plan.id}}]}],
         "finalText": "Asked for it."}]});
-    set(&env.caps, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;
+    set(&env.app, &[("model.script", json!(script.to_string())), ("agent.goal_poll_sec", json!(1))]).await;
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::both_backends;
@@ -18,6 +17,7 @@ use capstan_tests::db::Backend;
 use capstan_tests::mock_llm::{MockLlm, Reply, sse};
 use serde_json::{Map, Value, json};
 
+use capstan::app::App;
 use capstan_tests::api::Api;
 
 use crate::storage::ledger::{Env, env};
@@ -42,31 +42,31 @@ pub(crate) fn ended(run: &Value) -> bool {
     matches!(run["status"].as_str(), Some("succeeded" | "failed" | "cancelled" | "budget_exceeded" | "nothing_done"))
 }
 
-pub(crate) async fn set(caps: &Capabilities, pairs: &[(&str, Value)]) {
+pub(crate) async fn set(app: &App, pairs: &[(&str, Value)]) {
     let mut change = Map::new();
     for (k, v) in pairs {
         change.insert(k.to_string(), v.clone());
     }
-    caps.settings().update(&change).await.unwrap();
+    app.settings().update(&change).await.unwrap();
 }
 
 /// Points the model settings at the Anthropic mock `llm`.
-pub(crate) async fn use_mock_anthropic(caps: &Capabilities, llm: &MockLlm) {
+pub(crate) async fn use_mock_anthropic(app: &App, llm: &MockLlm) {
     let settings = [
         ("model.provider", json!("anthropic")),
         ("model.model", json!("claude-test")),
         ("model.base_url", json!(llm.base_url())),
         ("model.api_key", json!("sk-test")),
     ];
-    set(caps, &settings).await;
+    set(app, &settings).await;
 }
 
 /// The API on loopback, a worker that runs agent tasks, and an execute key.
 pub async fn start(env: &Env) -> Api {
     let base = capstan_tests::api::serve(env.app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.caps.audit().clone(), "agent-test".into(), config);
-    let agent = Arc::new(capstan::agent::AgentRuntime::new(env.caps.clone()));
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "agent-test".into(), config);
+    let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
@@ -162,7 +162,7 @@ async fn bad_run_requests_are_refused(backend: Backend) {
 
 async fn identical_writes_in_one_request_run_once(backend: Backend) {
     let env = env(backend).await;
-    set(&env.caps, &[("model.script", json!(COUNTING))]).await;
+    set(&env.app, &[("model.script", json!(COUNTING))]).await;
     let api = start(&env).await;
 
     // Without a grant the write is denied: audited, no ledger row, no effect.
@@ -174,7 +174,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     assert_eq!(finished.len(), 3, "{body}");
     assert_eq!(env.mock.counters.writes.load(Ordering::SeqCst), 0);
     assert!(capstan::ledger::for_run(&env.db, &id).await.unwrap().is_empty());
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.principal == format!("agent:{id}")));
     assert!(report(&body)["modelFinalText"]["text"].as_str().unwrap().contains("(unknown)"), "no figure is invented");
 
@@ -212,7 +212,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
 async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let env = env(backend).await;
     capstan_tests::grants::allow_everything(&env.caps).await;
-    set(&env.caps, &[("model.script", json!(COUNTING)), ("agent.max_tool_calls", json!(1))]).await;
+    set(&env.app, &[("model.script", json!(COUNTING)), ("agent.max_tool_calls", json!(1))]).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -227,7 +227,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     assert_eq!(report(&body)["status"], "budget_exceeded");
 
     // Raise the budget and send the run a message: it goes on.
-    set(&env.caps, &[("agent.max_tool_calls", json!(50))]).await;
+    set(&env.app, &[("agent.max_tool_calls", json!(50))]).await;
     let (status, _) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "count again"})).await;
     assert_eq!(status, 200);
     let body = wait_run(&api, &id, "ended again", |r| ended(r) && r["status"] != "budget_exceeded").await;
@@ -238,7 +238,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     assert_eq!(statuses, ["running", "budget_exceeded", "queued", "running", "succeeded"]);
 
     // The day's run budget is checked before a run starts.
-    set(&env.caps, &[("budget.max_runs_per_day", json!(1))]).await;
+    set(&env.app, &[("budget.max_runs_per_day", json!(1))]).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
     let body = wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded");
@@ -254,7 +254,7 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
         ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Thinking about it"}})),
     ])])])
     .await;
-    use_mock_anthropic(&env.caps, &llm).await;
+    use_mock_anthropic(&env.app, &llm).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "take your time"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -282,7 +282,7 @@ async fn an_abort_cuts_the_model_stream(backend: Backend) {
 
 async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend) {
     let env = env(backend).await;
-    set(&env.caps, &[("model.script", json!(COUNTING))]).await;
+    set(&env.app, &[("model.script", json!(COUNTING))]).await;
     let api = start(&env).await;
     let head = env.caps.events().head().await.unwrap();
     let open = |last: i64| {
@@ -324,7 +324,7 @@ async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend)
 
 async fn a_message_wakes_a_waiting_run(backend: Backend) {
     let env = env(backend).await;
-    let agent = capstan::agent::AgentRuntime::new(env.caps.clone());
+    let agent = env.app.new_agent();
     // A run waiting for something to settle, not due to look again for an hour.
     let new = capstan::agent::runs::NewRun {
         goal: "What does my library hold?".into(),

@@ -91,7 +91,7 @@ async fn a_run_per_provider_against_a_third_party_mock_server() {
             ("model.base_url", json!(base)),
             ("model.api_key", json!("sk-unused")),
         ];
-        set(&env.caps, &settings).await;
+        set(&env.app, &settings).await;
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;

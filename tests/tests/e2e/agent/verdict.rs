@@ -28,7 +28,7 @@ async fn execute_runs_are_judged_by_what_they_verifiably_did(backend: Backend) {
         {"match": ["hold"], "steps": [{"tools": [{"name": "inventory.query", "input": {}}]}],
          "finalText": "Your library is empty."},
     ]});
-    set(&env.caps, &[("model.script", json!(script.to_string()))]).await;
+    set(&env.app, &[("model.script", json!(script.to_string()))]).await;
     let api = start(&env).await;
 
     // Every change denied (no grant): failed, naming the call and why.

@@ -79,7 +79,7 @@ fn openai_text(text: &str) -> Reply {
     Reply::Stream(vec![format!("data: {chunk}\n\ndata: [DONE]\n\n").into_bytes()])
 }
 
-async fn use_provider(caps: &capstan::pipeline::Capabilities, provider: &str, llm: &MockLlm) {
+async fn use_provider(app: &capstan::app::App, provider: &str, llm: &MockLlm) {
     let base = if provider == "anthropic" { llm.base_url() } else { format!("{}/v1", llm.base_url()) };
     let settings = [
         ("model.provider", json!(provider)),
@@ -87,7 +87,7 @@ async fn use_provider(caps: &capstan::pipeline::Capabilities, provider: &str, ll
         ("model.base_url", json!(base)),
         ("model.api_key", json!("sk-test")),
     ];
-    set(caps, &settings).await;
+    set(app, &settings).await;
 }
 
 async fn a_default_run_offering_every_tool_is_accepted_by_both_apis(backend: Backend) {
@@ -99,7 +99,7 @@ async fn a_default_run_offering_every_tool_is_accepted_by_both_apis(backend: Bac
             openai_text("Nothing to change.")
         };
         let llm = MockLlm::start(vec![reply]).await;
-        use_provider(&env.caps, provider, &llm).await;
+        use_provider(&env.app, provider, &llm).await;
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
@@ -121,7 +121,7 @@ async fn an_answer_with_nothing_in_it_is_asked_again_never_sent_back(backend: Ba
     let llm =
         MockLlm::start(vec![anthropic_text(""), anthropic_text("Here it is."), anthropic_text(""), anthropic_text("")])
             .await;
-    use_provider(&env.caps, "anthropic", &llm).await;
+    use_provider(&env.app, "anthropic", &llm).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -158,7 +158,7 @@ async fn whole_json_answers_are_read_like_streams(backend: Backend) {
     for (provider, replies) in [("anthropic", anthropic), ("openai-compatible", openai)] {
         let env = env(backend).await;
         let llm = MockLlm::start(replies.to_vec()).await;
-        use_provider(&env.caps, provider, &llm).await;
+        use_provider(&env.app, provider, &llm).await;
         let api = start(&env).await;
         let (_, run) =
             api.post("/agent/runs", json!({"goal": "What does my library hold?", "mode": "plan_only"})).await;

@@ -112,7 +112,7 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     let used: Value = http.get(&decide).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(used["status"], "consumed");
     assert_eq!(used["consumedBy"], inv["invocationId"]);
-    let audit = env.caps.audit().list(0, 100).await.unwrap();
+    let audit = env.app.audit().list(0, 100).await.unwrap();
     let authorised = audit
         .iter()
         .rev()
@@ -316,7 +316,7 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
     let ours = env.caps.authz().create_grant(&grant(&slot.entity_id), "admin:test").await.unwrap();
     let inv = env.caps.invoke(&origin, "test.plan-step", &json!({"planId": plan.id})).await.unwrap();
     assert_eq!(inv.status, capstan::runtime::Status::Succeeded, "{inv:?}");
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     let used = audit.iter().rev().find(|e| e.event.action == "capability.invoke").unwrap();
     assert_eq!(used.event.authorization_id.as_deref(), Some(ours.id.as_str()));
 }

@@ -58,7 +58,7 @@ async fn twenty_calls_against_a_budget_of_five(backend: Backend) {
     assert_eq!(ran, 5, "exactly five ran");
     assert_eq!(env.mock.writes(), 5);
     assert_eq!(env.caps.authz().usage(&g.id).await.unwrap().0, 5);
-    let events = env.caps.audit().list(0, 1000).await.unwrap();
+    let events = env.app.audit().list(0, 1000).await.unwrap();
     let authorised = events.iter().filter(|e| e.event.authorization_id.as_deref() == Some(g.id.as_str())).count();
     assert_eq!(authorised, 5, "each run names the grant that authorised it");
 }

@@ -66,7 +66,7 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
     assert_eq!(inv["error"]["kind"], "denied");
     assert_eq!(env.mock.writes(), 0);
 
-    let before = env.caps.audit().list(0, 1000).await.unwrap().len();
+    let before = env.app.audit().list(0, 1000).await.unwrap().len();
     let bad: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
         (
             http.post(invoke("release.inspect"))
@@ -113,7 +113,7 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
     // A wrong method says which ones the endpoint takes.
     let resp = http.put(format!("{base}/audit")).bearer_auth(&read).send().await.unwrap();
     assert_eq!(resp.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET,HEAD"));
-    assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), before, "bad requests wrote nothing");
+    assert_eq!(env.app.audit().list(0, 1000).await.unwrap().len(), before, "bad requests wrote nothing");
 
     // The audit log pages by sequence number.
     let page: Value = http
@@ -139,7 +139,7 @@ async fn keys_scopes_invoke_and_bad_requests(backend: Backend) {
     assert_eq!(rest["events"][0]["seq"].as_i64().unwrap(), next + 1);
 
     // The newest events, oldest of them first, and the chain checked.
-    let all = env.caps.audit().list(0, 1000).await.unwrap();
+    let all = env.app.audit().list(0, 1000).await.unwrap();
     let latest: Value =
         http.get(format!("{base}/audit?latest=2")).bearer_auth(&read).send().await.unwrap().json().await.unwrap();
     let seqs: Vec<i64> = latest["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
@@ -316,7 +316,7 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
     assert_eq!(error_code(resp).await.0, 409);
     let again = env.caps.authz().grant(&id).await.unwrap().unwrap();
     assert_eq!((again.revoked_at, again.daily_invocations), (revoked["revokedAt"].as_i64(), 2));
-    let revokes = env.caps.audit().list(0, 1000).await.unwrap();
+    let revokes = env.app.audit().list(0, 1000).await.unwrap();
     assert_eq!(revokes.iter().filter(|e| e.event.action == "grant.revoke").count(), 1);
     let inv: Value = http
         .post(&invoke)

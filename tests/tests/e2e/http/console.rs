@@ -72,7 +72,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     assert!(refused.contains("nothing was changed"), "{refused}");
     let next_to = browser.text(&format!("{max_calls} + .field-error")).await;
     assert_eq!(next_to, "must be at least 1", "said next to the field");
-    let settings = env.caps.settings().all().await.unwrap();
+    let settings = env.app.settings().all().await.unwrap();
     assert_eq!(
         (settings["agent.max_tool_calls"].as_i64(), &settings["model.api_key"]),
         (Some(50), &json!({"set": false}))
@@ -80,7 +80,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.fill(max_calls, "12").await;
     browser.click("#settings-save").await;
     browser.wait_text("#settings-saved", "saved", |t| t.starts_with("Saved")).await;
-    let settings = env.caps.settings().all().await.unwrap();
+    let settings = env.app.settings().all().await.unwrap();
     assert_eq!(
         (settings["agent.max_tool_calls"].as_i64(), &settings["model.api_key"]),
         (Some(12), &json!({"set": true}))
@@ -139,7 +139,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     // A run whose model claims what it did not do: the console says what
     // was verified, and why it is not a success.
     let claims = json!({"scripts": [{"match": ["fetch"], "steps": [], "finalText": "Done! It is in your library."}]});
-    crate::agent::runs::set(&env.caps, &[("model.script", json!(claims.to_string()))]).await;
+    crate::agent::runs::set(&env.app, &[("model.script", json!(claims.to_string()))]).await;
     browser.fill("#run-goal", "fetch Dune: Part Two").await;
     browser.click("#run-mode option[value=execute]").await;
     browser.click("#run-start").await;
@@ -151,7 +151,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
             t.contains("nothing_done") && t.contains("made none")
         })
         .await;
-    crate::agent::runs::set(&env.caps, &[("model.script", serde_json::Value::Null)]).await;
+    crate::agent::runs::set(&env.app, &[("model.script", serde_json::Value::Null)]).await;
 
     // Tasks: the run's task, and one waiting that is cancelled and queued again.
     let tasks = capstan::tasks::Tasks::new(env.db.clone());
@@ -251,7 +251,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     assert!(!audit.contains("sk-console-test"), "settings changes are audited by key, never by value");
     browser.click("#audit-verify").await;
     let verdict = browser.wait_text("#audit-verdict", "gave a verdict", |t| !t.is_empty()).await;
-    let events = env.caps.audit().list(0, 1000).await.unwrap().len();
+    let events = env.app.audit().list(0, 1000).await.unwrap().len();
     assert!(verdict.starts_with(&format!("Intact: {events} events")), "{verdict}");
 
     // Signing out returns to the login.

@@ -55,7 +55,7 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
     let bounds =
         (browser.attr(CALLS, "min").await, browser.attr(CALLS, "max").await, browser.attr(CALLS, "step").await);
     assert_eq!(bounds, (Some("1".into()), Some("10000".into()), Some("1".into())));
-    let before = env.caps.settings().all().await.unwrap();
+    let before = env.app.settings().all().await.unwrap();
 
     // Not a number, a fraction, too small, too large: each said next to the
     // field, and nothing is sent — not even the secret typed alongside.
@@ -72,7 +72,7 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
         assert!(general.contains("nothing was changed"), "{general}");
         assert_eq!(field_errors(&browser).await.len(), 1, "old errors are gone");
     }
-    assert_eq!(env.caps.settings().all().await.unwrap(), before, "nothing was saved");
+    assert_eq!(env.app.settings().all().await.unwrap(), before, "nothing was saved");
 
     // Fixed, its error goes; another field's bound is said next to it, and
     // Default puts that field's default back.
@@ -88,13 +88,13 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
     browser.fill(BASE_URL, "ftp://example.com").await;
     let said = refused_next_to(&browser, BASE_URL).await;
     assert!(said.contains("http or https"), "{said}");
-    assert_eq!(env.caps.settings().all().await.unwrap(), before, "all or none");
+    assert_eq!(env.app.settings().all().await.unwrap(), before, "all or none");
 
     browser.fill(BASE_URL, "").await;
     browser.click("#settings-save").await;
     browser.wait_text("#settings-saved", "saved", |t| t.starts_with("Saved")).await;
     assert!(field_errors(&browser).await.is_empty());
-    let saved = env.caps.settings().all().await.unwrap();
+    let saved = env.app.settings().all().await.unwrap();
     assert_eq!((saved["agent.max_tool_calls"].as_i64(), &saved["model.api_key"]), (Some(12), &json!({"set": true})));
     assert_eq!(saved["model.compaction.threshold_ratio"], 0.8);
 
@@ -102,7 +102,7 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
     browser.click(".clear-secret[data-for='model.api_key']").await;
     browser.click("#settings-save").await;
     browser.wait_text("#settings-saved", "cleared the key", |t| t.contains("model.api_key")).await;
-    assert_eq!(env.caps.settings().all().await.unwrap()["model.api_key"], json!({"set": false}));
+    assert_eq!(env.app.settings().all().await.unwrap()["model.api_key"], json!({"set": false}));
     assert_eq!(browser.attr(API_KEY, "placeholder").await.as_deref(), Some("not set"));
 
     // Grants: only what a grant can name, within the server's bounds.

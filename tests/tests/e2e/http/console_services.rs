@@ -106,7 +106,7 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     // Forgetting a service removes it with its secret.
     browser.click("#svc-tmdb-forget").await;
     browser.wait_attr("#svc-tmdb-secret", "placeholder", "not set").await;
-    let setup = capstan::setup::store(&caps).view(caps.runtime().config()).await.unwrap();
+    let setup = app.setup().view(caps.runtime().config()).await.unwrap();
     let tmdb_now = setup["services"].as_array().unwrap().iter().find(|s| s["name"] == "tmdb").unwrap().clone();
     assert_eq!((tmdb_now["source"].as_str(), &tmdb_now["secretSet"]), (Some("unset"), &serde_json::json!(false)));
     browser.close().await;

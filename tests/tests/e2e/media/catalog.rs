@@ -188,7 +188,7 @@ async fn the_invoke_path_accepts_each_action_and_refuses_misspelt_fields_by_the_
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
-    caps.flush_component_events().await.unwrap();
+    app.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);
 
     for input in [

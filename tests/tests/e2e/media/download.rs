@@ -70,7 +70,7 @@ async fn start(backend: Backend, host: TestHost) -> Env {
     let runtime = host.start().await.unwrap();
     let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
-    caps.flush_component_events().await.unwrap();
+    app.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, app, caps }
 }

@@ -30,6 +30,7 @@ struct Env {
     _host: TestHost,
     _library: tempfile::TempDir,
     library: std::path::PathBuf,
+    app: Arc<capstan::app::App>,
     caps: Arc<Capabilities>,
     tasks: Tasks,
     indexer: MockTorznab,
@@ -103,10 +104,18 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(db.clone()), caps.audit().clone(), "pipeline-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(db.clone()), app.audit().clone(), "pipeline-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    Env { library: library.path().to_path_buf(), _library: library, _host: host, caps, tasks: Tasks::new(db), indexer }
+    Env {
+        library: library.path().to_path_buf(),
+        _library: library,
+        _host: host,
+        app,
+        caps,
+        tasks: Tasks::new(db),
+        indexer,
+    }
 }
 
 async fn wanted_movie(env: &Env) -> Slot {
@@ -242,7 +251,7 @@ async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
     assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "wanted");
     assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
     // Nothing else was opened: no refusal on record, no decision, no download.
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().all(|e| e.event.action != "capability.denied"), "no denial was recorded");
     assert!(env.caps.domain().decisions(None, 10).await.unwrap().is_empty());
     assert!(env.caps.domain().download_for_plan(&plan.id).await.unwrap().is_none());

@@ -285,7 +285,7 @@ async fn the_invoke_path_checks_search_input_against_the_published_schema() {
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
-    caps.flush_component_events().await.unwrap();
+    app.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);
 
     let input = json!({"kind": "tv", "query": "Shogun", "imdb_id": "tt2788316", "season": 1, "episode": 2,

@@ -127,7 +127,7 @@ async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
 
     // What TMDB was asked carried the key, and nothing answered showed it.
     assert!(env.tmdb.received().iter().all(|r| r.query.get("api_key").map(String::as_str) == Some(KEY)));
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     let wanted =
         audit.iter().filter(|e| e.event.subject == "library.want" && e.event.action == "capability.invoke").count();
     assert!(wanted >= 6, "each change is audited ({wanted})");

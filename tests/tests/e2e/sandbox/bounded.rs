@@ -34,7 +34,7 @@ async fn a_huge_failure_message_is_cut_before_it_is_kept(backend: Backend) {
         .await
         .unwrap();
     assert!(inv.error.unwrap().message.len() < 5_000);
-    let audit = env.caps.audit().list(0, 1_000).await.unwrap();
+    let audit = env.app.audit().list(0, 1_000).await.unwrap();
     let kept = audit.iter().rev().find(|e| e.event.subject == "test.probe").expect("the call is audited");
     let size = serde_json::to_string(kept).unwrap().len();
     assert!(size < 16_000, "the audit event is {size} bytes");
@@ -52,7 +52,7 @@ async fn a_flood_of_denials_is_kept_bounded(backend: Backend) {
     assert_eq!(inv.output.as_ref().unwrap()["result"], 5000, "every call was refused");
     assert_eq!(inv.denials.len(), 33, "{:?}", inv.denials.last());
     assert!(inv.denials[32].reason.contains("4968 more denials"), "{:?}", inv.denials[32]);
-    let audit = env.caps.audit().list(0, 10_000).await.unwrap();
+    let audit = env.app.audit().list(0, 10_000).await.unwrap();
     let denied = audit.iter().filter(|e| e.event.action == "capability.denied").count();
     assert!(denied <= 33, "{denied} denial events");
 }

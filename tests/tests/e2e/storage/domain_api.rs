@@ -67,7 +67,7 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let (_, one) = reader.get(&format!("/tasks/{}", task.id)).await;
     assert_eq!(one["status"], "queued");
     assert_eq!(runner.post("/tasks/nope/retry", Value::Null).await.0, 404);
-    let audit = env.caps.audit().list(0, 1000).await.unwrap();
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
     let changes: Vec<(&str, &str)> = audit
         .iter()
         .filter(|e| e.event.action.starts_with("task."))

@@ -58,7 +58,7 @@ pub async fn env(backend: Backend) -> Env {
     }
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
-    caps.flush_component_events().await.unwrap();
+    app.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, mock, db, app, caps }
 }
@@ -257,7 +257,7 @@ async fn automated_callers_and_plan_only_runs_are_gated(backend: Backend) {
     let gated = count(&env, "test.counter-safe", &plan, "x").await;
     assert!(gated.error.unwrap().message.contains("plan-only"));
     assert_eq!(env.mock.writes(), 0);
-    let events = env.caps.audit().list(0, 100).await.unwrap();
+    let events = env.app.audit().list(0, 100).await.unwrap();
     assert_eq!(events.iter().filter(|e| e.event.action == "capability.denied").count(), 2);
 }
 
@@ -266,7 +266,7 @@ async fn the_audit_chain_finds_an_altered_row(backend: Backend) {
     for label in ["a", "b", "c"] {
         count(&env, "test.counter-safe", &operator(), label).await;
     }
-    let audit = env.caps.audit();
+    let audit = env.app.audit();
     let events = audit.list(0, 100).await.unwrap();
     assert_eq!(audit.verify().await.unwrap(), capstan::audit::Verdict::Intact { events: events.len() as i64 });
     let invokes: Vec<_> = events.iter().filter(|e| e.event.action == "capability.invoke").collect();
@@ -303,8 +303,8 @@ async fn component_changes_are_audited_once(backend: Backend) {
     let env = env(backend).await;
     std::fs::write(env._host.plugins().join("junk.wasm"), b"not wasm").unwrap();
     env.caps.runtime().rescan(false).await.unwrap();
-    env.caps.flush_component_events().await.unwrap();
-    let events = env.caps.audit().list(0, 1000).await.unwrap();
+    env.app.flush_component_events().await.unwrap();
+    let events = env.app.audit().list(0, 1000).await.unwrap();
     let of = |action: &str, subject: &str| {
         events.iter().filter(|e| e.event.action == action && e.event.subject.ends_with(subject)).count()
     };
@@ -313,13 +313,12 @@ async fn component_changes_are_audited_once(backend: Backend) {
     assert_eq!(of("component.refused", "junk.wasm"), 1);
     // Scanning again, or another process starting on the same data, adds nothing.
     env.caps.runtime().rescan(false).await.unwrap();
-    let again =
-        capstan::app::App::new(env._host.start().await.unwrap(), env.db.clone(), "second".into()).caps().clone();
+    let again = capstan::app::App::new(env._host.start().await.unwrap(), env.db.clone(), "second".into());
     again.flush_component_events().await.unwrap();
-    env.caps.flush_component_events().await.unwrap();
-    assert_eq!(env.caps.audit().list(0, 1000).await.unwrap().len(), events.len());
+    env.app.flush_component_events().await.unwrap();
+    assert_eq!(env.app.audit().list(0, 1000).await.unwrap().len(), events.len());
     assert_eq!(
-        env.caps.audit().verify().await.unwrap(),
+        env.app.audit().verify().await.unwrap(),
         capstan::audit::Verdict::Intact { events: events.len() as i64 }
     );
 }

@@ -92,8 +92,8 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         .await
         .unwrap();
     assert!(stored.starts_with("enc:v1:") && !stored.contains(API_KEY), "{stored}");
-    assert_eq!(env.caps.settings().secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
-    let master = env.caps.settings().master_key().unwrap();
+    assert_eq!(env.app.settings().secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
+    let master = env.app.settings().master_key().unwrap();
     assert!(master.decrypt("model.other", &stored).is_err(), "a ciphertext moved to another key must not decrypt");
     let stranger = MasterKey::from_text(&"ab".repeat(32)).unwrap();
     assert!(stranger.decrypt("model.api_key", &stored).is_err());

@@ -63,9 +63,9 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     // (As `capstan worker` does, it shares the data folder and so the master key.)
     let mut other_host = TestHost::new();
     other_host.config = host.config.clone();
-    let other =
-        capstan::app::App::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id()).caps().clone();
-    capstan::setup::spawn_refresh(other.clone());
+    let other_app = capstan::app::App::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id());
+    other_app.follow_setup();
+    let other = other_app.caps().clone();
     let admin = Api::new(&base).signed_in(&db, "admin").await;
 
     // Before: TMDB is not set up, and a lookup says so.
@@ -93,7 +93,7 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     }
     let (status, _) = admin.send(Method::PUT, "/setup/library", json!({"mode": "teleport"})).await;
     assert_eq!(status, 422);
-    assert_eq!(capstan::setup::store(&caps).version().await.unwrap().0, 0, "nothing was stored");
+    assert_eq!(app.setup().version().await.unwrap().0, 0, "nothing was stored");
 
     // TMDB: saved, tested, and used by the next call with no restart.
     let (status, view) = admin
@@ -164,7 +164,7 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     let (status, _) = admin.send(Method::PUT, "/setup/library", naming).await;
     assert_eq!(status, 200);
     let config = caps.runtime().config().clone();
-    let effective = capstan::setup::store(&caps).effective(&config).await.unwrap();
+    let effective = app.setup().effective(&config).await.unwrap();
     assert_eq!(effective.settings["organize.plan"]["movie_template"], "{Movie Title} ({Release Year})");
     assert_eq!(effective.settings["download.submit"]["save_path"], "/srv/downloads/movies");
     assert!(
@@ -177,7 +177,7 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     let (status, _) =
         keyed.send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": "http://evil", "secret": "x"})).await;
     assert_eq!(status, 403);
-    let audit = caps.audit().list(0, 1000).await.unwrap();
+    let audit = app.audit().list(0, 1000).await.unwrap();
     let changes = audit.iter().filter(|e| e.event.action.starts_with("setup.")).count();
     assert_eq!(changes, 8, "every accepted change is audited once");
 
