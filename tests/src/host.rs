@@ -31,6 +31,26 @@ impl TestHost {
         TestHost { dir, config }
     }
 
+    /// A host as the console-setup suites start it: `torznab-3` set in the
+    /// configuration file (the console shows it and leaves it alone), and
+    /// empty `downloads` and `library` folders, returned beside it.
+    pub fn with_a_file_indexer() -> (TestHost, PathBuf, PathBuf) {
+        use capstan::config::{Auth, SecretRef, ServiceConfig};
+        let mut host = TestHost::new();
+        let file_indexer = ServiceConfig {
+            base_url: "http://127.0.0.1:9/file".into(),
+            auth: Auth::Query { name: "apikey".into(), value: SecretRef("file-key".into()) },
+            operations: Vec::new(),
+            timeout_ms: 2_000,
+            response_cap_bytes: 1 << 20,
+        };
+        host.config.services.insert("torznab-3".into(), file_indexer);
+        let (downloads, library) = (host.dir.path().join("downloads"), host.dir.path().join("library"));
+        std::fs::create_dir_all(&downloads).unwrap();
+        std::fs::create_dir_all(&library).unwrap();
+        (host, downloads, library)
+    }
+
     /// The plugin folder.
     pub fn plugins(&self) -> PathBuf {
         self.config.capabilities_dir()

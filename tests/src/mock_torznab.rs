@@ -106,6 +106,28 @@ impl MockTorznab {
         MockTorznab { addr, shared }
     }
 
+    /// An indexer titled `title` whose feed offers `torrent` as Dune: Part
+    /// Two (TMDB 693134, a movie, 12 seeders) and serves its `.torrent`
+    /// file, as the acquisition suites need it.
+    pub async fn offering_dune(key: &str, title: &'static str, torrent: &crate::torrent::BuiltTorrent) -> MockTorznab {
+        let leak = |text: &str| -> &'static str { Box::leak(text.to_string().into_boxed_str()) };
+        let item = Item {
+            title: leak(&torrent.name),
+            size: 70_000,
+            seeders: 12,
+            peers: 14,
+            infohash: Some(leak(&torrent.info_hash)),
+            categories: &[2000, 2045],
+            tmdb_id: Some(693134),
+            pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
+            ..Item::default()
+        };
+        let indexer = Indexer { title, movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![item] };
+        let server = MockTorznab::start(key, indexer).await;
+        server.serve_torrent(0, torrent.bytes.clone());
+        server
+    }
+
     /// The base URL to configure (`/api` is appended to it).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)

@@ -11,10 +11,13 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use capstan::pipeline::{Capabilities, Origin};
+use capstan::runtime::EffectClass;
 use tempfile::TempDir;
 
 /// The program and how to get it, for the failure message.
@@ -280,6 +283,34 @@ pub fn password_hash(password: &str, salt: &[u8; 16]) -> String {
 /// talking to a stranger, because the login would not succeed.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Stands in for the peers of a real download: once qBittorrent has a
+/// download's torrent, `download.recheck` has it check the data already on
+/// disk (once per download), every half second until aborted. With
+/// `sync`, it also queues the `syncDownloads` sweep each time, as the
+/// schedule of `capstan serve` would.
+pub fn deliver_the_data(caps: Arc<Capabilities>, sync: bool) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let tasks = capstan::tasks::Tasks::new(caps.db().clone());
+        let sweep = capstan::acquisition::SYNC_DOWNLOADS;
+        let mut rechecked = std::collections::HashSet::new();
+        loop {
+            if sync {
+                let _ = capstan::acquisition::enqueue(&tasks, sweep, None, serde_json::json!({}), sweep).await;
+            }
+            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
+                if download.status != "queued" && !rechecked.contains(&download.id) {
+                    let input = serde_json::json!({"downloadTaskId": download.id});
+                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
+                    if inv.is_ok_and(|i| i.error.is_none()) {
+                        rechecked.insert(download.id);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
 }
 
 #[cfg(test)]

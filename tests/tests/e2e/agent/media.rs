@@ -11,18 +11,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capstan::acquisition::SYNC_DOWNLOADS;
 use capstan::agent::AgentRuntime;
 use capstan::agent::runs::{NewRun, Run, RunMode};
 use capstan::domain::{NewRelease, NewSlot};
-use capstan::pipeline::{Capabilities, Origin};
-use capstan::runtime::EffectClass;
+use capstan::pipeline::Capabilities;
 use capstan::store::Db;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::api::Api;
 use capstan_tests::binary::capstan_bin;
 use capstan_tests::host::shared_cache;
-use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::proxy::Proxy;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent::{self, BuiltTorrent};
@@ -40,34 +38,10 @@ struct Env {
     _indexer: MockTorznab,
 }
 
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
 /// A config file (used by this process and by `capstan worker`s), a wanted
 /// movie, and its release recorded and identified.
 async fn start(qbt_url: &str, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
-    let indexer = MockTorznab::start(
-        "indexer-key",
-        Indexer {
-            title: "Loopback indexer",
-            movie_params: Some("q,imdbid,tmdbid"),
-            tv_params: None,
-            items: vec![Item {
-                title: leak(&dune.name),
-                size: 70_000,
-                seeders: 12,
-                peers: 14,
-                infohash: Some(leak(&dune.info_hash)),
-                categories: &[2000],
-                tmdb_id: Some(693134),
-                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
-                ..Item::default()
-            }],
-        },
-    )
-    .await;
-    indexer.serve_torrent(0, dune.bytes.clone());
+    let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let library = dir.path().join("library");
@@ -163,29 +137,6 @@ library = {library:?}
 
 async fn grant(caps: &Capabilities) {
     capstan_tests::grants::allow_everything(caps).await;
-}
-
-/// What the schedule and an operator do while a run waits: sync downloads
-/// every half second, and recheck each download once (its payload is
-/// already on disk).
-fn keep_downloads_moving(caps: Arc<Capabilities>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let tasks = Tasks::new(caps.db().clone());
-        let mut rechecked = std::collections::HashSet::new();
-        loop {
-            let _ = capstan::acquisition::enqueue(&tasks, SYNC_DOWNLOADS, None, json!({}), SYNC_DOWNLOADS).await;
-            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
-                if download.status != "queued" && !rechecked.contains(&download.id) {
-                    let input = json!({"downloadTaskId": download.id});
-                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
-                    if inv.is_ok_and(|i| i.error.is_none()) {
-                        rechecked.insert(download.id);
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    })
 }
 
 async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
@@ -295,7 +246,7 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     assert_eq!(body["modelFinalText"]["verified"], false, "the model's claim is not taken for the truth");
 
     grant(&env.caps).await;
-    let _moving = keep_downloads_moving(env.caps.clone());
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
     let run = start_run(&env, "fetch Dune: Part Two").await;
     let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
@@ -316,7 +267,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 43));
     let env = start(&qbt.base_url(), &qbt, &dune).await;
     in_process_worker(&env);
-    let _moving = keep_downloads_moving(env.caps.clone());
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
     let run = start_run(&env, "fetch Dune: Part Two").await;
     let approval = denied_and_waiting_for_approval(&env, &qbt, &run.id).await;
 
@@ -434,7 +385,7 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     proxy.release();
 
     let _second = worker_process(&env.config_path, &sessions);
-    let _moving = keep_downloads_moving(env.caps.clone());
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
     let run = wait_run(&env, &run.id, Duration::from_secs(180)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");

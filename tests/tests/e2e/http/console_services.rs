@@ -4,7 +4,6 @@
 //! says why; a value from capstan.toml is shown and cannot be edited;
 //! Forget removes a service and its secret.
 
-use capstan::config::{Auth, SecretRef, ServiceConfig};
 use capstan::store::Db;
 use capstan_tests::browser::Browser;
 use capstan_tests::db::{Backend, fresh_url};
@@ -22,19 +21,8 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     )
     .await;
     let qbt = QBittorrent::start().await;
-    let mut host = TestHost::new();
-    let file_indexer = ServiceConfig {
-        base_url: "http://127.0.0.1:9/file".into(),
-        auth: Auth::Query { name: "apikey".into(), value: SecretRef("file-key".into()) },
-        operations: Vec::new(),
-        timeout_ms: 2_000,
-        response_cap_bytes: 1 << 20,
-    };
-    host.config.services.insert("torznab-3".into(), file_indexer);
-    let downloads = host.dir.path().join("downloads");
-    let library = host.dir.path().join("library");
-    std::fs::create_dir_all(&downloads).unwrap();
-    std::fs::create_dir_all(&library).unwrap();
+    // torznab-3 is the file's; the console shows it and leaves it alone.
+    let (host, downloads, library) = TestHost::with_a_file_indexer();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());

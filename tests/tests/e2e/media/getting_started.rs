@@ -14,44 +14,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capstan::pipeline::{Capabilities, Origin};
-use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::browser::Browser;
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
-use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
-use serde_json::json;
 
 const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
-
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
-/// What peers would do for a real download: once qBittorrent has the
-/// torrent, check the data already on disk (once per download).
-fn deliver_the_data(caps: Arc<Capabilities>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut rechecked = std::collections::HashSet::new();
-        loop {
-            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
-                if download.status != "queued" && !rechecked.contains(&download.id) {
-                    let input = json!({"downloadTaskId": download.id});
-                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
-                    if inv.is_ok_and(|i| i.error.is_none()) {
-                        rechecked.insert(download.id);
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    })
-}
 
 /// Fills a service's card on the Services page, saves it, and presses Test.
 async fn connect(browser: &Browser, service: &str, url: &str, user: Option<&str>, secret: &str, found: &str) {
@@ -73,27 +46,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let qbt = QBittorrent::start().await;
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 31));
     let tmdb = MockTmdb::start("newcomer-tmdb-key", Catalog::sample()).await;
-    let indexer = MockTorznab::start(
-        "newcomer-indexer-key",
-        Indexer {
-            title: "Newcomer's indexer",
-            movie_params: Some("q,imdbid,tmdbid"),
-            tv_params: None,
-            items: vec![Item {
-                title: leak(&dune.name),
-                size: 70_000,
-                seeders: 12,
-                peers: 14,
-                infohash: Some(leak(&dune.info_hash)),
-                categories: &[2000, 2045],
-                tmdb_id: Some(693134),
-                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
-                ..Item::default()
-            }],
-        },
-    )
-    .await;
-    indexer.serve_torrent(0, dune.bytes.clone());
+    let indexer = MockTorznab::offering_dune("newcomer-indexer-key", "Newcomer's indexer", &dune).await;
 
     // A first start: nothing set up but the built-in capabilities.
     let host = TestHost::new();
@@ -109,7 +62,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     capstan::acquisition::register(&mut worker, &caps);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     capstan::acquisition::spawn_schedule(caps.clone(), Duration::from_secs(1));
-    let _delivery = deliver_the_data(caps.clone());
+    let _delivery = capstan_tests::qbittorrent::deliver_the_data(caps.clone(), false);
     let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     // Step 2: the password, as `capstan admin set-password` sets it.

@@ -18,7 +18,7 @@ use capstan::store::Db;
 use capstan::tasks::{NewTask, Task, TaskStatus, Tasks, Worker, WorkerConfig};
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
-use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent::{self, BuiltTorrent};
 use serde_json::{Value, json};
@@ -36,32 +36,8 @@ struct Env {
     indexer: MockTorznab,
 }
 
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
 async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
-    let indexer = MockTorznab::start(
-        "indexer-key",
-        Indexer {
-            title: "Loopback indexer",
-            movie_params: Some("q,imdbid,tmdbid"),
-            tv_params: None,
-            items: vec![Item {
-                title: leak(&dune.name),
-                size: 70_000,
-                seeders: 12,
-                peers: 14,
-                infohash: Some(leak(&dune.info_hash)),
-                categories: &[2000, 2045],
-                tmdb_id: Some(693134),
-                pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
-                ..Item::default()
-            }],
-        },
-    )
-    .await;
-    indexer.serve_torrent(0, dune.bytes.clone());
+    let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
     let library = tempfile::tempdir().unwrap();
     let mut host = TestHost::new();
     let service = |base_url: String, auth: Auth| ServiceConfig {

@@ -6,7 +6,6 @@
 //! sets is shown as the file's and cannot be changed; bad values are
 //! refused with the reason and change nothing. On SQLite and on PostgreSQL.
 
-use capstan::config::{Auth, SecretRef, ServiceConfig};
 use capstan::pipeline::Origin;
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
@@ -40,20 +39,8 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     )
     .await;
     let qbt = QBittorrent::start().await;
-    let mut host = TestHost::new();
     // torznab-3 is the file's; the console shows it and leaves it alone.
-    let file_indexer = ServiceConfig {
-        base_url: "http://127.0.0.1:9".into(),
-        auth: Auth::Query { name: "apikey".into(), value: SecretRef("file-key".into()) },
-        operations: Vec::new(),
-        timeout_ms: 2_000,
-        response_cap_bytes: 1 << 20,
-    };
-    host.config.services.insert("torznab-3".into(), file_indexer);
-    let downloads = host.dir.path().join("downloads");
-    let library = host.dir.path().join("library");
-    std::fs::create_dir_all(&downloads).unwrap();
-    std::fs::create_dir_all(&library).unwrap();
+    let (host, downloads, library) = TestHost::with_a_file_indexer();
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
