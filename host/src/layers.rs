@@ -34,22 +34,75 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+fn ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// The first names of the items of a `{a, b::{c, d}, e}` group (`text`
+/// starts after its opening brace): `a`, `b`, `e`.
+fn group_heads(text: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut at_item = true;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_item = true,
+            c if at_item && !c.is_whitespace() => {
+                at_item = false;
+                let name = ident(&text[i..]);
+                if !name.is_empty() {
+                    heads.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
 /// The top-level modules `code` names through `crate::`, with the offset
-/// of each, including those in a `crate::{a, b::c}` group (which may run
+/// of each, including those in a `crate::{a, b::{c}}` group (which may run
 /// over several lines).
 fn crate_paths(code: &str) -> Vec<(usize, String)> {
-    let ident = |text: &str| -> String { text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
     let mut found = Vec::new();
     for (at, _) in code.match_indices("crate::") {
         if code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue; // `wasm_crate::` and the like
         }
         let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let group = &group[..group.find('}').unwrap_or(group.len())];
-            found.extend(group.split(',').map(|item| ident(item.trim())).filter(|n| !n.is_empty()).map(|n| (at, n)));
-        } else {
-            found.push((at, ident(rest)));
+        match rest.strip_prefix('{') {
+            Some(group) => found.extend(group_heads(group).into_iter().map(|n| (at, n))),
+            None => found.push((at, ident(rest))),
+        }
+    }
+    found
+}
+
+/// The top-level modules `code` reaches through a chain of `super::` that
+/// climbs to the crate root from a module `depth` levels down
+/// (`host/src/a/b.rs` is 2).
+fn super_paths(code: &str, depth: usize) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = code[from..].find("super::") {
+        let at = from + offset;
+        let mut rest = &code[at..];
+        let mut climbs = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = after;
+        }
+        from = at + climbs * "super::".len();
+        let preceded = code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        if preceded || climbs < depth {
+            continue;
+        }
+        match rest.strip_prefix('{') {
+            Some(group) => found.extend(group_heads(group).into_iter().map(|n| (at, n))),
+            None => found.push((at, ident(rest))),
         }
     }
     found
@@ -68,7 +121,17 @@ fn layers_point_down() {
     let layers = layer_map(&lib);
     let declared: Vec<String> = lib
         .lines()
-        .filter_map(|l| l.strip_prefix("pub mod ").and_then(|l| l.strip_suffix(';')).map(str::to_string))
+        .filter_map(|l| {
+            let l = l.trim_start_matches("pub ").trim_start_matches("pub(crate) ");
+            l.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')).map(str::to_string)
+        })
+        .filter(|m| m != "layers")
+        .collect();
+    // Names the crate root re-exports stand for their module (`crate::Config`).
+    let reexports: BTreeMap<String, String> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub use ")?.strip_suffix(';')?.split_once("::"))
+        .map(|(module, name)| (name.rsplit("::").next().unwrap_or(name).to_string(), module.to_string()))
         .collect();
     let unplaced: Vec<&String> = declared.iter().filter(|m| !layers.contains_key(*m)).collect();
     assert!(unplaced.is_empty(), "modules missing from lib.rs's layer map: {unplaced:?}");
@@ -82,7 +145,10 @@ fn layers_point_down() {
         let module = top.trim_end_matches(".rs");
         let Some(&own) = layers.get(module) else { continue }; // lib.rs, main.rs, this file
         let code = code_of(&std::fs::read_to_string(&file).unwrap());
-        for (at, target) in crate_paths(&code) {
+        // How far down the file's module is: `a.rs` and `a/mod.rs` are 1.
+        let depth = relative.components().count() - usize::from(relative.ends_with("mod.rs"));
+        for (at, target) in crate_paths(&code).into_iter().chain(super_paths(&code, depth)) {
+            let target = reexports.get(&target).cloned().unwrap_or(target);
             if target == module {
                 continue;
             }
@@ -94,7 +160,7 @@ fn layers_point_down() {
                     code[..at].matches('\n').count() + 1,
                     if to == own { "sideways" } else { "up" }
                 )),
-                // Re-exports at the crate root (`crate::Config`) and the like.
+                // Not a module of the map: an item of the crate root.
                 None => {}
             }
         }
@@ -107,7 +173,17 @@ fn crate_paths_are_found_in_paths_and_groups() {
     let names = |code: &str| crate_paths(code).into_iter().map(|(_, n)| n).collect::<Vec<_>>();
     assert_eq!(names("use crate::store::{Db, now_ms};"), ["store"]);
     assert_eq!(names("use crate::{\n    audit::Audit,\n    tasks,\n};"), ["audit", "tasks"]);
+    assert_eq!(names("use crate::{a::{B, c::D}, tasks};"), ["a", "tasks"], "nested groups");
     assert_eq!(names("let x = crate::pipeline::canonical(v) + crate::text::x;"), ["pipeline", "text"]);
     assert!(names("wasm_crate::thing").is_empty());
     assert_eq!(code_of("use a; // crate::agent\n/// crate::http"), "use a; \n");
+}
+
+#[test]
+fn super_chains_that_reach_the_root_are_found() {
+    let names = |code: &str, depth| super_paths(code, depth).into_iter().map(|(_, n)| n).collect::<Vec<_>>();
+    // From host/src/runtime/host/domain.rs (depth 3).
+    assert_eq!(names("use super::super::super::domain::Domain;", 3), ["domain"]);
+    assert!(names("use super::super::effects::X;", 3).is_empty(), "still inside runtime");
+    assert_eq!(names("use super::{ledger, tasks::T};", 1), ["ledger", "tasks"]);
 }

@@ -14,7 +14,7 @@
 //! 2. `config`, `settings` — what the operator configured: the file, and
 //!    the settings stored in the database (their checks that need a higher
 //!    layer, such as a model script's, are handed in).
-//! 3. `events` — the event log every layer may append to.
+//! 3. `events` — the event log the layers above append to.
 //! 4. `authz` — grants, approvals and policies as records; a grant judges a
 //!    call by the capability's id and tags, not by the runtime's types.
 //! 5. `runtime` — the sandbox: components, host imports and their classes.

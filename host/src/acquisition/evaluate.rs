@@ -16,11 +16,12 @@ use serde_json::{Value, json};
 
 use capstan_quality::{QualityProfile, offer, preferred};
 
-use super::{call, failure};
+use super::call;
 use crate::authz::{Authz, AuthzError};
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
+use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
@@ -114,7 +115,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     let searched = call(caps, task, "release.search", search_input(&entity, slot)).await?;
     if searched.status != Status::Succeeded {
         return Ok(
-            json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failure("release.search", &searched).to_string() }),
+            json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failed_attempt("release.search", &searched).to_string() }),
         );
     }
     let profile = match quality_profile(caps, slot).await? {
@@ -158,7 +159,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
     if planned.status != Status::Succeeded {
         return Ok(
-            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failure("download.plan", &planned).to_string() }),
+            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failed_attempt("download.plan", &planned).to_string() }),
         );
     }
     let plan = planned.output.unwrap_or_default();
@@ -178,7 +179,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     }
     let submitted = call(caps, task, "download.submit", submit).await?;
     if submitted.status != Status::Succeeded {
-        return Err(failure("download.submit", &submitted));
+        return Err(failed_attempt("download.submit", &submitted));
     }
     Ok(json!({ "slotId": slot.id, "outcome": "submitted", "planId": plan_id, "submit": submitted.output }))
 }

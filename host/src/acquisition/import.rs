@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{call, failure};
+use super::call;
 use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
+use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
@@ -36,7 +37,7 @@ impl TaskHandler for VerifyAndImport {
             let planned =
                 call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
             if planned.status != Status::Succeeded {
-                return Err(failure(PLAN_CAPABILITY, &planned));
+                return Err(failed_attempt(PLAN_CAPABILITY, &planned));
             }
             let plan = planned.output.unwrap_or(Value::Null);
             let (Some(organization), Some(fingerprint)) =
@@ -62,7 +63,7 @@ impl TaskHandler for VerifyAndImport {
                 Status::Succeeded => {
                     Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output }))
                 }
-                _ => Err(failure(EXECUTE_CAPABILITY, &executed)),
+                _ => Err(failed_attempt(EXECUTE_CAPABILITY, &executed)),
             }
         })
     }

@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pipeline::{Capabilities, Invocation, Origin};
-use crate::tasks::{HandlerError, NewTask, Task, Tasks, Worker};
+use crate::tasks::{NewTask, Task, Tasks, Worker};
 
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
 pub const SYNC_DOWNLOADS: &str = "syncDownloads";
@@ -100,9 +100,4 @@ pub async fn enqueue(
 /// Calls a capability for `task`; an error only when no status came back.
 async fn call(caps: &Capabilities, task: &Task, id: &str, input: Value) -> Result<Invocation, String> {
     caps.invoke(&Origin::task(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
-}
-
-/// Why an attempt whose call `id` did not succeed failed.
-fn failure(id: &str, inv: &Invocation) -> HandlerError {
-    crate::pipeline::failed_attempt(id, inv)
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{VERIFY_AND_IMPORT, call, enqueue, failure};
+use super::{VERIFY_AND_IMPORT, call, enqueue};
 use crate::domain::DomainError;
 use crate::pipeline::Capabilities;
+use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{Task, TaskHandler, Tasks, worker::HandlerFuture};
 
@@ -32,7 +33,7 @@ impl TaskHandler for SyncDownloads {
         Box::pin(async move {
             let inv = call(&caps, &task, STATUS_CAPABILITY, json!({})).await?;
             if inv.status != Status::Succeeded {
-                return Err(failure(STATUS_CAPABILITY, &inv));
+                return Err(failed_attempt(STATUS_CAPABILITY, &inv));
             }
             let output = inv.output.unwrap_or(Value::Null);
             let items = output.get("downloads").and_then(Value::as_array).cloned().unwrap_or_default();

@@ -55,7 +55,7 @@ pub async fn run(config: Config, cmd: &AdminCommand) -> CommandResult {
             let db = Db::open(&config.database_url()).await.map_err(failed)?;
             let by = match owner {
                 Some(admin) => crate::principal::admin(admin),
-                None => format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "operator".into())),
+                None => crate::principal::cli(&std::env::var("USER").unwrap_or_else(|_| "operator".into())),
             };
             let key = crate::http::keys::create(&db, name, &scopes, &by).await.map_err(failed)?;
             println!("{key}");

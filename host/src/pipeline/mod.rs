@@ -1,5 +1,5 @@
 //! The one invoke path, `Capabilities::invoke(origin, id, input)`, used by
-//! the CLI, HTTP and (later) the agent and tasks: look up the descriptor,
+//! the CLI, HTTP, agent runs and tasks: look up the descriptor,
 //! validate the input against its schema, apply the mode gate, authorise,
 //! derive the idempotency key, claim the ledger for propose/execute, run the
 //! call in the sandbox, finish the ledger row with its token, and audit.

@@ -19,6 +19,9 @@
 //! | `events` | `http::events`, `agent::runs` |
 //! | `metrics` | `http::operations` |
 //! | `config`, `cli` | `cli::*` |
+//! | `app` (the composition root) | every suite that builds a host (`App::new`) |
+//! | `canonical`, `text` | unit tests beside them; `storage::ledger` (keys), `http::fuzz` (blank texts) |
+//! | `principal` | `authority::approvals` (self-approval), `agent::media` (who asked) |
 //!
 //! Suites on storage run twice (`::sqlite`, `::postgres`); the Chromium
 //! suites are `http::console*`, `http::lan` and `media::getting_started`.

@@ -21,7 +21,7 @@ pub enum EngineError {
     Ledger(#[from] LedgerError),
     #[error("setting {key}: {reason}")]
     Setting { key: String, reason: String },
-    #[error("the session log: {0}")]
+    #[error("the session log failed: {0}")]
     SessionLog(#[from] std::io::Error),
     #[error("{0}")]
     Provider(#[from] ProviderError),

@@ -75,13 +75,13 @@ pub struct Scripted {
 }
 
 impl Scripted {
-    /// Reads a script file; a malformed one is refused with the reason.
     /// Whether `text` is a script this provider can follow: the check the
     /// `model.script` setting is stored under.
     pub fn check(text: &str) -> Result<(), String> {
         Scripted::from_json(text).map(drop).map_err(|e| e.to_string())
     }
 
+    /// Reads a script file; a malformed one is refused with the reason.
     pub fn from_json(text: &str) -> Result<Scripted, ProviderError> {
         let file: ScriptFile =
             serde_json::from_str(text).map_err(|e| ProviderError::Invalid(format!("scripted model: {e}")))?;

@@ -1,11 +1,11 @@
 //! The `records` transitions: state changes.
 
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{ById, Operation, answer, args, from_authz, from_tasks, present};
 use crate::authz::Authz;
-use crate::domain::{DomainError, WantTitle};
+use crate::domain::{Domain, DomainError, WantTitle};
 use crate::tasks::Tasks;
 
 #[derive(Deserialize)]
@@ -16,6 +16,12 @@ struct PlanStep {
     client_hash: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+}
+
+/// `plan.fail` and `plan.cancel`: the plan ends `status`, with its reason.
+async fn end_plan(domain: &Domain, name: &str, text: &str, status: &str) -> Result<Value, DomainError> {
+    let step: PlanStep = args(name, text)?;
+    answer(domain.end_plan(&step.plan_id, status, step.reason.as_deref().unwrap_or("no reason given")).await?)
 }
 
 /// Every `records` transition (execute).
@@ -38,30 +44,8 @@ pub const TRANSITIONS: &[Operation] = &[
             })
         },
     },
-    Operation {
-        name: "plan.fail",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let step: PlanStep = args(name, text)?;
-                let status = "failed";
-                answer(
-                    domain.end_plan(&step.plan_id, status, step.reason.as_deref().unwrap_or("no reason given")).await?,
-                )
-            })
-        },
-    },
-    Operation {
-        name: "plan.cancel",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let step: PlanStep = args(name, text)?;
-                let status = "cancelled";
-                answer(
-                    domain.end_plan(&step.plan_id, status, step.reason.as_deref().unwrap_or("no reason given")).await?,
-                )
-            })
-        },
-    },
+    Operation { name: "plan.fail", run: |domain, _, name, text| Box::pin(end_plan(domain, name, text, "failed")) },
+    Operation { name: "plan.cancel", run: |domain, _, name, text| Box::pin(end_plan(domain, name, text, "cancelled")) },
     Operation {
         name: "download.update",
         run: |domain, _, name, text| {

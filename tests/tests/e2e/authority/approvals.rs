@@ -6,7 +6,7 @@
 
 use capstan::domain::{Author, NewOrganizationPlan, NewPlan, Plan};
 use capstan::runtime::EffectClass;
-use capstan_tests::api::{login, serve};
+use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
@@ -37,79 +37,49 @@ pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan)
 async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
+    let api = Api::new(&base);
     let domain = env.caps.domain().clone();
     let (key, plan) = plan_drafted_by_alices_key(&env, &"e".repeat(40)).await;
-    let invoke = format!("{base}/capabilities/test.plan-step/invoke");
-    let call = |input: Value| http.post(&invoke).bearer_auth(&key).json(&json!({ "input": input })).send();
+    let keyed = api.with_key(&key);
+    let call = |input: Value| {
+        let keyed = keyed.clone();
+        async move { keyed.post("/capabilities/test.plan-step/invoke", json!({ "input": input })).await.1 }
+    };
 
     // Without an approval the key may not act on the plan; claiming one in
     // the input changes nothing.
-    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    let inv = call(json!({"planId": plan.id})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
 
-    let resp = http
-        .post(format!("{base}/approvals"))
-        .bearer_auth(&key)
-        .json(&json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let approval: Value = resp.json().await.unwrap();
+    let asked = json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"});
+    let (status, approval) = keyed.post("/approvals", asked).await;
+    assert_eq!(status, 201, "{approval}");
     assert_eq!(
         (approval["status"].as_str(), approval["payloadHash"].as_str(), approval["capabilityId"].as_str()),
         (Some("pending"), Some(plan.payload_hash.as_str()), Some("test.plan-step"))
     );
-    let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
+    let decide = format!("/approvals/{}", approval["id"].as_str().unwrap());
     let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+    let patch = reqwest::Method::PATCH;
 
     // Keys never decide; alice owns the key that made the plan; bob must
     // approve what he saw.
-    let resp = http.patch(&decide).bearer_auth(&key).json(&approve).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
-    let (alice, alice_csrf) = login(&env.db, &http, &base, "alice").await;
-    let resp = http
-        .patch(&decide)
-        .header("cookie", &alice)
-        .header("x-csrf-token", &alice_csrf)
-        .json(&approve)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
-    let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
+    assert_eq!(keyed.send(patch.clone(), &decide, approve.clone()).await.0, 403);
+    let alice = api.signed_in(&env.db, "alice").await;
+    assert_eq!(alice.send(patch.clone(), &decide, approve.clone()).await.0, 403);
+    let bob = api.signed_in(&env.db, "bob").await;
     let wrong = json!({"status": "approved", "payloadHash": "0".repeat(64)});
-    let resp =
-        http.patch(&decide).header("cookie", &bob).header("x-csrf-token", &bob_csrf).json(&wrong).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 409);
-    let resp = http
-        .patch(&decide)
-        .header("cookie", &bob)
-        .header("x-csrf-token", &bob_csrf)
-        .json(&json!({"status": "maybe", "payloadHash": plan.payload_hash}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 422);
-    let decided: Value = http
-        .patch(&decide)
-        .header("cookie", &bob)
-        .header("x-csrf-token", &bob_csrf)
-        .json(&approve)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    assert_eq!(bob.send(patch.clone(), &decide, wrong).await.0, 409);
+    let maybe = json!({"status": "maybe", "payloadHash": plan.payload_hash});
+    assert_eq!(bob.send(patch.clone(), &decide, maybe).await.0, 422);
+    let (_, decided) = bob.send(patch, &decide, approve).await;
     assert_eq!((decided["status"].as_str(), decided["decidedBy"].as_str()), (Some("approved"), Some("admin:bob")));
 
     // Approved: one call goes through and uses the approval up.
-    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    let inv = call(json!({"planId": plan.id})).await;
     assert_eq!(inv["status"], "succeeded", "{inv}");
     assert_eq!(domain.plan(&plan.id).await.unwrap().status, "reserved");
-    let used: Value = http.get(&decide).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let used = keyed.json(&decide).await;
     assert_eq!(used["status"], "consumed");
     assert_eq!(used["consumedBy"], inv["invocationId"]);
     let audit = env.app.audit().list(0, 100).await.unwrap();
@@ -120,7 +90,7 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
         .unwrap();
     assert_eq!(authorised.event.authorization_id.as_deref(), approval["id"].as_str());
     // A second request cannot replay it.
-    let inv: Value = call(json!({"planId": plan.id})).await.unwrap().json().await.unwrap();
+    let inv = call(json!({"planId": plan.id})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
 }
 
@@ -129,66 +99,49 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
 /// plugin that also acts on them.
 async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
+    let api = Api::new(&serve(env.app.clone()).await);
     let (key, plan) = plan_drafted_by_alices_key(&env, &"d".repeat(40)).await;
-    let ask = |body: Value| http.post(format!("{base}/approvals")).bearer_auth(&key).json(&body).send();
+    let keyed = api.with_key(&key);
+    let ask = |body: Value| {
+        let keyed = keyed.clone();
+        async move { keyed.post("/approvals", body).await }
+    };
 
-    let resp =
-        ask(json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "release.inspect"})).await.unwrap();
-    assert_eq!(resp.status().as_u16(), 422, "release.inspect does not act on acquisition plans");
+    let (status, _) =
+        ask(json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "release.inspect"})).await;
+    assert_eq!(status, 422, "release.inspect does not act on acquisition plans");
     // Many asking at once get one request.
     let asks: Vec<_> = (0..8).map(|_| ask(json!({"planType": "acquisition", "planId": plan.id}))).collect();
     let mut ids = std::collections::BTreeSet::new();
-    for resp in futures_util::future::join_all(asks).await {
-        let resp = resp.unwrap();
-        assert_eq!(resp.status().as_u16(), 201);
-        let approval: Value = resp.json().await.unwrap();
+    for (status, approval) in futures_util::future::join_all(asks).await {
+        assert_eq!(status, 201, "{approval}");
         ids.insert(approval["id"].as_str().unwrap().to_string());
     }
     assert_eq!(ids.len(), 1, "one pending approval: {ids:?}");
     // A request nobody decided in time does not block the next one.
     let first = ids.iter().next().unwrap().clone();
     sqlx::query("UPDATE approval SET expires_at = 1 WHERE id = $1").bind(&first).execute(&env.db.pool).await.unwrap();
-    let resp = ask(json!({"planType": "acquisition", "planId": plan.id})).await.unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let approval: Value = resp.json().await.unwrap();
+    let (status, approval) = ask(json!({"planType": "acquisition", "planId": plan.id})).await;
+    assert_eq!(status, 201, "{approval}");
     assert_ne!(approval["id"].as_str().unwrap(), first, "a new request");
     assert_eq!(approval["capabilityId"], "download.submit", "{approval}");
     let old: Value = env.caps.authz().approval(env.caps.domain(), &first).await.map(|a| json!(a)).unwrap();
     assert_eq!(old["status"], "expired");
-    let decide = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
-    let (bob, bob_csrf) = login(&env.db, &http, &base, "bob").await;
-    let resp = http
-        .patch(&decide)
-        .header("cookie", &bob)
-        .header("x-csrf-token", &bob_csrf)
-        .json(&json!({"status": "approved", "payloadHash": plan.payload_hash}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
+    let decide = format!("/approvals/{}", approval["id"].as_str().unwrap());
+    let bob = api.signed_in(&env.db, "bob").await;
+    let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+    assert_eq!(bob.send(reqwest::Method::PATCH, &decide, approve).await.0, 200);
 
-    let inv: Value = http
-        .post(format!("{base}/capabilities/test.plan-step/invoke"))
-        .bearer_auth(&key)
-        .json(&json!({"input": {"planId": plan.id}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, inv) = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": {"planId": plan.id}})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
     assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, "draft");
-    let still: Value = http.get(&decide).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let still = keyed.json(&decide).await;
     assert_eq!(still["status"], "approved", "the approval was not used up: {still}");
 }
 
 async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let env = env(backend).await;
-    let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
+    let api = Api::new(&serve(env.app.clone()).await);
     let domain = env.caps.domain().clone();
     let task = Author::new("task:verifyAndImport");
     let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
@@ -200,71 +153,27 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     };
     let (org, artifact) = domain.plan_organization(&task, &organize("Movies/X (2024).mkv")).await.unwrap();
 
-    let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
-    let approval: Value = http
-        .post(format!("{base}/approvals"))
-        .bearer_auth(&key)
-        .json(&json!({"planType": "organization", "planId": org.id}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = format!("{base}/approvals/{}", approval["id"].as_str().unwrap());
-    let (cookie, csrf) = login(&env.db, &http, &base, "carol").await;
-    let approved: Value = http
-        .patch(&url)
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
-        .json(&json!({"status": "approved", "payloadHash": artifact.payload_hash}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let keyed =
+        api.with_key(&capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap());
+    let (_, approval) = keyed.post("/approvals", json!({"planType": "organization", "planId": org.id})).await;
+    let url = format!("/approvals/{}", approval["id"].as_str().unwrap());
+    let carol = api.signed_in(&env.db, "carol").await;
+    let approve = json!({"status": "approved", "payloadHash": artifact.payload_hash});
+    let (_, approved) = carol.send(reqwest::Method::PATCH, &url, approve).await;
     assert_eq!((approved["status"].as_str(), approved["stale"].as_bool()), (Some("approved"), Some(false)));
-    assert!(
-        env.caps
-            .authz()
-            .covering_approval(&domain, "organization", &org.id, "organize.execute")
-            .await
-            .unwrap()
-            .is_some()
-    );
+    let covered = || env.caps.authz().covering_approval(&domain, "organization", &org.id, "organize.execute");
+    assert!(covered().await.unwrap().is_some());
 
     // Re-planned with another destination: the approval no longer covers it.
     let (replanned, new_artifact) = domain.plan_organization(&task, &organize("Movies/X.mkv")).await.unwrap();
     assert_eq!((replanned.id.as_str(), replanned.revision), (org.id.as_str(), 2));
     assert_ne!(new_artifact.payload_hash, artifact.payload_hash);
-    let after: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let after = keyed.json(&url).await;
     assert_eq!(after["stale"], true, "{after}");
-    assert!(
-        env.caps
-            .authz()
-            .covering_approval(&domain, "organization", &org.id, "organize.execute")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(covered().await.unwrap().is_none());
     // Unknown plan types and plans are refused.
-    let resp = http
-        .post(format!("{base}/approvals"))
-        .bearer_auth(&key)
-        .json(&json!({"planType": "spaceship", "planId": org.id}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 422);
-    let resp = http
-        .post(format!("{base}/approvals"))
-        .bearer_auth(&key)
-        .json(&json!({"planType": "acquisition", "planId": "nope"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 404);
+    assert_eq!(keyed.post("/approvals", json!({"planType": "spaceship", "planId": org.id})).await.0, 422);
+    assert_eq!(keyed.post("/approvals", json!({"planType": "acquisition", "planId": "nope"})).await.0, 404);
 }
 
 both_backends!(

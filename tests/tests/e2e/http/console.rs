@@ -26,14 +26,9 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
 
     // A plan drafted through alice's key waits for someone else's approval.
     let (key, plan) = plan_drafted_by_alices_key(&env, &"a".repeat(40)).await;
-    let resp = reqwest::Client::new()
-        .post(format!("{}/approvals", api.base))
-        .bearer_auth(&key)
-        .json(&json!({"planType": "acquisition", "planId": plan.id}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
+    let (status, _) =
+        api.with_key(&key).post("/approvals", json!({"planType": "acquisition", "planId": plan.id})).await;
+    assert_eq!(status, 201);
 
     let browser = Browser::start().await;
     browser.client.goto(&format!("{root}/")).await.unwrap();

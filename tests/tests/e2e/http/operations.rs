@@ -9,7 +9,7 @@
 
 use capstan::runtime::EffectClass;
 use capstan::tasks::{NewTask, Tasks};
-use capstan_tests::api::{login, serve};
+use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::browser::Browser;
 use capstan_tests::db::Backend;
@@ -72,22 +72,14 @@ async fn metrics_count_what_happened_and_read_the_shared_state(backend: Backend)
     let metrics = format!("{}/metrics", base.trim_end_matches("/api/v1"));
     let http = reqwest::Client::new();
     let key = capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap();
-    let invoke = |id: &str| format!("{base}/capabilities/{id}/invoke");
 
     // Two execute calls by a human, in the ledger; one was denied three imports.
-    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
+    let admin = Api::new(&base).signed_in(&env.db, "admin").await;
     for (id, input) in
         [("test.probe", json!({"action": "deny-loop", "times": 3})), ("test.counter-safe", json!({"label": "m"}))]
     {
-        let resp = http
-            .post(invoke(id))
-            .header("cookie", &cookie)
-            .header("x-csrf-token", &csrf)
-            .json(&json!({ "input": input }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.json::<Value>().await.unwrap()["status"], "succeeded", "{id}");
+        let (_, answer) = admin.post(&format!("/capabilities/{id}/invoke"), json!({ "input": input })).await;
+        assert_eq!(answer["status"], "succeeded", "{id}: {answer}");
     }
     enqueue(&env.db, "noop").await;
 

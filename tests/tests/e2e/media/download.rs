@@ -395,23 +395,23 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
         expires_at: capstan::store::now_ms() + 3_600_000,
     };
     env.caps.authz().create_grant(&grant, "admin:ops").await.unwrap();
-    let http = reqwest::Client::new();
-    let post = |body: Value| http.post(format!("{base}/acquisition-plans")).bearer_auth(&key).json(&body).send();
+    let automation = capstan_tests::api::Api::new(&base).with_key(&key);
+    let post = |body: Value| {
+        let automation = automation.clone();
+        async move { automation.post("/acquisition-plans", body).await.1 }
+    };
 
-    let answer: Value =
-        post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await.unwrap().json().await.unwrap();
+    let answer = post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await;
     assert_eq!(answer["submitted"], true, "{answer}");
     assert_eq!(answer["plan"]["slotId"], slot.id.as_str());
     assert_eq!(torrents(&qbt, None).await.len(), 1);
 
     // The entity's only slot is taken now: nothing to plan, and it says so.
-    let answer: Value =
-        post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await.unwrap().json().await.unwrap();
+    let answer = post(json!({"sourceReleaseId": release.id, "entityId": slot.entity_id})).await;
     assert_eq!(answer["submitted"], false, "{answer}");
     assert_eq!(answer["reasons"][0]["reason"]["kind"], "no-slot");
     // A named slot that will not take the release gives the planner's reason.
-    let answer: Value =
-        post(json!({"sourceReleaseId": release.id, "slotId": slot.id})).await.unwrap().json().await.unwrap();
+    let answer = post(json!({"sourceReleaseId": release.id, "slotId": slot.id})).await;
     assert_eq!(answer["submitted"], false, "{answer}");
     assert_eq!(answer["reasons"][0]["stage"], "plan");
     assert_eq!(answer["reasons"][0]["reason"]["kind"], "conflict");

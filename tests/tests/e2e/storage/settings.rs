@@ -7,7 +7,7 @@ use std::process::Command;
 
 use capstan::runtime::EffectClass;
 use capstan::settings::{MasterKey, Settings};
-use capstan_tests::api::{login, serve};
+use capstan_tests::api::{Api, serve};
 use capstan_tests::binary::capstan_bin;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
@@ -20,22 +20,24 @@ const API_KEY: &str = "sk-ant-test-0123456789abcdef";
 async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
-    let http = reqwest::Client::new();
-    let key = capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap();
-    let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
-    let url = format!("{base}/settings");
-    let patch =
-        |body: Value| http.patch(&url).header("cookie", &cookie).header("x-csrf-token", &csrf).json(&body).send();
+    let api = Api::new(&base);
+    let keyed =
+        api.with_key(&capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap());
+    let admin = api.signed_in(&env.db, "admin").await;
+    let patch = |body: Value| {
+        let admin = admin.clone();
+        async move { admin.send(reqwest::Method::PATCH, "/settings", body).await }
+    };
 
-    let read: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let read = keyed.json("/settings").await;
     assert_eq!(read["settings"]["model.provider"], "scripted");
     assert_eq!(read["settings"]["automation.enabled"], true);
     assert_eq!(read["settings"]["model.api_key"], json!({"set": false}));
     assert_eq!(read["schema"]["model.api_key"]["schema"]["writeOnly"], true);
 
     // Keys cannot change settings.
-    let resp = http.patch(&url).bearer_auth(&key).json(&json!({"automation.enabled": false})).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 403);
+    let change = json!({"automation.enabled": false});
+    assert_eq!(keyed.send(reqwest::Method::PATCH, "/settings", change).await.0, 403);
     assert!(env.caps.authz().switches().await.unwrap().automation_enabled);
 
     // One bad entry refuses the whole change; a bad value names its field.
@@ -51,9 +53,8 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         (json!({"model.base_url": "ftp://example.com"}), Some("model.base_url")),
         (json!({}), None),
     ] {
-        let resp = patch(bad.clone()).await.unwrap();
-        assert_eq!(resp.status().as_u16(), 422, "{bad}");
-        let body: Value = resp.json().await.unwrap();
+        let (status, body) = patch(bad.clone()).await;
+        assert_eq!(status, 422, "{bad}");
         // The document's schema refuses most; the registry what it cannot say.
         let code = body["error"]["code"].as_str().unwrap_or_default();
         assert!(matches!(code, "invalid_body" | "invalid_setting"), "{body}");
@@ -67,24 +68,20 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         (Some(1), Some(10_000))
     );
     assert_eq!(read["groups"], json!(["Model", "Agent", "Budgets", "Automation"]));
-    let resp = patch(json!(["not", "an", "object"])).await.unwrap();
-    assert_eq!(resp.status().as_u16(), 422);
-    let unchanged: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(patch(json!(["not", "an", "object"])).await.0, 422);
+    let unchanged = keyed.json("/settings").await;
     assert_eq!(unchanged["settings"]["model.provider"], "scripted");
 
-    let resp = patch(json!({"model.provider": "anthropic", "model.api_key": API_KEY, "automation.enabled": false}))
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    let text = resp.text().await.unwrap();
-    assert!(!text.contains(API_KEY), "the answer shows the secret: {text}");
-    let after: Value = serde_json::from_str(&text).unwrap();
+    let (status, after) =
+        patch(json!({"model.provider": "anthropic", "model.api_key": API_KEY, "automation.enabled": false})).await;
+    assert_eq!(status, 200);
+    assert!(!after.to_string().contains(API_KEY), "the answer shows the secret: {after}");
     assert_eq!(after["settings"]["model.api_key"], json!({"set": true}));
     assert_eq!(after["settings"]["model.provider"], "anthropic");
     // The automation switch is the same setting the invoke path reads.
     assert!(!env.caps.authz().switches().await.unwrap().automation_enabled);
-    let listed = http.get(&url).bearer_auth(&key).send().await.unwrap().text().await.unwrap();
-    assert!(!listed.contains(API_KEY));
+    let listed = keyed.json("/settings").await;
+    assert!(!listed.to_string().contains(API_KEY));
 
     // At rest: ciphertext only, bound to its key, readable with the master key.
     let stored: String = sqlx::query_scalar("SELECT value FROM setting WHERE key = 'model.api_key'")
@@ -110,8 +107,8 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     assert_eq!(again.secret("model.api_key").await.unwrap().as_deref(), Some(API_KEY));
 
     // null clears a secret and resets a value.
-    patch(json!({"model.api_key": null, "model.provider": null})).await.unwrap();
-    let cleared: Value = http.get(&url).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    patch(json!({"model.api_key": null, "model.provider": null})).await;
+    let cleared = keyed.json("/settings").await;
     assert_eq!(cleared["settings"]["model.api_key"], json!({"set": false}));
     assert_eq!(cleared["settings"]["model.provider"], "scripted");
 }
