@@ -6,8 +6,10 @@
 //! one-row `audit_head` table. Inputs are never stored, only a redacted
 //! summary (field names, types and sizes).
 
+pub mod calls;
 mod components;
 
+pub use calls::CallBy;
 pub use components::ComponentAudit;
 
 use serde::Serialize;

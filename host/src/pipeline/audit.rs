@@ -1,30 +1,19 @@
 //! What the invoke path writes to the audit log and the event stream: one
 //! `capability.invoke` row per call that ran (with a `capability.denied`
 //! row for each import the sandbox refused), one `capability.denied` row
-//! for a call refused before it ran, and the matching event for anything
-//! that is news. Audit rows and events commit in one write.
+//! for a call refused before it ran (the rows' shape is `audit::calls`),
+//! and the matching event for anything that is news. Audit rows and events
+//! commit in one write.
 
 use serde_json::json;
 
 use super::{Capabilities, Invocation, Origin};
-use crate::audit::{Audit, NewEvent};
+use crate::audit::{Audit, CallBy, calls};
 use crate::events::Events;
 use crate::runtime::{EffectClass, Loaded};
 
-/// A `capability.denied` row: refused before the call ran, or an import
-/// the sandbox refused while it ran.
-fn denied(origin: &Origin, subject: &str, key: &str, summary: Option<&str>, detail: Option<String>) -> NewEvent {
-    NewEvent {
-        actor_kind: origin.actor_kind().into(),
-        principal: origin.principal.clone(),
-        action: "capability.denied".into(),
-        subject: subject.to_string(),
-        outcome: "denied".into(),
-        idempotency_key: Some(key.to_string()),
-        input_summary: summary.map(str::to_string),
-        detail,
-        ..NewEvent::default()
-    }
+fn by(origin: &Origin) -> CallBy<'_> {
+    CallBy { actor_kind: origin.actor_kind(), principal: &origin.principal }
 }
 
 impl Capabilities {
@@ -41,21 +30,12 @@ impl Capabilities {
         let mut tx = self.db.begin_write().await?;
         for denial in &inv.denials {
             let detail = Some(format!("{}: {}", denial.import, denial.reason));
-            Audit::append_in(&mut tx, &denied(origin, id, &inv.idempotency_key, None, detail)).await?;
+            Audit::append_in(&mut tx, &calls::denied(by(origin), id, &inv.idempotency_key, None, detail)).await?;
         }
         let outcome =
             serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let invoked = NewEvent {
-            actor_kind: origin.actor_kind().into(),
-            principal: origin.principal.clone(),
-            action: "capability.invoke".into(),
-            subject: id.to_string(),
-            outcome,
-            authorization_id,
-            idempotency_key: Some(inv.idempotency_key.clone()),
-            input_summary: Some(summary.to_string()),
-            detail: inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message)),
-        };
+        let error = inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message));
+        let invoked = calls::invoked(by(origin), id, &inv.idempotency_key, &outcome, summary, authorization_id, error);
         Audit::append_in(&mut tx, &invoked).await?;
         // Reads are too frequent and change nothing; everything else is news.
         let mut seq = None;
@@ -88,7 +68,7 @@ impl Capabilities {
     ) -> Result<(), sqlx::Error> {
         let reason = inv.error.as_ref().map(|e| e.message.clone());
         let mut tx = self.db.begin_write().await?;
-        Audit::append_in(&mut tx, &denied(origin, id, key, Some(summary), reason.clone())).await?;
+        Audit::append_in(&mut tx, &calls::denied(by(origin), id, key, Some(summary), reason.clone())).await?;
         let payload = json!({
             "capability": id,
             "reason": reason,
