@@ -1,11 +1,39 @@
-//! Decisions: questions left for a human (an ambiguous identity, a run over
-//! budget). One per dedupe key, so a sweep that meets the same question
-//! again does not open it twice.
+//! Decisions: questions left for a human (an ambiguous identity, a download
+//! that lost its data, a run over budget). One per dedupe key, so a sweep
+//! that meets the same question again does not open it twice. A decision
+//! goes `open → investigating → awaiting_user → resolved | dismissed`;
+//! every change is announced (`decision.created`, `decision.updated`) by an
+//! event written in the same transaction.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use sqlx::{Any, Transaction};
 
-use super::{Decision, Domain, DomainError, require};
+use super::{DECISION_STATUSES, Decision, Domain, DomainError, one_of, require};
+use crate::events::Events;
 use crate::store::{is_unique_violation, new_id, now_ms};
+
+/// What a decision's list is narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionFilter<'a> {
+    pub status: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub subject: Option<&'a str>,
+}
+
+/// How a human (or the system) answers a decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<'a> {
+    /// The option with this id was chosen.
+    Resolve { option_id: &'a str },
+    /// Nothing is to be done.
+    Dismiss,
+    /// The cause went away by itself; `facts` say how it is known.
+    Cleared { facts: Value },
+}
+
+fn is_final(status: &str) -> bool {
+    matches!(status, "resolved" | "dismissed")
+}
 
 impl Domain {
     /// Opens a decision, or returns the one already opened under `dedupe_key`
@@ -25,6 +53,7 @@ impl Domain {
         }
         let id = new_id();
         let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
         let inserted = sqlx::query(
             "INSERT INTO decision (id, kind, subject, status, options, evidence, dedupe_key, created_at, updated_at) \
              VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $7)",
@@ -36,11 +65,18 @@ impl Domain {
         .bind(evidence.to_string())
         .bind(dedupe_key)
         .bind(now)
-        .execute(&self.db.pool)
+        .execute(&mut *tx)
         .await;
         match inserted {
-            Ok(_) => Ok((self.decision(&id).await?, true)),
+            Ok(_) => {
+                let payload = json!({"decisionId": id, "kind": kind, "status": "open", "dedupeKey": dedupe_key});
+                let seq = Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
+                tx.commit().await?;
+                self.events.announce(seq);
+                Ok((self.decision(&id).await?, true))
+            }
             Err(e) if is_unique_violation(&e) => {
+                drop(tx);
                 Ok((self.decision_by_key(dedupe_key).await?.ok_or(DomainError::Sql(e))?, false))
             }
             Err(e) => Err(e.into()),
@@ -68,25 +104,100 @@ impl Domain {
 
     /// Decisions, newest first, optionally in one status.
     pub async fn decisions(&self, status: Option<&str>, limit: i64) -> Result<Vec<Decision>, DomainError> {
-        let rows = self.filtered("decision", &[("status", status)], "created_at DESC, id", limit).await?;
+        self.decisions_where(&DecisionFilter { status, ..DecisionFilter::default() }, limit).await
+    }
+
+    /// Decisions matching `filter`, newest first.
+    pub async fn decisions_where(&self, filter: &DecisionFilter<'_>, limit: i64) -> Result<Vec<Decision>, DomainError> {
+        if let Some(status) = filter.status {
+            one_of(status, DECISION_STATUSES, "decision status")?;
+        }
+        let filters = [("status", filter.status), ("kind", filter.kind), ("subject", filter.subject)];
+        let rows = self.filtered("decision", &filters, "created_at DESC, id", limit).await?;
         Ok(rows.iter().map(Decision::from_row).collect::<Result<_, _>>()?)
     }
 
-    /// Records the answer to a decision.
-    pub async fn resolve_decision(&self, id: &str, resolution: &Value) -> Result<Decision, DomainError> {
+    /// Moves an undecided decision to `investigating` or `awaiting_user`,
+    /// merging `evidence` into what it holds.
+    pub async fn advance_decision(&self, id: &str, status: &str, evidence: &Value) -> Result<Decision, DomainError> {
+        one_of(status, &["investigating", "awaiting_user"], "a decision may be moved to status")?;
+        let current = self.decision(id).await?;
+        if is_final(&current.status) {
+            return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
+        }
+        let mut merged = current.evidence.clone();
+        if let (Some(into), Some(from)) = (merged.as_object_mut(), evidence.as_object()) {
+            into.extend(from.clone());
+        }
+        let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
-            "UPDATE decision SET status = 'resolved', resolution = $1, updated_at = $2 WHERE id = $3 AND status <> 'resolved'",
+            "UPDATE decision SET status = $1, evidence = $2, updated_at = $3 \
+             WHERE id = $4 AND updated_at = $5 AND status NOT IN ('resolved', 'dismissed')",
         )
-        .bind(resolution.to_string())
-        .bind(now_ms())
+        .bind(status)
+        .bind(merged.to_string())
+        .bind(now_ms().max(current.updated_at + 1))
         .bind(id)
-        .execute(&self.db.pool)
+        .bind(current.updated_at)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
-        let decision = self.decision(id).await?;
         if changed == 0 {
-            return Err(DomainError::Conflict(format!("decision {id} is already resolved")));
+            return Err(DomainError::Conflict(format!("decision {id} changed meanwhile; nothing was changed")));
         }
-        Ok(decision)
+        self.announce_decision(tx, &current, status).await
+    }
+
+    /// Answers an undecided decision once: a chosen option (which must be
+    /// one of its options), a dismissal, or a cause that cleared by itself.
+    /// `by` is who answered.
+    pub async fn answer_decision(&self, id: &str, answer: &Answer<'_>, by: &str) -> Result<Decision, DomainError> {
+        let current = self.decision(id).await?;
+        let (status, resolution) = match answer {
+            Answer::Resolve { option_id } => {
+                let option = current
+                    .options
+                    .as_array()
+                    .and_then(|options| options.iter().find(|o| o.get("id").and_then(Value::as_str) == Some(option_id)))
+                    .cloned()
+                    .ok_or_else(|| DomainError::Invalid(format!("decision {id} has no option {option_id:?}")))?;
+                ("resolved", json!({"optionId": option_id, "option": option}))
+            }
+            Answer::Dismiss => ("dismissed", json!({"dismissed": true})),
+            Answer::Cleared { facts } => ("resolved", json!({"cleared": true, "facts": facts})),
+        };
+        let mut tx = self.db.begin_write().await?;
+        let changed = sqlx::query(
+            "UPDATE decision SET status = $1, resolution = $2, resolved_by = $3, updated_at = $4 \
+             WHERE id = $5 AND status NOT IN ('resolved', 'dismissed')",
+        )
+        .bind(status)
+        .bind(resolution.to_string())
+        .bind(by)
+        .bind(now_ms().max(current.updated_at + 1))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
+        }
+        self.announce_decision(tx, &current, status).await
+    }
+
+    /// Writes `decision.updated` for `before`'s decision, now `status`, in
+    /// `tx`, commits, and answers the decision as it is now.
+    async fn announce_decision(
+        &self,
+        mut tx: Transaction<'static, Any>,
+        before: &Decision,
+        status: &str,
+    ) -> Result<Decision, DomainError> {
+        let payload = json!({"decisionId": before.id, "kind": before.kind, "from": before.status, "status": status});
+        let subject = before.subject.as_deref();
+        let seq = Events::append_in(&mut tx, self.db.backend, "decision.updated", subject, &payload).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
+        self.decision(&before.id).await
     }
 }

@@ -20,6 +20,7 @@ mod plans;
 mod releases;
 mod titles;
 
+pub use decisions::{Answer, DecisionFilter};
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;
 pub use organizations::NewOrganizationPlan;

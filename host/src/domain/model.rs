@@ -258,13 +258,23 @@ pub struct Decision {
     pub id: String,
     pub kind: String,
     pub subject: Option<String>,
-    /// `open`, `awaiting_user` or `resolved`.
+    /// One of [`DECISION_STATUSES`].
     pub status: String,
+    /// What a human may choose: each `{id, label, action...}`.
     pub options: Value,
     pub evidence: Value,
+    /// The choice and what came of it, once resolved or dismissed.
     pub resolution: Option<Value>,
     pub dedupe_key: String,
+    /// Who resolved or dismissed it (a principal, or `system:...`).
+    pub resolved_by: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
 }
+
+/// A decision's statuses: `open → investigating → awaiting_user → resolved
+/// | dismissed`; the last two are final.
+pub const DECISION_STATUSES: &[&str] = &["open", "investigating", "awaiting_user", "resolved", "dismissed"];
 
 impl Decision {
     pub(crate) fn from_row(r: &AnyRow) -> Result<Decision, sqlx::Error> {
@@ -277,6 +287,9 @@ impl Decision {
             evidence: json(r, "evidence")?,
             resolution: opt_json(r, "resolution")?,
             dedupe_key: r.try_get("dedupe_key")?,
+            resolved_by: r.try_get("resolved_by")?,
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
         })
     }
 }

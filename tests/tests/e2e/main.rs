@@ -10,7 +10,7 @@
 //! | `ledger`, `audit` | `storage::ledger`, `http::api` |
 //! | `authz` | `authority::approvals`, `authority::authz`, `agent::gate` |
 //! | `tasks` | `storage::tasks`, `media::pipeline` |
-//! | `domain` | `storage::domain`, `storage::domain_api`, `media::organize` |
+//! | `domain` | `storage::domain`, `storage::decisions`, `storage::domain_api`, `media::organize` |
 //! | `store` | `storage::store` and every suite run on both backends |
 //! | `settings`, `setup` | `storage::settings`, `storage::setup`, `http::console_services` |
 //! | `acquisition` | `media::pipeline`, `media::quality`, `media::download`, `media::getting_started` |
