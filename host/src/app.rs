@@ -128,10 +128,6 @@ impl App {
         self.components.flush().await
     }
 
-    pub fn db(&self) -> &Db {
-        self.caps.db()
-    }
-
     /// A worker with every task kind this build knows, sized by `config`.
     pub fn worker(&self, config: &Config) -> Worker {
         let worker_config = WorkerConfig {

@@ -60,11 +60,6 @@ impl Api {
         Api { key: Some(key.to_string()), ..self.clone() }
     }
 
-    /// The key calls carry (empty when none).
-    pub fn key(&self) -> &str {
-        self.key.as_deref().unwrap_or_default()
-    }
-
     /// A request to `path`, with the key, for what the helpers below do not
     /// cover (headers, other bodies).
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
