@@ -32,10 +32,12 @@
 //! 11. `pipeline` — the one invoke path over all of the above.
 //! 12. `acquisition`, `agent` — what calls the invoke path: the background
 //!     acquisition tasks and agent runs.
-//! 13. `app` — the composition root: every service of one process, built
+//! 13. `recovery` — what follows a decision: the chosen option carried out
+//!     once, through the invoke path, for whoever chose it.
+//! 14. `app` — the composition root: every service of one process, built
 //!     once.
-//! 14. `http` — the API and the console, over an `App`.
-//! 15. `cli` — the command line, which builds the `App`.
+//! 15. `http` — the API and the console, over an `App`.
+//! 16. `cli` — the command line, which builds the `App`.
 //!
 //! Why this order: what the sandbox enforces (`runtime`) must not depend on
 //! what it protects (`domain`, `ledger`), and what records decisions
@@ -58,6 +60,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod pipeline;
 pub mod principal;
+pub mod recovery;
 pub mod runtime;
 pub mod settings;
 pub mod setup;

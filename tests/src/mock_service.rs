@@ -1,6 +1,7 @@
 //! A real HTTP server on loopback that plays an outbound service: it echoes
 //! what it received (so tests can see injected credentials), counts writes,
-//! has a form login with a session cookie, a large body and a slow answer.
+//! has a form login with a session cookie, a large body and a slow answer,
+//! and can hold a write's answer back.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -25,6 +26,9 @@ pub struct Counters {
     pub keys: std::sync::Mutex<Vec<String>>,
     /// When set, the next count answers `crash: true` (and clears it).
     pub crash_next: std::sync::atomic::AtomicBool,
+    /// While set, a count is recorded but not answered: the caller is left
+    /// waiting, as a process that dies mid-call would be.
+    pub hold_answers: std::sync::atomic::AtomicBool,
 }
 
 /// A running mock service.
@@ -89,6 +93,9 @@ async fn count(State(c): State<Arc<Counters>>, Query(q): Query<BTreeMap<String, 
         c.keys.lock().unwrap().push(key.clone());
     }
     let crash = c.crash_next.swap(false, Ordering::SeqCst);
+    while c.hold_answers.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Json(json!({ "count": n, "crash": crash }))
 }
 

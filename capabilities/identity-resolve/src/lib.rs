@@ -140,13 +140,8 @@ impl Capability for IdentityResolve {
                     "identity-match",
                     &json!({ "releaseId": release_id, "status": "ambiguous", "evidence": evidence }),
                 )?;
-                let options: Vec<Value> = close
-                    .iter()
-                    .map(|&i| {
-                        let s = &scored[i];
-                        json!({ "entityId": s.entity_id, "title": s.title, "year": s.year, "score": s.score })
-                    })
-                    .collect();
+                let mut options: Vec<Value> = close.iter().map(|&i| choose(release_id, &scored[i])).collect();
+                options.push(json!({ "id": "none", "label": "None of these", "action": "dismiss" }));
                 let opened = domain::create_draft(
                     "decision",
                     &json!({
@@ -166,6 +161,22 @@ impl Capability for IdentityResolve {
         };
         Ok(Outcome::Succeeded(output))
     }
+}
+
+/// The option of an ambiguous match that picks `candidate`: this
+/// capability again, offered only that entity, which then clearly wins.
+fn choose(release_id: &str, candidate: &Scored) -> Value {
+    let label = match candidate.year {
+        Some(year) => format!("{} ({year})", candidate.title),
+        None => candidate.title.clone(),
+    };
+    json!({
+        "id": format!("entity:{}", candidate.entity_id),
+        "label": label,
+        "capabilityId": "identity.resolve",
+        "input": { "sourceReleaseId": release_id, "candidates": [{ "entityId": candidate.entity_id }] },
+        "detail": { "entityId": candidate.entity_id, "title": candidate.title, "year": candidate.year, "score": candidate.score },
+    })
 }
 
 /// The title, year and kind the release name states: the stored parsed

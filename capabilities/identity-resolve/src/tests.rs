@@ -89,8 +89,13 @@ fn two_remakes_without_a_year_open_a_decision_instead_of_guessing() {
     assert_eq!(decision["subject"], "r2");
     assert_eq!(decision["dedupeKey"], "identity_ambiguous:r2");
     let options: Vec<&str> =
-        decision["options"].as_array().unwrap().iter().map(|o| o["entityId"].as_str().unwrap()).collect();
-    assert_eq!(options, ["lk-1994", "lk-2019"], "only the close candidates are options");
+        decision["options"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(options, ["entity:lk-1994", "entity:lk-2019", "none"], "only the close candidates are options");
+    let pick = &decision["options"][1];
+    assert_eq!(pick["label"], "The Lion King (2019)");
+    assert_eq!(pick["capabilityId"], "identity.resolve");
+    assert_eq!(pick["input"], json!({"sourceReleaseId": "r2", "candidates": [{"entityId": "lk-2019"}]}));
+    assert_eq!(decision["options"][2]["action"], "dismiss");
 }
 
 #[test]

@@ -8,9 +8,21 @@
 use serde_json::{Value, json};
 use sqlx::{Any, Transaction};
 
+use super::decision_options;
 use super::{DECISION_STATUSES, Decision, Domain, DomainError, one_of, require};
 use crate::events::Events;
 use crate::store::{is_unique_violation, new_id, now_ms};
+use crate::tasks::{NewTask, Tasks};
+
+/// The task kind that carries out a decision's chosen option, queued in
+/// the transaction that records the choice (dedupe key
+/// `resolveDecision:<decisionId>`).
+pub const RESOLVE_DECISION: &str = "resolveDecision";
+
+/// Whether choosing `option` leaves something to carry out.
+fn acts(option: &Value) -> bool {
+    !matches!(option.get("action").and_then(Value::as_str), Some("dismiss" | "ignore"))
+}
 
 /// What a decision's list is narrowed to.
 #[derive(Debug, Clone, Default)]
@@ -18,6 +30,9 @@ pub struct DecisionFilter<'a> {
     pub status: Option<&'a str>,
     pub kind: Option<&'a str>,
     pub subject: Option<&'a str>,
+    /// Only decisions listed after the one created at this time with this
+    /// id (newest first): the next page.
+    pub after: Option<(i64, &'a str)>,
 }
 
 /// How a human (or the system) answers a decision.
@@ -48,6 +63,7 @@ impl Domain {
     ) -> Result<(Decision, bool), DomainError> {
         require(!kind.trim().is_empty(), || "decision kind must not be empty".into())?;
         require(!dedupe_key.trim().is_empty(), || "dedupe key must not be empty".into())?;
+        let options = decision_options::checked(options)?;
         if let Some(found) = self.decision_by_key(dedupe_key).await? {
             return Ok((found, false));
         }
@@ -62,7 +78,7 @@ impl Domain {
         .bind(kind)
         .bind(subject)
         .bind(options.to_string())
-        .bind(evidence.to_string())
+        .bind(if evidence.is_null() { "{}".to_string() } else { evidence.to_string() })
         .bind(dedupe_key)
         .bind(now)
         .execute(&mut *tx)
@@ -107,13 +123,35 @@ impl Domain {
         self.decisions_where(&DecisionFilter { status, ..DecisionFilter::default() }, limit).await
     }
 
-    /// Decisions matching `filter`, newest first.
+    /// Decisions matching `filter`, newest first (latest created first; the
+    /// same millisecond by id).
     pub async fn decisions_where(&self, filter: &DecisionFilter<'_>, limit: i64) -> Result<Vec<Decision>, DomainError> {
         if let Some(status) = filter.status {
             one_of(status, DECISION_STATUSES, "decision status")?;
         }
-        let filters = [("status", filter.status), ("kind", filter.kind), ("subject", filter.subject)];
-        let rows = self.filtered("decision", &filters, "created_at DESC, id", limit).await?;
+        let mut sql = String::from("SELECT * FROM decision WHERE 1 = 1");
+        let mut values: Vec<String> = Vec::new();
+        for (column, value) in [("status", filter.status), ("kind", filter.kind), ("subject", filter.subject)] {
+            if let Some(value) = value {
+                values.push(value.to_string());
+                sql.push_str(&format!(" AND {column} = ${}", values.len()));
+            }
+        }
+        if let Some((_, id)) = filter.after {
+            values.push(id.to_string());
+            let (at, id) = (values.len() + 1, values.len());
+            sql.push_str(&format!(" AND (created_at < ${at} OR (created_at = ${at} AND id > ${id}))"));
+        }
+        let limit_at = values.len() + 1 + usize::from(filter.after.is_some());
+        sql.push_str(&format!(" ORDER BY created_at DESC, id LIMIT ${limit_at}"));
+        let mut query = sqlx::query(&sql);
+        for value in values {
+            query = query.bind(value);
+        }
+        if let Some((at, _)) = filter.after {
+            query = query.bind(at);
+        }
+        let rows = query.bind(limit.clamp(1, 1000)).fetch_all(&self.db.pool).await?;
         Ok(rows.iter().map(Decision::from_row).collect::<Result<_, _>>()?)
     }
 
@@ -153,15 +191,26 @@ impl Domain {
     /// `by` is who answered.
     pub async fn answer_decision(&self, id: &str, answer: &Answer<'_>, by: &str) -> Result<Decision, DomainError> {
         let current = self.decision(id).await?;
+        let mut follow_up = None;
         let (status, resolution) = match answer {
             Answer::Resolve { option_id } => {
-                let option = current
-                    .options
-                    .as_array()
-                    .and_then(|options| options.iter().find(|o| o.get("id").and_then(Value::as_str) == Some(option_id)))
+                let option = decision_options::find(&current.options, option_id)
                     .cloned()
                     .ok_or_else(|| DomainError::Invalid(format!("decision {id} has no option {option_id:?}")))?;
-                ("resolved", json!({"optionId": option_id, "option": option}))
+                if acts(&option) {
+                    follow_up = Some(NewTask {
+                        kind: RESOLVE_DECISION.into(),
+                        subject: Some(id.to_string()),
+                        payload: json!({"decisionId": id}),
+                        dedupe_key: Some(format!("{RESOLVE_DECISION}:{id}")),
+                        max_attempts: 5,
+                        created_by: by.to_string(),
+                    });
+                    ("resolved", json!({"optionId": option_id, "option": option}))
+                } else {
+                    let execution = json!({"action": option["action"], "outcome": "nothing to do"});
+                    ("resolved", json!({"optionId": option_id, "option": option, "execution": execution}))
+                }
             }
             Answer::Dismiss => ("dismissed", json!({"dismissed": true})),
             Answer::Cleared { facts } => ("resolved", json!({"cleared": true, "facts": facts})),
@@ -182,7 +231,41 @@ impl Domain {
         if changed == 0 {
             return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
         }
+        if let Some(task) = &follow_up {
+            Tasks::enqueue_in(&mut tx, task).await.map_err(|e| match e {
+                crate::tasks::TaskError::Sql(e) => DomainError::Sql(e),
+                other => DomainError::Conflict(other.to_string()),
+            })?;
+        }
         self.announce_decision(tx, &current, status).await
+    }
+
+    /// Records what carrying out a resolved decision's option came to, as
+    /// `resolution.execution`, once: a second record is refused, so a
+    /// repeated attempt learns it was already done.
+    pub async fn record_execution(&self, id: &str, execution: &Value) -> Result<Decision, DomainError> {
+        let current = self.decision(id).await?;
+        let Some(mut resolution) = current.resolution.clone().filter(|_| current.status == "resolved") else {
+            return Err(DomainError::Conflict(format!("decision {id} is {}, not resolved", current.status)));
+        };
+        if resolution.get("execution").is_some() {
+            return Err(DomainError::Conflict(format!("decision {id}'s option was already carried out")));
+        }
+        resolution["execution"] = execution.clone();
+        let mut tx = self.db.begin_write().await?;
+        let changed =
+            sqlx::query("UPDATE decision SET resolution = $1, updated_at = $2 WHERE id = $3 AND updated_at = $4")
+                .bind(resolution.to_string())
+                .bind(now_ms().max(current.updated_at + 1))
+                .bind(id)
+                .bind(current.updated_at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if changed == 0 {
+            return Err(DomainError::Conflict(format!("decision {id} changed meanwhile; nothing was recorded")));
+        }
+        self.announce_decision(tx, &current, "resolved").await
     }
 
     /// Writes `decision.updated` for `before`'s decision, now `status`, in

@@ -8,6 +8,7 @@
 //! background tasks call it directly. It never calls components and never
 //! decides authorisation: callers arrive already authorised.
 
+mod decision_options;
 mod decisions;
 pub mod dispatch;
 mod downloads;
@@ -20,7 +21,8 @@ mod plans;
 mod releases;
 mod titles;
 
-pub use decisions::{Answer, DecisionFilter};
+pub use decision_options::OPTION_ACTIONS;
+pub use decisions::{Answer, DecisionFilter, RESOLVE_DECISION};
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;
 pub use organizations::NewOrganizationPlan;

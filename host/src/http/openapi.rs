@@ -123,12 +123,15 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
 
 /// Puts each [`WrittenOut`] body's schema in place of its placeholder.
 fn written_out(doc: &mut serde_json::Value) {
-    use super::routes::{acquisition::AcquisitionRequest, settings::SettingsChange, titles::QualityChange};
+    use super::routes::{
+        acquisition::AcquisitionRequest, decisions::DecisionAnswer, settings::SettingsChange, titles::QualityChange,
+    };
     use super::schema::WrittenOut;
     let schemas = [
         (AcquisitionRequest::NAME, AcquisitionRequest::json()),
         (SettingsChange::NAME, SettingsChange::json()),
         (QualityChange::NAME, QualityChange::json()),
+        (DecisionAnswer::NAME, DecisionAnswer::json()),
     ];
     for (name, schema) in schemas {
         if let Some(slot) = doc.pointer_mut(&format!("/components/schemas/{name}")) {

@@ -54,6 +54,23 @@ impl Origin {
         }
     }
 
+    /// A call task `task` makes for `principal`, who asked for it (the
+    /// administrator or key that resolved a decision): that caller's actor
+    /// and principal, so a human's choice is human authorisation and a
+    /// key's needs a grant or an approval, in the task's idempotency scope,
+    /// so a retried attempt meets its earlier ledger records. Anyone else
+    /// (the system) is the task itself.
+    pub fn task_for(task: &crate::tasks::Task, principal: &str) -> Origin {
+        let actor = if principal.starts_with(&crate::principal::admin("")) {
+            Actor::ConsoleAdmin
+        } else if principal.starts_with(&crate::principal::key("")) {
+            Actor::ApiKey
+        } else {
+            return Origin::task(task);
+        };
+        Origin { actor, principal: principal.to_string(), ..Origin::task(task) }
+    }
+
     pub fn actor_kind(&self) -> &'static str {
         match self.actor {
             Actor::ConsoleAdmin => "console-admin",

@@ -10,7 +10,7 @@ pub mod worker;
 use std::time::Duration;
 
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{Any, Row, Transaction};
 
 pub use queue::QueueState;
 pub use worker::{HandlerError, HandlerFuture, TaskHandler, Worker, WorkerConfig};
@@ -157,14 +157,22 @@ impl Tasks {
     /// returns that task instead (and `false`).
     pub async fn enqueue(&self, new: &NewTask) -> Result<(Task, bool), TaskError> {
         let mut tx = self.db.begin_write().await?;
+        let (id, created) = Tasks::enqueue_in(&mut tx, new).await?;
+        tx.commit().await?;
+        Ok((self.get(&id).await?.ok_or_else(|| TaskError::NotFound(id))?, created))
+    }
+
+    /// Enqueues a task within `tx`, so it is queued exactly when the change
+    /// that calls for it commits: the id of the task, and whether it is new
+    /// (`false`: an active task already held the dedupe key).
+    pub async fn enqueue_in(tx: &mut Transaction<'static, Any>, new: &NewTask) -> Result<(String, bool), TaskError> {
         if let Some(key) = &new.dedupe_key {
-            let existing = sqlx::query("SELECT * FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
+            let existing = sqlx::query("SELECT id FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
                 .bind(key)
-                .fetch_optional(&mut *tx)
+                .fetch_optional(&mut **tx)
                 .await?;
             if let Some(row) = existing {
-                tx.commit().await?;
-                return Ok((Task::from_row(&row)?, false));
+                return Ok((row.try_get("id")?, false));
             }
         }
         let id = new_id();
@@ -181,10 +189,9 @@ impl Tasks {
         .bind(now)
         .bind(&new.dedupe_key)
         .bind(&new.created_by)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-        tx.commit().await?;
-        Ok((self.get(&id).await?.ok_or_else(|| TaskError::NotFound(id))?, true))
+        Ok((id, true))
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Task>, sqlx::Error> {

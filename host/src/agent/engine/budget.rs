@@ -98,9 +98,14 @@ pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> 
     Ok(None)
 }
 
-/// The decision a spent budget opens.
+/// The decision a spent budget opens: nothing the host can do by itself —
+/// the operator raises the limit in Settings and sends the run a message,
+/// or lets it stay ended.
 pub fn decision_options() -> Value {
-    serde_json::json!(["raise the budget and send the run a message", "leave the run ended"])
+    serde_json::json!([
+        {"id": "continue", "label": "I raised the budget; the run will be sent a message to go on", "action": "accept"},
+        {"id": "leave", "label": "Leave the run ended", "action": "dismiss"}
+    ])
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod capabilities;
+pub mod decisions;
 pub mod events;
 pub mod grants;
 pub mod health;

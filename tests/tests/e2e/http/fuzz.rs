@@ -30,7 +30,7 @@ fn schemathesis_bin() -> PathBuf {
 
 /// Runs `schemathesis run` against `root` with `args`; its output (also
 /// kept in `target/<report>`), and whether it found nothing.
-async fn run(report: &str, root: &str, key: &str, session: &str, csrf: &str, args: &[&str]) -> (bool, String) {
+async fn run(report: &str, root: &str, ids: &Seeded, args: &[&str]) -> (bool, String) {
     let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/schemathesis.toml");
     let examples = std::env::var("CAPSTAN_FUZZ_EXAMPLES").unwrap_or_else(|_| "30".into());
     let seed = std::env::var("CAPSTAN_FUZZ_SEED").unwrap_or_else(|_| "20261201".into());
@@ -44,9 +44,10 @@ async fn run(report: &str, root: &str, key: &str, session: &str, csrf: &str, arg
         .args(["--url", root, "--max-examples", &examples, "--seed", &seed])
         .args(args)
         .current_dir(reports.path())
-        .env("CAPSTAN_KEY", key)
-        .env("CAPSTAN_SESSION", session)
-        .env("CAPSTAN_CSRF", csrf)
+        .env("CAPSTAN_KEY", &ids.key)
+        .env("CAPSTAN_SESSION", &ids.session)
+        .env("CAPSTAN_CSRF", &ids.csrf)
+        .env("CAPSTAN_DECISION", &ids.decision)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .output()
@@ -60,9 +61,25 @@ async fn run(report: &str, root: &str, key: &str, session: &str, csrf: &str, arg
     (out.status.success(), text)
 }
 
+/// The callers Schemathesis is, and the records it is pointed at.
+struct Seeded {
+    key: String,
+    session: String,
+    csrf: String,
+    /// An open decision, for the operations on one.
+    decision: String,
+}
+
 /// Records for the operations that take an id to find: a wanted movie, a
-/// plan-only run and its task; and a grant letting the key want titles.
-async fn seed(caps: &capstan::pipeline::Capabilities, http: &reqwest::Client, base: &str, cookie: &str, csrf: &str) {
+/// plan-only run and its task, an open decision; and a grant letting the
+/// key want titles. Answers the decision's id.
+async fn seed(
+    caps: &capstan::pipeline::Capabilities,
+    http: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    csrf: &str,
+) -> String {
     caps.authz().create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:test").await.unwrap();
     for (path, body) in [
         ("/library/titles", serde_json::json!({"tmdbId": 693134, "kind": "movie", "quality": "2160p"})),
@@ -78,6 +95,14 @@ async fn seed(caps: &capstan::pipeline::Capabilities, http: &reqwest::Client, ba
             .unwrap();
         assert_eq!(resp.status().as_u16(), 201, "{path}: {}", resp.text().await.unwrap());
     }
+    let options = serde_json::json!([
+        {"id": "again", "label": "Look again", "action": "reevaluate"},
+        {"id": "leave", "label": "Leave it", "action": "dismiss"}
+    ]);
+    let evidence = serde_json::json!({"why": "seeded"});
+    let opened =
+        caps.domain().open_decision("download_stalled", Some("d1"), &options, &evidence, "download_stalled:d1");
+    opened.await.unwrap().0.id
 }
 
 /// How many operations the served document lists.
@@ -100,10 +125,10 @@ async fn schemathesis_finds_nothing_wrong_with_the_api() {
     let key = capstan::http::keys::create(&env.db, "fuzz", &[EffectClass::Execute], "test").await.unwrap();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let session = cookie.split_once('=').unwrap().1.to_string();
-    seed(&env.caps, &http, &base, &cookie, &csrf).await;
+    let decision = seed(&env.caps, &http, &base, &cookie, &csrf).await;
+    let ids = Seeded { key, session, csrf, decision };
 
-    let (clean, text) =
-        run("fuzz-report.txt", &root, &key, &session, &csrf, &["--exclude-name", "DELETE /api/v1/session"]).await;
+    let (clean, text) = run("fuzz-report.txt", &root, &ids, &["--exclude-name", "DELETE /api/v1/session"]).await;
     println!("{}", summary(&text));
     assert!(clean, "Schemathesis found problems:\n{text}");
     // It reached every operation, with many cases.
@@ -112,8 +137,7 @@ async fn schemathesis_finds_nothing_wrong_with_the_api() {
     let generated = text.lines().find_map(|l| l.trim().split_once(" generated, ")?.0.parse::<usize>().ok());
     assert!(generated.unwrap_or(0) > 20 * documented, "{}", summary(&text));
 
-    let (clean, text) =
-        run("fuzz-report-session.txt", &root, &key, &session, &csrf, &["--include-path", "/api/v1/session"]).await;
+    let (clean, text) = run("fuzz-report-session.txt", &root, &ids, &["--include-path", "/api/v1/session"]).await;
     println!("{}", summary(&text));
     assert!(clean, "Schemathesis found problems with the session:\n{text}");
 }

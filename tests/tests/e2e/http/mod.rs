@@ -7,6 +7,7 @@ mod console;
 mod console_forms;
 mod console_library;
 mod console_services;
+mod decisions;
 pub mod events;
 mod fuzz;
 mod lan;

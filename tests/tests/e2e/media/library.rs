@@ -81,7 +81,7 @@ async fn identity_resolve_accepts_a_clear_match_and_asks_once_about_remakes(back
     let decision = &decisions[0];
     assert_eq!((decision.kind.as_str(), decision.subject.as_deref()), ("identity_ambiguous", Some(lion.id.as_str())));
     let mut options: Vec<&str> =
-        decision.options.as_array().unwrap().iter().map(|o| o["entityId"].as_str().unwrap()).collect();
+        decision.options.as_array().unwrap().iter().filter_map(|o| o["detail"]["entityId"].as_str()).collect();
     options.sort();
     let mut expected = [lion_1994.as_str(), lion_2019.as_str()];
     expected.sort();
@@ -89,14 +89,12 @@ async fn identity_resolve_accepts_a_clear_match_and_asks_once_about_remakes(back
     let stored = domain.release(&lion.id).await.unwrap();
     assert_eq!((stored.identity_status.as_str(), stored.entity_id.as_deref()), ("ambiguous", None));
 
-    // Naming the candidates narrows the choice: with one remake offered it is clear.
-    let narrowed = call(
-        &env.caps,
-        "identity.resolve",
-        json!({"sourceReleaseId": lion.id, "candidates": [{"entityId": lion_2019}]}),
-    )
-    .await
-    .unwrap();
+    // Each candidate's option is a call that narrows the choice to it: with
+    // one remake offered it is clear.
+    let pick = decision.options.as_array().unwrap().iter().find(|o| o["detail"]["entityId"] == lion_2019.as_str());
+    let pick = pick.unwrap();
+    assert_eq!(pick["capabilityId"], "identity.resolve");
+    let narrowed = call(&env.caps, "identity.resolve", pick["input"].clone()).await.unwrap();
     assert_eq!(narrowed["entityId"], lion_2019.as_str());
 
     assert_eq!(

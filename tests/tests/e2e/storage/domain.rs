@@ -201,7 +201,13 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
     assert!(matches!(domain.record_release(&bad_hash).await, Err(DomainError::Invalid(_))));
 
     let (decision, created) = domain
-        .open_decision("identity_ambiguous", Some(&release.id), &json!(["a", "b"]), &json!({}), "identity:x")
+        .open_decision(
+            "identity_ambiguous",
+            Some(&release.id),
+            &json!([{"id": "a", "label": "A", "action": "accept"}]),
+            &json!({}),
+            "identity:x",
+        )
         .await
         .unwrap();
     assert!(created);

@@ -6,6 +6,7 @@ mod decisions;
 pub mod domain;
 mod domain_api;
 pub mod ledger;
+mod resolving;
 mod settings;
 mod setup;
 mod store;

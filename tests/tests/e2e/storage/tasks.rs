@@ -64,7 +64,7 @@ fn tasks_db(tasks: &Tasks) -> sqlx::AnyPool {
     tasks.pool()
 }
 
-struct Proc(Child);
+pub struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -73,7 +73,7 @@ impl Drop for Proc {
     }
 }
 
-fn start_worker(config: &std::path::Path) -> Proc {
+pub fn start_worker(config: &std::path::Path) -> Proc {
     let child = Command::new(capstan_bin())
         .args(["--config", config.to_str().unwrap(), "worker"])
         .env("RUST_LOG", "warn")

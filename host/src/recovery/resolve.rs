@@ -1,0 +1,138 @@
+//! The `resolveDecision` task: carries out the option a resolved decision
+//! names. A capability option is invoked through the one invoke path for
+//! whoever chose it (`Origin::task_for`: an administrator's choice is
+//! human authorisation, a key's needs a grant or an approval) in the
+//! task's idempotency scope, so an attempt after a crash meets the ledger
+//! record of the one before and nothing runs twice; `retry` queues the
+//! linked task again; `reevaluate` and `accept` queue the acquisition
+//! evaluation of the decision's subject. The outcome is recorded once on
+//! the decision; a task that finds it recorded does nothing.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::domain::{Decision, DomainError};
+use crate::pipeline::{Capabilities, Origin, failed_attempt};
+use crate::runtime::Status;
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskError, TaskHandler, Tasks};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Payload {
+    decision_id: String,
+}
+
+/// Runs `resolveDecision` tasks.
+pub struct ResolveDecision(pub Arc<Capabilities>);
+
+fn domain_failure(e: DomainError) -> HandlerError {
+    match e {
+        DomainError::Sql(e) => HandlerError::Retry(e.to_string()),
+        other => HandlerError::GiveUp(other.to_string()),
+    }
+}
+
+impl TaskHandler for ResolveDecision {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let caps = self.0.clone();
+        Box::pin(async move {
+            let payload: Payload = serde_json::from_value(task.payload.clone())
+                .map_err(|e| HandlerError::GiveUp(format!("payload does not fit resolveDecision: {e}")))?;
+            let decision = caps.domain().decision(&payload.decision_id).await.map_err(domain_failure)?;
+            let Some(resolution) = decision.resolution.clone().filter(|_| decision.status == "resolved") else {
+                return Err(HandlerError::GiveUp(format!(
+                    "decision {} is {}, not resolved",
+                    decision.id, decision.status
+                )));
+            };
+            if let Some(done) = resolution.get("execution") {
+                return Ok(done.clone());
+            }
+            let option = &resolution["option"];
+            let execution = carry_out(&caps, &task, &decision, option).await?;
+            match caps.domain().record_execution(&decision.id, &execution).await {
+                Ok(_) => Ok(execution),
+                // Recorded by an attempt that raced this one: that record stands.
+                Err(DomainError::Conflict(_)) => Ok(execution),
+                Err(e) => Err(domain_failure(e)),
+            }
+        })
+    }
+}
+
+/// Does what `option` says and describes what came of it.
+async fn carry_out(
+    caps: &Capabilities,
+    task: &Task,
+    decision: &Decision,
+    option: &Value,
+) -> Result<Value, HandlerError> {
+    if let Some(capability) = option.get("capabilityId").and_then(Value::as_str) {
+        let by = decision.resolved_by.as_deref().unwrap_or_default();
+        let input = option.get("input").cloned().unwrap_or_else(|| json!({}));
+        let origin = Origin::task_for(task, by);
+        let inv = caps.invoke(&origin, capability, &input).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+        return match inv.status {
+            // An outcome nobody knows is settled by the ledger on the next
+            // attempt (replayed, verified or left unknown by the
+            // capability's replay policy), never guessed here.
+            Status::Unknown => Err(failed_attempt(capability, &inv)),
+            status => Ok(json!({
+                "kind": "capability",
+                "capabilityId": capability,
+                "by": by,
+                "status": status,
+                "invocationId": inv.invocation_id,
+                "output": inv.output,
+                "error": inv.error,
+            })),
+        };
+    }
+    let action = option.get("action").and_then(Value::as_str).unwrap_or_default();
+    let tasks = Tasks::new(caps.db().clone());
+    match action {
+        "retry" => {
+            let id = option.get("taskId").and_then(Value::as_str).unwrap_or_default();
+            let outcome = match tasks.retry(id).await {
+                Ok(t) => json!({"queued": t.status.as_str()}),
+                Err(TaskError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
+                Err(e) => json!({"notRetried": e.to_string()}),
+            };
+            Ok(json!({"kind": "retry", "taskId": id, "outcome": outcome}))
+        }
+        "reevaluate" | "accept" if decision.kind == "agent_budget" => {
+            Ok(json!({"kind": action, "outcome": "recorded; the run goes on when it is sent a message"}))
+        }
+        "reevaluate" | "accept" => {
+            let slot = slot_of(caps, decision).await;
+            let payload = slot.as_ref().map_or_else(|| json!({}), |s| json!({"slotId": s}));
+            let key = match &slot {
+                Some(s) => format!("{}:{s}", crate::acquisition::EVALUATE_ACQUISITION),
+                None => crate::acquisition::EVALUATE_ACQUISITION.to_string(),
+            };
+            let queued = crate::acquisition::enqueue(
+                &tasks,
+                crate::acquisition::EVALUATE_ACQUISITION,
+                slot.as_deref(),
+                payload,
+                &key,
+            )
+            .await
+            .map_err(|e| HandlerError::Retry(e.to_string()))?;
+            Ok(json!({"kind": action, "queued": queued.id, "slotId": slot}))
+        }
+        other => Err(HandlerError::GiveUp(format!("option action {other:?} has nothing to carry out"))),
+    }
+}
+
+/// The wanted slot a decision about a download is about, when there is one.
+async fn slot_of(caps: &Capabilities, decision: &Decision) -> Option<String> {
+    let subject = decision.subject.as_deref()?;
+    if !decision.kind.starts_with("download_") {
+        return None;
+    }
+    let download = caps.domain().download(subject).await.ok()?;
+    Some(caps.domain().plan(&download.plan_id).await.ok()?.slot_id)
+}
