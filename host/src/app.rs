@@ -137,7 +137,7 @@ impl App {
         };
         let owner = self.caps.ledger().owner().to_string();
         let mut worker = Worker::new(self.tasks.clone(), self.audit.clone(), owner, worker_config);
-        crate::acquisition::register(&mut worker, &self.caps);
+        crate::acquisition::register(&mut worker, &self.caps, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
         crate::recovery::register(&mut worker, &self.caps);
         worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));

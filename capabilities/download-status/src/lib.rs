@@ -15,7 +15,7 @@ use serde_json::json;
 mod tests;
 
 /// Download statuses that qBittorrent still decides; the default listing.
-pub const ACTIVE_STATUSES: &[&str] = &["queued", "downloading", "stalled", "missing", "completed"];
+pub const ACTIVE_STATUSES: &[&str] = &["queued", "downloading", "stalled", "paused", "missing", "failed", "completed"];
 /// Most tasks read in one call.
 pub const MAX_TASKS: usize = 500;
 /// Hashes per `torrents/info` request, to keep the URL short.
@@ -26,7 +26,7 @@ const HASHES_PER_REQUEST: usize = 50;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusInput {
     /// Download task ids. Default: every task that is queued, downloading,
-    /// stalled, missing or completed.
+    /// stalled, paused, missing, failed or completed.
     #[serde(default)]
     pub download_task_ids: Option<Vec<String>>,
 }
@@ -37,8 +37,8 @@ pub struct StatusInput {
 pub struct DownloadState {
     pub download_task_id: String,
     pub client_hash: String,
-    /// queued, downloading, stalled, missing, failed or completed; missing
-    /// also when qBittorrent does not hold the torrent at all.
+    /// queued, downloading, stalled, paused, missing, failed or completed;
+    /// missing also when qBittorrent does not hold the torrent at all.
     pub status: String,
     /// 0.0 to 1.0; the last recorded progress when the torrent is gone.
     pub progress: f64,
@@ -107,7 +107,7 @@ impl Capability for DownloadStatusCapability {
         version: 1,
         label: Label::Read,
         summary: "Read download progress and status from qBittorrent",
-        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, missing, failed, completed), progress, content path and qBittorrent's own state. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, missing or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
+        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, paused, missing, failed, completed), progress, content path and qBittorrent's own state. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, paused, missing, failed or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
         tags: &["download", "qbittorrent", "torrent", "progress"],
         aliases: &[
             "download status",

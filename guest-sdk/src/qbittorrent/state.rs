@@ -59,9 +59,12 @@ pub enum DownloadStatus {
     Queued,
     /// Making progress: downloading, allocating or moving files.
     Downloading,
-    /// Not progressing and will not by itself: no peers, stopped by a user,
-    /// or in a state nobody recognises.
+    /// Not progressing and will not by itself: no peers, files deselected,
+    /// or a state nobody recognises.
     Stalled,
+    /// Stopped before it finished, by a user (or a share limit): it waits
+    /// for whoever stopped it, so it is not stalled.
+    Paused,
     /// qBittorrent cannot find files it had: needs a person or a recheck.
     Missing,
     /// qBittorrent reports an error.
@@ -77,6 +80,7 @@ impl DownloadStatus {
             DownloadStatus::Queued => "queued",
             DownloadStatus::Downloading => "downloading",
             DownloadStatus::Stalled => "stalled",
+            DownloadStatus::Paused => "paused",
             DownloadStatus::Missing => "missing",
             DownloadStatus::Failed => "failed",
             DownloadStatus::Completed => "completed",
@@ -142,16 +146,13 @@ impl TorrentState {
         match self {
             S::Error => D::Failed,
             S::MissingFiles => D::Missing,
-            S::Uploading | S::StoppedUp | S::QueuedUp | S::StalledUp | S::ForcedUp => {
-                if progress >= 1.0 {
-                    D::Completed
-                } else {
-                    D::Stalled
-                }
-            }
+            S::Uploading | S::StoppedUp | S::QueuedUp | S::StalledUp | S::ForcedUp if progress >= 1.0 => D::Completed,
+            S::StoppedUp => D::Paused,
+            S::Uploading | S::QueuedUp | S::StalledUp | S::ForcedUp => D::Stalled,
             S::QueuedDl | S::MetaDl | S::CheckingUp | S::CheckingDl | S::CheckingResumeData => D::Queued,
             S::Downloading | S::ForcedDl | S::ForcedMetaDl | S::Allocating | S::Moving => D::Downloading,
-            S::StalledDl | S::StoppedDl | S::Unknown(_) => D::Stalled,
+            S::StoppedDl => D::Paused,
+            S::StalledDl | S::Unknown(_) => D::Stalled,
         }
     }
 }

@@ -61,9 +61,27 @@ impl TaskHandler for VerifyAndImport {
             let executed = call(&caps, &task, EXECUTE_CAPABILITY, input).await?;
             match executed.status {
                 Status::Succeeded => {
+                    if let Err(e) = super::watch::import_succeeded(&caps, organization).await {
+                        tracing::warn!(organization, error = %e, "cannot close the decision about a failed import");
+                    }
                     Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output }))
                 }
-                _ => Err(failed_attempt(EXECUTE_CAPABILITY, &executed)),
+                status => {
+                    let failure = failed_attempt(EXECUTE_CAPABILITY, &executed);
+                    // Only a failure nothing will try again is a human's to
+                    // decide; an unknown outcome is settled by the ledger.
+                    let last = task.attempts >= task.max_attempts;
+                    let for_good = matches!(failure, HandlerError::GiveUp(_)) || last;
+                    if status == Status::Failed && for_good {
+                        let (download, error) = (&payload.download_task_id, failure.to_string());
+                        if let Err(e) =
+                            super::watch::import_failed(&caps, organization, download, &task.id, &error).await
+                        {
+                            tracing::warn!(organization, error = %e, "cannot open a decision about a failed import");
+                        }
+                    }
+                    Err(failure)
+                }
             }
         })
     }

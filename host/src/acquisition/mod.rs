@@ -9,11 +9,13 @@
 //!   the submission (otherwise the plan stays a draft for a human);
 //! - `syncDownloads`: read the client's state of every open download and
 //!   record it; the store publishes `download.status_changed` once per
-//!   change, and a download that completes queues its import;
+//!   change, a download that completes queues its import, and one that
+//!   fails or stops moving opens a decision (`watch`);
 //! - `verifyAndImport`: plan the organization of a completed download and
 //!   execute it; success marks the download imported and the slot
 //!   satisfied (`organization.changed`). Without authority it asks a human
-//!   to approve the organization, and their approval queues it again.
+//!   to approve the organization, and their approval queues it again; an
+//!   import that fails for good opens a decision.
 //!
 //! A scheduler queues `syncDownloads` and `evaluateAcquisition` at an
 //! interval; dedupe keys keep one of each queued at a time.
@@ -21,6 +23,9 @@
 mod evaluate;
 mod import;
 mod sync;
+pub mod watch;
+
+pub use sync::SyncDownloads;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +33,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::pipeline::{Capabilities, Invocation, Origin};
+use crate::settings::Settings;
 use crate::tasks::{NewTask, Task, Tasks, Worker};
 
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
@@ -38,9 +44,9 @@ pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
 pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION];
 
 /// Gives `worker` the pipeline's handlers.
-pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>) {
+pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>, settings: &Arc<Settings>) {
     worker.handle(EVALUATE_ACQUISITION, Arc::new(evaluate::EvaluateAcquisition(caps.clone())));
-    worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(caps.clone())));
+    worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(caps.clone(), settings.clone())));
     worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(caps.clone())));
 }
 

@@ -1,7 +1,8 @@
 //! `syncDownloads`: asks `download.status` what the client is doing with
 //! every open download and records it. Paths the client reports are stored
 //! relative to the `downloads` root, which is how the organizer names them.
-//! A download that reaches `completed` queues `verifyAndImport` once.
+//! A download that reaches `completed` queues `verifyAndImport` once; what
+//! went wrong with one is written down as a decision (`super::watch`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,11 +14,12 @@ use crate::domain::DomainError;
 use crate::pipeline::Capabilities;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
+use crate::settings::Settings;
 use crate::tasks::{Task, TaskHandler, Tasks, worker::HandlerFuture};
 
 pub const STATUS_CAPABILITY: &str = "download.status";
 
-pub struct SyncDownloads(pub Arc<Capabilities>);
+pub struct SyncDownloads(pub Arc<Capabilities>, pub Arc<Settings>);
 
 /// `path` relative to the `downloads` root, when it lies under it.
 fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
@@ -29,7 +31,7 @@ fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
 
 impl TaskHandler for SyncDownloads {
     fn run(&self, task: Task) -> HandlerFuture {
-        let caps = self.0.clone();
+        let (caps, settings) = (self.0.clone(), self.1.clone());
         Box::pin(async move {
             let inv = call(&caps, &task, STATUS_CAPABILITY, json!({})).await?;
             if inv.status != Status::Succeeded {
@@ -48,7 +50,18 @@ impl TaskHandler for SyncDownloads {
                 let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 1.0);
                 let path =
                     item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
-                match caps.domain().update_download(id, status, progress, path.as_deref()).await {
+                let before = caps.domain().download(id).await.ok().map(|d| d.progress);
+                let recorded = caps.domain().update_download(id, status, progress, path.as_deref()).await;
+                if let Ok((download, _)) = &recorded {
+                    let seen = super::watch::Seen {
+                        client_state: item.get("clientState").and_then(Value::as_str),
+                        progress_before: before,
+                    };
+                    if let Err(e) = super::watch::download_seen(&caps, &settings, download, &seen).await {
+                        tracing::warn!(download = %id, error = %e, "cannot record what went wrong with a download");
+                    }
+                }
+                match recorded {
                     Ok((_, Some(change))) => {
                         if change.to == "completed" {
                             let key = format!("{VERIFY_AND_IMPORT}:{id}");

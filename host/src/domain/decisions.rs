@@ -155,6 +155,52 @@ impl Domain {
         Ok(rows.iter().map(Decision::from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Every decision opened for the root cause `root`: the first under the
+    /// dedupe key `root`, each later occurrence under `root#<n>`; oldest
+    /// first.
+    pub async fn decisions_of_root(&self, root: &str) -> Result<Vec<Decision>, DomainError> {
+        let rows =
+            sqlx::query("SELECT * FROM decision WHERE dedupe_key = $1 OR dedupe_key LIKE $2 ORDER BY created_at, id")
+                .bind(root)
+                .bind(format!("{root}#%"))
+                .fetch_all(&self.db.pool)
+                .await?;
+        let all: Vec<Decision> = rows.iter().map(Decision::from_row).collect::<Result<_, _>>()?;
+        let occurrence =
+            |d: &Decision| d.dedupe_key == root || d.dedupe_key.strip_prefix(root).is_some_and(|r| r.starts_with('#'));
+        Ok(all.into_iter().filter(occurrence).collect())
+    }
+
+    /// Opens a decision for the root cause `root` unless one is undecided,
+    /// or the last was answered and the subject has not moved since
+    /// (`moved_at`: a cause that stayed is the same occurrence, and a human
+    /// who dismissed it is not asked again). Answers the decision opened.
+    pub async fn open_occurrence(
+        &self,
+        root: &str,
+        kind: &str,
+        subject: &str,
+        options: &Value,
+        evidence: &Value,
+        moved_at: i64,
+    ) -> Result<Option<Decision>, DomainError> {
+        let past = self.decisions_of_root(root).await?;
+        if past.iter().any(|d| !is_final(&d.status)) {
+            return Ok(None);
+        }
+        if past.last().is_some_and(|last| last.updated_at >= moved_at) {
+            return Ok(None);
+        }
+        let key = if past.is_empty() { root.to_string() } else { format!("{root}#{}", past.len() + 1) };
+        let (decision, created) = self.open_decision(kind, Some(subject), options, evidence, &key).await?;
+        Ok(created.then_some(decision))
+    }
+
+    /// The undecided decision for root cause `root`, if there is one.
+    pub async fn undecided_of_root(&self, root: &str) -> Result<Option<Decision>, DomainError> {
+        Ok(self.decisions_of_root(root).await?.into_iter().find(|d| !is_final(&d.status)))
+    }
+
     /// Moves an undecided decision to `investigating` or `awaiting_user`,
     /// merging `evidence` into what it holds.
     pub async fn advance_decision(&self, id: &str, status: &str, evidence: &Value) -> Result<Decision, DomainError> {

@@ -71,14 +71,17 @@ impl Domain {
                 current.status
             )));
         }
+        let now = now_ms();
+        let moved = progress > current.progress || status != current.status;
         let changed = sqlx::query(
-            "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), updated_at = $4 \
-             WHERE id = $5 AND status = $6",
+            "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), \
+             updated_at = $4, progress_at = $5 WHERE id = $6 AND status = $7",
         )
         .bind(status)
         .bind(progress)
         .bind(content_path)
-        .bind(now_ms())
+        .bind(now)
+        .bind(if moved { now } else { current.progress_at })
         .bind(id)
         .bind(&current.status)
         .execute(&mut *tx)

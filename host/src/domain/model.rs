@@ -13,8 +13,18 @@ pub const SLOT_STATUSES: &[&str] = &["wanted", "reserved", "satisfied", "unwante
 /// Plan statuses: draft → reserved → submitted, or failed / cancelled.
 pub const PLAN_STATUSES: &[&str] = &["draft", "reserved", "submitted", "failed", "cancelled"];
 /// What a download task can be, as mapped from the client's states.
-pub const DOWNLOAD_STATUSES: &[&str] =
-    &["queued", "downloading", "stalled", "missing", "failed", "completed", "importing", "imported", "removed"];
+pub const DOWNLOAD_STATUSES: &[&str] = &[
+    "queued",
+    "downloading",
+    "stalled",
+    "paused",
+    "missing",
+    "failed",
+    "completed",
+    "importing",
+    "imported",
+    "removed",
+];
 /// How an organization places files in the library.
 pub const ORGANIZE_MODES: &[&str] = &["hardlink", "copy", "move"];
 pub const ARTIFACT_KINDS: &[&str] = &["plan", "report", "evidence"];
@@ -173,6 +183,8 @@ pub struct DownloadTask {
     pub status: String,
     pub progress: f64,
     pub content_path: Option<String>,
+    /// When it last moved: its progress grew or its status changed.
+    pub progress_at: i64,
     pub updated_at: i64,
 }
 
@@ -185,6 +197,7 @@ impl DownloadTask {
             status: r.try_get("status")?,
             progress: r.try_get("progress")?,
             content_path: r.try_get("content_path")?,
+            progress_at: r.try_get::<Option<i64>, _>("progress_at")?.unwrap_or(r.try_get("updated_at")?),
             updated_at: r.try_get("updated_at")?,
         })
     }

@@ -189,8 +189,8 @@ impl Domain {
                 seq = Some(self.emit(&mut tx, "plan.changed", plan_id, changed(&submitted)).await?);
                 let now = now_ms();
                 sqlx::query(
-                    "INSERT INTO download_task (id, plan_id, client_hash, status, progress, created_at, updated_at) \
-                     VALUES ($1, $2, $3, 'queued', 0, $4, $4)",
+                    "INSERT INTO download_task (id, plan_id, client_hash, status, progress, progress_at, created_at, \
+                     updated_at) VALUES ($1, $2, $3, 'queued', 0, $4, $4, $4)",
                 )
                 .bind(new_id())
                 .bind(plan_id)

@@ -146,8 +146,13 @@ const fn spec(key: &'static str, label: &'static str, kind: Kind, default: &'sta
 }
 
 /// The areas settings are shown in, by key prefix, in the order shown.
-pub const GROUPS: &[(&str, &str)] =
-    &[("model", "Model"), ("agent", "Agent"), ("budget", "Budgets"), ("automation", "Automation")];
+pub const GROUPS: &[(&str, &str)] = &[
+    ("model", "Model"),
+    ("agent", "Agent"),
+    ("budget", "Budgets"),
+    ("automation", "Automation"),
+    ("acquisition", "Downloads"),
+];
 
 /// The area a key belongs to: its first dotted part.
 fn group_of(key: &str) -> &'static str {
@@ -294,6 +299,13 @@ pub const SETTINGS: &[Spec] = &[
         Kind::Float { min: 0.0, max: 1.0e7 },
         "50.0",
         "Model cost per day, in US dollars.",
+    ),
+    spec(
+        "acquisition.stalled_after_minutes",
+        "A download is stalled after (minutes without progress)",
+        Kind::Int { min: 1, max: 10_080 },
+        "60",
+        "How long a download may go without progress before a decision asks about it; a paused or queued one is never stalled.",
     ),
 ];
 

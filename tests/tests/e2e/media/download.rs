@@ -32,29 +32,29 @@ use serde_json::{Value, json};
 /// a CI machine busy compiling.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-struct Env {
+pub(super) struct Env {
     /// Keeps the data directory alive.
-    _host: TestHost,
-    app: Arc<capstan::app::App>,
-    caps: Arc<Capabilities>,
+    pub(super) _host: TestHost,
+    pub(super) app: Arc<capstan::app::App>,
+    pub(super) caps: Arc<Capabilities>,
 }
 
 impl Env {
-    fn domain(&self) -> &Domain {
+    pub(super) fn domain(&self) -> &Domain {
         self.caps.domain()
     }
 
-    async fn invoke(&self, origin: &Origin, id: &str, input: Value) -> Invocation {
+    pub(super) async fn invoke(&self, origin: &Origin, id: &str, input: Value) -> Invocation {
         self.caps.invoke(origin, id, &input).await.unwrap()
     }
 }
 
 /// The operator at the command line; each call is a new request.
-fn operator() -> Origin {
+pub(super) fn operator() -> Origin {
     Origin::cli(EffectClass::Execute)
 }
 
-fn output(inv: Invocation) -> Value {
+pub(super) fn output(inv: Invocation) -> Value {
     assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
     inv.output.unwrap()
 }
@@ -77,7 +77,7 @@ async fn start(backend: Backend, host: TestHost) -> Env {
 
 /// Serves `.torrent` files on loopback under `/download/<name>`, as an
 /// indexer's download links do; returns its base URL.
-async fn serve_torrent_files(files: BTreeMap<String, Vec<u8>>) -> String {
+pub(super) async fn serve_torrent_files(files: BTreeMap<String, Vec<u8>>) -> String {
     use axum::extract::{Path, State};
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
@@ -102,6 +102,11 @@ async fn serve_torrent_files(files: BTreeMap<String, Vec<u8>>) -> String {
 /// service is the loopback indexer, with download.submit told to fetch
 /// that indexer's links and to save into qBittorrent's download folder.
 async fn start_with_qbittorrent(qbt: &QBittorrent, indexer: &str) -> Env {
+    start_with_qbittorrent_on(Backend::Sqlite, qbt, indexer).await
+}
+
+/// [`start_with_qbittorrent`] on `backend`.
+pub(super) async fn start_with_qbittorrent_on(backend: Backend, qbt: &QBittorrent, indexer: &str) -> Env {
     let mut host = TestHost::new();
     let qbittorrent = ServiceConfig {
         base_url: qbt.base_url(),
@@ -131,12 +136,12 @@ async fn start_with_qbittorrent(qbt: &QBittorrent, indexer: &str) -> Env {
         ("category".to_string(), "movies".to_string()),
     ]);
     host.config.capabilities.insert("download.submit".into(), CapabilityConfig { settings, ..Default::default() });
-    start(Backend::Sqlite, host).await
+    start(backend, host).await
 }
 
 /// A wanted movie slot and a release of it, identified, with `infohash`
 /// and `download_url`.
-async fn wanted(
+pub(super) async fn wanted(
     domain: &Domain,
     title: &str,
     infohash: Option<&str>,
@@ -173,7 +178,7 @@ async fn wanted(
 }
 
 /// Torrents qBittorrent holds, optionally only those with `tag`.
-async fn torrents(qbt: &QBittorrent, tag: Option<&str>) -> Vec<Torrent> {
+pub(super) async fn torrents(qbt: &QBittorrent, tag: Option<&str>) -> Vec<Torrent> {
     let client = qbt.login().await;
     let mut req = client.get(format!("{}/api/v2/torrents/info", qbt.base_url()));
     if let Some(tag) = tag {
@@ -183,7 +188,7 @@ async fn torrents(qbt: &QBittorrent, tag: Option<&str>) -> Vec<Torrent> {
 }
 
 /// Polls `download.status` for one task until `wanted` holds.
-async fn wait_for_status(env: &Env, task: &str, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn wait_for_status(env: &Env, task: &str, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + DEADLINE;
     loop {
         let read =

@@ -14,3 +14,4 @@ mod quality;
 mod release;
 mod search;
 pub mod titles;
+mod trouble;

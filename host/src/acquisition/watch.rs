@@ -1,0 +1,160 @@
+//! What the pipeline notices going wrong, written down as decisions, once
+//! per occurrence of a root cause (`Domain::open_occurrence`):
+//!
+//! - `download_failed:<downloadTaskId>`: the client reports an error or
+//!   missing files, or less of the data than it had (it lost what was on
+//!   disk and forgot it was finished);
+//! - `download_stalled:<downloadTaskId>`: downloading (or stalled by the
+//!   client) without progress for `acquisition.stalled_after_minutes`; a
+//!   paused or queued torrent is waiting for someone, not stalled;
+//! - `import_failed:<organizationId>`: placing a completed download's files
+//!   failed for good.
+//!
+//! A cause that clears by itself (the download moves again, a later import
+//! succeeds) resolves its decision as `system:<task>` with the facts that
+//! show it.
+
+use serde_json::{Value, json};
+
+use crate::domain::{Answer, Decision, DomainError, DownloadTask};
+use crate::pipeline::Capabilities;
+use crate::settings::Settings;
+use crate::store::now_ms;
+
+/// Who answers a decision whose cause cleared by itself.
+const BY: &str = "system:syncDownloads";
+
+/// Statuses in which a download is getting somewhere, or got there.
+const MOVING: &[&str] = &["downloading", "queued", "completed", "importing", "imported"];
+
+fn failed_root(download: &str) -> String {
+    format!("download_failed:{download}")
+}
+
+fn stalled_root(download: &str) -> String {
+    format!("download_stalled:{download}")
+}
+
+/// What the sync saw beside what it recorded.
+pub struct Seen<'a> {
+    /// qBittorrent's own state name.
+    pub client_state: Option<&'a str>,
+    /// The progress recorded before this sync.
+    pub progress_before: Option<f64>,
+}
+
+/// What the client said about a download, as evidence.
+fn facts(download: &DownloadTask, seen: &Seen<'_>) -> Value {
+    json!({
+        "downloadTaskId": download.id,
+        "status": download.status,
+        "progress": download.progress,
+        "progressBefore": seen.progress_before,
+        "clientState": seen.client_state,
+        "lastMovedAt": download.progress_at,
+        "seenAt": now_ms(),
+    })
+}
+
+fn recheck(download: &str) -> Value {
+    json!({
+        "id": "recheck",
+        "label": "Force recheck",
+        "capabilityId": "download.recheck",
+        "input": {"downloadTaskId": download},
+    })
+}
+
+async fn clear(caps: &Capabilities, decision: &Decision, facts: Value) -> Result<(), DomainError> {
+    match caps.domain().answer_decision(&decision.id, &Answer::Cleared { facts }, BY).await {
+        // Answered meanwhile by someone else: their answer stands.
+        Ok(_) | Err(DomainError::Conflict(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Looks at a download as the sync just recorded it.
+pub async fn download_seen(
+    caps: &Capabilities,
+    settings: &Settings,
+    download: &DownloadTask,
+    seen: &Seen<'_>,
+) -> Result<(), DomainError> {
+    let domain = caps.domain();
+    let status = download.status.as_str();
+    let lost = seen.progress_before.filter(|before| download.progress + 1e-9 < *before);
+    let seen = facts(download, seen);
+
+    let failed = failed_root(&download.id);
+    let problem = match (status, lost) {
+        ("missing" | "failed", _) => Some(format!("qBittorrent reports the download {status}")),
+        // A check in progress counts the pieces again from nothing.
+        (_, Some(before)) if status != "queued" => Some(format!(
+            "the data is gone: qBittorrent now has {:.0}% of it, it had {:.0}%",
+            download.progress * 100.0,
+            before * 100.0
+        )),
+        _ => None,
+    };
+    if let Some(problem) = problem {
+        let options = json!([recheck(&download.id), {"id": "dismiss", "label": "Leave it", "action": "dismiss"}]);
+        let evidence = json!({"download": seen, "problem": problem});
+        domain
+            .open_occurrence(&failed, "download_failed", &download.id, &options, &evidence, download.progress_at)
+            .await?;
+    } else if MOVING.contains(&status)
+        && let Some(open) = domain.undecided_of_root(&failed).await?
+    {
+        clear(caps, &open, seen.clone()).await?;
+    }
+
+    let stalled = stalled_root(&download.id);
+    let minutes = settings.get("acquisition.stalled_after_minutes").await.ok().and_then(|v| v.as_i64()).unwrap_or(60);
+    let idle_ms = now_ms() - download.progress_at;
+    if matches!(status, "downloading" | "stalled") && idle_ms >= minutes * 60_000 {
+        let options = json!([{"id": "wait", "label": "Keep waiting", "action": "dismiss"}]);
+        let problem = format!("no progress for {} minutes (the limit is {minutes})", idle_ms / 60_000);
+        let evidence = json!({"download": seen, "problem": problem});
+        domain
+            .open_occurrence(&stalled, "download_stalled", &download.id, &options, &evidence, download.progress_at)
+            .await?;
+    } else if let Some(open) = domain.undecided_of_root(&stalled).await? {
+        let before = open.evidence.pointer("/download/progress").and_then(Value::as_f64).unwrap_or(0.0);
+        let done = matches!(status, "completed" | "importing" | "imported");
+        if download.progress > before || done {
+            clear(caps, &open, seen).await?;
+        }
+    }
+    Ok(())
+}
+
+/// An import that failed and will not be tried again by itself.
+pub async fn import_failed(
+    caps: &Capabilities,
+    organization: &str,
+    download: &str,
+    task_id: &str,
+    error: &str,
+) -> Result<(), DomainError> {
+    let root = format!("import_failed:{organization}");
+    let options = json!([
+        {"id": "retry", "label": "Try the import again", "action": "retry", "taskId": task_id},
+        {"id": "dismiss", "label": "Leave it", "action": "dismiss"}
+    ]);
+    let evidence = json!({"organizationId": organization, "downloadTaskId": download, "error": error});
+    caps.domain().open_occurrence(&root, "import_failed", organization, &options, &evidence, now_ms()).await?;
+    Ok(())
+}
+
+/// An import that succeeded: a failure asked about before has cleared.
+pub async fn import_succeeded(caps: &Capabilities, organization: &str) -> Result<(), DomainError> {
+    let root = format!("import_failed:{organization}");
+    if let Some(open) = caps.domain().undecided_of_root(&root).await? {
+        let facts = json!({"organizationId": organization, "imported": true, "seenAt": now_ms()});
+        match caps.domain().answer_decision(&open.id, &Answer::Cleared { facts }, "system:verifyAndImport").await {
+            Ok(_) | Err(DomainError::Conflict(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
