@@ -10,10 +10,12 @@ pub fn for_an_hour(action: &str) -> NewGrant {
         action: action.into(),
         policy_name: None,
         policy_revision: None,
+        policy_revision_id: None,
         scope: Default::default(),
         daily_invocations: 100,
         daily_bytes: 10_000_000,
         expires_at: capstan::store::now_ms() + 3_600_000,
+        reason: None,
     }
 }
 

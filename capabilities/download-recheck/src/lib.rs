@@ -1,8 +1,15 @@
-//! Capability `download.recheck` (label execute): asks qBittorrent to verify
-//! one download's data on disk again and to resume it — the repair for a
-//! torrent that lost its files and got them back, or that stopped. It acts
-//! only on the torrent the download task recorded (by its client hash) and
-//! never deletes, moves, re-sources or re-tags anything.
+//! Capability `download.recheck` (label execute): repairs one download's
+//! torrent in qBittorrent as an operator would. `recheck` (the default)
+//! asks qBittorrent to verify the data on disk again — the fix for a
+//! torrent whose files went missing and came back — and starts it again
+//! unless someone had stopped it; `resume` starts a torrent that errored or
+//! stalled. It acts only on a download Capstan manages that is not removed,
+//! only while qBittorrent reports it missing, failed, stalled or paused,
+//! and only on the torrent the download task recorded (by its client
+//! hash); it never deletes, moves, re-sources, re-categorises or re-tags
+//! anything, and never resumes a torrent a person or a share limit paused.
+//! Replay `never`: a request whose outcome is unknown is left for a human,
+//! not sent again.
 
 use capstan_sdk::host::domain;
 use capstan_sdk::qbittorrent::{Client, Torrent};
@@ -13,12 +20,29 @@ use serde_json::json;
 #[cfg(test)]
 mod tests;
 
+/// What to do to the torrent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Verify the data on disk again, then start it unless it was stopped.
+    #[default]
+    Recheck,
+    /// Start a torrent that errored or stalled; never one that was paused.
+    Resume,
+}
+
+/// The statuses a download is repaired from.
+pub const REPAIRABLE: &[&str] = &["missing", "failed", "stalled", "paused"];
+
 /// Which download to recheck.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecheckInput {
     /// The download task (from `download.submit` or `download.status`).
     pub download_task_id: String,
+    /// `recheck` (default) or `resume`.
+    #[serde(default)]
+    pub action: Action,
 }
 
 /// The torrent as qBittorrent reports it right after the request.
@@ -27,9 +51,12 @@ pub struct RecheckInput {
 pub struct RecheckOutput {
     pub download_task_id: String,
     pub client_hash: String,
+    pub action: Action,
     /// False when qBittorrent was already checking the data: asking again
     /// mid-check can leave it checking for good, so nothing was sent.
     pub rechecked: bool,
+    /// Whether the torrent was started.
+    pub resumed: bool,
     /// queued, downloading, stalled, missing, failed or completed. A check
     /// just asked for usually shows as queued until it finishes.
     pub status: String,
@@ -43,6 +70,7 @@ pub struct RecheckOutput {
 #[serde(rename_all = "camelCase")]
 struct DownloadRecord {
     client_hash: String,
+    status: String,
 }
 
 /// The capability.
@@ -62,11 +90,11 @@ impl Capability for DownloadRecheck {
 
     const META: Meta = Meta {
         id: "download.recheck",
-        version: 1,
+        version: 2,
         label: Label::Execute,
-        summary: "Recheck and resume one download's torrent in qBittorrent",
-        description: "Asks qBittorrent to verify the data of one download task's torrent on disk again and to resume it: the fix for a download whose files went missing and came back, or that stopped. Acts only on the torrent the download task recorded; never deletes, moves, re-sources or re-tags anything. When qBittorrent is already checking the torrent nothing is sent (rechecked false). Returns the torrent's status and progress right after the request; follow it with download.status.",
-        tags: &["download", "qbittorrent", "torrent", "repair"],
+        summary: "Recheck or resume one download's torrent in qBittorrent",
+        description: "Repairs one download task's torrent in qBittorrent. action recheck (default): verify the data on disk again and start the torrent unless someone had stopped it; the fix for files that went missing and came back. action resume: start a torrent that errored or stalled. Acts only on a download Capstan manages that is not removed, only while qBittorrent reports it missing, failed, stalled or paused (anything else is a conflict: there is nothing to repair), and only on the torrent the task recorded. Never deletes, moves, re-sources, re-categorises or re-tags anything, and never resumes a torrent paused by a person or a share limit. When qBittorrent is already checking the torrent nothing is sent (rechecked false). Returns the torrent's status right after; follow it with download.status.",
+        tags: &["download", "qbittorrent", "torrent", "repair", "policy.automation"],
         aliases: &[
             "recheck download",
             "verify torrent",
@@ -76,8 +104,10 @@ impl Capability for DownloadRecheck {
             "校验下载",
             "恢复下载",
         ],
-        // Rechecking and resuming again changes nothing the first did not.
-        replay: Replay::Safe,
+        // A request whose outcome nobody knows is a human's to look at: the
+        // torrent may already be checking, and asking again mid-check can
+        // leave it checking for good.
+        replay: Replay::Never,
         services: &["qbittorrent"],
     };
 
@@ -89,20 +119,48 @@ impl Capability for DownloadRecheck {
         let record = domain::query("download.get", &json!({ "id": id }))?;
         let download: DownloadRecord = serde_json::from_value(record)
             .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected download: {e}")))?;
+        if download.status == "removed" {
+            return Err(Failure::Conflict(format!("download {id} was removed; there is nothing to repair")));
+        }
         let hash = download.client_hash.as_str();
         let client = Client::connect()?;
         let before = held(&client, hash, id)?;
-        let rechecked = !before.state().is_checking();
-        if rechecked {
-            client.recheck(&[hash])?;
-            // A torrent that lost its files stays checking until resumed.
-            client.resume(&[hash])?;
+        let status = before.status().as_str();
+        if !REPAIRABLE.contains(&status) && !before.state().is_checking() {
+            return Err(Failure::Conflict(format!(
+                "qBittorrent reports download {id} {status}; there is nothing to repair (only a missing, failed, stalled or paused one)"
+            )));
         }
+        let stopped = before.state().is_stopped();
+        let (rechecked, resumed) = match input.action {
+            Action::Recheck if before.state().is_checking() => (false, false),
+            Action::Recheck => {
+                client.recheck(&[hash])?;
+                // A torrent that lost its files stays checking until it is
+                // started; one someone stopped stays stopped.
+                if !stopped {
+                    client.resume(&[hash])?;
+                }
+                (true, !stopped)
+            }
+            Action::Resume if stopped => {
+                return Err(Failure::Conflict(format!(
+                    "the torrent of download {id} is paused (by a person or a share limit); resume it in qBittorrent if that is wanted"
+                )));
+            }
+            Action::Resume if status == "paused" || before.state().is_checking() => (false, false),
+            Action::Resume => {
+                client.resume(&[hash])?;
+                (false, true)
+            }
+        };
         let after = held(&client, hash, id)?;
         Ok(Outcome::Succeeded(RecheckOutput {
             download_task_id: id.to_string(),
             client_hash: after.hash.clone(),
+            action: input.action,
             rechecked,
+            resumed,
             status: after.status().as_str().to_string(),
             progress: after.progress,
             client_state: after.raw_state,

@@ -1,5 +1,6 @@
 //! `download.recheck` against the mock host: it rechecks and resumes only
-//! the recorded torrent, leaves a torrent mid-check alone, and says clearly
+//! the recorded torrent, leaves a torrent mid-check alone, never starts one
+//! a person paused, refuses one with nothing to repair, and says clearly
 //! when the download or the torrent is gone.
 
 use capstan_sdk::HostError;
@@ -18,10 +19,15 @@ fn ok(body: impl Into<Vec<u8>>) -> Response {
 /// A qBittorrent holding one torrent in `state` (or none) and the download
 /// task `dl-1` pointing at it.
 fn install(state: Option<&'static str>) {
+    install_recorded(state, "missing", 0.25)
+}
+
+/// As [`install`], with the task recorded in `recorded` and the torrent at `progress`.
+fn install_recorded(state: Option<&'static str>, recorded: &'static str, progress: f64) {
     MockHost::new("download.recheck")
-        .with_domain(|iface, name, arg| match (iface, name, arg["id"].as_str()) {
+        .with_domain(move |iface, name, arg| match (iface, name, arg["id"].as_str()) {
             ("library", "download.get", Some("dl-1")) => {
-                Ok(json!({"id": "dl-1", "planId": "p1", "clientHash": HASH, "status": "missing", "progress": 0.0}))
+                Ok(json!({"id": "dl-1", "planId": "p1", "clientHash": HASH, "status": recorded, "progress": 0.0}))
             }
             (_, _, id) => Err(HostError::NotFound(format!("no download task {}", id.unwrap_or("?")))),
         })
@@ -29,7 +35,7 @@ fn install(state: Option<&'static str>) {
             "/api/v2/app/webapiVersion" => Ok(ok("2.8.19")),
             "/api/v2/torrents/info" => {
                 let list: Vec<Value> =
-                    state.into_iter().map(|s| json!({"hash": HASH, "state": s, "progress": 0.25})).collect();
+                    state.into_iter().map(|s| json!({"hash": HASH, "state": s, "progress": progress})).collect();
                 Ok(ok(serde_json::to_vec(&list).unwrap()))
             }
             _ => Ok(ok("")),
@@ -83,6 +89,61 @@ fn an_unknown_download_or_a_removed_torrent_is_not_found() {
     let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap_err();
     assert!(failure.to_string().contains("no longer holds torrent"), "{failure}");
     assert!(posts().is_empty());
+}
+
+#[test]
+fn a_paused_torrent_is_rechecked_but_never_started() {
+    install(Some("stoppedDL"));
+    let Called::Succeeded(out) = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap() else {
+        panic!()
+    };
+    assert_eq!((out["rechecked"].as_bool(), out["resumed"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(posts(), [("/api/v2/torrents/recheck".to_string(), format!("hashes={HASH}"))]);
+
+    install(Some("stoppedDL"));
+    let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1", "action": "resume"})).unwrap_err();
+    assert!(failure.to_string().contains("is paused"), "{failure}");
+    assert!(posts().is_empty(), "a paused torrent is its owner's to start");
+}
+
+#[test]
+fn resume_starts_an_errored_or_stalled_torrent_only() {
+    for state in ["error", "stalledDL"] {
+        install(Some(state));
+        let Called::Succeeded(out) =
+            invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1", "action": "resume"})).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (out["action"].as_str(), out["rechecked"].as_bool(), out["resumed"].as_bool()),
+            (Some("resume"), Some(false), Some(true))
+        );
+        assert_eq!(posts(), [("/api/v2/torrents/resume".to_string(), format!("hashes={HASH}"))], "{state}");
+    }
+    install(Some("error"));
+    assert!(invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1", "action": "delete"})).is_err());
+    assert!(posts().is_empty());
+}
+
+#[test]
+fn a_healthy_or_removed_download_has_nothing_to_repair() {
+    for (state, progress) in [("downloading", 0.5), ("uploading", 1.0), ("queuedDL", 0.0)] {
+        install_recorded(Some(state), "downloading", progress);
+        let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap_err();
+        assert!(failure.to_string().contains("nothing to repair"), "{state}: {failure}");
+        assert!(posts().is_empty(), "{state}");
+    }
+    install_recorded(Some("missingFiles"), "removed", 0.0);
+    let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap_err();
+    assert!(failure.to_string().contains("was removed"), "{failure}");
+    assert!(posts().is_empty());
+}
+
+#[test]
+fn an_uncertain_repair_is_never_sent_again() {
+    let replay = descriptor::<DownloadRecheck>().replay;
+    assert!(matches!(replay, capstan_sdk::bindings::capstan::capability::types::ReplayPolicy::Never));
 }
 
 #[test]

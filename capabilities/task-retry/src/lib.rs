@@ -44,7 +44,7 @@ impl Capability for TaskRetry {
         label: Label::Execute,
         summary: "Queue a dead, failed or cancelled background task again with fresh attempts",
         description: "Queues a durable task that died, failed or was cancelled again, with its attempts reset; the worker picks it up at once. A task that is still queued, running or already succeeded cannot be retried (conflict).",
-        tags: &["task"],
+        tags: &["task", "policy.automation"],
         aliases: &["retry task", "try again", "rerun", "重试", "重试任务", "再试一次"],
         replay: Replay::Safe,
         services: &[],

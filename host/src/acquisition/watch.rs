@@ -61,7 +61,7 @@ fn recheck(download: &str) -> Value {
         "id": "recheck",
         "label": "Force recheck",
         "capabilityId": "download.recheck",
-        "input": {"downloadTaskId": download},
+        "input": {"downloadTaskId": download, "action": "recheck"},
     })
 }
 
@@ -112,7 +112,11 @@ pub async fn download_seen(
     let minutes = settings.get("acquisition.stalled_after_minutes").await.ok().and_then(|v| v.as_i64()).unwrap_or(60);
     let idle_ms = now_ms() - download.progress_at;
     if matches!(status, "downloading" | "stalled") && idle_ms >= minutes * 60_000 {
-        let options = json!([{"id": "wait", "label": "Keep waiting", "action": "dismiss"}]);
+        let options = json!([
+            {"id": "resume", "label": "Resume", "capabilityId": "download.recheck",
+             "input": {"downloadTaskId": download.id, "action": "resume"}},
+            {"id": "wait", "label": "Keep waiting", "action": "dismiss"}
+        ]);
         let problem = format!("no progress for {} minutes (the limit is {minutes})", idle_ms / 60_000);
         let evidence = json!({"download": seen, "problem": problem});
         domain

@@ -1,9 +1,11 @@
 //! Standing automation grants: what an automated caller may do without a
 //! per-call approval. A grant names an action (an exact capability id, a
-//! policy action such as `policy.acquisition` that capabilities carry as a
-//! tag, or `*`), optionally a policy revision that must still be published,
-//! a scope (entity ids, media kinds, capabilities), daily budgets and an
-//! expiry. Grants may be revoked or shortened, never widened.
+//! `prefix.*` wildcard over ids such as `task.*`, a policy action such as
+//! `policy.acquisition` that capabilities carry as a tag, or `*`),
+//! optionally a policy revision that must still be published, a scope
+//! (entity ids, media kinds, capabilities), daily budgets, an expiry and
+//! the operator's reason. Grants may be revoked or shortened, never
+//! widened.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -18,6 +20,30 @@ pub const MAX_DAILY_BYTES: i64 = 1_000_000_000_000;
 /// How far ahead a grant may expire: a year, so a forgotten grant ends.
 pub const MAX_GRANT_DAYS: i64 = 365;
 const DAY_MS: i64 = 86_400_000;
+/// What a grant allows when the body does not say: 100 calls and 10 GB a
+/// day, for 30 days.
+pub const DEFAULT_DAILY_INVOCATIONS: i64 = 100;
+pub const DEFAULT_DAILY_BYTES: i64 = 10_000_000_000;
+pub const DEFAULT_GRANT_DAYS: i64 = 30;
+/// The longest reason kept.
+pub const MAX_REASON_CHARS: usize = 500;
+
+fn default_daily_invocations() -> i64 {
+    DEFAULT_DAILY_INVOCATIONS
+}
+
+fn default_daily_bytes() -> i64 {
+    DEFAULT_DAILY_BYTES
+}
+
+fn default_expiry() -> i64 {
+    now_ms() + DEFAULT_GRANT_DAYS * DAY_MS
+}
+
+/// The ids a `prefix.*` action covers start with `prefix.`: its prefix.
+pub fn wildcard_prefix(action: &str) -> Option<&str> {
+    action.strip_suffix(".*").filter(|p| !p.is_empty() && !p.contains('*'))
+}
 
 /// What a grant covers; an empty list means "any".
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -35,21 +61,35 @@ pub struct GrantScope {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewGrant {
-    /// An execute capability's id, a `policy.*` action, or `*`.
+    /// An execute capability's id, a `prefix.*` wildcard, a `policy.*`
+    /// action, or `*`.
     #[schema(schema_with = crate::text::not_blank_schema)]
     pub action: String,
     #[serde(default)]
     pub policy_name: Option<String>,
     #[serde(default)]
     pub policy_revision: Option<i64>,
+    /// The policy revision the grant is bound to, as `<name>@<revision>`
+    /// (instead of `policyName` and `policyRevision`).
+    #[serde(default)]
+    pub policy_revision_id: Option<String>,
     #[serde(default)]
     pub scope: GrantScope,
+    /// Calls a day (default 100).
+    #[serde(default = "default_daily_invocations")]
     #[schema(minimum = 1, maximum = 100_000)]
     pub daily_invocations: i64,
+    /// Bytes a day (default 10 GB).
+    #[serde(default = "default_daily_bytes")]
     #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
     pub daily_bytes: i64,
-    /// Milliseconds since the epoch; in the future, at most 365 days ahead.
+    /// Milliseconds since the epoch; in the future, at most 365 days ahead
+    /// (default 30 days from now).
+    #[serde(default = "default_expiry")]
     pub expires_at: i64,
+    /// Why the grant is given, for whoever reads it later.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A stored grant.
@@ -65,6 +105,7 @@ pub struct AutomationGrant {
     pub daily_bytes: i64,
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
+    pub reason: Option<String>,
     pub created_by: String,
     pub created_at: i64,
 }
@@ -81,6 +122,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<AutomationGrant, sqlx::Error> {
         daily_bytes: r.try_get("daily_bytes")?,
         expires_at: r.try_get("expires_at")?,
         revoked_at: r.try_get("revoked_at")?,
+        reason: r.try_get("reason")?,
         created_by: r.try_get("created_by")?,
         created_at: r.try_get("created_at")?,
     })
@@ -104,6 +146,8 @@ impl AutomationGrant {
     pub fn covers(&self, call: &Callee<'_>, input: &serde_json::Value, now: i64) -> bool {
         let action_ok = self.action == "*"
             || self.action == call.id
+            || wildcard_prefix(&self.action)
+                .is_some_and(|p| call.id.strip_prefix(p).is_some_and(|r| r.starts_with('.')))
             || (self.action.starts_with("policy.") && call.tags.contains(&self.action));
         let field = |name: &str| input.get(name).and_then(|v| v.as_str());
         self.revoked_at.is_none()
@@ -135,28 +179,48 @@ impl Authz {
         if new.expires_at > now + MAX_GRANT_DAYS * DAY_MS {
             return bad(&format!("expiresAt must be at most {MAX_GRANT_DAYS} days ahead; make a new grant then"));
         }
-        match (&new.policy_name, new.policy_revision) {
-            (None, None) => {}
-            (Some(name), Some(rev)) => {
-                if self.policy(name, rev).await?.is_none() {
-                    return Err(AuthzError::NotFound("policy revision", format!("{name}@{rev}")));
-                }
-            }
-            _ => return bad("policyName and policyRevision go together"),
+        if new.reason.as_ref().is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
+            return bad(&format!("reason must be at most {MAX_REASON_CHARS} characters"));
         }
+        let named = match (&new.policy_revision_id, &new.policy_name, new.policy_revision) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return bad(
+                    "policyRevisionId names the policy revision by itself; leave out policyName and policyRevision",
+                );
+            }
+            (Some(id), None, None) => {
+                let parsed =
+                    id.rsplit_once('@').and_then(|(name, rev)| Some((name.to_string(), rev.parse::<i64>().ok()?)));
+                let Some((name, rev)) = parsed.filter(|(name, rev)| !name.is_empty() && *rev > 0) else {
+                    return bad(&format!("policyRevisionId must be <name>@<revision>, not {id:?}"));
+                };
+                Some((name, rev))
+            }
+            (None, None, None) => None,
+            (None, Some(name), Some(rev)) => Some((name.clone(), rev)),
+            _ => return bad("policyName and policyRevision go together"),
+        };
+        if let Some((name, rev)) = &named
+            && self.policy(name, *rev).await?.is_none()
+        {
+            return Err(AuthzError::NotFound("policy revision", format!("{name}@{rev}")));
+        }
+        let (policy_name, policy_revision) = named.unzip();
         let id = new_id();
         sqlx::query(
             "INSERT INTO automation_grant (id, action, policy_name, policy_revision, scope, daily_invocations, \
-             daily_bytes, expires_at, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             daily_bytes, expires_at, reason, created_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(&id)
         .bind(&new.action)
-        .bind(&new.policy_name)
-        .bind(new.policy_revision)
+        .bind(&policy_name)
+        .bind(policy_revision)
         .bind(serde_json::to_string(&new.scope).unwrap_or_else(|_| "{}".into()))
         .bind(new.daily_invocations)
         .bind(new.daily_bytes)
         .bind(new.expires_at)
+        .bind(new.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()))
         .bind(by)
         .bind(now_ms())
         .execute(&self.db.pool)
@@ -258,5 +322,40 @@ impl Authz {
             return Ok(Some(grant));
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(action: &str) -> AutomationGrant {
+        AutomationGrant {
+            id: "g".into(),
+            action: action.into(),
+            policy_name: None,
+            policy_revision: None,
+            scope: GrantScope::default(),
+            daily_invocations: 1,
+            daily_bytes: 1,
+            expires_at: i64::MAX,
+            revoked_at: None,
+            reason: None,
+            created_by: "admin:a".into(),
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_wildcard_covers_the_ids_under_its_prefix_only() {
+        let covers =
+            |action: &str, id: &str| grant(action).covers(&Callee { id, tags: &[] }, &serde_json::json!({}), 0);
+        assert!(covers("task.*", "task.retry") && covers("task.*", "task.cancel"));
+        assert!(!covers("task.*", "task") && !covers("task.*", "taskmaster.run") && !covers("task.*", "download.task"));
+        assert!(covers("download.*", "download.recheck"));
+        assert_eq!(
+            (wildcard_prefix("*.*"), wildcard_prefix(".*"), wildcard_prefix("task.*")),
+            (None, None, Some("task"))
+        );
     }
 }

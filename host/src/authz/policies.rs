@@ -38,6 +38,15 @@ pub struct Policy {
     pub created_by: String,
 }
 
+impl Policy {
+    /// What the policy governs: its body's `kind`, else the first part of
+    /// its name (`quality.movies` is a `quality` policy). A grant for
+    /// `policy.<kind>` is bound to the published policy of that kind.
+    pub fn kind(&self) -> &str {
+        self.body.get("kind").and_then(|k| k.as_str()).unwrap_or_else(|| self.name.split('.').next().unwrap_or(""))
+    }
+}
+
 fn from_row(r: &sqlx::any::AnyRow) -> Result<Policy, sqlx::Error> {
     let status: String = r.try_get("status")?;
     let body: String = r.try_get("body")?;
@@ -131,6 +140,16 @@ impl Authz {
             .fetch_optional(&self.db.pool)
             .await?;
         row.map(|r| from_row(&r)).transpose()?.ok_or_else(|| AuthzError::NotFound("published policy", name.to_string()))
+    }
+
+    /// The published policy of `kind`, when there is one (the newest, if
+    /// several of that kind are published).
+    pub async fn published_of_kind(&self, kind: &str) -> Result<Option<Policy>, sqlx::Error> {
+        let rows = sqlx::query("SELECT * FROM policy WHERE status = 'published' ORDER BY created_at DESC, name")
+            .fetch_all(&self.db.pool)
+            .await?;
+        let published: Vec<Policy> = rows.iter().map(from_row).collect::<Result<_, _>>()?;
+        Ok(published.into_iter().find(|p| p.kind() == kind))
     }
 
     /// Every revision of every policy, newest first.

@@ -1,8 +1,11 @@
 //! `GET/POST /api/v1/automation-grants` and `PATCH
 //! /api/v1/automation-grants/{id}`: standing grants for automated callers,
 //! managed only from a console administrator's session (an API key, which
-//! may itself be automated, gets 403). A grant for `*` or a policy names, in
-//! its scope, the capabilities it covers when it is made. A PATCH may revoke
+//! may itself be automated, gets 403). A grant for `*`, a `prefix.*`
+//! wildcard or a policy names, in its scope, the capabilities it covers
+//! when it is made; one for `policy.<kind>` is bound to the published
+//! policy of that kind, if there is one. Budgets and expiry default to 100
+//! calls and 10 GB a day for 30 days. A PATCH may revoke
 //! or shorten; anything that would widen a grant is 422 and changes nothing.
 
 use axum::Json;
@@ -11,7 +14,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::authz::{AuthzError, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant};
+use crate::authz::{AuthzError, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant, wildcard_prefix};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -29,7 +32,8 @@ fn admin_only(caller: &Caller) -> Result<String, ApiError> {
 }
 
 /// A new grant's fields, as a refusal may name them.
-const GRANT_FIELDS: &[&str] = &["action", "dailyInvocations", "dailyBytes", "expiresAt"];
+const GRANT_FIELDS: &[&str] =
+    &["action", "dailyInvocations", "dailyBytes", "expiresAt", "reason", "policyRevisionId", "policyName"];
 
 pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     match e {
@@ -74,10 +78,12 @@ pub async fn create(
     ApiJson(mut body): ApiJson<NewGrant>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let by = admin_only(&caller)?;
-    // A grant names every capability (`*`), a policy tag, or a capability
-    // that is loaded now; a mistyped id would be a grant nothing uses.
-    let action = body.action.trim();
-    let loaded = state.caps().runtime().snapshot().get(action).map(|l| l.descriptor.label);
+    // A grant names every capability (`*`), a `prefix.*` wildcard, a policy
+    // tag, or a capability that is loaded now; a mistyped id would be a
+    // grant nothing uses.
+    let action = body.action.trim().to_string();
+    let snapshot = state.caps().runtime().snapshot();
+    let loaded = snapshot.get(&action).map(|l| l.descriptor.label);
     if let Some(label) = loaded.filter(|l| *l != EffectClass::Execute) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -86,24 +92,30 @@ pub async fn create(
         )
         .about("action"));
     }
-    let known = action == "*" || action.starts_with("policy.") || loaded.is_some();
-    if !action.is_empty() && !known {
+    let prefix = wildcard_prefix(&action);
+    let wide = action == "*" || prefix.is_some() || action.starts_with("policy.");
+    if !action.is_empty() && !wide && loaded.is_none() {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_grant",
-            format!("no capability {action} is loaded; a grant names a capability id, a policy.* tag, or *"),
-        ));
+            format!("no capability {action} is loaded; a grant names a capability id, a prefix.* wildcard, a policy.* tag, or *"),
+        )
+        .about("action"));
     }
-    // A grant for every capability or for a policy names the capabilities
-    // it covers now: a plugin that is loaded or given the tag later is not
-    // covered by a grant the operator gave before it existed.
-    if body.scope.capabilities.is_empty() && (action == "*" || action.starts_with("policy.")) {
-        let snapshot = state.caps().runtime().snapshot();
+    // A wide grant names the capabilities it covers now: a plugin that is
+    // loaded or given the tag later is not covered by a grant the operator
+    // gave before it existed.
+    if body.scope.capabilities.is_empty() && wide {
+        let covers = |d: &crate::runtime::Descriptor| match prefix {
+            _ if action == "*" => true,
+            Some(p) => d.id.strip_prefix(p).is_some_and(|rest| rest.starts_with('.')),
+            None => d.tags.contains(&action),
+        };
         body.scope.capabilities = snapshot
             .active
             .values()
             .map(|l| &l.descriptor)
-            .filter(|d| d.label == EffectClass::Execute && (action == "*" || d.tags.iter().any(|t| t == action)))
+            .filter(|d| d.label == EffectClass::Execute && covers(d))
             .map(|d| d.id.clone())
             .collect();
         if body.scope.capabilities.is_empty() {
@@ -111,8 +123,18 @@ pub async fn create(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_grant",
                 format!("no loaded execute capability is covered by {action}; the grant would authorise nothing"),
-            ));
+            )
+            .about("action"));
         }
+    }
+    // A grant for a policy's action lasts as long as the policy of that
+    // kind stays published, unless the body binds it otherwise.
+    let unbound = body.policy_name.is_none() && body.policy_revision.is_none() && body.policy_revision_id.is_none();
+    if let Some(kind) = action.strip_prefix("policy.").filter(|_| unbound)
+        && let Some(policy) = state.caps().authz().published_of_kind(kind).await?
+    {
+        body.policy_name = Some(policy.name.clone());
+        body.policy_revision = Some(policy.revision);
     }
     let grant = state.caps().authz().create_grant(&body, &by).await.map_err(authz_error)?;
     let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);

@@ -198,6 +198,7 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
         action: "test.plan-step".into(),
         policy_name: None,
         policy_revision: None,
+        policy_revision_id: None,
         scope: capstan::authz::GrantScope {
             entity_ids: vec![entity.into()],
             media_kinds: vec!["movie".into()],
@@ -206,6 +207,7 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
         daily_invocations: 5,
         daily_bytes: 10_000,
         expires_at: capstan::store::now_ms() + 3_600_000,
+        reason: None,
     };
     let origin = capstan::pipeline::Origin {
         actor: capstan::runtime::Actor::Task,

@@ -2,3 +2,4 @@
 
 pub mod approvals;
 mod authz;
+mod grant_actions;

@@ -254,7 +254,7 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
         bad
     };
     for (bad, field) in [
-        (with(json!({"action": "test.counter-sfae"})), None),
+        (with(json!({"action": "test.counter-sfae"})), Some("action")),
         (with(json!({"action": "release.inspect"})), Some("action")),
         (with(json!({"dailyInvocations": 100_001})), Some("dailyInvocations")),
         (with(json!({"dailyBytes": 0})), Some("dailyBytes")),
