@@ -1,5 +1,6 @@
 // The operator console: a session login, agent runs (start, follow, message,
-// abort; in runs.js), the library (library.js), services (services.js),
+// abort; in runs.js), decisions waiting for a human (decisions.js), the
+// library (library.js), services (services.js),
 // durable tasks, approvals waiting for a human, automation grants
 // (grants.js), the loaded capabilities, the audit log, and settings
 // (settings.js). Every request
@@ -113,6 +114,7 @@ function stopTimers() {
 
 function showLogin() {
   stopTimers();
+  if (typeof stopFollowingDecisions === "function") stopFollowingDecisions();
   $("app-view").hidden = true;
   $("logout").hidden = true;
   $("who").textContent = "";
@@ -132,6 +134,8 @@ function showApp(admin) {
   refreshCapabilities();
   refreshSettings();
   refreshGrants();
+  refreshDecisions();
+  followDecisions();
   refreshTasks();
   state.timers.push(setInterval(refreshTasks, 3000));
   state.timers.push(setInterval(refreshCapabilities, 5000));
@@ -175,6 +179,7 @@ document.querySelectorAll("nav button").forEach((button) => {
     });
     // Forms being edited are not refreshed under the user: loaded on opening.
     if (button.dataset.tab === "services") refreshServices();
+    if (button.dataset.tab === "decisions") refreshDecisions();
   });
 });
 

@@ -18,6 +18,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/services.js", JS, include_str!("services.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),
+    ("/decisions.js", JS, include_str!("decisions.js")),
     ("/console.css", "text/css; charset=utf-8", include_str!("console.css")),
     ("/favicon.svg", "image/svg+xml", include_str!("favicon.svg")),
     // Browsers ask for this path whatever the page links.

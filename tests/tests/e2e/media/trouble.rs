@@ -5,7 +5,9 @@
 //! the same trouble again is a new occurrence, and when it clears by itself
 //! the system resolves it with the facts. A download without peers opens
 //! `download_stalled` once it has gone the configured time without
-//! progress; a paused one never does.
+//! progress; a paused one never does. In a real Chromium, the console's
+//! Decisions tab shows a download that lost its files as it is found, and
+//! its "Force recheck" button brings it back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -220,3 +222,48 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
 }
 
 both_backends!(a_download_that_loses_its_data_or_stops_moving_is_asked_about_once);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_shows_a_download_that_lost_its_files_and_force_recheck_recovers_it() {
+    let mut qbt = QBittorrent::start().await;
+    let contents = torrent::payload(70_000, 43);
+    let dune = torrent::single_file(&qbt.downloads(), "Dune.2021.1080p.BluRay.x264.mkv", &contents);
+    let files = BTreeMap::from([("dune.torrent".to_string(), dune.bytes.clone())]);
+    let indexer = serve_torrent_files(files).await;
+    let env = start_with_qbittorrent_on(Backend::Sqlite, &qbt, &indexer).await;
+    worker(&env);
+    let base = serve(env.app.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(env.caps.db(), "alice", "correct horse battery").await.unwrap();
+    let browser = capstan_tests::browser::Browser::start().await;
+    browser.sign_in(&root, "alice", "correct horse battery").await;
+    browser.click("nav button[data-tab=decisions]").await;
+    browser.wait_text("#decisions-none", "said nothing waits", |t| t.contains("Nothing waits")).await;
+
+    let task = submit(&env, &dune.name, &dune.info_hash, format!("{indexer}/download/dune.torrent")).await;
+    let _ = env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": task})).await;
+    wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
+    let root_cause = format!("download_failed:{task}");
+    sync_until(&env, &root_cause, "the download recorded completed", |_| true).await;
+
+    // The files go while qBittorrent is down; the sync notices, and the
+    // open tab shows it without being reloaded.
+    qbt.stop().await;
+    std::fs::remove_file(&dune.files[0]).unwrap();
+    qbt.start_again().await;
+    let found = sync_until(&env, &root_cause, "a download_failed decision", |d| !d.is_empty()).await;
+    let card = format!("#decisions-open li[data-decision-id='{}']", found[0].id);
+    let shown = browser.wait_text(&card, "showed the decision", |t| t.contains("download failed")).await;
+    assert!(shown.contains(&task) && shown.contains("Force recheck"), "{shown}");
+    browser.wait_text("nav button[data-tab=decisions]", "counted it", |t| t == "Decisions (1)").await;
+
+    // Put back, one click brings it home, under the administrator's name.
+    std::fs::write(&dune.files[0], &contents).unwrap();
+    browser.click(&format!("{card} button[data-option-id='recheck']")).await;
+    let done = format!("#decisions-done li[data-decision-id='{}']", found[0].id);
+    let decided = browser.wait_text(&done, "showed it carried out", |t| t.contains("download.recheck done")).await;
+    assert!(decided.contains("Resolved by admin:alice: Force recheck"), "{decided}");
+    wait_for_status(&env, &task, "completed again", |d| d["status"] == "completed").await;
+    browser.wait_text("#decisions-none", "said nothing waits again", |t| t.contains("Nothing waits")).await;
+    browser.close().await;
+}

@@ -1,0 +1,113 @@
+// The console's Decisions tab: what went wrong and waits for a human, open
+// ones first — the problem, the evidence behind it, an investigation's
+// conclusion and the run that made it, the options as buttons — and what
+// was decided, by whom, and what carrying it out came to. Kept current by
+// the event stream: every decision.created / decision.updated refreshes
+// it, so a choice made elsewhere shows here at once.
+"use strict";
+
+const UNDECIDED = ["open", "investigating", "awaiting_user"];
+
+/// The nav button's text: the tab's name and how many wait.
+function markWaiting(count) {
+  const button = document.querySelector("nav button[data-tab=decisions]");
+  if (button) button.textContent = count > 0 ? "Decisions (" + count + ")" : "Decisions";
+}
+
+async function refreshDecisions() {
+  const answer = await api("GET", "/decisions?limit=200");
+  if (answer.status !== 200) {
+    $("decisions-error").textContent = errorText(answer);
+    return;
+  }
+  const all = answer.data.decisions;
+  const undecided = all.filter((d) => UNDECIDED.includes(d.status));
+  const decided = all.filter((d) => !UNDECIDED.includes(d.status));
+  markWaiting(undecided.length);
+  $("decisions-none").hidden = undecided.length > 0;
+  $("decisions-open").replaceChildren(...undecided.map(decisionCard));
+  $("decisions-done").replaceChildren(...decided.map(decisionCard));
+}
+
+/// One decision, as a card.
+function decisionCard(d) {
+  const card = el("li", undefined, "decision status-" + d.status);
+  card.dataset.decisionId = d.id;
+  const title = el("h3", d.kind.replaceAll("_", " ") + (d.subject ? " · " + d.subject : ""));
+  title.append(" ", el("span", d.status.replace("_", " "), "decision-status"));
+  card.append(title, el("p", "Opened " + new Date(d.createdAt).toLocaleString(), "hint"));
+  const evidence = d.evidence || {};
+  if (evidence.problem) card.append(el("p", evidence.problem, "problem"));
+  const investigation = evidence.agentInvestigation;
+  if (investigation) {
+    const p = el("p", "Investigation: " + (investigation.conclusion || "no conclusion"), "investigation");
+    if (investigation.runId) p.append(" (run " + investigation.runId + ")");
+    card.append(p);
+  }
+  const raw = el("details");
+  raw.append(el("summary", "Evidence"), el("pre", JSON.stringify(evidence, null, 2)));
+  card.append(raw);
+  if (UNDECIDED.includes(d.status)) {
+    card.append(optionButtons(d));
+  } else {
+    card.append(resolutionText(d));
+  }
+  return card;
+}
+
+function optionButtons(d) {
+  const actions = el("div", undefined, "decision-options");
+  for (const option of d.options || []) {
+    const button = el("button", option.label, "decision-option");
+    button.dataset.optionId = option.id;
+    button.title = option.capabilityId ? "Runs " + option.capabilityId : option.action;
+    button.addEventListener("click", () => answerDecision(d, { status: "resolved", optionId: option.id }));
+    actions.append(button);
+  }
+  const dismiss = el("button", "Dismiss", "decision-dismiss link");
+  dismiss.addEventListener("click", () => answerDecision(d, { status: "dismissed" }));
+  actions.append(dismiss);
+  return actions;
+}
+
+/// Who decided, what, and what came of it.
+function resolutionText(d) {
+  const r = d.resolution || {};
+  const by = d.resolvedBy || "someone";
+  let text;
+  if (d.status === "dismissed") text = "Dismissed by " + by;
+  else if (r.cleared) text = "Cleared by itself (seen by " + by + ")";
+  else text = "Resolved by " + by + ": " + ((r.option && r.option.label) || r.optionId || "");
+  const p = el("p", text, "resolution");
+  const x = r.execution;
+  if (x && x.kind === "capability") {
+    const outcome = x.status === "succeeded" ? "done" : x.status + (x.error ? ": " + x.error.message : "");
+    p.append(el("span", " — " + x.capabilityId + " " + outcome, "execution status-" + x.status));
+  } else if (x && x.outcome) {
+    p.append(el("span", " — " + (typeof x.outcome === "string" ? x.outcome : JSON.stringify(x.outcome)), "execution"));
+  } else if (!r.cleared && d.status === "resolved") {
+    p.append(el("span", " — being carried out", "execution"));
+  }
+  return p;
+}
+
+async function answerDecision(d, body) {
+  $("decisions-error").textContent = "";
+  const answer = await api("PATCH", "/decisions/" + d.id, body);
+  if (answer.status !== 200) $("decisions-error").textContent = errorText(answer);
+  await refreshDecisions();
+}
+
+/// Follows the event stream while signed in; the browser reconnects (from
+/// the last event it saw) by itself.
+function followDecisions() {
+  if (state.decisionStream) state.decisionStream.close();
+  const stream = new EventSource("/api/v1/events");
+  for (const kind of ["decision.created", "decision.updated"]) stream.addEventListener(kind, refreshDecisions);
+  state.decisionStream = stream;
+}
+
+function stopFollowingDecisions() {
+  if (state.decisionStream) state.decisionStream.close();
+  state.decisionStream = null;
+}
