@@ -139,7 +139,7 @@ impl App {
         let mut worker = Worker::new(self.tasks.clone(), self.audit.clone(), owner, worker_config);
         crate::acquisition::register(&mut worker, &self.caps, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
-        crate::recovery::register(&mut worker, &self.caps);
+        crate::recovery::register(&mut worker, &self.agent, &self.settings);
         worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));
         worker
     }

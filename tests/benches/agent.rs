@@ -79,7 +79,13 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
     for _ in 0..5 {
         let timed = Arc::new(Timed { model: Scripted::from_json(&script).unwrap(), inside_us: AtomicU64::new(0) });
         let agent = app.new_agent().with_provider(timed.clone());
-        let new = NewRun { goal: "read".into(), mode: RunMode::PlanOnly, allowlist: None, created_by: "bench".into() };
+        let new = NewRun {
+            goal: "read".into(),
+            mode: RunMode::PlanOnly,
+            allowlist: None,
+            created_by: "bench".into(),
+            investigation: None,
+        };
         let run = agent.runs().create(&new).await.unwrap();
         let started = Instant::now();
         agent.drive(&run.id).await.unwrap();
@@ -111,6 +117,7 @@ async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency:
             mode: RunMode::PlanOnly,
             allowlist: None,
             created_by: "bench".into(),
+            investigation: None,
         };
         ids.push(agent.start(new).await.unwrap().id);
     }

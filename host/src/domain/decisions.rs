@@ -19,6 +19,14 @@ use crate::tasks::{NewTask, Tasks};
 /// `resolveDecision:<decisionId>`).
 pub const RESOLVE_DECISION: &str = "resolveDecision";
 
+/// The task kind that may start a bounded investigation of a new decision,
+/// queued in the transaction that opens it (dedupe key
+/// `investigate:<decisionId>`); it looks at the settings when it runs.
+pub const INVESTIGATE_DECISION: &str = "investigateDecision";
+
+/// The kinds of decision an agent may investigate by itself.
+pub const INVESTIGABLE: &[&str] = &["identity_ambiguous", "download_failed", "download_stalled"];
+
 /// Whether choosing `option` leaves something to carry out.
 fn acts(option: &Value) -> bool {
     !matches!(option.get("action").and_then(Value::as_str), Some("dismiss" | "ignore"))
@@ -85,6 +93,20 @@ impl Domain {
         .await;
         match inserted {
             Ok(_) => {
+                if INVESTIGABLE.contains(&kind) {
+                    let investigate = NewTask {
+                        kind: INVESTIGATE_DECISION.into(),
+                        subject: Some(id.clone()),
+                        payload: json!({"decisionId": id}),
+                        dedupe_key: Some(format!("investigate:{id}")),
+                        max_attempts: 3,
+                        created_by: crate::principal::task(INVESTIGATE_DECISION),
+                    };
+                    Tasks::enqueue_in(&mut tx, &investigate).await.map_err(|e| match e {
+                        crate::tasks::TaskError::Sql(e) => DomainError::Sql(e),
+                        other => DomainError::Conflict(other.to_string()),
+                    })?;
+                }
                 let payload = json!({"decisionId": id, "kind": kind, "status": "open", "dedupeKey": dedupe_key});
                 let seq = Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
                 tx.commit().await?;

@@ -1,18 +1,26 @@
 //! What happens after something went wrong and was written down as a
-//! decision: the option a human (or the system) chose is carried out by the
+//! decision: a new one may get a bounded, read-only investigation by an
+//! agent run (`investigateDecision`, when `agent.auto_investigate` is on),
+//! and the option a human (or the system) chose is carried out by the
 //! durable `resolveDecision` task, exactly once, and what it came to is
 //! stored on the decision as `resolution.execution`.
 
+mod investigate;
 mod resolve;
 
 use std::sync::Arc;
 
-use crate::pipeline::Capabilities;
+use crate::agent::AgentRuntime;
+use crate::settings::Settings;
 use crate::tasks::Worker;
 
+pub use investigate::InvestigateDecision;
 pub use resolve::ResolveDecision;
 
 /// Gives `worker` the handlers of this layer.
-pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>) {
+pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<Settings>) {
+    let caps = agent.capabilities();
     worker.handle(crate::domain::RESOLVE_DECISION, Arc::new(ResolveDecision(caps.clone())));
+    let investigate = InvestigateDecision { agent: agent.clone(), settings: settings.clone() };
+    worker.handle(crate::domain::INVESTIGATE_DECISION, Arc::new(investigate));
 }

@@ -287,6 +287,20 @@ pub const SETTINGS: &[Spec] = &[
         "How long a run waits for what it touched to settle.",
     ),
     spec(
+        "agent.auto_investigate",
+        "Investigate what goes wrong",
+        Kind::Bool,
+        "false",
+        "Start one bounded, read-only agent run for each new decision about a failed or stalled download or an ambiguous identity; its conclusion is added to the decision.",
+    ),
+    spec(
+        "agent.investigate_max_tool_calls",
+        "Tool calls per investigation",
+        Kind::Int { min: 1, max: 100 },
+        "8",
+        "Tool calls one investigation may make; it also has at most 10 minutes (or the time per run, if shorter).",
+    ),
+    spec(
         "budget.max_runs_per_day",
         "Runs per day",
         Kind::Int { min: 0, max: 1_000_000 },

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::EngineError;
-use crate::agent::runs::{Run, Runs};
+use crate::agent::runs::{Investigation, Run, Runs};
 use crate::settings::Settings;
 use crate::store::now_ms;
 
@@ -34,6 +34,15 @@ async fn number(settings: &Settings, key: &str) -> Result<f64, EngineError> {
 }
 
 impl RunLimits {
+    /// These limits, no wider than an investigation's own bounds.
+    pub fn within(mut self, bounds: Option<&Investigation>) -> RunLimits {
+        if let Some(b) = bounds {
+            self.max_tool_calls = self.max_tool_calls.min(b.max_tool_calls.max(0));
+            self.max_duration = self.max_duration.min(Duration::from_secs(b.max_duration_sec.max(1) as u64));
+        }
+        self
+    }
+
     pub async fn load(settings: &Settings) -> Result<RunLimits, EngineError> {
         let n = |key: &'static str| number(settings, key);
         let flag = settings
@@ -153,6 +162,7 @@ mod tests {
             blocked_on: None,
             wake_at: None,
             wait_until: None,
+            investigation: None,
             created_at: now,
             updated_at: now,
         }

@@ -9,6 +9,7 @@
 
 pub mod budget;
 mod error;
+mod investigation;
 pub mod report;
 mod resume;
 pub mod toolbox;
@@ -67,6 +68,14 @@ pub enum StartError {
     Run(#[from] RunError),
     #[error("could not queue the run: {0}")]
     Task(String),
+}
+
+impl StartError {
+    /// Whether the run was refused because it exists already (a second
+    /// investigation of one decision).
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, StartError::Run(RunError::Sql(e)) if crate::store::is_unique_violation(e))
+    }
 }
 
 impl AgentRuntime {
@@ -198,7 +207,7 @@ impl AgentRuntime {
                 return self.end_blocked(&run, BlockReason::Config, &format!("the model cannot be used: {e}")).await;
             }
         };
-        let limits = RunLimits::load(&self.settings).await?;
+        let limits = RunLimits::load(&self.settings).await?.within(run.investigation.as_ref());
         if run.status == RunStatus::Queued {
             // A run reopened by a message was counted when it first started.
             let first_start = run.started_at.is_none();
@@ -394,6 +403,7 @@ impl AgentRuntime {
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await?;
         self.runs.set_status(run_id, status, detail).await?;
         self.results.close_run(run_id);
+        investigation::ended(self.caps.domain(), &run, status, final_text, &calls).await;
         Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
     }
 

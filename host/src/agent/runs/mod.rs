@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 pub use gate::{BlockReason, Blocked};
-pub use model::{NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
+pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 
 use crate::events::Events;
 use crate::store::{Db, new_id, now_ms};
@@ -49,15 +49,19 @@ impl Runs {
         let now = now_ms();
         let allowlist = new.allowlist.as_ref().map(|a| serde_json::to_string(a).unwrap_or_default());
         let mut tx = self.db.begin_write().await?;
+        let investigation = new.investigation.as_ref();
         sqlx::query(
-            "INSERT INTO agent_run (id, goal, mode, allowlist, status, created_by, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $6)",
+            "INSERT INTO agent_run (id, goal, mode, allowlist, status, created_by, decision_id, max_tool_calls, \
+             max_duration_sec, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $9)",
         )
         .bind(&id)
         .bind(&new.goal)
         .bind(new.mode.as_str())
         .bind(allowlist)
         .bind(&new.created_by)
+        .bind(investigation.map(|i| i.decision_id.clone()))
+        .bind(investigation.map(|i| i.max_tool_calls))
+        .bind(investigation.map(|i| i.max_duration_sec))
         .bind(now)
         .execute(&mut *tx)
         .await?;

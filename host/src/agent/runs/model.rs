@@ -113,6 +113,18 @@ pub struct NewRun {
     pub mode: RunMode,
     pub allowlist: Option<Vec<String>>,
     pub created_by: String,
+    /// Set for a run that investigates a decision.
+    pub investigation: Option<Investigation>,
+}
+
+/// What makes a run an investigation of a decision: the decision (one run
+/// per decision, ever) and bounds tighter than the settings'.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Investigation {
+    pub decision_id: String,
+    pub max_tool_calls: i64,
+    pub max_duration_sec: i64,
 }
 
 /// One run.
@@ -145,6 +157,8 @@ pub struct Run {
     /// While waiting: when the run looks again, and when it stops waiting.
     pub wake_at: Option<i64>,
     pub wait_until: Option<i64>,
+    /// For a run investigating a decision: which, and its bounds.
+    pub investigation: Option<Investigation>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -174,6 +188,14 @@ impl Run {
             blocked_on: r.try_get("blocked_on")?,
             wake_at: r.try_get("wake_at")?,
             wait_until: r.try_get("wait_until")?,
+            investigation: match r.try_get::<Option<String>, _>("decision_id")? {
+                Some(decision_id) => Some(Investigation {
+                    decision_id,
+                    max_tool_calls: r.try_get::<Option<i64>, _>("max_tool_calls")?.unwrap_or(0),
+                    max_duration_sec: r.try_get::<Option<i64>, _>("max_duration_sec")?.unwrap_or(0),
+                }),
+                None => None,
+            },
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
         })

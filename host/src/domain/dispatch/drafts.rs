@@ -41,7 +41,7 @@ pub const DRAFTS: &[Operation] = &[
     },
     Operation {
         name: "decision",
-        run: |domain, _, name, text| {
+        run: |domain, by, name, text| {
             Box::pin(async move {
                 #[derive(Deserialize)]
                 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -55,7 +55,14 @@ pub const DRAFTS: &[Operation] = &[
                     evidence: Value,
                     dedupe_key: String,
                 }
-                let d: Open = args(name, text)?;
+                let mut d: Open = args(name, text)?;
+                // A decision an agent run caused is not that run's, or
+                // another run's, to investigate.
+                if let (Some(run), Some(evidence)) = (&by.run_id, d.evidence.as_object_mut()) {
+                    evidence.insert("openedByRun".into(), json!(run));
+                } else if let (Some(run), true) = (&by.run_id, d.evidence.is_null()) {
+                    d.evidence = json!({"openedByRun": run});
+                }
                 let (decision, created) =
                     domain.open_decision(&d.kind, d.subject.as_deref(), &d.options, &d.evidence, &d.dedupe_key).await?;
                 Ok(json!({ "decision": answer(decision)?, "created": created }))

@@ -76,6 +76,7 @@ pub async fn start(
         mode: body.mode,
         allowlist: body.capability_allowlist,
         created_by: caller.principal(),
+        investigation: None,
     };
     let run = state.agent().start(new).await.map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(run)))

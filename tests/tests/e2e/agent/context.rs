@@ -76,7 +76,13 @@ pub(crate) async fn run_with(
         let _ = stopped.await;
     }));
     let front = env.app.new_agent();
-    let new = NewRun { goal: goal.into(), mode: RunMode::PlanOnly, allowlist, created_by: "admin:test".into() };
+    let new = NewRun {
+        goal: goal.into(),
+        mode: RunMode::PlanOnly,
+        allowlist,
+        created_by: "admin:test".into(),
+        investigation: None,
+    };
     let started = front.start(new).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let run = loop {
@@ -270,6 +276,7 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
         mode: RunMode::Execute,
         allowlist: None,
         created_by: "admin:test".into(),
+        investigation: None,
     };
     let run = agent.start(new).await.unwrap();
     let ended = |id: String, calls: i64| {

@@ -158,7 +158,13 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "closed-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    let new = NewRun { goal: "look".into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
+    let new = NewRun {
+        goal: "look".into(),
+        mode: RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+        investigation: None,
+    };
     let run = front.start(new).await.unwrap();
     *model.run_id.lock().unwrap() = Some(run.id.clone());
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -225,6 +231,7 @@ async fn the_plan_and_the_conversation_survive_a_restart() {
         mode: RunMode::PlanOnly,
         allowlist: None,
         created_by: "admin:test".into(),
+        investigation: None,
     };
     let run = front.start(new).await.unwrap();
 

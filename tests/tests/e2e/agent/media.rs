@@ -152,7 +152,13 @@ async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
 }
 
 async fn start_run(env: &Env, goal: &str) -> Run {
-    let new = NewRun { goal: goal.into(), mode: RunMode::Execute, allowlist: None, created_by: "admin:test".into() };
+    let new = NewRun {
+        goal: goal.into(),
+        mode: RunMode::Execute,
+        allowlist: None,
+        created_by: "admin:test".into(),
+        investigation: None,
+    };
     env.agent.start(new).await.unwrap()
 }
 

@@ -5,6 +5,7 @@
 mod context;
 mod engine;
 mod gate;
+mod investigation;
 mod limits;
 mod media;
 mod outcomes;

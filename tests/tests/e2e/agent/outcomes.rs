@@ -26,6 +26,7 @@ async fn a_run_with_a_draft(
         mode: capstan::agent::runs::RunMode::Execute,
         allowlist: None,
         created_by: "admin:test".into(),
+        investigation: None,
     };
     let run = agent.runs().create(&new).await.unwrap();
     let domain = env.caps.domain();

@@ -331,6 +331,7 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
         mode: capstan::agent::runs::RunMode::Execute,
         allowlist: None,
         created_by: "admin:test".into(),
+        investigation: None,
     };
     let run = agent.runs().create(&new).await.unwrap();
     agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();

@@ -32,7 +32,7 @@ const DEADLINE: Duration = Duration::from_secs(90);
 fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.app.audit().clone(), "trouble".into(), config);
-    capstan::recovery::register(&mut worker, &env.caps);
+    capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     let sync = capstan::acquisition::SyncDownloads(env.caps.clone(), env.app.settings().clone());
     worker.handle(capstan::acquisition::SYNC_DOWNLOADS, Arc::new(sync));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -1,0 +1,130 @@
+//! The `investigateDecision` task: when `agent.auto_investigate` is on, a
+//! new decision about a failed or stalled download or an ambiguous identity
+//! gets one bounded, plan-only agent run that may only read (and resolve
+//! identities) — at most `agent.investigate_max_tool_calls` tool calls and
+//! `min(600 s, agent.max_duration_sec)` — created by
+//! `system:auto-investigate`. One run per decision, ever: the run records
+//! the decision it investigates under a unique index, so a second task, a
+//! repeated event or a reopened decision starts nothing. A decision an
+//! agent run caused is not investigated by another. While the run works
+//! the decision is `investigating`; when it ends the agent layer hands the
+//! decision back to a human with the run's conclusion.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::AgentRuntime;
+use crate::agent::runs::{Investigation, NewRun, RunMode};
+use crate::domain::{Decision, DomainError};
+use crate::runtime::EffectClass;
+use crate::settings::Settings;
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
+
+/// Who starts investigations.
+pub const BY: &str = "system:auto-investigate";
+/// The longest an investigation runs, whatever the settings say.
+const MAX_SECONDS: i64 = 600;
+/// What an investigation may call besides the read capabilities.
+const ALSO_ALLOWED: &[&str] = &["identity.resolve"];
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Payload {
+    decision_id: String,
+}
+
+/// Runs `investigateDecision` tasks.
+pub struct InvestigateDecision {
+    pub agent: Arc<AgentRuntime>,
+    pub settings: Arc<Settings>,
+}
+
+async fn setting(settings: &Settings, key: &str) -> Result<Value, HandlerError> {
+    settings.get(key).await.map_err(|e| HandlerError::Retry(format!("cannot read {key}: {e}")))
+}
+
+/// What the run is asked to do.
+fn goal(decision: &Decision) -> String {
+    let subject = decision.subject.as_deref().unwrap_or("-");
+    let problem = decision.evidence.get("problem").and_then(Value::as_str).unwrap_or("see the evidence");
+    format!(
+        "Investigate decision {} ({} about {subject}): {problem}. Evidence: {}. Find out why with the tools you \
+         have; change nothing. End with a short conclusion: what happened, and which of the decision's options \
+         ({}) you would choose and why.",
+        decision.id,
+        decision.kind,
+        decision.evidence,
+        decision
+            .options
+            .as_array()
+            .map(|o| o.iter().filter_map(|o| o["label"].as_str()).collect::<Vec<_>>().join(", "))
+            .unwrap_or_default(),
+    )
+}
+
+impl TaskHandler for InvestigateDecision {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let (agent, settings) = (self.agent.clone(), self.settings.clone());
+        Box::pin(async move {
+            let payload: Payload = serde_json::from_value(task.payload.clone())
+                .map_err(|e| HandlerError::GiveUp(format!("payload does not fit investigateDecision: {e}")))?;
+            let caps = agent.capabilities().clone();
+            let decision = match caps.domain().decision(&payload.decision_id).await {
+                Ok(d) => d,
+                Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
+                Err(e) => return Err(HandlerError::GiveUp(e.to_string())),
+            };
+            let skip = |why: &str| Ok(json!({"decisionId": decision.id, "investigated": false, "why": why}));
+            if setting(&settings, "agent.auto_investigate").await? != Value::Bool(true) {
+                return skip("agent.auto_investigate is off");
+            }
+            // Investigating already: an attempt that stopped before its run
+            // was recorded; the unique run per decision settles it below.
+            if !matches!(decision.status.as_str(), "open" | "investigating") {
+                return skip("the decision is no longer open");
+            }
+            if decision.evidence.get("openedByRun").is_some() {
+                return skip("an agent run caused it");
+            }
+            let calls = setting(&settings, "agent.investigate_max_tool_calls").await?.as_i64().unwrap_or(8);
+            let seconds = setting(&settings, "agent.max_duration_sec").await?.as_i64().unwrap_or(MAX_SECONDS);
+            let snapshot = caps.runtime().snapshot();
+            let mut allowlist: Vec<String> = snapshot
+                .active
+                .values()
+                .filter(|l| l.descriptor.label == EffectClass::Read || ALSO_ALLOWED.contains(&l.descriptor.id.as_str()))
+                .map(|l| l.descriptor.id.clone())
+                .collect();
+            allowlist.sort();
+            let new = NewRun {
+                goal: goal(&decision),
+                mode: RunMode::PlanOnly,
+                allowlist: Some(allowlist),
+                created_by: BY.into(),
+                investigation: Some(Investigation {
+                    decision_id: decision.id.clone(),
+                    max_tool_calls: calls,
+                    max_duration_sec: seconds.min(MAX_SECONDS),
+                }),
+            };
+            // Investigating before the run starts: a quick run that ends
+            // must find it so, and hand it back to a human.
+            if decision.status == "open" {
+                let evidence = json!({"investigation": {"by": BY, "maxToolCalls": calls}});
+                match caps.domain().advance_decision(&decision.id, "investigating", &evidence).await {
+                    Ok(_) => {}
+                    Err(DomainError::Conflict(_)) => return skip("the decision changed meanwhile"),
+                    Err(e) => return Err(HandlerError::Retry(e.to_string())),
+                }
+            }
+            let run = match agent.start(new).await {
+                Ok(run) => run,
+                Err(e) if e.is_duplicate() => return skip("an investigation was started already"),
+                Err(e) => return Err(HandlerError::Retry(format!("cannot start the investigation: {e}"))),
+            };
+            Ok(json!({"decisionId": decision.id, "investigated": true, "runId": run.id}))
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! Auto-investigate, on both backends, with a scripted model: with
+//! `agent.auto_investigate` on, a new decision about a failed download gets
+//! exactly one bounded, plan-only run created by `system:auto-investigate`
+//! that may only read (and resolve identities) — a write it tries is
+//! refused and never runs — and when the run ends the decision waits for a
+//! human with the run's conclusion. A second trigger starts nothing;
+//! with the setting off, or for a decision an agent run caused, no run
+//! starts at all.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::domain::INVESTIGATE_DECISION;
+use capstan::tasks::{NewTask, TaskStatus, Tasks, Worker, WorkerConfig};
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use serde_json::{Value, json};
+
+use super::runs::set;
+use crate::storage::ledger::{Env, env};
+
+const INVESTIGATING: &str = r#"{"scripts": [{
+  "match": ["investigate"],
+  "steps": [
+    {"text": "Looking.", "tools": [{"name": "inventory.query", "input": {}}]},
+    {"tools": [{"name": "test.counter-safe", "input": {"label": "fix it"}}]}
+  ],
+  "finalText": "The files are gone from disk; Force recheck once they are back."
+}]}"#;
+
+fn worker(env: &Env) {
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "investigate".into(), config);
+    capstan::agent::task::register(&mut worker, env.app.agent());
+    capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+}
+
+async fn open(env: &Env, subject: &str, evidence: Value) -> String {
+    let options = json!([{"id": "leave", "label": "Leave it", "action": "dismiss"}]);
+    let key = format!("download_failed:{subject}");
+    let (decision, _) =
+        env.caps.domain().open_decision("download_failed", Some(subject), &options, &evidence, &key).await.unwrap();
+    decision.id
+}
+
+/// The investigateDecision tasks about `decision`, once all have ended.
+async fn investigations(env: &Env, decision: &str) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let tasks = Tasks::new(env.db.clone()).list(Some(decision), 100).await.unwrap();
+        let ours: Vec<_> = tasks.into_iter().filter(|t| t.kind == INVESTIGATE_DECISION).collect();
+        if !ours.is_empty() && ours.iter().all(|t| t.status == TaskStatus::Succeeded) {
+            return ours.into_iter().map(|t| t.result.unwrap()).collect();
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the investigation tasks never ended: {ours:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn runs_for(env: &Env, decision: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT id FROM agent_run WHERE decision_id = $1")
+        .bind(decision)
+        .fetch_all(&env.db.pool)
+        .await
+        .unwrap()
+}
+
+async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backend) {
+    let env = env(backend).await;
+    set(&env.app, &[("model.script", json!(INVESTIGATING)), ("agent.investigate_max_tool_calls", json!(3))]).await;
+    worker(&env);
+
+    // Off by default: the decision stays open and no run starts.
+    let quiet = open(&env, "d0", json!({"problem": "qBittorrent reports the download missing"})).await;
+    assert_eq!(investigations(&env, &quiet).await[0]["why"], "agent.auto_investigate is off");
+    assert!(runs_for(&env, &quiet).await.is_empty());
+
+    set(&env.app, &[("agent.auto_investigate", json!(true))]).await;
+    let decision = open(&env, "d1", json!({"problem": "qBittorrent reports the download missing"})).await;
+    let started = Instant::now();
+    let waiting = loop {
+        let d = env.caps.domain().decision(&decision).await.unwrap();
+        if d.status == "awaiting_user" {
+            break d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the decision never came back to a human: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let runs = runs_for(&env, &decision).await;
+    assert_eq!(runs.len(), 1, "one investigation");
+    let run = env.app.agent().runs().get(&runs[0]).await.unwrap();
+    assert_eq!((run.created_by.as_str(), run.mode.as_str()), ("system:auto-investigate", "plan_only"));
+    let bounds = run.investigation.clone().unwrap();
+    assert_eq!((bounds.max_tool_calls, bounds.max_duration_sec), (3, 600));
+    let allowed = run.capability_allowlist.clone().unwrap();
+    assert!(allowed.iter().any(|c| c == "inventory.query") && allowed.iter().any(|c| c == "identity.resolve"));
+    assert!(!allowed.iter().any(|c| c == "test.counter-safe" || c == "download.recheck"), "{allowed:?}");
+    assert_eq!(env.mock.writes(), 0, "the write the model tried never ran");
+
+    let found = &waiting.evidence["agentInvestigation"];
+    assert_eq!(found["runId"], run.id.as_str());
+    assert_eq!(found["conclusion"], "The files are gone from disk; Force recheck once they are back.");
+    assert_eq!(waiting.evidence["problem"], "qBittorrent reports the download missing", "what it knew is kept");
+    let events = env.caps.events().list(0, 1000).await.unwrap();
+    let moves: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == "decision.updated" && e.payload["decisionId"] == decision.as_str())
+        .map(|e| e.payload["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(moves, ["investigating", "awaiting_user"]);
+
+    // The same trigger again starts nothing.
+    let again = NewTask {
+        kind: INVESTIGATE_DECISION.into(),
+        subject: Some(decision.clone()),
+        payload: json!({"decisionId": decision}),
+        dedupe_key: None,
+        max_attempts: 1,
+        created_by: "test".into(),
+    };
+    Tasks::new(env.db.clone()).enqueue(&again).await.unwrap();
+    let results = investigations(&env, &decision).await;
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().any(|r| r["investigated"] == false), "{results:?}");
+    assert_eq!(runs_for(&env, &decision).await.len(), 1);
+
+    // A decision an agent run caused is not investigated by another.
+    let caused = open(&env, "d2", json!({"problem": "x", "openedByRun": "run-9"})).await;
+    assert_eq!(investigations(&env, &caused).await[0]["why"], "an agent run caused it");
+    assert!(runs_for(&env, &caused).await.is_empty());
+    assert_eq!(env.caps.domain().decision(&caused).await.unwrap().status, "open");
+}
+
+both_backends!(a_new_decision_gets_one_bounded_read_only_investigation);
