@@ -24,6 +24,10 @@ pub const RESOLVE_DECISION: &str = "resolveDecision";
 /// `investigate:<decisionId>`); it looks at the settings when it runs.
 pub const INVESTIGATE_DECISION: &str = "investigateDecision";
 
+/// The task kind that checks, from the facts, whether a recovery run
+/// recovered what its decision was about (dedupe key `verify:<decisionId>`).
+pub const VERIFY_RECOVERY: &str = "verifyRecovery";
+
 /// The kinds of decision an agent may investigate by itself.
 pub const INVESTIGABLE: &[&str] = &["identity_ambiguous", "download_failed", "download_stalled"];
 
@@ -52,6 +56,9 @@ pub enum Answer<'a> {
     Dismiss,
     /// The cause went away by itself; `facts` say how it is known.
     Cleared { facts: Value },
+    /// A recovery the system carried out and then saw work (`execution`
+    /// holds the facts that show it).
+    Recovered { execution: Value },
 }
 
 fn is_final(status: &str) -> bool {
@@ -282,6 +289,7 @@ impl Domain {
             }
             Answer::Dismiss => ("dismissed", json!({"dismissed": true})),
             Answer::Cleared { facts } => ("resolved", json!({"cleared": true, "facts": facts})),
+            Answer::Recovered { execution } => ("resolved", json!({"recovered": true, "execution": execution})),
         };
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(

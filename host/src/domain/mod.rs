@@ -22,7 +22,7 @@ mod releases;
 mod titles;
 
 pub use decision_options::OPTION_ACTIONS;
-pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION};
+pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;
 pub use organizations::NewOrganizationPlan;

@@ -16,9 +16,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::AgentRuntime;
+use crate::agent::engine::investigation::RECOVER_BY;
 use crate::agent::runs::{Investigation, NewRun, RunMode};
 use crate::domain::{Decision, DomainError};
-use crate::runtime::EffectClass;
+use crate::pipeline::{Capabilities, Origin};
+use crate::runtime::{Actor, EffectClass};
 use crate::settings::Settings;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
@@ -28,6 +30,30 @@ pub const BY: &str = "system:auto-investigate";
 const MAX_SECONDS: i64 = 600;
 /// What an investigation may call besides the read capabilities.
 const ALSO_ALLOWED: &[&str] = &["identity.resolve"];
+/// What a recovery run may call besides, each within a grant.
+const RECOVERY_ACTIONS: &[&str] = &["download.recheck", "task.retry"];
+/// The kinds a recovery run may act on.
+const RECOVERABLE: &[&str] = &["download_failed", "download_stalled"];
+
+/// The root cause a decision is an occurrence of: its dedupe key without
+/// the `#<n>` of later occurrences.
+fn root_of(decision: &Decision) -> &str {
+    decision.dedupe_key.split_once('#').map_or(decision.dedupe_key.as_str(), |(root, _)| root)
+}
+
+/// How a recovery of `decision` would be authorised: the recheck it would
+/// make, judged as the run's own call will be. `None` when covered, else
+/// why not.
+async fn recovery_refused(caps: &Capabilities, decision: &Decision) -> Result<Option<String>, HandlerError> {
+    let action = if decision.kind == "download_stalled" { "resume" } else { "recheck" };
+    let input = json!({"downloadTaskId": decision.subject, "action": action});
+    let origin = Origin { actor: Actor::Agent, principal: RECOVER_BY.into(), ..Origin::cli(EffectClass::Execute) };
+    match caps.is_authorized(&origin, "download.recheck", &input).await {
+        Ok(true) => Ok(None),
+        Ok(false) => Ok(Some("no standing grant covers download.recheck for this download".into())),
+        Err(e) => Ok(Some(format!("download.recheck cannot be used: {e}"))),
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -46,13 +72,18 @@ async fn setting(settings: &Settings, key: &str) -> Result<Value, HandlerError> 
 }
 
 /// What the run is asked to do.
-fn goal(decision: &Decision) -> String {
+fn goal(decision: &Decision, acting: bool) -> String {
+    let task = if acting {
+        "Find out why and repair it with download.recheck (action recheck, or resume for a stalled download) or \
+         task.retry where that is the fix; never change the download's source, never delete anything."
+    } else {
+        "Find out why with the tools you have; change nothing."
+    };
     let subject = decision.subject.as_deref().unwrap_or("-");
     let problem = decision.evidence.get("problem").and_then(Value::as_str).unwrap_or("see the evidence");
     format!(
-        "Investigate decision {} ({} about {subject}): {problem}. Evidence: {}. Find out why with the tools you \
-         have; change nothing. End with a short conclusion: what happened, and which of the decision's options \
-         ({}) you would choose and why.",
+        "Investigate decision {} ({} about {subject}): {problem}. Evidence: {}. {task} End with a short \
+         conclusion: what happened, and which of the decision's options ({}) you would choose and why.",
         decision.id,
         decision.kind,
         decision.evidence,
@@ -88,6 +119,39 @@ impl TaskHandler for InvestigateDecision {
             if decision.evidence.get("openedByRun").is_some() {
                 return skip("an agent run caused it");
             }
+            let recover = setting(&settings, "agent.auto_investigate_mode").await?.as_str() == Some("recover")
+                && RECOVERABLE.contains(&decision.kind.as_str());
+            let mut plan = json!({});
+            let mut acting = false;
+            if recover {
+                let root = root_of(&decision).to_string();
+                let past =
+                    caps.domain().decisions_of_root(&root).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+                let attempted = past
+                    .iter()
+                    .filter(|d| d.id != decision.id && d.evidence.pointer("/autoRecover/attempt").is_some())
+                    .count();
+                let limit = setting(&settings, "agent.investigate_max_attempts").await?.as_i64().unwrap_or(2) as usize;
+                if attempted >= limit {
+                    let evidence = json!({"autoRecover": {"skipped": "attempts_exhausted", "attempts": attempted,
+                        "suggestion": format!("{root} was recovered automatically {attempted} times and came back; look at it yourself")}});
+                    match caps.domain().advance_decision(&decision.id, "awaiting_user", &evidence).await {
+                        Ok(_) | Err(DomainError::Conflict(_)) => {}
+                        Err(e) => return Err(HandlerError::Retry(e.to_string())),
+                    }
+                    return skip("attempts_exhausted");
+                }
+                match recovery_refused(&caps, &decision).await? {
+                    None => {
+                        acting = true;
+                        plan = json!({"autoRecover": {"attempt": attempted + 1}});
+                    }
+                    Some(why) => {
+                        plan = json!({"autoRecover": {"degraded": true, "why": why,
+                            "suggestion": "give a standing grant for download.recheck (or policy.automation) to let Capstan recheck by itself, or choose Force recheck"}});
+                    }
+                }
+            }
             let calls = setting(&settings, "agent.investigate_max_tool_calls").await?.as_i64().unwrap_or(8);
             let seconds = setting(&settings, "agent.max_duration_sec").await?.as_i64().unwrap_or(MAX_SECONDS);
             let snapshot = caps.runtime().snapshot();
@@ -97,12 +161,15 @@ impl TaskHandler for InvestigateDecision {
                 .filter(|l| l.descriptor.label == EffectClass::Read || ALSO_ALLOWED.contains(&l.descriptor.id.as_str()))
                 .map(|l| l.descriptor.id.clone())
                 .collect();
+            if acting {
+                allowlist.extend(RECOVERY_ACTIONS.iter().map(|a| a.to_string()));
+            }
             allowlist.sort();
             let new = NewRun {
-                goal: goal(&decision),
-                mode: RunMode::PlanOnly,
+                goal: goal(&decision, acting),
+                mode: if acting { RunMode::Execute } else { RunMode::PlanOnly },
                 allowlist: Some(allowlist),
-                created_by: BY.into(),
+                created_by: if acting { RECOVER_BY.into() } else { BY.into() },
                 investigation: Some(Investigation {
                     decision_id: decision.id.clone(),
                     max_tool_calls: calls,
@@ -112,7 +179,11 @@ impl TaskHandler for InvestigateDecision {
             // Investigating before the run starts: a quick run that ends
             // must find it so, and hand it back to a human.
             if decision.status == "open" {
-                let evidence = json!({"investigation": {"by": BY, "maxToolCalls": calls}});
+                let mut evidence =
+                    json!({"investigation": {"by": if acting { RECOVER_BY } else { BY }, "maxToolCalls": calls}});
+                if let (Some(into), Some(from)) = (evidence.as_object_mut(), plan.as_object()) {
+                    into.extend(from.clone());
+                }
                 match caps.domain().advance_decision(&decision.id, "investigating", &evidence).await {
                     Ok(_) => {}
                     Err(DomainError::Conflict(_)) => return skip("the decision changed meanwhile"),

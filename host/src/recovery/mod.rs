@@ -3,10 +3,12 @@
 //! agent run (`investigateDecision`, when `agent.auto_investigate` is on),
 //! and the option a human (or the system) chose is carried out by the
 //! durable `resolveDecision` task, exactly once, and what it came to is
-//! stored on the decision as `resolution.execution`.
+//! stored on the decision as `resolution.execution`. A recovery run's
+//! outcome is checked from the facts by `verifyRecovery`.
 
 mod investigate;
 mod resolve;
+mod verify;
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use crate::tasks::Worker;
 
 pub use investigate::InvestigateDecision;
 pub use resolve::ResolveDecision;
+pub use verify::VerifyRecovery;
 
 /// Gives `worker` the handlers of this layer.
 pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<Settings>) {
@@ -23,4 +26,6 @@ pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<S
     worker.handle(crate::domain::RESOLVE_DECISION, Arc::new(ResolveDecision(caps.clone())));
     let investigate = InvestigateDecision { agent: agent.clone(), settings: settings.clone() };
     worker.handle(crate::domain::INVESTIGATE_DECISION, Arc::new(investigate));
+    let verify = VerifyRecovery { caps: caps.clone(), settings: settings.clone() };
+    worker.handle(crate::domain::VERIFY_RECOVERY, Arc::new(verify));
 }

@@ -301,6 +301,27 @@ pub const SETTINGS: &[Spec] = &[
         "Tool calls one investigation may make; it also has at most 10 minutes (or the time per run, if shorter).",
     ),
     spec(
+        "agent.auto_investigate_mode",
+        "What an investigation may do",
+        Kind::Choice(&["investigate", "recover"]),
+        "investigate",
+        "investigate: read and report. recover: also recheck or resume the download and retry its task, each only within a standing grant; the outcome is then checked against qBittorrent before the decision is closed.",
+    ),
+    spec(
+        "agent.investigate_max_attempts",
+        "Recovery attempts per problem",
+        Kind::Int { min: 1, max: 20 },
+        "2",
+        "How many times the same problem (the same download, say) is recovered automatically before it is left to you.",
+    ),
+    spec(
+        "agent.recover_verify_sec",
+        "Check a recovery for (seconds)",
+        Kind::Int { min: 30, max: 86_400 },
+        "600",
+        "How long after a recovery run Capstan watches for the download to move again before it asks you.",
+    ),
+    spec(
         "budget.max_runs_per_day",
         "Runs per day",
         Kind::Int { min: 0, max: 1_000_000 },

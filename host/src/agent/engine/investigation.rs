@@ -1,20 +1,28 @@
 //! Runs that investigate a decision: they run under bounds tighter than the
 //! settings' (`RunLimits::within`), and when one ends — however it ends —
-//! the decision it looked at, unless answered meanwhile, waits for a human
-//! with what the run concluded (`evidence.agentInvestigation`). The model's
-//! words are its conclusion, not a fact: nothing is resolved on them.
+//! what the run concluded is added to the decision
+//! (`evidence.agentInvestigation`). An investigation hands the decision
+//! back to a human; a recovery run (by `system:auto-recover`) queues
+//! `verifyRecovery`, which closes the decision only when the facts show the
+//! recovery worked. The model's words are its conclusion, not a fact:
+//! nothing is resolved on them.
 
 use serde_json::{Value, json};
 
 use crate::agent::runs::{Run, RunStatus};
-use crate::domain::{Domain, DomainError};
+use crate::domain::{Domain, DomainError, VERIFY_RECOVERY};
+use crate::tasks::{NewTask, Tasks};
+
+/// Who starts recovery runs.
+pub const RECOVER_BY: &str = "system:auto-recover";
 
 /// The longest conclusion kept on a decision.
 const MAX_CONCLUSION_CHARS: usize = 2_000;
 
 /// Hands the decision `run` investigated back to a human.
-pub async fn ended(domain: &Domain, run: &Run, status: RunStatus, final_text: &str, calls: &Value) {
+pub async fn ended(domain: &Domain, tasks: &Tasks, run: &Run, status: RunStatus, final_text: &str, calls: &Value) {
     let Some(investigation) = &run.investigation else { return };
+    let recovering = run.created_by == RECOVER_BY;
     let conclusion: String = final_text.trim().chars().take(MAX_CONCLUSION_CHARS).collect();
     let evidence = json!({"agentInvestigation": {
         "conclusion": if conclusion.is_empty() { Value::Null } else { Value::from(conclusion) },
@@ -22,9 +30,23 @@ pub async fn ended(domain: &Domain, run: &Run, status: RunStatus, final_text: &s
         "status": status.as_str(),
         "toolCalls": calls,
     }});
-    match domain.advance_decision(&investigation.decision_id, "awaiting_user", &evidence).await {
+    let next = if recovering { "investigating" } else { "awaiting_user" };
+    match domain.advance_decision(&investigation.decision_id, next, &evidence).await {
         // Answered meanwhile: that answer stands.
         Ok(_) | Err(DomainError::Conflict(_)) => {}
         Err(e) => tracing::warn!(run = %run.id, error = %e, "could not hand an investigated decision back"),
+    }
+    if recovering {
+        let verify = NewTask {
+            kind: VERIFY_RECOVERY.into(),
+            subject: Some(investigation.decision_id.clone()),
+            payload: json!({"decisionId": investigation.decision_id, "runId": run.id}),
+            dedupe_key: Some(format!("verify:{}", investigation.decision_id)),
+            max_attempts: 3,
+            created_by: RECOVER_BY.into(),
+        };
+        if let Err(e) = tasks.enqueue(&verify).await {
+            tracing::warn!(run = %run.id, error = %e, "could not queue the check of a recovery");
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 pub mod budget;
 mod error;
-mod investigation;
+pub mod investigation;
 pub mod report;
 mod resume;
 pub mod toolbox;
@@ -403,7 +403,7 @@ impl AgentRuntime {
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await?;
         self.runs.set_status(run_id, status, detail).await?;
         self.results.close_run(run_id);
-        investigation::ended(self.caps.domain(), &run, status, final_text, &calls).await;
+        investigation::ended(self.caps.domain(), &self.tasks, &run, status, final_text, &calls).await;
         Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
     }
 

@@ -11,6 +11,7 @@ mod organize;
 mod pipeline;
 mod qbittorrent;
 mod quality;
+mod recovery;
 mod release;
 mod search;
 pub mod titles;

@@ -27,19 +27,20 @@ use super::download::{Env, operator, output, serve_torrent_files, start_with_qbi
 
 const DEADLINE: Duration = Duration::from_secs(90);
 
-/// A worker for the decisions' own tasks and the sync, and nothing else
-/// (no import runs behind the test's back).
-fn worker(env: &Env) {
+/// A worker for the decisions' own tasks, agent runs and the sync, and
+/// nothing else (no import runs behind the test's back).
+pub(super) fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.app.audit().clone(), "trouble".into(), config);
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
+    capstan::agent::task::register(&mut worker, env.app.agent());
     let sync = capstan::acquisition::SyncDownloads(env.caps.clone(), env.app.settings().clone());
     worker.handle(capstan::acquisition::SYNC_DOWNLOADS, Arc::new(sync));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 
 /// Runs one `syncDownloads` to its end.
-async fn sync(env: &Env) {
+pub(super) async fn sync(env: &Env) {
     let tasks = Tasks::new(env.caps.db().clone());
     let new = NewTask {
         kind: capstan::acquisition::SYNC_DOWNLOADS.into(),
@@ -64,7 +65,12 @@ async fn sync(env: &Env) {
 }
 
 /// Syncs until the decisions about `root` satisfy `wanted`.
-async fn sync_until(env: &Env, root: &str, what: &str, wanted: impl Fn(&[Decision]) -> bool) -> Vec<Decision> {
+pub(super) async fn sync_until(
+    env: &Env,
+    root: &str,
+    what: &str,
+    wanted: impl Fn(&[Decision]) -> bool,
+) -> Vec<Decision> {
     let started = Instant::now();
     loop {
         sync(env).await;
@@ -79,7 +85,7 @@ async fn sync_until(env: &Env, root: &str, what: &str, wanted: impl Fn(&[Decisio
 
 /// Submits `torrent` for a wanted movie and waits until qBittorrent has
 /// loaded it; answers the download task id.
-async fn submit(env: &Env, name: &str, info_hash: &str, link: String) -> String {
+pub(super) async fn submit(env: &Env, name: &str, info_hash: &str, link: String) -> String {
     let (slot, release) = wanted(env.domain(), name, Some(info_hash), Some(link)).await;
     let plan = output(
         env.invoke(&operator(), "download.plan", json!({"sourceReleaseId": release.id, "slotId": slot.id})).await,

@@ -1,0 +1,131 @@
+//! Auto-recover against a real qbittorrent-nox, on both backends, with a
+//! scripted model: a finished download whose files went missing (and came
+//! back) opens `download_failed`; without a grant the run only
+//! investigates and the decision says recovery was degraded; within a grant
+//! for `download.recheck` the run rechecks it, a try to change the source
+//! is refused, and the system closes the decision only once qBittorrent
+//! shows the download complete again (`verified: true`); the same root
+//! cause past `agent.investigate_max_attempts` goes straight to a human
+//! without a model call.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use capstan::domain::Decision;
+use capstan_tests::both_backends;
+use capstan_tests::db::Backend;
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent;
+use serde_json::json;
+
+use super::download::{Env, serve_torrent_files, start_with_qbittorrent_on, torrents, wait_for_status};
+use super::trouble::{submit, sync_until, worker};
+
+const RECOVERING: &str = r#"{"scripts": [{
+  "match": ["investigate"],
+  "steps": [
+    {"text": "Looking.", "tools": [{"name": "download.status", "input": {}}]},
+    {"tools": [
+      {"name": "download.plan", "input": {"sourceReleaseId": "another", "slotId": "any"}},
+      {"name": "download.recheck", "input": {"downloadTaskId": "{{download.status.downloads.0.downloadTaskId}}", "action": "recheck"}}
+    ]}
+  ],
+  "finalText": "The files were back on disk; a recheck should bring the download home."
+}]}"#;
+
+async fn settings(env: &Env, pairs: serde_json::Value) {
+    env.app.settings().update(pairs.as_object().unwrap()).await.unwrap();
+}
+
+/// The files go while qBittorrent is down and come back after it has
+/// flagged them missing: only a recheck mends that.
+async fn lose_and_restore(qbt: &mut QBittorrent, file: &std::path::Path, contents: &[u8]) {
+    qbt.stop().await;
+    std::fs::remove_file(file).unwrap();
+    qbt.start_again().await;
+    std::fs::write(file, contents).unwrap();
+}
+
+/// Waits until decision `id` satisfies `wanted`.
+async fn until(env: &Env, id: &str, what: &str, wanted: impl Fn(&Decision) -> bool) -> Decision {
+    let started = Instant::now();
+    loop {
+        let d = env.domain().decision(id).await.unwrap();
+        if wanted(&d) {
+            return d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "decision {id} never {what}: {d:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified(backend: Backend) {
+    let mut qbt = QBittorrent::start().await;
+    let contents = torrent::payload(70_000, 51);
+    let dune = torrent::single_file(&qbt.downloads(), "Dune.2021.1080p.WEB-DL.x264.mkv", &contents);
+    let indexer = serve_torrent_files(BTreeMap::from([("dune.torrent".to_string(), dune.bytes.clone())])).await;
+    let env = start_with_qbittorrent_on(backend, &qbt, &indexer).await;
+    settings(
+        &env,
+        json!({"model.script": RECOVERING, "agent.auto_investigate": true, "agent.auto_investigate_mode": "recover",
+               "agent.investigate_max_attempts": 1, "agent.recover_verify_sec": 60, "agent.goal_poll_sec": 1}),
+    )
+    .await;
+    worker(&env);
+    let task = submit(&env, &dune.name, &dune.info_hash, format!("{indexer}/download/dune.torrent")).await;
+    wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
+    let root = format!("download_failed:{task}");
+    sync_until(&env, &root, "the download recorded completed", |_| true).await;
+    let plans = env.domain().plans(None, None, 100).await.unwrap().len();
+
+    // No grant: the run only investigates, and the decision says why.
+    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    let first = sync_until(&env, &root, "a download_failed decision", |d| !d.is_empty()).await.remove(0);
+    let first = until(&env, &first.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    assert_eq!(first.evidence["autoRecover"]["degraded"], true, "{:?}", first.evidence);
+    assert!(first.evidence["autoRecover"]["suggestion"].as_str().unwrap().contains("grant"));
+    assert!(first.evidence["agentInvestigation"]["conclusion"].is_string());
+    assert_eq!(first.options[0]["label"], "Force recheck", "a human can still fix it");
+    let run = first.evidence["agentInvestigation"]["runId"].as_str().unwrap();
+    let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
+    assert!(calls.is_empty(), "the investigation wrote nothing: {calls:?}");
+    let status = wait_for_status(&env, &task, "read", |_| true).await;
+    assert_ne!(status["status"], "completed", "nothing was rechecked without a grant: {status}");
+
+    // A human fixes that one; then, within a grant, the next occurrence is
+    // recovered by itself and verified from qBittorrent.
+    let answered = capstan::domain::Answer::Resolve { option_id: "recheck" };
+    env.domain().answer_decision(&first.id, &answered, "admin:alice").await.unwrap();
+    wait_for_status(&env, &task, "completed by the human's recheck", |d| d["status"] == "completed").await;
+    sync_until(&env, &root, "the download recorded completed again", |_| true).await;
+    let grant = capstan_tests::grants::for_an_hour("download.recheck");
+    env.caps.authz().create_grant(&grant, "admin:alice").await.unwrap();
+    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    let second = sync_until(&env, &root, "a second occurrence", |d| d.len() == 2).await.remove(1);
+    let second = until(&env, &second.id, "was closed", |d| d.status == "resolved").await;
+    assert_eq!(second.resolved_by.as_deref(), Some("system:auto-recover"));
+    let execution = &second.resolution.as_ref().unwrap()["execution"];
+    assert_eq!((execution["kind"].as_str(), execution["verified"].as_bool()), (Some("agent_recover"), Some(true)));
+    assert_eq!(execution["facts"]["client"]["status"], "completed", "{execution}");
+    assert_eq!(second.evidence["autoRecover"]["attempt"], 1);
+    let run = second.evidence["agentInvestigation"]["runId"].as_str().unwrap();
+    let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
+    let made: Vec<&str> = calls.iter().map(|c| c.capability_id.as_str()).collect();
+    assert_eq!(made, ["download.recheck"], "the recheck, and no change of source, was made");
+    assert_eq!(env.domain().plans(None, None, 100).await.unwrap().len(), plans, "the source was never changed");
+    assert_eq!(torrents(&qbt, None).await.len(), 1);
+
+    // Past the attempts allowed, a human decides and no model is called.
+    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    let third = sync_until(&env, &root, "a third occurrence", |d| d.len() == 3).await.remove(2);
+    let third = until(&env, &third.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    assert_eq!(third.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", third.evidence);
+    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run WHERE decision_id = $1")
+        .bind(&third.id)
+        .fetch_one(&env.caps.db().pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 0);
+}
+
+both_backends!(a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified);
