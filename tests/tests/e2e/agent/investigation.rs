@@ -5,7 +5,8 @@
 //! refused and never runs — and when the run ends the decision waits for a
 //! human with the run's conclusion. A second trigger starts nothing;
 //! with the setting off, or for a decision an agent run caused, no run
-//! starts at all.
+//! starts at all. An ambiguous identity found by `identity.resolve` opens
+//! one decision and one investigation however often it is asked again.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -132,4 +133,62 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     assert_eq!(env.caps.domain().decision(&caused).await.unwrap().status, "open");
 }
 
-both_backends!(a_new_decision_gets_one_bounded_read_only_investigation);
+/// An ambiguous identity, as `identity.resolve` finds it: one decision and
+/// one investigation, however often the sweep asks again.
+async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) {
+    use capstan::domain::{NewEntity, NewRelease};
+    use capstan::pipeline::Origin;
+    use capstan::runtime::EffectClass;
+    let env = env(backend).await;
+    set(&env.app, &[("model.script", json!(INVESTIGATING)), ("agent.auto_investigate", json!(true))]).await;
+    worker(&env);
+    let domain = env.caps.domain();
+    for (tmdb, year) in [(8587, 1994), (420818, 2019)] {
+        let lion = NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(tmdb),
+            title: "The Lion King".into(),
+            original_title: None,
+            year: Some(year),
+            seasons: vec![],
+        };
+        domain.upsert_entity(&lion).await.unwrap();
+    }
+    let release = NewRelease {
+        indexer: "torznab".into(),
+        title: "The.Lion.King.1080p.BluRay.x264-GRP".into(),
+        parsed: json!({}),
+        size: Some(9_000_000_000),
+        infohash: Some("b".repeat(40)),
+        download_url: None,
+    };
+    let release = domain.record_release(&release).await.unwrap();
+    let mut opened = Vec::new();
+    for _ in 0..3 {
+        let origin = Origin::cli(EffectClass::Propose);
+        let out = env.caps.invoke(&origin, "identity.resolve", &json!({"sourceReleaseId": release.id})).await.unwrap();
+        assert_eq!(out.output.as_ref().unwrap()["status"], "ambiguous", "{out:?}");
+        opened.push(out.output.unwrap()["decisionId"].as_str().unwrap().to_string());
+    }
+    opened.dedup();
+    assert_eq!(opened.len(), 1, "one decision however often it is asked");
+    let decision = &opened[0];
+    let started = Instant::now();
+    let waiting = loop {
+        let d = domain.decision(decision).await.unwrap();
+        if d.status == "awaiting_user" {
+            break d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "never investigated: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(waiting.kind, "identity_ambiguous");
+    assert!(waiting.evidence["agentInvestigation"]["conclusion"].is_string(), "{:?}", waiting.evidence);
+    assert_eq!(investigations(&env, decision).await.len(), 1, "one trigger");
+    assert_eq!(runs_for(&env, decision).await.len(), 1, "one investigation");
+}
+
+both_backends!(
+    a_new_decision_gets_one_bounded_read_only_investigation,
+    an_ambiguous_identity_is_asked_and_investigated_once
+);
