@@ -3,7 +3,9 @@
 //! with an execute key, never twice, and bad answers change nothing; the
 //! chosen option carried out by the `resolveDecision` task for whoever
 //! chose it — an administrator's choice runs the capability, a key's only
-//! within a grant — exactly once, even when the task runs again.
+//! within a grant; `retry` queues the task, `reevaluate` the acquisition
+//! evaluation, `accept` records the choice — exactly once, even when the
+//! task runs again.
 
 use std::time::{Duration, Instant};
 
@@ -195,6 +197,36 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
     let task = tasks.get(&dead).await.unwrap().unwrap();
     assert_ne!(task.status, TaskStatus::Dead, "the linked task was queued again: {task:?}");
 
+    // Looking again queues the acquisition evaluation; accepting a spent
+    // budget records the choice (the run goes on when sent a message).
+    let again = json!([{"id": "look", "label": "Look for another release", "action": "reevaluate"}]);
+    let (look, _) = env
+        .caps
+        .domain()
+        .open_decision("download_stalled", Some("d9"), &again, &json!({}), "download_stalled:d9")
+        .await
+        .unwrap();
+    let (_, answered) = admin
+        .send(Method::PATCH, &format!("/decisions/{}", look.id), json!({"status": "resolved", "optionId": "look"}))
+        .await;
+    assert_eq!(answered["status"], "resolved", "{answered}");
+    let looked = executed(&admin, &look.id).await;
+    let queued = looked["resolution"]["execution"]["queued"].as_str().unwrap().to_string();
+    assert_eq!(tasks.get(&queued).await.unwrap().unwrap().kind, capstan::acquisition::EVALUATE_ACQUISITION);
+    let budget = json!([{"id": "continue", "label": "Raised it", "action": "accept"}]);
+    let (spent, _) = env
+        .caps
+        .domain()
+        .open_decision("agent_budget", Some("run-1"), &budget, &json!({}), "agent_budget:run-1")
+        .await
+        .unwrap();
+    admin
+        .send(Method::PATCH, &format!("/decisions/{}", spent.id), json!({"status": "resolved", "optionId": "continue"}))
+        .await;
+    let accepted = executed(&admin, &spent.id).await;
+    assert_eq!(accepted["resolution"]["execution"]["kind"], "accept", "{accepted}");
+    assert!(accepted["resolution"]["execution"]["queued"].is_null(), "nothing to evaluate for a run: {accepted}");
+
     // Every change was announced on the event log.
     let events = admin.json("/events?limit=1000").await;
     let kinds: Vec<(&str, &str)> = events["events"]
@@ -204,7 +236,7 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
         .filter(|e| e["kind"].as_str().unwrap().starts_with("decision."))
         .map(|e| (e["kind"].as_str().unwrap(), e["payload"]["status"].as_str().unwrap()))
         .collect();
-    assert_eq!(kinds.iter().filter(|(k, _)| *k == "decision.created").count(), 3, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|(k, _)| *k == "decision.created").count(), 5, "{kinds:?}");
     assert!(kinds.contains(&("decision.updated", "resolved")), "{kinds:?}");
 
     // The answers are in the audit log, refused ones too.
