@@ -26,6 +26,6 @@ pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<S
     worker.handle(crate::domain::RESOLVE_DECISION, Arc::new(ResolveDecision(caps.clone())));
     let investigate = InvestigateDecision { agent: agent.clone(), settings: settings.clone() };
     worker.handle(crate::domain::INVESTIGATE_DECISION, Arc::new(investigate));
-    let verify = VerifyRecovery { caps: caps.clone(), settings: settings.clone() };
+    let verify = VerifyRecovery { agent: agent.clone(), settings: settings.clone() };
     worker.handle(crate::domain::VERIFY_RECOVERY, Arc::new(verify));
 }

@@ -5,8 +5,10 @@
 //! through `download.status`: the download back in `queued`, `downloading`
 //! or `completed` (or the store's `importing` / `imported`) is recovered —
 //! the decision is resolved by `system:auto-recover` with
-//! `resolution.execution = {kind: "agent_recover", verified: true, facts}`;
-//! `removed` is not. Not recovered in time, the decision waits for a human
+//! `resolution.execution = {kind: "agent_recover", verified: true, facts}`,
+//! and the run's report is written again to open with "Recovered
+//! (verified)", the model's own words after it, marked unverified;
+//! `removed` is not recovered. Not recovered in time, the decision waits for a human
 //! with `evidence.autoRecover.outcome` and a suggestion, and nothing tries
 //! again by itself.
 
@@ -16,8 +18,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::agent::AgentRuntime;
 use crate::agent::engine::investigation::RECOVER_BY;
-use crate::domain::{Answer, Decision, DomainError};
+use crate::domain::{Answer, Author, Decision, DomainError};
 use crate::pipeline::{Capabilities, Origin};
 use crate::settings::Settings;
 use crate::store::now_ms;
@@ -32,8 +35,31 @@ struct Payload {
 
 /// Runs `verifyRecovery` tasks.
 pub struct VerifyRecovery {
-    pub caps: Arc<Capabilities>,
+    pub agent: Arc<AgentRuntime>,
     pub settings: Arc<Settings>,
+}
+
+/// Writes the recovery run's report again, opening with what the facts
+/// showed; the model's words follow, still unverified.
+async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> Result<(), String> {
+    let run = agent.runs().get(run_id).await.map_err(|e| e.to_string())?;
+    let domain = agent.capabilities().domain();
+    let status = facts.pointer("/client/status").or_else(|| facts.get("status")).and_then(Value::as_str);
+    let said = run.final_text.clone().unwrap_or_default();
+    let text = format!(
+        "Recovered (verified): qBittorrent shows the download {}.\n\nThe model said (unverified): {said}",
+        status.unwrap_or("moving again")
+    );
+    let mut body = match &run.report_id {
+        Some(id) => domain.artifact(id).await.map_err(|e| e.to_string())?.body,
+        None => json!({"type": "AgentGoalReport", "runId": run.id}),
+    };
+    body["summary"] = Value::from(text.as_str());
+    body["recovery"] = json!({"verified": true, "facts": facts});
+    let by = Author { principal: RECOVER_BY.into(), run_id: Some(run.id.clone()) };
+    let report = domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await;
+    let report = report.map_err(|e| e.to_string())?;
+    agent.runs().set_outcome(&run.id, Some(&report.id), &text).await.map_err(|e| e.to_string())
 }
 
 /// What the facts say now: `Some(true)` recovered, `Some(false)` lost for
@@ -63,7 +89,8 @@ async fn number(settings: &Settings, key: &str, default: i64) -> i64 {
 
 impl TaskHandler for VerifyRecovery {
     fn run(&self, task: Task) -> HandlerFuture {
-        let (caps, settings) = (self.caps.clone(), self.settings.clone());
+        let (agent, settings) = (self.agent.clone(), self.settings.clone());
+        let caps = agent.capabilities().clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit verifyRecovery: {e}")))?;
@@ -84,9 +111,13 @@ impl TaskHandler for VerifyRecovery {
                         json!({"kind": "agent_recover", "verified": true, "runId": payload.run_id, "facts": seen});
                     let answer = Answer::Recovered { execution };
                     return match caps.domain().answer_decision(&decision.id, &answer, RECOVER_BY).await {
-                        Ok(_) | Err(DomainError::Conflict(_)) => {
+                        Ok(_) => {
+                            if let Err(e) = report_recovered(&agent, &payload.run_id, &seen).await {
+                                tracing::warn!(run = %payload.run_id, error = %e, "could not write the verified report");
+                            }
                             Ok(json!({"decisionId": decision.id, "verified": true}))
                         }
+                        Err(DomainError::Conflict(_)) => Ok(json!({"decisionId": decision.id, "verified": true})),
                         Err(e) => Err(HandlerError::Retry(e.to_string())),
                     };
                 }

@@ -41,8 +41,26 @@ function decisionCard(d) {
   const investigation = evidence.agentInvestigation;
   if (investigation) {
     const p = el("p", "Investigation: " + (investigation.conclusion || "no conclusion"), "investigation");
-    if (investigation.runId) p.append(" (run " + investigation.runId + ")");
+    if (investigation.runId) {
+      const open = el("button", "see the run", "link run-link");
+      open.type = "button";
+      open.addEventListener("click", () => {
+        document.querySelector("nav button[data-tab=agent]").click();
+        selectRun(investigation.runId);
+      });
+      p.append(" ", open);
+    }
     card.append(p);
+  }
+  const recovery = evidence.autoRecover;
+  if (recovery) {
+    let said = "";
+    if (recovery.degraded) said = "Not recovered automatically: " + recovery.why + ".";
+    else if (recovery.skipped) said = "Not recovered automatically: it came back too often (" + recovery.skipped + ").";
+    else if (recovery.outcome) said = "Automatic recovery: " + recovery.outcome + ".";
+    else if (recovery.attempt) said = "Automatic recovery, attempt " + recovery.attempt + ".";
+    if (recovery.suggestion) said += " Suggestion: " + recovery.suggestion + ".";
+    card.append(el("p", said, "auto-recover"));
   }
   const raw = el("details");
   raw.append(el("summary", "Evidence"), el("pre", JSON.stringify(evidence, null, 2)));

@@ -112,6 +112,13 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
     let made: Vec<&str> = calls.iter().map(|c| c.capability_id.as_str()).collect();
     assert_eq!(made, ["download.recheck"], "the recheck, and no change of source, was made");
+    let recovered = env.app.agent().runs().get(run).await.unwrap();
+    let said = recovered.final_text.unwrap();
+    assert!(said.starts_with("Recovered (verified): qBittorrent shows the download completed."), "{said}");
+    assert!(said.contains("The model said (unverified): The files were back on disk"), "{said}");
+    let report = env.domain().artifact(&recovered.report_id.unwrap()).await.unwrap();
+    assert_eq!(report.body["recovery"]["verified"], true);
+    assert_eq!(report.body["modelFinalText"]["verified"], false);
     assert_eq!(env.domain().plans(None, None, 100).await.unwrap().len(), plans, "the source was never changed");
     assert_eq!(torrents(&qbt, None).await.len(), 1);
 
