@@ -43,9 +43,9 @@ impl PlanSource for Domain {
 }
 
 impl Domain {
-    /// The entity a plan acts on and its kind (`movie`/`tv`), for checking
-    /// a grant's scope against the plan's real target rather than what an
-    /// input claims.
+    /// The entity a plan (or the download task carrying one out) acts on
+    /// and its kind (`movie`/`tv`), for checking a grant's scope against
+    /// the real target rather than what an input claims.
     pub async fn plan_target(&self, plan_type: &str, plan_id: &str) -> Result<Option<(String, String)>, sqlx::Error> {
         let acquisition_id = match plan_type {
             "acquisition" => Some(plan_id.to_string()),
@@ -55,6 +55,11 @@ impl Domain {
             .bind(plan_id)
             .fetch_optional(&self.db.pool)
             .await?,
+            // A download task is scoped by the plan it carries out.
+            "download" => sqlx::query_scalar::<_, String>("SELECT plan_id FROM download_task WHERE id = $1")
+                .bind(plan_id)
+                .fetch_optional(&self.db.pool)
+                .await?,
             _ => None,
         };
         let Some(acquisition_id) = acquisition_id else { return Ok(None) };

@@ -84,6 +84,16 @@ impl Capabilities {
                 fields.insert("entityId".into(), Value::String(entity));
                 fields.insert("mediaKind".into(), Value::String(kind));
             }
+        } else if let Some(download) = input.get("downloadTaskId").and_then(Value::as_str) {
+            // A call about a download (a recheck) is scoped by what it
+            // downloads for: download → plan → slot → entity; a download
+            // the store does not know matches no entity-scoped grant.
+            let target = self.domain.plan_target("download", download).await?;
+            if let Some(fields) = scoped.as_object_mut() {
+                let (entity, kind) = target.unwrap_or_default();
+                fields.insert("entityId".into(), Value::String(entity));
+                fields.insert("mediaKind".into(), Value::String(kind));
+            }
         }
         Ok(match self.authz.covering_grant(&Callee { id: &d.id, tags: &d.tags }, &scoped).await? {
             Some(grant) => Ok(Authorization::Grant(grant)),

@@ -3,8 +3,9 @@
 //! nothing else); `policy.automation` covers the recovery actions and is
 //! bound to the published automation policy, so superseding the policy
 //! ends it; the runbook's short body (`action`, `policyRevisionId`,
-//! `reason`) is taken with default budgets and expiry; and bad bindings are
-//! refused, changing nothing.
+//! `reason`) is taken with default budgets and expiry; bad bindings are
+//! refused, changing nothing; and a grant scoped to a title covers the
+//! recheck of that title's download only.
 
 use capstan::pipeline::Origin;
 use capstan::runtime::{Actor, EffectClass, Status};
@@ -102,4 +103,61 @@ async fn grants_name_wildcards_policy_actions_and_the_runbook_body(backend: Back
     assert_eq!(recheck.error.as_ref().map(|e| e.kind.as_str()), Some("denied"), "{recheck:?}");
 }
 
-both_backends!(grants_name_wildcards_policy_actions_and_the_runbook_body);
+/// A grant scoped to one title covers a recheck of that title's download
+/// (download → plan → slot → entity), not another's, whatever the input says.
+async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend: Backend) {
+    use capstan::domain::{Author, NewEntity, NewPlan, NewRelease, NewSlot};
+    let env = env(backend).await;
+    let domain = env.caps.domain();
+    let mut downloads = Vec::new();
+    for (n, (tmdb, title)) in [(438631, "Dune"), (329865, "Arrival")].into_iter().enumerate() {
+        let entity = NewEntity {
+            kind: "movie".into(),
+            tmdb_id: Some(tmdb),
+            title: title.into(),
+            original_title: None,
+            year: Some(2021),
+            seasons: vec![],
+        };
+        let entity = domain.upsert_entity(&entity).await.unwrap();
+        let slot = NewSlot { entity_id: entity.id.clone(), season: None, quality: "1080p".into(), profile: None };
+        let slot = domain.want(&slot).await.unwrap();
+        let hash = format!("{n}").repeat(40);
+        let release = NewRelease {
+            indexer: "torznab".into(),
+            title: format!("{title}.2021.1080p.WEB-DL.x264"),
+            parsed: json!({}),
+            size: None,
+            infohash: Some(hash.clone()),
+            download_url: None,
+        };
+        let release = domain.record_release(&release).await.unwrap();
+        domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({})).await.unwrap();
+        let by = Author { principal: "admin:test".into(), run_id: None };
+        let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
+        let plan = domain.draft_plan(&by, &new).await.unwrap();
+        domain.reserve_plan(&plan.id).await.unwrap();
+        let (_, download) = domain.mark_submitted(&plan.id, &hash).await.unwrap();
+        downloads.push((entity.id, download.id));
+    }
+    let mut grant = capstan_tests::grants::for_an_hour("download.recheck");
+    grant.scope.entity_ids = vec![downloads[0].0.clone()];
+    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    let mut agent = Origin::cli(EffectClass::Execute);
+    agent.actor = Actor::Agent;
+    agent.principal = "agent:run-1".into();
+    let may = |download: &str, entity: &str| {
+        let input = json!({"downloadTaskId": download, "entityId": entity});
+        let (caps, agent) = (env.caps.clone(), agent.clone());
+        async move { caps.is_authorized(&agent, "download.recheck", &input).await.unwrap() }
+    };
+    let (dune, arrival) = (&downloads[0], &downloads[1]);
+    assert!(may(&dune.1, &dune.0).await, "the title's own download");
+    assert!(!may(&arrival.1, &dune.0).await, "another title's download, whatever the input claims");
+    assert!(!may("no-such-download", &dune.0).await, "a download the store does not know");
+}
+
+both_backends!(
+    grants_name_wildcards_policy_actions_and_the_runbook_body,
+    an_entity_scoped_grant_covers_the_downloads_of_that_entity_only
+);

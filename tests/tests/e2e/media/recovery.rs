@@ -38,11 +38,16 @@ async fn settings(env: &Env, pairs: serde_json::Value) {
 }
 
 /// The files go while qBittorrent is down and come back after it has
-/// flagged them missing: only a recheck mends that.
-async fn lose_and_restore(qbt: &mut QBittorrent, file: &std::path::Path, contents: &[u8]) {
+/// flagged them missing (or forgotten it had them): only a recheck mends
+/// that.
+async fn lose_and_restore(env: &Env, qbt: &mut QBittorrent, task: &str, file: &std::path::Path, contents: &[u8]) {
     qbt.stop().await;
     std::fs::remove_file(file).unwrap();
     qbt.start_again().await;
+    wait_for_status(env, task, "seen without its files", |d| {
+        d["status"] == "missing" || (d["status"] == "stalled" && d["progress"] == 0.0)
+    })
+    .await;
     std::fs::write(file, contents).unwrap();
 }
 
@@ -79,7 +84,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     let plans = env.domain().plans(None, None, 100).await.unwrap().len();
 
     // No grant: the run only investigates, and the decision says why.
-    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let first = sync_until(&env, &root, "a download_failed decision", |d| !d.is_empty()).await.remove(0);
     let first = until(&env, &first.id, "came back to a human", |d| d.status == "awaiting_user").await;
     assert_eq!(first.evidence["autoRecover"]["degraded"], true, "{:?}", first.evidence);
@@ -100,7 +105,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     sync_until(&env, &root, "the download recorded completed again", |_| true).await;
     let grant = capstan_tests::grants::for_an_hour("download.recheck");
     env.caps.authz().create_grant(&grant, "admin:alice").await.unwrap();
-    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let second = sync_until(&env, &root, "a second occurrence", |d| d.len() == 2).await.remove(1);
     let second = until(&env, &second.id, "was closed", |d| d.status == "resolved").await;
     assert_eq!(second.resolved_by.as_deref(), Some("system:auto-recover"));
@@ -122,8 +127,12 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(env.domain().plans(None, None, 100).await.unwrap().len(), plans, "the source was never changed");
     assert_eq!(torrents(&qbt, None).await.len(), 1);
 
-    // Past the attempts allowed, a human decides and no model is called.
-    lose_and_restore(&mut qbt, &dune.files[0], &contents).await;
+    // Past the attempts allowed, a human decides and no model is called
+    // (once the sync has seen the download home again).
+    wait_for_status(&env, &task, "completed after the recovery", |d| d["status"] == "completed").await;
+    sync_until(&env, &root, "the recovery recorded", |_| true).await;
+    assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let third = sync_until(&env, &root, "a third occurrence", |d| d.len() == 3).await.remove(2);
     let third = until(&env, &third.id, "came back to a human", |d| d.status == "awaiting_user").await;
     assert_eq!(third.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", third.evidence);
