@@ -61,6 +61,26 @@ pub enum Answer<'a> {
     Recovered { execution: Value },
 }
 
+/// Adds `from` to `into`, object into object, so a later finding about one
+/// thing (`autoRecover.outcome`) keeps what was known of it before
+/// (`autoRecover.attempt`).
+fn merge(into: &mut Value, from: &Value) {
+    match (into.as_object_mut(), from.as_object()) {
+        (Some(into), Some(from)) => {
+            for (key, value) in from {
+                match into.get_mut(key) {
+                    Some(existing) if existing.is_object() && value.is_object() => merge(existing, value),
+                    _ => {
+                        into.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        _ if from.is_object() => *into = from.clone(),
+        _ => {}
+    }
+}
+
 fn is_final(status: &str) -> bool {
     matches!(status, "resolved" | "dismissed")
 }
@@ -109,10 +129,7 @@ impl Domain {
                         max_attempts: 3,
                         created_by: crate::principal::task(INVESTIGATE_DECISION),
                     };
-                    Tasks::enqueue_in(&mut tx, &investigate).await.map_err(|e| match e {
-                        crate::tasks::TaskError::Sql(e) => DomainError::Sql(e),
-                        other => DomainError::Conflict(other.to_string()),
-                    })?;
+                    Tasks::enqueue_in(&mut tx, &investigate).await?;
                 }
                 let payload = json!({"decisionId": id, "kind": kind, "status": "open", "dedupeKey": dedupe_key});
                 let seq = Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
@@ -239,9 +256,7 @@ impl Domain {
             return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
         }
         let mut merged = current.evidence.clone();
-        if let (Some(into), Some(from)) = (merged.as_object_mut(), evidence.as_object()) {
-            into.extend(from.clone());
-        }
+        merge(&mut merged, evidence);
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
             "UPDATE decision SET status = $1, evidence = $2, updated_at = $3 \
@@ -308,10 +323,7 @@ impl Domain {
             return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
         }
         if let Some(task) = &follow_up {
-            Tasks::enqueue_in(&mut tx, task).await.map_err(|e| match e {
-                crate::tasks::TaskError::Sql(e) => DomainError::Sql(e),
-                other => DomainError::Conflict(other.to_string()),
-            })?;
+            Tasks::enqueue_in(&mut tx, task).await?;
         }
         self.announce_decision(tx, &current, status).await
     }
@@ -358,5 +370,20 @@ impl Domain {
         tx.commit().await?;
         self.events.announce(seq);
         self.decision(&before.id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_findings_keep_what_was_known_before() {
+        let mut evidence = json!({"problem": "missing", "autoRecover": {"attempt": 1}});
+        merge(&mut evidence, &json!({"autoRecover": {"outcome": "not recovered in time"}, "extra": [1]}));
+        assert_eq!(
+            evidence,
+            json!({"problem": "missing", "autoRecover": {"attempt": 1, "outcome": "not recovered in time"}, "extra": [1]})
+        );
     }
 }

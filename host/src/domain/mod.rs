@@ -50,6 +50,17 @@ pub enum DomainError {
     Sql(#[from] sqlx::Error),
 }
 
+/// A follow-up task that could not be queued: the store failed, or the
+/// task is in a state that refuses it.
+impl From<crate::tasks::TaskError> for DomainError {
+    fn from(e: crate::tasks::TaskError) -> DomainError {
+        match e {
+            crate::tasks::TaskError::Sql(e) => DomainError::Sql(e),
+            other => DomainError::Conflict(other.to_string()),
+        }
+    }
+}
+
 /// Who asks, recorded on what they create.
 #[derive(Debug, Clone)]
 pub struct Author {
