@@ -96,6 +96,20 @@ impl Domain {
         evidence: &Value,
         dedupe_key: &str,
     ) -> Result<(Decision, bool), DomainError> {
+        self.open_decision_by(None, kind, subject, options, evidence, dedupe_key).await
+    }
+
+    /// [`Domain::open_decision`] recording who opened it: `opened_by` is the
+    /// capability whose component did, `None` the host.
+    pub(super) async fn open_decision_by(
+        &self,
+        opened_by: Option<&str>,
+        kind: &str,
+        subject: Option<&str>,
+        options: &Value,
+        evidence: &Value,
+        dedupe_key: &str,
+    ) -> Result<(Decision, bool), DomainError> {
         require(!kind.trim().is_empty(), || "decision kind must not be empty".into())?;
         require(!dedupe_key.trim().is_empty(), || "dedupe key must not be empty".into())?;
         let options = decision_options::checked(options)?;
@@ -106,8 +120,8 @@ impl Domain {
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         let inserted = sqlx::query(
-            "INSERT INTO decision (id, kind, subject, status, options, evidence, dedupe_key, created_at, updated_at) \
-             VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $7)",
+            "INSERT INTO decision (id, kind, subject, status, options, evidence, dedupe_key, opened_by, created_at, \
+             updated_at) VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8, $8)",
         )
         .bind(&id)
         .bind(kind)
@@ -115,6 +129,7 @@ impl Domain {
         .bind(options.to_string())
         .bind(if evidence.is_null() { "{}".to_string() } else { evidence.to_string() })
         .bind(dedupe_key)
+        .bind(opened_by)
         .bind(now)
         .execute(&mut *tx)
         .await;
@@ -155,7 +170,7 @@ impl Domain {
             .ok_or_else(|| DomainError::NotFound(format!("no decision {id}")))
     }
 
-    async fn decision_by_key(&self, key: &str) -> Result<Option<Decision>, DomainError> {
+    pub(super) async fn decision_by_key(&self, key: &str) -> Result<Option<Decision>, DomainError> {
         Ok(sqlx::query("SELECT * FROM decision WHERE dedupe_key = $1")
             .bind(key)
             .fetch_optional(&self.db.pool)

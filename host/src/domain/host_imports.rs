@@ -23,7 +23,11 @@ fn host_error(e: DomainError) -> HostError {
 }
 
 fn author(by: CallAuthor<'_>) -> Author {
-    Author { principal: by.principal.to_string(), run_id: by.run_id.map(str::to_string) }
+    Author {
+        principal: by.principal.to_string(),
+        run_id: by.run_id.map(str::to_string),
+        capability: Some(by.capability.to_string()),
+    }
 }
 
 /// The organization transition `name` holds for the rest of the call, if

@@ -8,6 +8,7 @@
 //! background tasks call it directly. It never calls components and never
 //! decides authorisation: callers arrive already authorised.
 
+mod component_decisions;
 mod decision_options;
 mod decisions;
 pub mod dispatch;
@@ -21,6 +22,7 @@ mod plans;
 mod releases;
 mod titles;
 
+pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
 pub use decision_options::OPTION_ACTIONS;
 pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
 pub use entities::{NewEntity, NewSlot};
@@ -67,11 +69,14 @@ pub struct Author {
     /// `admin:<name>`, `key:<id>`, `task:<kind>`, ...
     pub principal: String,
     pub run_id: Option<String>,
+    /// The capability whose component asks through a host import; `None`
+    /// for the host's own code.
+    pub capability: Option<String>,
 }
 
 impl Author {
     pub fn new(principal: impl Into<String>) -> Author {
-        Author { principal: principal.into(), run_id: None }
+        Author { principal: principal.into(), run_id: None, capability: None }
     }
 }
 

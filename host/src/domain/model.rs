@@ -281,6 +281,10 @@ pub struct Decision {
     pub dedupe_key: String,
     /// Who resolved or dismissed it (a principal, or `system:...`).
     pub resolved_by: Option<String>,
+    /// The capability whose component opened it; `None` for the host's own.
+    /// A component's decision may offer only calls without an outside
+    /// effect (`domain::component_decisions`).
+    pub opened_by: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -301,6 +305,7 @@ impl Decision {
             resolution: opt_json(r, "resolution")?,
             dedupe_key: r.try_get("dedupe_key")?,
             resolved_by: r.try_get("resolved_by")?,
+            opened_by: r.try_get("opened_by")?,
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
         })

@@ -17,7 +17,7 @@ use crate::settings::Settings;
 use crate::tasks::Worker;
 
 pub use investigate::InvestigateDecision;
-pub use resolve::ResolveDecision;
+pub use resolve::{ResolveDecision, refusal};
 pub use verify::VerifyRecovery;
 
 /// Gives `worker` the handlers of this layer.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{Decision, DomainError};
 use crate::pipeline::{Capabilities, Origin, failed_attempt};
-use crate::runtime::Status;
+use crate::runtime::{EffectClass, Status};
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskError, TaskHandler, Tasks};
 
 #[derive(Deserialize)]
@@ -71,8 +71,18 @@ async fn carry_out(
 ) -> Result<Value, HandlerError> {
     if let Some(capability) = option.get("capabilityId").and_then(Value::as_str) {
         let by = decision.resolved_by.as_deref().unwrap_or_default();
+        if let Some(reason) = refusal(caps, decision, option) {
+            let error = json!({"kind": "denied", "message": reason});
+            return Ok(
+                json!({"kind": "capability", "capabilityId": capability, "by": by, "status": "failed", "error": error}),
+            );
+        }
         let input = option.get("input").cloned().unwrap_or_else(|| json!({}));
-        let origin = Origin::task_for(task, by);
+        let mut origin = Origin::task_for(task, by);
+        if decision.opened_by.is_some() {
+            // Whatever its label has become since it was chosen.
+            origin.ceiling = EffectClass::Propose;
+        }
         let inv = caps.invoke(&origin, capability, &input).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
         return match inv.status {
             // An outcome nobody knows is settled by the ledger on the next
@@ -125,6 +135,26 @@ async fn carry_out(
         }
         other => Err(HandlerError::GiveUp(format!("option action {other:?} has nothing to carry out"))),
     }
+}
+
+/// Why `option` of `decision` may not be carried out, if it may not. A
+/// human who chooses what a component offered authorises what the option
+/// says, so a component's decision may offer only a loaded capability
+/// labelled read, preview or propose: an outside effect is the host's to
+/// offer (a host decision's options are the host's own).
+pub fn refusal(caps: &Capabilities, decision: &Decision, option: &Value) -> Option<String> {
+    let opener = decision.opened_by.as_deref()?;
+    let capability = option.get("capabilityId").and_then(Value::as_str)?;
+    let Some(loaded) = caps.runtime().snapshot().get(capability) else {
+        return Some(format!("{capability}, which {opener} offered, is not loaded"));
+    };
+    let label = loaded.descriptor.label;
+    (label > EffectClass::Propose).then(|| {
+        format!(
+            "{opener} opened this decision, and a component's decision may offer only calls without an outside \
+             effect; {capability} is labelled {label}"
+        )
+    })
 }
 
 /// The wanted slot a decision about a download is about, when there is one.

@@ -56,7 +56,7 @@ async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> 
     };
     body["summary"] = Value::from(text.as_str());
     body["recovery"] = json!({"verified": true, "facts": facts});
-    let by = Author { principal: RECOVER_BY.into(), run_id: Some(run.id.clone()) };
+    let by = Author { principal: RECOVER_BY.into(), run_id: Some(run.id.clone()), capability: None };
     let report = domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await;
     let report = report.map_err(|e| e.to_string())?;
     agent.runs().set_outcome(&run.id, Some(&report.id), &text).await.map_err(|e| e.to_string())

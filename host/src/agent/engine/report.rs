@@ -183,6 +183,6 @@ pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Ar
         "modelFinalText": {"text": final_text, "verified": false},
         "note": "Built from the plans, downloads and organizations the run touched; only an organization record shows a title reached the library.",
     });
-    let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()) };
+    let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()), capability: None };
     domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await
 }

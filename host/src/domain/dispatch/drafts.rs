@@ -63,6 +63,12 @@ pub const DRAFTS: &[Operation] = &[
                 } else if let (Some(run), true) = (&by.run_id, d.evidence.is_null()) {
                     d.evidence = json!({"openedByRun": run});
                 }
+                if let Some(capability) = &by.capability {
+                    let subject = d.subject.as_deref();
+                    return domain
+                        .open_component_decision(capability, &d.kind, subject, &d.options, &d.evidence, &d.dedupe_key)
+                        .await;
+                }
                 let (decision, created) =
                     domain.open_decision(&d.kind, d.subject.as_deref(), &d.options, &d.evidence, &d.dedupe_key).await?;
                 Ok(json!({ "decision": answer(decision)?, "created": created }))

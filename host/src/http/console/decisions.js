@@ -35,7 +35,8 @@ function decisionCard(d) {
   card.dataset.decisionId = d.id;
   const title = el("h3", d.kind.replaceAll("_", " ") + (d.subject ? " · " + d.subject : ""));
   title.append(" ", el("span", d.status.replace("_", " "), "decision-status"));
-  card.append(title, el("p", "Opened " + new Date(d.createdAt).toLocaleString(), "hint"));
+  const opened = "Opened " + new Date(d.createdAt).toLocaleString() + (d.openedBy ? " by " + d.openedBy : "");
+  card.append(title, el("p", opened, "hint"));
   const evidence = d.evidence || {};
   if (evidence.problem) card.append(el("p", evidence.problem, "problem"));
   const investigation = evidence.agentInvestigation;
@@ -81,11 +82,19 @@ function optionButtons(d) {
     button.title = option.capabilityId ? "Runs " + option.capabilityId : option.action;
     button.addEventListener("click", () => answerDecision(d, { status: "resolved", optionId: option.id }));
     actions.append(button);
+    // What choosing it runs, whatever its label says.
+    if (option.capabilityId) actions.append(el("code", optionCall(option), "option-call"));
   }
   const dismiss = el("button", "Dismiss", "decision-dismiss link");
   dismiss.addEventListener("click", () => answerDecision(d, { status: "dismissed" }));
   actions.append(dismiss);
   return actions;
+}
+
+/// The call an option makes: its capability and input, cut short.
+function optionCall(option) {
+  const input = JSON.stringify(option.input || {});
+  return option.capabilityId + " " + (input.length > 200 ? input.slice(0, 200) + "…" : input);
 }
 
 /// Who decided, what, and what came of it.

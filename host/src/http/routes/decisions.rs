@@ -159,7 +159,10 @@ pub async fn answer(
         DecisionAnswer::Dismissed {} => (Answer::Dismiss, "decision.dismiss"),
     };
     let domain = state.caps().domain();
-    let result = domain.answer_decision(&id, &answer, &caller.principal()).await;
+    let result = match refused_option(&state, &id, &answer).await {
+        Some(reason) => Err(DomainError::Invalid(reason)),
+        None => domain.answer_decision(&id, &answer, &caller.principal()).await,
+    };
     if matches!(result, Err(DomainError::NotFound(_))) {
         return Err(domain_error(result.unwrap_err()));
     }
@@ -177,4 +180,13 @@ pub async fn answer(
         other => domain_error(other),
     })?;
     Ok(Json(json!(decision)))
+}
+
+/// Why the option `answer` chooses may not be carried out, if it may not
+/// (see `recovery::refusal`): refused before anything is recorded.
+async fn refused_option(state: &AppState, id: &str, answer: &Answer<'_>) -> Option<String> {
+    let Answer::Resolve { option_id } = answer else { return None };
+    let decision = state.caps().domain().decision(id).await.ok()?;
+    let option = decision.options.as_array()?.iter().find(|o| o["id"] == *option_id)?;
+    crate::recovery::refusal(state.caps(), &decision, option)
 }

@@ -26,6 +26,8 @@ pub struct HeldRecord {
 pub struct CallAuthor<'a> {
     pub principal: &'a str,
     pub run_id: Option<&'a str>,
+    /// The capability whose component is making the call.
+    pub capability: &'a str,
 }
 
 /// The domain store as the host imports reach it. Answers are JSON texts;
@@ -72,7 +74,11 @@ impl CallState {
     }
 
     fn author(&self) -> CallAuthor<'_> {
-        CallAuthor { principal: &self.grant.principal, run_id: self.grant.run_id.as_deref() }
+        CallAuthor {
+            principal: &self.grant.principal,
+            run_id: self.grant.run_id.as_deref(),
+            capability: &self.target.id,
+        }
     }
 }
 

@@ -71,6 +71,9 @@ pub enum Action {
     FailHuge { bytes: usize },
     /// Asks `times` times for a service it did not declare (each denied).
     DenyLoop { times: u32 },
+    /// Creates a draft of `kind` through the drafts import and returns what
+    /// the host answered, or its refusal as `{"refused": message}`.
+    Draft { kind: String, draft: serde_json::Value },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -191,6 +194,10 @@ impl Capability for Probe {
                 let denied = (0..times).filter(|_| outbound::read(Request::get("undeclared", "/x")).is_err()).count();
                 ok(serde_json::json!(denied))
             }
+            Action::Draft { kind, draft } => match host::domain::create_draft(&kind, &draft) {
+                Ok(answer) => ok(answer),
+                Err(e) => ok(serde_json::json!({ "refused": e.to_string() })),
+            },
             Action::MkdirThenSpin { root, path } => {
                 files::mkdir(&root, &path)?;
                 let mut n: u64 = 0;

@@ -32,7 +32,11 @@ async fn a_run_with_a_draft(
     let domain = env.caps.domain();
     let (slot, release) = crate::storage::domain::wanted_movie(domain, hash).await;
     domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
-    let by = capstan::domain::Author { principal: format!("agent:{}", run.id), run_id: Some(run.id.clone()) };
+    let by = capstan::domain::Author {
+        principal: format!("agent:{}", run.id),
+        run_id: Some(run.id.clone()),
+        capability: None,
+    };
     let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
     let plan = domain.draft_plan(&by, &new).await.unwrap();
     (agent, run, plan)

@@ -133,7 +133,7 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
         };
         let release = domain.record_release(&release).await.unwrap();
         domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({})).await.unwrap();
-        let by = Author { principal: "admin:test".into(), run_id: None };
+        let by = Author::new("admin:test");
         let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
         let plan = domain.draft_plan(&by, &new).await.unwrap();
         domain.reserve_plan(&plan.id).await.unwrap();

@@ -3,6 +3,7 @@
 //! console in a real Chromium (also from the LAN).
 
 mod api;
+mod component_decisions;
 mod console;
 mod console_forms;
 mod console_library;

@@ -261,6 +261,9 @@ async fn the_console_shows_a_download_that_lost_its_files_and_force_recheck_reco
     let card = format!("#decisions-open li[data-decision-id='{}']", found[0].id);
     let shown = browser.wait_text(&card, "showed the decision", |t| t.contains("download failed")).await;
     assert!(shown.contains(&task) && shown.contains("Force recheck"), "{shown}");
+    // Beside the button, the call it makes.
+    let call = browser.wait_text(&format!("{card} .option-call"), "showed the call", |t| !t.is_empty()).await;
+    assert!(call.starts_with("download.recheck {") && call.contains(&task), "{call}");
     browser.wait_text("nav button[data-tab=decisions]", "counted it", |t| t == "Decisions (1)").await;
 
     // Put back, one click brings it home, under the administrator's name.

@@ -64,7 +64,7 @@ fn conflict<T: std::fmt::Debug>(r: Result<T, DomainError>) -> String {
 async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let domain = open(backend, dir.path()).await;
-    let agent = Author { principal: "key:k1".into(), run_id: Some("run-1".into()) };
+    let agent = Author { principal: "key:k1".into(), run_id: Some("run-1".into()), capability: None };
     let (slot, release) = wanted_movie(&domain, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").await;
     let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
 
