@@ -6,6 +6,7 @@
 mod catalog;
 mod download;
 mod getting_started;
+mod import_trouble;
 mod library;
 mod organize;
 mod pipeline;

@@ -19,19 +19,20 @@ use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
 use serde_json::{Value, json};
 
-const FOLDER: &str = "Dune.Part.Two.2024.2160p.BluRay.x265-FLUX";
+pub(super) const FOLDER: &str = "Dune.Part.Two.2024.2160p.BluRay.x265-FLUX";
 const FILE: &str = "Dune.Part.Two.2024.2160p.BluRay.x265-FLUX.mkv";
-const PLACED: &str = "Dune - Part Two (2024)/Dune - Part Two (2024) Bluray-2160p.mkv";
+pub(super) const PLACED: &str = "Dune - Part Two (2024)/Dune - Part Two (2024) Bluray-2160p.mkv";
 
-struct Env {
-    _host: TestHost,
-    caps: Arc<Capabilities>,
+pub(super) struct Env {
+    pub(super) _host: TestHost,
+    pub(super) app: Arc<capstan::app::App>,
+    pub(super) caps: Arc<Capabilities>,
     downloads: PathBuf,
-    library: PathBuf,
+    pub(super) library: PathBuf,
 }
 
 impl Env {
-    fn domain(&self) -> &Domain {
+    pub(super) fn domain(&self) -> &Domain {
         self.caps.domain()
     }
 
@@ -53,7 +54,7 @@ impl Env {
 
 /// A runtime with `downloads` and `library` roots and `organize.plan`
 /// settings.
-async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
+pub(super) async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     let mut host = TestHost::new();
     let downloads = host.dir.path().join("downloads");
     let library = host.dir.path().join("library");
@@ -77,10 +78,10 @@ async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, caps, downloads, library }
+    Env { _host: host, app, caps, downloads, library }
 }
 
-fn write(root: &Path, path: &str, bytes: &[u8]) {
+pub(super) fn write(root: &Path, path: &str, bytes: &[u8]) {
     let full = root.join(path);
     std::fs::create_dir_all(full.parent().unwrap()).unwrap();
     std::fs::write(full, bytes).unwrap();
@@ -88,7 +89,7 @@ fn write(root: &Path, path: &str, bytes: &[u8]) {
 
 /// The payload of a finished 2160p Blu-ray download: the feature, a
 /// sample and an nfo.
-fn dune_on_disk(env: &Env) {
+pub(super) fn dune_on_disk(env: &Env) {
     write(&env.downloads, &format!("{FOLDER}/{FILE}"), &[9u8; 64 * 1024]);
     write(&env.downloads, &format!("{FOLDER}/Sample/dune-sample.mkv"), &[1u8; 4096]);
     write(&env.downloads, &format!("{FOLDER}/{FOLDER}.nfo"), b"release notes");
@@ -96,7 +97,7 @@ fn dune_on_disk(env: &Env) {
 
 /// A wanted movie, its resolved release, a plan drafted, reserved and
 /// submitted, and the download completed at `content_path`.
-async fn completed_download(domain: &Domain, content_path: &str) -> (Slot, DownloadTask) {
+pub(super) async fn completed_download(domain: &Domain, content_path: &str) -> (Slot, DownloadTask) {
     let task = Author::new("task:syncDownloads");
     let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
