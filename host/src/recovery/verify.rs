@@ -8,7 +8,12 @@
 //! `resolution.execution = {kind: "agent_recover", verified: true, facts}`,
 //! and the run's report is written again to open with "Recovered
 //! (verified)", the model's own words after it, marked unverified;
-//! `removed` is not recovered. Not recovered in time, the decision waits for a human
+//! `removed` is not recovered. A task the run retried (`task.retry`) is
+//! read too: `succeeded` is recovered, `failed`, `dead` or `cancelled` is
+//! not. A run that made no recovery call that went through (it ran out of
+//! budget first, or every call was refused) recovered nothing: unless the
+//! facts already show the cause gone, that is concluded at once rather than
+//! waited out. Not recovered in time, the decision waits for a human
 //! with `evidence.autoRecover.outcome` and a suggestion, and nothing tries
 //! again by itself.
 
@@ -46,10 +51,11 @@ async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> 
     let domain = agent.capabilities().domain();
     let status = facts.pointer("/client/status").or_else(|| facts.get("status")).and_then(Value::as_str);
     let said = run.final_text.clone().unwrap_or_default();
-    let text = format!(
-        "Recovered (verified): qBittorrent shows the download {}.\n\nThe model said (unverified): {said}",
-        status.unwrap_or("moving again")
-    );
+    let seen = match facts.get("retriedTasks") {
+        Some(_) => "the task it retried has succeeded".to_string(),
+        None => format!("qBittorrent shows the download {}", status.unwrap_or("moving again")),
+    };
+    let text = format!("Recovered (verified): {seen}.\n\nThe model said (unverified): {said}");
     let mut body = match &run.report_id {
         Some(id) => domain.artifact(id).await.map_err(|e| e.to_string())?.body,
         None => json!({"type": "AgentGoalReport", "runId": run.id}),
@@ -62,9 +68,50 @@ async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> 
     agent.runs().set_outcome(&run.id, Some(&report.id), &text).await.map_err(|e| e.to_string())
 }
 
+/// What the recovery run did that went through: the ids of the tasks it
+/// retried, and whether it made any recovery call at all.
+async fn recovery_calls(caps: &Capabilities, run_id: &str) -> Result<(Vec<String>, bool), HandlerError> {
+    let calls = crate::ledger::for_run(caps.db(), run_id).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+    let through: Vec<_> = calls.iter().filter(|c| c.status == crate::ledger::LedgerStatus::Succeeded).collect();
+    let retried = through
+        .iter()
+        .filter(|c| c.capability_id == "task.retry")
+        .filter_map(|c| c.result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()))
+        .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    Ok((retried, !through.is_empty()))
+}
+
+/// What the tasks a run retried say now: `Some(true)` when every one
+/// succeeded, `Some(false)` when one ended without succeeding, `None` while
+/// one is still to run.
+async fn retried_facts(caps: &Capabilities, retried: &[String]) -> (Option<bool>, Value) {
+    let tasks = crate::tasks::Tasks::new(caps.db().clone());
+    let mut seen = Vec::new();
+    let mut verdict = Some(true);
+    for id in retried {
+        let status = match tasks.get(id).await {
+            Ok(Some(t)) => t.status.as_str().to_string(),
+            Ok(None) => "missing".to_string(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        match status.as_str() {
+            "succeeded" => {}
+            "failed" | "dead" | "cancelled" | "missing" => verdict = Some(false),
+            _ if verdict == Some(true) => verdict = None,
+            _ => {}
+        }
+        seen.push(json!({"taskId": id, "status": status}));
+    }
+    (verdict, json!({"retriedTasks": seen, "seenAt": now_ms()}))
+}
+
 /// What the facts say now: `Some(true)` recovered, `Some(false)` lost for
 /// good, `None` not yet; and the facts.
-async fn facts(caps: &Capabilities, task: &Task, decision: &Decision) -> (Option<bool>, Value) {
+async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &[String]) -> (Option<bool>, Value) {
+    if !retried.is_empty() {
+        return retried_facts(caps, retried).await;
+    }
     let Some(download) = decision.subject.as_deref() else { return (Some(false), json!({"why": "no subject"})) };
     if let Ok(stored) = caps.domain().download(download).await {
         match stored.status.as_str() {
@@ -83,6 +130,12 @@ async fn facts(caps: &Capabilities, task: &Task, decision: &Decision) -> (Option
     (verdict, json!({"download": download, "client": seen, "seenAt": now_ms()}))
 }
 
+/// Why a run that made no recovery call recovered nothing.
+async fn recovered_nothing(agent: &AgentRuntime, run_id: &str) -> String {
+    let status = agent.runs().get(run_id).await.map(|r| r.status.as_str().to_string()).unwrap_or_default();
+    format!("nothing was recovered: the run ended {status} without a recovery call going through")
+}
+
 async fn number(settings: &Settings, key: &str, default: i64) -> i64 {
     settings.get(key).await.ok().and_then(|v| v.as_i64()).unwrap_or(default)
 }
@@ -96,6 +149,7 @@ impl TaskHandler for VerifyRecovery {
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit verifyRecovery: {e}")))?;
             let poll = Duration::from_secs(number(&settings, "agent.goal_poll_sec", 30).await.clamp(1, 30) as u64);
             let deadline = task.created_at + number(&settings, "agent.recover_verify_sec", 600).await * 1000;
+            let (retried, acted) = recovery_calls(&caps, &payload.run_id).await?;
             loop {
                 let decision = match caps.domain().decision(&payload.decision_id).await {
                     Ok(d) => d,
@@ -105,24 +159,29 @@ impl TaskHandler for VerifyRecovery {
                 if matches!(decision.status.as_str(), "resolved" | "dismissed") {
                     return Ok(json!({"decisionId": decision.id, "verified": false, "why": "answered meanwhile"}));
                 }
-                let (verdict, seen) = facts(&caps, &task, &decision).await;
+                let (verdict, seen) = facts(&caps, &task, &decision, &retried).await;
                 if verdict == Some(true) {
                     let execution =
                         json!({"kind": "agent_recover", "verified": true, "runId": payload.run_id, "facts": seen});
+                    // The report first: whoever sees the decision closed
+                    // finds the run's report already saying what was seen.
+                    if let Err(e) = report_recovered(&agent, &payload.run_id, &seen).await {
+                        tracing::warn!(run = %payload.run_id, error = %e, "could not write the verified report");
+                    }
                     let answer = Answer::Recovered { execution };
                     return match caps.domain().answer_decision(&decision.id, &answer, RECOVER_BY).await {
-                        Ok(_) => {
-                            if let Err(e) = report_recovered(&agent, &payload.run_id, &seen).await {
-                                tracing::warn!(run = %payload.run_id, error = %e, "could not write the verified report");
-                            }
+                        Ok(_) | Err(DomainError::Conflict(_)) => {
                             Ok(json!({"decisionId": decision.id, "verified": true}))
                         }
-                        Err(DomainError::Conflict(_)) => Ok(json!({"decisionId": decision.id, "verified": true})),
                         Err(e) => Err(HandlerError::Retry(e.to_string())),
                     };
                 }
-                if verdict == Some(false) || now_ms() >= deadline {
-                    let outcome = if verdict == Some(false) { "failed" } else { "not recovered in time" };
+                if verdict == Some(false) || !acted || now_ms() >= deadline {
+                    let outcome = match verdict {
+                        Some(false) => "failed".to_string(),
+                        _ if !acted => recovered_nothing(&agent, &payload.run_id).await,
+                        _ => "not recovered in time".to_string(),
+                    };
                     let evidence = json!({"autoRecover": {"outcome": outcome, "runId": payload.run_id, "facts": seen,
                         "suggestion": "look at the download in qBittorrent; Force recheck once its files are back, or leave it"}});
                     match caps.domain().advance_decision(&decision.id, "awaiting_user", &evidence).await {

@@ -152,6 +152,14 @@ pub struct Answered {
 }
 
 impl Answered {
+    /// Whether the call was refused because the run's allowlist does not
+    /// name its tool.
+    pub fn is_rejected(&self) -> bool {
+        let Block::ToolResult { content, .. } = &self.block else { return false };
+        self.status == ToolStatus::Denied
+            && serde_json::from_str::<Value>(content).is_ok_and(|v| v["error"]["kind"] == TOOL_CALL_REJECTED)
+    }
+
     /// Why a call that did not succeed did not, in a line (for events and
     /// the report's reasons).
     pub fn error_text(&self) -> Option<String> {
@@ -178,6 +186,21 @@ fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
         invocation_id: None,
         replayed: false,
     }
+}
+
+/// The error kind of a call refused because the run's allowlist does not
+/// name its tool: it was never run, whatever the tool is.
+pub const TOOL_CALL_REJECTED: &str = "tool_call_rejected";
+
+/// The answer to a call of `name`, which the run's allowlist (`allowed`)
+/// does not name.
+pub fn rejected(call_id: &str, name: &str, allowed: &[String]) -> Answered {
+    let message = format!(
+        "{name} is outside this run's allowlist, so it was not run; this run may call {}",
+        if allowed.is_empty() { "no capability".to_string() } else { allowed.join(", ") }
+    );
+    let error = json!({"kind": TOOL_CALL_REJECTED, "message": message});
+    answer(call_id, ToolStatus::Denied, json!({"status": "denied", "error": error}).to_string())
 }
 
 pub fn failed(call_id: &str, message: impl Into<String>) -> Answered {

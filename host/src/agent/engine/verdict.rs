@@ -39,7 +39,8 @@ impl Activity {
             .filter(|e| e.kind == "agent.tool_call")
             .map(|e| &e.payload)
             .filter(|p| {
-                p["actor"] == "agent" && matches!(p["phase"].as_str(), Some("finished" | "denied" | "reconciled"))
+                p["actor"] == "agent"
+                    && matches!(p["phase"].as_str(), Some("finished" | "denied" | "rejected" | "reconciled"))
             })
             .filter_map(|p| {
                 let name = p["name"].as_str()?;

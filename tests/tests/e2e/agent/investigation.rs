@@ -98,6 +98,22 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     assert!(allowed.iter().any(|c| c == "inventory.query") && allowed.iter().any(|c| c == "identity.resolve"));
     assert!(!allowed.iter().any(|c| c == "test.counter-safe" || c == "download.recheck"), "{allowed:?}");
     assert_eq!(env.mock.writes(), 0, "the write the model tried never ran");
+    let events = env.app.agent().runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let refused = events
+        .iter()
+        .find(|e| {
+            e.kind == "agent.tool_call" && e.payload["name"] == "test.counter-safe" && e.payload["phase"] != "started"
+        })
+        .unwrap_or_else(|| panic!("no end of the write the model tried: {events:?}"));
+    assert_eq!(
+        (refused.payload["phase"].as_str(), refused.payload["status"].as_str()),
+        (Some("rejected"), Some("denied"))
+    );
+    assert!(
+        refused.payload["error"].as_str().unwrap().contains("outside this run's allowlist"),
+        "{:?}",
+        refused.payload
+    );
 
     let found = &waiting.evidence["agentInvestigation"];
     assert_eq!(found["runId"], run.id.as_str());
@@ -188,7 +204,82 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     assert_eq!(runs_for(&env, decision).await.len(), 1, "one investigation");
 }
 
+/// A task kind that succeeds whenever it runs.
+struct Mends;
+
+impl capstan::tasks::TaskHandler for Mends {
+    fn run(&self, _task: capstan::tasks::Task) -> capstan::tasks::HandlerFuture {
+        Box::pin(async { Ok(json!({"mended": true})) })
+    }
+}
+
+/// A recovery that retries a task is verified from that task's state: the
+/// decision closes as `system:auto-recover` only once the retried task has
+/// succeeded, with its state as the facts.
+async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backend: Backend) {
+    use capstan_tests::grants::for_an_hour;
+    let env = env(backend).await;
+    let tasks = Tasks::new(env.db.clone());
+    let stuck = NewTask {
+        kind: "testMend".into(),
+        subject: None,
+        payload: json!({}),
+        dedupe_key: None,
+        max_attempts: 1,
+        created_by: "test".into(),
+    };
+    let stuck = tasks.enqueue(&stuck).await.unwrap().0.id;
+    sqlx::query("UPDATE task SET status = 'dead' WHERE id = $1").bind(&stuck).execute(&env.db.pool).await.unwrap();
+    let script = json!({"scripts": [{"match": ["investigate"], "steps": [
+        {"tools": [{"name": "task.retry", "input": {"taskId": stuck}}]}
+    ], "finalText": "Retried the task that had died."}]});
+    set(
+        &env.app,
+        &[
+            ("model.script", json!(script.to_string())),
+            ("agent.auto_investigate", json!(true)),
+            ("agent.auto_investigate_mode", json!("recover")),
+            ("agent.goal_poll_sec", json!(1)),
+            ("agent.recover_verify_sec", json!(60)),
+        ],
+    )
+    .await;
+    for action in ["download.recheck", "task.retry"] {
+        env.caps.authz().create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
+    }
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
+    let mut worker = Worker::new(tasks.clone(), env.app.audit().clone(), "recover".into(), config);
+    capstan::agent::task::register(&mut worker, env.app.agent());
+    capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
+    worker.handle("testMend", Arc::new(Mends));
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+
+    let decision = open(&env, "d-gone", json!({"problem": "the import task died"})).await;
+    let started = Instant::now();
+    let closed = loop {
+        let d = env.caps.domain().decision(&decision).await.unwrap();
+        if matches!(d.status.as_str(), "resolved" | "awaiting_user") {
+            break d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the recovery never ended: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        (closed.status.as_str(), closed.resolved_by.as_deref()),
+        ("resolved", Some("system:auto-recover")),
+        "{closed:?}"
+    );
+    let execution = &closed.resolution.as_ref().unwrap()["execution"];
+    assert_eq!(execution["verified"], true, "{execution}");
+    assert_eq!(execution["facts"]["retriedTasks"], json!([{"taskId": stuck, "status": "succeeded"}]), "{execution}");
+    assert_eq!(tasks.get(&stuck).await.unwrap().unwrap().status, TaskStatus::Succeeded);
+    let run = env.app.agent().runs().get(execution["runId"].as_str().unwrap()).await.unwrap();
+    let said = run.final_text.unwrap();
+    assert!(said.starts_with("Recovered (verified): the task it retried has succeeded."), "{said}");
+}
+
 both_backends!(
     a_new_decision_gets_one_bounded_read_only_investigation,
+    a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding,
     an_ambiguous_identity_is_asked_and_investigated_once
 );

@@ -4,9 +4,10 @@
 //! investigates and the decision says recovery was degraded; within a grant
 //! for `download.recheck` the run rechecks it, a try to change the source
 //! is refused, and the system closes the decision only once qBittorrent
-//! shows the download complete again (`verified: true`); the same root
-//! cause past `agent.investigate_max_attempts` goes straight to a human
-//! without a model call.
+//! shows the download complete again (`verified: true`); a recovery run
+//! that runs out of tool calls before acting hands the decision back at
+//! once; the same root cause past `agent.investigate_max_attempts` (2)
+//! goes straight to a human without a model call.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ use super::trouble::{submit, sync_until, worker};
 const RECOVERING: &str = r#"{"scripts": [{
   "match": ["investigate"],
   "steps": [
-    {"text": "Looking.", "tools": [{"name": "download.status", "input": {}}]},
+    {"text": "Looking.", "tools": [{"name": "task.inspect", "input": {}}, {"name": "download.status", "input": {}}]},
     {"tools": [
       {"name": "download.plan", "input": {"sourceReleaseId": "another", "slotId": "any"}},
       {"name": "download.recheck", "input": {"downloadTaskId": "{{download.status.downloads.0.downloadTaskId}}", "action": "recheck"}}
@@ -73,7 +74,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     settings(
         &env,
         json!({"model.script": RECOVERING, "agent.auto_investigate": true, "agent.auto_investigate_mode": "recover",
-               "agent.investigate_max_attempts": 1, "agent.recover_verify_sec": 60, "agent.goal_poll_sec": 1}),
+               "agent.recover_verify_sec": 60, "agent.goal_poll_sec": 1}),
     )
     .await;
     worker(&env);
@@ -117,6 +118,15 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
     let made: Vec<&str> = calls.iter().map(|c| c.capability_id.as_str()).collect();
     assert_eq!(made, ["download.recheck"], "the recheck, and no change of source, was made");
+    let events = env.app.agent().runs().run_events(run, 0, 1000).await.unwrap();
+    let ended = |name: &str| {
+        events
+            .iter()
+            .find(|e| e.kind == "agent.tool_call" && e.payload["name"] == name && e.payload["phase"] != "started")
+            .map(|e| e.payload["phase"].as_str().unwrap().to_string())
+    };
+    assert_eq!(ended("task.inspect").as_deref(), Some("finished"), "it looked at the tasks first");
+    assert_eq!(ended("download.plan").as_deref(), Some("rejected"), "the change of source was tool_call_rejected");
     let recovered = env.app.agent().runs().get(run).await.unwrap();
     let said = recovered.final_text.unwrap();
     assert!(said.starts_with("Recovered (verified): qBittorrent shows the download completed."), "{said}");
@@ -127,17 +137,35 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(env.domain().plans(None, None, 100).await.unwrap().len(), plans, "the source was never changed");
     assert_eq!(torrents(&qbt, None).await.len(), 1);
 
-    // Past the attempts allowed, a human decides and no model is called
-    // (once the sync has seen the download home again).
+    // The second attempt (agent.investigate_max_attempts is 2 by default)
+    // runs out of tool calls before its recheck: nothing was recovered,
+    // and a human is asked at once, not after the verification window.
     wait_for_status(&env, &task, "completed after the recovery", |d| d["status"] == "completed").await;
     sync_until(&env, &root, "the recovery recorded", |_| true).await;
     assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    settings(&env, json!({"agent.investigate_max_tool_calls": 1})).await;
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let third = sync_until(&env, &root, "a third occurrence", |d| d.len() == 3).await.remove(2);
     let third = until(&env, &third.id, "came back to a human", |d| d.status == "awaiting_user").await;
-    assert_eq!(third.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", third.evidence);
+    let recover = &third.evidence["autoRecover"];
+    assert_eq!(recover["attempt"], 2, "{:?}", third.evidence);
+    assert!(recover["outcome"].as_str().unwrap().contains("budget_exceeded"), "{recover}");
+    let run = third.evidence["agentInvestigation"]["runId"].as_str().unwrap();
+    assert!(capstan::ledger::for_run(env.caps.db(), run).await.unwrap().is_empty(), "it rechecked nothing");
+    assert_eq!(env.app.agent().runs().get(run).await.unwrap().status.as_str(), "budget_exceeded");
+
+    // A human rechecks; past the attempts allowed, the next occurrence goes
+    // to a human and no model is called.
+    env.domain().answer_decision(&third.id, &answered, "admin:alice").await.unwrap();
+    wait_for_status(&env, &task, "completed by the human's recheck", |d| d["status"] == "completed").await;
+    sync_until(&env, &root, "the download recorded completed again", |_| true).await;
+    assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
+    let fourth = sync_until(&env, &root, "a fourth occurrence", |d| d.len() == 4).await.remove(3);
+    let fourth = until(&env, &fourth.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    assert_eq!(fourth.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", fourth.evidence);
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run WHERE decision_id = $1")
-        .bind(&third.id)
+        .bind(&fourth.id)
         .fetch_one(&env.caps.db().pool)
         .await
         .unwrap();

@@ -342,7 +342,11 @@ impl<'a> RunState<'a> {
                 }
                 Ok(input) => self.answer_one(call, input).await?,
             };
-            let phase = if answered.status == ToolStatus::Denied { "denied" } else { "finished" };
+            let phase = match answered.status {
+                ToolStatus::Denied if answered.is_rejected() => "rejected",
+                ToolStatus::Denied => "denied",
+                _ => "finished",
+            };
             self.rt
                 .runs
                 .append_event_counting_call(
@@ -373,13 +377,13 @@ impl<'a> RunState<'a> {
 
     /// A capability call through the one invoke path.
     pub(super) async fn invoke(&self, call: &ToolCall, name: &str, input: &Value) -> Result<Answered, EngineError> {
+        // Outside the allowlist is refused by name, loaded or not: a bounded
+        // run is told what it may call, never probed for what exists.
+        if let Some(allowed) = self.allowlist.as_ref().filter(|a| !a.iter().any(|id| id == name)) {
+            return Ok(toolbox::rejected(&call.id, name, allowed));
+        }
         if self.rt.caps.runtime().snapshot().get(name).is_none() {
             return Ok(toolbox::failed(&call.id, format!("no tool named {name} is available")));
-        }
-        if self.allowlist.as_ref().is_some_and(|a| !a.iter().any(|id| id == name)) {
-            let mut a = toolbox::failed(&call.id, format!("{name} is not in this run's capability allowlist"));
-            a.status = ToolStatus::Denied;
-            return Ok(a);
         }
         let origin = self.caller.origin(&call.id);
         match self.rt.caps.invoke(&origin, name, input).await {
