@@ -112,6 +112,7 @@ async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &
     if !retried.is_empty() {
         return retried_facts(caps, retried).await;
     }
+
     let Some(download) = decision.subject.as_deref() else { return (Some(false), json!({"why": "no subject"})) };
     if let Ok(stored) = caps.domain().download(download).await {
         match stored.status.as_str() {

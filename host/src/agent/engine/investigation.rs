@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::agent::runs::{Run, RunStatus};
-use crate::domain::{Domain, DomainError, VERIFY_RECOVERY};
+use crate::domain::{Answer, Domain, DomainError, VERIFY_RECOVERY};
 use crate::tasks::{NewTask, Tasks};
 
 /// Who starts recovery runs.
@@ -31,10 +31,17 @@ pub async fn ended(domain: &Domain, tasks: &Tasks, run: &Run, status: RunStatus,
         "toolCalls": calls,
     }});
     let next = if recovering { "investigating" } else { "awaiting_user" };
-    match domain.advance_decision(&investigation.decision_id, next, &evidence).await {
+    let decision = match domain.advance_decision(&investigation.decision_id, next, &evidence).await {
+        Ok(decision) => Some(decision),
         // Answered meanwhile: that answer stands.
-        Ok(_) | Err(DomainError::Conflict(_)) => {}
-        Err(e) => tracing::warn!(run = %run.id, error = %e, "could not hand an investigated decision back"),
+        Err(DomainError::Conflict(_)) => None,
+        Err(e) => {
+            tracing::warn!(run = %run.id, error = %e, "could not hand an investigated decision back");
+            None
+        }
+    };
+    if let Some(decision) = decision.filter(|d| d.kind == "identity_ambiguous") {
+        identity_settled(domain, run, &decision).await;
     }
     if recovering {
         let verify = NewTask {
@@ -48,5 +55,22 @@ pub async fn ended(domain: &Domain, tasks: &Tasks, run: &Run, status: RunStatus,
         if let Err(e) = tasks.enqueue(&verify).await {
             tracing::warn!(run = %run.id, error = %e, "could not queue the check of a recovery");
         }
+    }
+}
+
+/// An ambiguous identity the run resolved (`identity.resolve` is among what
+/// an investigation may call): the release's stored identity is the fact,
+/// and a resolved one closes the decision for the run's creator.
+async fn identity_settled(domain: &Domain, run: &Run, decision: &crate::domain::Decision) {
+    let Some(release) = decision.subject.as_deref() else { return };
+    let Ok(found) = domain.release(release).await else { return };
+    if found.identity_status != "resolved" {
+        return;
+    }
+    let facts = json!({"release": release, "identityStatus": found.identity_status, "entityId": found.entity_id});
+    let execution = json!({"kind": "agent_recover", "verified": true, "runId": run.id, "facts": facts});
+    match domain.answer_decision(&decision.id, &Answer::Recovered { execution }, &run.created_by).await {
+        Ok(_) | Err(DomainError::Conflict(_)) => {}
+        Err(e) => tracing::warn!(run = %run.id, error = %e, "could not close a resolved identity's decision"),
     }
 }

@@ -6,7 +6,9 @@
 //! human with the run's conclusion. A second trigger starts nothing;
 //! with the setting off, or for a decision an agent run caused, no run
 //! starts at all. An ambiguous identity found by `identity.resolve` opens
-//! one decision and one investigation however often it is asked again.
+//! one decision and one investigation however often it is asked again, and
+//! an investigation that resolves the identity closes it on the stored
+//! fact. A recovery by `task.retry` is verified by the task succeeding.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -202,6 +204,46 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     assert!(waiting.evidence["agentInvestigation"]["conclusion"].is_string(), "{:?}", waiting.evidence);
     assert_eq!(investigations(&env, decision).await.len(), 1, "one trigger");
     assert_eq!(runs_for(&env, decision).await.len(), 1, "one investigation");
+
+    // An investigation that settles the identity closes the question, the
+    // release's stored identity being the fact.
+    let remake = NewRelease {
+        indexer: "torznab".into(),
+        title: "The.Lion.King.2160p.WEB-DL.x265-GRP".into(),
+        parsed: json!({}),
+        size: Some(9_000_000_000),
+        infohash: Some("c".repeat(40)),
+        download_url: None,
+    };
+    let remake = domain.record_release(&remake).await.unwrap();
+    let chosen = domain.entities(Some("movie"), 10).await.unwrap().into_iter().find(|e| e.year == Some(2019)).unwrap();
+    let settling = json!({"scripts": [{"match": ["investigate"], "steps": [{"tools": [{"name": "identity.resolve",
+        "input": {"sourceReleaseId": remake.id, "candidates": [{"entityId": chosen.id}]}}]}],
+        "finalText": "The 2019 film: the release is 2160p WEB-DL, which the 1994 film never had."}]});
+    set(&env.app, &[("model.script", json!(settling.to_string()))]).await;
+    let origin = Origin::cli(EffectClass::Propose);
+    let out = env.caps.invoke(&origin, "identity.resolve", &json!({"sourceReleaseId": remake.id})).await.unwrap();
+    let asked = out.output.unwrap()["decisionId"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    let closed = loop {
+        let d = domain.decision(&asked).await.unwrap();
+        if matches!(d.status.as_str(), "resolved" | "awaiting_user") {
+            break d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "never investigated: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        (closed.status.as_str(), closed.resolved_by.as_deref()),
+        ("resolved", Some("system:auto-investigate")),
+        "{closed:?}"
+    );
+    let facts = &closed.resolution.as_ref().unwrap()["execution"]["facts"];
+    assert_eq!(
+        (facts["identityStatus"].as_str(), facts["entityId"].as_str()),
+        (Some("resolved"), Some(chosen.id.as_str()))
+    );
+    assert_eq!(domain.release(&remake.id).await.unwrap().entity_id.as_deref(), Some(chosen.id.as_str()));
 }
 
 /// A task kind that succeeds whenever it runs.
