@@ -264,20 +264,34 @@ impl Organization {
     }
 }
 
-/// A question left for a human, opened at most once per dedupe key.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// A question left for a human, opened at most once per dedupe key. It
+/// goes `open → investigating → awaiting_user → resolved | dismissed`
+/// (the last two final) and is answered once.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     pub id: String,
+    /// `download_failed`, `download_stalled`, `import_failed`,
+    /// `agent_budget`, `identity_ambiguous`, or a component's own kind.
     pub kind: String,
+    /// The record it is about (a download, an organization, a release, a run).
     pub subject: Option<String>,
-    /// One of [`DECISION_STATUSES`].
+    /// `open`, `investigating`, `awaiting_user`, `resolved` or `dismissed`.
+    #[schema(pattern = "^(open|investigating|awaiting_user|resolved|dismissed)$")]
     pub status: String,
-    /// What a human may choose: each `{id, label, action...}`.
+    /// What a human may choose: each `{id, label}` and exactly one of
+    /// `capabilityId` with `input`, or `action` (`retry` with `taskId`,
+    /// `reevaluate`, `accept`, `dismiss`, `ignore`); `detail` to show.
+    #[schema(value_type = Vec<Object>)]
     pub options: Value,
+    /// What is known: the facts, `agentInvestigation`, `autoRecover`.
+    #[schema(value_type = Object)]
     pub evidence: Value,
-    /// The choice and what came of it, once resolved or dismissed.
+    /// The choice and what came of it (`execution`), once resolved or
+    /// dismissed; `cleared` with `facts` when the cause went away.
+    #[schema(value_type = Option<Object>)]
     pub resolution: Option<Value>,
+    /// One per root cause: `<kind>:<subject>`, later occurrences `#2`, ...
     pub dedupe_key: String,
     /// Who resolved or dismissed it (a principal, or `system:...`).
     pub resolved_by: Option<String>,

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::library::domain_error;
-use crate::domain::{Answer, DECISION_STATUSES, DecisionFilter, DomainError};
+use crate::domain::{Answer, DECISION_STATUSES, Decision, DecisionFilter, DomainError};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -48,6 +48,15 @@ fn cursor(after: &str) -> Result<(i64, &str), ApiError> {
     })
 }
 
+/// A page of decisions.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct DecisionPage {
+    /// Newest first.
+    decisions: Vec<Decision>,
+    /// The `after` of the following page; null on the last.
+    next: Option<String>,
+}
+
 /// Decisions, newest first; `next` is the `after` of the following page.
 #[utoipa::path(get, path = "/api/v1/decisions", tag = "decisions",
     security(("apiKey" = []), ("consoleSession" = [])),
@@ -57,7 +66,7 @@ fn cursor(after: &str) -> Result<(i64, &str), ApiError> {
            ("subject" = Option<String>, Query, description = "The record the decision is about"),
            ("after" = Option<String>, Query, pattern = "^[0-9]{1,18}\\.[0-9A-Za-z_-]{1,64}$", description = "The previous page's `next`"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "At most this many (default 50)")),
-    responses((status = 200, description = "{decisions, next}", body = serde_json::Value),
+    responses((status = 200, description = "A page of decisions", body = DecisionPage),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -73,14 +82,14 @@ pub async fn list(
         Some(last) if decisions.len() as i64 == limit => Some(format!("{}.{}", last.created_at, last.id)),
         _ => None,
     };
-    Ok(Json(json!({ "decisions": decisions, "next": next })))
+    Ok(Json(json!(DecisionPage { decisions, next })))
 }
 
 /// One decision.
 #[utoipa::path(get, path = "/api/v1/decisions/{id}", tag = "decisions",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Decision id")),
-    responses((status = 200, description = "The decision", body = serde_json::Value),
+    responses((status = 200, description = "The decision", body = Decision),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody)))]
 pub async fn get(
@@ -141,7 +150,7 @@ impl utoipa::ToSchema for DecisionAnswer {}
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Decision id")),
     request_body = DecisionAnswer,
-    responses((status = 200, description = "The answered decision", body = serde_json::Value),
+    responses((status = 200, description = "The answered decision", body = Decision),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody),

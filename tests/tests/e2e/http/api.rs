@@ -416,6 +416,14 @@ async fn the_openapi_document_describes_the_routes_that_exist(backend: Backend) 
     let invoke_body = &doc["components"]["schemas"]["InvokeBody"];
     assert!(invoke_body["required"].as_array().unwrap().contains(&json!("input")), "{invoke_body}");
     assert!(doc["components"]["securitySchemes"]["apiKey"].is_object());
+    // A decision's lifecycle and what it carries are in the document.
+    let decision = &doc["components"]["schemas"]["Decision"];
+    assert!(decision["description"].as_str().unwrap().contains("open → investigating → awaiting_user"), "{decision}");
+    for field in ["kind", "status", "options", "evidence", "resolution", "dedupeKey", "resolvedBy", "openedBy"] {
+        assert!(decision["properties"].get(field).is_some(), "Decision has no {field}: {decision}");
+    }
+    let page = &paths["/api/v1/decisions"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    assert_eq!(page["$ref"], "#/components/schemas/DecisionPage", "{page}");
 
     let mut operations = 0;
     for (path, item) in paths {
