@@ -37,7 +37,10 @@ pub struct CallState {
     /// The services, roots and settings as they were when the call began.
     pub(crate) setup: Arc<Setup>,
     pub(crate) limits: StoreLimits,
-    pub(crate) effect_started: bool,
+    /// Effect imports entered whose effect may have happened: a trap, a
+    /// timeout or an `unavailable` / `internal` answer after one leaves the
+    /// outcome unknown.
+    pub(crate) effects: u32,
     pub(crate) denials: Vec<Denial>,
     /// Denials past [`MAX_DENIALS_KEPT`], counted only.
     pub(crate) denials_dropped: u64,
@@ -80,7 +83,7 @@ impl CallState {
             services,
             setup,
             limits,
-            effect_started: false,
+            effects: 0,
             denials: Vec::new(),
             denials_dropped: 0,
             stdout,
@@ -131,10 +134,23 @@ impl CallState {
         self.denials.push(Denial { import: import.to_string(), needed, granted: self.grant.max_class, reason });
     }
 
-    /// Marks that an effect is about to happen: from here on, a trap or a
-    /// timeout leaves the outcome unknown rather than failed.
+    /// Marks that an effect is about to happen: from here on, a trap, a
+    /// timeout or an error answer other than a refusal leaves the outcome
+    /// unknown rather than failed.
     pub(crate) fn mark_effect(&mut self) {
-        self.effect_started = true;
+        self.effects += 1;
+    }
+
+    /// Takes back the mark of the effect import that just ended in a
+    /// definite refusal (the service answered 4xx, the store refused the
+    /// change in its transaction): nothing happened through it.
+    pub(crate) fn no_effect(&mut self) {
+        self.effects = self.effects.saturating_sub(1);
+    }
+
+    /// Whether an effect may have happened in this call.
+    pub(crate) fn effect_started(&self) -> bool {
+        self.effects > 0
     }
 }
 

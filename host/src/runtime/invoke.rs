@@ -27,6 +27,14 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// Whether the component says the call was refused, so nothing it
+    /// asked for was done.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self.kind.as_str(), "invalid-input" | "not-found" | "conflict" | "denied")
+    }
+}
+
 /// Why the host stopped a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -73,11 +81,16 @@ pub struct CallReport {
 }
 
 impl CallReport {
-    /// A trap after an effect started is `unknown`: something may have happened.
+    /// A trap after an effect started is `unknown`: something may have
+    /// happened. So is a failure that is not a refusal (`unavailable`,
+    /// `internal`: a timeout, a transport error, a server error): the write
+    /// may have been carried out before it. A refusal (`invalid-input`,
+    /// `not-found`, `conflict`, `denied`) says nothing was done.
     pub fn status(&self) -> Status {
         match &self.outcome {
             CallOutcome::Succeeded { .. } => Status::Succeeded,
             CallOutcome::Pending { .. } => Status::Pending,
+            CallOutcome::Failed { failure } if self.effect_started && !failure.is_refusal() => Status::Unknown,
             CallOutcome::Failed { .. } => Status::Failed,
             CallOutcome::Trapped { .. } if self.effect_started => Status::Unknown,
             CallOutcome::Trapped { .. } => Status::Failed,
@@ -289,7 +302,7 @@ pub(crate) async fn call(
         hold.release().await;
     }
     let state = store.data();
-    report.effect_started = state.effect_started;
+    report.effect_started = state.effect_started();
     report.denials = state.denials.clone();
     if state.denials_dropped > 0 {
         let last = state.denials.last().cloned();

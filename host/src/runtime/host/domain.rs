@@ -73,6 +73,14 @@ impl CallState {
             .ok_or_else(|| HostError::Unavailable("no domain store is attached to this runtime".into()))
     }
 
+    /// The store refuses a change in the transaction that would have made
+    /// it: a refusal leaves nothing done.
+    fn refused_in_store(&mut self, answer: &Result<String, HostError>) {
+        if matches!(answer, Err(HostError::Invalid(_) | HostError::Conflict(_) | HostError::NotFound(_))) {
+            self.no_effect();
+        }
+    }
+
     fn author(&self) -> CallAuthor<'_> {
         CallAuthor {
             principal: &self.grant.principal,
@@ -94,7 +102,9 @@ impl drafts::Host for CallState {
         self.check(interface::DRAFTS)?;
         let domain = self.domain()?;
         self.mark_effect();
-        domain.create_draft(self.author(), &kind, &draft).await
+        let answer = domain.create_draft(self.author(), &kind, &draft).await;
+        self.refused_in_store(&answer);
+        answer
     }
 }
 
@@ -130,7 +140,9 @@ impl records::Host for CallState {
                 if let Some(hold) = hold {
                     hold.release().await;
                 }
-                Err(e)
+                let refused = Err(e);
+                self.refused_in_store(&refused);
+                refused
             }
         }
     }

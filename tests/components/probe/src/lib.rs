@@ -74,6 +74,9 @@ pub enum Action {
     /// Creates a draft of `kind` through the drafts import and returns what
     /// the host answered, or its refusal as `{"refused": message}`.
     Draft { kind: String, draft: serde_json::Value },
+    /// Sends a request through outbound-write, then fails with `fail`
+    /// (`unavailable`, `conflict`, ...) whatever came back.
+    SendThenFail { service: String, method: String, path: String, fail: String },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -198,6 +201,19 @@ impl Capability for Probe {
                 Ok(answer) => ok(answer),
                 Err(e) => ok(serde_json::json!({ "refused": e.to_string() })),
             },
+            Action::SendThenFail { service, method, path, fail } => {
+                let sent = outbound::write(Request { service, method, path, ..Request::default() });
+                let said = match sent {
+                    Ok(resp) => format!("the service answered {}", resp.status),
+                    Err(e) => format!("the request failed: {e}"),
+                };
+                Err(match fail.as_str() {
+                    "conflict" => Failure::Conflict(said),
+                    "invalid-input" => Failure::InvalidInput(said),
+                    "internal" => Failure::Internal(said),
+                    _ => Failure::Unavailable(said),
+                })
+            }
             Action::MkdirThenSpin { root, path } => {
                 files::mkdir(&root, &path)?;
                 let mut n: u64 = 0;

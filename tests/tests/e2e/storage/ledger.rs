@@ -37,6 +37,7 @@ pub async fn env(backend: Backend) -> Env {
         timeout_ms: 5_000,
         response_cap_bytes: 1 << 20,
     };
+    host.config.services.insert("echo".into(), service.clone());
     host.config.services.insert("counter".into(), service);
     let probe = capstan::config::CapabilityConfig { deadline_ms: Some(1_000), ..Default::default() };
     host.config.capabilities.insert("test.probe".into(), probe);

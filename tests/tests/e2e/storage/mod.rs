@@ -11,3 +11,4 @@ mod settings;
 mod setup;
 mod store;
 mod tasks;
+mod uncertain;

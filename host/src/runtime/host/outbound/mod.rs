@@ -190,7 +190,12 @@ impl CallState {
             service.login(generation).await?;
             (resp, redactor, _) = service.send_once(&req.service, &req, &decoded, &method).await?;
         }
-        service.read_masked(&req.service, resp, &redactor).await
+        let answer = service.read_masked(&req.service, resp, &redactor).await?;
+        // A 4xx is the service refusing the request: it did not happen.
+        if !is_read && (400..500).contains(&answer.status) {
+            self.no_effect();
+        }
+        Ok(answer)
     }
 }
 
