@@ -77,6 +77,9 @@ pub enum Action {
     /// Sends a request through outbound-write, then fails with `fail`
     /// (`unavailable`, `conflict`, ...) whatever came back.
     SendThenFail { service: String, method: String, path: String, fail: String },
+    /// Creates a draft through the drafts import, then fails `unavailable`
+    /// whatever came back.
+    DraftThenFail { kind: String, draft: serde_json::Value },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -213,6 +216,13 @@ impl Capability for Probe {
                     "internal" => Failure::Internal(said),
                     _ => Failure::Unavailable(said),
                 })
+            }
+            Action::DraftThenFail { kind, draft } => {
+                let said = match host::domain::create_draft(&kind, &draft) {
+                    Ok(_) => "drafted".to_string(),
+                    Err(e) => format!("refused: {e}"),
+                };
+                Err(Failure::Unavailable(said))
             }
             Action::MkdirThenSpin { root, path } => {
                 files::mkdir(&root, &path)?;

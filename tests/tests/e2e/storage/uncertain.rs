@@ -3,8 +3,8 @@
 //! `internal` after the service answered, the way a timeout or a dropped
 //! connection ends) may have done what it was asked, so its ledger row is
 //! `unknown`, never `failed`; a refusal (`conflict`, `invalid-input`), a
-//! write the service refused with a 4xx, and a failure before any write are
-//! `failed`.
+//! write the service refused with a 4xx, a record the store refused, and a
+//! failure before any write are `failed`.
 
 use capstan::ledger::{LedgerStatus, by_id};
 use capstan::pipeline::Origin;
@@ -37,6 +37,15 @@ async fn an_error_after_a_write_is_unknown_and_a_refusal_is_failed(backend: Back
         let row = by_id(&env.db, inv.invocation_id.as_deref().unwrap()).await.unwrap().unwrap();
         let stored = if expected == Status::Unknown { LedgerStatus::Unknown } else { LedgerStatus::Failed };
         assert_eq!(row.status, stored, "{method} {path} then {fail}");
+    }
+    // A record made is an effect; one the store refused is not.
+    let drafted = json!({"kind": "evidence", "draft": {"subject": "s", "body": {"seen": true}}});
+    let refused = json!({"kind": "decision", "draft": {"kind": "download_failed", "dedupeKey": "download_failed:x"}});
+    for (draft, expected) in [(drafted, Status::Unknown), (refused, Status::Failed)] {
+        let mut input = draft.clone();
+        input["action"] = json!("draft-then-fail");
+        let inv = env.caps.invoke(&origin, "test.probe", &input).await.unwrap();
+        assert_eq!(inv.status, expected, "{draft}: {:?}", inv.error);
     }
 }
 
