@@ -11,6 +11,8 @@
 //!   and key: never evidence, options or answers it did not write.
 //! - It may hold at most [`MAX_UNDECIDED`] undecided decisions, and its
 //!   evidence and options are bounded in size.
+//! - It may not offer to `retry` a task: re-running a task that died is
+//!   the host's to offer.
 //! - A capability it offers runs, when a human chooses it, with no outside
 //!   effect (`recovery::resolve` refuses one labelled above propose and
 //!   caps the call's grant at propose).
@@ -76,6 +78,14 @@ fn check_shape(
     }
     if subject.is_some_and(|s| s.chars().count() > MAX_SUBJECT) {
         return Err(invalid(format!("a decision's subject is at most {MAX_SUBJECT} characters")));
+    }
+    // Queuing one of the host's tasks again is the host's to offer: a
+    // button a component labels could otherwise re-run any task that died.
+    let retries = options.as_array().is_some_and(|list| list.iter().any(|o| o.get("action") == Some(&json!("retry"))));
+    if retries {
+        return Err(invalid(
+            "a component's decision may not offer to retry a task; the host offers its own retries".into(),
+        ));
     }
     for (what, value) in [("evidence", evidence), ("options", options)] {
         let size = value.to_string().len();
@@ -155,6 +165,9 @@ mod tests {
             ("quality_check", Some("s".repeat(201)), json!({}), "quality_check:r1", "subject is at most"),
             ("quality_check", None, big, "quality_check:r1", "evidence is"),
         ];
+        let retry = json!([{"id": "again", "label": "Leave it", "action": "retry", "taskId": "t1"}]);
+        let err = check_shape("quality_check", None, &json!({}), &retry, "quality_check:r1").unwrap_err();
+        assert!(err.to_string().contains("may not offer to retry"), "{err}");
         for (kind, subject, evidence, key, expected) in cases {
             let err = check_shape(kind, subject.as_deref(), &evidence, &json!([]), key).unwrap_err().to_string();
             assert!(err.contains(expected), "{kind} {key}: {err}");

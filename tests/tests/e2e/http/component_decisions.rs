@@ -124,6 +124,11 @@ async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend)
         (json!({"kind": "probe_question", "dedupeKey": "download_failed:d1"}), "dedupe key is"),
         (json!({"kind": "probe_question", "dedupeKey": "probe_question:h"}), "another opener"),
         (
+            json!({"kind": "probe_question", "dedupeKey": "probe_question:r", "options": [
+                {"id": "again", "label": "Leave it", "action": "retry", "taskId": "any-task"}]}),
+            "may not offer to retry",
+        ),
+        (
             json!({"kind": "probe_question", "dedupeKey": "probe_question:big", "evidence": {"x": "y".repeat(70_000)}}),
             "evidence is",
         ),
