@@ -23,7 +23,7 @@ mod releases;
 mod titles;
 
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
-pub use decision_options::OPTION_ACTIONS;
+pub use decision_options::{OPTION_ACTIONS, find as decision_option};
 pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;

@@ -196,6 +196,6 @@ pub async fn answer(
 async fn refused_option(state: &AppState, id: &str, answer: &Answer<'_>) -> Option<String> {
     let Answer::Resolve { option_id } = answer else { return None };
     let decision = state.caps().domain().decision(id).await.ok()?;
-    let option = decision.options.as_array()?.iter().find(|o| o["id"] == *option_id)?;
+    let option = crate::domain::decision_option(&decision.options, option_id)?;
     crate::recovery::refusal(state.caps(), &decision, option)
 }

@@ -61,6 +61,19 @@ async fn investigations(env: &Env, decision: &str) -> Vec<Value> {
     }
 }
 
+/// Waits until decision `id` is in one of `statuses`, and answers it.
+async fn reaches(env: &Env, id: &str, statuses: &[&str]) -> capstan::domain::Decision {
+    let started = Instant::now();
+    loop {
+        let d = env.caps.domain().decision(id).await.unwrap();
+        if statuses.contains(&d.status.as_str()) {
+            return d;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "decision {id} never reached {statuses:?}: {d:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn runs_for(env: &Env, decision: &str) -> Vec<String> {
     sqlx::query_scalar("SELECT id FROM agent_run WHERE decision_id = $1")
         .bind(decision)
@@ -81,15 +94,7 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
 
     set(&env.app, &[("agent.auto_investigate", json!(true))]).await;
     let decision = open(&env, "d1", json!({"problem": "qBittorrent reports the download missing"})).await;
-    let started = Instant::now();
-    let waiting = loop {
-        let d = env.caps.domain().decision(&decision).await.unwrap();
-        if d.status == "awaiting_user" {
-            break d;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the decision never came back to a human: {d:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let waiting = reaches(&env, &decision, &["awaiting_user"]).await;
     let runs = runs_for(&env, &decision).await;
     assert_eq!(runs.len(), 1, "one investigation");
     let run = env.app.agent().runs().get(&runs[0]).await.unwrap();
@@ -191,15 +196,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     opened.dedup();
     assert_eq!(opened.len(), 1, "one decision however often it is asked");
     let decision = &opened[0];
-    let started = Instant::now();
-    let waiting = loop {
-        let d = domain.decision(decision).await.unwrap();
-        if d.status == "awaiting_user" {
-            break d;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "never investigated: {d:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let waiting = reaches(&env, decision, &["awaiting_user"]).await;
     assert_eq!(waiting.kind, "identity_ambiguous");
     assert!(waiting.evidence["agentInvestigation"]["conclusion"].is_string(), "{:?}", waiting.evidence);
     assert_eq!(investigations(&env, decision).await.len(), 1, "one trigger");
@@ -224,15 +221,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     let origin = Origin::cli(EffectClass::Propose);
     let out = env.caps.invoke(&origin, "identity.resolve", &json!({"sourceReleaseId": remake.id})).await.unwrap();
     let asked = out.output.unwrap()["decisionId"].as_str().unwrap().to_string();
-    let started = Instant::now();
-    let closed = loop {
-        let d = domain.decision(&asked).await.unwrap();
-        if matches!(d.status.as_str(), "resolved" | "awaiting_user") {
-            break d;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "never investigated: {d:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let closed = reaches(&env, &asked, &["resolved", "awaiting_user"]).await;
     assert_eq!(
         (closed.status.as_str(), closed.resolved_by.as_deref()),
         ("resolved", Some("system:auto-investigate")),
@@ -297,15 +286,7 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 
     let decision = open(&env, "d-gone", json!({"problem": "the import task died"})).await;
-    let started = Instant::now();
-    let closed = loop {
-        let d = env.caps.domain().decision(&decision).await.unwrap();
-        if matches!(d.status.as_str(), "resolved" | "awaiting_user") {
-            break d;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the recovery never ended: {d:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let closed = reaches(&env, &decision, &["resolved", "awaiting_user"]).await;
     assert_eq!(
         (closed.status.as_str(), closed.resolved_by.as_deref()),
         ("resolved", Some("system:auto-recover")),

@@ -5,8 +5,6 @@
 //! another opener's key, it is told nothing of decisions it did not open,
 //! and it cannot flood the operator's list.
 
-use std::time::{Duration, Instant};
-
 use capstan::domain::{Answer, MAX_UNDECIDED};
 use capstan::pipeline::Origin;
 use capstan::runtime::EffectClass;
@@ -16,6 +14,7 @@ use capstan_tests::db::Backend;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::decisions::executed;
 use crate::storage::ledger::{Env, env};
 
 /// What the probe component got back from `drafts.create("decision", draft)`.
@@ -24,18 +23,6 @@ async fn probe_opens(env: &Env, draft: Value) -> Value {
     let inv = env.caps.invoke(&Origin::cli(EffectClass::Execute), "test.probe", &input).await.unwrap();
     assert_eq!(inv.status, capstan::runtime::Status::Succeeded, "{:?}", inv.error);
     inv.output.unwrap()["result"].clone()
-}
-
-async fn executed(api: &Api, id: &str) -> Value {
-    let started = Instant::now();
-    loop {
-        let decision = api.json(&format!("/decisions/{id}")).await;
-        if !decision["resolution"]["execution"].is_null() {
-            return decision;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "decision {id} was never carried out: {decision}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend) {

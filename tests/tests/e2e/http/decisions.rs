@@ -36,7 +36,7 @@ async fn open(env: &Env, subject: &str, task: &str) -> String {
 }
 
 /// Waits until decision `id` records what its option came to.
-async fn executed(api: &Api, id: &str) -> Value {
+pub(super) async fn executed(api: &Api, id: &str) -> Value {
     let started = Instant::now();
     loop {
         let decision = api.json(&format!("/decisions/{id}")).await;
