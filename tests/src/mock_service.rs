@@ -29,6 +29,9 @@ pub struct Counters {
     /// While set, a count is recorded but not answered: the caller is left
     /// waiting, as a process that dies mid-call would be.
     pub hold_answers: std::sync::atomic::AtomicBool,
+    /// While set, asking whether a count happened answers 503, so a
+    /// component's `verify` cannot tell.
+    pub status_down: std::sync::atomic::AtomicBool,
 }
 
 /// A running mock service.
@@ -100,9 +103,12 @@ async fn count(State(c): State<Arc<Counters>>, Query(q): Query<BTreeMap<String, 
 }
 
 async fn count_status(State(c): State<Arc<Counters>>, Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
+    if c.status_down.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"error": "down"})));
+    }
     let key = q.get("key").cloned().unwrap_or_default();
     let done = c.keys.lock().unwrap().contains(&key);
-    Json(json!({ "done": done, "count": c.writes.load(Ordering::SeqCst) }))
+    (StatusCode::OK, Json(json!({ "done": done, "count": c.writes.load(Ordering::SeqCst) })))
 }
 
 async fn login(State(c): State<Arc<Counters>>, Form(form): Form<BTreeMap<String, String>>) -> impl IntoResponse {

@@ -13,12 +13,28 @@ use serde::{Deserialize, Serialize};
 use super::providers::{Block, Message, Role};
 use super::tools::plan::Plan;
 
+/// How a host's note to the model begins, beside a user's message: the
+/// words after it are the host's, not the user's.
+pub const HOST_NOTE: &str = "[Checked by Capstan before going on]";
+
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
-    /// A user request starts: the goal or a later message.
-    Request { request_id: String, message_seq: i64, text: String },
+    /// A user message is taken: the goal or a later message. It starts a
+    /// task (a new `request_id`) or, with `continues`, goes on with the
+    /// current one under the same `request_id`, keeping its plan.
+    Request {
+        request_id: String,
+        message_seq: i64,
+        text: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        continues: bool,
+        /// What the host checked before the message was taken, told to
+        /// the model beside it (it starts with [`HOST_NOTE`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// The model's answer, tool calls included.
     Assistant { content: Vec<Block> },
     /// The results of the answer's tool calls.
@@ -34,9 +50,12 @@ pub enum Entry {
 pub struct Session {
     pub messages: Vec<Message>,
     pub plan: Option<Plan>,
-    /// The request being answered, and the seq of its message.
+    /// The request being answered, and the seq of its latest message.
     pub request: Option<(String, i64)>,
-    /// The words of the request being answered (kept whole by compaction).
+    /// The words of the message that started the task.
+    pub task_text: String,
+    /// The words of the request being answered, kept whole by compaction:
+    /// the task's words, and the latest follow-up when there is one.
     pub request_text: String,
     /// The highest message seq taken into the conversation.
     pub last_message_seq: i64,
@@ -46,10 +65,26 @@ impl Session {
     /// Applies one entry.
     pub fn apply(&mut self, entry: &Entry) {
         match entry {
-            Entry::Request { request_id, message_seq, text } => {
-                self.messages.push(Message::user_text(text.clone()));
+            Entry::Request { request_id, message_seq, text, continues, note } => {
+                let mut words = vec![Block::Text { text: text.clone() }];
+                if let Some(note) = note {
+                    words.push(Block::Text { text: note.clone() });
+                }
+                // Results the model has not answered yet (the run stopped
+                // there) and the message that follows them are one turn.
+                match self.messages.last_mut() {
+                    Some(last) if last.role == Role::User && last.content.iter().any(Block::is_tool_result) => {
+                        last.content.extend(words)
+                    }
+                    _ => self.messages.push(Message { role: Role::User, content: words }),
+                }
                 self.request = Some((request_id.clone(), *message_seq));
-                self.request_text = text.clone();
+                if *continues {
+                    self.request_text = format!("{}\n\n{text}", self.task_text);
+                } else {
+                    self.task_text = text.clone();
+                    self.request_text = text.clone();
+                }
                 self.last_message_seq = self.last_message_seq.max(*message_seq);
             }
             Entry::Assistant { content } => {

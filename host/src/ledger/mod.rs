@@ -9,6 +9,7 @@
 //! `unknown` rows.
 
 mod record;
+mod uncertain;
 
 use std::time::Duration;
 
@@ -303,31 +304,6 @@ impl Ledger {
         Ok(())
     }
 
-    /// Settles an `unknown` record from what `verify` found, with its token.
-    pub async fn settle_unknown(
-        &self,
-        record: &Record,
-        status: LedgerStatus,
-        result: Option<&str>,
-    ) -> Result<(), LedgerError> {
-        let n = sqlx::query(
-            "UPDATE capability_invocation SET status = $1, result = $2, finished_at = $3, updated_at = $3 \
-             WHERE id = $4 AND claim_token = $5 AND status = 'unknown'",
-        )
-        .bind(status.as_str())
-        .bind(result)
-        .bind(now_ms())
-        .bind(&record.id)
-        .bind(&record.claim_token)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(LedgerError::StaleToken(record.id.clone()));
-        }
-        Ok(())
-    }
-
     /// Waits until another owner's call with `key` is no longer running.
     pub async fn wait_settled(&self, key: &str, limit: Duration) -> Result<Record, LedgerError> {
         let started = std::time::Instant::now();
@@ -425,6 +401,15 @@ impl Ledger {
 pub async fn for_run(db: &Db, run_id: &str) -> Result<Vec<Record>, sqlx::Error> {
     let rows = sqlx::query("SELECT * FROM capability_invocation WHERE run_id = $1 ORDER BY created_at, id")
         .bind(run_id)
+        .fetch_all(&db.pool)
+        .await?;
+    rows.iter().map(Record::from_row).collect()
+}
+
+/// The rows of capability `id`, oldest first (for tests and operators).
+pub async fn by_capability(db: &Db, id: &str) -> Result<Vec<Record>, sqlx::Error> {
+    let rows = sqlx::query("SELECT * FROM capability_invocation WHERE capability_id = $1 ORDER BY created_at, id")
+        .bind(id)
         .fetch_all(&db.pool)
         .await?;
     rows.iter().map(Record::from_row).collect()

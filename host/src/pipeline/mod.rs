@@ -10,6 +10,7 @@ mod authorize;
 mod gate;
 mod replay;
 mod task_handler;
+mod uncertain;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use serde_json::Value;
 pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
+pub use uncertain::Checked;
 
 use crate::audit::summarize_input;
 use crate::authz::Authz;
@@ -27,7 +29,7 @@ use crate::domain::Domain;
 use crate::events::Events;
 use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record, idempotency_key};
 use crate::metrics::Metrics;
-use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status};
+use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status, StopSignal};
 use crate::store::Db;
 use authorize::Authorization;
 
@@ -178,7 +180,21 @@ impl Capabilities {
 
     /// The single invoke path; each answered invoke is counted.
     pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
-        let result = self.invoke_unmetered(origin, id, input).await;
+        self.invoke_stoppable(origin, id, input, StopSignal::default()).await
+    }
+
+    /// [`Capabilities::invoke`] for a caller that may stop waiting (an
+    /// agent run that is aborted): when `stop` fires, the sandboxed call is
+    /// ended where it stands and recorded like any call that ended early —
+    /// `unknown` if an effect import had run, else `failed`.
+    pub async fn invoke_stoppable(
+        &self,
+        origin: &Origin,
+        id: &str,
+        input: &Value,
+        stop: StopSignal,
+    ) -> Result<Invocation, InvokeError> {
+        let result = self.invoke_unmetered(origin, id, input, stop).await;
         if let Ok(inv) = &result {
             // Only loaded ids reach an answer, so the label stays a known id.
             let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -191,7 +207,13 @@ impl Capabilities {
     }
 
     /// The invoke path itself; [`Capabilities::invoke`] counts what it answers.
-    async fn invoke_unmetered(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
+    async fn invoke_unmetered(
+        &self,
+        origin: &Origin,
+        id: &str,
+        input: &Value,
+        stop: StopSignal,
+    ) -> Result<Invocation, InvokeError> {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
         let d = &loaded.descriptor;
         let digest = input_digest(input);
@@ -227,7 +249,7 @@ impl Capabilities {
             }
         };
         let authorization_id = authorization.id();
-        let grant = origin.grant(d.label, Some(key.clone()));
+        let grant = Grant { stop, ..origin.grant(d.label, Some(key.clone())) };
 
         if d.label <= EffectClass::Preview {
             let report = self.call(&loaded, input, grant).await;
@@ -236,6 +258,11 @@ impl Capabilities {
             return Ok(inv);
         }
 
+        // An earlier identical write of this caller whose outcome is open
+        // is checked before a fresh key may write the same thing again.
+        if let Some(inv) = self.earlier_open_write(origin, &loaded, input, &digest, &grant).await? {
+            return self.answered(origin, &loaded, inv, &summary, &authorization).await;
+        }
         let req = ClaimRequest {
             key: key.clone(),
             capability_id: d.id.clone(),
@@ -274,12 +301,25 @@ impl Capabilities {
             Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record).await?,
             Claim::Conflict(message) => failed(&key, "conflict", message),
         };
+        self.answered(origin, &loaded, inv, &summary, &authorization).await
+    }
+
+    /// The end of every authorised write: the approval it used is consumed
+    /// by a success, and the call is audited.
+    async fn answered(
+        &self,
+        origin: &Origin,
+        loaded: &Loaded,
+        inv: Invocation,
+        summary: &str,
+        authorization: &Authorization,
+    ) -> Result<Invocation, InvokeError> {
         if let (Authorization::Approval(approval), Status::Succeeded, Some(row)) =
-            (&authorization, inv.status, &inv.invocation_id)
+            (authorization, inv.status, &inv.invocation_id)
         {
             self.authz.consume_approval(&approval.id, row).await?;
         }
-        self.audit_invoke(origin, &loaded, &inv, &summary, authorization_id).await?;
+        self.audit_invoke(origin, loaded, &inv, summary, authorization.id()).await?;
         Ok(inv)
     }
 

@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use super::{Capabilities, Invocation, InvokeError, recorded};
-use crate::ledger::{LedgerStatus, Record};
-use crate::runtime::{Grant, Loaded, Replay, VerifyOutcome};
+use super::{Capabilities, Checked, Invocation, InvokeError, recorded};
+use crate::ledger::Record;
+use crate::runtime::{Grant, Loaded, Replay};
 
 impl Capabilities {
     pub(super) async fn replay(
@@ -24,24 +24,14 @@ impl Capabilities {
                 let token = self.ledger.reclaim_unknown(&record).await?;
                 self.run_claimed(loaded, input, grant, key, &record.id, &token).await
             }
-            Replay::Verify => {
-                let verdict = self.runtime.verify(&loaded.descriptor.id, &input.to_string(), grant.clone()).await;
-                match verdict {
-                    Ok(VerifyOutcome::Done { output }) => {
-                        let text = output.to_string();
-                        self.ledger.settle_unknown(&record, LedgerStatus::Succeeded, Some(&text)).await?;
-                        let mut settled = record.clone();
-                        settled.status = LedgerStatus::Succeeded;
-                        settled.result = Some(text);
-                        Ok(recorded(key, &settled))
-                    }
-                    Ok(VerifyOutcome::NotDone) => {
-                        let token = self.ledger.reclaim_unknown(&record).await?;
-                        self.run_claimed(loaded, input, grant, key, &record.id, &token).await
-                    }
-                    Ok(VerifyOutcome::CannotTell { .. }) | Err(_) => Ok(recorded(key, &record)),
+            Replay::Verify => match self.verify_open(loaded, input, grant.clone(), record.clone()).await? {
+                Checked::Done(inv) => Ok(Invocation { idempotency_key: key.to_string(), ..inv }),
+                Checked::NotDone => {
+                    let token = self.ledger.reclaim_unknown(&record).await?;
+                    self.run_claimed(loaded, input, grant, key, &record.id, &token).await
                 }
-            }
+                Checked::CannotTell { record, .. } | Checked::Busy(record) => Ok(recorded(key, &record)),
+            },
         }
     }
 }

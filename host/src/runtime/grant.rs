@@ -39,6 +39,35 @@ pub struct Grant {
     /// Who is calling (`admin:<name>`, `key:<id>`, ...); records the domain
     /// store creates name it, so nobody approves their own plan.
     pub principal: String,
+    /// Fires when the caller stops waiting (an aborted run): the call is
+    /// ended where it stands.
+    #[serde(skip)]
+    pub stop: StopSignal,
+}
+
+/// Tells a call in flight that its caller has stopped. Widens nothing: a
+/// stopped call only ends sooner, and what it may have done is judged as
+/// for any call that ended early.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl StopSignal {
+    /// A signal and the sender that fires it (`send(true)`).
+    pub fn channel() -> (tokio::sync::watch::Sender<bool>, StopSignal) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, StopSignal(Some(rx)))
+    }
+
+    /// Resolves once the signal fires; never for a call nobody can stop
+    /// (or whose sender went away without firing).
+    pub async fn stopped(&self) {
+        if let Some(rx) = &self.0
+            && rx.clone().wait_for(|stop| *stop).await.is_ok()
+        {
+            return;
+        }
+        std::future::pending().await
+    }
 }
 
 impl Grant {
@@ -55,6 +84,7 @@ impl Grant {
             task_id: None,
             idempotency_key: None,
             principal: format!("{actor:?}").to_lowercase(),
+            stop: StopSignal::default(),
         }
     }
 

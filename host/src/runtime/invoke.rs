@@ -45,6 +45,8 @@ pub enum TrapKind {
     OutputTooLarge,
     Panic,
     Trap,
+    /// The caller stopped waiting (an aborted run) and the call was ended.
+    Stopped,
 }
 
 /// What a call produced.
@@ -264,6 +266,7 @@ pub(crate) async fn call(
         denials: Vec::new(),
         elapsed_us: 0,
     };
+    let stop = grant.stop.clone();
     let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
         Ok(store) => store,
         Err(e) => {
@@ -278,9 +281,20 @@ pub(crate) async fn call(
         guest.call_invoke(&mut store, input).await
     };
     // The epoch deadline stops guest code; this timeout also stops a call
-    // that is waiting inside a host import.
+    // that is waiting inside a host import. A stopped caller ends the call
+    // the same way: what ran before stays counted in the store.
     let backstop = Duration::from_millis(limits.deadline_ms) + Duration::from_millis(500);
-    let result = tokio::time::timeout(backstop, run).await;
+    let result = tokio::select! {
+        result = tokio::time::timeout(backstop, run) => Some(result),
+        () = stop.stopped() => None,
+    };
+    let Some(result) = result else {
+        report.outcome = CallOutcome::Trapped {
+            trap: TrapKind::Stopped,
+            message: "the caller stopped the call before it ended".into(),
+        };
+        return finish_report(report, &mut store, started).await;
+    };
     report.outcome = match result {
         Ok(Ok(result)) => outcome(result, limits.output_bytes),
         // Every slot of the instance pool is in use: the host is busy, the
@@ -297,7 +311,14 @@ pub(crate) async fn call(
         }
         Err(_) => CallOutcome::Trapped { trap: TrapKind::Deadline, message: "the call ran past its deadline".into() },
     };
-    log_stdio(&mut store);
+    finish_report(report, &mut store, started).await
+}
+
+/// What the store learned during a call that has ended, however it ended:
+/// its output to the log, its holds released, whether an effect import
+/// ran and which imports were denied.
+async fn finish_report(mut report: CallReport, store: &mut Store<CallState>, started: Instant) -> CallReport {
+    log_stdio(store);
     for hold in std::mem::take(&mut store.data_mut().holds) {
         hold.release().await;
     }

@@ -32,7 +32,7 @@ use wasmtime::component::{HasSelf, Linker};
 pub use call_state::CallState;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
-pub use grant::{Actor, Denial, Grant, Mode};
+pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
 pub use host::HOLD_LEASE;
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{Loaded, Source};

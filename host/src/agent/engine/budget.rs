@@ -163,6 +163,7 @@ mod tests {
             wake_at: None,
             wait_until: None,
             investigation: None,
+            plan: None,
             created_at: now,
             updated_at: now,
         }

@@ -12,6 +12,7 @@ mod error;
 pub mod investigation;
 pub mod report;
 mod resume;
+mod snapshot;
 pub mod toolbox;
 mod turn;
 pub mod verdict;
@@ -153,13 +154,15 @@ impl AgentRuntime {
     }
 
     /// Sends a message: consumed after the current turn, or wakes a run
-    /// that waits or ended other than by an abort. A blocked run is not
-    /// queued: the waker looks at once whether its obstacle is gone.
-    pub async fn message(&self, run_id: &str, text: &str, by: &str) -> Result<Run, StartError> {
+    /// that waits or ended (an aborted one too, once its abort is done). A
+    /// blocked run is not queued: the waker looks at once whether its
+    /// obstacle is gone. `new_task` starts a new task (a new plan and
+    /// request scope); otherwise the message goes on with the current one.
+    pub async fn message(&self, run_id: &str, text: &str, by: &str, new_task: bool) -> Result<Run, StartError> {
         if text.trim().is_empty() {
             return Err(StartError::Invalid("text must not be empty".into()));
         }
-        self.runs.add_message(run_id, text, by).await?;
+        self.runs.add_message(run_id, text, by, new_task).await?;
         let run = self.runs.get(run_id).await?;
         if run.blocked_on.is_some() {
             self.runs.look_again(Some(run_id)).await?;
@@ -293,7 +296,7 @@ impl AgentRuntime {
             if self.runs.get(&run_id).await?.status == RunStatus::Cancelled {
                 continue;
             }
-            self.message(&run_id, &text, &format!("approval:{}", approval.id)).await?;
+            self.message(&run_id, &text, &format!("approval:{}", approval.id), false).await?;
             told += 1;
         }
         Ok(told)
@@ -390,6 +393,9 @@ impl AgentRuntime {
         } else {
             (status, detail)
         };
+        if matches!(status, RunStatus::Cancelled | RunStatus::Failed | RunStatus::BudgetExceeded) {
+            snapshot::take(self, run_id, detail.unwrap_or(status.as_str())).await?;
+        }
         let ending = report::Ending {
             status,
             reason: detail,
@@ -426,21 +432,16 @@ impl AgentRuntime {
     /// capability calls as they ended.
     async fn tool_calls(&self, run_id: &str) -> Result<(Value, verdict::Activity), EngineError> {
         let mut counts = serde_json::Map::new();
-        let mut all = Vec::new();
-        let mut after = 0;
-        loop {
-            let events = self.runs.run_events(run_id, after, 1000).await?;
-            let Some(last) = events.last() else { break };
-            after = last.seq;
-            for e in events.iter().filter(|e| e.kind == "agent.tool_call") {
-                if let Some(status) = e.payload.get("status").and_then(Value::as_str) {
-                    let n = counts.get(status).and_then(Value::as_i64).unwrap_or(0);
-                    counts.insert(status.to_string(), Value::from(n + 1));
-                }
+        let all = self.runs.events_of_kind(run_id, "agent.tool_call").await?;
+        for e in &all {
+            if let Some(status) = e.payload.get("status").and_then(Value::as_str) {
+                let n = counts.get(status).and_then(Value::as_i64).unwrap_or(0);
+                counts.insert(status.to_string(), Value::from(n + 1));
             }
-            all.extend(events.into_iter().filter(|e| e.kind == "agent.tool_call"));
         }
-        let activity = verdict::Activity::from_events(&all, &self.caps.runtime().snapshot());
+        let rows = crate::ledger::for_run(self.caps.db(), run_id).await.map_err(crate::ledger::LedgerError::from)?;
+        let ledger = rows.into_iter().map(|r| (r.id, r.status)).collect();
+        let activity = verdict::Activity::from_events(&all, &self.caps.runtime().snapshot(), &ledger);
         Ok((Value::Object(counts), activity))
     }
 

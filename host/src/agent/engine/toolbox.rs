@@ -25,7 +25,11 @@ pub struct RunCaller {
     pub run_id: String,
     pub actor: Actor,
     pub mode: Mode,
+    /// The task being worked on: the idempotency scope of its writes.
     pub request_id: String,
+    /// The seq of the message being answered (the turn), which keeps tool
+    /// call ids apart when a model reuses them from one turn to the next.
+    pub turn: i64,
 }
 
 impl RunCaller {
@@ -36,15 +40,16 @@ impl RunCaller {
         }
     }
 
-    /// The origin of one tool call; the call id is made unique per request
-    /// so a model that reuses ids across requests is not confused with itself.
+    /// The origin of one tool call; the call id is made unique per turn so
+    /// a model that reuses ids from one turn to the next is not confused
+    /// with itself.
     pub fn origin(&self, call_id: &str) -> Origin {
         Origin {
             actor: self.actor,
             principal: self.principal(),
             run_id: Some(self.run_id.clone()),
             task_id: None,
-            tool_call_id: Some(format!("{}/{call_id}", self.request_id)),
+            tool_call_id: Some(format!("{}/m{}/{call_id}", self.request_id, self.turn)),
             request_id: self.request_id.clone(),
             mode: self.mode,
             ceiling: EffectClass::Execute,

@@ -7,11 +7,14 @@
 //! made none, or that gave no answer, has `nothing_done`. The reasons name
 //! the calls.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Value, json};
 
 use super::report::{Standing, Touched};
 use super::toolbox;
 use crate::agent::runs::{RunEvent, RunMode, RunStatus};
+use crate::ledger::LedgerStatus;
 use crate::runtime::{EffectClass, Snapshot};
 
 /// One capability call the run's own agent made, as it ended.
@@ -21,6 +24,8 @@ struct Call {
     status: String,
     error: Option<String>,
     write: bool,
+    /// The ledger row of a write.
+    row: Option<String>,
 }
 
 /// What the run's agent called and how each ended.
@@ -32,9 +37,14 @@ pub struct Activity {
 impl Activity {
     /// From the run's `agent.tool_call` events: the agent's own capability
     /// calls (not a subagent's, not session tools), as they ended. A call
-    /// is a write when its capability is labelled above preview.
-    pub fn from_events(events: &[RunEvent], snapshot: &Snapshot) -> Activity {
-        let calls = events
+    /// is a write when its capability is labelled above preview. A write
+    /// is judged by its ledger row as it stands now (`ledger`: invocation
+    /// id → status), once per row: a write that ended `unknown` and was
+    /// later found done by a check counts as done, and a write repeated
+    /// in its request (answered from the row) counts once.
+    pub fn from_events(events: &[RunEvent], snapshot: &Snapshot, ledger: &HashMap<String, LedgerStatus>) -> Activity {
+        let mut seen = HashSet::new();
+        let mut calls: Vec<Call> = events
             .iter()
             .filter(|e| e.kind == "agent.tool_call")
             .map(|e| &e.payload)
@@ -48,14 +58,27 @@ impl Activity {
                     return None;
                 }
                 let write = snapshot.get(name).is_some_and(|l| l.descriptor.label > EffectClass::Preview);
-                Some(Call {
+                let mut call = Call {
                     name: name.to_string(),
                     status: p["status"].as_str().unwrap_or("failed").to_string(),
                     error: p["error"].as_str().map(str::to_string),
                     write,
-                })
+                    row: p["invocationId"].as_str().map(str::to_string),
+                };
+                if let Some(now) = call.row.as_ref().and_then(|row| ledger.get(row))
+                    && *now != LedgerStatus::Running
+                    && now.as_str() != call.status
+                {
+                    call.status = now.as_str().to_string();
+                    call.error = None;
+                }
+                Some(call)
             })
             .collect();
+        // The latest call of each row stands for it.
+        calls.reverse();
+        calls.retain(|c| c.row.as_ref().is_none_or(|row| seen.insert(row.clone())));
+        calls.reverse();
         Activity { calls }
     }
 

@@ -56,6 +56,12 @@ pub enum Block {
     },
 }
 
+impl Block {
+    pub fn is_tool_result(&self) -> bool {
+        matches!(self, Block::ToolResult { .. })
+    }
+}
+
 /// One turn of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

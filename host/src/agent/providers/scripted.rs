@@ -165,7 +165,8 @@ fn latest_request(messages: &[Message]) -> Option<(usize, String)> {
             .content
             .iter()
             .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
+                // A host's note beside the request is not the user's words.
+                Block::Text { text } if !text.starts_with(crate::agent::session_log::HOST_NOTE) => Some(text.as_str()),
                 _ => None,
             })
             .collect();
@@ -199,10 +200,10 @@ impl ToolResults {
     /// The value at `capability.path`, from the latest result of the
     /// longest capability id that prefixes it.
     fn lookup(&self, reference: &str) -> Option<Value> {
+        // `max_by_key` keeps the last of equals: the latest result.
         let (name, result) = self
             .0
             .iter()
-            .rev()
             .filter(|(name, _)| reference == name || reference.starts_with(&format!("{name}.")))
             .max_by_key(|(name, _)| name.len())?;
         let path = reference[name.len()..].trim_start_matches('.');

@@ -5,6 +5,7 @@
 //! published on the global event log in the same transaction.
 
 mod gate;
+mod messages;
 mod model;
 
 use serde_json::Value;
@@ -13,6 +14,7 @@ use sqlx::Row;
 pub use gate::{BlockReason, Blocked};
 pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 
+use crate::agent::tools::plan::Plan;
 use crate::events::Events;
 use crate::store::{Db, new_id, now_ms};
 
@@ -66,7 +68,8 @@ impl Runs {
         .execute(&mut *tx)
         .await?;
         sqlx::query(
-            "INSERT INTO agent_run_message (run_id, seq, text, consumed, created_by, created_at) VALUES ($1, 1, $2, 0, $3, $4)",
+            "INSERT INTO agent_run_message (run_id, seq, text, consumed, created_by, created_at, new_task) \
+             VALUES ($1, 1, $2, 0, $3, $4, 1)",
         )
         .bind(&id)
         .bind(&new.goal)
@@ -161,13 +164,14 @@ impl Runs {
 
     /// An ended run that was sent a new message, or whose obstacle is gone,
     /// is queued again (see [`RunStatus::reopens`]), with no error, no
-    /// block and a fresh waiting window.
+    /// block, no abort and a fresh waiting window.
     pub async fn reopen(&self, id: &str) -> Result<Run, RunError> {
         let mut tx = self.db.begin_write().await?;
         let n = sqlx::query(
             "UPDATE agent_run SET status = 'queued', finished_at = NULL, error = NULL, wake_at = NULL, \
-             wait_until = NULL, blocked_on = NULL, blocked_checks = 0, recheck_at = NULL, updated_at = $2 \
-             WHERE id = $1 AND status IN ('succeeded', 'failed', 'budget_exceeded', 'nothing_done')",
+             wait_until = NULL, blocked_on = NULL, blocked_checks = 0, recheck_at = NULL, abort_reason = NULL, \
+             updated_at = $2 WHERE id = $1 AND status IN ('succeeded', 'failed', 'budget_exceeded', 'nothing_done', \
+             'cancelled')",
         )
         .bind(id)
         .bind(now_ms())
@@ -240,13 +244,21 @@ impl Runs {
             .await?)
     }
 
-    /// Whether a message waits to be taken.
-    pub async fn has_unconsumed(&self, id: &str) -> Result<bool, RunError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run_message WHERE run_id = $1 AND consumed = 0")
+    /// Records the run's current plan (`None`: it has none) and announces
+    /// it as an `agent.plan` event, in one transaction.
+    pub async fn set_plan(&self, id: &str, plan: Option<&Plan>) -> Result<(), RunError> {
+        let text = plan.map(|p| serde_json::to_string(p).unwrap_or_default());
+        let mut tx = self.db.begin_write().await?;
+        sqlx::query("UPDATE agent_run SET plan = $2, updated_at = $3 WHERE id = $1")
             .bind(id)
-            .fetch_one(&self.db.pool)
+            .bind(text)
+            .bind(now_ms())
+            .execute(&mut *tx)
             .await?;
-        Ok(n > 0)
+        let seq = append_event_in(&mut tx, &self.db, id, "agent.plan", &serde_json::json!({"plan": plan})).await?;
+        tx.commit().await?;
+        self.events.announce(seq);
+        Ok(())
     }
 
     /// Records what one model answer cost.
@@ -323,73 +335,6 @@ impl Runs {
         self.get(id).await
     }
 
-    /// Adds a user message; the loop reads it after the current turn. The
-    /// run's row is updated first, conditionally: that refuses a cancelled
-    /// run and serialises concurrent messages to one run.
-    pub async fn add_message(&self, id: &str, text: &str, by: &str) -> Result<RunMessage, RunError> {
-        let now = now_ms();
-        let mut tx = self.db.begin_write().await?;
-        let open = sqlx::query("UPDATE agent_run SET updated_at = $2 WHERE id = $1 AND status <> 'cancelled'")
-            .bind(id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if open == 0 {
-            drop(tx);
-            let run = self.get(id).await?;
-            return Err(RunError::WrongState(id.to_string(), run.status.as_str(), "it accepts no new messages"));
-        }
-        let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_message WHERE run_id = $1")
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO agent_run_message (run_id, seq, text, consumed, created_by, created_at) VALUES ($1, $2, $3, 0, $4, $5)",
-        )
-        .bind(id)
-        .bind(seq)
-        .bind(text)
-        .bind(by)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let payload = serde_json::json!({"seq": seq, "text": text});
-        let event = append_event_in(&mut tx, &self.db, id, "agent.message", &payload).await?;
-        tx.commit().await?;
-        self.events.announce(event);
-        Ok(RunMessage { seq, text: text.to_string(), consumed: false })
-    }
-
-    pub async fn messages(&self, id: &str) -> Result<Vec<RunMessage>, RunError> {
-        let rows = sqlx::query("SELECT seq, text, consumed FROM agent_run_message WHERE run_id = $1 ORDER BY seq")
-            .bind(id)
-            .fetch_all(&self.db.pool)
-            .await?;
-        Ok(rows.iter().map(RunMessage::from_row).collect::<Result<_, _>>()?)
-    }
-
-    /// Marks every message up to `seq` taken: a request the session log
-    /// already holds is never left looking unread (the waker would reopen
-    /// the run for it again and again).
-    pub async fn mark_consumed_through(&self, id: &str, seq: i64) -> Result<(), RunError> {
-        sqlx::query("UPDATE agent_run_message SET consumed = 1 WHERE run_id = $1 AND seq <= $2 AND consumed = 0")
-            .bind(id)
-            .bind(seq)
-            .execute(&self.db.pool)
-            .await?;
-        Ok(())
-    }
-
-    pub async fn mark_consumed(&self, id: &str, seq: i64) -> Result<(), RunError> {
-        sqlx::query("UPDATE agent_run_message SET consumed = 1 WHERE run_id = $1 AND seq = $2")
-            .bind(id)
-            .bind(seq)
-            .execute(&self.db.pool)
-            .await?;
-        Ok(())
-    }
-
     /// Appends to the run's stream and the global log.
     pub async fn append_event(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
         let mut tx = self.db.begin_write().await?;
@@ -412,6 +357,16 @@ impl Runs {
         tx.commit().await?;
         self.events.announce(seq);
         Ok(seq)
+    }
+
+    /// Every event of the run of `kind`, oldest first.
+    pub async fn events_of_kind(&self, id: &str, kind: &str) -> Result<Vec<RunEvent>, RunError> {
+        let rows = sqlx::query("SELECT * FROM agent_run_event WHERE run_id = $1 AND kind = $2 ORDER BY seq")
+            .bind(id)
+            .bind(kind)
+            .fetch_all(&self.db.pool)
+            .await?;
+        Ok(rows.iter().map(RunEvent::from_row).collect::<Result<_, _>>()?)
     }
 
     /// The run's events after `after_seq`, oldest first.

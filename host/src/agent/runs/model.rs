@@ -5,6 +5,8 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::agent::tools::plan::Plan;
+
 /// `queued → running → waiting → succeeded | failed | nothing_done |
 /// cancelled | budget_exceeded`. `nothing_done`: an execute run whose goal
 /// asked for a change and that made none (or gave no answer).
@@ -72,11 +74,11 @@ impl RunStatus {
         )
     }
 
-    /// Ended, but a message starts it again: after a success, a failure or
-    /// a spent budget (raised since) the user may go on. An aborted run
-    /// stays stopped; that was a human's decision.
+    /// Ended, but a message starts it again: after a success, a failure, a
+    /// spent budget (raised since) or an abort the user may go on. Nothing
+    /// but a message reopens an aborted run: that stop was a human's.
     pub fn reopens(self) -> bool {
-        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::BudgetExceeded | RunStatus::NothingDone)
+        self.is_final()
     }
 }
 
@@ -159,6 +161,9 @@ pub struct Run {
     pub wait_until: Option<i64>,
     /// For a run investigating a decision: which, and its bounds.
     pub investigation: Option<Investigation>,
+    /// The model's current plan for its task (its notes, not proof).
+    #[schema(value_type = Option<Object>)]
+    pub plan: Option<Plan>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -196,6 +201,7 @@ impl Run {
                 }),
                 None => None,
             },
+            plan: r.try_get::<Option<String>, _>("plan")?.and_then(|p| serde_json::from_str(&p).ok()),
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
         })
@@ -204,16 +210,26 @@ impl Run {
 
 /// A user message sent to a run.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RunMessage {
     pub seq: i64,
     pub text: String,
     pub consumed: bool,
+    /// The sender started a new task: the plan is dropped and the message
+    /// opens a new request scope. Otherwise it goes on with the current task.
+    pub new_task: bool,
 }
 
 impl RunMessage {
     pub(super) fn from_row(r: &AnyRow) -> Result<RunMessage, sqlx::Error> {
         let consumed: i64 = r.try_get("consumed")?;
-        Ok(RunMessage { seq: r.try_get("seq")?, text: r.try_get("text")?, consumed: consumed != 0 })
+        let new_task: i64 = r.try_get("new_task")?;
+        Ok(RunMessage {
+            seq: r.try_get("seq")?,
+            text: r.try_get("text")?,
+            consumed: consumed != 0,
+            new_task: new_task != 0,
+        })
     }
 }
 

@@ -37,7 +37,8 @@ function addEvent(event) {
   const p = event.payload;
   if (event.kind === "agent.message") {
     const said = el("div", undefined, "step you");
-    said.append(el("time", clock(event.at)), el("span", " You: ", "who"), el("span", p.text));
+    const who = p.newTask ? " You (new task): " : " You: ";
+    said.append(el("time", clock(event.at)), el("span", who, "who"), el("span", p.text));
     $("run-text").append(said);
     transcript.step = null;
   } else if (event.kind === "agent.text_delta") {
@@ -156,9 +157,14 @@ $("run-form").addEventListener("submit", async (ev) => {
 $("message-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   if (!state.run || !$("message-text").value) return;
-  const answer = await api("POST", "/agent/runs/" + state.run + "/messages", { text: $("message-text").value });
+  // Without "New task" a message goes on with the run's task and plan.
+  const body = { text: $("message-text").value, newTask: $("message-new-task").checked };
+  const answer = await api("POST", "/agent/runs/" + state.run + "/messages", body);
   $("run-error").textContent = answer.status === 202 || answer.status === 200 ? "" : errorText(answer);
-  $("message-text").value = "";
+  if (answer.status === 200) {
+    $("message-text").value = "";
+    $("message-new-task").checked = false;
+  }
 });
 
 $("run-abort").addEventListener("click", async () => {

@@ -141,14 +141,20 @@ pub async fn get(
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SendMessage {
     #[schema(schema_with = crate::http::schema::not_blank)]
     text: String,
+    /// Starts a new task: the plan is dropped and the message opens a new
+    /// request scope (identical writes may run again). Without it the
+    /// message goes on with the current task ("how far are you?",
+    /// "continue"), keeping its plan and request scope.
+    #[serde(default)]
+    new_task: bool,
 }
 
 /// Sends the run a message: taken after the current turn, or it wakes a
-/// run that finished or waits.
+/// run that finished, waits or was aborted.
 #[utoipa::path(post, path = "/api/v1/agent/runs/{id}/messages", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Run id")),
@@ -157,7 +163,7 @@ pub struct SendMessage {
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody),
-              (status = 409, description = "The run was aborted and takes no messages", body = ErrorBody),
+              (status = 409, description = "The run is being aborted; it takes messages once it has stopped", body = ErrorBody),
               (status = 422, description = "Empty text", body = ErrorBody)))]
 pub async fn message(
     State(state): State<AppState>,
@@ -168,7 +174,7 @@ pub async fn message(
     let run = state.agent().runs().get(&id).await.map_err(run_error)?;
     let needs = if run.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
     caller.origin(needs, "messaging an agent run in this mode", String::new())?;
-    let run = state.agent().message(&id, &body.text, &caller.principal()).await.map_err(start_error)?;
+    let run = state.agent().message(&id, &body.text, &caller.principal(), body.new_task).await.map_err(start_error)?;
     Ok(Json(run))
 }
 

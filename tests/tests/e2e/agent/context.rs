@@ -300,7 +300,7 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
         .and_then(|t| t.trim_end_matches('.').parse().ok())
         .unwrap_or(0);
     assert!(total > 9000, "{text}");
-    agent.message(&run.id, "now something else", "admin:test").await.unwrap();
+    agent.message(&run.id, "now something else", "admin:test", true).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while agent.runs().get(&run.id).await.unwrap().final_text.as_deref() != Some("Nothing to do.") {
         assert!(Instant::now() < deadline, "the second request was never answered");

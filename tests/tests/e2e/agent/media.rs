@@ -5,7 +5,9 @@
 //! organization that put the file in the library; a `capstan worker` killed
 //! with SIGKILL while `download.submit` is in flight is replaced by another
 //! that reconciles the call through the ledger, and qBittorrent receives
-//! exactly one add. A subagent is denied every write at the host.
+//! exactly one add; a new request with the same arguments meets the write
+//! the killed worker left open and checks it before anything reaches
+//! qBittorrent. A subagent is denied every write at the host.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -36,6 +38,9 @@ struct Env {
     caps: Arc<Capabilities>,
     agent: AgentRuntime,
     _indexer: MockTorznab,
+    /// The wanted slot and the release recorded for it.
+    slot: String,
+    release: String,
 }
 
 /// A config file (used by this process and by `capstan worker`s), a wanted
@@ -132,7 +137,7 @@ library = {library:?}
     settings.insert("agent.goal_poll_sec".into(), json!(1));
     app.settings().update(&settings).await.unwrap();
     let agent = app.new_agent();
-    Env { _dir: dir, config_path, app, caps, agent, _indexer: indexer }
+    Env { _dir: dir, config_path, app, caps, agent, _indexer: indexer, slot: slot.id, release: release.id }
 }
 
 async fn grant(caps: &Capabilities) {
@@ -420,4 +425,61 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     // Both workers kept the session where AGENT_SESSION_DIR says.
     let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap();
     assert!(log.lines().filter(|l| l.contains("\"tool_results\"")).count() >= 2, "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_request_checks_the_submit_a_killed_worker_left_open_before_writing() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 44));
+    let proxy = Proxy::start(&qbt.base_url()).await;
+    let env = start(&proxy.base_url(), &qbt, &dune).await;
+    grant(&env.caps).await;
+    let operator = capstan::pipeline::Origin::cli(capstan::runtime::EffectClass::Execute);
+    let planned = env
+        .caps
+        .invoke(&operator, "download.plan", &json!({"sourceReleaseId": env.release, "slotId": env.slot}))
+        .await
+        .unwrap();
+    let input = json!({"planId": planned.output.as_ref().unwrap()["id"]});
+    let tasks = Tasks::new(env.caps.db().clone());
+    let submit = || capstan::tasks::NewTask {
+        kind: capstan::pipeline::INVOKE_CAPABILITY.into(),
+        subject: None,
+        payload: json!({"capability": "download.submit", "input": input}),
+        dedupe_key: None,
+        max_attempts: 1,
+        created_by: "admin:test".into(),
+    };
+    // The add reaches qBittorrent; the worker never hears back and is killed.
+    proxy.withhold(ADD);
+    tasks.enqueue(&submit()).await.unwrap();
+    let sessions = env._dir.path().join("sessions");
+    let first = worker_process(&env.config_path, &sessions);
+    let started = Instant::now();
+    while proxy.count(ADD) == 0 || torrents(&qbt).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "download.submit never reached qBittorrent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(first);
+    proxy.release();
+    let rows = || capstan::ledger::by_capability(env.caps.db(), "download.submit");
+    let open = rows().await.unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].status, capstan::ledger::LedgerStatus::Running, "left running by the killed worker");
+
+    // A new request with the same arguments, in another idempotency scope:
+    // it waits out the dead worker and checks the open write read-only
+    // first. The plan was never recorded submitted, so the check finds it
+    // not done and the new request goes on — and finds the torrent the
+    // killed worker added instead of adding it again.
+    let (again, _) = tasks.enqueue(&submit()).await.unwrap();
+    let answer = env.caps.invoke(&capstan::pipeline::Origin::task(&again), "download.submit", &input).await.unwrap();
+    assert_eq!(answer.status, capstan::runtime::Status::Succeeded, "{:?}", answer.error);
+    assert_eq!(answer.output.as_ref().unwrap()["added"], false, "{answer:?}");
+    assert_eq!(proxy.count(ADD), 1, "qBittorrent received no second add");
+    assert_eq!(torrents(&qbt).await.len(), 1);
+    let first = capstan::ledger::by_id(env.caps.db(), &open[0].id).await.unwrap().unwrap();
+    assert_eq!(first.status, capstan::ledger::LedgerStatus::Failed, "settled by the check: {first:?}");
+    assert!(first.error.as_deref().unwrap_or_default().contains("not-done"), "{first:?}");
+    assert_eq!(rows().await.unwrap().len(), 2, "the new request's own receipt beside it");
 }

@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Outcome, RunState, succeeded_with};
+use super::calls::succeeded_with;
+use super::{Outcome, RunState};
 use crate::agent::engine::toolbox::{self, Answered, RunCaller};
 use crate::agent::providers::{Role, ToolCall};
 use crate::agent::session_log::{Entry, Session};
@@ -40,6 +41,7 @@ impl RunState<'_> {
                 actor: Actor::Subagent,
                 mode: self.caller.mode,
                 request_id: new_id(),
+                turn: 0,
             },
             provider: self.provider.clone(),
             limits: self.limits,
@@ -56,7 +58,8 @@ impl RunState<'_> {
             final_text: String::new(),
             empty_answers: 0,
         };
-        sub.session.apply(&Entry::Request { request_id: sub.caller.request_id.clone(), message_seq: 0, text });
+        let request_id = sub.caller.request_id.clone();
+        sub.session.apply(&Entry::Request { request_id, message_seq: 0, text, continues: false, note: None });
         for _ in 0..SUBAGENT_STEPS {
             match Box::pin(sub.step()).await {
                 Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {

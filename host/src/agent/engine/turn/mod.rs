@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::budget::RunLimits;
-use super::toolbox::{self, Answered, RunCaller, ToolStatus};
+use super::toolbox::{self, RunCaller, ToolStatus};
 use super::{AgentRuntime, EngineError};
 use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{
@@ -21,11 +21,13 @@ use crate::agent::runs::Run;
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tokens::TokenCounter;
 use crate::agent::tools::discovery::{self, Discovery};
-use crate::agent::tools::plan::{self, UPDATE_PLAN};
+use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
 
 mod approval;
+mod calls;
+mod checks;
 mod delegate;
 mod usage;
 
@@ -76,13 +78,13 @@ impl<'a> RunState<'a> {
         log: SessionLog,
         session: Session,
     ) -> RunState<'a> {
-        let request_id = session.request.as_ref().map(|(id, _)| id.clone()).unwrap_or_default();
+        let (request_id, turn) = session.request.clone().unwrap_or_default();
         let catalog = toolbox::catalog(&rt.caps, actor, mode, run.capability_allowlist.as_deref());
         RunState {
             rt,
             run_id: run.id.clone(),
             allowlist: run.capability_allowlist.clone(),
-            caller: RunCaller { run_id: run.id.clone(), actor, mode, request_id },
+            caller: RunCaller { run_id: run.id.clone(), actor, mode, request_id, turn },
             provider,
             limits,
             counter,
@@ -103,6 +105,16 @@ impl<'a> RunState<'a> {
         Ok(())
     }
 
+    /// Records a new plan (or none), and for the run itself — not a
+    /// subagent — shows it on the run's record with an `agent.plan` event.
+    async fn record_plan(&mut self, plan: Option<Plan>) -> Result<(), EngineError> {
+        self.record(Entry::Plan { plan: plan.clone() })?;
+        if self.log.is_some() {
+            self.rt.runs.set_plan(&self.run_id, plan.as_ref()).await?;
+        }
+        Ok(())
+    }
+
     async fn abort_reason(&self) -> Option<String> {
         let run = self.rt.runs.get(&self.run_id).await.ok()?;
         closed_reason(&run)
@@ -117,8 +129,18 @@ impl<'a> RunState<'a> {
         self.rt.runs.mark_consumed_through(&self.run_id, taken).await?;
         let pending = self.session.pending_calls();
         if !pending.is_empty() {
+            // A run aborted meanwhile lets its calls go as they stand
+            // (`snapshot`); only a run that goes on settles them here.
+            if let Some(reason) = self.abort_reason().await {
+                return Ok(Outcome::Aborted(reason));
+            }
             let answers = super::resume::reconcile(self, &pending).await?;
             self.record(Entry::ToolResults { content: answers })?;
+        }
+        // A run that stopped after its calls' results and before the model
+        // answered them takes a waiting message with those results.
+        if self.session.messages.last().is_some_and(|m| m.content.iter().any(Block::is_tool_result)) {
+            self.take_next_message().await?;
         }
         loop {
             if let Some(reason) = self.abort_reason().await {
@@ -138,22 +160,36 @@ impl<'a> RunState<'a> {
         }
     }
 
-    /// Starts the next user request, if a message is waiting.
+    /// Takes the next user message, if one is waiting. A message goes on
+    /// with the current task — its plan, its tools and its request scope,
+    /// so a write the task made already is not made again — unless its
+    /// sender started a new task (or there is none yet): then the plan is
+    /// dropped, tool discovery starts over and the request scope is new.
     async fn take_next_message(&mut self) -> Result<bool, EngineError> {
         let messages = self.rt.runs.messages(&self.run_id).await?;
         let Some(next) = messages.into_iter().find(|m| m.seq > self.session.last_message_seq) else {
             return Ok(false);
         };
-        let request_id = new_id();
-        if self.session.plan.is_some() {
-            // A new request is a new task: the old plan does not carry over.
-            self.record(Entry::Plan { plan: None })?;
+        let current = self.session.request.as_ref().map(|(id, _)| id.clone());
+        let (request_id, continues) = match current {
+            Some(id) if !next.new_task => (id, true),
+            _ => (new_id(), false),
+        };
+        if !continues && self.session.plan.is_some() {
+            // A new task: the old plan does not carry over.
+            self.record_plan(None).await?;
         }
-        self.record(Entry::Request { request_id: request_id.clone(), message_seq: next.seq, text: next.text })?;
+        let text = next.text;
+        let note = self.check_open_writes().await?;
+        let message_seq = next.seq;
+        self.record(Entry::Request { request_id: request_id.clone(), message_seq, text, continues, note })?;
         self.rt.runs.mark_consumed(&self.run_id, next.seq).await?;
-        self.caller.request_id = request_id;
-        self.discovery.reset();
-        self.discovery_note = None;
+        self.caller.turn = next.seq;
+        if !continues {
+            self.caller.request_id = request_id;
+            self.discovery.reset();
+            self.discovery_note = None;
+        }
         Ok(true)
     }
 
@@ -311,7 +347,7 @@ impl<'a> RunState<'a> {
         let (new_plan, plan_answers) = toolbox::answer_plan_calls(&plan_calls);
         let mut plan_answers = plan_answers.into_iter();
         if let Some(plan) = new_plan {
-            self.record(Entry::Plan { plan: Some(plan) })?;
+            self.record_plan(Some(plan)).await?;
         }
         let mut blocks = Vec::new();
         let mut over = None;
@@ -359,93 +395,6 @@ impl<'a> RunState<'a> {
         }
         Ok((blocks, over))
     }
-
-    async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
-        if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results)
-        {
-            if call.name == toolbox::SEARCH_TOOLS {
-                self.note_discovery();
-            }
-            return Ok(answered);
-        }
-        match call.name.as_str() {
-            toolbox::GET_TOOL_EXECUTION => Ok(self.tool_execution(call, input).await),
-            toolbox::DELEGATE => Ok(self.delegate(call, input).await),
-            name => self.invoke(call, name, input).await,
-        }
-    }
-
-    /// A capability call through the one invoke path.
-    pub(super) async fn invoke(&self, call: &ToolCall, name: &str, input: &Value) -> Result<Answered, EngineError> {
-        // Outside the allowlist is refused by name, loaded or not: a bounded
-        // run is told what it may call, never probed for what exists.
-        if let Some(allowed) = self.allowlist.as_ref().filter(|a| !a.iter().any(|id| id == name)) {
-            return Ok(toolbox::rejected(&call.id, name, allowed));
-        }
-        if self.rt.caps.runtime().snapshot().get(name).is_none() {
-            return Ok(toolbox::failed(&call.id, format!("no tool named {name} is available")));
-        }
-        let origin = self.caller.origin(&call.id);
-        match self.rt.caps.invoke(&origin, name, input).await {
-            Ok(inv) => {
-                let answered = toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results);
-                Ok(self.ask_for_approval(name, input, answered).await)
-            }
-            Err(source) => Err(EngineError::Invoke { capability: name.to_string(), source }),
-        }
-    }
-
-    async fn tool_execution(&self, call: &ToolCall, input: &Value) -> Answered {
-        let Some(id) = input.get("invocation_id").and_then(Value::as_str) else {
-            return toolbox::failed(&call.id, "get_tool_execution needs an invocation_id");
-        };
-        match self.rt.caps.ledger().get(id, &crate::principal::agent(&self.run_id)).await {
-            Ok(Some(r)) => {
-                let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
-                    "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});
-                toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(value), &self.rt.results)
-            }
-            Ok(None) => toolbox::failed(&call.id, format!("this run made no write call {id}")),
-            Err(e) => toolbox::failed(&call.id, format!("cannot read the ledger: {e}")),
-        }
-    }
-
-    fn note_discovery(&mut self) {
-        let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
-        let selection = self.discovery.select(self.limits.context_budget, used);
-        let mut note = format!("Tools enabled by your search: {}.", list_or_none(&selection.enabled));
-        for (name, reason) in &selection.left_out {
-            note.push_str(&format!(" {name} was not enabled: {reason}."));
-        }
-        self.discovery_note = Some(note);
-    }
-
-    fn call_payload(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) -> Value {
-        let mut payload = json!({"toolCallId": call.id, "name": call.name, "phase": phase, "actor": self.actor_name()});
-        if phase == "started" {
-            payload["input"] = Value::from(toolbox::input_summary(call));
-        }
-        if let Some(a) = answered {
-            payload["status"] = Value::from(a.status.as_str());
-            payload["invocationId"] = json!(a.invocation_id);
-            payload["replayed"] = Value::from(a.replayed);
-            if let Some(error) = a.error_text() {
-                payload["error"] = Value::from(error);
-            }
-        }
-        payload
-    }
-
-    pub(super) async fn event(&self, call: &ToolCall, phase: &str, answered: Option<&Answered>) {
-        let payload = self.call_payload(call, phase, answered);
-        if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.tool_call", &payload).await {
-            tracing::warn!(run = %self.run_id, error = %e, "could not record a tool-call event");
-        }
-    }
-
-    pub(super) fn caller(&self) -> &RunCaller {
-        &self.caller
-    }
 }
 
 /// Why the run takes no further steps, if it was aborted or has ended.
@@ -454,22 +403,6 @@ fn closed_reason(run: &Run) -> Option<String> {
         return Some(format!("the run is {}", run.status.as_str()));
     }
     run.abort_reason.clone()
-}
-
-fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
-    crate::pipeline::Invocation {
-        invocation_id: None,
-        status: crate::runtime::Status::Succeeded,
-        output: Some(output),
-        error: None,
-        replayed: false,
-        idempotency_key: String::new(),
-        denials: Vec::new(),
-    }
-}
-
-fn list_or_none(names: &[String]) -> String {
-    if names.is_empty() { "none".into() } else { names.join(", ") }
 }
 
 /// Publishes streamed text as `agent.text_delta` events, a few deltas at a
