@@ -1,6 +1,6 @@
 //! A real HTTP server on loopback that plays an outbound service: it echoes
 //! what it received (so tests can see injected credentials), counts writes,
-//! has a form login with a session cookie, a large body and a slow answer,
+//! has a form login with a session cookie, large bodies and a slow answer,
 //! and can hold a write's answer back.
 
 use std::collections::BTreeMap;
@@ -54,6 +54,7 @@ impl MockService {
             .route("/login", post(login))
             .route("/protected", get(protected))
             .route("/big", get(big))
+            .route("/long", get(long))
             .route("/slow", get(slow))
             .with_state(counters.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -129,6 +130,15 @@ async fn protected(headers: HeaderMap) -> impl IntoResponse {
     } else {
         (StatusCode::FORBIDDEN, "Forbidden").into_response()
     }
+}
+
+/// How the body of `/long` ends: words only the service says.
+pub const LONG_TAIL: &str = "END-OF-LONG-BODY-7c1e";
+
+/// `bytes` letters, then [`LONG_TAIL`].
+async fn long(Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {
+    let n: usize = q.get("bytes").and_then(|b| b.parse().ok()).unwrap_or(10_000);
+    format!("{}{LONG_TAIL}", "l".repeat(n))
 }
 
 async fn big(Query(q): Query<BTreeMap<String, String>>) -> impl IntoResponse {

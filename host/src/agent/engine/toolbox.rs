@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::agent::providers::{Block, ToolCall, ToolSpec};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
-use crate::agent::tools::results::{ResultStore, Shown};
+use crate::agent::tools::results::{Holder, ResultStore, Shown};
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Mode, Status};
 
@@ -33,6 +33,16 @@ pub struct RunCaller {
 }
 
 impl RunCaller {
+    /// Who keeps this caller's large results, and may read them back.
+    pub fn holder(&self) -> Holder {
+        let class = match (self.actor, self.mode) {
+            (Actor::Subagent, _) => EffectClass::Read,
+            (_, Mode::PlanOnly) => EffectClass::Propose,
+            _ => EffectClass::Execute,
+        };
+        Holder { principal: self.principal(), class }
+    }
+
     pub fn principal(&self) -> String {
         match self.actor {
             Actor::Subagent => crate::principal::subagent(&self.run_id),
@@ -218,7 +228,7 @@ pub const UNKNOWN_RESULT: &str = "result unknown — verify before retrying";
 /// Turns an invocation into the tool result the model sees. A successful
 /// result's content is its output (large ones previewed and kept for
 /// `read_tool_result`).
-pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &ResultStore) -> Answered {
+pub fn from_invocation(call_id: &str, caller: &RunCaller, inv: &Invocation, results: &ResultStore) -> Answered {
     let denied = inv.error.as_ref().is_some_and(|e| e.kind == "denied");
     let mut answered = match inv.status {
         Status::Succeeded => {
@@ -226,7 +236,7 @@ pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &
             let id = &inv.invocation_id;
             // A read's result is its output; a write's says which ledger
             // row holds it, for get_tool_execution.
-            let shown = match results.keep(run_id, &text) {
+            let shown = match results.keep(&caller.run_id, &caller.holder(), &text) {
                 Shown::Whole { text } if id.is_none() => text,
                 Shown::Whole { .. } => json!({"status": "succeeded", "invocation_id": id, "output": inv.output}).to_string(),
                 Shown::Preview { text, result_id, next_offset, total_chars } => json!({
@@ -261,7 +271,7 @@ pub fn from_invocation(call_id: &str, run_id: &str, inv: &Invocation, results: &
 pub fn answer_local(
     call: &ToolCall,
     input: &Value,
-    run_id: &str,
+    caller: &RunCaller,
     discovery: &mut Discovery,
     results: &ResultStore,
 ) -> Option<Answered> {
@@ -276,7 +286,13 @@ pub fn answer_local(
             None => failed(&call.id, "search_tools needs a search text"),
         },
         READ_TOOL_RESULT => match text(input, "result_id") {
-            Some(id) => match results.read(run_id, &id, number(input, "offset", 0), number(input, "limit", 4000)) {
+            Some(id) => match results.read(
+                &caller.run_id,
+                &caller.holder(),
+                &id,
+                number(input, "offset", 0),
+                number(input, "limit", 4000),
+            ) {
                 Ok(page) => answer(&call.id, ToolStatus::Succeeded, serde_json::to_string(&page).unwrap_or_default()),
                 Err(e) => failed(&call.id, e),
             },

@@ -3,15 +3,20 @@
 //! `result_id` and `next_offset`; the model pages through the rest by
 //! Unicode characters without running the tool again. Results are kept in
 //! memory only: at most 1 MiB each, 8 and 4 MiB per run (the oldest make
-//! room), for 15 minutes, readable only by the run that made them and not
-//! at all once its privileges drop. A result too large to keep asks the
-//! model to narrow the query instead.
+//! room), for 15 minutes. A result is readable only by the identity that
+//! made it ([`Holder`]: the run's agent, or its subagent) holding at least
+//! the class it held then, so a subagent cannot read its parent's results,
+//! and none at all once the run lets go of its privileges (it ended or was
+//! cancelled; a run reopened later starts with none). A result too large
+//! to keep asks the model to narrow the query instead.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use crate::runtime::EffectClass;
 
 /// Characters shown before a result is paged.
 pub const PREVIEW_CHARS: usize = 4_000;
@@ -45,8 +50,24 @@ pub struct Page {
     pub total_chars: usize,
 }
 
+/// Who made a kept result, and so who may read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// `agent:<run>` or `subagent:<run>`.
+    pub principal: String,
+    /// The highest class the maker's calls could use.
+    pub class: EffectClass,
+}
+
+impl Holder {
+    fn may_read(&self, kept: &Holder) -> bool {
+        self.principal == kept.principal && self.class >= kept.class
+    }
+}
+
 struct Kept {
     id: String,
+    holder: Holder,
     text: Arc<str>,
     chars: usize,
     at: Instant,
@@ -55,7 +76,6 @@ struct Kept {
 #[derive(Default)]
 struct RunResults {
     kept: Vec<Kept>,
-    closed: bool,
 }
 
 /// The results of every run in this process.
@@ -79,9 +99,9 @@ impl ResultStore {
         ResultStore { ttl, runs: Mutex::new(HashMap::new()) }
     }
 
-    /// Decides how `text`, a result of a call in `run`, is shown, keeping
-    /// it when it must be paged.
-    pub fn keep(&self, run: &str, text: &str) -> Shown {
+    /// Decides how `text`, a result of a call `holder` made in `run`, is
+    /// shown, keeping it when it must be paged.
+    pub fn keep(&self, run: &str, holder: &Holder, text: &str) -> Shown {
         let chars = text.chars().count();
         if chars <= PREVIEW_CHARS {
             return Shown::Whole { text: text.to_string() };
@@ -97,9 +117,6 @@ impl ResultStore {
         }
         let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         let results = runs.entry(run.to_string()).or_default();
-        if results.closed {
-            return Shown::TooLarge { message: "this run can no longer keep results".into() };
-        }
         let now = Instant::now();
         results.kept.retain(|k| now.duration_since(k.at) < self.ttl);
         while results.kept.len() >= MAX_RESULTS_PER_RUN
@@ -108,7 +125,7 @@ impl ResultStore {
             results.kept.remove(0);
         }
         let id = format!("res_{}", crate::store::new_id());
-        results.kept.push(Kept { id: id.clone(), text: text.into(), chars, at: now });
+        results.kept.push(Kept { id: id.clone(), holder: holder.clone(), text: text.into(), chars, at: now });
         Shown::Preview {
             text: chars_slice(text, 0, PREVIEW_CHARS),
             result_id: id,
@@ -117,15 +134,27 @@ impl ResultStore {
         }
     }
 
-    /// A page of a kept result, for the run that made it.
-    pub fn read(&self, run: &str, result_id: &str, offset: usize, limit: usize) -> Result<Page, String> {
+    /// A page of a kept result, for the identity in `run` that made it.
+    pub fn read(
+        &self,
+        run: &str,
+        holder: &Holder,
+        result_id: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Page, String> {
         let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
-        let unknown = || format!("no result {result_id} is readable in this run (results expire after 15 minutes)");
-        let results = runs.get(run).filter(|r| !r.closed).ok_or_else(unknown)?;
+        let unknown = || {
+            format!(
+                "no result {result_id} is readable here: a result is read only by whoever made it, while the run \
+                 goes on, and expires after 15 minutes"
+            )
+        };
+        let results = runs.get(run).ok_or_else(unknown)?;
         let kept = results
             .kept
             .iter()
-            .find(|k| k.id == result_id && Instant::now().duration_since(k.at) < self.ttl)
+            .find(|k| k.id == result_id && holder.may_read(&k.holder) && Instant::now().duration_since(k.at) < self.ttl)
             .ok_or_else(unknown)?;
         if offset > kept.chars {
             return Err(format!("offset {offset} is past the end ({} characters)", kept.chars));
@@ -137,11 +166,15 @@ impl ResultStore {
     }
 
     /// The run's privileges dropped (it ended, or was cancelled): nothing
-    /// it kept can be read again.
+    /// it kept can be read again. A run reopened later keeps anew.
     pub fn close_run(&self, run: &str) {
         let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
-        let results = runs.entry(run.to_string()).or_default();
-        results.kept.clear();
-        results.closed = true;
+        runs.remove(run);
+    }
+
+    /// Bytes kept for `run` now.
+    pub fn kept_bytes(&self, run: &str) -> usize {
+        let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        runs.get(run).map_or(0, |r| r.kept.iter().map(|k| k.text.len()).sum())
     }
 }

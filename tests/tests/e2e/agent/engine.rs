@@ -228,7 +228,15 @@ mod read_tool_result {
 
     use std::time::Duration;
 
-    use capstan::agent::tools::results::{MAX_RESULT_BYTES, MAX_RESULTS_PER_RUN, PREVIEW_CHARS, ResultStore, Shown};
+    use capstan::agent::tools::results::{
+        Holder, MAX_RESULT_BYTES, MAX_RESULTS_PER_RUN, MAX_RUN_BYTES, PREVIEW_CHARS, ResultStore, Shown,
+    };
+    use capstan::runtime::EffectClass;
+
+    /// The agent of run-1..run-4 (the store keys results by run anyway).
+    fn agent() -> Holder {
+        Holder { principal: "agent:run-1".into(), class: EffectClass::Execute }
+    }
 
     fn preview(shown: Shown) -> (String, String, usize) {
         match shown {
@@ -240,44 +248,82 @@ mod read_tool_result {
     #[test]
     fn a_long_result_is_paged_by_characters_without_splitting_any() {
         let store = ResultStore::default();
-        assert!(matches!(store.keep("run-1", "short"), Shown::Whole { .. }));
+        assert!(matches!(store.keep("run-1", &agent(), "short"), Shown::Whole { .. }));
         // Multi-byte characters throughout: pages are counted in characters.
         let text: String = "沙丘é🎬".chars().cycle().take(PREVIEW_CHARS * 2 + 7).collect();
-        let (first, id, next) = preview(store.keep("run-1", &text));
+        let (first, id, next) = preview(store.keep("run-1", &agent(), &text));
         assert_eq!((first.chars().count(), next), (PREVIEW_CHARS, PREVIEW_CHARS));
         let mut read = first;
         let mut offset = Some(next);
         while let Some(at) = offset {
-            let page = store.read("run-1", &id, at, 3_000).unwrap();
+            let page = store.read("run-1", &agent(), &id, at, 3_000).unwrap();
             read.push_str(&page.text);
             offset = page.next_offset;
         }
         assert_eq!(read, text, "the pages put back together are the result");
-        assert!(store.read("run-1", &id, PREVIEW_CHARS * 3, 10).unwrap_err().contains("past the end"));
+        assert!(store.read("run-1", &agent(), &id, PREVIEW_CHARS * 3, 10).unwrap_err().contains("past the end"));
     }
 
     #[test]
     fn other_runs_closed_runs_expired_and_oversized_results_are_refused() {
         let store = ResultStore::with_ttl(Duration::from_millis(200));
         let long = "x".repeat(PREVIEW_CHARS + 1);
-        let (_, id, _) = preview(store.keep("run-1", &long));
-        assert!(store.read("run-2", &id, 0, 10).is_err(), "another run cannot read it");
-        assert!(store.read("run-1", &id, 0, 10).is_ok());
+        let (_, id, _) = preview(store.keep("run-1", &agent(), &long));
+        assert!(store.read("run-2", &agent(), &id, 0, 10).is_err(), "another run cannot read it");
+        assert!(store.read("run-1", &agent(), &id, 0, 10).is_ok());
         std::thread::sleep(Duration::from_millis(250));
-        assert!(store.read("run-1", &id, 0, 10).unwrap_err().contains("expire"));
+        assert!(store.read("run-1", &agent(), &id, 0, 10).unwrap_err().contains("expire"));
 
-        let (_, id, _) = preview(store.keep("run-1", &long));
+        let (_, id, _) = preview(store.keep("run-1", &agent(), &long));
         store.close_run("run-1");
-        assert!(store.read("run-1", &id, 0, 10).is_err(), "nothing is readable after the run's privileges drop");
+        assert!(
+            store.read("run-1", &agent(), &id, 0, 10).is_err(),
+            "nothing is readable after the run's privileges drop"
+        );
 
         let huge = "y".repeat(MAX_RESULT_BYTES + 1);
-        assert!(matches!(store.keep("run-3", &huge), Shown::TooLarge { ref message } if message.contains("narrow")));
+        assert!(
+            matches!(store.keep("run-3", &agent(), &huge), Shown::TooLarge { ref message } if message.contains("narrow"))
+        );
 
         // The oldest make room: at most 8 per run.
         let store = ResultStore::default();
-        let ids: Vec<String> = (0..MAX_RESULTS_PER_RUN + 1).map(|_| preview(store.keep("run-4", &long)).1).collect();
-        assert!(store.read("run-4", &ids[0], 0, 10).is_err(), "the oldest gave way");
-        assert!(store.read("run-4", &ids[MAX_RESULTS_PER_RUN], 0, 10).is_ok());
+        let ids: Vec<String> =
+            (0..MAX_RESULTS_PER_RUN + 1).map(|_| preview(store.keep("run-4", &agent(), &long)).1).collect();
+        assert!(store.read("run-4", &agent(), &ids[0], 0, 10).is_err(), "the oldest gave way");
+        assert!(store.read("run-4", &agent(), &ids[MAX_RESULTS_PER_RUN], 0, 10).is_ok());
+    }
+
+    #[test]
+    fn a_run_keeps_four_mebibytes_at_most_the_oldest_giving_way() {
+        let store = ResultStore::default();
+        let mark = |i: usize| char::from(b'a' + i as u8);
+        let ids: Vec<String> = (0..5)
+            .map(|i| preview(store.keep("run-1", &agent(), &mark(i).to_string().repeat(MAX_RESULT_BYTES - 10))).1)
+            .collect();
+        assert!(store.kept_bytes("run-1") <= MAX_RUN_BYTES, "{} bytes kept", store.kept_bytes("run-1"));
+        assert!(store.read("run-1", &agent(), &ids[0], 0, 1).is_err(), "the oldest gave way");
+        for (i, id) in ids.iter().enumerate().skip(1) {
+            assert_eq!(store.read("run-1", &agent(), id, 0, 1).unwrap().text, mark(i).to_string());
+        }
+    }
+
+    #[test]
+    fn only_the_identity_that_made_a_result_reads_it_at_its_class() {
+        let store = ResultStore::default();
+        let long = "a".repeat(PREVIEW_CHARS + 10);
+        let (_, id, _) = preview(store.keep("run-1", &agent(), &long));
+        let subagent = Holder { principal: "subagent:run-1".into(), class: EffectClass::Read };
+        assert!(store.read("run-1", &subagent, &id, 0, 10).is_err(), "a subagent cannot read its parent's result");
+        let lower = Holder { class: EffectClass::Propose, ..agent() };
+        assert!(store.read("run-1", &lower, &id, 0, 10).is_err(), "nor the run holding less than it did");
+        let (_, theirs, _) = preview(store.keep("run-1", &subagent, &long));
+        assert!(store.read("run-1", &agent(), &theirs, 0, 10).is_err(), "nor the parent its subagent's");
+        assert!(store.read("run-1", &subagent, &theirs, 0, 10).is_ok());
+        store.close_run("run-1");
+        let (_, again, _) = preview(store.keep("run-1", &agent(), &long));
+        assert!(store.read("run-1", &agent(), &again, 0, 10).is_ok(), "a reopened run keeps anew");
+        assert!(store.read("run-1", &agent(), &id, 0, 10).is_err(), "but not what it had before");
     }
 }
 

@@ -2,6 +2,7 @@
 //! limits and endings, runs that cannot go on, model providers and the
 //! requests real APIs accept, verdicts, and runs doing real media work.
 
+mod boundaries;
 mod context;
 mod continuity;
 mod engine;

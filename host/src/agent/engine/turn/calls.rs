@@ -14,7 +14,7 @@ use crate::runtime::StopSignal;
 
 impl RunState<'_> {
     pub(super) async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
-        if let Some(answered) = toolbox::answer_local(call, input, &self.run_id, &mut self.discovery, &self.rt.results)
+        if let Some(answered) = toolbox::answer_local(call, input, &self.caller, &mut self.discovery, &self.rt.results)
         {
             if call.name == toolbox::SEARCH_TOOLS {
                 self.note_discovery();
@@ -58,7 +58,7 @@ impl RunState<'_> {
         };
         match invoked {
             Ok(inv) => {
-                let answered = toolbox::from_invocation(&call.id, &self.run_id, &inv, &self.rt.results);
+                let answered = toolbox::from_invocation(&call.id, &self.caller, &inv, &self.rt.results);
                 Ok(self.ask_for_approval(name, input, answered).await)
             }
             Err(source) => Err(EngineError::Invoke { capability: name.to_string(), source }),
@@ -73,7 +73,7 @@ impl RunState<'_> {
             Ok(Some(r)) => {
                 let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
                     "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});
-                toolbox::from_invocation(&call.id, &self.run_id, &succeeded_with(value), &self.rt.results)
+                toolbox::from_invocation(&call.id, &self.caller, &succeeded_with(value), &self.rt.results)
             }
             Ok(None) => toolbox::failed(&call.id, format!("this run made no write call {id}")),
             Err(e) => toolbox::failed(&call.id, format!("cannot read the ledger: {e}")),

@@ -63,9 +63,10 @@ impl RunState<'_> {
         for _ in 0..SUBAGENT_STEPS {
             match Box::pin(sub.step()).await {
                 Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {
+                    // The findings are the parent's to keep and read.
                     return toolbox::from_invocation(
                         &call.id,
-                        &self.run_id,
+                        &self.caller,
                         &succeeded_with(json!({"findings": sub.final_text})),
                         &self.rt.results,
                     );
