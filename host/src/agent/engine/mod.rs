@@ -38,6 +38,10 @@ pub use error::EngineError;
 /// The task kind that drives a run.
 pub const RUN_AGENT: &str = "runAgent";
 
+/// Why a run waits past its window.
+const WAIT_OVERDUE: &str = "what the run touched did not settle within agent.goal_wait_hours; it keeps waiting, and \
+                            finishes when that settles or a message arrives";
+
 /// Where session logs go: `AGENT_SESSION_DIR`, else `<data-dir>/agent-sessions`.
 pub fn session_dir(data_dir: &std::path::Path) -> PathBuf {
     std::env::var_os("AGENT_SESSION_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("agent-sessions"))
@@ -263,12 +267,11 @@ impl AgentRuntime {
             let (status, detail) = verdict::verdict(&touched, run.mode, &activity, &run.goal, &final_text);
             return self.finish_with(run_id, status, detail.as_deref(), &final_text, &touched).await;
         }
+        // Past agent.goal_wait_hours the run keeps the state its report
+        // gives — waiting, with the reason — and goes on looking: what it
+        // touched settling, or a message, still finishes it.
         let current = self.runs.get(run_id).await?;
         let now = crate::store::now_ms();
-        if current.wait_until.is_some_and(|until| now > until) {
-            let reason = "what the run touched did not settle within agent.goal_wait_hours";
-            return self.finish_with(run_id, RunStatus::Failed, Some(reason), &final_text, &touched).await;
-        }
         if !final_text.is_empty() {
             self.runs.set_outcome(run_id, None, &final_text).await?;
         }
@@ -277,7 +280,31 @@ impl AgentRuntime {
         if current.status != RunStatus::Waiting {
             self.runs.set_status(run_id, RunStatus::Waiting, Some("goal-settled")).await?;
         }
+        if current.wait_until.is_some_and(|until| now > until) {
+            self.runs.wait_overdue(run_id, WAIT_OVERDUE).await?;
+        }
         Ok(json!({"runId": run_id, "status": "waiting"}))
+    }
+
+    /// Where a run that has not ended stands now: the AgentGoalReport's
+    /// body built from the business tables as they are, marked `current`.
+    pub async fn current_report(&self, run: &Run) -> Result<Value, EngineError> {
+        let touched = report::touched(self.caps.domain(), self.caps.db(), &run.id).await?;
+        let (calls, activity) = self.tool_calls(&run.id).await?;
+        let unknown = report::unknown_writes(self.caps.db(), &run.id).await?;
+        let ending = report::Ending {
+            status: run.status,
+            reason: run.error.as_deref(),
+            touched: &touched,
+            unknown: &unknown,
+            tool_calls: &calls,
+            activity: &activity,
+            final_text: run.final_text.as_deref().unwrap_or_default(),
+        };
+        let mut body = report::body(run, &ending);
+        body["current"] = Value::Bool(true);
+        body["asOf"] = Value::from(crate::store::now_ms());
+        Ok(body)
     }
 
     /// A human decided an approval: every run waiting on it that was not

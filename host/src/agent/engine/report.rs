@@ -124,7 +124,7 @@ async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainEr
         Standing::AwaitingHuman => "draft: waiting for a human to approve",
         Standing::AwaitingApproval(_) => "draft: a human has been asked to approve it",
         Standing::Rejected => "draft: a human rejected it",
-        Standing::InFlight if plan.status == "submitted" => "submitted, not imported",
+        Standing::InFlight if plan.status == "submitted" => "submitted, not yet in the library",
         Standing::InFlight => "in progress",
         Standing::Imported => "imported into the library",
         Standing::Failed => "failed",
@@ -163,9 +163,16 @@ pub struct Ending<'a> {
 
 /// Writes the AgentGoalReport artifact for `run`.
 pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Artifact, DomainError> {
+    let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()), capability: None };
+    domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body(run, ending)).await
+}
+
+/// The AgentGoalReport's body: how the run ended, or — for a run that has
+/// not ended — where it stands now.
+pub fn body(run: &Run, ending: &Ending<'_>) -> Value {
     let Ending { status, reason, touched, unknown, tool_calls, activity, final_text } = ending;
     let imported: Vec<&Value> = touched.iter().filter(|t| t.standing == Standing::Imported).map(|t| &t.entry).collect();
-    let body = json!({
+    json!({
         "type": "AgentGoalReport",
         "runId": run.id,
         "goal": run.goal,
@@ -182,7 +189,5 @@ pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Ar
         },
         "modelFinalText": {"text": final_text, "verified": false},
         "note": "Built from the plans, downloads and organizations the run touched; only an organization record shows a title reached the library.",
-    });
-    let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()), capability: None };
-    domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await
+    })
 }

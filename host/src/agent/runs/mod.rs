@@ -131,7 +131,7 @@ impl Runs {
             "UPDATE agent_run SET \
              status = CASE WHEN $6 = 1 AND abort_reason IS NOT NULL THEN 'cancelled' ELSE $2 END, \
              error = CASE WHEN $6 = 1 AND abort_reason IS NOT NULL THEN abort_reason \
-                          WHEN $5 IS NOT NULL THEN $5 ELSE error END, \
+                          WHEN $5 IS NOT NULL THEN $5 WHEN $2 IN ('running', 'succeeded') THEN NULL ELSE error END, \
              updated_at = $3, finished_at = COALESCE($4, finished_at), \
              started_at = CASE WHEN $2 = 'running' AND started_at IS NULL THEN $3 ELSE started_at END, \
              resumed_at = CASE WHEN $2 = 'running' THEN $3 ELSE resumed_at END, \
@@ -188,6 +188,33 @@ impl Runs {
             self.events.announce(seq);
         }
         self.get(id).await
+    }
+
+    /// A waiting run past its window says why it still waits (once: the
+    /// reason is its `error` and an `agent.run_status` event), and keeps
+    /// waiting.
+    pub async fn wait_overdue(&self, id: &str, reason: &str) -> Result<(), RunError> {
+        let mut tx = self.db.begin_write().await?;
+        let changed = sqlx::query(
+            "UPDATE agent_run SET error = $2, updated_at = $3 WHERE id = $1 AND status = 'waiting' \
+             AND (error IS NULL OR error <> $2)",
+        )
+        .bind(id)
+        .bind(reason)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let mut announce = None;
+        if changed == 1 {
+            let payload = serde_json::json!({"status": "waiting", "detail": reason});
+            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+        }
+        tx.commit().await?;
+        if let Some(seq) = announce {
+            self.events.announce(seq);
+        }
+        Ok(())
     }
 
     /// A waiting run's next look, and the end of its wait (kept once set).

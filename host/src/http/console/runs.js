@@ -133,8 +133,9 @@ async function refreshRun() {
   for (const event of events) addEvent(event);
   state.afterSeq = nextSeq;
   if (report) {
-    $("run-report-status").textContent =
-      "Verified outcome: " + report.body.status + (report.body.reason ? " — " + report.body.reason : "");
+    // A waiting run's report says where it stands now, not how it ended.
+    $("run-report-status").textContent = (report.current ? "Where it stands now: " : "Verified outcome: ") +
+      report.body.status + (report.body.reason ? " — " + report.body.reason : "");
     $("run-reasons").replaceChildren(...(report.body.reasons || []).map((r) => el("li", r)));
     summary(report);
     $("run-report").textContent = JSON.stringify(report.body, null, 2);

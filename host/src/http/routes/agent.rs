@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::StartError;
-use crate::agent::runs::{NewRun, Run, RunError, RunMode};
+use crate::agent::runs::{NewRun, Run, RunError, RunMode, RunStatus};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -117,7 +117,7 @@ pub struct RunQuery {
     params(("id" = String, Path, description = "Run id"),
            ("afterSeq" = Option<i64>, Query, minimum = 0, description = "Events after this run seq"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many events (default 200)")),
-    responses((status = 200, description = "{run, events, nextSeq, messages, report}", body = serde_json::Value),
+    responses((status = 200, description = "{run, events, nextSeq, messages, report}: a waiting run's report is where it stands now (`current: true`)", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody)))]
 pub async fn get(
@@ -133,8 +133,17 @@ pub async fn get(
     let events = runs.run_events(&id, after, limit).await.map_err(run_error)?;
     let next = events.last().map_or(after, |e| e.seq);
     let messages = runs.messages(&id).await.map_err(run_error)?;
+    // A waiting run's report is where it stands now; an ended run's, the
+    // one it ended with.
     let report = match &run.report_id {
-        Some(report) => Some(state.caps().domain().artifact(report).await.map_err(super::library::domain_error)?),
+        _ if run.status == RunStatus::Waiting => {
+            let body = state.agent().current_report(&run).await.map_err(ApiError::internal)?;
+            Some(json!({"current": true, "body": body}))
+        }
+        Some(report) => {
+            let artifact = state.caps().domain().artifact(report).await.map_err(super::library::domain_error)?;
+            Some(serde_json::to_value(artifact).map_err(ApiError::internal)?)
+        }
         None => None,
     };
     Ok(Json(json!({"run": run, "events": events, "nextSeq": next, "messages": messages, "report": report})))

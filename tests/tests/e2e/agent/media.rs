@@ -301,7 +301,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
-        report_now(&env, &run.id).await.iter().all(|p| p["outcome"] == "submitted, not imported"),
+        report_now(&env, &run.id).await.iter().all(|p| p["outcome"] == "submitted, not yet in the library"),
         "submitted is not imported"
     );
     approve(&console, &organization).await;

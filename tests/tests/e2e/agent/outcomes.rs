@@ -1,7 +1,7 @@
 //! How a run's tool calls and waiting end, as the user sees them: botched
 //! tool arguments are a failed result that never runs, a write whose outcome
 //! nobody knows is reported `unknown` (never repeated, never a success), and
-//! a run waits for what it touched no longer than `agent.goal_wait_hours`.
+//! a waiting run reports where it stands, past `agent.goal_wait_hours` too.
 //! On SQLite and on PostgreSQL.
 
 use std::sync::atomic::Ordering;
@@ -92,34 +92,55 @@ async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Back
     assert!(told.iter().all(|t| t.contains("result unknown — verify before retrying")), "{told:?}");
 }
 
-/// A run whose plan never settles waits no longer than
-/// `agent.goal_wait_hours`, then ends `failed` saying so; its report tells
-/// where the plan stood.
-async fn a_run_waits_for_what_it_touched_no_longer_than_allowed(backend: Backend) {
+/// A waiting run is readable: its report says where each plan stands now.
+/// Past `agent.goal_wait_hours` it keeps the state that report gives —
+/// waiting, with the reason — rather than ending `failed`; a message is
+/// still answered, and what it touched settling finishes it.
+async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend: Backend) {
     let env = env(backend).await;
+    let script = r#"{"scripts": [
+        {"match": ["how"], "steps": [], "finalText": "Still on its way."},
+        {"steps": [], "finalText": "It is on its way."}]}"#;
     set(
         &env.app,
-        &[
-            ("model.script", json!(r#"{"scripts": [{"steps": [], "finalText": "It is on its way."}]}"#)),
-            ("agent.goal_wait_hours", json!(0)),
-            ("agent.goal_poll_sec", json!(1)),
-        ],
+        &[("model.script", json!(script)), ("agent.goal_wait_hours", json!(0)), ("agent.goal_poll_sec", json!(1))],
     )
     .await;
-    // The run reserved a plan that nothing will move on.
+    // The run submitted a plan that nothing will move on.
     let (agent, run, plan) = a_run_with_a_draft(&env, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await;
     env.caps.domain().reserve_plan(&plan.id).await.unwrap();
+    let (_, download) =
+        env.caps.domain().mark_submitted(&plan.id, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await.unwrap();
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
+    let overdue = |r: &Value| r["error"].as_str().is_some_and(|e| e.contains("did not settle within"));
+    let body = crate::agent::runs::wait_run(&api, &run.id, "overdue", |r| overdue(r) || ended(r)).await;
+    assert_eq!(body["run"]["status"], "waiting", "past its window it still waits: {body}");
+    let now = &body["report"];
+    assert_eq!(now["current"], true, "{body}");
+    assert_eq!(now["body"]["status"], "waiting");
+    assert!(now["body"]["reason"].as_str().unwrap().contains("keeps waiting"), "{now}");
+    assert_eq!(now["body"]["verified"]["plans"][0]["outcome"], "submitted, not yet in the library", "{now}");
+    assert_eq!(now["body"]["modelFinalText"]["text"], "It is on its way.");
+
+    // A message is answered; the run goes back to waiting, still saying why.
+    let (status, _) = api.post(&format!("/agent/runs/{}/messages", run.id), json!({"text": "how is it going?"})).await;
+    assert_eq!(status, 200);
+    let answered = |r: &Value| r["finalText"] == "Still on its way." && overdue(r);
+    let body = crate::agent::runs::wait_run(&api, &run.id, "answered", |r| answered(r) || ended(r)).await;
+    assert_eq!(body["run"]["status"], "waiting", "{body}");
+
+    // The download fails for good: that settles it, and the run ends.
+    env.caps.domain().update_download(&download.id, "failed", 0.0, None).await.unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
-    assert!(body["run"]["error"].as_str().unwrap().contains("did not settle within agent.goal_wait_hours"), "{body}");
+    assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "failed", "{body}");
+    assert_eq!(body["report"]["current"], Value::Null, "the report it ended with");
     let statuses: Vec<&str> =
         events_of(&body, "agent.run_status").iter().map(|e| e["payload"]["status"].as_str().unwrap()).collect();
-    assert_eq!(statuses, ["running", "waiting", "failed"], "it waited, looked again, and gave up");
-    let report = report(&body);
-    assert_eq!(report["verified"]["plans"][0]["outcome"], "in progress", "{report}");
-    assert_eq!(report["modelFinalText"], json!({"text": "It is on its way.", "verified": false}));
+    assert_eq!(statuses.first(), Some(&"running"));
+    assert_eq!(statuses.iter().filter(|s| **s == "failed").count(), 1, "it ended once, at the end: {statuses:?}");
+    assert_eq!(statuses.last(), Some(&"failed"));
 }
 
 /// A tool call whose arguments the model botched is answered as failed,
@@ -220,6 +241,6 @@ async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
 both_backends!(
     a_run_asks_a_human_and_a_rejection_ends_it,
     botched_tool_arguments_are_a_failed_result_and_never_run,
-    a_run_waits_for_what_it_touched_no_longer_than_allowed,
+    a_waiting_run_reports_where_it_stands_and_waits_past_its_window,
     an_uncertain_write_is_reported_unknown_and_never_repeated,
 );
