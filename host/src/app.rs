@@ -140,6 +140,7 @@ impl App {
         crate::acquisition::register(&mut worker, &self.caps, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
         crate::recovery::register(&mut worker, &self.agent, &self.settings);
+        crate::retention::register(&mut worker, &self.agent, &self.settings);
         worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));
         worker
     }

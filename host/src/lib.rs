@@ -32,8 +32,9 @@
 //! 11. `pipeline` — the one invoke path over all of the above.
 //! 12. `acquisition`, `agent` — what calls the invoke path: the background
 //!     acquisition tasks and agent runs.
-//! 13. `recovery` — what follows a decision: the chosen option carried out
-//!     once, through the invoke path, for whoever chose it.
+//! 13. `recovery`, `retention` — what follows a decision: the chosen option
+//!     carried out once, through the invoke path, for whoever chose it; and
+//!     what the host keeps, and for how long.
 //! 14. `app` — the composition root: every service of one process, built
 //!     once.
 //! 15. `http` — the API and the console, over an `App`.
@@ -61,6 +62,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod principal;
 pub mod recovery;
+pub mod retention;
 pub mod runtime;
 pub mod settings;
 pub mod setup;

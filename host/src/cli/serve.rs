@@ -19,6 +19,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     // `serve` runs the API and a worker in one process.
     let worker = std::sync::Arc::new(app.worker(&worker_config));
     tokio::spawn(worker.run(shutdown()));
+    crate::retention::spawn_schedule(crate::tasks::Tasks::new(capabilities.db().clone()));
     if worker_config.tasks.pipeline_interval_sec > 0 {
         let interval = std::time::Duration::from_secs(worker_config.tasks.pipeline_interval_sec);
         crate::acquisition::spawn_schedule(capabilities.clone(), interval);

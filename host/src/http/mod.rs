@@ -99,7 +99,7 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         .routes(routes!(routes::library::retry))
         .routes(routes!(routes::session::login, routes::session::logout))
         .routes(routes!(routes::agent::start, routes::agent::list))
-        .routes(routes!(routes::agent::get))
+        .routes(routes!(routes::agent::get, routes::agent::delete))
         .routes(routes!(routes::agent::message))
         .routes(routes!(routes::agent::abort))
         .split_for_parts();

@@ -382,12 +382,15 @@ impl Ledger {
         row.map(|r| Record::from_row(&r)).transpose()
     }
 
-    /// Removes finished receipts (succeeded, failed) older than `age`.
-    /// Running, unknown and pending rows are never removed by time.
+    /// Removes the receipts made outside any run (a task's, a request's)
+    /// whose outcome is known — succeeded, failed, pending — and that last
+    /// changed more than `age` ago. Running and unknown rows are never
+    /// removed by time; a run's receipts go with the run.
     pub async fn prune(&self, age: Duration) -> Result<u64, sqlx::Error> {
         let cutoff = now_ms() - age.as_millis() as i64;
         let n = sqlx::query(
-            "DELETE FROM capability_invocation WHERE status IN ('succeeded', 'failed') AND updated_at < $1",
+            "DELETE FROM capability_invocation WHERE run_id IS NULL \
+             AND status IN ('succeeded', 'failed', 'pending') AND updated_at < $1",
         )
         .bind(cutoff)
         .execute(&self.db.pool)
@@ -395,6 +398,20 @@ impl Ledger {
         .rows_affected();
         Ok(n)
     }
+}
+
+/// Removes, inside `tx`, the receipts of run `run_id` whose outcome is
+/// known (succeeded, failed, pending); returns how many remain, which are
+/// `running` or `unknown` and never removed.
+pub async fn remove_run_receipts_in(tx: &mut Transaction<'static, Any>, run_id: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query("DELETE FROM capability_invocation WHERE run_id = $1 AND status IN ('succeeded', 'failed', 'pending')")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query_scalar("SELECT COUNT(*) FROM capability_invocation WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_one(&mut **tx)
+        .await
 }
 
 /// The rows of an agent run's write calls, oldest first.

@@ -152,6 +152,7 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("budget", "Budgets"),
     ("automation", "Automation"),
     ("acquisition", "Downloads"),
+    ("data", "Data"),
 ];
 
 /// The area a key belongs to: its first dotted part.
@@ -341,6 +342,20 @@ pub const SETTINGS: &[Spec] = &[
         Kind::Int { min: 1, max: 10_080 },
         "60",
         "How long a download may go without progress before a decision asks about it; a paused or queued one is never stalled.",
+    ),
+    spec(
+        "data.cleanup_enabled",
+        "Clean up old records",
+        Kind::Bool,
+        "true",
+        "Prune receipts of calls made outside any agent run once they are older than data.retention_days; off keeps everything. Writes whose outcome is open and the audit log are never pruned.",
+    ),
+    spec(
+        "data.retention_days",
+        "Keep records for (days)",
+        Kind::Int { min: 0, max: 3650 },
+        "30",
+        "How long receipts of calls made outside any agent run are kept; 0 keeps them for ever, as turning cleanup off does.",
     ),
 ];
 

@@ -14,7 +14,8 @@
 //! | `store` | `storage::store` and every suite run on both backends |
 //! | `settings`, `setup` | `storage::settings`, `storage::setup`, `http::console_services` |
 //! | `acquisition` | `media::pipeline`, `media::quality`, `media::download`, `media::getting_started` |
-//! | `agent` | `agent::*` |
+//! | `agent` | `agent::*`, `storage::retention` (deleting runs) |
+//! | `retention` | `storage::retention` |
 //! | `http` (API, OpenAPI, console) | `http::*`, `storage::domain_api`, `media::titles` |
 //! | `events` | `http::events`, `agent::runs` |
 //! | `metrics` | `http::operations` |

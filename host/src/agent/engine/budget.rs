@@ -164,6 +164,7 @@ mod tests {
             wait_until: None,
             investigation: None,
             plan: None,
+            deleted_at: None,
             created_at: now,
             updated_at: now,
         }

@@ -8,6 +8,7 @@
 //! stream in flight.
 
 pub mod budget;
+mod ending;
 mod error;
 pub mod investigation;
 pub mod report;
@@ -286,27 +287,6 @@ impl AgentRuntime {
         Ok(json!({"runId": run_id, "status": "waiting"}))
     }
 
-    /// Where a run that has not ended stands now: the AgentGoalReport's
-    /// body built from the business tables as they are, marked `current`.
-    pub async fn current_report(&self, run: &Run) -> Result<Value, EngineError> {
-        let touched = report::touched(self.caps.domain(), self.caps.db(), &run.id).await?;
-        let (calls, activity) = self.tool_calls(&run.id).await?;
-        let unknown = report::unknown_writes(self.caps.db(), &run.id).await?;
-        let ending = report::Ending {
-            status: run.status,
-            reason: run.error.as_deref(),
-            touched: &touched,
-            unknown: &unknown,
-            tool_calls: &calls,
-            activity: &activity,
-            final_text: run.final_text.as_deref().unwrap_or_default(),
-        };
-        let mut body = report::body(run, &ending);
-        body["current"] = Value::Bool(true);
-        body["asOf"] = Value::from(crate::store::now_ms());
-        Ok(body)
-    }
-
     /// A human decided an approval: every run waiting on it that was not
     /// aborted is told it may go on (a message, which wakes it). A
     /// rejection is not sent: the run already ended saying it waits.
@@ -365,111 +345,6 @@ impl AgentRuntime {
                 matches!(budget::day_allows(&self.settings, &self.runs, first_start).await, Ok(None))
             }
         }
-    }
-
-    /// Ends the run once for what another attempt cannot change, blocked.
-    async fn end_blocked(&self, run: &Run, block: BlockReason, reason: &str) -> Result<Value, EngineError> {
-        self.runs.block(&run.id, block).await?;
-        let text = run.final_text.clone().unwrap_or_default();
-        match block {
-            BlockReason::DayBudget => self.end_over_budget(run, reason, &text).await,
-            BlockReason::Config => self.finish(&run.id, RunStatus::Failed, Some(reason), &text).await,
-        }
-    }
-
-    /// Ends a run whose task has no attempts left, as `failed`.
-    pub async fn give_up(&self, run_id: &str, error: &str) {
-        let reason = format!("the run could not go on: {error}");
-        if let Err(e) = self.finish(run_id, RunStatus::Failed, Some(&reason), "").await {
-            tracing::error!(run = %run_id, error = %e, "could not end a run that failed");
-            let _ = self.runs.set_status(run_id, RunStatus::Failed, Some(&reason)).await;
-        }
-    }
-
-    /// Ends the run with `status`, writing the report.
-    async fn finish(
-        &self,
-        run_id: &str,
-        status: RunStatus,
-        detail: Option<&str>,
-        final_text: &str,
-    ) -> Result<Value, EngineError> {
-        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
-        self.finish_with(run_id, status, detail, final_text, &touched).await
-    }
-
-    /// Ends the run with `status`, reporting what it touched as read just now.
-    async fn finish_with(
-        &self,
-        run_id: &str,
-        status: RunStatus,
-        detail: Option<&str>,
-        final_text: &str,
-        touched: &[report::Touched],
-    ) -> Result<Value, EngineError> {
-        let run = self.runs.get(run_id).await?;
-        let (calls, activity) = self.tool_calls(run_id).await?;
-        let unknown = report::unknown_writes(self.caps.db(), run_id).await?;
-        let unsure;
-        // An abort that was accepted wins over any other end.
-        let (status, detail) = if let Some(reason) = run.abort_reason.as_deref() {
-            (RunStatus::Cancelled, Some(reason))
-        } else if status == RunStatus::Succeeded && !unknown.is_empty() {
-            unsure = format!("the outcome of {} write(s) is unknown; verify them before trying again", unknown.len());
-            (RunStatus::Failed, Some(unsure.as_str()))
-        } else {
-            (status, detail)
-        };
-        if matches!(status, RunStatus::Cancelled | RunStatus::Failed | RunStatus::BudgetExceeded) {
-            snapshot::take(self, run_id, detail.unwrap_or(status.as_str())).await?;
-        }
-        let ending = report::Ending {
-            status,
-            reason: detail,
-            touched,
-            unknown: &unknown,
-            tool_calls: &calls,
-            activity: &activity,
-            final_text,
-        };
-        let report = report::write(self.caps.domain(), &run, &ending).await?;
-        self.runs.set_outcome(run_id, Some(&report.id), final_text).await?;
-        self.runs.set_status(run_id, status, detail).await?;
-        self.results.close_run(run_id);
-        investigation::ended(self.caps.domain(), &self.tasks, &run, status, final_text, &calls).await;
-        Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
-    }
-
-    async fn end_over_budget(&self, run: &Run, reason: &str, final_text: &str) -> Result<Value, EngineError> {
-        let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
-        self.caps
-            .domain()
-            .open_decision(
-                "agent_budget",
-                Some(&run.id),
-                &budget::decision_options(),
-                &evidence,
-                &format!("agent_budget:{}", run.id),
-            )
-            .await?;
-        self.finish(&run.id, RunStatus::BudgetExceeded, Some(reason), final_text).await
-    }
-
-    /// The run's tool calls: a count by status, and the agent's own
-    /// capability calls as they ended.
-    async fn tool_calls(&self, run_id: &str) -> Result<(Value, verdict::Activity), EngineError> {
-        let mut counts = serde_json::Map::new();
-        let all = self.runs.events_of_kind(run_id, "agent.tool_call").await?;
-        for e in &all {
-            if let Some(status) = e.payload.get("status").and_then(Value::as_str) {
-                let n = counts.get(status).and_then(Value::as_i64).unwrap_or(0);
-                counts.insert(status.to_string(), Value::from(n + 1));
-            }
-        }
-        let rows = crate::ledger::for_run(self.caps.db(), run_id).await.map_err(crate::ledger::LedgerError::from)?;
-        let ledger = rows.into_iter().map(|r| (r.id, r.status)).collect();
-        let activity = verdict::Activity::from_events(&all, &self.caps.runtime().snapshot(), &ledger);
-        Ok((Value::Object(counts), activity))
     }
 
     /// How long to sleep between abort checks while a model answers.

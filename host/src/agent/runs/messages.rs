@@ -16,7 +16,7 @@ impl Runs {
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         let open = sqlx::query(
-            "UPDATE agent_run SET updated_at = $2 WHERE id = $1 \
+            "UPDATE agent_run SET updated_at = $2 WHERE id = $1 AND deleted_at IS NULL \
              AND NOT (abort_reason IS NOT NULL AND status IN ('queued', 'running', 'waiting'))",
         )
         .bind(id)
@@ -27,11 +27,12 @@ impl Runs {
         if open == 0 {
             drop(tx);
             let run = self.get(id).await?;
-            return Err(RunError::WrongState(
-                id.to_string(),
-                run.status.as_str(),
-                "it is being aborted; send the message once it has stopped",
-            ));
+            let why = if run.deleted_at.is_some() {
+                "it was deleted"
+            } else {
+                "it is being aborted; send the message once it has stopped"
+            };
+            return Err(RunError::WrongState(id.to_string(), run.status.as_str(), why));
         }
         let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_message WHERE run_id = $1")
             .bind(id)

@@ -4,6 +4,7 @@
 //! stream (`agent_run_event`, run id + seq unique), each event also
 //! published on the global event log in the same transaction.
 
+mod delete;
 mod gate;
 mod messages;
 mod model;
@@ -11,6 +12,7 @@ mod model;
 use serde_json::Value;
 use sqlx::Row;
 
+pub use delete::Deleted;
 pub use gate::{BlockReason, Blocked};
 pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 
@@ -86,12 +88,13 @@ impl Runs {
         row.map(|r| Run::from_row(&r)).transpose()?.ok_or_else(|| RunError::NotFound(id.to_string()))
     }
 
-    /// Newest first.
+    /// Newest first; deleted runs kept for their open receipts are left out.
     pub async fn list(&self, limit: i64) -> Result<Vec<Run>, RunError> {
-        let rows = sqlx::query("SELECT * FROM agent_run ORDER BY created_at DESC, id LIMIT $1")
-            .bind(limit.clamp(1, 500))
-            .fetch_all(&self.db.pool)
-            .await?;
+        let rows =
+            sqlx::query("SELECT * FROM agent_run WHERE deleted_at IS NULL ORDER BY created_at DESC, id LIMIT $1")
+                .bind(limit.clamp(1, 500))
+                .fetch_all(&self.db.pool)
+                .await?;
         Ok(rows.iter().map(Run::from_row).collect::<Result<_, _>>()?)
     }
 

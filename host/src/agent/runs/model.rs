@@ -164,6 +164,9 @@ pub struct Run {
     /// The model's current plan for its task (its notes, not proof).
     #[schema(value_type = Option<Object>)]
     pub plan: Option<Plan>,
+    /// Set when the run was deleted while some of its writes still had an
+    /// open outcome: it is kept until they are settled.
+    pub deleted_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -202,6 +205,7 @@ impl Run {
                 None => None,
             },
             plan: r.try_get::<Option<String>, _>("plan")?.and_then(|p| serde_json::from_str(&p).ok()),
+            deleted_at: r.try_get("deleted_at")?,
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
         })

@@ -130,6 +130,9 @@ async function refreshRun() {
   sayFailure($("run-why"), why);
   // Abort only what can still be stopped.
   $("run-abort").hidden = ENDED.includes(run.status) && !run.blockedOn;
+  // Only an ended run can be deleted; one kept for its open writes says so.
+  $("run-delete").hidden = !ENDED.includes(run.status) || Boolean(run.deletedAt);
+  if (run.deletedAt) sayFailure($("run-why"), "deleted; kept until its writes whose outcome is open are settled");
   for (const event of events) addEvent(event);
   state.afterSeq = nextSeq;
   if (report) {
@@ -166,6 +169,20 @@ $("message-form").addEventListener("submit", async (ev) => {
     $("message-text").value = "";
     $("message-new-task").checked = false;
   }
+});
+
+$("run-delete").addEventListener("click", async () => {
+  if (!state.run || !confirm("Delete this run, its messages, events and session log?")) return;
+  const answer = await api("DELETE", "/agent/runs/" + state.run);
+  if (answer.status !== 200) {
+    sayFailure($("run-error"), errorText(answer));
+    return;
+  }
+  $("run-error").textContent =
+    answer.data.deleted === "kept" ? "Deleted; kept until its " + answer.data.openWrites + " open write(s) are settled." : "";
+  state.run = null;
+  $("run-detail").hidden = true;
+  await refreshRuns();
 });
 
 $("run-abort").addEventListener("click", async () => {

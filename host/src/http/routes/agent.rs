@@ -2,9 +2,10 @@
 //! creates a run and its durable `runAgent` task (`queued`); `GET
 //! /agent/runs` lists them; `GET /agent/runs/{id}?afterSeq=&limit=` returns
 //! the run, its events by seq, its messages and the verified report;
-//! `POST /agent/runs/{id}/messages {text}` and `POST /agent/runs/{id}/abort
-//! {reason?}`. An execute run needs the execute scope, a plan-only run the
-//! propose scope; reading needs any key or a console session.
+//! `POST /agent/runs/{id}/messages {text, newTask?}`, `POST
+//! /agent/runs/{id}/abort {reason?}` and `DELETE /agent/runs/{id}`. An
+//! execute run needs the execute scope, a plan-only run the propose scope,
+//! deleting the execute scope; reading needs any key or a console session.
 
 use axum::Json;
 use axum::extract::State;
@@ -13,6 +14,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::StartError;
+use crate::agent::engine::EngineError;
+use crate::agent::runs::Deleted;
 use crate::agent::runs::{NewRun, Run, RunError, RunMode, RunStatus};
 use crate::http::AppState;
 use crate::http::auth::Caller;
@@ -216,4 +219,35 @@ pub async fn abort(
     // a queued run ends here, a running or waiting one at its next check.
     let run = state.agent().runs().request_abort(&id, &reason).await.map_err(run_error)?;
     Ok(Json(run))
+}
+
+/// Deletes an ended run: its messages, its events, its session log and the
+/// receipts of its writes whose outcome is known go now; a run with writes
+/// whose outcome is open is kept, marked deleted, until they are settled.
+#[utoipa::path(delete, path = "/api/v1/agent/runs/{id}", tag = "agent",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 200, description = "{runId, deleted: \"gone\" | \"kept\", openWrites}", body = serde_json::Value),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key has no execute scope", body = ErrorBody),
+              (status = 404, description = "No such run", body = ErrorBody),
+              (status = 409, description = "The run has not ended; abort it first", body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.origin(EffectClass::Execute, "deleting an agent run", String::new())?;
+    let deleted = match state.agent().delete(&id).await {
+        Ok(deleted) => deleted,
+        Err(EngineError::Run(e)) => return Err(run_error(e)),
+        Err(e) => return Err(ApiError::internal(e)),
+    };
+    let (word, open) = match deleted {
+        Deleted::Gone => ("gone", 0),
+        Deleted::Kept { open } => ("kept", open),
+    };
+    let detail = format!("{word}; writes with an open outcome kept: {open}");
+    super::audit_change(&state, &caller, "agent_run.delete", &id, "succeeded", Some(detail)).await?;
+    Ok(Json(json!({"runId": id, "deleted": word, "openWrites": open})))
 }

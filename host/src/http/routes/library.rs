@@ -132,7 +132,8 @@ pub async fn tasks(
     let tasks = Tasks::new(state.caps().db().clone());
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // Asked about one record, every task about it is wanted.
-    let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { crate::acquisition::SWEEP_KINDS };
+    let sweeps = [crate::acquisition::SWEEP_KINDS, &[crate::retention::PRUNE_DATA]].concat();
+    let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { &sweeps };
     let (list, folded) = tasks.list_folding(q.subject_id.as_deref(), limit, fold).await?;
     Ok(Json(json!({ "tasks": list, "foldedSweeps": folded })))
 }

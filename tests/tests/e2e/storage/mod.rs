@@ -7,6 +7,7 @@ pub mod domain;
 mod domain_api;
 pub mod ledger;
 mod resolving;
+mod retention;
 mod settings;
 mod setup;
 mod store;
