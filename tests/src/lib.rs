@@ -3,7 +3,7 @@
 //! HTTP server that plays outbound services, mock TMDB and Torznab servers
 //! speaking the real protocols, a real qbittorrent-nox with a builder for
 //! the `.torrent` files it is fed, a forwarding proxy that can withhold an
-//! answer, and helpers to run the `capstan` binary.
+//! answer, helpers to run the `capstan` binary and to run a task to its end.
 
 pub mod components {
     //! Paths of the test components and the example plugin, built by this
@@ -26,4 +26,5 @@ pub mod mock_tmdb;
 pub mod mock_torznab;
 pub mod proxy;
 pub mod qbittorrent;
+pub mod tasks;
 pub mod torrent;

@@ -10,14 +10,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use capstan::agent::StartError;
-use capstan::agent::runs::{RunError, RunStatus};
+use capstan::agent::runs::{RunError, RunMode, RunStatus};
 use capstan::ledger::LedgerStatus;
 use serde_json::{Value, json};
 
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 
-use super::runs::{ended, events_of, set, start, wait_run};
+use super::runs::{ended, events_of, set, start, stored_run, wait_run};
 use crate::storage::ledger::env;
 
 /// A task that plans and counts once; follow-ups that count again with the
@@ -175,15 +175,7 @@ async fn an_aborted_run_goes_on_after_checking_what_it_left_open(backend: Backen
 async fn a_message_waits_until_an_abort_is_done(backend: Backend) {
     let env = env(backend).await;
     let agent = env.app.new_agent();
-    let new = capstan::agent::runs::NewRun {
-        goal: "What does my library hold?".into(),
-        mode: capstan::agent::runs::RunMode::PlanOnly,
-        allowlist: None,
-        created_by: "admin:test".into(),
-        investigation: None,
-    };
-    let run = agent.runs().create(&new).await.unwrap();
-    agent.runs().set_status(&run.id, RunStatus::Running, None).await.unwrap();
+    let run = stored_run(&agent, RunMode::PlanOnly, &[RunStatus::Running]).await;
     agent.runs().request_abort(&run.id, "stop").await.unwrap();
     let refused = agent.message(&run.id, "go on", "admin:test", false).await;
     assert!(

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use capstan::agent::runs::{RunMode, RunStatus};
 use capstan::runtime::EffectClass;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::both_backends;
@@ -71,6 +72,27 @@ pub async fn start(env: &Env) -> Api {
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
     Api::new(&base).with_key(&key)
+}
+
+/// A run of `mode` recorded straight in the store, not queued, moved
+/// through `statuses` (no worker takes it unless it is woken).
+pub(crate) async fn stored_run(
+    agent: &capstan::agent::AgentRuntime,
+    mode: capstan::agent::runs::RunMode,
+    statuses: &[capstan::agent::runs::RunStatus],
+) -> capstan::agent::runs::Run {
+    let new = capstan::agent::runs::NewRun {
+        goal: "What does my library hold?".into(),
+        mode,
+        allowlist: None,
+        created_by: "admin:test".into(),
+        investigation: None,
+    };
+    let run = agent.runs().create(&new).await.unwrap();
+    for status in statuses {
+        agent.runs().set_status(&run.id, *status, None).await.unwrap();
+    }
+    agent.runs().get(&run.id).await.unwrap()
 }
 
 pub(crate) fn events_of<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -325,16 +347,8 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
     let env = env(backend).await;
     let agent = env.app.new_agent();
     // A run waiting for something to settle, not due to look again for an hour.
-    let new = capstan::agent::runs::NewRun {
-        goal: "What does my library hold?".into(),
-        mode: capstan::agent::runs::RunMode::Execute,
-        allowlist: None,
-        created_by: "admin:test".into(),
-        investigation: None,
-    };
-    let run = agent.runs().create(&new).await.unwrap();
-    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();
-    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Waiting, Some("goal-settled")).await.unwrap();
+    let waiting = [RunStatus::Running, RunStatus::Waiting];
+    let run = stored_run(&agent, RunMode::Execute, &waiting).await;
     agent.runs().mark_consumed(&run.id, 1).await.unwrap();
     let later = capstan::store::now_ms() + 3_600_000;
     agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
@@ -352,10 +366,8 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
     assert!(body["messages"].as_array().unwrap().iter().all(|m| m["consumed"] == true), "{body}");
 
     // An abort reaches a waiting run without waiting for its next look.
-    let run = agent.runs().create(&new).await.unwrap();
+    let run = stored_run(&agent, RunMode::Execute, &waiting).await;
     agent.runs().mark_consumed(&run.id, 1).await.unwrap();
-    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();
-    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Waiting, Some("goal-settled")).await.unwrap();
     agent.runs().schedule_wake(&run.id, later, later).await.unwrap();
     let (status, _) = api.post(&format!("/agent/runs/{}/abort", run.id), json!({"reason": "enough"})).await;
     assert_eq!(status, 200);

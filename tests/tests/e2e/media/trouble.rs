@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan::domain::Decision;
-use capstan::tasks::{NewTask, TaskStatus, Tasks, Worker, WorkerConfig};
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
@@ -41,27 +41,7 @@ pub(super) fn worker(env: &Env) {
 
 /// Runs one `syncDownloads` to its end.
 pub(super) async fn sync(env: &Env) {
-    let tasks = Tasks::new(env.caps.db().clone());
-    let new = NewTask {
-        kind: capstan::acquisition::SYNC_DOWNLOADS.into(),
-        subject: None,
-        payload: json!({}),
-        dedupe_key: None,
-        max_attempts: 1,
-        created_by: "test".into(),
-    };
-    let (task, _) = tasks.enqueue(&new).await.unwrap();
-    let started = Instant::now();
-    loop {
-        let now = tasks.get(&task.id).await.unwrap().unwrap();
-        match now.status {
-            TaskStatus::Succeeded => return,
-            TaskStatus::Queued | TaskStatus::Running => {}
-            other => panic!("the sync ended {other:?}: {:?}", now.last_error),
-        }
-        assert!(started.elapsed() < DEADLINE, "the sync never ended");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    capstan_tests::tasks::run_to_end(env.caps.db(), capstan::acquisition::SYNC_DOWNLOADS, json!({})).await;
 }
 
 /// Syncs until the decisions about `root` satisfy `wanted`.

@@ -9,19 +9,19 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use capstan::audit::Verdict;
 use capstan::ledger::{Claim, ClaimRequest, Ledger, LedgerStatus, by_id};
 use capstan::pipeline::Origin;
 use capstan::runtime::{EffectClass, Status};
-use capstan::tasks::{NewTask, TaskStatus, Tasks, Worker, WorkerConfig};
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::api::Api;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use serde_json::{Value, json};
 
-use crate::agent::runs::{ended, set, wait_run};
+use crate::agent::runs::{ended, set, stored_run, wait_run};
 use crate::storage::ledger::{Env, env};
 
 /// The API, a worker for agent runs and `pruneData`, and an execute key.
@@ -39,25 +39,8 @@ async fn start(env: &Env) -> Api {
 
 /// Runs `pruneData` once and returns what it reports.
 async fn prune(env: &Env) -> Value {
-    let tasks = Tasks::new(env.db.clone());
-    let new = NewTask {
-        kind: capstan::retention::PRUNE_DATA.into(),
-        subject: None,
-        payload: json!({}),
-        dedupe_key: None,
-        max_attempts: 1,
-        created_by: "test".into(),
-    };
-    let (task, _) = tasks.enqueue(&new).await.unwrap();
-    let started = Instant::now();
-    loop {
-        let now = tasks.get(&task.id).await.unwrap().unwrap();
-        if now.status == TaskStatus::Succeeded {
-            return now.result.unwrap();
-        }
-        assert!(now.status != TaskStatus::Dead && started.elapsed() < Duration::from_secs(30), "{now:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let task = capstan_tests::tasks::run_to_end(&env.db, capstan::retention::PRUNE_DATA, json!({})).await;
+    task.result.unwrap()
 }
 
 /// Two writes: one the echo service takes, then a count — which crashes
@@ -155,15 +138,8 @@ async fn deleting_a_run_removes_it_and_keeps_what_has_an_open_outcome(backend: B
 async fn a_running_run_is_not_deleted(backend: Backend) {
     let env = env(backend).await;
     let agent = env.app.new_agent();
-    let new = capstan::agent::runs::NewRun {
-        goal: "What does my library hold?".into(),
-        mode: capstan::agent::runs::RunMode::PlanOnly,
-        allowlist: None,
-        created_by: "admin:test".into(),
-        investigation: None,
-    };
-    let run = agent.runs().create(&new).await.unwrap();
-    agent.runs().set_status(&run.id, capstan::agent::runs::RunStatus::Running, None).await.unwrap();
+    let running = [capstan::agent::runs::RunStatus::Running];
+    let run = stored_run(&agent, capstan::agent::runs::RunMode::PlanOnly, &running).await;
     let api = start(&env).await;
     let (status, answer) = api.send(reqwest::Method::DELETE, &format!("/agent/runs/{}", run.id), Value::Null).await;
     assert_eq!(status, 409, "{answer}");
