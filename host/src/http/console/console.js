@@ -223,27 +223,40 @@ $("tasks-sweeps").addEventListener("change", refreshTasks);
 
 // --- approvals -------------------------------------------------------------
 
+// Pending requests and approvals not yet used (past their expiry they are
+// neither): both can be revoked, and then authorise nothing.
 async function refreshApprovals() {
   const answer = await api("GET", "/approvals");
   if (answer.status !== 200) return;
   const body = $("approvals");
   body.replaceChildren();
-  const open = answer.data.approvals.filter((a) => a.status === "pending" || a.status === "approved");
+  const usable = (a) => (a.status === "pending" || a.status === "approved") && a.expiresAt > Date.now();
+  const open = answer.data.approvals.filter(usable);
   await refreshDrafts(new Set(open.map((a) => a.planId)));
-  for (const approval of answer.data.approvals.filter((a) => a.status === "pending")) {
+  for (const approval of open) {
     const row = el("tr");
     row.dataset.approvalId = approval.id;
+    const status = approval.status === "approved" ? "approved by " + approval.decidedBy : "pending";
     row.append(
       el("td", approval.planType + " " + approval.planId + (approval.stale ? " (changed since requested)" : "")),
       el("td", approval.requestedBy),
       el("td", approval.payloadHash.slice(0, 12)),
+      el("td", status, "status-" + approval.status),
     );
     const actions = el("td");
-    for (const [label, status] of [["Approve", "approved"], ["Reject", "rejected"]]) {
+    const choices = approval.status === "pending" ? [["Approve", "approved"], ["Reject", "rejected"]] : [];
+    for (const [label, status] of choices) {
       const button = el("button", label);
       button.className = "decide-" + status;
       button.addEventListener("click", () => decide(approval, status));
       actions.append(button);
+    }
+    // A stale approval authorises nothing already: nothing to revoke.
+    if (!approval.stale) {
+      const revoke = el("button", "Revoke", "revoke");
+      revoke.title = "Withdraw it: it will authorise nothing";
+      revoke.addEventListener("click", () => changeApproval(approval, { status: "revoked" }));
+      actions.append(revoke);
     }
     row.append(actions);
     body.append(row);
@@ -275,9 +288,13 @@ async function refreshDrafts(asked) {
   }
 }
 
-async function decide(approval, status) {
+function decide(approval, status) {
+  return changeApproval(approval, { status, payloadHash: approval.payloadHash });
+}
+
+async function changeApproval(approval, change) {
   $("approvals-error").textContent = "";
-  const answer = await api("PATCH", "/approvals/" + approval.id, { status, payloadHash: approval.payloadHash });
+  const answer = await api("PATCH", "/approvals/" + approval.id, change);
   if (answer.status !== 200) $("approvals-error").textContent = errorText(answer);
   await refreshApprovals();
 }
