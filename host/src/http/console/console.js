@@ -5,8 +5,9 @@
 // (grants.js), the loaded capabilities, the audit log, and settings
 // (settings.js). Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
-// and, for changes, the session's CSRF token. Polling keeps each view
-// current; nothing here holds authority the session does not.
+// and, for changes, the session's CSRF token. The Agent and Decisions tabs
+// follow the event stream (stream.js); the other views poll. Nothing here
+// holds authority the session does not.
 "use strict";
 
 const state = { csrf: sessionStorage.getItem("capstan.csrf"), run: null, afterSeq: 0, timers: [] };
@@ -114,7 +115,7 @@ function stopTimers() {
 
 function showLogin() {
   stopTimers();
-  if (typeof stopFollowingDecisions === "function") stopFollowingDecisions();
+  if (typeof closeStream === "function") closeStream();
   $("app-view").hidden = true;
   $("logout").hidden = true;
   $("who").textContent = "";
@@ -135,15 +136,14 @@ function showApp(admin) {
   refreshSettings();
   refreshGrants();
   refreshDecisions();
-  followDecisions();
+  // Runs and decisions change as their events arrive, not on a timer.
+  openStream();
   refreshTasks();
   state.timers.push(setInterval(refreshTasks, 3000));
   state.timers.push(setInterval(refreshCapabilities, 5000));
   refreshAudit();
   state.timers.push(setInterval(refreshAudit, 5000));
-  state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
-  state.timers.push(setInterval(refreshRun, 1000));
   state.timers.push(setInterval(refreshApprovals, 3000));
 }
 
