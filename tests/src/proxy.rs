@@ -1,10 +1,12 @@
 //! A loopback HTTP proxy in front of a real server: it forwards every
-//! request as it came (method, path, query, headers, body) and returns the
-//! answer as it went, counts requests by path, and can withhold the answer
-//! to one path — the server has acted, the caller never hears back, which
-//! is how a process dies between an effect and its record.
+//! request as it came (method, path, query, headers, body) and streams the
+//! answer back as it goes, counts requests by path, and can withhold the
+//! answer to one path — the server has acted, the caller never hears back,
+//! which is how a process dies between an effect and its record — or
+//! refuse a path: its open answers end and new requests get 502 without
+//! reaching the server, as a proxy that drops long-lived streams does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,8 @@ struct Shared {
     /// Path whose answer is withheld while `holding` is set.
     held_path: Mutex<Option<String>>,
     holding: AtomicBool,
+    /// Paths refused now; answers to them in flight end when they are.
+    refused: tokio::sync::watch::Sender<BTreeSet<String>>,
 }
 
 pub struct Proxy {
@@ -38,8 +42,9 @@ impl Proxy {
             counts: Mutex::new(BTreeMap::new()),
             held_path: Mutex::new(None),
             holding: AtomicBool::new(false),
+            refused: tokio::sync::watch::Sender::new(BTreeSet::new()),
         });
-        let app = Router::new().route("/{*path}", any(forward)).with_state(shared.clone());
+        let app = Router::new().route("/", any(forward)).route("/{*path}", any(forward)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -67,6 +72,21 @@ impl Proxy {
     pub fn release(&self) {
         self.shared.holding.store(false, Ordering::SeqCst);
     }
+
+    /// From now on, answers to `path` in flight end where they are, and
+    /// requests to it get 502 without reaching the server.
+    pub fn refuse(&self, path: &str) {
+        self.shared.refused.send_modify(|paths| {
+            paths.insert(path.to_string());
+        });
+    }
+
+    /// Requests to `path` are forwarded again.
+    pub fn admit(&self, path: &str) {
+        self.shared.refused.send_modify(|paths| {
+            paths.remove(path);
+        });
+    }
 }
 
 async fn forward(
@@ -77,6 +97,10 @@ async fn forward(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    if shared.refused.borrow().contains(&path) {
+        *shared.counts.lock().unwrap().entry(path).or_default() += 1;
+        return (StatusCode::BAD_GATEWAY, "refused by the proxy").into_response();
+    }
     let url = format!("{}{}", shared.upstream, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
     let mut request = shared.client.request(method, url).body(body);
     // The server sees a request for itself: qBittorrent refuses a login whose
@@ -97,14 +121,24 @@ async fn forward(
         Ok(resp) => {
             let status = resp.status();
             let headers = resp.headers().clone();
-            let bytes = resp.bytes().await.unwrap_or_default();
             let mut out = Response::builder().status(status);
             for (name, value) in
                 headers.iter().filter(|(n, _)| !matches!(n.as_str(), "content-length" | "transfer-encoding"))
             {
                 out = out.header(name, value);
             }
-            out.body(Body::from(bytes)).unwrap()
+            // Chunk by chunk, so a stream stays one; it ends when its path is refused.
+            let chunks = futures_util::stream::unfold(resp, |mut resp| async move {
+                match resp.chunk().await {
+                    Ok(Some(chunk)) => Some((Ok::<Bytes, std::io::Error>(chunk), resp)),
+                    _ => None,
+                }
+            });
+            let mut refused = shared.refused.subscribe();
+            let cut = async move {
+                let _ = refused.wait_for(|paths| paths.contains(&path)).await;
+            };
+            out.body(Body::from_stream(futures_util::StreamExt::take_until(chunks, Box::pin(cut)))).unwrap()
         }
     }
 }

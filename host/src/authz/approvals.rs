@@ -4,11 +4,14 @@
 //! It is requested by anyone, decided only by a console administrator who
 //! did not create the plan (directly or through a key they own), authorises
 //! one automated call on that plan while the plan is unchanged, and is
-//! consumed by the first success. A plan whose hash or revision moved on
-//! makes its approvals stale: they authorise nothing.
+//! consumed by the first success: the call takes it before it runs and
+//! gives it back when it does not succeed. A plan whose hash or revision
+//! moved on makes its approvals stale: they authorise nothing. An
+//! administrator may revoke one nobody has used yet (pending, or approved
+//! and not consumed); revoked, it authorises nothing.
 
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{Any, Row, Transaction};
 
 use super::{Authz, AuthzError};
 use crate::store::{new_id, now_ms};
@@ -18,7 +21,7 @@ use crate::store::{new_id, now_ms};
 pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
 
 /// Every status an approval can have.
-pub const APPROVAL_STATUSES: &[&str] = &["pending", "approved", "rejected", "consumed", "expired"];
+pub const APPROVAL_STATUSES: &[&str] = &["pending", "approved", "rejected", "consumed", "expired", "revoked"];
 
 /// The built-in capability that carries out a plan of `plan_type`: what an
 /// approval authorises when its request names no capability.
@@ -64,8 +67,8 @@ pub struct Approval {
     pub capability_id: String,
     pub payload_hash: String,
     pub revision: i64,
-    /// `pending`, `approved`, `rejected`, `consumed`, or `expired` (pending
-    /// past its expiry when the plan was asked about again).
+    /// `pending`, `approved`, `rejected`, `consumed`, `expired` (pending
+    /// past its expiry when the plan was asked about again) or `revoked`.
     pub status: String,
     pub requested_by: String,
     pub plan_creator: String,
@@ -91,6 +94,18 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Approval, sqlx::Error> {
         consumed_by: r.try_get("consumed_by")?,
         stale: false,
     })
+}
+
+/// Why an approval that is neither pending nor approved cannot be revoked.
+fn not_revocable(approval: &Approval) -> String {
+    match (approval.status.as_str(), &approval.consumed_by) {
+        ("consumed", Some(by)) => format!(
+            "approval {} was used by invocation {by}; only an unused one can be revoked (a call that does not \
+             succeed gives it back)",
+            approval.id
+        ),
+        (status, _) => format!("approval {} is {status}; only an unused one can be revoked", approval.id),
+    }
 }
 
 fn matches(approval: &Approval, plan: &PlanState) -> bool {
@@ -310,7 +325,60 @@ impl Authz {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// Uses an approval up; `false` when it was already consumed.
+    /// Takes an approved, unexpired approval for the call it authorises,
+    /// before that call runs: it becomes `consumed` by ledger row
+    /// `invocation_id`. One conditional update, so of a revoke and a call
+    /// (or two calls) racing for it exactly one wins; `false` when it is no
+    /// longer there to take.
+    pub async fn take_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
+        let changed = sqlx::query(
+            "UPDATE approval SET status = 'consumed', consumed_by = $1, updated_at = $2 \
+             WHERE id = $3 AND status = 'approved' AND expires_at > $2",
+        )
+        .bind(invocation_id)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        Ok(changed == 1)
+    }
+
+    /// Gives back an approval that ledger row `invocation_id` took when that
+    /// call did not succeed: an approval is consumed by a success only.
+    pub async fn give_back_approval(&self, id: &str, invocation_id: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE approval SET status = 'approved', consumed_by = NULL, updated_at = $1 \
+             WHERE id = $2 AND status = 'consumed' AND consumed_by = $3",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(invocation_id)
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Gives back, inside `tx`, the approvals held by calls whose outcome
+    /// is `unknown`: a call whose process died after it took its approval
+    /// did not succeed as far as anyone knows, so — as for any call that
+    /// does not succeed — the approval is the human's to use (its replay,
+    /// which is checked before it writes again) or to revoke.
+    pub async fn give_back_from_unknown_in(tx: &mut Transaction<'static, Any>) -> Result<u64, sqlx::Error> {
+        let n = sqlx::query(
+            "UPDATE approval SET status = 'approved', consumed_by = NULL, updated_at = $1 \
+             WHERE status = 'consumed' AND consumed_by IN \
+             (SELECT id FROM capability_invocation WHERE status = 'unknown')",
+        )
+        .bind(now_ms())
+        .execute(&mut **tx)
+        .await?;
+        Ok(n.rows_affected())
+    }
+
+    /// Uses an approval up for a success answered without running anything
+    /// now (an earlier identical write found done); `false` when it was no
+    /// longer approved.
     pub async fn consume_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
         let changed = sqlx::query(
             "UPDATE approval SET status = 'consumed', consumed_by = $1, updated_at = $2 WHERE id = $3 AND status = 'approved'",
@@ -322,6 +390,42 @@ impl Authz {
         .await?
         .rows_affected();
         Ok(changed == 1)
+    }
+
+    /// An administrator revokes an approval nobody has used: a pending
+    /// request or an approval not yet consumed, unexpired and bound to the
+    /// plan as it stands. Revoked, it authorises nothing. A consumed,
+    /// rejected, expired, revoked or stale one is a conflict and stays as
+    /// it was. The update is conditional on the status, so a call taking the
+    /// approval at the same moment ([`Authz::take_approval`]) and the
+    /// revoke cannot both win.
+    pub async fn revoke_approval(&self, plans: &impl PlanSource, id: &str) -> Result<Approval, AuthzError> {
+        let approval = self.approval(plans, id).await?;
+        let now = now_ms();
+        if !matches!(approval.status.as_str(), "pending" | "approved") {
+            return Err(AuthzError::Conflict(not_revocable(&approval)));
+        }
+        if approval.expires_at <= now {
+            return Err(AuthzError::Conflict(format!("approval {id} has expired; it authorises nothing")));
+        }
+        if approval.stale {
+            return Err(AuthzError::Conflict(format!(
+                "the plan changed since approval {id} was requested; it authorises nothing already"
+            )));
+        }
+        let changed = sqlx::query(
+            "UPDATE approval SET status = 'revoked', updated_at = $1 \
+             WHERE id = $2 AND status IN ('pending', 'approved') AND expires_at > $1",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(AuthzError::Conflict(not_revocable(&self.approval_row(id).await?)));
+        }
+        self.approval(plans, id).await
     }
 
     /// Approvals, newest first, optionally in one status.

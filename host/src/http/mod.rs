@@ -76,7 +76,7 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         .routes(routes!(routes::grants::list, routes::grants::create))
         .routes(routes!(routes::grants::update))
         .routes(routes!(routes::approvals::list, routes::approvals::request))
-        .routes(routes!(routes::approvals::get, routes::approvals::decide))
+        .routes(routes!(routes::approvals::get, routes::approvals::change))
         .routes(routes!(routes::decisions::list))
         .routes(routes!(routes::decisions::get, routes::decisions::answer))
         .routes(routes!(routes::settings::get, routes::settings::update))

@@ -124,7 +124,8 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
 /// Puts each [`WrittenOut`] body's schema in place of its placeholder.
 fn written_out(doc: &mut serde_json::Value) {
     use super::routes::{
-        acquisition::AcquisitionRequest, decisions::DecisionAnswer, settings::SettingsChange, titles::QualityChange,
+        acquisition::AcquisitionRequest, approvals::ApprovalChange, decisions::DecisionAnswer,
+        settings::SettingsChange, titles::QualityChange,
     };
     use super::schema::WrittenOut;
     let schemas = [
@@ -132,6 +133,7 @@ fn written_out(doc: &mut serde_json::Value) {
         (SettingsChange::NAME, SettingsChange::json()),
         (QualityChange::NAME, QualityChange::json()),
         (DecisionAnswer::NAME, DecisionAnswer::json()),
+        (ApprovalChange::NAME, ApprovalChange::json()),
     ];
     for (name, schema) in schemas {
         if let Some(slot) = doc.pointer_mut(&format!("/components/schemas/{name}")) {

@@ -267,6 +267,7 @@ impl Ledger {
         .bind(&record.claim_token)
         .execute(&mut **tx)
         .await?;
+        crate::authz::Authz::give_back_from_unknown_in(tx).await?;
         record.status = LedgerStatus::Unknown;
         record.claim_token = token;
         Ok(record)
@@ -352,11 +353,13 @@ impl Ledger {
     }
 
     /// On a cold start: running rows whose owner is dead become `unknown`
-    /// with a new token, so a late finish from the old owner is rejected.
+    /// with a new token, so a late finish from the old owner is rejected,
+    /// and the approvals they took are given back.
     /// Returns how many rows changed.
     pub async fn recover_orphans(&self) -> Result<u64, sqlx::Error> {
         let cutoff = now_ms() - OWNER_LEASE.as_millis() as i64;
         let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
         let n = sqlx::query(
             "UPDATE capability_invocation SET status = 'unknown', claim_token = claim_token || ':recovered:' || $1, \
              updated_at = $2 WHERE status = 'running' AND owner <> $3 AND owner NOT IN \
@@ -366,9 +369,11 @@ impl Ledger {
         .bind(now)
         .bind(&self.owner)
         .bind(cutoff)
-        .execute(&self.db.pool)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
+        crate::authz::Authz::give_back_from_unknown_in(&mut tx).await?;
+        tx.commit().await?;
         Ok(n)
     }
 

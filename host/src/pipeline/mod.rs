@@ -260,7 +260,7 @@ impl Capabilities {
 
         // An earlier identical write of this caller whose outcome is open
         // is checked before a fresh key may write the same thing again.
-        if let Some(inv) = self.earlier_open_write(origin, &loaded, input, &digest, &grant).await? {
+        if let Some(inv) = self.earlier_open_write(origin, &loaded, input, &digest, &grant, &authorization).await? {
             return self.answered(origin, &loaded, inv, &summary, &authorization).await;
         }
         let req = ClaimRequest {
@@ -291,21 +291,25 @@ impl Capabilities {
             }
         };
         let inv = match claim {
-            Claim::Claimed { id: row, token } => self.run_claimed(&loaded, input, grant, &key, &row, &token).await?,
+            Claim::Claimed { id: row, token } => {
+                self.run_claimed(&loaded, input, grant, &key, &row, &token, &authorization).await?
+            }
             Claim::Recorded(record) => recorded(&key, &record),
             Claim::InFlight(record) => {
                 let settled =
                     self.ledger.wait_settled(&record.idempotency_key, std::time::Duration::from_secs(120)).await?;
                 recorded(&key, &settled)
             }
-            Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record).await?,
+            Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record, &authorization).await?,
             Claim::Conflict(message) => failed(&key, "conflict", message),
         };
         self.answered(origin, &loaded, inv, &summary, &authorization).await
     }
 
-    /// The end of every authorised write: the approval it used is consumed
-    /// by a success, and the call is audited.
+    /// The end of every authorised write: the call is audited, and a
+    /// success answered without running anything now (an earlier identical
+    /// write found done) uses up the approval it was authorised by; a call
+    /// that ran took its approval already (`run_claimed`).
     async fn answered(
         &self,
         origin: &Origin,
@@ -338,7 +342,13 @@ impl Capabilities {
         }
     }
 
-    /// Runs a claimed call and finishes its ledger row with the token.
+    /// Runs a claimed call and finishes its ledger row with the token. An
+    /// approval authorising it is taken first, in one conditional update:
+    /// a revoke (or another call) that got there before leaves this call
+    /// denied without running, and one that comes after finds it used. A
+    /// call that does not succeed gives it back, so an approval is consumed
+    /// by the first success only.
+    #[allow(clippy::too_many_arguments)]
     async fn run_claimed(
         &self,
         loaded: &Loaded,
@@ -347,13 +357,32 @@ impl Capabilities {
         key: &str,
         row: &str,
         token: &str,
+        authorization: &Authorization,
     ) -> Result<Invocation, InvokeError> {
+        let approval = match authorization {
+            Authorization::Approval(approval) => Some(approval),
+            _ => None,
+        };
+        if let Some(approval) = approval
+            && !self.authz.take_approval(&approval.id, row).await?
+        {
+            let message = format!("approval {} was revoked or used before this call could run", approval.id);
+            let inv = Invocation { invocation_id: Some(row.to_string()), ..failed(key, "denied", message) };
+            let (_, error) = ledger_payload(&inv);
+            self.ledger.finish(row, token, LedgerStatus::Failed, None, error.as_deref(), false).await?;
+            return Ok(inv);
+        }
         let report = self.call(loaded, input, grant).await;
         let inv = invocation_from(key, Some(row.to_string()), &report);
         let (result, error) = ledger_payload(&inv);
         self.ledger
             .finish(row, token, ledger_status(inv.status), result.as_deref(), error.as_deref(), report.effect_started)
             .await?;
+        if let Some(approval) = approval
+            && inv.status != Status::Succeeded
+        {
+            self.authz.give_back_approval(&approval.id, row).await?;
+        }
         Ok(inv)
     }
 }

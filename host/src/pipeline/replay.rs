@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::authorize::Authorization;
 use super::{Capabilities, Checked, Invocation, InvokeError, recorded};
 use crate::ledger::Record;
 use crate::runtime::{Grant, Loaded, Replay};
@@ -17,18 +18,19 @@ impl Capabilities {
         grant: Grant,
         key: &str,
         record: Record,
+        authorization: &Authorization,
     ) -> Result<Invocation, InvokeError> {
         match loaded.descriptor.replay {
             Replay::Never => Ok(recorded(key, &record)),
             Replay::Safe => {
                 let token = self.ledger.reclaim_unknown(&record).await?;
-                self.run_claimed(loaded, input, grant, key, &record.id, &token).await
+                self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await
             }
             Replay::Verify => match self.verify_open(loaded, input, grant.clone(), record.clone()).await? {
                 Checked::Done(inv) => Ok(Invocation { idempotency_key: key.to_string(), ..inv }),
                 Checked::NotDone => {
                     let token = self.ledger.reclaim_unknown(&record).await?;
-                    self.run_claimed(loaded, input, grant, key, &record.id, &token).await
+                    self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await
                 }
                 Checked::CannotTell { record, .. } | Checked::Busy(record) => Ok(recorded(key, &record)),
             },

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::authorize::Authorization;
 use super::{Capabilities, Invocation, InvokeError, Origin, recorded};
 use crate::ledger::{LedgerStatus, Record};
 use crate::runtime::{EffectClass, Grant, Loaded, Replay, VerifyOutcome};
@@ -83,6 +84,7 @@ impl Capabilities {
         input: &Value,
         digest: &str,
         grant: &Grant,
+        authorization: &Authorization,
     ) -> Result<Option<Invocation>, InvokeError> {
         let d = &loaded.descriptor;
         let key = grant.idempotency_key.clone().unwrap_or_default();
@@ -109,7 +111,8 @@ impl Capabilities {
                 // settle the earlier row by running it under its own key.
                 let token = self.ledger.reclaim_unknown(&record).await?;
                 let grant = Grant { idempotency_key: Some(record.idempotency_key.clone()), ..grant.clone() };
-                let inv = self.run_claimed(loaded, input, grant, &record.idempotency_key, &record.id, &token).await?;
+                let key = &record.idempotency_key;
+                let inv = self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await?;
                 Ok(Some(inv))
             }
             Checked::CannotTell { record, reason } => {

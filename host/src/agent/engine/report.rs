@@ -80,7 +80,8 @@ async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
         Some(a) if matches!(a.status.as_str(), "pending" | "approved") && a.expires_at > crate::store::now_ms() => {
             Standing::AwaitingApproval(a.id)
         }
-        Some(a) if a.status == "rejected" => Standing::Rejected,
+        // A revoked approval is a human's no as a rejection is.
+        Some(a) if matches!(a.status.as_str(), "rejected" | "revoked") => Standing::Rejected,
         _ => Standing::AwaitingHuman,
     })
 }

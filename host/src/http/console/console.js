@@ -5,8 +5,9 @@
 // (grants.js), the loaded capabilities, the audit log, and settings
 // (settings.js). Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
-// and, for changes, the session's CSRF token. Polling keeps each view
-// current; nothing here holds authority the session does not.
+// and, for changes, the session's CSRF token. The Agent and Decisions tabs
+// follow the event stream (stream.js); the other views poll. Nothing here
+// holds authority the session does not.
 "use strict";
 
 const state = { csrf: sessionStorage.getItem("capstan.csrf"), run: null, afterSeq: 0, timers: [] };
@@ -114,7 +115,7 @@ function stopTimers() {
 
 function showLogin() {
   stopTimers();
-  if (typeof stopFollowingDecisions === "function") stopFollowingDecisions();
+  if (typeof closeStream === "function") closeStream();
   $("app-view").hidden = true;
   $("logout").hidden = true;
   $("who").textContent = "";
@@ -135,15 +136,14 @@ function showApp(admin) {
   refreshSettings();
   refreshGrants();
   refreshDecisions();
-  followDecisions();
+  // Runs and decisions change as their events arrive, not on a timer.
+  openStream();
   refreshTasks();
   state.timers.push(setInterval(refreshTasks, 3000));
   state.timers.push(setInterval(refreshCapabilities, 5000));
   refreshAudit();
   state.timers.push(setInterval(refreshAudit, 5000));
-  state.timers.push(setInterval(refreshRuns, 2000));
   state.timers.push(setInterval(refreshLibrary, 5000));
-  state.timers.push(setInterval(refreshRun, 1000));
   state.timers.push(setInterval(refreshApprovals, 3000));
 }
 
@@ -223,27 +223,40 @@ $("tasks-sweeps").addEventListener("change", refreshTasks);
 
 // --- approvals -------------------------------------------------------------
 
+// Pending requests and approvals not yet used (past their expiry they are
+// neither): both can be revoked, and then authorise nothing.
 async function refreshApprovals() {
   const answer = await api("GET", "/approvals");
   if (answer.status !== 200) return;
   const body = $("approvals");
   body.replaceChildren();
-  const open = answer.data.approvals.filter((a) => a.status === "pending" || a.status === "approved");
+  const usable = (a) => (a.status === "pending" || a.status === "approved") && a.expiresAt > Date.now();
+  const open = answer.data.approvals.filter(usable);
   await refreshDrafts(new Set(open.map((a) => a.planId)));
-  for (const approval of answer.data.approvals.filter((a) => a.status === "pending")) {
+  for (const approval of open) {
     const row = el("tr");
     row.dataset.approvalId = approval.id;
+    const status = approval.status === "approved" ? "approved by " + approval.decidedBy : "pending";
     row.append(
       el("td", approval.planType + " " + approval.planId + (approval.stale ? " (changed since requested)" : "")),
       el("td", approval.requestedBy),
       el("td", approval.payloadHash.slice(0, 12)),
+      el("td", status, "status-" + approval.status),
     );
     const actions = el("td");
-    for (const [label, status] of [["Approve", "approved"], ["Reject", "rejected"]]) {
+    const choices = approval.status === "pending" ? [["Approve", "approved"], ["Reject", "rejected"]] : [];
+    for (const [label, status] of choices) {
       const button = el("button", label);
       button.className = "decide-" + status;
       button.addEventListener("click", () => decide(approval, status));
       actions.append(button);
+    }
+    // A stale approval authorises nothing already: nothing to revoke.
+    if (!approval.stale) {
+      const revoke = el("button", "Revoke", "revoke");
+      revoke.title = "Withdraw it: it will authorise nothing";
+      revoke.addEventListener("click", () => changeApproval(approval, { status: "revoked" }));
+      actions.append(revoke);
     }
     row.append(actions);
     body.append(row);
@@ -275,9 +288,13 @@ async function refreshDrafts(asked) {
   }
 }
 
-async function decide(approval, status) {
+function decide(approval, status) {
+  return changeApproval(approval, { status, payloadHash: approval.payloadHash });
+}
+
+async function changeApproval(approval, change) {
   $("approvals-error").textContent = "";
-  const answer = await api("PATCH", "/approvals/" + approval.id, { status, payloadHash: approval.payloadHash });
+  const answer = await api("PATCH", "/approvals/" + approval.id, change);
   if (answer.status !== 200) $("approvals-error").textContent = errorText(answer);
   await refreshApprovals();
 }

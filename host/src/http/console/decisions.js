@@ -2,8 +2,8 @@
 // ones first — the problem, the evidence behind it, an investigation's
 // conclusion and the run that made it, the options as buttons — and what
 // was decided, by whom, and what carrying it out came to. Kept current by
-// the event stream: every decision.created / decision.updated refreshes
-// it, so a choice made elsewhere shows here at once.
+// the event stream (stream.js): every decision.created / decision.updated
+// refreshes it, so a choice made elsewhere shows here at once.
 "use strict";
 
 const UNDECIDED = ["open", "investigating", "awaiting_user"];
@@ -14,7 +14,7 @@ function markWaiting(count) {
   if (button) button.textContent = count > 0 ? "Decisions (" + count + ")" : "Decisions";
 }
 
-async function refreshDecisions() {
+const refreshDecisions = coalesced(async () => {
   const answer = await api("GET", "/decisions?limit=200");
   if (answer.status !== 200) {
     $("decisions-error").textContent = errorText(answer);
@@ -27,7 +27,7 @@ async function refreshDecisions() {
   $("decisions-none").hidden = undecided.length > 0;
   $("decisions-open").replaceChildren(...undecided.map(decisionCard));
   $("decisions-done").replaceChildren(...decided.map(decisionCard));
-}
+});
 
 /// One decision, as a card.
 function decisionCard(d) {
@@ -125,16 +125,4 @@ async function answerDecision(d, body) {
   await refreshDecisions();
 }
 
-/// Follows the event stream while signed in; the browser reconnects (from
-/// the last event it saw) by itself.
-function followDecisions() {
-  if (state.decisionStream) state.decisionStream.close();
-  const stream = new EventSource("/api/v1/events");
-  for (const kind of ["decision.created", "decision.updated"]) stream.addEventListener(kind, refreshDecisions);
-  state.decisionStream = stream;
-}
-
-function stopFollowingDecisions() {
-  if (state.decisionStream) state.decisionStream.close();
-  state.decisionStream = null;
-}
+follow(["decision.created", "decision.updated"], refreshDecisions, refreshDecisions);

@@ -13,6 +13,7 @@ use axum::routing::get;
 const FILES: &[(&str, &str, &str)] = &[
     ("/", "text/html; charset=utf-8", include_str!("index.html")),
     ("/console.js", JS, include_str!("console.js")),
+    ("/stream.js", JS, include_str!("stream.js")),
     ("/runs.js", JS, include_str!("runs.js")),
     ("/library.js", JS, include_str!("library.js")),
     ("/services.js", JS, include_str!("services.js")),

@@ -4,10 +4,27 @@
 // made (each call's input, status and error) — and the report as a summary
 // a person reads: what was asked, what was done, what is verified in the
 // library, what is still waiting, and the model's own last words labelled
-// unverified, with the raw report behind a toggle. Uses console.js's helpers.
+// unverified, with the raw report behind a toggle. The tab follows the
+// event stream (stream.js): an event of the selected run reads what it
+// added, and a run's change of status refreshes the list. Uses
+// console.js's helpers.
 "use strict";
 
 const ENDED = ["succeeded", "failed", "nothing_done", "cancelled", "budget_exceeded"];
+// Every kind of event a run writes; any of them for the selected run
+// prompts a read of all it has written since the last one.
+const RUN_EVENTS = [
+  "agent.message",
+  "agent.text_delta",
+  "agent.tool_call",
+  "agent.run_status",
+  "agent.plan",
+  "agent.checked",
+  "agent.compacted",
+  "agent.snapshot",
+];
+// Most events a read asks for; a read that gets this many reads on.
+const RUN_PAGE = 500;
 const transcript = { step: null, answered: false, calls: {} };
 
 function clock(at) {
@@ -58,10 +75,34 @@ function addEvent(event) {
       $("run-tools").append(el("li", callLine(p)));
     }
   } else if (event.kind === "agent.run_status") {
-    const line = el("div", undefined, "step status");
-    line.append(el("time", clock(event.at)), " " + p.status + (p.detail ? " — " + p.detail : ""));
-    $("run-text").append(line);
-    transcript.step = null;
+    statusLine(event.at, p.status + (p.detail ? " — " + p.detail : ""));
+  } else if (event.kind === "agent.snapshot") {
+    // What a run that stopped short let go of: a call that started without
+    // a result may have done its work ("result unknown").
+    const calls = (p.calls || []).map((c) => c.name + ": " + c.state.replace("_", " "));
+    statusLine(event.at, "stopped with " + (calls.length ? calls.join(", ") : "no calls open"));
+  } else if (event.kind === "agent.checked") {
+    const checks = (p.checks || []).map((c) => c.capability + ": " + c.outcome.replace("_", " "));
+    statusLine(event.at, "checked before going on — " + checks.join(", "));
+  }
+}
+
+function statusLine(at, text) {
+  const line = el("div", undefined, "step status");
+  line.append(el("time", clock(at)), " " + text);
+  $("run-text").append(line);
+  transcript.step = null;
+}
+
+/// The model's current plan (its notes, not proof), as the run holds it.
+function showPlan(plan) {
+  const marks = { pending: "[ ]", in_progress: "[>]", completed: "[x]", blocked: "[!]" };
+  const list = $("run-plan");
+  list.replaceChildren();
+  if (!plan) return;
+  list.append(el("li", "Plan: " + plan.goal, "goal"));
+  for (const step of plan.steps) {
+    list.append(el("li", (marks[step.status] || "") + " " + step.title + (step.evidence ? " — " + step.evidence : "")));
   }
 }
 
@@ -83,7 +124,7 @@ function summary(report) {
   if (said) row("The model said (not verified)", said);
 }
 
-async function refreshRuns() {
+const refreshRuns = coalesced(async () => {
   const answer = await api("GET", "/agent/runs");
   if (answer.status !== 200) return;
   const list = $("runs");
@@ -96,7 +137,7 @@ async function refreshRuns() {
     item.addEventListener("click", () => selectRun(run.id));
     list.append(item);
   }
-}
+});
 
 function selectRun(id) {
   state.run = id;
@@ -115,16 +156,28 @@ function selectRun(id) {
   refreshRun();
 }
 
-async function refreshRun() {
-  if (!state.run) return;
-  const id = state.run;
-  const answer = await api("GET", "/agent/runs/" + id + "?afterSeq=" + state.afterSeq + "&limit=500");
-  if (answer.status !== 200 || id !== state.run) return;
-  const { run, events, nextSeq, report } = answer.data;
+/// Reads what the selected run wrote after the last event shown, so every
+/// event is shown once, in order, however the read was prompted.
+const refreshRun = coalesced(async () => {
+  let read;
+  do {
+    if (!state.run) return;
+    const id = state.run;
+    const after = state.afterSeq;
+    const answer = await api("GET", "/agent/runs/" + id + "?afterSeq=" + after + "&limit=" + RUN_PAGE);
+    // Another run was selected meanwhile, or this one shown afresh.
+    if (answer.status !== 200 || id !== state.run || after !== state.afterSeq) return;
+    read = answer.data;
+    showRun(read);
+  } while (read.events.length === RUN_PAGE);
+});
+
+function showRun({ run, events, nextSeq, report }) {
   $("run-id").textContent = run.id;
   $("run-status").textContent = run.status;
   $("run-status").className = "status-" + run.status;
   $("run-goal-text").textContent = run.goal;
+  showPlan(run.plan);
   // Why it ended as it did (or what holds it back), in words, at the top.
   const why = run.error ? run.error + (run.blockedOn ? " — blocked (" + run.blockedOn + "): it goes on once that is fixed" : "") : "";
   sayFailure($("run-why"), why);
@@ -144,6 +197,20 @@ async function refreshRun() {
     $("run-report").textContent = JSON.stringify(report.body, null, 2);
   }
 }
+
+follow(
+  RUN_EVENTS,
+  (event) => {
+    const p = event.payload || {};
+    if (event.kind === "agent.run_status") refreshRuns();
+    // An event already shown (a reconnecting stream repeats a few) reads nothing.
+    if (p.runId && p.runId === state.run && !(p.runSeq <= state.afterSeq)) refreshRun();
+  },
+  () => {
+    refreshRuns();
+    refreshRun();
+  },
+);
 
 $("run-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();

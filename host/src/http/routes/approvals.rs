@@ -1,11 +1,12 @@
 //! `POST /api/v1/approvals {planType, planId}` asks for a human's approval
 //! of a plan as it stands (any authenticated caller); `PATCH
-//! /api/v1/approvals/{id} {status, payloadHash}` decides it, only from a
-//! console administrator's session (API keys get 403), never by the plan's
-//! creator, and only while the plan still has the payload hash the
-//! administrator saw; agent runs waiting on an approval are told when it is
-//! given. `GET /api/v1/approvals[/{id}]` lists them, with `stale` set where
-//! the plan has moved on.
+//! /api/v1/approvals/{id}` changes it, only from a console administrator's
+//! session (API keys get 403): `{status: approved | rejected, payloadHash}`
+//! decides it, never by the plan's creator, and only while the plan still
+//! has the payload hash the administrator saw; `{status: revoked}` revokes
+//! one nobody has used yet. Agent runs waiting on an approval are told
+//! when it is given. `GET /api/v1/approvals[/{id}]` lists them, with
+//! `stale` set where the plan has moved on.
 
 use axum::Json;
 use axum::extract::State;
@@ -72,37 +73,89 @@ pub async fn request(
     Ok((StatusCode::CREATED, Json(json!(approval))))
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ApprovalDecision {
-    #[schema(pattern = "^(approved|rejected)$")]
-    status: String,
-    /// The plan's payload hash the decision is about (SHA-256, hex).
-    #[schema(pattern = "^[0-9a-f]{64}$")]
-    payload_hash: String,
+/// A change to an approval: a decision on a pending one, or a revoke.
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ApprovalChange {
+    Approved {
+        #[serde(rename = "payloadHash")]
+        payload_hash: String,
+    },
+    Rejected {
+        #[serde(rename = "payloadHash")]
+        payload_hash: String,
+    },
+    Revoked {},
 }
 
-/// Approves or rejects, from a console session.
+impl crate::http::schema::WrittenOut for ApprovalChange {
+    const NAME: &'static str = "ApprovalChange";
+
+    fn json() -> Value {
+        json!({
+            "description": "A decision on a pending approval against the plan's payload hash the administrator saw, \
+                            or the revoke of one nobody has used yet.",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["status", "payloadHash"],
+                    "properties": {
+                        "status": {"type": "string", "enum": ["approved", "rejected"]},
+                        "payloadHash": {
+                            "type": "string",
+                            "pattern": "^[0-9a-f]{64}$",
+                            "description": "The plan's payload hash the decision is about (SHA-256, hex)."
+                        },
+                    },
+                },
+                {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["status"],
+                    "properties": {"status": {"type": "string", "enum": ["revoked"]}},
+                },
+            ],
+        })
+    }
+}
+
+impl utoipa::PartialSchema for ApprovalChange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for ApprovalChange {}
+
+/// Approves, rejects or revokes, from a console session.
 #[utoipa::path(patch, path = "/api/v1/approvals/{id}", tag = "authorization", security(("consoleSession" = [])),
     params(("id" = String, Path, description = "Approval id")),
-    request_body = ApprovalDecision,
-    responses((status = 200, description = "The decided approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "The record changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
-pub async fn decide(
+    request_body = ApprovalChange,
+    responses((status = 200, description = "The decided or revoked approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Already decided or used, expired, or the plan changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+pub async fn change(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-    ApiJson(body): ApiJson<ApprovalDecision>,
+    ApiJson(body): ApiJson<ApprovalChange>,
 ) -> Result<Json<Value>, ApiError> {
     let admin = match &caller {
         Caller::Console(_) => caller.principal(),
         Caller::Key(_) => {
-            return Err(ApiError::forbidden("approvals are decided from a console session, not with an API key"));
+            return Err(ApiError::forbidden(
+                "approvals are decided and revoked from a console session, not with an API key",
+            ));
         }
+    };
+    let (status, payload_hash) = match &body {
+        ApprovalChange::Approved { payload_hash } => ("approved", payload_hash),
+        ApprovalChange::Rejected { payload_hash } => ("rejected", payload_hash),
+        ApprovalChange::Revoked {} => return revoke(&state, &caller, &id).await,
     };
     let approval = state
         .caps()
         .authz()
-        .decide_approval(state.caps().domain(), &id, &body.status, &body.payload_hash, &admin)
+        .decide_approval(state.caps().domain(), &id, status, payload_hash, &admin)
         .await
         .map_err(authz_error)?;
     let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
@@ -118,6 +171,22 @@ pub async fn decide(
     Ok(Json(json!(approval)))
 }
 
+/// Revokes an approval nobody has used. Like a rejection it is sent to no
+/// run: a run waiting on it finds the plan refused when it next looks at
+/// what it touched, and ends as on a rejection.
+async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<Value>, ApiError> {
+    let approval = state.caps().authz().revoke_approval(state.caps().domain(), id).await.map_err(authz_error)?;
+    let detail = format!(
+        "{} plan {} for {} (it was {})",
+        approval.plan_type,
+        approval.plan_id,
+        approval.capability_id,
+        if approval.decided_by.is_some() { "approved" } else { "pending" }
+    );
+    super::audit_change(state, caller, "approval.revoke", &approval.id, "revoked", Some(detail)).await?;
+    Ok(Json(json!(approval)))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
@@ -126,8 +195,8 @@ pub struct ListQuery {
 
 /// Approvals, newest first.
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
-    params(("status" = Option<String>, Query, pattern = "^(pending|approved|rejected|consumed|expired)$",
-                description = "pending, approved, rejected, consumed or expired")),
+    params(("status" = Option<String>, Query, pattern = "^(pending|approved|rejected|consumed|expired|revoked)$",
+                description = "pending, approved, rejected, consumed, expired or revoked")),
     responses((status = 200, description = "The approvals", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,

@@ -1,8 +1,9 @@
 //! How a run's tool calls and waiting end, as the user sees them: botched
 //! tool arguments are a failed result that never runs, a write whose outcome
-//! nobody knows is reported `unknown` (never repeated, never a success), and
-//! a waiting run reports where it stands, past `agent.goal_wait_hours` too.
-//! On SQLite and on PostgreSQL.
+//! nobody knows is reported `unknown` (never repeated, never a success), a
+//! run waiting on a human ends `failed` when the approval it asked for is
+//! rejected or revoked, and a waiting run reports where it stands, past
+//! `agent.goal_wait_hours` too. On SQLite and on PostgreSQL.
 
 use std::sync::atomic::Ordering;
 
@@ -213,6 +214,20 @@ async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backe
 /// A run refused at `download.submit` asks a human and waits; a rejection
 /// ends it `failed`, saying a human rejected the plan.
 async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
+    let reject =
+        |approval: &capstan::authz::Approval| json!({"status": "rejected", "payloadHash": approval.payload_hash});
+    a_run_waiting_on_a_human_is_answered(backend, reject).await;
+}
+
+/// Revoking the approval a run waits on ends it as a rejection does.
+async fn a_revoke_ends_a_waiting_run_as_a_rejection_does(backend: Backend) {
+    a_run_waiting_on_a_human_is_answered(backend, |_| json!({"status": "revoked"})).await;
+}
+
+/// A run that asked a human for an approval and waits, answered with
+/// `answer` (a PATCH of the approval): it ends `failed`, a human having
+/// rejected the plan, and is sent no message.
+async fn a_run_waiting_on_a_human_is_answered(backend: Backend, answer: fn(&capstan::authz::Approval) -> Value) {
     let env = env(backend).await;
     let (agent, run, plan) = a_run_with_a_draft(&env, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD").await;
     let script = json!({"scripts": [{"steps": [{"tools": [{"name": "download.submit", "input": {"planId": plan.id}}]}],
@@ -228,18 +243,19 @@ async fn a_run_asks_a_human_and_a_rejection_ends_it(backend: Backend) {
     assert!(denied.is_some(), "{body}");
 
     let alice = api.signed_in(&env.db, "alice").await;
-    let rejected = json!({"status": "rejected", "payloadHash": approval.payload_hash});
-    let (status, answer) = alice.send(reqwest::Method::PATCH, &format!("/approvals/{}", approval.id), rejected).await;
-    assert_eq!(status, 200, "{answer}");
+    let url = format!("/approvals/{}", approval.id);
+    let (status, answered) = alice.send(reqwest::Method::PATCH, &url, answer(approval)).await;
+    assert_eq!(status, 200, "{answered}");
     let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("a human rejected 1"), "{body}");
     assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "draft: a human rejected it");
-    assert!(agent.runs().messages(&run.id).await.unwrap().len() == 1, "a rejection sends no message");
+    assert!(agent.runs().messages(&run.id).await.unwrap().len() == 1, "the answer sends no message");
 }
 
 both_backends!(
     a_run_asks_a_human_and_a_rejection_ends_it,
+    a_revoke_ends_a_waiting_run_as_a_rejection_does,
     botched_tool_arguments_are_a_failed_result_and_never_run,
     a_waiting_run_reports_where_it_stands_and_waits_past_its_window,
     an_uncertain_write_is_reported_unknown_and_never_repeated,

@@ -65,13 +65,18 @@ pub(crate) async fn use_mock_anthropic(app: &App, llm: &MockLlm) {
 /// The API on loopback, a worker that runs agent tasks, and an execute key.
 pub async fn start(env: &Env) -> Api {
     let base = capstan_tests::api::serve(env.app.clone()).await;
+    start_worker(env);
+    let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
+    Api::new(&base).with_key(&key)
+}
+
+/// A worker that runs agent tasks, from now on.
+pub fn start_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "agent-test".into(), config);
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
-    Api::new(&base).with_key(&key)
 }
 
 /// A run of `mode` recorded straight in the store, not queued, moved

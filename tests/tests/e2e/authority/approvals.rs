@@ -2,7 +2,10 @@
 //! session, never by the plan's creator or the owner of the key that
 //! created it, only against the payload hash the plan still has; an
 //! approval lets one automated call act on its plan and is consumed by the
-//! first success; a plan that changed leaves its approvals stale.
+//! first success; a plan that changed leaves its approvals stale; one
+//! nobody has used can be revoked from a console session, and then
+//! authorises nothing — of a revoke and the call it was for racing,
+//! exactly one wins.
 
 use capstan::domain::{Author, NewOrganizationPlan, NewPlan, Plan};
 use capstan::runtime::EffectClass;
@@ -176,10 +179,187 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     assert_eq!(keyed.post("/approvals", json!({"planType": "acquisition", "planId": "nope"})).await.0, 404);
 }
 
+/// A pending request or an approved approval, revoked by an
+/// administrator, authorises nothing: the call it was for is denied and the
+/// plan stays a draft. A key may not revoke (403), an unknown id is 404, a
+/// body of the wrong shape 422 and malformed JSON 400; a used, revoked or
+/// rejected approval is 409. No refusal changes anything.
+async fn an_unused_approval_can_be_revoked_and_then_authorises_nothing(backend: Backend) {
+    let env = env(backend).await;
+    let api = Api::new(&serve(env.app.clone()).await);
+    let domain = env.caps.domain().clone();
+    let (key, plan) = plan_drafted_by_alices_key(&env, &"c".repeat(40)).await;
+    let keyed = api.with_key(&key);
+    let bob = api.signed_in(&env.db, "bob").await;
+    let patch = reqwest::Method::PATCH;
+    let revoke = json!({"status": "revoked"});
+    let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+    let ask = || {
+        let keyed = keyed.clone();
+        let body = json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"});
+        async move { keyed.post("/approvals", body).await }
+    };
+    let call = || {
+        let keyed = keyed.clone();
+        let body = json!({"input": {"planId": plan.id}});
+        async move { keyed.post("/capabilities/test.plan-step/invoke", body).await.1 }
+    };
+    let revokes = || async {
+        let audit = env.app.audit().list(0, 1000).await.unwrap();
+        audit.iter().filter(|e| e.event.action == "approval.revoke").count()
+    };
+
+    // A pending request. Refusals first: none of them changes it.
+    let (status, pending) = ask().await;
+    assert_eq!(status, 201, "{pending}");
+    let url = format!("/approvals/{}", pending["id"].as_str().unwrap());
+    assert_eq!(keyed.send(patch.clone(), &url, revoke.clone()).await.0, 403, "a key never revokes");
+    assert_eq!(bob.send(patch.clone(), "/approvals/no-such-approval", revoke.clone()).await.0, 404);
+    for wrong in [json!({"status": "revoked", "payloadHash": plan.payload_hash}), json!({"status": "withdrawn"})] {
+        let (status, answer) = bob.send(patch.clone(), &url, wrong.clone()).await;
+        assert_eq!(status, 422, "{wrong}: {answer}");
+    }
+    let malformed =
+        bob.request(patch.clone(), &url).header("content-type", "application/json").body("{\"status\": ").send();
+    assert_eq!(malformed.await.unwrap().status().as_u16(), 400);
+    let unchanged = keyed.json(&url).await;
+    assert_eq!((unchanged["status"].as_str(), revokes().await), (Some("pending"), 0), "{unchanged}");
+
+    // Revoked: it can no longer be approved or revoked again.
+    let (status, revoked) = bob.send(patch.clone(), &url, revoke.clone()).await;
+    assert_eq!((status, revoked["status"].as_str()), (200, Some("revoked")), "{revoked}");
+    assert_eq!(bob.send(patch.clone(), &url, approve.clone()).await.0, 409);
+    assert_eq!(bob.send(patch.clone(), &url, revoke.clone()).await.0, 409);
+    assert_eq!(keyed.json(&url).await["status"], "revoked");
+    let listed = keyed.json("/approvals?status=revoked").await;
+    assert_eq!(listed["approvals"].as_array().unwrap().len(), 1, "{listed}");
+
+    // Asked again and approved, then revoked before it is used — by the
+    // plan's own creator, since taking authority away is anyone's to do:
+    // the call it was for is denied and the plan stays a draft.
+    let (status, asked) = ask().await;
+    assert_eq!(status, 201, "{asked}");
+    assert_ne!(asked["id"], pending["id"], "a new request");
+    let url = format!("/approvals/{}", asked["id"].as_str().unwrap());
+    assert_eq!(bob.send(patch.clone(), &url, approve.clone()).await.0, 200);
+    let alice = api.signed_in(&env.db, "alice").await;
+    let (status, revoked) = alice.send(patch.clone(), &url, revoke.clone()).await;
+    assert_eq!((status, revoked["status"].as_str()), (200, Some("revoked")), "{revoked}");
+    let inv = call().await;
+    assert_eq!(inv["error"]["kind"], "denied", "{inv}");
+    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "draft");
+    assert_eq!(revokes().await, 2);
+
+    // A used approval cannot be revoked, nor a rejected one.
+    let (_, asked) = ask().await;
+    let url = format!("/approvals/{}", asked["id"].as_str().unwrap());
+    assert_eq!(bob.send(patch.clone(), &url, approve.clone()).await.0, 200);
+    let inv = call().await;
+    assert_eq!(inv["status"], "succeeded", "{inv}");
+    let (status, refused) = bob.send(patch.clone(), &url, revoke.clone()).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("used"), "{refused}");
+    let used = keyed.json(&url).await;
+    assert_eq!((used["status"].as_str(), &used["consumedBy"]), (Some("consumed"), &inv["invocationId"]));
+    let (key, other) = plan_drafted_by_alices_key(&env, &"9".repeat(40)).await;
+    let body = json!({"planType": "acquisition", "planId": other.id});
+    let (_, asked) = api.with_key(&key).post("/approvals", body).await;
+    let url = format!("/approvals/{}", asked["id"].as_str().unwrap());
+    let reject = json!({"status": "rejected", "payloadHash": other.payload_hash});
+    assert_eq!(bob.send(patch.clone(), &url, reject).await.0, 200);
+    assert_eq!(bob.send(patch.clone(), &url, revoke.clone()).await.0, 409);
+    assert_eq!(keyed.json(&url).await["status"], "rejected");
+    assert_eq!(revokes().await, 2, "refusals are not revokes");
+}
+
+/// A revoke and the call its approval was for, sent at the same moment:
+/// exactly one wins. Either the revoke stands and the call was denied
+/// without touching the plan, or the call went through and the revoke was
+/// refused, the approval consumed by that call — never both, never
+/// neither, whatever the interleaving.
+async fn a_revoke_racing_the_call_it_was_for_leaves_one_winner(backend: Backend) {
+    let env = env(backend).await;
+    let api = Api::new(&serve(env.app.clone()).await);
+    let bob = api.signed_in(&env.db, "bob").await;
+    for round in 0..6 {
+        let (key, plan) = plan_drafted_by_alices_key(&env, &format!("{round}").repeat(40)).await;
+        let keyed = api.with_key(&key);
+        let asked = json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"});
+        let (_, approval) = keyed.post("/approvals", asked).await;
+        let url = format!("/approvals/{}", approval["id"].as_str().unwrap());
+        let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+        assert_eq!(bob.send(reqwest::Method::PATCH, &url, approve).await.0, 200);
+
+        let invoke = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": {"planId": plan.id}}));
+        let revoke = bob.send(reqwest::Method::PATCH, &url, json!({"status": "revoked"}));
+        let ((_, inv), (status, _)) = futures_util::future::join(invoke, revoke).await;
+        let after = keyed.json(&url).await;
+        let plan_now = env.caps.domain().plan(&plan.id).await.unwrap().status;
+        if status == 200 {
+            assert_eq!(inv["error"]["kind"], "denied", "round {round}: revoked, yet the call ran: {inv}");
+            assert_eq!((plan_now.as_str(), after["status"].as_str()), ("draft", Some("revoked")), "round {round}");
+        } else {
+            assert_eq!(status, 409, "round {round}");
+            assert_eq!(inv["status"], "succeeded", "round {round}: the revoke was refused, yet the call failed: {inv}");
+            assert_eq!((plan_now.as_str(), after["status"].as_str()), ("reserved", Some("consumed")), "round {round}");
+            assert_eq!(after["consumedBy"], inv["invocationId"], "round {round}");
+        }
+    }
+}
+
+/// A call takes its approval before it runs. When its process dies
+/// meanwhile, the row it left becomes `unknown` on the next start and the
+/// approval is given back, so the same call made again is still authorised
+/// (and checked before it writes), and its success uses the approval up.
+async fn an_approval_held_by_a_call_whose_process_died_is_given_back(backend: Backend) {
+    let env = env(backend).await;
+    let api = Api::new(&serve(env.app.clone()).await);
+    let bob = api.signed_in(&env.db, "bob").await;
+    let (key, plan) = plan_drafted_by_alices_key(&env, &"9".repeat(40)).await;
+    let keyed = api.with_key(&key);
+    let asked = json!({"planType": "acquisition", "planId": plan.id, "capabilityId": "test.plan-step"});
+    let (_, approval) = keyed.post("/approvals", asked).await;
+    let id = approval["id"].as_str().unwrap().to_string();
+    let url = format!("/approvals/{id}");
+    let approve = json!({"status": "approved", "payloadHash": plan.payload_hash});
+    assert_eq!(bob.send(reqwest::Method::PATCH, &url, approve).await.0, 200);
+
+    // A process claimed the call, took the approval, and died.
+    let input = json!({"planId": plan.id});
+    let dead = capstan::ledger::Ledger::new(env.db.clone(), "a-process-that-died".into());
+    let key_id = key.split('_').nth(1).unwrap();
+    let request = capstan::ledger::ClaimRequest {
+        key: "test.plan-step:v1:req:gone:x".into(),
+        capability_id: "test.plan-step".into(),
+        capability_version: 1,
+        actor_kind: "api-key".into(),
+        principal: format!("key:{key_id}"),
+        run_id: None,
+        task_id: None,
+        tool_call_id: None,
+        input_digest: capstan::pipeline::input_digest(&input),
+    };
+    let capstan::ledger::Claim::Claimed { id: row, .. } = dead.claim(&request).await.unwrap() else { panic!() };
+    assert!(env.caps.authz().take_approval(&id, &row).await.unwrap());
+    assert_eq!(keyed.json(&url).await["status"], "consumed");
+
+    assert_eq!(env.caps.ledger().recover_orphans().await.unwrap(), 1);
+    assert_eq!(keyed.json(&url).await["status"], "approved", "given back with the row's unknown outcome");
+    let (_, inv) = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": input})).await;
+    assert_eq!(inv["status"], "succeeded", "still authorised: {inv}");
+    assert_eq!(inv["invocationId"], row.as_str(), "a safe call settles the earlier row under its own key");
+    let used = keyed.json(&url).await;
+    assert_eq!((used["status"].as_str(), used["consumedBy"].as_str()), (Some("consumed"), Some(row.as_str())));
+    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, "reserved");
+}
+
 both_backends!(
+    an_approval_held_by_a_call_whose_process_died_is_given_back,
     approvals_authorise_one_call_on_the_plan_as_approved,
     an_approval_is_for_the_capability_it_names,
-    a_replanned_organization_leaves_its_approval_stale
+    a_replanned_organization_leaves_its_approval_stale,
+    an_unused_approval_can_be_revoked_and_then_authorises_nothing,
+    a_revoke_racing_the_call_it_was_for_leaves_one_winner
 );
 
 /// A grant scoped to entities covers a plan-bound call only when the plan's

@@ -3,9 +3,9 @@
 //! changes settings (all or none, secrets never shown), sees the library,
 //! cancels and re-runs a task, starts an agent run with the demo model and follows it to
 //! its verified report (and sees why a run that claimed too much is not a
-//! success), approves a plan that waits for a human, and grants
-//! and revokes standing automation, and reads the audit log and checks its
-//! chain.
+//! success), approves a plan that waits for a human and revokes the
+//! approval before it is used, grants and revokes standing automation,
+//! and reads the audit log and checks its chain.
 
 use capstan_tests::browser::Browser;
 use capstan_tests::db::Backend;
@@ -26,9 +26,10 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
 
     // A plan drafted through alice's key waits for someone else's approval.
     let (key, plan) = plan_drafted_by_alices_key(&env, &"a".repeat(40)).await;
-    let (status, _) =
+    let (status, asked) =
         api.with_key(&key).post("/approvals", json!({"planType": "acquisition", "planId": plan.id})).await;
     assert_eq!(status, 201);
+    let approval_row = format!("#approvals tr[data-approval-id='{}']", asked["id"].as_str().unwrap());
 
     let browser = Browser::start().await;
     browser.client.goto(&format!("{root}/")).await.unwrap();
@@ -196,7 +197,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click("nav button[data-tab=approvals]").await;
     browser.wait_text("#approvals", "listed the plan", |t| t.contains(&plan.id)).await;
     browser.click("#approvals button.decide-approved").await;
-    browser.wait_text("#approvals", "emptied", |t| !t.contains(&plan.id)).await;
+    browser.wait_text(&approval_row, "showed it approved", |t| t.contains("approved by admin:bob")).await;
     let approvals = env.caps.authz().approvals(Some("approved")).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(
@@ -220,6 +221,16 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text("#approvals", "listed the request", |t| t.contains(&swept.id) && t.contains("admin:bob")).await;
     browser.wait_text("#drafts", "took it off the drafts", |t| !t.contains(&swept.id)).await;
 
+    // The approval, not yet used, revoked: it authorises nothing, and the
+    // plan is a draft nobody was asked about again.
+    browser.click(&format!("{approval_row} button.revoke")).await;
+    browser.wait_text("#approvals", "took the revoked approval off", |t| !t.contains(&plan.id)).await;
+    browser.wait_text("#drafts", "listed the plan again", |t| t.contains(&plan.id)).await;
+    let revoked = env.caps.authz().approval(domain, asked["id"].as_str().unwrap()).await.unwrap();
+    assert_eq!(revoked.status, "revoked");
+    let covering = env.caps.authz().covering_approval(domain, "acquisition", &plan.id, "download.submit").await;
+    assert!(covering.unwrap().is_none(), "nothing authorises the plan's submission now");
+
     // A standing grant for an execute capability, then revoked.
     browser.click("nav button[data-tab=grants]").await;
     browser.wait_text("#grant-action", "offered the capabilities", |t| t.contains("download.submit")).await;
@@ -238,7 +249,8 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     // The audit log, newest first, with what was done here; its chain is intact.
     browser.click("nav button[data-tab=audit]").await;
     let audit = browser.wait_text("#audit", "listed the grant", |t| t.contains("grant.revoke")).await;
-    for action in ["grant.create", "approval.decide", "task.cancel", "task.retry", "settings.update"] {
+    for action in ["grant.create", "approval.decide", "approval.revoke", "task.cancel", "task.retry", "settings.update"]
+    {
         assert!(audit.contains(action), "{action} is audited: {audit}");
     }
     assert!(audit.contains("admin:bob"), "{audit}");

@@ -7,6 +7,7 @@ mod component_decisions;
 mod console;
 mod console_forms;
 mod console_library;
+mod console_live;
 mod console_services;
 mod decisions;
 pub mod events;
