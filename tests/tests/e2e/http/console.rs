@@ -2,8 +2,8 @@
 //! with the reason, an administrator signs in, sees the capabilities,
 //! changes settings (all or none, secrets never shown), sees the library,
 //! cancels and re-runs a task, starts an agent run with the demo model and follows it to
-//! its verified report (and sees why a run that claimed too much is not a
-//! success), approves a plan that waits for a human and revokes the
+//! its verified report, sends it a new task and deletes it (and sees why a
+//! run that claimed too much is not a success), approves a plan that waits for a human and revokes the
 //! approval before it is used, grants and revokes standing automation,
 //! and reads the audit log and checks its chain.
 
@@ -131,6 +131,24 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     let runs = api.json("/agent/runs").await;
     assert_eq!(runs["items"][0]["goal"], "What does my library hold?");
     assert_eq!(runs["items"][0]["createdBy"], "admin:bob", "the run is the administrator's");
+    // A message sent as a new task says so; the box is cleared after it.
+    browser.click("#message-new-task").await;
+    browser.fill("#message-text", "What does it hold now?").await;
+    browser.click("#message-form button[type=submit]").await;
+    browser
+        .wait_text("#run-text", "showed the new task", |t| t.contains("You (new task): What does it hold now?"))
+        .await;
+    browser.wait_text("#run-text", "answered it", |t| t.matches("The library tracks").count() >= 3).await;
+    assert_eq!(browser.prop("#message-new-task", "checked").await.as_deref(), Some("false"));
+    let messages = api.json(&format!("/agent/runs/{}", runs["items"][0]["id"].as_str().unwrap())).await;
+    assert_eq!(messages["messages"][2]["newTask"], true, "{messages}");
+    // An ended run can be deleted: gone from the list and from the API.
+    let deleted = runs["items"][0]["id"].as_str().unwrap().to_string();
+    browser.wait_text("#run-status", "ended", |t| t == "succeeded").await;
+    browser.click("#run-delete").await;
+    browser.client.accept_alert().await.unwrap();
+    browser.wait_text("#runs", "the run left the list", |t| !t.contains("What does my library hold?")).await;
+    assert_eq!(api.get(&format!("/agent/runs/{deleted}")).await.0, 404);
 
     // A run whose model claims what it did not do: the console says what
     // was verified, and why it is not a success.
