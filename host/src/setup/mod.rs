@@ -6,9 +6,12 @@
 //! the file; the rest comes from here. [`apply`] merges both and puts the
 //! result in place in the runtime without a restart, and [`spawn_refresh`]
 //! does so in every process when another one changed it. [`probe`] is the
-//! console's Test button: a real request, and what it found. Where nothing
-//! configures TMDB, the environment may (`Config::tmdb_environment`).
+//! console's Test button: a real request, and what it found. [`document`]
+//! writes a settings change that also names TMDB's connection, both in one
+//! transaction. Where nothing configures TMDB, the environment may
+//! (`Config::tmdb_environment`).
 
+pub mod document;
 pub mod kinds;
 pub mod probe;
 
