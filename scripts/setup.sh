@@ -11,14 +11,17 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
 fi
 
 # Debian packages the suites run for real: qbittorrent-nox (the qBittorrent
-# suite runs it against a throwaway profile) and chromium with
+# suite runs it against a throwaway profile), chromium with
 # chromium-driver (the console suite drives the console in a headless
-# browser). The suites fail rather than skip without them.
+# browser), and curl with jq (the runbook suite runs docs/runbook.md's
+# examples as written). The suites fail rather than skip without them.
 [ "${1:-}" = "--tests" ] || exit 0
 missing=()
 command -v qbittorrent-nox >/dev/null 2>&1 || missing+=(qbittorrent-nox)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" = 0 ]; then

@@ -87,7 +87,8 @@ pub enum Command {
 }
 
 impl Cli {
-    /// The configuration file (if any) with command-line folders on top.
+    /// The configuration file (if any) with command-line folders on top,
+    /// and what the environment says about TMDB.
     pub fn resolve_config(&self) -> anyhow::Result<Config> {
         let mut config = match &self.config {
             Some(path) => Config::load(path)?,
@@ -106,6 +107,7 @@ impl Cli {
             .map_err(|e| anyhow::anyhow!("cannot read the working directory to resolve relative paths: {e}"))?;
         config.resolve_paths(&cwd);
         config.check_root_overlaps()?;
+        config.tmdb_environment = crate::config::TmdbEnvironment::read();
         Ok(config)
     }
 }

@@ -1,9 +1,11 @@
 //! Operator configuration (`capstan.toml`): data and capability folders,
 //! the listen address and trusted proxies, per-call limits with
-//! per-capability overrides, outbound services and file roots. Owns
-//! parsing and validation only; nothing here opens a file root or a
-//! connection. Unknown keys are refused so typos are not silently ignored.
+//! per-capability overrides, outbound services and file roots, and what
+//! the environment says about TMDB ([`TmdbEnvironment`]). Owns parsing and
+//! validation only; nothing here opens a file root or a connection.
+//! Unknown keys are refused so typos are not silently ignored.
 
+mod environment;
 mod paths;
 mod proxies;
 mod services;
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use environment::{TMDB_ACCESS_TOKEN_ENV, TMDB_API_KEY_ENV, TMDB_BASE_URL_ENV, TMDB_DEFAULT_BASE, TmdbEnvironment};
 pub use proxies::TrustedProxy;
 pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
 
@@ -92,6 +95,10 @@ pub struct Config {
     pub roots: BTreeMap<String, PathBuf>,
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// TMDB's credential and base URL from the environment, set by the
+    /// command line at start (never from the file).
+    #[serde(skip)]
+    pub tmdb_environment: TmdbEnvironment,
 }
 
 /// The durable task worker, under `[tasks]`.

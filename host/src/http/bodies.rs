@@ -2,7 +2,8 @@
 //! served OpenAPI document before a handler sees it: the document is the
 //! contract, so a body it forbids (a wrong type, a missing or unknown
 //! field, an array where an object belongs, a blank text) is a 422 naming
-//! the field, and one it allows reaches the handler's own checks. Bodies
+//! the field (by its path, `scope.mediaKinds.0`; an unknown one by its own
+//! name), and one it allows reaches the handler's own checks. Bodies
 //! that are not JSON at all are left to `ApiJson`, which says so.
 
 use std::collections::HashMap;
@@ -87,8 +88,14 @@ pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: N
             .skip(1)
             .map(|part| part.replace("~1", "/").replace("~0", "~"))
             .collect();
-        let field = at.first().cloned().unwrap_or_default();
         let message = if at.is_empty() { error.to_string() } else { format!("{}: {error}", at.join(".")) };
+        // The field is where the fault is, and an unknown one by its own
+        // name: `agent.maxToolCals`, not the object holding it.
+        let mut field = at;
+        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() {
+            field.extend(unexpected.first().cloned());
+        }
+        let field = field.join(".");
         let refusal = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message);
         return if field.is_empty() { refusal } else { refusal.about(field) }.into_response();
     }

@@ -2,9 +2,11 @@
 //! secrets such as the model API key. Every key is declared in [`registry`]
 //! with its type and bounds; a change naming an unknown key or a wrong type
 //! is refused whole. Secrets are write-only and encrypted at rest
-//! ([`secrets`]); reads say only whether one is set. Owns the `setting`
+//! ([`secrets`]); reads say only whether one is set. A change may also be
+//! written as one nested document ([`document`]). Owns the `setting`
 //! table's meaning; who may change settings is the HTTP layer's call.
 
+pub mod document;
 pub mod registry;
 pub mod secrets;
 
@@ -112,20 +114,33 @@ impl Settings {
     /// Applies `changes` (`key → value`, `null` resets to the default or
     /// clears a secret) all together, or none of them when one is invalid.
     pub async fn update(&self, changes: &Map<String, Value>) -> Result<(), SettingsError> {
+        let writes = self.prepare(changes)?;
+        let mut tx = self.db.begin_write().await?;
+        writes.write(&mut tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Checks `changes` and makes them ready to write (secrets encrypted),
+    /// writing nothing: a change that spans more than the settings writes
+    /// them in its own transaction ([`Writes::write`]). A value may be
+    /// spelled as [`document::VALUE_ALIASES`] allow.
+    pub fn prepare(&self, changes: &Map<String, Value>) -> Result<Writes, SettingsError> {
         if changes.is_empty() {
             return Err(SettingsError::Invalid("no settings to change".into()));
         }
         let mut writes = Vec::new();
         for (key, value) in changes {
-            let spec = registry::find(key).ok_or_else(|| {
-                SettingsError::Invalid(format!("unknown setting {key:?}; GET /settings lists the known ones"))
+            let spec = registry::find(key).ok_or_else(|| SettingsError::Field {
+                key: key.clone(),
+                message: format!("unknown setting {key}; GET /settings lists the known ones"),
             })?;
-            let stored = match value {
+            let stored = match document::unalias(key, value) {
                 Value::Null => None,
                 value => {
-                    spec.check(value, self.check_script)
+                    spec.check(&value, self.check_script)
                         .map_err(|message| SettingsError::Field { key: key.clone(), message })?;
-                    Some(match (spec.is_secret(), value) {
+                    Some(match (spec.is_secret(), &value) {
                         (true, Value::String(plain)) => self.master_key()?.encrypt(key, plain),
                         _ => value.to_string(),
                     })
@@ -133,32 +148,42 @@ impl Settings {
             };
             writes.push((key.clone(), stored));
         }
-        let mut tx = self.db.begin_write().await?;
+        Ok(Writes(writes))
+    }
+
+    /// What each setting is: type, bounds, default, help.
+    pub fn describe() -> Value {
+        Value::Object(SETTINGS.iter().map(|s| (s.key.to_string(), s.describe())).collect())
+    }
+}
+
+/// Checked settings ready to be written: each key's stored text, or
+/// `None` to reset it.
+#[derive(Debug)]
+pub struct Writes(Vec<(String, Option<String>)>);
+
+impl Writes {
+    /// Writes them in `tx`, which the caller commits.
+    pub async fn write(&self, tx: &mut sqlx::Transaction<'static, sqlx::Any>) -> Result<(), sqlx::Error> {
         let now = now_ms();
-        for (key, stored) in writes {
+        for (key, stored) in &self.0 {
             match stored {
                 Some(text) => {
                     sqlx::query(
                         "INSERT INTO setting (key, value, updated_at) VALUES ($1, $2, $3) \
                          ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                     )
-                    .bind(&key)
-                    .bind(&text)
+                    .bind(key)
+                    .bind(text)
                     .bind(now)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                 }
                 None => {
-                    sqlx::query("DELETE FROM setting WHERE key = $1").bind(&key).execute(&mut *tx).await?;
+                    sqlx::query("DELETE FROM setting WHERE key = $1").bind(key).execute(&mut **tx).await?;
                 }
             }
         }
-        tx.commit().await?;
         Ok(())
-    }
-
-    /// What each setting is: type, bounds, default, help.
-    pub fn describe() -> Value {
-        Value::Object(SETTINGS.iter().map(|s| (s.key.to_string(), s.describe())).collect())
     }
 }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Auth, OperationRule, SecretRef, ServiceConfig};
+use crate::config::{Auth, OperationRule, SecretRef, ServiceConfig, TmdbEnvironment};
 
 /// The names a service set up in the console may have, and their kind.
 pub const SERVICE_NAMES: &[(&str, Kind)] = &[
@@ -51,9 +51,22 @@ pub struct ServiceEntry {
 /// The default base URL of a kind.
 pub fn default_base(kind: Kind) -> &'static str {
     match kind {
-        Kind::Tmdb => "https://api.themoviedb.org/3",
+        Kind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
         Kind::Torznab => "",
         Kind::Qbittorrent => "http://127.0.0.1:8080",
+    }
+}
+
+/// Refuses a secret typed in the console (or a settings change) that the
+/// host would read as a reference rather than as itself: `env:NAME` and
+/// `file:/path` would send that variable's or file's contents to the
+/// service's URL, which whoever set it up chose.
+pub fn literal_secret(secret: &str) -> Result<(), String> {
+    match ["env:", "file:"].into_iter().find(|p| secret.trim_start().starts_with(p)) {
+        Some(prefix) => Err(format!(
+            "a key starting with {prefix} would be read from elsewhere, not sent as typed; give the key itself"
+        )),
+        None => Ok(()),
     }
 }
 
@@ -90,4 +103,89 @@ pub fn service_config(kind: Kind, entry: &ServiceEntry, secret: &str) -> Result<
         timeout_ms: 15_000,
         response_cap_bytes: 8 << 20,
     })
+}
+
+/// TMDB as it takes effect when `capstan.toml` does not set it: the
+/// console's entry (its base URL, its key or else the environment's), or
+/// with none the environment's credential and base URL. `None` when there
+/// is no credential at all.
+pub fn tmdb_service(
+    entry: Option<(&ServiceEntry, Option<&str>)>,
+    env: &TmdbEnvironment,
+) -> Option<Result<ServiceConfig, String>> {
+    match entry {
+        Some((entry, Some(secret))) => Some(service_config(Kind::Tmdb, entry, secret)),
+        Some((entry, None)) => {
+            let from_env = ServiceEntry { base_url: entry.base_url.clone(), username: None, token_kind: None };
+            Some(Ok(with_auth(&from_env, env.auth()?)))
+        }
+        None => {
+            let from_env = ServiceEntry { base_url: env.base(), username: None, token_kind: None };
+            Some(Ok(with_auth(&from_env, env.auth()?)))
+        }
+    }
+}
+
+fn with_auth(entry: &ServiceEntry, auth: Auth) -> ServiceConfig {
+    ServiceConfig {
+        base_url: entry.base_url.trim().trim_end_matches('/').to_string(),
+        auth,
+        operations: Vec::new(),
+        timeout_ms: 15_000,
+        response_cap_bytes: 8 << 20,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)]) -> TmdbEnvironment {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        TmdbEnvironment::from_lookup(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    fn auth_of(service: &ServiceConfig) -> (String, String) {
+        match &service.auth {
+            Auth::Query { name, value } => (format!("query {name}"), value.0.clone()),
+            Auth::Header { name, value, prefix } => (format!("header {name} {prefix}"), value.0.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_environment_sets_up_tmdb_when_nothing_else_does() {
+        assert_eq!(tmdb_service(None, &env(&[])).map(|s| s.is_ok()), None, "no credential, no TMDB");
+        assert_eq!(tmdb_service(None, &env(&[("TMDB_BASE_URL", "http://proxy/3")])).map(|s| s.is_ok()), None);
+        let key = tmdb_service(None, &env(&[("TMDB_API_KEY", "k")])).unwrap().unwrap();
+        assert_eq!(
+            (key.base_url.as_str(), auth_of(&key)),
+            ("https://api.themoviedb.org/3", ("query api_key".into(), "env:TMDB_API_KEY".into()))
+        );
+        let both = env(&[("TMDB_API_KEY", "k"), ("TMDB_ACCESS_TOKEN", "t"), ("TMDB_BASE_URL", "http://proxy/3/")]);
+        let token = tmdb_service(None, &both).unwrap().unwrap();
+        assert_eq!(token.base_url, "http://proxy/3");
+        assert_eq!(auth_of(&token), ("header Authorization Bearer ".into(), "env:TMDB_ACCESS_TOKEN".into()));
+        assert_eq!(env(&[("TMDB_API_KEY", "  ")]).credential, None, "a blank variable is unset");
+    }
+
+    #[test]
+    fn a_typed_secret_is_never_a_reference() {
+        assert!(literal_secret("0123abcd").is_ok());
+        for reference in ["env:CAPSTAN_MASTER_KEY", "file:/etc/passwd", " env:HOME"] {
+            assert!(literal_secret(reference).is_err(), "{reference}");
+        }
+    }
+
+    #[test]
+    fn what_is_configured_wins_over_the_environment() {
+        let both = env(&[("TMDB_API_KEY", "k"), ("TMDB_BASE_URL", "http://proxy/3")]);
+        let entry = ServiceEntry { base_url: "http://mirror/3".into(), username: None, token_kind: None };
+        let stored = tmdb_service(Some((&entry, Some("stored"))), &both).unwrap().unwrap();
+        assert_eq!((stored.base_url.as_str(), auth_of(&stored).1.as_str()), ("http://mirror/3", "stored"));
+        // A base URL without a key of its own takes the environment's key.
+        let keyless = tmdb_service(Some((&entry, None)), &both).unwrap().unwrap();
+        assert_eq!((keyless.base_url.as_str(), auth_of(&keyless).1.as_str()), ("http://mirror/3", "env:TMDB_API_KEY"));
+        assert!(tmdb_service(Some((&entry, None)), &env(&[])).is_none());
+    }
 }

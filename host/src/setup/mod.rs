@@ -6,8 +6,12 @@
 //! the file; the rest comes from here. [`apply`] merges both and puts the
 //! result in place in the runtime without a restart, and [`spawn_refresh`]
 //! does so in every process when another one changed it. [`probe`] is the
-//! console's Test button: a real request, and what it found.
+//! console's Test button: a real request, and what it found. [`document`]
+//! writes a settings change that also names TMDB's connection, both in one
+//! transaction. Where nothing configures TMDB, the environment may
+//! (`Config::tmdb_environment`).
 
+pub mod document;
 pub mod kinds;
 pub mod probe;
 
@@ -21,7 +25,7 @@ use sqlx::Row;
 
 pub use kinds::{Kind, ServiceEntry};
 
-use crate::config::{Config, ServiceConfig};
+use crate::config::{Config, ServiceConfig, TmdbEnvironment};
 use crate::runtime::Runtime;
 use crate::settings::Settings;
 use crate::store::{Db, now_ms};
@@ -123,22 +127,7 @@ impl SetupStore {
         by: &str,
     ) -> Result<(), SetupError> {
         let mut tx = self.db.begin_write().await?;
-        sqlx::query("DELETE FROM setup_entry WHERE section = $1 AND name = $2")
-            .bind(section)
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO setup_entry (section, name, body, secret, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(section)
-        .bind(name)
-        .bind(body.to_string())
-        .bind(secret)
-        .bind(now_ms())
-        .bind(by)
-        .execute(&mut *tx)
-        .await?;
+        upsert_in(&mut tx, section, name, body, secret, by).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -158,19 +147,46 @@ impl SetupStore {
         if config.services.contains_key(name) {
             return Err(SetupError::Conflict(format!("service {name} is set in capstan.toml; change it there")));
         }
-        let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
-        let stored = match secret.filter(|s| !s.trim().is_empty()) {
-            Some(s) => key.encrypt(&secret_name(name), s.trim()),
-            None => self
-                .row("service", name)
-                .await?
-                .and_then(|(_, s)| s)
-                .ok_or_else(|| SetupError::Invalid(format!("{name} needs its key or password")))?,
+        let stored = self.service_secret(kind, name, secret, &config.tmdb_environment).await?;
+        let plain = match &stored {
+            Some(stored) => self.decrypt(name, stored)?,
+            None => String::new(),
         };
-        let plain = key.decrypt(&secret_name(name), &stored).map_err(|e| SetupError::Secret(e.to_string()))?;
         let service = kinds::service_config(kind, entry, &plain).map_err(SetupError::Invalid)?;
         service.validate(name).map_err(SetupError::Invalid)?;
-        self.upsert("service", name, &json!(entry), Some(&stored), by).await
+        self.upsert("service", name, &json!(entry), stored.as_deref(), by).await
+    }
+
+    /// The stored (encrypted) secret service `name` will have: `secret`
+    /// when given, else the one stored. Only TMDB may have none, and only
+    /// while the environment holds its credential.
+    async fn service_secret(
+        &self,
+        kind: Kind,
+        name: &str,
+        secret: Option<&str>,
+        env: &TmdbEnvironment,
+    ) -> Result<Option<String>, SetupError> {
+        if let Some(s) = secret.filter(|s| !s.trim().is_empty()) {
+            kinds::literal_secret(s).map_err(SetupError::Invalid)?;
+            let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
+            return Ok(Some(key.encrypt(&secret_name(name), s.trim())));
+        }
+        match self.row("service", name).await?.and_then(|(_, s)| s) {
+            Some(stored) => Ok(Some(stored)),
+            None if kind == Kind::Tmdb && env.credential.is_some() => Ok(None),
+            None if kind == Kind::Tmdb => Err(SetupError::Invalid(format!(
+                "{name} needs its key or read token (or Capstan started with {} or {})",
+                crate::config::TMDB_API_KEY_ENV,
+                crate::config::TMDB_ACCESS_TOKEN_ENV
+            ))),
+            None => Err(SetupError::Invalid(format!("{name} needs its key or password"))),
+        }
+    }
+
+    fn decrypt(&self, name: &str, stored: &str) -> Result<String, SetupError> {
+        let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
+        key.decrypt(&secret_name(name), stored).map_err(|e| SetupError::Secret(e.to_string()))
     }
 
     /// Sets root `name` (`downloads` or `library`) to an existing folder.
@@ -235,18 +251,21 @@ impl SetupStore {
         Ok((row.try_get("n")?, row.try_get("at")?))
     }
 
-    /// The console's services with their secrets, decrypted.
-    async fn console_services(&self) -> Result<BTreeMap<String, ServiceConfig>, SetupError> {
-        let key = self.settings.master_key().map_err(|e| SetupError::Secret(e.to_string()))?;
+    /// The console's services with their secrets, decrypted; TMDB with
+    /// the environment's credential where it has none of its own.
+    async fn console_services(&self, env: &TmdbEnvironment) -> Result<BTreeMap<String, ServiceConfig>, SetupError> {
         let mut out = BTreeMap::new();
         for (name, body, secret) in self.rows("service").await? {
-            let (Some(kind), Ok(entry), Some(secret)) =
-                (kinds::kind_of(&name), serde_json::from_value::<ServiceEntry>(body), secret)
-            else {
+            let (Some(kind), Ok(entry)) = (kinds::kind_of(&name), serde_json::from_value::<ServiceEntry>(body)) else {
                 continue;
             };
-            let plain = key.decrypt(&secret_name(&name), &secret).map_err(|e| SetupError::Secret(e.to_string()))?;
-            if let Ok(service) = kinds::service_config(kind, &entry, &plain) {
+            let plain = secret.map(|s| self.decrypt(&name, &s)).transpose()?;
+            let service = match (kind, plain) {
+                (Kind::Tmdb, plain) => kinds::tmdb_service(Some((&entry, plain.as_deref())), env),
+                (kind, Some(plain)) => Some(kinds::service_config(kind, &entry, &plain)),
+                (_, None) => None,
+            };
+            if let Some(Ok(service)) = service {
                 out.insert(name, service);
             }
         }
@@ -257,8 +276,22 @@ impl SetupStore {
     /// console's where the file says nothing.
     pub async fn effective(&self, config: &Config) -> Result<Effective, SetupError> {
         let mut services = config.services.clone();
-        for (name, service) in self.console_services().await? {
+        let env = &config.tmdb_environment;
+        for (name, service) in self.console_services(env).await? {
             services.entry(name).or_insert(service);
+        }
+        if !services.contains_key("tmdb")
+            && let Some(Ok(service)) = kinds::tmdb_service(None, env)
+        {
+            match service.validate("tmdb") {
+                Ok(()) => {
+                    services.insert("tmdb".into(), service);
+                }
+                Err(e) => {
+                    let variable = crate::config::TMDB_BASE_URL_ENV;
+                    tracing::error!(error = %e, "{variable} is not a usable base URL; TMDB is not set up")
+                }
+            }
         }
         let mut roots = config.roots.clone();
         for (name, body, _) in self.rows("root").await? {
@@ -301,9 +334,10 @@ impl SetupStore {
     pub async fn view(&self, config: &Config) -> Result<Value, SetupError> {
         let stored: BTreeMap<String, (Value, bool)> =
             self.rows("service").await?.into_iter().map(|(n, b, s)| (n, (b, s.is_some()))).collect();
+        let env = &config.tmdb_environment;
         let mut services = Vec::new();
         for (name, kind) in kinds::SERVICE_NAMES {
-            let view = match (config.services.get(*name), stored.get(*name)) {
+            let mut view = match (config.services.get(*name), stored.get(*name)) {
                 (Some(file), _) => json!({"name": name, "kind": kind, "source": "file", "baseUrl": file.base_url,
                     "secretSet": !matches!(file.auth, crate::config::Auth::None)}),
                 (None, Some((body, secret))) => {
@@ -314,10 +348,16 @@ impl SetupStore {
                     v["secretSet"] = json!(secret);
                     v
                 }
+                (None, None) if *kind == Kind::Tmdb && env.credential.is_some() => {
+                    json!({"name": name, "kind": kind, "source": "environment", "baseUrl": env.base(), "secretSet": false})
+                }
                 (None, None) => {
                     json!({"name": name, "kind": kind, "source": "unset", "baseUrl": kinds::default_base(*kind), "secretSet": false})
                 }
             };
+            if *kind == Kind::Tmdb && !config.services.contains_key(*name) {
+                view["fromEnvironment"] = json!(tmdb_from_environment(env, stored.get(*name)));
+            }
             services.push(view);
         }
         let stored_roots: BTreeMap<String, Value> =
@@ -340,6 +380,50 @@ impl SetupStore {
             .collect();
         Ok(json!({"services": services, "roots": roots, "library": library, "libraryFromFile": file_keys}))
     }
+}
+
+/// Replaces the entry `section`/`name` in `tx`, which the caller commits.
+async fn upsert_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    section: &str,
+    name: &str,
+    body: &Value,
+    secret: Option<&str>,
+    by: &str,
+) -> Result<(), SetupError> {
+    sqlx::query("DELETE FROM setup_entry WHERE section = $1 AND name = $2")
+        .bind(section)
+        .bind(name)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO setup_entry (section, name, body, secret, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(section)
+    .bind(name)
+    .bind(body.to_string())
+    .bind(secret)
+    .bind(now_ms())
+    .bind(by)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The environment variables TMDB takes a value from, given its console
+/// entry (`(body, secret set)`): the credential's when it has no key of its
+/// own, the base URL's when there is no entry. Names only.
+fn tmdb_from_environment(env: &TmdbEnvironment, stored: Option<&(Value, bool)>) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    if let Some(credential) = env.credential
+        && !stored.is_some_and(|(_, secret)| *secret)
+    {
+        names.push(credential);
+    }
+    if stored.is_none() && env.credential.is_some() && env.base_url.is_some() {
+        names.push(crate::config::TMDB_BASE_URL_ENV);
+    }
+    names
 }
 
 /// Services, roots and capabilities' settings as they take effect.

@@ -12,7 +12,7 @@
 //! | `tasks` | `storage::tasks`, `media::pipeline` |
 //! | `domain` | `storage::domain`, `storage::decisions`, `storage::domain_api`, `media::organize` |
 //! | `store` | `storage::store` and every suite run on both backends |
-//! | `settings`, `setup` | `storage::settings`, `storage::setup`, `http::console_services` |
+//! | `settings`, `setup` | `storage::settings`, `storage::setup`, `http::console_services`, `cli::environment`, `cli::runbook` |
 //! | `acquisition` | `media::pipeline`, `media::quality`, `media::download`, `media::getting_started` |
 //! | `agent` | `agent::*`, `storage::retention` (deleting runs) |
 //! | `retention` | `storage::retention` |

@@ -1,10 +1,13 @@
 //! The `scripted` provider: a deterministic model driven by JSON scripts,
-//! for tests and the out-of-the-box demo. A script file is
-//! `{"scripts": [{"match": [...], "steps": [...], "finalText": "..."}]}`.
-//! The first script whose `match` words appear in the latest user request
+//! for tests and the out-of-the-box demo (`fake` in the settings document
+//! names it too). A script file is `{"scripts": [{"match": [...], "steps":
+//! [...], "finalText": "..."}]}`. The first script whose `match` words (a
+//! list, or one word as a text) appear in the latest user request
 //! (ignoring case; a script without `match` matches anything) answers it:
 //! the model's n-th response to that request is step n — text and/or tool
-//! calls — and after the last step it answers `finalText` and ends the turn.
+//! calls, written `"tools": [{"name", "input"}]` or `"toolCalls":
+//! [{"capability", "input"}]` (the same thing; one of them per step) —
+//! and after the last step it answers `finalText` and ends the turn.
 //! `{{capability.path}}` in texts and tool inputs is filled from the latest
 //! successful result of that capability in the conversation (`path` walks
 //! object keys and array indexes; `length` counts); what cannot be filled
@@ -45,25 +48,72 @@ struct ScriptFile {
 struct Script {
     /// Words any of which selects this script.
     #[serde(default, rename = "match")]
-    matches: Vec<String>,
+    matches: Words,
     #[serde(default)]
     steps: Vec<Step>,
     final_text: String,
 }
 
+/// `match`: a list of words, or one word.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(from = "OneOrMany")]
+struct Words(Vec<String>);
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a word or a list of words")]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl From<OneOrMany> for Words {
+    fn from(words: OneOrMany) -> Words {
+        match words {
+            OneOrMany::One(word) => Words(vec![word]),
+            OneOrMany::Many(words) => Words(words),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Step {
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
-    tools: Vec<ScriptedCall>,
+    tools: Option<Vec<ScriptedCall>>,
+    /// The same as `tools`, as `{capability, input}`.
+    #[serde(default)]
+    tool_calls: Option<Vec<CapabilityCall>>,
+}
+
+impl Step {
+    /// The step's calls, however they were written; both ways at once is
+    /// refused.
+    fn calls(&self) -> Result<Vec<ScriptedCall>, &'static str> {
+        match (&self.tools, &self.tool_calls) {
+            (Some(_), Some(_)) => Err("has both tools and toolCalls; write its calls one way"),
+            (Some(tools), None) => Ok(tools.clone()),
+            (None, Some(calls)) => {
+                Ok(calls.iter().map(|c| ScriptedCall { name: c.capability.clone(), input: c.input.clone() }).collect())
+            }
+            (None, None) => Ok(Vec::new()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptedCall {
     name: String,
+    #[serde(default)]
+    input: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapabilityCall {
+    capability: String,
     #[serde(default)]
     input: Value,
 }
@@ -88,6 +138,13 @@ impl Scripted {
         if file.scripts.is_empty() {
             return Err(ProviderError::Invalid("scripted model: the file has no scripts".into()));
         }
+        for (i, script) in file.scripts.iter().enumerate() {
+            for (j, step) in script.steps.iter().enumerate() {
+                if let Err(why) = step.calls() {
+                    return Err(ProviderError::Invalid(format!("scripted model: scripts[{i}].steps[{j}] {why}")));
+                }
+            }
+        }
         Ok(Scripted { scripts: file.scripts })
     }
 
@@ -100,7 +157,7 @@ impl Scripted {
         let request = request.to_lowercase();
         self.scripts
             .iter()
-            .find(|s| s.matches.is_empty() || s.matches.iter().any(|m| request.contains(&m.to_lowercase())))
+            .find(|s| s.matches.0.is_empty() || s.matches.0.iter().any(|m| request.contains(&m.to_lowercase())))
     }
 
     /// The answer to `request`, computed without I/O.
@@ -115,7 +172,10 @@ impl Scripted {
             + crate::agent::compaction::marker_count(&asked).unwrap_or(0);
         let results = ToolResults::from(&request.messages);
         let (text, calls) = match script.steps.get(step) {
-            Some(s) => (s.text.as_deref().map(|t| results.fill_text(t)).unwrap_or_default(), s.tools.clone()),
+            // Checked when the file was read.
+            Some(s) => {
+                (s.text.as_deref().map(|t| results.fill_text(t)).unwrap_or_default(), s.calls().unwrap_or_default())
+            }
             None => (results.fill_text(&script.final_text), Vec::new()),
         };
         let tool_calls: Vec<ToolCall> = calls
@@ -262,5 +322,91 @@ impl ToolResults {
             Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.fill_value(v))).collect()),
             other => other.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ask(model: &Scripted, messages: Vec<Message>) -> Completion {
+        model.answer(&ModelRequest { messages, ..Default::default() }).unwrap()
+    }
+
+    /// `messages` with the model calling `name` and the host answering `result`.
+    fn answered(mut messages: Vec<Message>, name: &str, result: Value) -> Vec<Message> {
+        let id = format!("call_{}", messages.len());
+        messages.push(Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolUse { id: id.clone(), name: name.into(), input: json!({}) }],
+        });
+        messages.push(Message {
+            role: Role::User,
+            content: vec![Block::ToolResult { tool_use_id: id, content: result.to_string(), is_error: false }],
+        });
+        messages
+    }
+
+    fn refusal(text: &str) -> String {
+        match Scripted::check(text) {
+            Err(why) => why,
+            Ok(()) => panic!("{text} was taken"),
+        }
+    }
+
+    #[test]
+    fn tool_calls_written_with_capability_run_as_tools_do() {
+        let model = Scripted::from_json(
+            r#"{"scripts": [
+                {"match": "dune", "steps": [
+                    {"text": "Looking it up.", "toolCalls": [{"capability": "catalog.lookup", "input": {"action": "search", "query": "Dune"}}]},
+                    {"toolCalls": [{"capability": "catalog.lookup", "input": {"action": "details", "kind": "movie", "tmdbId": "{{catalog.lookup.results.0.id}}"}}]}
+                ], "finalText": "{{catalog.lookup.title}} runs {{catalog.lookup.runtime}} minutes."},
+                {"finalText": "Ask me about Dune."}
+            ]}"#,
+        )
+        .unwrap();
+        let asked = vec![Message::user_text("Tell me about DUNE")];
+        let first = ask(&model, asked.clone());
+        assert_eq!(first.text, "Looking it up.");
+        assert_eq!(first.tool_calls.len(), 1);
+        assert_eq!(first.tool_calls[0].name, "catalog.lookup");
+        assert_eq!(first.tool_calls[0].input, Ok(json!({"action": "search", "query": "Dune"})));
+        let found = answered(asked, "catalog.lookup", json!({"results": [{"id": 438631}]}));
+        let second = ask(&model, found.clone());
+        assert_eq!(second.tool_calls[0].input, Ok(json!({"action": "details", "kind": "movie", "tmdbId": 438631})));
+        let details = answered(found, "catalog.lookup", json!({"title": "Dune", "runtime": 155}));
+        let last = ask(&model, details);
+        assert_eq!((last.text.as_str(), last.stop), ("Dune runs 155 minutes.", StopReason::EndTurn));
+        // `match` as one word or as a list chooses alike; the rest falls through.
+        assert_eq!(ask(&model, vec![Message::user_text("hello")]).text, "Ask me about Dune.");
+    }
+
+    #[test]
+    fn a_step_writes_its_calls_one_way() {
+        let both = r#"{"scripts": [{"steps": [{"tools": [{"name": "a.b"}], "toolCalls": [{"capability": "a.b"}]}], "finalText": "x"}]}"#;
+        assert!(refusal(both).contains("scripts[0].steps[0] has both tools and toolCalls"), "{}", refusal(both));
+        for (text, expect) in [
+            (
+                r#"{"scripts": [{"steps": [{"toolCalls": [{"name": "a.b"}]}], "finalText": "x"}]}"#,
+                "unknown field `name`",
+            ),
+            (r#"{"scripts": [{"steps": [{"toolCalls": [{"input": {}}]}], "finalText": "x"}]}"#, "capability"),
+            (r#"{"scripts": [{"match": 5, "finalText": "x"}]}"#, "a word or a list of words"),
+        ] {
+            let why = refusal(text);
+            assert!(why.contains(expect), "{text}: {why}");
+        }
+        // An empty list of either is no call at all.
+        let empty = r#"{"scripts": [{"steps": [{"text": "hi", "toolCalls": []}], "finalText": "x"}]}"#;
+        let model = Scripted::from_json(empty).unwrap();
+        assert!(ask(&model, vec![Message::user_text("go")]).tool_calls.is_empty());
+    }
+
+    #[test]
+    fn the_demo_script_is_a_script() {
+        assert!(Scripted::check(DEMO_SCRIPT).is_ok());
     }
 }

@@ -3,7 +3,8 @@
 // naming — each saved through /setup and checked with its Test button,
 // which makes a real request and says what it found, and forgotten (with
 // its secret) by Forget. What capstan.toml sets is shown and cannot be
-// changed here. Uses console.js's helpers.
+// changed here; what the environment gives TMDB is named. Uses
+// console.js's helpers.
 "use strict";
 
 const SERVICE_TITLES = {
@@ -45,7 +46,13 @@ function serviceCard(s) {
     card.append(wrap);
   }
   const secretLabel = s.kind === "qbittorrent" ? "Password" : s.kind === "tmdb" ? "Key or token" : "API key";
-  card.append(field(id("secret"), secretLabel, "", "password", s.secretSet ? "set — leave empty to keep" : "not set"));
+  // TMDB may take its key or URL from the environment Capstan started with.
+  const fromEnv = (s.fromEnvironment || []).filter((v) => v !== "TMDB_BASE_URL");
+  if (s.fromEnvironment && s.fromEnvironment.length) {
+    card.append(el("p", "From the environment: " + s.fromEnvironment.join(", ") + "; what you save here wins.", "hint"));
+  }
+  const unset = fromEnv.length ? "from " + fromEnv[0] + " — leave empty to use it" : "not set";
+  card.append(field(id("secret"), secretLabel, "", "password", s.secretSet ? "set — leave empty to keep" : unset));
   const save = el("button", "Save", "save");
   save.type = "button";
   save.id = id("save");

@@ -1,8 +1,11 @@
 //! `GET /api/v1/settings`: every setting's value (secrets only say whether
-//! they are set) and what each one is. `PATCH /api/v1/settings {key: value}`
-//! changes several at once, only from a console administrator's session
-//! (API keys get 403); an unknown key or a wrong type is 422 and changes
-//! nothing; `null` resets a setting or clears a secret.
+//! they are set) and what each one is. `PATCH /api/v1/settings` changes
+//! several at once, only from a console administrator's session (API keys
+//! get 403): flat `{key: value}`, the nested document (`{"pi": {...},
+//! "agent": {...}, "budget": {...}, "metadata": {...}}`) or both; an
+//! unknown name or a wrong value is 422 naming it and changes nothing;
+//! `null` resets a setting or clears a secret; TMDB's connection set in
+//! `capstan.toml` is 409.
 
 use axum::Json;
 use axum::extract::State;
@@ -14,12 +17,26 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::openapi::ErrorBody;
 use crate::settings::{Settings, SettingsError};
+use crate::setup::document::ChangeError;
 
 fn settings_error(e: SettingsError) -> ApiError {
     match e {
         SettingsError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", m),
         SettingsError::Field { key, message } => {
             ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", message).about(key)
+        }
+        other => ApiError::internal(other),
+    }
+}
+
+fn change_error(e: ChangeError) -> ApiError {
+    match e {
+        ChangeError::Settings(e) => settings_error(e),
+        ChangeError::Field { field, message } => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setting", message).about(field)
+        }
+        ChangeError::SetInFile { field, message } => {
+            ApiError::new(StatusCode::CONFLICT, "set_in_file", message).about(field)
         }
         other => ApiError::internal(other),
     }
@@ -35,31 +52,37 @@ pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<
 }
 
 /// Setting keys and their new values (`null` resets one or clears a
-/// secret), described from the registry the server checks them with.
+/// secret), flat or as the nested document, described from the registry
+/// the server checks them with.
 pub struct SettingsChange;
+
+/// A setting's schema in a change: its own, with `null` beside its type (a
+/// reset) — so a refusal names what is wrong rather than "none matched" —
+/// and the other spellings its values take.
+fn change_schema(spec: &crate::settings::Spec) -> Value {
+    let mut value = spec.describe()["schema"].clone();
+    if let Some(kind) = value.get("type").cloned() {
+        value["type"] = json!([kind, "null"]);
+    }
+    if let Some(choices) = value.get_mut("enum").and_then(Value::as_array_mut) {
+        choices.extend(crate::settings::document::aliases(spec.key).map(Value::from));
+        choices.push(Value::Null);
+    }
+    value["description"] = json!(spec.help);
+    value
+}
 
 impl crate::http::schema::WrittenOut for SettingsChange {
     const NAME: &'static str = "SettingsChange";
 
     fn json() -> Value {
-        let properties: Map<String, Value> = crate::settings::SETTINGS
-            .iter()
-            .map(|spec| {
-                // Its schema, with null beside its type (a reset), so a
-                // refusal names what is wrong rather than "none matched".
-                let mut value = spec.describe()["schema"].clone();
-                if let Some(kind) = value.get("type").cloned() {
-                    value["type"] = json!([kind, "null"]);
-                }
-                if let Some(choices) = value.get_mut("enum").and_then(Value::as_array_mut) {
-                    choices.push(Value::Null);
-                }
-                value["description"] = json!(spec.help);
-                (spec.key.to_string(), value)
-            })
-            .collect();
+        let mut properties: Map<String, Value> =
+            crate::settings::SETTINGS.iter().map(|spec| (spec.key.to_string(), change_schema(spec))).collect();
+        properties.extend(crate::settings::document::sections_schema(change_schema));
+        properties.insert(crate::setup::document::METADATA.into(), crate::setup::document::metadata_schema());
         json!({
-            "description": "Setting keys and their new values; null resets one or clears a secret.",
+            "description": "Settings and their new values, by registry key (`model.provider`) or as the nested \
+                document (`{\"pi\": {\"provider\"}}`), or both; null resets one or clears a secret.",
             "type": "object",
             "additionalProperties": false,
             "minProperties": 1,
@@ -79,7 +102,7 @@ impl utoipa::ToSchema for SettingsChange {}
 /// Changes settings, all or none; `null` resets one.
 #[utoipa::path(patch, path = "/api/v1/settings", tag = "settings", security(("consoleSession" = [])),
     request_body = SettingsChange,
-    responses((status = 200, description = "The settings after the change", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The settings after the change", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 409, description = "TMDB's connection is set in capstan.toml", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -88,13 +111,23 @@ pub async fn update(
     if let Caller::Key(_) = caller {
         return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
     }
-    state.app.settings().update(&changes).await.map_err(settings_error)?;
+    let config = state.caps().runtime().config().clone();
+    let changed =
+        state.app.setup().change_settings(&config, &changes, &caller.principal()).await.map_err(change_error)?;
     // A run blocked by the model's configuration or the day's budget may go
     // on now: the waker looks at each at once.
     state.agent().runs().look_again(None).await.map_err(ApiError::internal)?;
-    // The keys, never the values: some are secrets.
-    let keys = changes.keys().cloned().collect::<Vec<_>>().join(", ");
-    super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
+    if changed.tmdb {
+        crate::setup::apply(state.caps().runtime(), state.app.setup())
+            .await
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
+        super::audit_change(&state, &caller, "setup.service", "tmdb", "succeeded", None).await?;
+    }
+    if !changed.settings.is_empty() {
+        // The keys, never the values: some are secrets.
+        let keys = changed.settings.join(", ");
+        super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
+    }
     let values = state.app.settings().all().await.map_err(settings_error)?;
     Ok(Json(json!({ "settings": values })))
 }

@@ -1,6 +1,9 @@
-//! The command line as an operator types it, and the documentation against
-//! what the binary does.
+//! The command line as an operator types it, the environment it starts
+//! with, and the documentation against what the binary does (the runbook's
+//! examples run as written).
 
 mod commands;
 mod docs;
+mod environment;
 pub mod paths;
+mod runbook;
