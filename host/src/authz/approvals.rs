@@ -325,9 +325,10 @@ impl Authz {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// Takes an approved, unexpired approval for the call it authorises,
-    /// before that call runs: it becomes `consumed` by ledger row
-    /// `invocation_id`. One conditional update, so of a revoke and a call
+    /// Takes an approved, unexpired approval for the call it authorises —
+    /// before that call runs, or for a success answered without running
+    /// anything (an earlier identical write found done): it becomes
+    /// `consumed` by ledger row `invocation_id`. One conditional update, so of a revoke and a call
     /// (or two calls) racing for it exactly one wins; `false` when it is no
     /// longer there to take.
     pub async fn take_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
@@ -374,22 +375,6 @@ impl Authz {
         .execute(&mut **tx)
         .await?;
         Ok(n.rows_affected())
-    }
-
-    /// Uses an approval up for a success answered without running anything
-    /// now (an earlier identical write found done); `false` when it was no
-    /// longer approved.
-    pub async fn consume_approval(&self, id: &str, invocation_id: &str) -> Result<bool, sqlx::Error> {
-        let changed = sqlx::query(
-            "UPDATE approval SET status = 'consumed', consumed_by = $1, updated_at = $2 WHERE id = $3 AND status = 'approved'",
-        )
-        .bind(invocation_id)
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
-        Ok(changed == 1)
     }
 
     /// An administrator revokes an approval nobody has used: a pending

@@ -321,7 +321,7 @@ impl Capabilities {
         if let (Authorization::Approval(approval), Status::Succeeded, Some(row)) =
             (authorization, inv.status, &inv.invocation_id)
         {
-            self.authz.consume_approval(&approval.id, row).await?;
+            self.authz.take_approval(&approval.id, row).await?;
         }
         self.audit_invoke(origin, loaded, &inv, summary, authorization.id()).await?;
         Ok(inv)

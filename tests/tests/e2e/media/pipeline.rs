@@ -15,7 +15,7 @@ use capstan::domain::{Author, NewPlan, NewRelease, NewSlot, Slot};
 use capstan::pipeline::{Capabilities, Origin};
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
-use capstan::tasks::{NewTask, Task, TaskStatus, Tasks, Worker, WorkerConfig};
+use capstan::tasks::{Task, TaskStatus, Tasks, Worker, WorkerConfig};
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_torznab::MockTorznab;
@@ -32,7 +32,6 @@ struct Env {
     library: std::path::PathBuf,
     app: Arc<capstan::app::App>,
     caps: Arc<Capabilities>,
-    tasks: Tasks,
     indexer: MockTorznab,
 }
 
@@ -83,15 +82,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let mut worker = Worker::new(Tasks::new(db.clone()), app.audit().clone(), "pipeline-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    Env {
-        library: library.path().to_path_buf(),
-        _library: library,
-        _host: host,
-        app,
-        caps,
-        tasks: Tasks::new(db),
-        indexer,
-    }
+    Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, indexer }
 }
 
 async fn wanted_movie(env: &Env) -> Slot {
@@ -105,27 +96,7 @@ async fn wanted_movie(env: &Env) -> Slot {
 
 /// Queues a pipeline task and waits for it to finish.
 async fn run(env: &Env, kind: &str, payload: Value) -> Task {
-    let (task, _) = env
-        .tasks
-        .enqueue(&NewTask {
-            kind: kind.into(),
-            subject: None,
-            payload,
-            dedupe_key: None,
-            max_attempts: 1,
-            created_by: "test".into(),
-        })
-        .await
-        .unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let now = env.tasks.get(&task.id).await.unwrap().unwrap();
-        if matches!(now.status, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Dead) {
-            return now;
-        }
-        assert!(Instant::now() < deadline, "{kind} did not finish: {now:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    capstan_tests::tasks::run_once(env.caps.db(), kind, payload).await
 }
 
 async fn qbittorrent_torrents(qbt: &QBittorrent) -> Vec<Value> {
