@@ -10,6 +10,9 @@ mod backend;
 #[path = "host/native.rs"]
 mod backend;
 
+/// The commands helpers' backend ([`crate::commands`]).
+pub(crate) use backend::commands as commands_backend;
+
 /// Why a host import refused or failed; mirrors the WIT `host-error`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostError {

@@ -7,7 +7,8 @@
 //! `schemars`). Host imports are reached through the helpers in [`host`],
 //! which on the wasm target call the real imports and on the native target
 //! call the mock host in [`testing`], so capability logic is unit-tested
-//! with plain `cargo test`. [`qbittorrent`] is a typed client for the
+//! with plain `cargo test`. [`commands`] runs the operator's commands and
+//! shapes their result. [`qbittorrent`] is a typed client for the
 //! download client service several capabilities share, built on those
 //! helpers.
 //!
@@ -17,6 +18,7 @@
 
 pub mod bindings;
 mod capability;
+pub mod commands;
 pub mod host;
 pub mod qbittorrent;
 #[cfg(not(target_arch = "wasm32"))]

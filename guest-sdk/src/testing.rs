@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use crate::commands::{CommandRequest, CommandStatus};
 use crate::host::{Actor, Context, HostError, Level, Request, Response};
 use crate::{Capability, Failure};
 
@@ -40,6 +41,8 @@ pub const INTERFACE_CLASSES: &[(&str, Class)] = &[
     ("records", Class::Execute),
     ("outbound-write", Class::Execute),
     ("files-write", Class::Execute),
+    ("commands-read", Class::Read),
+    ("commands", Class::Execute),
 ];
 
 /// The class of interface `name` (the highest when it is not listed, so a
@@ -50,6 +53,41 @@ pub(crate) fn class_of(name: &str) -> Class {
 
 type ServiceHandler = Box<dyn FnMut(&Request) -> Result<Response, HostError>>;
 type DomainHandler = Box<dyn FnMut(&str, &str, &serde_json::Value) -> Result<serde_json::Value, HostError>>;
+type CommandHandler = Box<dyn FnMut(&CommandCall) -> Result<CommandAnswer, HostError>>;
+
+/// A `commands` / `commands-read` call the mock is asked to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandCall {
+    Run(CommandRequest),
+    Start(CommandRequest),
+    Cancel(String),
+    Status(String),
+    ReadOutput { handle: String, offset: u64, limit: u32 },
+    Wait { handle: String, timeout_ms: u32 },
+}
+
+/// What the mock's command handler answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandAnswer {
+    Status(CommandStatus),
+    Output(Vec<u8>),
+}
+
+impl CommandAnswer {
+    pub(crate) fn status(self) -> Result<CommandStatus, HostError> {
+        match self {
+            CommandAnswer::Status(s) => Ok(s),
+            CommandAnswer::Output(_) => Err(HostError::Internal("the mock answered output, not a status".into())),
+        }
+    }
+
+    pub(crate) fn output(self) -> Result<Vec<u8>, HostError> {
+        match self {
+            CommandAnswer::Output(o) => Ok(o),
+            CommandAnswer::Status(_) => Err(HostError::Internal("the mock answered a status, not output".into())),
+        }
+    }
+}
 
 /// The mock host: what the capability sees through [`crate::host`].
 pub struct MockHost {
@@ -64,6 +102,9 @@ pub struct MockHost {
     services: HashMap<String, ServiceHandler>,
     roots: HashMap<String, PathBuf>,
     domain: Option<DomainHandler>,
+    commands: Option<CommandHandler>,
+    /// Every command call the capability made, in order.
+    pub command_calls: Vec<CommandCall>,
 }
 
 thread_local! {
@@ -99,6 +140,8 @@ impl MockHost {
             services: HashMap::new(),
             roots: HashMap::new(),
             domain: None,
+            commands: None,
+            command_calls: Vec::new(),
         }
     }
 
@@ -138,6 +181,15 @@ impl MockHost {
         handler: impl FnMut(&str, &str, &serde_json::Value) -> Result<serde_json::Value, HostError> + 'static,
     ) -> Self {
         self.domain = Some(Box::new(handler));
+        self
+    }
+
+    /// Answers `commands` and `commands-read` calls.
+    pub fn with_commands(
+        mut self,
+        handler: impl FnMut(&CommandCall) -> Result<CommandAnswer, HostError> + 'static,
+    ) -> Self {
+        self.commands = Some(Box::new(handler));
         self
     }
 
@@ -183,6 +235,18 @@ impl MockHost {
         let handler =
             self.domain.as_mut().ok_or_else(|| HostError::Unavailable("no domain handler in this mock".into()))?;
         handler(iface, name, &arg).map(|v| v.to_string())
+    }
+}
+
+impl MockHost {
+    pub(crate) fn command(&mut self, class: Class, call: CommandCall) -> Result<CommandAnswer, HostError> {
+        self.check(class, "commands")?;
+        self.command_calls.push(call.clone());
+        let handler = self
+            .commands
+            .as_mut()
+            .ok_or_else(|| HostError::NotFound("no command is configured in this mock".into()))?;
+        handler(&call)
     }
 }
 

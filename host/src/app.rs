@@ -44,6 +44,7 @@ impl App {
         let domain = Domain::with_events(db.clone(), events.clone());
         runtime.attach_domain(Arc::new(domain.clone()));
         let audit = Audit::new(db.clone());
+        runtime.attach_command_recorder(Arc::new(audit.clone()));
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
         let caps = Arc::new(Capabilities::new(Parts {

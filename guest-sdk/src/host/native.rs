@@ -73,3 +73,37 @@ pub fn drafts_create(kind: &str, draft: &str) -> Result<String, HostError> {
 pub fn records_transition(name: &str, args: &str) -> Result<String, HostError> {
     with_mock(|m| m.domain(class_of("records"), "records", name, args))
 }
+
+/// `commands` and `commands-read`, answered by the mock's command handler.
+pub mod commands {
+    use crate::commands::{CommandRequest, CommandStatus};
+    use crate::host::HostError;
+    use crate::testing::{CommandCall, class_of, with_mock};
+
+    pub fn run(r: &CommandRequest) -> Result<CommandStatus, HostError> {
+        with_mock(|m| m.command(class_of("commands"), CommandCall::Run(r.clone()))?.status())
+    }
+
+    pub fn start(r: &CommandRequest) -> Result<CommandStatus, HostError> {
+        with_mock(|m| m.command(class_of("commands"), CommandCall::Start(r.clone()))?.status())
+    }
+
+    pub fn cancel(handle: &str) -> Result<CommandStatus, HostError> {
+        with_mock(|m| m.command(class_of("commands"), CommandCall::Cancel(handle.into()))?.status())
+    }
+
+    pub fn status(handle: &str) -> Result<CommandStatus, HostError> {
+        with_mock(|m| m.command(class_of("commands-read"), CommandCall::Status(handle.into()))?.status())
+    }
+
+    pub fn read_output(handle: &str, offset: u64, limit: u32) -> Result<Vec<u8>, HostError> {
+        let call = CommandCall::ReadOutput { handle: handle.into(), offset, limit };
+        with_mock(|m| m.command(class_of("commands-read"), call)?.output())
+    }
+
+    pub fn wait(handle: &str, timeout_ms: u32) -> Result<CommandStatus, HostError> {
+        with_mock(|m| {
+            m.command(class_of("commands-read"), CommandCall::Wait { handle: handle.into(), timeout_ms })?.status()
+        })
+    }
+}

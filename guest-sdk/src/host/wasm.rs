@@ -129,3 +129,67 @@ pub fn drafts_create(kind: &str, draft: &str) -> Result<String, HostError> {
 pub fn records_transition(name: &str, args: &str) -> Result<String, HostError> {
     h::records::transition(name, args).map_err(err)
 }
+
+/// `commands` and `commands-read`.
+pub mod commands {
+    use super::{err, h, pairs};
+    use crate::commands::{CommandRequest, CommandStatus, ExecutionOutcome};
+    use crate::host::HostError;
+
+    fn request(r: &CommandRequest) -> h::types::CommandRequest {
+        h::types::CommandRequest {
+            name: r.name.clone(),
+            args: r.args.clone(),
+            env: pairs(r.env.clone()),
+            cwd: r.cwd.clone(),
+            timeout_sec: r.timeout_sec,
+        }
+    }
+
+    fn to_status(s: h::types::CommandStatus) -> CommandStatus {
+        use h::types::ExecutionOutcome as O;
+        CommandStatus {
+            handle: s.handle,
+            name: s.name,
+            outcome: match s.outcome {
+                O::Running => ExecutionOutcome::Running,
+                O::Exited => ExecutionOutcome::Exited,
+                O::KilledAfterTimeout => ExecutionOutcome::KilledAfterTimeout,
+                O::Cancelled => ExecutionOutcome::Cancelled,
+                O::Unknown => ExecutionOutcome::Unknown,
+            },
+            exit_code: s.exit_code,
+            timed_out: s.timed_out,
+            duration_ms: s.duration_ms,
+            output_bytes: s.output_bytes,
+            output_truncated: s.output_truncated,
+            output_head: s.output_head,
+            output_tail: s.output_tail,
+            output_file: s.output_file,
+        }
+    }
+
+    pub fn run(r: &CommandRequest) -> Result<CommandStatus, HostError> {
+        h::commands::run(&request(r)).map(to_status).map_err(err)
+    }
+
+    pub fn start(r: &CommandRequest) -> Result<CommandStatus, HostError> {
+        h::commands::start(&request(r)).map(to_status).map_err(err)
+    }
+
+    pub fn cancel(handle: &str) -> Result<CommandStatus, HostError> {
+        h::commands::cancel(handle).map(to_status).map_err(err)
+    }
+
+    pub fn status(handle: &str) -> Result<CommandStatus, HostError> {
+        h::commands_read::status(handle).map(to_status).map_err(err)
+    }
+
+    pub fn read_output(handle: &str, offset: u64, limit: u32) -> Result<Vec<u8>, HostError> {
+        h::commands_read::read_output(handle, offset, limit).map_err(err)
+    }
+
+    pub fn wait(handle: &str, timeout_ms: u32) -> Result<CommandStatus, HostError> {
+        h::commands_read::wait(handle, timeout_ms).map(to_status).map_err(err)
+    }
+}

@@ -1,12 +1,13 @@
 //! The audit log: an append-only, hash-chained `audit_event` table. Every
-//! invoke, every denial (import-layer denials included) and every component
-//! load or refusal is appended here; each row's hash covers its contents and
-//! the previous row's hash, so `capstan audit verify` finds the first row
+//! invoke, every denial (import-layer denials included), every component
+//! load or refusal and every command start or cancel is appended here; each
+//! row's hash covers its contents and the previous row's hash, so `capstan audit verify` finds the first row
 //! that was altered, removed or inserted. Appends are serialised through the
 //! one-row `audit_head` table. Inputs are never stored, only a redacted
 //! summary (field names, types and sizes).
 
 pub mod calls;
+mod commands;
 mod components;
 
 pub use calls::CallBy;

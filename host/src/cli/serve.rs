@@ -73,13 +73,23 @@ pub(crate) async fn shutdown() {
     let _ = ctrl_c.await;
 }
 
-/// Tells other processes, every 10 s, that this one's claims are alive.
+/// Tells other processes, every 10 s, that this one's claims are alive,
+/// and turns the running claims of processes that stopped beating unknown.
 pub(crate) fn spawn_heartbeat(capabilities: std::sync::Arc<crate::pipeline::Capabilities>) {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(10)).await;
             if let Err(e) = capabilities.ledger().heartbeat().await {
                 tracing::warn!(error = %e, "heartbeat failed");
+            }
+            // A process that died after this one started (a worker killed
+            // beside it, a server restarted quickly) leaves its running
+            // claims behind: they become unknown once its heartbeat lapses,
+            // not only at the next start.
+            match capabilities.ledger().recover_orphans().await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(rows = n, "calls of a process that stopped beating are now unknown"),
+                Err(e) => tracing::warn!(error = %e, "cannot look for calls of stopped processes"),
             }
         }
     });

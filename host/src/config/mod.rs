@@ -1,10 +1,12 @@
 //! Operator configuration (`capstan.toml`): data and capability folders,
 //! the listen address and trusted proxies, per-call limits with
-//! per-capability overrides, outbound services and file roots, and what
+//! per-capability overrides, outbound services and file roots, the
+//! programs capabilities may run (`[commands.<name>]`), and what
 //! the environment says about TMDB ([`TmdbEnvironment`]). Owns parsing and
 //! validation only; nothing here opens a file root or a connection.
 //! Unknown keys are refused so typos are not silently ignored.
 
+mod commands;
 mod environment;
 mod paths;
 mod proxies;
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use commands::{COMMAND_PATH, CommandConfig, CommandCwd, MAX_FREE_ARGS, relative_folder};
 pub use environment::{TMDB_ACCESS_TOKEN_ENV, TMDB_API_KEY_ENV, TMDB_BASE_URL_ENV, TMDB_DEFAULT_BASE, TmdbEnvironment};
 pub use proxies::TrustedProxy;
 pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
@@ -95,6 +98,9 @@ pub struct Config {
     pub roots: BTreeMap<String, PathBuf>,
     #[serde(default)]
     pub tasks: TasksConfig,
+    /// Programs capabilities may run: name → command.
+    #[serde(default)]
+    pub commands: BTreeMap<String, CommandConfig>,
     /// TMDB's credential and base URL from the environment, set by the
     /// command line at start (never from the file).
     #[serde(skip)]
@@ -163,6 +169,9 @@ impl Config {
             if dir.as_os_str().is_empty() {
                 return Err(ConfigError::Invalid(format!("root {name} needs a folder")));
             }
+        }
+        for (name, command) in &self.commands {
+            command.validate(name, &self.roots).map_err(ConfigError::Invalid)?;
         }
         Ok(())
     }

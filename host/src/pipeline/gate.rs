@@ -72,14 +72,7 @@ impl Origin {
     }
 
     pub fn actor_kind(&self) -> &'static str {
-        match self.actor {
-            Actor::ConsoleAdmin => "console-admin",
-            Actor::ApiKey => "api-key",
-            Actor::Agent => "agent",
-            Actor::Subagent => "subagent",
-            Actor::Task => "task",
-            Actor::Cli => "cli",
-        }
+        self.actor.kind()
     }
 
     /// The idempotency scope: the user request within a run (identical

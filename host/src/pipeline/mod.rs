@@ -248,6 +248,13 @@ impl Capabilities {
                 return Ok(inv);
             }
         };
+        // A command the host would refuse is refused before anything is
+        // claimed: nothing ran, so nothing is recorded but the refusal.
+        if let Some((kind, message)) = self.runtime.command_refusal(&loaded, input) {
+            let inv = failed(&key, kind, message);
+            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            return Ok(inv);
+        }
         let authorization_id = authorization.id();
         let grant = Grant { stop, ..origin.grant(d.label, Some(key.clone())) };
 
@@ -338,6 +345,7 @@ impl Capabilities {
                 effect_started: false,
                 denials: Vec::new(),
                 elapsed_us: 0,
+                command: None,
             },
         }
     }
@@ -403,6 +411,12 @@ fn ledger_payload(inv: &Invocation) -> (Option<String>, Option<String>) {
 /// Builds the invocation for a call that just ran.
 fn invocation_from(key: &str, row: Option<String>, report: &CallReport) -> Invocation {
     let (output, error) = match &report.outcome {
+        // A command that did not end well: the output stays, and why it
+        // is no success is the error.
+        CallOutcome::Succeeded { output } if report.status() != Status::Succeeded => {
+            let message = report.command.and_then(|end| end.failure()).unwrap_or_default();
+            (Some(output.clone()), Some(CallError { kind: "command".into(), message }))
+        }
         CallOutcome::Succeeded { output } | CallOutcome::Pending { output } => (Some(output.clone()), None),
         CallOutcome::Failed { failure } => {
             (None, Some(CallError { kind: failure.kind.clone(), message: failure.message.clone() }))

@@ -43,7 +43,10 @@ impl TaskHandler for InvokeCapability {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit {INVOKE_CAPABILITY}: {e}")))?;
             let origin = Origin::task(&task);
-            let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string())?;
+            let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string());
+            // Nothing the task started outlives it.
+            caps.runtime().stop_commands_of(&crate::runtime::task_owner(&task.id));
+            let inv = inv?;
             match inv.status {
                 Status::Succeeded | Status::Pending => Ok(serde_json::to_value(&inv).map_err(|e| e.to_string())?),
                 Status::Failed | Status::Unknown => Err(failed_attempt(&payload.capability, &inv)),

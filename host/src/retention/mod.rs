@@ -1,7 +1,8 @@
 //! What the host keeps, and for how long. The `pruneData` task — queued
 //! every hour by `capstan serve`, one at a time — removes the receipts of
 //! calls made outside any agent run (a task's, an API request's) once they
-//! are older than `data.retention_days`; `data.cleanup_enabled = false` or a
+//! are older than `data.retention_days`, and archives of command output
+//! last written before then; `data.cleanup_enabled = false` or a
 //! retention of 0 keeps them for ever. It also finishes deletions: a run
 //! deleted while some of its writes had an open outcome goes once they are
 //! settled, and a session log whose run is gone is removed. Never removed
@@ -46,10 +47,12 @@ impl TaskHandler for PruneData {
                 return Ok(json!({"runsRemoved": runs, "receiptsRemoved": 0, "pruning": "off"}));
             };
             let receipts = agent.capabilities().ledger().prune(age).await.map_err(|e| e.to_string())?;
-            if receipts > 0 || runs > 0 {
-                tracing::info!(receipts, runs, "pruned old receipts and deleted runs");
+            let archives = agent.capabilities().runtime().prune_command_output(age);
+            if receipts > 0 || runs > 0 || archives > 0 {
+                tracing::info!(receipts, runs, archives, "pruned old receipts, command output and deleted runs");
             }
-            Ok(json!({"runsRemoved": runs, "receiptsRemoved": receipts, "retentionDays": age.as_secs() / 86_400}))
+            Ok(json!({"runsRemoved": runs, "receiptsRemoved": receipts, "commandOutputRemoved": archives,
+                "retentionDays": age.as_secs() / 86_400}))
         })
     }
 }

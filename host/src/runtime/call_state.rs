@@ -53,6 +53,9 @@ pub struct CallState {
     pub(crate) deadline: Instant,
     /// What the call logged, and how many lines it was not let log.
     pub(crate) log: LogTally,
+    /// How the last command this call ran or waited for ended, which
+    /// decides the call's status (`succeeded` only for exit code 0).
+    pub(crate) command_end: Option<super::host::CommandEnd>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -91,6 +94,7 @@ impl CallState {
             holds: Vec::new(),
             deadline,
             log: LogTally::default(),
+            command_end: None,
             wasi,
             table: ResourceTable::new(),
         }

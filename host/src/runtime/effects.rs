@@ -65,6 +65,8 @@ pub mod interface {
     pub const RECORDS: &str = "capstan:host/records";
     pub const OUTBOUND_WRITE: &str = "capstan:host/outbound-write";
     pub const FILES_WRITE: &str = "capstan:host/files-write";
+    pub const COMMANDS_READ: &str = "capstan:host/commands-read";
+    pub const COMMANDS: &str = "capstan:host/commands";
     pub const CAPABILITY_TYPES: &str = "capstan:capability/types";
 }
 
@@ -84,6 +86,8 @@ pub const HOST_INTERFACES: &[(&str, EffectClass)] = &[
     (interface::RECORDS, EffectClass::Execute),
     (interface::OUTBOUND_WRITE, EffectClass::Execute),
     (interface::FILES_WRITE, EffectClass::Execute),
+    (interface::COMMANDS_READ, EffectClass::Read),
+    (interface::COMMANDS, EffectClass::Execute),
     (interface::CAPABILITY_TYPES, EffectClass::Read),
 ];
 

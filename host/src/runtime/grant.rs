@@ -18,6 +18,20 @@ pub enum Actor {
     Cli,
 }
 
+impl Actor {
+    /// The actor's name in the audit log and events.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Actor::ConsoleAdmin => "console-admin",
+            Actor::ApiKey => "api-key",
+            Actor::Agent => "agent",
+            Actor::Subagent => "subagent",
+            Actor::Task => "task",
+            Actor::Cli => "cli",
+        }
+    }
+}
+
 /// The call's mode: a normal call, or one inside a plan-only run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

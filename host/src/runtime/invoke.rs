@@ -80,6 +80,8 @@ pub struct CallReport {
     pub effect_started: bool,
     pub denials: Vec<Denial>,
     pub elapsed_us: u64,
+    /// How the last command the call ran or waited for ended.
+    pub command: Option<super::host::CommandEnd>,
 }
 
 impl CallReport {
@@ -87,10 +89,13 @@ impl CallReport {
     /// happened. So is a failure that is not a refusal (`unavailable`,
     /// `internal`: a timeout, a transport error, a server error): the write
     /// may have been carried out before it. A refusal (`invalid-input`,
-    /// `not-found`, `conflict`, `denied`) says nothing was done.
+    /// `not-found`, `conflict`, `denied`) says nothing was done. A success
+    /// after a command ran (or was waited for) is the command's to decide:
+    /// only an exit of its own with code 0 is a success.
     pub fn status(&self) -> Status {
         match &self.outcome {
-            CallOutcome::Succeeded { .. } => Status::Succeeded,
+            // What a command did is the host's to say, not the component's.
+            CallOutcome::Succeeded { .. } => self.command.map_or(Status::Succeeded, |end| end.status()),
             CallOutcome::Pending { .. } => Status::Pending,
             CallOutcome::Failed { failure } if self.effect_started && !failure.is_refusal() => Status::Unknown,
             CallOutcome::Failed { .. } => Status::Failed,
@@ -265,6 +270,7 @@ pub(crate) async fn call(
         effect_started: false,
         denials: Vec::new(),
         elapsed_us: 0,
+        command: None,
     };
     let stop = grant.stop.clone();
     let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
@@ -324,6 +330,7 @@ async fn finish_report(mut report: CallReport, store: &mut Store<CallState>, sta
     }
     let state = store.data();
     report.effect_started = state.effect_started();
+    report.command = state.command_end;
     report.denials = state.denials.clone();
     if state.denials_dropped > 0 {
         let last = state.denials.last().cloned();

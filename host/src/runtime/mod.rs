@@ -33,7 +33,7 @@ pub use call_state::CallState;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
 pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
-pub use host::HOLD_LEASE;
+pub use host::{HOLD_LEASE, run_owner, task_owner};
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{Loaded, Source};
 pub use registry::{Held, Refusal, Snapshot};
@@ -130,8 +130,46 @@ impl Runtime {
         let mut check = (*self.config).clone();
         check.roots = roots.clone();
         check.check_root_overlaps()?;
-        self.services.replace_setup(host::Setup::build(services, roots, settings)?);
+        let roots = self.services.roots_with_output(roots)?;
+        self.services.replace_setup(host::Setup::build(services, &roots, settings)?);
         Ok(())
+    }
+
+    /// For a component that imports `commands`: the refusal a command its
+    /// input names would meet (`not-found`, `invalid-input`, with why),
+    /// checked before the call is claimed so it leaves no receipt.
+    pub fn command_refusal(&self, loaded: &Loaded, input: &serde_json::Value) -> Option<(&'static str, String)> {
+        let commands = effects::interface::COMMANDS;
+        if !loaded.imports.imports.iter().any(|i| i.split('@').next() == Some(commands)) {
+            return None;
+        }
+        let request = host::commands_request_in(input)?;
+        self.services.commands.precheck(&request, &self.services.setup().root_paths)
+    }
+
+    /// Removes the archives of command output older than `age`; returns
+    /// how many went.
+    pub fn prune_command_output(&self, age: std::time::Duration) -> usize {
+        self.services.commands.prune_archives(age)
+    }
+
+    /// A page of the output of `owner`'s command `id` (handle or archive
+    /// name) and the bytes archived; `None` when `owner` has no such one.
+    pub async fn command_output(
+        &self,
+        owner: &str,
+        id: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Option<Result<(Vec<u8>, u64), String>> {
+        let read = self.services.commands.output_of(owner, id, offset, limit).await?;
+        Some(read.map_err(|e| e.to_string()))
+    }
+
+    /// Stops the commands `owner` started that still run (its run or task
+    /// ended); returns how many were told to stop.
+    pub fn stop_commands_of(&self, owner: &str) -> usize {
+        self.services.commands.stop_owned(owner)
     }
 
     /// Where each file root is now.
@@ -147,6 +185,12 @@ impl Runtime {
     /// Opens the `library`, `drafts` and `records` imports onto `domain`.
     pub fn attach_domain(&self, domain: Arc<dyn host::DomainStore>) {
         self.services.attach_domain(domain);
+    }
+
+    /// Writes every command start and cancel to `recorder` before it
+    /// happens.
+    pub fn attach_command_recorder(&self, recorder: Arc<dyn host::CommandRecorder>) {
+        self.services.commands.attach_recorder(recorder);
     }
 
     /// The current registry snapshot.

@@ -126,6 +126,11 @@ impl AgentRuntime {
         if matches!(status, RunStatus::Cancelled | RunStatus::Failed | RunStatus::BudgetExceeded) {
             snapshot::take(self, run_id, detail.unwrap_or(status.as_str())).await?;
         }
+        // Nothing the run started outlives it.
+        let stopped = self.caps.runtime().stop_commands_of(&crate::runtime::run_owner(run_id));
+        if stopped > 0 {
+            tracing::info!(run = %run_id, stopped, "stopped the commands the run left running");
+        }
         let ending = report::Ending {
             status,
             reason: detail,

@@ -98,7 +98,9 @@ pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: READ_TOOL_RESULT.into(),
-            description: "Read more of a large tool result by result_id, in Unicode characters.".into(),
+            description: "Read more of a large tool result by result_id, in Unicode characters; a command's \
+                          output_file or handle reads its archived output, in bytes."
+                .into(),
             input_schema: json!({"type": "object", "required": ["result_id"], "properties": {
                 "result_id": {"type": "string"}, "offset": {"type": "integer", "minimum": 0},
                 "limit": {"type": "integer", "minimum": 1}}}),
@@ -299,6 +301,42 @@ pub fn answer_local(
             None => failed(&call.id, "read_tool_result needs a result_id"),
         },
         _ => return None,
+    })
+}
+
+/// `read_tool_result` of a command's whole output: `result_id` is the
+/// `output_file` (or `handle`) a `system.command` result named, readable by
+/// the run that started it (its subagents included) while the handle
+/// lives; offsets count bytes. `None` when the id names no command of the
+/// run, so the result store answers.
+pub async fn read_command_output(
+    call: &ToolCall,
+    input: &Value,
+    caller: &RunCaller,
+    runtime: &crate::runtime::Runtime,
+) -> Option<Answered> {
+    if call.name != READ_TOOL_RESULT {
+        return None;
+    }
+    let id = input.get("result_id").and_then(Value::as_str).filter(|id| id.starts_with("cmd_"))?;
+    let offset = input.get("offset").and_then(Value::as_u64).unwrap_or(0);
+    let limit = input.get("limit").and_then(Value::as_u64).map_or(4000, |n| n.clamp(1, 16_000) as usize);
+    let owner = crate::runtime::host::run_owner(&caller.run_id);
+    Some(match runtime.command_output(&owner, id, offset, limit).await? {
+        Ok((bytes, total)) => {
+            // A page ends on a whole character; the next one starts there.
+            let whole = match std::str::from_utf8(&bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) if e.error_len().is_none() && e.valid_up_to() > 0 => e.valid_up_to(),
+                Err(_) => bytes.len(),
+            };
+            let text = String::from_utf8_lossy(&bytes[..whole]).into_owned();
+            let next = offset + whole as u64;
+            let next_offset = (next < total).then_some(next);
+            let page = json!({"text": text, "next_offset": next_offset, "total_bytes": total});
+            answer(&call.id, ToolStatus::Succeeded, page.to_string())
+        }
+        Err(e) => failed(&call.id, e),
     })
 }
 

@@ -20,6 +20,7 @@
 //! 6. `docs/authority.md` and `docs/architecture.md`, which list the
 //!    interfaces by class.
 
+mod commands;
 mod domain;
 mod files;
 mod holds;
@@ -31,6 +32,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub use commands::{
+    CommandAct, CommandEnd, CommandHost, CommandRecord, CommandRecorder, OUTPUT_ROOT, Outcome as CommandOutcome,
+    owner_of, request_in as commands_request_in, run_owner, task_owner,
+};
 pub use domain::{CallAuthor, DomainStore, HeldRecord};
 pub use files::Roots;
 pub use holds::{HOLD_LEASE, Hold};
@@ -83,6 +88,8 @@ pub struct HostServices {
     pub guest_log: GuestLogBudget,
     /// The workers blocking file work runs on.
     pub(crate) file_pool: files::FilePool,
+    /// The operator's commands and the processes running for callers.
+    pub(crate) commands: CommandHost,
 }
 
 /// Lines and bytes one call may log.
@@ -93,23 +100,32 @@ pub fn log_caps() -> (u32, usize) {
 impl HostServices {
     pub fn from_config(config: &Config) -> anyhow::Result<HostServices> {
         let settings = config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
-        Ok(HostServices::with(Setup::build(&config.services, &config.roots, settings)?))
+        let commands = CommandHost::from_config(config);
+        let setup = Setup::build(&config.services, &with_output_root(&config.roots, &commands)?, settings)?;
+        Ok(HostServices::with(setup, commands))
     }
 
-    fn with(setup: Setup) -> HostServices {
+    fn with(setup: Setup, commands: CommandHost) -> HostServices {
         HostServices {
             setup: RwLock::new(Arc::new(setup)),
             domain: OnceLock::new(),
             guest_log: GuestLogBudget::default(),
             file_pool: files::FilePool::default(),
+            commands,
         }
     }
 
-    /// What loading sees: no roots, no services, no store, no settings, so
-    /// `describe` and pre-initialisation can neither reach nor wait on
-    /// anything outside the sandbox.
+    /// What loading sees: no roots, no services, no store, no settings, no
+    /// commands, so `describe` and pre-initialisation can neither reach nor
+    /// wait on anything outside the sandbox.
     pub fn isolated() -> HostServices {
-        HostServices::with(Setup::empty())
+        HostServices::with(Setup::empty(), CommandHost::default())
+    }
+
+    /// The roots `roots` names, and the one command output is archived
+    /// under when commands are configured.
+    pub fn roots_with_output(&self, roots: &BTreeMap<String, PathBuf>) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+        with_output_root(roots, &self.commands)
     }
 
     /// The setup calls starting now get.
@@ -127,6 +143,21 @@ impl HostServices {
     pub fn attach_domain(&self, domain: Arc<dyn DomainStore>) {
         let _ = self.domain.set(domain);
     }
+}
+
+/// `roots` and, when any command is configured, the `command-output` root
+/// its archives are read through (made when missing).
+fn with_output_root(
+    roots: &BTreeMap<String, PathBuf>,
+    commands: &CommandHost,
+) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let mut all = roots.clone();
+    if let Some(dir) = commands.output_dir() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot make the command output folder {}: {e}", dir.display()))?;
+        all.entry(OUTPUT_ROOT.to_string()).or_insert_with(|| dir.to_path_buf());
+    }
+    Ok(all)
 }
 
 impl bindings::capstan::host::types::Host for CallState {}

@@ -3,6 +3,7 @@
 //! requests real APIs accept, verdicts, and runs doing real media work.
 
 mod boundaries;
+mod commands;
 mod context;
 mod continuity;
 mod engine;

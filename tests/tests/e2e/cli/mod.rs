@@ -1,7 +1,9 @@
 //! The command line as an operator types it, the environment it starts
-//! with, and the documentation against what the binary does (the runbook's
-//! examples run as written).
+//! with, a server that dies while an operator command runs, and the
+//! documentation against what the binary does (the runbook's examples run
+//! as written).
 
+mod command_crash;
 mod commands;
 mod docs;
 mod environment;

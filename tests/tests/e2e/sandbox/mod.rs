@@ -1,8 +1,10 @@
 //! The sandbox against misbehaving and hostile components: effect classes and
-//! limits, bounded output, the loader, file roots and outbound services.
+//! limits, bounded output, the loader, file roots, outbound services and
+//! operator commands.
 
 mod bounded;
 mod classes;
+pub(crate) mod commands;
 mod files;
 mod files_edges;
 mod loading;

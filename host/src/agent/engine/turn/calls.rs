@@ -14,6 +14,9 @@ use crate::runtime::StopSignal;
 
 impl RunState<'_> {
     pub(super) async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
+        if let Some(answered) = toolbox::read_command_output(call, input, &self.caller, self.rt.caps.runtime()).await {
+            return Ok(answered);
+        }
         if let Some(answered) = toolbox::answer_local(call, input, &self.caller, &mut self.discovery, &self.rt.results)
         {
             if call.name == toolbox::SEARCH_TOOLS {

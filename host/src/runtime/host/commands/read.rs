@@ -1,0 +1,42 @@
+//! `capstan:host/commands-read` (read): how a process of this caller's
+//! run, task or principal stands, what it wrote, and waiting for its end —
+//! nothing that starts or stops one, so a subagent or a plan-only run may
+//! watch what its run started.
+
+use std::time::{Duration, Instant};
+
+use super::{CommandEnd, MAX_READ, owner_of, status};
+use crate::runtime::bindings::capstan::host::commands_read;
+use crate::runtime::bindings::capstan::host::types::{CommandStatus, HostError};
+use crate::runtime::call_state::CallState;
+use crate::runtime::effects::interface::COMMANDS_READ;
+
+impl commands_read::Host for CallState {
+    async fn status(&mut self, handle: String) -> Result<CommandStatus, HostError> {
+        self.check(COMMANDS_READ)?;
+        let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
+        Ok(status(&process))
+    }
+
+    async fn read_output(&mut self, handle: String, offset: u64, limit: u32) -> Result<Vec<u8>, HostError> {
+        self.check(COMMANDS_READ)?;
+        let owner = owner_of(&self.grant);
+        let read = self.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
+        match read {
+            Some(answer) => answer.map(|(bytes, _)| bytes),
+            None => Err(HostError::NotFound(format!(
+                "no process {handle} of this caller (handles are reaped a while after they end)"
+            ))),
+        }
+    }
+
+    async fn wait(&mut self, handle: String, timeout_ms: u32) -> Result<CommandStatus, HostError> {
+        self.check(COMMANDS_READ)?;
+        let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if let Some(ended) = process.wait(Duration::from_millis(u64::from(timeout_ms)).min(left)).await {
+            self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+        }
+        Ok(status(&process))
+    }
+}
