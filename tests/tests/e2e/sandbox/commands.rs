@@ -286,3 +286,38 @@ async fn a_call_past_its_deadline_stops_the_group_and_its_outcome_is_unknown() {
     let rows = capstan::ledger::by_capability(&env.db, "system.command").await.unwrap();
     assert_eq!(rows[0].status, capstan::ledger::LedgerStatus::Unknown, "{rows:?}");
 }
+
+/// The `[commands]` tables of docs/commands.md's example configuration.
+fn documented_commands() -> BTreeMap<String, CommandConfig> {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/commands.md")).unwrap();
+    let block = page.split("```toml\n").nth(1).and_then(|b| b.split("```").next()).unwrap();
+    #[derive(serde::Deserialize)]
+    struct Example {
+        commands: BTreeMap<String, CommandConfig>,
+    }
+    toml::from_str::<Example>(block).unwrap().commands
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_documented_example_runs_df_and_lets_through_only_what_ffprobe_allows() {
+    let documented = documented_commands();
+    let ffprobe = &documented["ffprobe"];
+    let allowed = ffprobe.append_patterns();
+    assert!(allowed[0].is_match("Dune (2021)/Dune.2021.2160p.mkv"));
+    for refused in ["-f", "/etc/passwd", "a/../../etc/passwd", "a/..", ".hidden", "a\nb", "a//b"] {
+        assert!(!allowed[0].is_match(refused), "{refused:?}");
+    }
+    let env = env_with(3144, |config| {
+        let mut df = documented["df"].clone();
+        // The documented disk, on this machine.
+        df.args = vec!["-h".into(), config.data_dir().display().to_string()];
+        config.commands.insert("df".into(), df);
+    })
+    .await;
+    let df = call(&env, &operator(), "system.command", json!({"action": "run", "command": "df"})).await;
+    assert_eq!(df.status, Status::Succeeded, "{:?}", df.error);
+    assert!(df.output.unwrap()["output"].as_str().unwrap().contains("Avail"));
+    let extra =
+        call(&env, &operator(), "system.command", json!({"action": "run", "command": "df", "args": ["/"]})).await;
+    assert_eq!(extra.error.unwrap().kind, "invalid-input", "nothing may be appended to df");
+}
