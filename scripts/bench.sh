@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The HTTP benchmark's load generator runs in a process of its own: wrk,
+# from Debian's packages.
+if ! command -v wrk >/dev/null 2>&1; then
+    echo "bench: installing wrk"
+    as_root=()
+    [ "$(id -u)" = 0 ] || as_root=(sudo)
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null ||
+        { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+fi
 source scripts/postgres.sh
 start_throwaway_postgres
 trap stop_throwaway_postgres EXIT

@@ -1,71 +1,103 @@
-//! HTTP benchmark: prints figures, asserts nothing. An in-repo load
-//! generator drives `POST /api/v1/capabilities/{id}/invoke` of read
-//! capabilities over loopback with 1, 16 and 64 connections, each sending
-//! requests back to back for a fixed time, and reports requests per second
-//! and p50/p99 latency. Server and load generator share this machine's two
-//! cores, so the figures are a floor.
+//! HTTP benchmark: prints figures, asserts nothing. `wrk` (a load
+//! generator in a process of its own, installed by `scripts/bench.sh`)
+//! drives `POST /api/v1/capabilities/{id}/invoke` of read capabilities —
+//! API-key authentication, the body and input checked against their
+//! schemas, metrics and an audit append per request — over loopback with
+//! 1, 16 and 64 connections. Beside each row, in the same run, the same
+//! load goes to a bare axum JSON echo route served by this same build in
+//! this same process: the machine is shared and noisy, so the ratio is the
+//! figure to compare between runs, not the absolute rate.
 //!
-//! Run with `cargo bench -p capstan-tests --bench http`.
+//! Run with `cargo bench -p capstan-tests --bench http` (`BENCH_SECONDS`
+//! sets each row's length, 4 by default).
 
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use axum::Json;
+use axum::routing::post;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan_tests::components;
 use capstan_tests::host::TestHost;
 use serde_json::{Value, json};
 
-const RUN_FOR: Duration = Duration::from_secs(4);
+/// What one `wrk` run measured.
+struct Load {
+    rate: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
 
-async fn load(base: &str, key: &str, id: &str, input: &Value, connections: usize) {
-    let body = json!({ "input": input }).to_string();
-    let url = format!("{base}/capabilities/{id}/invoke");
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
-        // One client per connection, so each keeps one keep-alive connection.
-        let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap();
-        let (url, body, key) = (url.clone(), body.clone(), key.to_string());
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while started.elapsed() < RUN_FOR {
-                let t = Instant::now();
-                let resp = client
-                    .post(&url)
-                    .bearer_auth(&key)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(resp.status().is_success(), "{}", resp.status());
-                let _ = resp.bytes().await.unwrap();
-                latencies.push(t.elapsed());
-            }
-            latencies
-        }));
+/// `wrk` with `connections` connections posting `body` to `url` for `secs`.
+fn wrk(url: &str, key: Option<&str>, body: &str, connections: usize, secs: u64) -> Load {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("post.lua");
+    let auth = key.map(|k| format!("wrk.headers[\"Authorization\"] = \"Bearer {k}\"\n")).unwrap_or_default();
+    let lua = format!(
+        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n{auth}"
+    );
+    std::fs::write(&script, lua).unwrap();
+    let threads = connections.min(2).to_string();
+    let out = Command::new("wrk")
+        .args(["--latency", "-t", &threads, "-c", &connections.to_string(), "-d", &format!("{secs}s"), "-s"])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .expect("wrk is not installed: scripts/bench.sh installs it (Debian package wrk)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
+    let millis = |s: Option<String>| {
+        let s = s.unwrap_or_default();
+        let (number, unit) = s.split_at(s.find(|c: char| c.is_alphabetic()).unwrap_or(s.len()));
+        let n: f64 = number.parse().unwrap_or(f64::NAN);
+        match unit {
+            "us" => n / 1e3,
+            "ms" => n,
+            "s" => n * 1e3,
+            _ => f64::NAN,
+        }
+    };
+    Load {
+        rate: field("Requests/sec:").and_then(|r| r.parse().ok()).unwrap_or(f64::NAN),
+        p50_ms: millis(field("50%")),
+        p99_ms: millis(field("99%")),
+        errors: field("Non-2xx or 3xx responses:").and_then(|r| r.parse().ok()).unwrap_or(0),
     }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    let secs = started.elapsed().as_secs_f64();
-    all.sort();
-    let pct = |p: f64| all[((all.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
+}
+
+/// Serves the bare route: the JSON body back, nothing else.
+async fn serve_echo() -> String {
+    let app = axum::Router::new().route("/echo", post(|Json(body): Json<Value>| async move { Json(body) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/echo", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+fn row(id: &str, connections: usize, echo: &Load, invoke: &Load) {
+    let errors = if invoke.errors + echo.errors > 0 {
+        format!("   ({} + {} non-2xx answers)", invoke.errors, echo.errors)
+    } else {
+        String::new()
+    };
     println!(
-        "{id:<16} {connections:>3} connection(s): {:>7.0} req/s   p50 {:>6.2} ms   p99 {:>6.2} ms   ({} requests)",
-        all.len() as f64 / secs,
-        pct(0.5),
-        pct(0.99),
-        all.len()
+        "{id:<16} {connections:>3} conn: invoke {:>7.0} req/s (p50 {:>6.2} ms, p99 {:>6.2} ms) | bare echo {:>7.0} req/s | {:>5.1}% of the echo{errors}",
+        invoke.rate,
+        invoke.p50_ms,
+        invoke.p99_ms,
+        echo.rate,
+        100.0 * invoke.rate / echo.rate,
     );
 }
 
 fn main() {
+    let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let host = TestHost::new();
-        host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
+    let host = TestHost::new();
+    host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
+    let (base, key, echo) = rt.block_on(async {
         let db = Db::open(&host.config.database_url()).await.unwrap();
         let runtime = host.start().await.unwrap();
         let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
@@ -74,13 +106,26 @@ fn main() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api/v1", listener.local_addr().unwrap());
         tokio::spawn(capstan::http::serve(listener, app, Default::default(), std::future::pending()));
-
-        let trivial = json!({});
-        load(&base, &key, "test.probe", &trivial, 4).await; // warm-up
-        for connections in [1, 16, 64] {
-            load(&base, &key, "test.probe", &trivial, connections).await;
-        }
-        let release = json!({ "name": "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv" });
-        load(&base, &key, "release.inspect", &release, 16).await;
+        (base, key, serve_echo().await)
     });
+    let cases = [
+        ("test.probe", json!({}), vec![1, 16, 64]),
+        (
+            "release.inspect",
+            json!({ "name": "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv" }),
+            vec![16],
+        ),
+    ];
+    for (id, input, connections) in cases {
+        let body = json!({ "input": input }).to_string();
+        let url = format!("{base}/capabilities/{id}/invoke");
+        wrk(&url, Some(&key), &body, 4, 1); // warm-up
+        for c in connections {
+            // The anchor first, then the invoke, each with the same load.
+            let echo = wrk(&echo, None, &body, c, secs);
+            let invoke = wrk(&url, Some(&key), &body, c, secs);
+            row(id, c, &echo, &invoke);
+        }
+    }
+    rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
 }

@@ -150,10 +150,13 @@ impl Audit {
 
     /// Appends `event` in its own transaction.
     pub async fn append(&self, event: &NewEvent) -> Result<i64, sqlx::Error> {
-        let mut tx = self.db.begin_write().await?;
-        let seq = Self::append_in(&mut tx, event).await?;
-        tx.commit().await?;
-        Ok(seq)
+        let event = event.clone();
+        self.db
+            .write(move |tx| {
+                let event = event.clone();
+                Box::pin(async move { Self::append_in(tx, &event).await })
+            })
+            .await
     }
 
     /// Events after `after`, oldest first, at most `limit`.

@@ -106,11 +106,17 @@ impl Events {
         let _ = self.news.send(seq);
     }
 
-    /// Appends in its own transaction and announces it.
+    /// Appends in the next group commit and announces it.
     pub async fn publish(&self, kind: &str, subject: Option<&str>, payload: &Value) -> Result<i64, sqlx::Error> {
-        let mut tx = self.db.begin_write().await?;
-        let seq = Self::append_in(&mut tx, self.db.backend, kind, subject, payload).await?;
-        tx.commit().await?;
+        let (backend, kind, subject, payload) =
+            (self.db.backend, kind.to_string(), subject.map(str::to_string), payload.clone());
+        let seq = self
+            .db
+            .write(move |tx| {
+                let (kind, subject, payload) = (kind.clone(), subject.clone(), payload.clone());
+                Box::pin(async move { Self::append_in(tx, backend, &kind, subject.as_deref(), &payload).await })
+            })
+            .await?;
         self.announce(seq);
         Ok(seq)
     }

@@ -39,6 +39,9 @@ pub enum LedgerError {
     StaleToken(String),
     #[error("invocation {0} did not settle in time")]
     NotSettled(String),
+    /// An automation grant's budget was spent (nothing was claimed).
+    #[error("the grant's daily budget is spent")]
+    BudgetSpent,
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }
@@ -201,22 +204,32 @@ impl Ledger {
         bytes: i64,
     ) -> Result<Option<Claim>, LedgerError> {
         for _ in 0..3 {
-            // On disk before the effect can happen, even across a power cut.
-            let mut tx = self.db.begin_durable_write().await?;
-            let claim = match self.claim_in(&mut tx, req).await {
-                Ok(claim) => claim,
+            let (ledger, req, grant) = (self.clone(), req.clone(), grant.cloned());
+            // On disk before the effect can happen, even across a power cut:
+            // the batch commits on the synced pool.
+            let claimed = self
+                .db
+                .write_durable(move |tx| {
+                    let (ledger, req, grant) = (ledger.clone(), req.clone(), grant.clone());
+                    Box::pin(async move {
+                        let claim = ledger.claim_in(tx, &req).await?;
+                        if let (Claim::Claimed { .. }, Some(grant)) = (&claim, &grant)
+                            && !crate::authz::Authz::charge_in(tx, grant, bytes).await?
+                        {
+                            // Undone with the rest of this piece.
+                            return Err(LedgerError::BudgetSpent);
+                        }
+                        Ok(claim)
+                    })
+                })
+                .await;
+            return match claimed {
+                Ok(claim) => Ok(Some(claim)),
+                Err(LedgerError::BudgetSpent) => Ok(None),
                 // Two first claims raced on PostgreSQL; the loser reads the winner's row.
                 Err(LedgerError::Sql(e)) if crate::store::is_unique_violation(&e) => continue,
-                Err(e) => return Err(e),
+                Err(e) => Err(e),
             };
-            if let (Claim::Claimed { .. }, Some(grant)) = (&claim, grant)
-                && !crate::authz::Authz::charge_in(&mut tx, grant, bytes).await?
-            {
-                tx.rollback().await?;
-                return Ok(None);
-            }
-            tx.commit().await?;
-            return Ok(Some(claim));
         }
         Err(LedgerError::NotSettled(req.key.clone()))
     }
@@ -273,8 +286,9 @@ impl Ledger {
         Ok(record)
     }
 
-    /// Finishes a claimed call. A token that is no longer current (recovery
-    /// took the row over) is rejected and changes nothing.
+    /// Finishes a claimed call in the next group commit. A token that is
+    /// no longer current (recovery took the row over) is rejected and
+    /// changes nothing.
     pub async fn finish(
         &self,
         id: &str,
@@ -284,25 +298,20 @@ impl Ledger {
         error: Option<&str>,
         effect_started: bool,
     ) -> Result<(), LedgerError> {
-        let now = now_ms();
-        let n = sqlx::query(
-            "UPDATE capability_invocation SET status = $1, result = $2, error = $3, effect_started = $4, \
-             finished_at = $5, updated_at = $5 WHERE id = $6 AND claim_token = $7 AND status = 'running'",
-        )
-        .bind(status.as_str())
-        .bind(result)
-        .bind(error)
-        .bind(effect_started as i64)
-        .bind(now)
-        .bind(id)
-        .bind(token)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
-        if n == 0 {
-            return Err(LedgerError::StaleToken(id.to_string()));
-        }
-        Ok(())
+        let finish = Finish {
+            id: id.to_string(),
+            token: token.to_string(),
+            status,
+            result: result.map(str::to_string),
+            error: error.map(str::to_string),
+            effect_started,
+        };
+        self.db
+            .write(move |tx| {
+                let finish = finish.clone();
+                Box::pin(async move { finish_in(tx, &finish).await })
+            })
+            .await
     }
 
     /// Waits until another owner's call with `key` is no longer running.
@@ -442,4 +451,38 @@ pub async fn by_id(db: &Db, id: &str) -> Result<Option<Record>, sqlx::Error> {
     let row =
         sqlx::query("SELECT * FROM capability_invocation WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
     row.map(|r| Record::from_row(&r)).transpose()
+}
+
+/// How a claimed call ended, to be written with its token.
+#[derive(Debug, Clone)]
+pub struct Finish {
+    pub id: String,
+    pub token: String,
+    pub status: LedgerStatus,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub effect_started: bool,
+}
+
+/// Finishes a claimed call inside `tx`; a stale token changes nothing.
+pub async fn finish_in(tx: &mut Transaction<'static, Any>, finish: &Finish) -> Result<(), LedgerError> {
+    let now = now_ms();
+    let n = sqlx::query(
+        "UPDATE capability_invocation SET status = $1, result = $2, error = $3, effect_started = $4, \
+         finished_at = $5, updated_at = $5 WHERE id = $6 AND claim_token = $7 AND status = 'running'",
+    )
+    .bind(finish.status.as_str())
+    .bind(finish.result.as_deref())
+    .bind(finish.error.as_deref())
+    .bind(finish.effect_started as i64)
+    .bind(now)
+    .bind(&finish.id)
+    .bind(&finish.token)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    if n == 0 {
+        return Err(LedgerError::StaleToken(finish.id.clone()));
+    }
+    Ok(())
 }

@@ -2,22 +2,32 @@
 //! `capability.invoke` row per call that ran (with a `capability.denied`
 //! row for each import the sandbox refused), one `capability.denied` row
 //! for a call refused before it ran (the rows' shape is `audit::calls`),
-//! and the matching event for anything that is news. Audit rows and events
-//! commit in one write.
+//! and the matching event for anything that is news. A write's ledger
+//! finish, its audit rows and its event commit together, in the next group
+//! commit (`store::batch`).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{Capabilities, Invocation, Origin};
-use crate::audit::{Audit, CallBy, calls};
+use super::{Capabilities, Invocation, InvokeError, Origin};
+use crate::audit::{Audit, CallBy, NewEvent, calls};
 use crate::events::Events;
+use crate::ledger::{Finish, finish_in};
 use crate::runtime::{EffectClass, Loaded};
 
 fn by(origin: &Origin) -> CallBy<'_> {
     CallBy { actor_kind: origin.actor_kind(), principal: &origin.principal }
 }
 
+/// One commit of the invoke path: a ledger finish, audit rows, an event.
+struct Record {
+    finish: Option<Finish>,
+    rows: Vec<NewEvent>,
+    event: Option<(&'static str, String, Value)>,
+}
+
 impl Capabilities {
-    /// Audits a call that ran (or was answered from the ledger).
+    /// Audits a call that ran (or was answered from the ledger), finishing
+    /// its ledger row in the same commit when `finish` is given.
     pub(super) async fn audit_invoke(
         &self,
         origin: &Origin,
@@ -25,21 +35,20 @@ impl Capabilities {
         inv: &Invocation,
         summary: &str,
         authorization_id: Option<String>,
-    ) -> Result<(), sqlx::Error> {
+        finish: Option<Finish>,
+    ) -> Result<(), InvokeError> {
         let id = loaded.descriptor.id.as_str();
-        let mut tx = self.db.begin_write().await?;
+        let mut rows = Vec::with_capacity(inv.denials.len() + 1);
         for denial in &inv.denials {
             let detail = Some(format!("{}: {}", denial.import, denial.reason));
-            Audit::append_in(&mut tx, &calls::denied(by(origin), id, &inv.idempotency_key, None, detail)).await?;
+            rows.push(calls::denied(by(origin), id, &inv.idempotency_key, None, detail));
         }
         let outcome =
             serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let error = inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message));
-        let invoked = calls::invoked(by(origin), id, &inv.idempotency_key, &outcome, summary, authorization_id, error);
-        Audit::append_in(&mut tx, &invoked).await?;
+        rows.push(calls::invoked(by(origin), id, &inv.idempotency_key, &outcome, summary, authorization_id, error));
         // Reads are too frequent and change nothing; everything else is news.
-        let mut seq = None;
-        if loaded.descriptor.label > EffectClass::Preview {
+        let event = (loaded.descriptor.label > EffectClass::Preview).then(|| {
             let payload = json!({
                 "capability": id,
                 "status": inv.status,
@@ -48,13 +57,9 @@ impl Capabilities {
                 "actorKind": origin.actor_kind(),
                 "runId": origin.run_id,
             });
-            seq = Some(Events::append_in(&mut tx, self.db.backend, "capability.invoked", Some(id), &payload).await?);
-        }
-        tx.commit().await?;
-        if let Some(seq) = seq {
-            self.events.announce(seq);
-        }
-        Ok(())
+            ("capability.invoked", id.to_string(), payload)
+        });
+        self.record(Record { finish, rows, event }).await
     }
 
     /// Audits a call refused before it ran.
@@ -65,19 +70,44 @@ impl Capabilities {
         key: &str,
         summary: &str,
         inv: &Invocation,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), InvokeError> {
         let reason = inv.error.as_ref().map(|e| e.message.clone());
-        let mut tx = self.db.begin_write().await?;
-        Audit::append_in(&mut tx, &calls::denied(by(origin), id, key, Some(summary), reason.clone())).await?;
+        let row = calls::denied(by(origin), id, key, Some(summary), reason.clone());
         let payload = json!({
             "capability": id,
             "reason": reason,
             "actorKind": origin.actor_kind(),
             "runId": origin.run_id,
         });
-        let seq = Events::append_in(&mut tx, self.db.backend, "capability.denied", Some(id), &payload).await?;
-        tx.commit().await?;
-        self.events.announce(seq);
+        let event = Some(("capability.denied", id.to_string(), payload));
+        self.record(Record { finish: None, rows: vec![row], event }).await
+    }
+
+    async fn record(&self, record: Record) -> Result<(), InvokeError> {
+        let backend = self.db.backend;
+        let record = std::sync::Arc::new(record);
+        let seq = self
+            .db
+            .write(move |tx| {
+                let record = record.clone();
+                Box::pin(async move {
+                    if let Some(finish) = &record.finish {
+                        finish_in(tx, finish).await?;
+                    }
+                    for row in &record.rows {
+                        Audit::append_in(tx, row).await?;
+                    }
+                    let mut seq = None;
+                    if let Some((kind, subject, payload)) = &record.event {
+                        seq = Some(Events::append_in(tx, backend, kind, Some(subject), payload).await?);
+                    }
+                    Ok::<_, InvokeError>(seq)
+                })
+            })
+            .await?;
+        if let Some(seq) = seq {
+            self.events.announce(seq);
+        }
         Ok(())
     }
 }

@@ -7,6 +7,7 @@
 
 mod audit;
 mod authorize;
+mod finish;
 mod gate;
 mod replay;
 mod task_handler;
@@ -27,11 +28,11 @@ use crate::audit::summarize_input;
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
-use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, LedgerStatus, Record, idempotency_key};
+use crate::ledger::{Claim, ClaimRequest, Ledger, LedgerError, idempotency_key};
 use crate::metrics::Metrics;
 use crate::runtime::{CallOutcome, CallReport, Denial, EffectClass, Grant, Loaded, Runtime, Status, StopSignal};
 use crate::store::Db;
-use authorize::Authorization;
+use finish::{invocation_from, recorded};
 
 /// An error a caller should see as a failed call, with its kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,6 +56,10 @@ pub struct Invocation {
     pub idempotency_key: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denials: Vec<Denial>,
+    /// How a call that ran now ended, written to its ledger row together
+    /// with its audit rows when it is answered.
+    #[serde(skip)]
+    pub(crate) finish: Option<crate::ledger::Finish>,
 }
 
 /// Why an invoke could not be answered with a status at all.
@@ -100,6 +105,7 @@ fn failed(key: &str, kind: &str, message: String) -> Invocation {
         replayed: false,
         idempotency_key: key.to_string(),
         denials: Vec::new(),
+        finish: None,
     }
 }
 
@@ -232,7 +238,7 @@ impl Capabilities {
                 "invalid-input",
                 format!("input does not match the schema of {id}: {}", problems.join("; ")),
             );
-            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
             return Ok(inv);
         }
 
@@ -252,7 +258,7 @@ impl Capabilities {
         // claimed: nothing ran, so nothing is recorded but the refusal.
         if let Some((kind, message)) = self.runtime.command_refusal(&loaded, input) {
             let inv = failed(&key, kind, message);
-            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
             return Ok(inv);
         }
         let authorization_id = authorization.id();
@@ -261,7 +267,7 @@ impl Capabilities {
         if d.label <= EffectClass::Preview {
             let report = self.call(&loaded, input, grant).await;
             let inv = invocation_from(&key, None, &report);
-            self.audit_invoke(origin, &loaded, &inv, &summary, None).await?;
+            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
             return Ok(inv);
         }
 
@@ -313,27 +319,6 @@ impl Capabilities {
         self.answered(origin, &loaded, inv, &summary, &authorization).await
     }
 
-    /// The end of every authorised write: the call is audited, and a
-    /// success answered without running anything now (an earlier identical
-    /// write found done) uses up the approval it was authorised by; a call
-    /// that ran took its approval already (`run_claimed`).
-    async fn answered(
-        &self,
-        origin: &Origin,
-        loaded: &Loaded,
-        inv: Invocation,
-        summary: &str,
-        authorization: &Authorization,
-    ) -> Result<Invocation, InvokeError> {
-        if let (Authorization::Approval(approval), Status::Succeeded, Some(row)) =
-            (authorization, inv.status, &inv.invocation_id)
-        {
-            self.authz.take_approval(&approval.id, row).await?;
-        }
-        self.audit_invoke(origin, loaded, &inv, summary, authorization.id()).await?;
-        Ok(inv)
-    }
-
     async fn call(&self, loaded: &Loaded, input: &Value, grant: Grant) -> CallReport {
         match self.runtime.call(&loaded.descriptor.id, &input.to_string(), grant).await {
             Ok(report) => report,
@@ -349,119 +334,4 @@ impl Capabilities {
             },
         }
     }
-
-    /// Runs a claimed call and finishes its ledger row with the token. An
-    /// approval authorising it is taken first, in one conditional update:
-    /// a revoke (or another call) that got there before leaves this call
-    /// denied without running, and one that comes after finds it used. A
-    /// call that does not succeed gives it back, so an approval is consumed
-    /// by the first success only.
-    #[allow(clippy::too_many_arguments)]
-    async fn run_claimed(
-        &self,
-        loaded: &Loaded,
-        input: &Value,
-        grant: Grant,
-        key: &str,
-        row: &str,
-        token: &str,
-        authorization: &Authorization,
-    ) -> Result<Invocation, InvokeError> {
-        let approval = match authorization {
-            Authorization::Approval(approval) => Some(approval),
-            _ => None,
-        };
-        if let Some(approval) = approval
-            && !self.authz.take_approval(&approval.id, row).await?
-        {
-            let message = format!("approval {} was revoked or used before this call could run", approval.id);
-            let inv = Invocation { invocation_id: Some(row.to_string()), ..failed(key, "denied", message) };
-            let (_, error) = ledger_payload(&inv);
-            self.ledger.finish(row, token, LedgerStatus::Failed, None, error.as_deref(), false).await?;
-            return Ok(inv);
-        }
-        let report = self.call(loaded, input, grant).await;
-        let inv = invocation_from(key, Some(row.to_string()), &report);
-        let (result, error) = ledger_payload(&inv);
-        self.ledger
-            .finish(row, token, ledger_status(inv.status), result.as_deref(), error.as_deref(), report.effect_started)
-            .await?;
-        if let Some(approval) = approval
-            && inv.status != Status::Succeeded
-        {
-            self.authz.give_back_approval(&approval.id, row).await?;
-        }
-        Ok(inv)
-    }
-}
-
-fn ledger_status(status: Status) -> LedgerStatus {
-    match status {
-        Status::Succeeded => LedgerStatus::Succeeded,
-        Status::Failed => LedgerStatus::Failed,
-        Status::Pending => LedgerStatus::Pending,
-        Status::Unknown => LedgerStatus::Unknown,
-    }
-}
-
-fn ledger_payload(inv: &Invocation) -> (Option<String>, Option<String>) {
-    (inv.output.as_ref().map(Value::to_string), inv.error.as_ref().and_then(|e| serde_json::to_string(e).ok()))
-}
-
-/// Builds the invocation for a call that just ran.
-fn invocation_from(key: &str, row: Option<String>, report: &CallReport) -> Invocation {
-    let (output, error) = match &report.outcome {
-        // A command that did not end well: the output stays, and why it
-        // is no success is the error.
-        CallOutcome::Succeeded { output } if report.status() != Status::Succeeded => {
-            let message = report.command.and_then(|end| end.failure()).unwrap_or_default();
-            (Some(output.clone()), Some(CallError { kind: "command".into(), message }))
-        }
-        CallOutcome::Succeeded { output } | CallOutcome::Pending { output } => (Some(output.clone()), None),
-        CallOutcome::Failed { failure } => {
-            (None, Some(CallError { kind: failure.kind.clone(), message: failure.message.clone() }))
-        }
-        CallOutcome::Trapped { trap, message } => {
-            let kind = serde_json::to_value(trap).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-            (None, Some(CallError { kind, message: message.clone() }))
-        }
-    };
-    Invocation {
-        invocation_id: row,
-        status: report.status(),
-        output,
-        error,
-        replayed: false,
-        idempotency_key: key.to_string(),
-        denials: report.denials.clone(),
-    }
-}
-
-/// Builds the invocation for a result recorded earlier.
-fn recorded(key: &str, record: &Record) -> Invocation {
-    let status = match record.status {
-        LedgerStatus::Succeeded => Status::Succeeded,
-        LedgerStatus::Pending => Status::Pending,
-        LedgerStatus::Failed => Status::Failed,
-        LedgerStatus::Unknown | LedgerStatus::Running => Status::Unknown,
-    };
-    Invocation {
-        invocation_id: Some(record.id.clone()),
-        status,
-        output: record.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
-        error: record
-            .error
-            .as_deref()
-            .and_then(|e| serde_json::from_str::<CallErrorIn>(e).ok())
-            .map(|e| CallError { kind: e.kind, message: e.message }),
-        replayed: true,
-        idempotency_key: key.to_string(),
-        denials: Vec::new(),
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct CallErrorIn {
-    kind: String,
-    message: String,
 }

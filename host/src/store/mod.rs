@@ -1,8 +1,11 @@
 //! The durable store: one sqlx `Any` pool over SQLite (WAL, a file in the
 //! data directory, the default) or PostgreSQL (`--database-url
 //! postgres://...`), the migrations for each, and write transactions that
-//! take SQLite's write lock up front. Owns connections and schema; the
-//! tables' meaning belongs to the modules that use them (ledger, audit).
+//! take SQLite's write lock up front, or go through the group-commit
+//! writers ([`batch`]). Owns connections and schema; the tables' meaning
+//! belongs to the modules that use them (ledger, audit).
+
+pub mod batch;
 
 use std::path::Path;
 use std::time::Duration;
@@ -39,6 +42,9 @@ pub struct Db {
     pub backend: Backend,
     /// The URL it was opened with (PostgreSQL listeners connect to it).
     pub url: std::sync::Arc<str>,
+    /// Batches writes on `pool`, and on `durable` (see [`Db::write`]).
+    writer: batch::Writer,
+    durable_writer: batch::Writer,
 }
 
 /// One schema for both backends: the migrations are written in the SQL the
@@ -89,7 +95,13 @@ impl Db {
                 (pool.clone(), pool)
             }
         };
-        Ok(Db { pool, durable, backend, url: url.into() })
+        let writer = batch::Writer::start(pool.clone(), backend);
+        // PostgreSQL's commits are all durable: one writer serves both.
+        let durable_writer = match backend {
+            Backend::Sqlite => batch::Writer::start(durable.clone(), backend),
+            Backend::Postgres => writer.clone(),
+        };
+        Ok(Db { pool, durable, backend, url: url.into(), writer, durable_writer })
     }
 
     /// Begins a write transaction whose commit survives a power cut, not
@@ -101,6 +113,31 @@ impl Db {
     /// policy. On PostgreSQL every commit is durable already.
     pub async fn begin_durable_write(&self) -> Result<Transaction<'static, Any>, sqlx::Error> {
         begin_on_own_task(self.durable.clone(), self.backend).await
+    }
+
+    /// Runs `work` in the next group commit of ordinary writes (durable
+    /// against a crash, as [`Db::begin_write`]'s) and answers once it is
+    /// committed. `work` touches the database only through the transaction
+    /// it is given, may run more than once before the commit that keeps it,
+    /// and must not wait on another write (see [`batch`]).
+    pub async fn write<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: for<'t> Fn(&'t mut batch::Tx) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<sqlx::Error> + Send + 'static,
+    {
+        self.writer.write(work).await
+    }
+
+    /// [`Db::write`] for what must survive a power cut (ledger claims):
+    /// the batch commits on the synced pool, one sync for all of it.
+    pub async fn write_durable<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: for<'t> Fn(&'t mut batch::Tx) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<sqlx::Error> + Send + 'static,
+    {
+        self.durable_writer.write(work).await
     }
 
     /// Connects and brings the schema up to date.

@@ -2,6 +2,7 @@
 //! the ledger, tasks, the domain store (directly and over HTTP), settings and
 //! the console's setup.
 
+mod batch;
 mod decisions;
 pub mod domain;
 mod domain_api;

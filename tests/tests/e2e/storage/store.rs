@@ -82,4 +82,10 @@ async fn claims_are_synced_to_disk_and_other_writes_are_not() {
     };
     assert_eq!(level(db.begin_durable_write().await.unwrap()).await, 2, "FULL for claims");
     assert_eq!(level(db.begin_write().await.unwrap()).await, 1, "NORMAL for the rest");
+    // The same for the group commits: a batch of claims syncs once.
+    fn batched(tx: &mut capstan::store::batch::Tx) -> futures_util::future::BoxFuture<'_, Result<i64, sqlx::Error>> {
+        Box::pin(async move { sqlx::query_scalar("PRAGMA synchronous").fetch_one(&mut **tx).await })
+    }
+    assert_eq!(db.write_durable(batched).await.unwrap(), 2, "FULL for batched claims");
+    assert_eq!(db.write(batched).await.unwrap(), 1, "NORMAL for other batched writes");
 }

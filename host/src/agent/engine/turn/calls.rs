@@ -131,6 +131,7 @@ pub(super) fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
         replayed: false,
         idempotency_key: String::new(),
         denials: Vec::new(),
+        finish: None,
     }
 }
 

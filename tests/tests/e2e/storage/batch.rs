@@ -1,0 +1,100 @@
+//! Group commit: writes queued together commit in one transaction, each
+//! caller answered only after it; a piece that fails — an error of its own,
+//! a constraint, a panic — fails alone and leaves nothing, while the
+//! pieces batched with it are kept; and the audit log's hash chain holds
+//! under many concurrent appends.
+
+use std::time::Duration;
+
+use capstan::audit::{Audit, NewEvent, Verdict};
+use capstan::store::Db;
+use capstan_tests::both_backends;
+use capstan_tests::db::{Backend, fresh_url};
+use futures_util::future::join_all;
+
+async fn open(backend: Backend, dir: &std::path::Path) -> Db {
+    let db = Db::open(&fresh_url(backend, dir).await).await.unwrap();
+    sqlx::query("CREATE TABLE probe (n BIGINT NOT NULL UNIQUE)").execute(&db.pool).await.unwrap();
+    db
+}
+
+/// Inserts `n`, then fails when `n` is 13 (after writing) and panics when
+/// it is 17; answers the transaction it ran in where the backend says.
+async fn insert(db: &Db, n: i64, backend: Backend) -> Result<Option<i64>, sqlx::Error> {
+    db.write(move |tx| {
+        Box::pin(async move {
+            sqlx::query("INSERT INTO probe (n) VALUES ($1)").bind(n).execute(&mut **tx).await?;
+            match n {
+                13 => return Err(sqlx::Error::Protocol("thirteen is refused".into())),
+                17 => panic!("seventeen panics"),
+                _ => {}
+            }
+            if backend == Backend::Postgres {
+                let txid: i64 = sqlx::query_scalar("SELECT txid_current()").fetch_one(&mut **tx).await?;
+                return Ok(Some(txid));
+            }
+            Ok(None)
+        })
+    })
+    .await
+}
+
+async fn a_failing_write_fails_alone_and_its_batch_mates_are_kept(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(backend, dir.path()).await;
+    // Holds the writer while the others queue, so they go in one batch.
+    let slow = db.write(|tx| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            sqlx::query("INSERT INTO probe (n) VALUES (0)").execute(&mut **tx).await.map(|_| ())
+        })
+    });
+    let queued = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // 5 is written twice: the second is refused by the constraint.
+        join_all([1i64, 2, 3, 4, 5, 5, 13, 17, 20, 21, 22].map(|n| insert(&db, n, backend))).await
+    };
+    let (slow, answers) = tokio::join!(slow, queued);
+    slow.unwrap();
+    let failed: Vec<usize> = answers.iter().enumerate().filter(|(_, a)| a.is_err()).map(|(i, _)| i).collect();
+    assert_eq!(failed, [5, 6, 7], "the duplicate, 13 and 17 fail, nobody else: {answers:?}");
+    let mut kept: Vec<i64> = sqlx::query_scalar("SELECT n FROM probe").fetch_all(&db.pool).await.unwrap();
+    kept.sort();
+    assert_eq!(kept, [0, 1, 2, 3, 4, 5, 20, 21, 22], "what failed left nothing, the rest is there");
+    if backend == Backend::Postgres {
+        let txids: std::collections::BTreeSet<i64> =
+            answers.iter().filter_map(|a| a.as_ref().ok()?.as_ref()).copied().collect();
+        assert_eq!(txids.len(), 1, "the eight kept pieces committed in one transaction: {txids:?}");
+    }
+}
+
+async fn the_audit_chain_holds_under_concurrent_batched_appends(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&fresh_url(backend, dir.path()).await).await.unwrap();
+    let audit = Audit::new(db.clone());
+    let writers = (0..16).map(|w| {
+        let audit = audit.clone();
+        tokio::spawn(async move {
+            for i in 0..100 {
+                let event = NewEvent {
+                    actor_kind: "cli".into(),
+                    principal: format!("writer-{w}"),
+                    action: "test.append".into(),
+                    subject: format!("{w}/{i}"),
+                    outcome: "succeeded".into(),
+                    ..NewEvent::default()
+                };
+                audit.append(&event).await.unwrap();
+            }
+        })
+    });
+    for writer in join_all(writers).await {
+        writer.unwrap();
+    }
+    assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 1600 });
+}
+
+both_backends!(
+    a_failing_write_fails_alone_and_its_batch_mates_are_kept,
+    the_audit_chain_holds_under_concurrent_batched_appends
+);
