@@ -76,6 +76,7 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
         .collect();
     let script = json!({"scripts": [{"steps": steps, "finalText": "Done."}]}).to_string();
     let mut per_step = Vec::new();
+    let mut commits_per_step = 0.0;
     for _ in 0..5 {
         let timed = Arc::new(Timed { model: Scripted::from_json(&script).unwrap(), inside_us: AtomicU64::new(0) });
         let agent = app.new_agent().with_provider(timed.clone());
@@ -87,11 +88,13 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
             investigation: None,
         };
         let run = agent.runs().create(&new).await.unwrap();
+        let commits = app.caps().db().group_commits();
         let started = Instant::now();
         agent.drive(&run.id).await.unwrap();
         let total = started.elapsed().as_micros() as u64;
         let outside = total - timed.inside_us.load(Ordering::Relaxed);
         per_step.push(outside as f64 / (STEPS + 1) as f64 / 1000.0);
+        commits_per_step = (app.caps().db().group_commits() - commits) as f64 / STEPS as f64;
     }
     per_step.sort_by(f64::total_cmp);
     println!(
@@ -99,6 +102,9 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
         per_step[2],
         per_step[0],
         STEPS + 1
+    );
+    println!(
+        "  commits per step with one read call, the read's audit row included (a run's start and end spread over its steps): {commits_per_step:.2}"
     );
 }
 

@@ -1,8 +1,9 @@
 //! Durable-core benchmark: prints figures, asserts nothing.
 //!
 //! - execute invokes per second through the whole invoke path (schema,
-//!   ledger claim and finish, sandboxed call, audit append), on SQLite and
-//!   on PostgreSQL, with 1 and 8 concurrent callers;
+//!   ledger claim and finish, sandboxed call, audit append, each input
+//!   different), on SQLite and on PostgreSQL, with 1 and 8 concurrent
+//!   callers, and how many invokes share a group commit;
 //! - ledger claim contention: 16 writers claiming the same key, and 16
 //!   writers claiming distinct keys.
 //!
@@ -21,18 +22,23 @@ use capstan_tests::db::{Backend, POSTGRES_ENV, fresh_url};
 use capstan_tests::host::TestHost;
 use serde_json::json;
 
+/// Makes every benchmarked input different.
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per_caller: usize) {
+    let commits = caps.db().group_commits();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..callers {
         let caps = caps.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..per_caller {
-                // Each call is a new explicit request, so each one really runs.
-                let inv = caps
-                    .invoke(&Origin::cli(EffectClass::Execute), "test.probe", &json!({"action": "context"}))
-                    .await
-                    .unwrap();
+                // Each call is a new explicit request with its own input, so
+                // each one really runs (identical writes of one caller in
+                // flight at once wait for each other, by design).
+                let bytes = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100_000;
+                let input = json!({"action": "big", "bytes": bytes});
+                let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "test.probe", &input).await.unwrap();
                 assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
             }
         }));
@@ -42,7 +48,11 @@ async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per
     }
     let n = callers * per_caller;
     let secs = started.elapsed().as_secs_f64();
-    println!("{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s)", n as f64 / secs);
+    let per_commit = n as f64 / (caps.db().group_commits() - commits) as f64;
+    println!(
+        "{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s; {per_commit:.2} invokes per group commit)",
+        n as f64 / secs
+    );
 }
 
 fn request(key: String) -> ClaimRequest {

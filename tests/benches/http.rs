@@ -121,8 +121,12 @@ fn main() {
         let url = format!("{base}/capabilities/{id}/invoke");
         wrk(&url, Some(&key), &body, 4, 1); // warm-up
         for c in connections {
-            // The anchor first, then the invoke, each with the same load.
-            let echo = wrk(&echo, None, &body, c, secs);
+            // The anchor first, then the invoke, each with the same load
+            // (`BENCH_NO_ANCHOR=1` leaves the anchor out, for profiling).
+            let echo = match std::env::var_os("BENCH_NO_ANCHOR") {
+                Some(_) => Load { rate: f64::NAN, p50_ms: f64::NAN, p99_ms: f64::NAN, errors: 0 },
+                None => wrk(&echo, None, &body, c, secs),
+            };
             let invoke = wrk(&url, Some(&key), &body, c, secs);
             row(id, c, &echo, &invoke);
         }

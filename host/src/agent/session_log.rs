@@ -140,12 +140,22 @@ impl SessionLog {
         &self.path
     }
 
-    /// Appends one entry and makes it durable.
+    /// Appends one entry and makes it, and what was written before it,
+    /// durable.
     pub fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
+        self.append_unsynced(entry)?;
+        self.file.sync_data()
+    }
+
+    /// Appends one entry, durable with the next [`SessionLog::append`]:
+    /// a step's answer goes with its results, one sync a step. A crash in
+    /// between loses at most that answer (a torn last line is ignored),
+    /// and the model is asked again: what its calls wrote is in the
+    /// ledger under the request's keys, so they are not made twice.
+    pub fn append_unsynced(&mut self, entry: &Entry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        self.file.write_all(&line)?;
-        self.file.sync_data()
+        self.file.write_all(&line)
     }
 }
 

@@ -117,9 +117,11 @@ impl Audit {
     /// Appends `event` inside `tx` (so it commits or rolls back with the
     /// change it describes).
     pub async fn append_in(tx: &mut Transaction<'static, Any>, event: &NewEvent) -> Result<i64, sqlx::Error> {
-        // Taking the head row first serialises appends on both backends.
-        sqlx::query("UPDATE audit_head SET seq = seq + 1 WHERE id = 1").execute(&mut **tx).await?;
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1").fetch_one(&mut **tx).await?;
+        // Taking the head row first serialises appends on both backends;
+        // it answers the new seq and the hash it still holds (the last row's).
+        let head = sqlx::query("UPDATE audit_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
+            .fetch_one(&mut **tx)
+            .await?;
         let seq: i64 = head.try_get("seq")?;
         let prev: String = head.try_get("hash")?;
         let at = now_ms();

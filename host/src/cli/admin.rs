@@ -1,5 +1,6 @@
-//! `capstan admin set-password [--name admin]` (password on standard input)
-//! and `capstan admin create-key --name N --scope read [--scope execute]`.
+//! `capstan admin set-password [--name admin]` (password on standard input),
+//! `capstan admin create-key --name N --scope read [--scope execute]`,
+//! `capstan admin list-keys` and `capstan admin revoke-key ID`.
 
 use clap::Subcommand;
 
@@ -28,6 +29,14 @@ pub enum AdminCommand {
         /// approve plans the key creates.
         #[arg(long)]
         owner: Option<String>,
+    },
+    /// List API keys: id, name, scopes, who created them, revoked or not.
+    ListKeys,
+    /// Revoke an API key by id (the part after `cap_` up to the next `_`);
+    /// a running server refuses it within a second.
+    RevokeKey {
+        /// The key's id.
+        id: String,
     },
 }
 
@@ -59,6 +68,23 @@ pub async fn run(config: Config, cmd: &AdminCommand) -> CommandResult {
             };
             let key = crate::http::keys::create(&db, name, &scopes, &by).await.map_err(failed)?;
             println!("{key}");
+            Ok(0)
+        }
+        AdminCommand::ListKeys => {
+            let db = Db::open(&config.database_url()).await.map_err(failed)?;
+            for key in crate::http::keys::list(&db).await.map_err(failed)? {
+                let state = if key.revoked { "revoked" } else { "active" };
+                println!("{}\t{}\t{}\t{}\t{state}", key.id, key.name, key.scopes.join(","), key.created_by);
+            }
+            Ok(0)
+        }
+        AdminCommand::RevokeKey { id } => {
+            let db = Db::open(&config.database_url()).await.map_err(failed)?;
+            let by = crate::principal::cli(&std::env::var("USER").unwrap_or_else(|_| "operator".into()));
+            if !crate::http::keys::revoke(&db, id, &by).await.map_err(failed)? {
+                return Err((exit::USAGE, anyhow::anyhow!("no active API key with id {id}")));
+            }
+            println!("revoked {id}");
             Ok(0)
         }
     }

@@ -84,8 +84,9 @@ impl Events {
         subject: Option<&str>,
         payload: &Value,
     ) -> Result<i64, sqlx::Error> {
-        sqlx::query("UPDATE event_head SET seq = seq + 1 WHERE id = 1").execute(&mut **tx).await?;
-        let seq: i64 = sqlx::query_scalar("SELECT seq FROM event_head WHERE id = 1").fetch_one(&mut **tx).await?;
+        let seq: i64 = sqlx::query_scalar("UPDATE event_head SET seq = seq + 1 WHERE id = 1 RETURNING seq")
+            .fetch_one(&mut **tx)
+            .await?;
         sqlx::query("INSERT INTO event (seq, kind, subject, payload, at) VALUES ($1, $2, $3, $4, $5)")
             .bind(seq)
             .bind(kind)

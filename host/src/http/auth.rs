@@ -52,7 +52,7 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return match keys::authenticate(state.caps().db(), token.trim()).await? {
+            return match keys::authenticate(state.caps().db(), &state.keys, token.trim()).await? {
                 Some(key) => Ok(Caller::Key(key)),
                 None => Err(ApiError::unauthorized()),
             };

@@ -43,6 +43,8 @@ pub struct AppState {
     pub app: Arc<App>,
     /// Proxies whose word on HTTPS is believed (`transport`).
     pub trusted_proxies: Arc<[crate::config::TrustedProxy]>,
+    /// API keys as the database said a moment ago.
+    pub keys: Arc<keys::KeyCache>,
 }
 
 impl AppState {
@@ -105,7 +107,7 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         .split_for_parts();
     let doc = Arc::new(openapi::complete(serde_json::to_value(&doc).unwrap_or_default()));
     let body_schemas = bodies::BodySchemas::from_document(&doc);
-    let state = AppState { app, trusted_proxies: options.trusted_proxies.into() };
+    let state = AppState { app, trusted_proxies: options.trusted_proxies.into(), keys: Default::default() };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes())
         .method_not_allowed_fallback(|| async {

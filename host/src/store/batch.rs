@@ -1,11 +1,15 @@
 //! Group commit: the hot paths' writes (audit appends with their events,
-//! ledger claims and finishes, run events, task state) are handed to one
-//! writer per pool as a piece of work over a transaction. The writer takes
-//! whatever is queued, runs each piece in one transaction, commits once —
-//! one sync for the whole batch — and only then answers each caller, so a
-//! caller's promise is what it was with a transaction of its own (a claim
-//! on the synced pool is on disk before its caller hears of it), and only
-//! the number of transactions and syncs drops.
+//! ledger claims and finishes, run events) are handed to the database's one
+//! writer as a piece of work over a transaction. The writer takes whatever
+//! is queued, runs each piece in one transaction, commits once — one sync
+//! for the whole batch — and only then answers each caller, so a caller's
+//! promise is what it was with a transaction of its own, and only the
+//! number of transactions and syncs drops. A piece may ask to be durable
+//! across a power cut (a ledger claim): on SQLite its batch then commits
+//! with `synchronous = FULL`, set on the writer's own connection before the
+//! batch begins (SQLite does not let a transaction change it); other
+//! batches commit with `NORMAL`, durable across a crash. One writer, so
+//! the hot paths never wait on each other for SQLite's write lock.
 //!
 //! A piece that fails fails alone: the batch is rolled back, that piece is
 //! answered with its error (it changed nothing), and the others run again
@@ -16,10 +20,12 @@
 //! would wait on it.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use sqlx::{Any, AnyPool, Transaction};
+use sqlx::{Any, AnyPool, Executor, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Backend;
@@ -32,6 +38,8 @@ const MAX_BATCH: usize = 256;
 
 /// One queued piece of work, whatever it returns.
 trait Job: Send {
+    /// Whether its batch must commit durable across a power cut.
+    fn durable(&self) -> bool;
     /// Runs the work in `tx`, keeping its answer; `false` when it failed.
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
     /// Answers the caller: its own error, or — when its work succeeded —
@@ -40,6 +48,7 @@ trait Job: Send {
 }
 
 struct Piece<T, E, F> {
+    durable: bool,
     work: F,
     outcome: Option<Result<T, E>>,
     reply: oneshot::Sender<Result<T, E>>,
@@ -55,6 +64,10 @@ where
     T: Send + 'static,
     E: From<sqlx::Error> + Send + 'static,
 {
+    fn durable(&self) -> bool {
+        self.durable
+    }
+
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
         Box::pin(async move {
             let outcome = AssertUnwindSafe((self.work)(tx))
@@ -80,38 +93,53 @@ where
     }
 }
 
-/// A queue into one pool's writer.
+/// A queue into the database's writer.
 #[derive(Clone)]
 pub struct Writer {
     queue: mpsc::UnboundedSender<Box<dyn Job>>,
+    /// Transactions this writer committed.
+    commits: Arc<AtomicU64>,
 }
 
 impl Writer {
-    /// Starts the writer of `pool`; it stops when the last handle goes.
-    /// Must be called inside a tokio runtime.
+    /// Starts the writer over `pool`, which nobody else uses (on SQLite
+    /// one connection); it stops when the last handle goes. Must be called
+    /// inside a tokio runtime.
     pub fn start(pool: AnyPool, backend: Backend) -> Writer {
         let (queue, jobs) = mpsc::unbounded_channel();
-        tokio::spawn(write_batches(pool, backend, jobs));
-        Writer { queue }
+        let commits = Arc::new(AtomicU64::new(0));
+        tokio::spawn(write_batches(pool, backend, jobs, commits.clone()));
+        Writer { queue, commits }
+    }
+
+    /// How many transactions this writer has committed.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Runs `work` in the next batch and answers once that batch is
-    /// committed (or `work`'s own error). `work` may run more than once
-    /// (see the module's comment).
-    pub async fn write<T, E, F>(&self, work: F) -> Result<T, E>
+    /// committed (or `work`'s own error); `durable` asks for a commit that
+    /// survives a power cut. `work` may run more than once (see the
+    /// module's comment).
+    pub async fn write<T, E, F>(&self, durable: bool, work: F) -> Result<T, E>
     where
         F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let piece: Box<dyn Job> = Box::new(Piece { work, outcome: None, reply });
+        let piece: Box<dyn Job> = Box::new(Piece { durable, work, outcome: None, reply });
         self.queue.send(piece).map_err(|_| E::from(failure("the database writer has stopped".into())))?;
         answer.await.unwrap_or_else(|_| Err(E::from(failure("the database writer stopped before answering".into()))))
     }
 }
 
-async fn write_batches(pool: AnyPool, backend: Backend, mut queue: mpsc::UnboundedReceiver<Box<dyn Job>>) {
+async fn write_batches(
+    pool: AnyPool,
+    backend: Backend,
+    mut queue: mpsc::UnboundedReceiver<Box<dyn Job>>,
+    commits: Arc<AtomicU64>,
+) {
     while let Some(first) = queue.recv().await {
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
@@ -120,18 +148,19 @@ async fn write_batches(pool: AnyPool, backend: Backend, mut queue: mpsc::Unbound
                 Err(_) => break,
             }
         }
-        commit(&pool, backend, jobs).await;
+        if commit(&pool, backend, jobs).await {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
 /// Runs `jobs` in one transaction and commits it; a job that fails is
-/// answered with its error and the rest run again without it.
-async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) {
+/// answered with its error and the rest run again without it. Whether a
+/// transaction was committed.
+async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) -> bool {
     while !jobs.is_empty() {
-        let begun = match backend {
-            Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => pool.begin().await,
-        };
+        let durable = jobs.iter().any(|j| j.durable());
+        let begun = begin(pool, backend, durable).await;
         let mut tx = match begun {
             Ok(tx) => tx,
             Err(e) => {
@@ -139,7 +168,7 @@ async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) {
                 for job in jobs {
                     job.answer(Err(why.clone()));
                 }
-                return;
+                return false;
             }
         };
         let mut failed = None;
@@ -158,11 +187,29 @@ async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) {
             }
             None => {
                 let committed = tx.commit().await.map_err(|e| e.to_string());
+                let ok = committed.is_ok();
                 for job in jobs {
                     job.answer(committed.clone());
                 }
-                return;
+                return ok;
             }
         }
+    }
+    false
+}
+
+/// Begins a batch on the writer's connection. On SQLite the connection's
+/// `synchronous` is set first, every time: a connection the pool opened
+/// again would start from its default, and a durable batch must never
+/// commit with less.
+async fn begin(pool: &AnyPool, backend: Backend, durable: bool) -> Result<Tx, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    match backend {
+        Backend::Sqlite => {
+            let level = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+            conn.execute(level).await?;
+            Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await
+        }
+        Backend::Postgres => Transaction::begin(conn, None).await,
     }
 }

@@ -2,7 +2,7 @@
 //! data directory, the default) or PostgreSQL (`--database-url
 //! postgres://...`), the migrations for each, and write transactions that
 //! take SQLite's write lock up front, or go through the group-commit
-//! writers ([`batch`]). Owns connections and schema; the tables' meaning
+//! writer ([`batch`]). Owns connections and schema; the tables' meaning
 //! belongs to the modules that use them (ledger, audit).
 
 pub mod batch;
@@ -42,9 +42,8 @@ pub struct Db {
     pub backend: Backend,
     /// The URL it was opened with (PostgreSQL listeners connect to it).
     pub url: std::sync::Arc<str>,
-    /// Batches writes on `pool`, and on `durable` (see [`Db::write`]).
+    /// Batches the hot paths' writes (see [`Db::write`]).
     writer: batch::Writer,
-    durable_writer: batch::Writer,
 }
 
 /// One schema for both backends: the migrations are written in the SQL the
@@ -79,29 +78,28 @@ impl Db {
             return Err(StoreError::UnsupportedUrl(url.to_string()));
         };
         let options: AnyConnectOptions = url.parse()?;
-        let (pool, durable) = match backend {
+        let (pool, durable, writer_pool) = match backend {
             // One writer at a time is SQLite's rule; a few readers beside it
-            // are enough, and WAL lets them read while it writes.
+            // are enough, and WAL lets them read while it writes. The group
+            // commit writer has a connection of its own, whose
+            // `synchronous` it sets batch by batch.
             Backend::Sqlite => {
                 let pool = sqlite_pool(4, "NORMAL").connect_with(options.clone()).await?;
-                (pool, sqlite_pool(2, "FULL").connect_lazy_with(options))
+                let writer = sqlite_pool(1, "NORMAL").connect_lazy_with(options.clone());
+                (pool, sqlite_pool(2, "FULL").connect_lazy_with(options), writer)
             }
+            // Every commit is durable; the writer shares the pool.
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))
                     .max_connections(16)
                     .connect_with(options)
                     .await?;
-                (pool.clone(), pool)
+                (pool.clone(), pool.clone(), pool)
             }
         };
-        let writer = batch::Writer::start(pool.clone(), backend);
-        // PostgreSQL's commits are all durable: one writer serves both.
-        let durable_writer = match backend {
-            Backend::Sqlite => batch::Writer::start(durable.clone(), backend),
-            Backend::Postgres => writer.clone(),
-        };
-        Ok(Db { pool, durable, backend, url: url.into(), writer, durable_writer })
+        let writer = batch::Writer::start(writer_pool, backend);
+        Ok(Db { pool, durable, backend, url: url.into(), writer })
     }
 
     /// Begins a write transaction whose commit survives a power cut, not
@@ -126,18 +124,24 @@ impl Db {
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
-        self.writer.write(work).await
+        self.writer.write(false, work).await
+    }
+
+    /// How many group commits this handle's writer has made.
+    pub fn group_commits(&self) -> u64 {
+        self.writer.commits()
     }
 
     /// [`Db::write`] for what must survive a power cut (ledger claims):
-    /// the batch commits on the synced pool, one sync for all of it.
+    /// its batch commits with `synchronous = FULL` on SQLite, one sync for
+    /// all of it.
     pub async fn write_durable<T, E, F>(&self, work: F) -> Result<T, E>
     where
         F: for<'t> Fn(&'t mut batch::Tx) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
-        self.durable_writer.write(work).await
+        self.writer.write(true, work).await
     }
 
     /// Connects and brings the schema up to date.

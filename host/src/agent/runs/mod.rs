@@ -8,6 +8,7 @@ mod delete;
 mod gate;
 mod messages;
 mod model;
+mod step;
 
 use serde_json::Value;
 use sqlx::Row;
@@ -15,6 +16,7 @@ use sqlx::Row;
 pub use delete::Deleted;
 pub use gate::{BlockReason, Blocked};
 pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
+pub use step::StepWrites;
 
 use crate::agent::tools::plan::Plan;
 use crate::events::Events;
@@ -291,20 +293,6 @@ impl Runs {
         Ok(())
     }
 
-    /// Records what one model answer cost.
-    pub async fn charge_tokens(&self, id: &str, tokens: i64, cost_usd: f64) -> Result<Run, RunError> {
-        sqlx::query(
-            "UPDATE agent_run SET tokens = tokens + $2, cost_micro_usd = cost_micro_usd + $3, updated_at = $4 WHERE id = $1",
-        )
-        .bind(id)
-        .bind(tokens)
-        .bind((cost_usd * 1e6).round() as i64)
-        .bind(now_ms())
-        .execute(&self.db.pool)
-        .await?;
-        self.get(id).await
-    }
-
     /// Records the end of a run: the report and the model's own words.
     pub async fn set_outcome(&self, id: &str, report_id: Option<&str>, final_text: &str) -> Result<(), RunError> {
         sqlx::query(
@@ -368,21 +356,6 @@ impl Runs {
     /// Appends to the run's stream and the global log.
     pub async fn append_event(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
         let mut tx = self.db.begin_write().await?;
-        let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
-        tx.commit().await?;
-        self.events.announce(seq);
-        Ok(seq)
-    }
-
-    /// Appends the event that a tool call finished and counts the call
-    /// against the run, in one transaction.
-    pub async fn append_event_counting_call(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
-        let mut tx = self.db.begin_write().await?;
-        sqlx::query("UPDATE agent_run SET tool_calls = tool_calls + 1, updated_at = $2 WHERE id = $1")
-            .bind(id)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
         let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
         tx.commit().await?;
         self.events.announce(seq);

@@ -173,6 +173,27 @@ fn the_example_plugin_follows_the_writing_a_capability_steps() {
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(report["output"]["words"], 3);
+
+    // The key is listed, revoked from the command line, and the running
+    // server refuses it within its second of caching.
+    let id = key.strip_prefix("cap_").and_then(|rest| rest.split('_').next()).unwrap();
+    let listed = stdout(&s.run(&["admin", "list-keys"]));
+    assert!(listed.lines().any(|l| l.starts_with(id) && l.ends_with("active")), "{listed}");
+    let revoked = s.run(&["admin", "revoke-key", id]);
+    assert!(revoked.status.success(), "{}", stderr(&revoked));
+    let refused = |limit: Duration| {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if plain_http::get(&format!("{base}/api/v1/capabilities"), &key).is_ok_and(|r| r.contains(" 401 ")) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    };
+    assert!(refused(Duration::from_secs(10)), "the revoked key still works");
+    assert!(stdout(&s.run(&["admin", "list-keys"])).lines().any(|l| l.starts_with(id) && l.ends_with("revoked")));
+    assert_eq!(s.run(&["admin", "revoke-key", id]).status.code(), Some(2), "nothing left to revoke");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{
     Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolCall, ToolSpec,
 };
-use crate::agent::runs::Run;
+use crate::agent::runs::{Run, StepWrites};
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tokens::TokenCounter;
 use crate::agent::tools::discovery::{self, Discovery};
@@ -100,6 +100,16 @@ impl<'a> RunState<'a> {
     fn record(&mut self, entry: Entry) -> Result<(), EngineError> {
         if let Some(log) = &mut self.log {
             log.append(&entry)?;
+        }
+        self.session.apply(&entry);
+        Ok(())
+    }
+
+    /// Records `entry`, durable with the next [`RunState::record`] (see
+    /// [`SessionLog::append_unsynced`]).
+    fn record_unsynced(&mut self, entry: Entry) -> Result<(), EngineError> {
+        if let Some(log) = &mut self.log {
+            log.append_unsynced(&entry)?;
         }
         self.session.apply(&entry);
         Ok(())
@@ -239,17 +249,24 @@ impl<'a> RunState<'a> {
             Err(e) => return Err(e),
         }
         let estimated = self.counter.count_request(&request);
-        let completion = match self.ask(&request).await? {
+        // The step's writes: the last streamed text and the answer's cost
+        // commit with the first call's start (or alone, without calls).
+        let mut writes = StepWrites::default();
+        let completion = match self.ask(&request, &mut writes).await? {
             Ok(c) => c,
-            Err(outcome) => return Ok(outcome),
+            Err(outcome) => {
+                self.rt.runs.commit_step(&self.run_id, writes).await?;
+                return Ok(outcome);
+            }
         };
+        self.charge(&completion, estimated, &mut writes);
         let said_nothing = completion.text.trim().is_empty() && completion.tool_calls.is_empty();
         if said_nothing {
             // Nothing to keep (an empty message is refused by the APIs next
             // time); the tokens are still charged. Asked again once, then the
             // run fails saying so.
             self.empty_answers += 1;
-            self.charge(&completion, estimated).await?;
+            self.rt.runs.commit_step(&self.run_id, writes).await?;
             if self.empty_answers >= 2 {
                 let hint = if completion.stop == StopReason::MaxTokens {
                     " (it stopped at its token limit: a lower model.thinking_level leaves more for the answer)"
@@ -271,13 +288,15 @@ impl<'a> RunState<'a> {
             let input = call.input.clone().unwrap_or_else(|e| json!({"invalid_arguments": e}));
             content.push(Block::ToolUse { id: call.id.clone(), name: call.name.clone(), input });
         }
-        self.record(Entry::Assistant { content })?;
-        self.charge(&completion, estimated).await?;
         if completion.tool_calls.is_empty() {
+            self.record(Entry::Assistant { content })?;
+            self.rt.runs.commit_step(&self.run_id, writes).await?;
             self.final_text = completion.text;
             return Ok(Outcome::Idle);
         }
-        let (answers, over) = self.answer_calls(&completion.tool_calls).await?;
+        // Synced with the results: one sync a step.
+        self.record_unsynced(Entry::Assistant { content })?;
+        let (answers, over) = self.answer_calls(&completion.tool_calls, writes).await?;
         self.record(Entry::ToolResults { content: answers })?;
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
     }
@@ -310,16 +329,25 @@ impl<'a> RunState<'a> {
         if self.caller.actor == Actor::Subagent { "subagent" } else { "agent" }
     }
 
-    /// Streams the model's answer, publishing text as it arrives; an abort
-    /// drops the stream.
-    async fn ask(&self, request: &ModelRequest) -> Result<Result<Completion, Outcome>, EngineError> {
+    /// Streams the model's answer, publishing text as it arrives; what is
+    /// left when the stream ends goes into `writes`. An abort drops the
+    /// stream.
+    async fn ask(
+        &self,
+        request: &ModelRequest,
+        writes: &mut StepWrites,
+    ) -> Result<Result<Completion, Outcome>, EngineError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let forward = tokio::spawn(forward_text(self.rt.runs.clone(), self.run_id.clone(), rx));
         let answer = tokio::select! {
             answer = self.provider.complete(request, tx) => Ok(answer),
             reason = self.watch_abort() => Err(reason),
         };
-        let _ = forward.await;
+        if let Ok(left) = forward.await
+            && !left.is_empty()
+        {
+            writes.events.push(("agent.text_delta", json!({"text": left})));
+        }
         Ok(match answer {
             Ok(Ok(completion)) => Ok(completion),
             Ok(Err(e)) => Err(Outcome::Failed(format!("the model request failed: {e}"))),
@@ -338,7 +366,11 @@ impl<'a> RunState<'a> {
 
     /// Answers one response's tool calls in order; `update_plan` calls are
     /// judged together. Returns the results and, when a budget ran out, why.
-    async fn answer_calls(&mut self, calls: &[ToolCall]) -> Result<(Vec<Block>, Option<String>), EngineError> {
+    async fn answer_calls(
+        &mut self,
+        calls: &[ToolCall],
+        mut pending: StepWrites,
+    ) -> Result<(Vec<Block>, Option<String>), EngineError> {
         let plan_calls: Vec<(&ToolCall, &Value)> = calls
             .iter()
             .filter(|c| c.name == UPDATE_PLAN)
@@ -352,7 +384,9 @@ impl<'a> RunState<'a> {
         let mut blocks = Vec::new();
         let mut over = None;
         for call in calls {
-            let run = self.rt.runs.get(&self.run_id).await?;
+            // The run as it stands once what is pending is committed.
+            let mut run = self.rt.runs.get(&self.run_id).await?;
+            pending.apply_to(&mut run);
             if let Some(reason) = closed_reason(&run) {
                 // An abort stops the rest of the answer's calls, too.
                 let message = if call.name == toolbox::DELEGATE {
@@ -370,7 +404,10 @@ impl<'a> RunState<'a> {
                 blocks.push(toolbox::failed(&call.id, format!("not run: {reason}")).block);
                 continue;
             }
-            self.event(call, "started", None).await;
+            // The call's start commits with what came before it: the
+            // answer's cost, or the previous call's end.
+            pending.events.push(("agent.tool_call", self.call_payload(call, "started", None)));
+            self.rt.runs.commit_step(&self.run_id, std::mem::take(&mut pending)).await?;
             let answered = match &call.input {
                 Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
                 Ok(_) if call.name == UPDATE_PLAN => {
@@ -383,16 +420,11 @@ impl<'a> RunState<'a> {
                 ToolStatus::Denied => "denied",
                 _ => "finished",
             };
-            self.rt
-                .runs
-                .append_event_counting_call(
-                    &self.run_id,
-                    "agent.tool_call",
-                    &self.call_payload(call, phase, Some(&answered)),
-                )
-                .await?;
+            pending.events.push(("agent.tool_call", self.call_payload(call, phase, Some(&answered))));
+            pending.calls_counted += 1;
             blocks.push(answered.block);
         }
+        self.rt.runs.commit_step(&self.run_id, pending).await?;
         Ok((blocks, over))
     }
 }
@@ -406,8 +438,14 @@ fn closed_reason(run: &Run) -> Option<String> {
 }
 
 /// Publishes streamed text as `agent.text_delta` events, a few deltas at a
-/// time so a fast stream does not become one database write per word.
-async fn forward_text(runs: crate::agent::runs::Runs, run_id: String, mut rx: mpsc::UnboundedReceiver<StreamEvent>) {
+/// time so a fast stream does not become one database write per word;
+/// returns what is left when the stream ends, for the step to write with
+/// the rest of its writes.
+async fn forward_text(
+    runs: crate::agent::runs::Runs,
+    run_id: String,
+    mut rx: mpsc::UnboundedReceiver<StreamEvent>,
+) -> String {
     let mut buffer = String::new();
     let mut last = tokio::time::Instant::now();
     loop {
@@ -416,16 +454,16 @@ async fn forward_text(runs: crate::agent::runs::Runs, run_id: String, mut rx: mp
         if let Ok(Some(StreamEvent::TextDelta(text))) = next {
             buffer.push_str(&text);
         }
+        if closed {
+            return buffer;
+        }
         let due = last.elapsed() >= Duration::from_millis(100) || buffer.len() >= 512;
-        if !buffer.is_empty() && (due || closed) {
+        if !buffer.is_empty() && due {
             let payload = json!({"text": std::mem::take(&mut buffer)});
             if let Err(e) = runs.append_event(&run_id, "agent.text_delta", &payload).await {
                 tracing::warn!(run = %run_id, error = %e, "could not record streamed text");
             }
             last = tokio::time::Instant::now();
-        }
-        if closed {
-            return;
         }
     }
 }

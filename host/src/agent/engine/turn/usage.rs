@@ -1,14 +1,14 @@
 //! What one model answer costs: the token counter calibrated from the
 //! usage the provider reports (or an estimate when it reports none), and
-//! the run charged its tokens and their price.
+//! the tokens and their price, written with the step's other writes.
 
 use super::RunState;
-use crate::agent::engine::EngineError;
 use crate::agent::providers::Completion;
+use crate::agent::runs::StepWrites;
 
 impl RunState<'_> {
-    /// Charges what one model answer cost.
-    pub(super) async fn charge(&self, completion: &Completion, estimated: usize) -> Result<(), EngineError> {
+    /// Adds what one model answer cost to `writes`.
+    pub(super) fn charge(&self, completion: &Completion, estimated: usize, writes: &mut StepWrites) {
         if let Some(reported) = completion.usage.input_tokens {
             self.counter.calibrate(estimated, reported);
         }
@@ -17,7 +17,7 @@ impl RunState<'_> {
             completion.usage.output_tokens.unwrap_or((completion.text.chars().count() / 4) as u64),
         );
         let cost = self.limits.cost(input_tokens, output_tokens);
-        self.rt.runs.charge_tokens(&self.run_id, (input_tokens + output_tokens) as i64, cost).await?;
-        Ok(())
+        writes.tokens += (input_tokens + output_tokens) as i64;
+        writes.cost_micro_usd += (cost * 1e6).round() as i64;
     }
 }

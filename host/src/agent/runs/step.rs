@@ -1,0 +1,76 @@
+//! What one step of a run writes, committed together: the last of the
+//! streamed text, the tokens the answer cost, a tool call's end and count
+//! with the next call's start. A step with one call is two commits (the
+//! answer's charge with the call's start, then its end), each in the next
+//! group commit of the store.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Run, RunError, Runs, append_event_in};
+use crate::store::now_ms;
+
+/// Writes of a step waiting for their commit.
+#[derive(Debug, Clone, Default)]
+pub struct StepWrites {
+    pub tokens: i64,
+    pub cost_micro_usd: i64,
+    /// Tool calls ended, counted against the run's budget.
+    pub calls_counted: i64,
+    /// Run events `(kind, payload)`, appended in order.
+    pub events: Vec<(&'static str, Value)>,
+}
+
+impl StepWrites {
+    pub fn is_empty(&self) -> bool {
+        self.tokens == 0 && self.cost_micro_usd == 0 && self.calls_counted == 0 && self.events.is_empty()
+    }
+
+    /// `run` as it will be once these writes are committed.
+    pub fn apply_to(&self, run: &mut Run) {
+        run.tokens += self.tokens;
+        run.cost_usd += self.cost_micro_usd as f64 / 1e6;
+        run.tool_calls += self.calls_counted;
+    }
+}
+
+impl Runs {
+    /// Commits `writes` in one transaction and announces their events.
+    pub async fn commit_step(&self, id: &str, writes: StepWrites) -> Result<(), RunError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let (db, id, writes) = (self.db.clone(), id.to_string(), Arc::new(writes));
+        let seqs = self
+            .db
+            .write(move |tx| {
+                let (db, id, writes) = (db.clone(), id.clone(), writes.clone());
+                Box::pin(async move {
+                    if writes.tokens != 0 || writes.cost_micro_usd != 0 || writes.calls_counted != 0 {
+                        sqlx::query(
+                            "UPDATE agent_run SET tokens = tokens + $2, cost_micro_usd = cost_micro_usd + $3, \
+                             tool_calls = tool_calls + $4, updated_at = $5 WHERE id = $1",
+                        )
+                        .bind(&id)
+                        .bind(writes.tokens)
+                        .bind(writes.cost_micro_usd)
+                        .bind(writes.calls_counted)
+                        .bind(now_ms())
+                        .execute(&mut **tx)
+                        .await?;
+                    }
+                    let mut seqs = Vec::with_capacity(writes.events.len());
+                    for (kind, payload) in &writes.events {
+                        seqs.push(append_event_in(tx, &db, &id, kind, payload).await?);
+                    }
+                    Ok::<_, sqlx::Error>(seqs)
+                })
+            })
+            .await?;
+        for seq in seqs {
+            self.events.announce(seq);
+        }
+        Ok(())
+    }
+}
