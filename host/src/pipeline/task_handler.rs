@@ -36,6 +36,15 @@ pub fn failed_attempt(id: &str, inv: &Invocation) -> HandlerError {
     }
 }
 
+/// Stops the commands of an owner when dropped.
+struct StopCommandsOf(Arc<Capabilities>, String);
+
+impl Drop for StopCommandsOf {
+    fn drop(&mut self) {
+        self.0.runtime().stop_commands_of(&self.1);
+    }
+}
+
 impl TaskHandler for InvokeCapability {
     fn run(&self, task: Task) -> HandlerFuture {
         let caps = self.0.clone();
@@ -43,10 +52,10 @@ impl TaskHandler for InvokeCapability {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit {INVOKE_CAPABILITY}: {e}")))?;
             let origin = Origin::task(&task);
-            let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string());
-            // Nothing the task started outlives it.
-            caps.runtime().stop_commands_of(&crate::runtime::task_owner(&task.id));
-            let inv = inv?;
+            // Nothing the task started outlives it: not when it ends, and
+            // not when its worker drops it (cancelled, its lease lost).
+            let _stop = StopCommandsOf(caps.clone(), crate::runtime::task_owner(&task.id));
+            let inv = caps.invoke(&origin, &payload.capability, &payload.input).await.map_err(|e| e.to_string())?;
             match inv.status {
                 Status::Succeeded | Status::Pending => Ok(serde_json::to_value(&inv).map_err(|e| e.to_string())?),
                 Status::Failed | Status::Unknown => Err(failed_attempt(&payload.capability, &inv)),

@@ -2,9 +2,9 @@
 //! through `system.command` and `system.command-output` with the scripted
 //! model, and reads its archived output with `read_tool_result`; aborting
 //! the run while a command runs stops its whole process group and leaves
-//! the call `result unknown`; a command the run started
-//! is stopped when the run ends; over HTTP a key needs the execute scope
-//! (and a grant) to run one.
+//! the call `result unknown`; a command the run started is stopped when
+//! the run ends, and one a cancelled task runs when the task is dropped;
+//! over HTTP a key needs the execute scope (and a grant) to run one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,8 @@ async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it()
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "commands".into(), config);
     capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
+    let invoke = Arc::new(capstan::pipeline::InvokeCapability(env.caps.clone()));
+    worker.handle(capstan::pipeline::INVOKE_CAPABILITY, invoke);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
     let api = Api::new(&base).with_key(&key);
@@ -84,4 +86,22 @@ async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it()
         .post("/capabilities/system.command/invoke", json!({"input": {"action": "run", "command": "hello"}}))
         .await;
     assert_eq!(status, 403);
+
+    // A task running a command, cancelled: its worker drops it at the next
+    // lease renewal, and the process group goes with it.
+    let tasks = Tasks::new(env.db.clone());
+    let (task, _) = tasks
+        .enqueue(&capstan::tasks::NewTask {
+            kind: capstan::pipeline::INVOKE_CAPABILITY.into(),
+            subject: None,
+            payload: json!({"capability": "system.command", "input": {"action": "run", "command": "stubborn"}}),
+            dedupe_key: None,
+            max_attempts: 1,
+            created_by: "admin:test".into(),
+        })
+        .await
+        .unwrap();
+    until("the task's command runs", || processes_with("sleep 3142") == 2).await;
+    tasks.cancel(&task.id).await.unwrap();
+    until("the cancelled task's command is stopped", || processes_with("sleep 3142") == 0).await;
 }
