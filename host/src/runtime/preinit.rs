@@ -102,6 +102,12 @@ fn first_line(e: impl std::fmt::Display) -> String {
     e.to_string().lines().next().unwrap_or("").to_string()
 }
 
+/// Where the pre-initialised snapshot of the component with `digest` is
+/// kept; a component whose snapshot is there loads without compiling twice.
+pub fn cached_path(cache_dir: &Path, digest: &str) -> std::path::PathBuf {
+    cache_dir.join("preinit").join(format!("{digest}.wasm"))
+}
+
 /// Returns the pre-initialised component bytes for `bytes` (digest
 /// `digest`), from the cache when it has them.
 pub async fn snapshot(
@@ -113,7 +119,7 @@ pub async fn snapshot(
     cache_dir: &Path,
     limits: CallLimits,
 ) -> Result<Vec<u8>, String> {
-    let cached = cache_dir.join("preinit").join(format!("{digest}.wasm"));
+    let cached = cached_path(cache_dir, digest);
     if let Ok(snap) = std::fs::read(&cached) {
         return Ok(snap);
     }

@@ -203,11 +203,39 @@ impl Runtime {
         let mut report = ScanReport::default();
 
         let mut builtins: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
+        // Built-ins never compiled on this data folder (its first start, or
+        // a new build) take a while each: say so, and how far it got.
+        let cache = self.config.cache_dir();
+        let uncompiled: Vec<&str> = BUILTINS
+            .iter()
+            .filter(|(_, bytes)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
+            .map(|(name, _)| *name)
+            .collect();
+        if startup && !uncompiled.is_empty() {
+            tracing::info!(
+                count = uncompiled.len(),
+                of = BUILTINS.len(),
+                cache = %cache.display(),
+                "compiling built-in components (first start with this build; later starts load them from the cache)"
+            );
+        }
+        let compiling_since = std::time::Instant::now();
+        let mut compiled = 0;
         for (name, bytes) in BUILTINS {
             let loaded = self
                 .load_cached(bytes, Source::BuiltIn(name.to_string()))
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in {name} cannot be loaded: {e}"))?;
+            if startup && uncompiled.contains(name) {
+                compiled += 1;
+                tracing::info!(
+                    component = name,
+                    done = compiled,
+                    of = uncompiled.len(),
+                    elapsed_ms = compiling_since.elapsed().as_millis() as u64,
+                    "compiled a built-in component"
+                );
+            }
             let id = loaded.descriptor.id.clone();
             if builtins.insert(id.clone(), loaded).is_some() {
                 anyhow::bail!("two built-in components declare the id {id}");

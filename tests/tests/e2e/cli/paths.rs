@@ -138,3 +138,49 @@ async fn serve_admin_and_invoke_share_a_relative_data_dir() {
     assert!(via_config.status.success(), "{}", stderr(&via_config));
     assert!(!cwd.join("data/data").exists(), "a relative path was resolved twice");
 }
+
+/// A start that has built-ins to compile says so first, with a count, and
+/// then how far it got: here the shared cache with one built-in's
+/// pre-initialised snapshot taken away (compiling every one would take
+/// the suite a minute).
+#[test]
+fn a_start_with_built_ins_to_compile_says_how_many_and_how_far() {
+    let dir = tempfile::tempdir().unwrap();
+    // The shared cache, holding every built-in's snapshot.
+    let warm = dir.path().join("warm.toml");
+    let settings = format!("data_dir = \"warm\"\ncache_dir = {:?}\n", shared_cache().display().to_string());
+    std::fs::write(&warm, settings).unwrap();
+    let warmed = run_in(dir.path(), &["--config", "warm.toml", "capabilities", "list"]);
+    assert!(warmed.status.success(), "{}", stderr(&warmed));
+
+    // A data folder whose cache is the shared one but for the snapshot of
+    // one built-in.
+    let cache = dir.path().join("data/cache");
+    std::fs::create_dir_all(cache.join("preinit")).unwrap();
+    for entry in std::fs::read_dir(shared_cache()).unwrap().flatten() {
+        if entry.file_name() != "preinit" {
+            std::os::unix::fs::symlink(entry.path(), cache.join(entry.file_name())).unwrap();
+        }
+    }
+    let (_, first) = capstan::runtime::builtins::BUILTINS[0];
+    let taken = format!("{}.wasm", capstan::runtime::loader::digest(first));
+    for entry in std::fs::read_dir(shared_cache().join("preinit")).unwrap().flatten() {
+        if entry.file_name().to_string_lossy() != taken {
+            std::fs::copy(entry.path(), cache.join("preinit").join(entry.file_name())).unwrap();
+        }
+    }
+    let out = Command::new(capstan_bin())
+        .current_dir(dir.path())
+        .args(["capabilities", "list"])
+        .env("RUST_LOG", "info")
+        .env_remove("CAPSTAN_DATA_DIR")
+        .env_remove("CAPSTAN_CONFIG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    let said = log.lines().find(|l| l.contains("compiling built-in components")).unwrap_or_else(|| panic!("{log}"));
+    assert!(said.contains("count=1"), "{said}");
+    assert!(log.lines().any(|l| l.contains("compiled a built-in component") && l.contains("done=1 of=1")), "{log}");
+    assert!(cache.join("preinit").join(&taken).exists(), "compiled into the cache for next time");
+}
