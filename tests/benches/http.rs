@@ -12,7 +12,6 @@
 //! sets each row's length, 4 by default).
 
 use std::process::Command;
-use std::time::Duration;
 
 use axum::Json;
 use axum::routing::post;
@@ -131,5 +130,4 @@ fn main() {
             row(id, c, &echo, &invoke);
         }
     }
-    rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
 }

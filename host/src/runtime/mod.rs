@@ -162,8 +162,10 @@ impl Runtime {
         offset: u64,
         limit: usize,
     ) -> Option<Result<(Vec<u8>, u64), String>> {
-        let read = self.services.commands.output_of(owner, id, offset, limit).await?;
-        Some(read.map_err(|e| e.to_string()))
+        match self.services.commands.output_of(owner, id, offset, limit).await {
+            Err(bindings::capstan::host::types::HostError::NotFound(_)) => None,
+            read => Some(read.map_err(|e| e.to_string())),
+        }
     }
 
     /// Stops the commands `owner` started that still run (its run or task

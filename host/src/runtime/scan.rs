@@ -206,12 +206,17 @@ impl Runtime {
         // Built-ins never compiled on this data folder (its first start, or
         // a new build) take a while each: say so, and how far it got.
         let cache = self.config.cache_dir();
-        let uncompiled: Vec<&str> = BUILTINS
-            .iter()
-            .filter(|(_, bytes)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
-            .map(|(name, _)| *name)
-            .collect();
-        if startup && !uncompiled.is_empty() {
+        // (A later scan finds them loaded already.)
+        let uncompiled: Vec<&str> = if startup {
+            BUILTINS
+                .iter()
+                .filter(|(_, bytes)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
+                .map(|(name, _)| *name)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if !uncompiled.is_empty() {
             tracing::info!(
                 count = uncompiled.len(),
                 of = BUILTINS.len(),
@@ -226,7 +231,7 @@ impl Runtime {
                 .load_cached(bytes, Source::BuiltIn(name.to_string()))
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in {name} cannot be loaded: {e}"))?;
-            if startup && uncompiled.contains(name) {
+            if uncompiled.contains(name) {
                 compiled += 1;
                 tracing::info!(
                     component = name,

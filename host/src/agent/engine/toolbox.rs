@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::agent::providers::{Block, ToolCall, ToolSpec};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
-use crate::agent::tools::results::{Holder, ResultStore, Shown};
+use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Mode, Status};
 
@@ -293,7 +293,7 @@ pub fn answer_local(
                 &caller.holder(),
                 &id,
                 number(input, "offset", 0),
-                number(input, "limit", 4000),
+                number(input, "limit", PREVIEW_CHARS),
             ) {
                 Ok(page) => answer(&call.id, ToolStatus::Succeeded, serde_json::to_string(&page).unwrap_or_default()),
                 Err(e) => failed(&call.id, e),
@@ -320,7 +320,11 @@ pub async fn read_command_output(
     }
     let id = input.get("result_id").and_then(Value::as_str).filter(|id| id.starts_with("cmd_"))?;
     let offset = input.get("offset").and_then(Value::as_u64).unwrap_or(0);
-    let limit = input.get("limit").and_then(Value::as_u64).map_or(4000, |n| n.clamp(1, 16_000) as usize);
+    // Pages as long as the result store's.
+    let limit = input
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(PREVIEW_CHARS, |n| n.clamp(1, 4 * PREVIEW_CHARS as u64) as usize);
     let owner = crate::runtime::host::run_owner(&caller.run_id);
     Some(match runtime.command_output(&owner, id, offset, limit).await? {
         Ok((bytes, total)) => {

@@ -353,13 +353,10 @@ impl Runs {
         self.get(id).await
     }
 
-    /// Appends to the run's stream and the global log.
-    pub async fn append_event(&self, id: &str, kind: &str, payload: &Value) -> Result<i64, RunError> {
-        let mut tx = self.db.begin_write().await?;
-        let seq = append_event_in(&mut tx, &self.db, id, kind, payload).await?;
-        tx.commit().await?;
-        self.events.announce(seq);
-        Ok(seq)
+    /// Appends to the run's stream and the global log, in the next group
+    /// commit.
+    pub async fn append_event(&self, id: &str, kind: &'static str, payload: &Value) -> Result<(), RunError> {
+        self.commit_step(id, StepWrites { events: vec![(kind, payload.clone())], ..StepWrites::default() }).await
     }
 
     /// Every event of the run of `kind`, oldest first.

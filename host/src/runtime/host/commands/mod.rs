@@ -195,24 +195,22 @@ impl CommandHost {
 
     /// Up to `limit` bytes from `offset` of the output of `owner`'s process
     /// `id` (its handle or its archive's name), and how many bytes its
-    /// archive holds now; `None` when `id` names no process of `owner`.
+    /// archive holds now; `not-found` when `id` names no process of `owner`.
     pub async fn output_of(
         &self,
         owner: &str,
         id: &str,
         offset: u64,
         limit: usize,
-    ) -> Option<Result<(Vec<u8>, u64), HostError>> {
+    ) -> Result<(Vec<u8>, u64), HostError> {
         let handle = id.strip_suffix(".log").unwrap_or(id);
-        let process = self.owned(owner, handle).ok()?;
-        let archive = process.archive.clone();
+        let archive = self.owned(owner, handle)?.archive.clone();
         let kept = archive.kept();
-        let read = tokio::task::spawn_blocking(move || archive.read(offset, limit)).await;
-        Some(match read {
-            Ok(Ok(bytes)) => Ok((bytes, kept)),
-            Ok(Err(e)) => Err(HostError::Unavailable(format!("cannot read the output of {handle}: {e}"))),
-            Err(e) => Err(HostError::Internal(format!("reading the output stopped: {e}"))),
-        })
+        tokio::task::spawn_blocking(move || archive.read(offset, limit))
+            .await
+            .map_err(|e| HostError::Internal(format!("reading the output stopped: {e}")))?
+            .map(|bytes| (bytes, kept))
+            .map_err(|e| HostError::Unavailable(format!("cannot read the output of {handle}: {e}")))
     }
 
     fn keep(&self, process: Arc<Process>) {

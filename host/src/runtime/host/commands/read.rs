@@ -22,12 +22,7 @@ impl commands_read::Host for CallState {
         self.check(COMMANDS_READ)?;
         let owner = owner_of(&self.grant);
         let read = self.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
-        match read {
-            Some(answer) => answer.map(|(bytes, _)| bytes),
-            None => Err(HostError::NotFound(format!(
-                "no process {handle} of this caller (handles are reaped a while after they end)"
-            ))),
-        }
+        read.map(|(bytes, _)| bytes)
     }
 
     async fn wait(&mut self, handle: String, timeout_ms: u32) -> Result<CommandStatus, HostError> {
