@@ -1,8 +1,11 @@
-//! Builds the crates in `capabilities/` for wasm32-wasip2 and embeds them as
-//! the built-in capabilities (`$OUT_DIR/builtins.rs`).
+//! Builds the crates in `capabilities/` for wasm32-wasip2, pre-initialises
+//! and compiles each for this build's engine (`build/precompile.rs`), and
+//! embeds both as the built-in capabilities (`$OUT_DIR/builtins.rs`).
 
 #[path = "build/guests.rs"]
 mod guests;
+#[path = "build/precompile.rs"]
+mod precompile;
 
 use std::path::PathBuf;
 
@@ -19,14 +22,25 @@ fn main() {
 
     let crates = guests::guests_in(&folder);
     let built = guests::build(&workspace, &crates, &guests::guest_target_dir(&workspace));
-    let mut code = String::from(
-        "/// Built-in capability components: (crate name, component bytes).\n\
-         pub static BUILTINS: &[(&str, &[u8])] = &[\n",
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let precompiler = precompile::Precompiler::new();
+    let mut code = format!(
+        "/// The compatibility fingerprint of the engine the built-ins were compiled with.\n\
+         pub const PRECOMPILED_FOR: u64 = {};\n\
+         /// Built-in capability components: (crate name, component bytes, the\n\
+         /// pre-initialised snapshot compiled for [`PRECOMPILED_FOR`]).\n\
+         pub static BUILTINS: &[(&str, &[u8], &[u8])] = &[\n",
+        precompiler.compatibility()
     );
     for (guest, path) in crates.iter().zip(&built) {
-        code.push_str(&format!("    ({:?}, include_bytes!({:?})),\n", guest.package, path.display().to_string()));
+        let compiled = precompiler.precompile(&guest.package, path, &out);
+        code.push_str(&format!(
+            "    ({:?}, include_bytes!({:?}), include_bytes!({:?})),\n",
+            guest.package,
+            path.display().to_string(),
+            compiled.display().to_string()
+        ));
     }
     code.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtins.rs");
-    std::fs::write(out, code).unwrap();
+    std::fs::write(out.join("builtins.rs"), code).unwrap();
 }

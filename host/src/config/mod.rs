@@ -82,6 +82,10 @@ pub struct Config {
     pub trusted_proxies: Vec<TrustedProxy>,
     /// Compiled-component cache folder. Default `<data-dir>/cache`.
     pub cache_dir: Option<PathBuf>,
+    /// Compile the built-in components at start rather than use the code
+    /// compiled with the binary. Default false.
+    #[serde(default)]
+    pub compile_builtins: bool,
     /// `sqlite://...` or `postgres://...`. Default: `capstan.db` (SQLite) in
     /// the data directory.
     pub database_url: Option<String>,

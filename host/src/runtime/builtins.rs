@@ -1,7 +1,15 @@
-//! The capabilities compiled into the binary, and the core set the host
-//! refuses to start without. This is the one place the core set is defined.
+//! The capabilities compiled into the binary — each component with its
+//! pre-initialised snapshot compiled ahead by the build script
+//! (`host/build/precompile.rs`) — and the core set the host refuses to start
+//! without. This is the one place the core set is defined.
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// Whether `engine` can run the code the build compiled for the built-ins:
+/// its compatibility fingerprint is the one they were compiled for.
+pub fn precompiled_fits(engine: &wasmtime::Engine) -> bool {
+    super::engine_config::compatibility(engine) == PRECOMPILED_FOR
+}
 
 /// Capability ids that must be present, exactly once, for the host to start.
 pub const CORE_CAPABILITIES: &[&str] = &[

@@ -102,10 +102,9 @@ pub async fn load(
     let digest = digest(bytes);
     let mut component =
         compile(engine, bytes.to_vec()).await.map_err(|e| format!("not a valid component: {}", first_line(&e)))?;
-
-    let names: Vec<String> = component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
-    // Unknown imports are refused before linking, so the reason is ours and clear.
-    effects::check_imports(names.iter().map(String::as_str), EffectClass::Execute)?;
+    // Unknown imports are refused before anything runs, so the reason is
+    // ours and clear.
+    import_names(engine, &component)?;
 
     if preinit::wanted(&component) {
         let snap = preinit::snapshot(engine, linker, services, bytes, &digest, cache_dir, DESCRIBE_LIMITS).await?;
@@ -113,7 +112,65 @@ pub async fn load(
             .await
             .map_err(|e| format!("pre-initialised component is not valid: {}", first_line(&e)))?;
     }
+    link_and_describe(engine, linker, services, component, digest, source).await
+}
 
+/// Loads a built-in component from the code the build compiled ahead for
+/// this engine when the engine can use it, otherwise like any component.
+pub async fn load_builtin(
+    engine: &Engine,
+    linker: &Linker<CallState>,
+    services: &Arc<HostServices>,
+    (name, bytes, precompiled): (&str, &[u8], &'static [u8]),
+    use_precompiled: bool,
+    cache_dir: &Path,
+) -> Result<Loaded, String> {
+    let source = Source::BuiltIn(name.to_string());
+    if use_precompiled {
+        match deserialize_builtin(engine, precompiled) {
+            Ok(component) => {
+                return link_and_describe(engine, linker, services, component, digest(bytes), source).await;
+            }
+            Err(e) => tracing::warn!(
+                component = name,
+                error = %first_line(&e),
+                "the code compiled with this build for a built-in was refused; compiling it"
+            ),
+        }
+    }
+    load(engine, linker, services, bytes, source, cache_dir).await
+}
+
+/// Code compiled ahead for a built-in, as a component of `engine`.
+#[allow(unsafe_code)]
+fn deserialize_builtin(engine: &Engine, code: &'static [u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `code` is part of this binary: its build script produced it
+    // with `Engine::precompile_component` of this wasmtime, with the engine
+    // configuration this engine was made with (`engine_config`), and it is
+    // never read from a file anyone could replace. wasmtime still checks its
+    // header (version, configuration, target features) and refuses a
+    // mismatch, which the caller answers by compiling.
+    unsafe { Component::deserialize(engine, code) }
+}
+
+/// The names `component` imports, refused when one is not offered at all.
+fn import_names(engine: &Engine, component: &Component) -> Result<Vec<String>, String> {
+    let names: Vec<String> = component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect();
+    effects::check_imports(names.iter().map(String::as_str), EffectClass::Execute)?;
+    Ok(names)
+}
+
+/// Links a compiled (and pre-initialised) component, finds its exports,
+/// calls `describe` and checks the label against the imports.
+async fn link_and_describe(
+    engine: &Engine,
+    linker: &Linker<CallState>,
+    services: &Arc<HostServices>,
+    component: Component,
+    digest: String,
+    source: Source,
+) -> Result<Loaded, String> {
+    let names = import_names(engine, &component)?;
     let pre = linker
         .instantiate_pre(&component)
         .map_err(|e| format!("cannot be linked against the host: {}", first_line(&e)))?;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::Runtime;
-use super::builtins::{BUILTINS, CORE_CAPABILITIES};
+use super::builtins::{BUILTINS, CORE_CAPABILITIES, precompiled_fits};
 use super::loader::{self, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
@@ -151,7 +151,14 @@ impl Runtime {
         self.component_events_ready.notified().await
     }
 
-    async fn load_cached(&self, bytes: &[u8], source: Source) -> Result<Arc<Loaded>, String> {
+    /// Loads `bytes` (a built-in when `builtin` holds its name and the code
+    /// compiled for it), once per digest and source.
+    async fn load_cached(
+        &self,
+        bytes: &[u8],
+        source: Source,
+        builtin: Option<(&str, &'static [u8])>,
+    ) -> Result<Arc<Loaded>, String> {
         let digest = loader::digest(bytes);
         if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
             && hit.source == source
@@ -162,16 +169,16 @@ impl Runtime {
         if let Some(reason) = self.refusals.lock().unwrap_or_else(|e| e.into_inner()).get(&digest) {
             return Err(reason.clone());
         }
-        let loaded = match loader::load(
-            &self.engine,
-            &self.linker,
-            &self.loading,
-            bytes,
-            source,
-            &self.config.cache_dir(),
-        )
-        .await
-        {
+        let cache = self.config.cache_dir();
+        let loading = match builtin {
+            Some((name, precompiled)) => {
+                let fits = !self.config.compile_builtins && precompiled_fits(&self.engine);
+                let builtin = (name, bytes, precompiled);
+                loader::load_builtin(&self.engine, &self.linker, &self.loading, builtin, fits, &cache).await
+            }
+            None => loader::load(&self.engine, &self.linker, &self.loading, bytes, source, &cache).await,
+        };
+        let loaded = match loading {
             Ok(loaded) => Arc::new(loaded),
             Err(reason) => {
                 // A refusal that depends on the moment (a deadline missed on
@@ -203,32 +210,38 @@ impl Runtime {
         let mut report = ScanReport::default();
 
         let mut builtins: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
-        // Built-ins never compiled on this data folder (its first start, or
-        // a new build) take a while each: say so, and how far it got.
+        // Built-ins are loaded from the code compiled with the binary. When
+        // this engine cannot use it (another machine's CPU features, or
+        // `compile_builtins`), those never compiled on this data folder take
+        // a while each: say so, and how far it got. (A later scan finds them
+        // loaded already.)
         let cache = self.config.cache_dir();
-        // (A later scan finds them loaded already.)
-        let uncompiled: Vec<&str> = if startup {
+        let fits = !self.config.compile_builtins && precompiled_fits(&self.engine);
+        let uncompiled: Vec<&str> = if startup && !fits {
             BUILTINS
                 .iter()
-                .filter(|(_, bytes)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
-                .map(|(name, _)| *name)
+                .filter(|(_, bytes, _)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
+                .map(|(name, _, _)| *name)
                 .collect()
         } else {
             Vec::new()
         };
+        if startup && fits {
+            tracing::info!(count = BUILTINS.len(), "loading the built-in components compiled with the binary");
+        }
         if !uncompiled.is_empty() {
             tracing::info!(
                 count = uncompiled.len(),
                 of = BUILTINS.len(),
                 cache = %cache.display(),
-                "compiling built-in components (first start with this build; later starts load them from the cache)"
+                "compiling built-in components (the code built with the binary does not fit this engine; later starts load them from the cache)"
             );
         }
         let compiling_since = std::time::Instant::now();
         let mut compiled = 0;
-        for (name, bytes) in BUILTINS {
+        for (name, bytes, precompiled) in BUILTINS {
             let loaded = self
-                .load_cached(bytes, Source::BuiltIn(name.to_string()))
+                .load_cached(bytes, Source::BuiltIn(name.to_string()), Some((name, precompiled)))
                 .await
                 .map_err(|e| anyhow::anyhow!("built-in {name} cannot be loaded: {e}"))?;
             if uncompiled.contains(name) {
@@ -254,7 +267,7 @@ impl Runtime {
         for file in wasm_files(&self.config.capabilities_dir()) {
             let result = match read_component(&file, self.config.max_component_bytes()) {
                 Ok(bytes) => {
-                    let result = self.load_cached(&bytes, Source::Directory(file.clone())).await;
+                    let result = self.load_cached(&bytes, Source::Directory(file.clone()), None).await;
                     if let Ok(loaded) = &result {
                         bytes_by_digest.insert(loaded.digest.clone(), bytes);
                     }
@@ -371,7 +384,7 @@ impl Runtime {
         let known = state.known.get(id)?;
         let path = self.retained_dir().join(format!("{}.wasm", known.digest));
         let bytes = std::fs::read(&path).ok()?;
-        self.load_cached(&bytes, Source::Retained(path)).await.ok()
+        self.load_cached(&bytes, Source::Retained(path), None).await.ok()
     }
 
     /// Records the operator's acceptance of the held replacement for `id`;
