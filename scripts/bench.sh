@@ -20,3 +20,4 @@ cargo bench -p capstan-tests --bench runtime
 cargo bench -p capstan-tests --bench durable
 cargo bench -p capstan-tests --bench http
 cargo bench -p capstan-tests --bench agent
+cargo bench -p capstan-tests --bench memory

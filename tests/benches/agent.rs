@@ -26,6 +26,7 @@ use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::host::TestHost;
+use capstan_tests::load::resident_bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -48,11 +49,6 @@ impl Provider for Timed {
             answer
         })
     }
-}
-
-fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
 
 async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {

@@ -11,60 +11,14 @@
 //! Run with `cargo bench -p capstan-tests --bench http` (`BENCH_SECONDS`
 //! sets each row's length, 4 by default).
 
-use std::process::Command;
-
 use axum::Json;
 use axum::routing::post;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan_tests::components;
 use capstan_tests::host::TestHost;
+use capstan_tests::load::{Load, wrk};
 use serde_json::{Value, json};
-
-/// What one `wrk` run measured.
-struct Load {
-    rate: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: u64,
-}
-
-/// `wrk` with `connections` connections posting `body` to `url` for `secs`.
-fn wrk(url: &str, key: Option<&str>, body: &str, connections: usize, secs: u64) -> Load {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("post.lua");
-    let auth = key.map(|k| format!("wrk.headers[\"Authorization\"] = \"Bearer {k}\"\n")).unwrap_or_default();
-    let lua = format!(
-        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n{auth}"
-    );
-    std::fs::write(&script, lua).unwrap();
-    let threads = connections.min(2).to_string();
-    let out = Command::new("wrk")
-        .args(["--latency", "-t", &threads, "-c", &connections.to_string(), "-d", &format!("{secs}s"), "-s"])
-        .arg(&script)
-        .arg(url)
-        .output()
-        .expect("wrk is not installed: scripts/bench.sh installs it (Debian package wrk)");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
-    let millis = |s: Option<String>| {
-        let s = s.unwrap_or_default();
-        let (number, unit) = s.split_at(s.find(|c: char| c.is_alphabetic()).unwrap_or(s.len()));
-        let n: f64 = number.parse().unwrap_or(f64::NAN);
-        match unit {
-            "us" => n / 1e3,
-            "ms" => n,
-            "s" => n * 1e3,
-            _ => f64::NAN,
-        }
-    };
-    Load {
-        rate: field("Requests/sec:").and_then(|r| r.parse().ok()).unwrap_or(f64::NAN),
-        p50_ms: millis(field("50%")),
-        p99_ms: millis(field("99%")),
-        errors: field("Non-2xx or 3xx responses:").and_then(|r| r.parse().ok()).unwrap_or(0),
-    }
-}
 
 /// Serves the bare route: the JSON body back, nothing else.
 async fn serve_echo() -> String {
@@ -123,7 +77,7 @@ fn main() {
             // The anchor first, then the invoke, each with the same load
             // (`BENCH_NO_ANCHOR=1` leaves the anchor out, for profiling).
             let echo = match std::env::var_os("BENCH_NO_ANCHOR") {
-                Some(_) => Load { rate: f64::NAN, p50_ms: f64::NAN, p99_ms: f64::NAN, errors: 0 },
+                Some(_) => Load { rate: f64::NAN, p50_ms: f64::NAN, p99_ms: f64::NAN, errors: 0, requests: 0 },
                 None => wrk(&echo, None, &body, c, secs),
             };
             let invoke = wrk(&url, Some(&key), &body, c, secs);

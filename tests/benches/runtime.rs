@@ -3,7 +3,10 @@
 //! - p50/p99 of one `release.inspect` call through the sandbox, the same
 //!   parse natively in-process, and their ratio;
 //! - a trivial call (instantiate + call + drop) of a component that does
-//!   almost nothing;
+//!   almost nothing, beside raw wasmtime doing the same in the same run: an
+//!   `InstancePre` of the same pre-initialised component, an engine with
+//!   the same configuration, a fresh store per call with WASI granting
+//!   nothing, the call, the drop — and no Capstan code;
 //! - calls per second with 1, 2 and 8 concurrent callers.
 //!
 //! Run with `cargo bench -p capstan-tests --bench runtime`.
@@ -12,9 +15,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan::Runtime;
+use capstan::runtime::bindings::exports::capstan::capability::capability::GuestIndices;
 use capstan::runtime::{Actor, EffectClass, Grant, Status};
 use capstan_tests::components;
 use capstan_tests::host::TestHost;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
 const NAMES: &[&str] = &[
     "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.Atmos.DV.HDR.H.265-FLUX.mkv",
@@ -82,6 +89,50 @@ async fn throughput(runtime: &Arc<Runtime>, callers: usize, per_caller: usize, i
     );
 }
 
+/// The engine configuration of this build (the file the host and its build
+/// script use), so the raw figure runs the same compiled code.
+#[path = "../../host/src/runtime/engine_config.rs"]
+#[allow(dead_code)]
+mod engine_config;
+
+struct RawState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for RawState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// The trivial call with wasmtime alone: `snapshot` is the pre-initialised
+/// component the host runs.
+async fn raw_wasmtime(snapshot: &[u8], rounds: usize) -> Vec<Duration> {
+    let engine = Engine::new(&engine_config::config(64 << 20)).unwrap();
+    let component = Component::new(&engine, snapshot).unwrap();
+    let mut linker: Linker<RawState> = Linker::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+    linker.define_unknown_imports_as_traps(&component).unwrap();
+    let pre = linker.instantiate_pre(&component).unwrap();
+    let exports = GuestIndices::new(&pre).unwrap();
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds + 200 {
+        let started = Instant::now();
+        let mut store = Store::new(&engine, RawState { wasi: WasiCtx::builder().build(), table: ResourceTable::new() });
+        store.set_fuel(1_000_000_000).unwrap();
+        store.set_epoch_deadline(1 << 40);
+        let instance = pre.instantiate_async(&mut store).await.unwrap();
+        let guest = exports.load(&mut store, &instance).unwrap();
+        let result = guest.call_invoke(&mut store, "{}").await.unwrap();
+        assert!(result.is_ok());
+        drop(store);
+        samples.push(started.elapsed());
+    }
+    // The first 200 warm the pool and the code up.
+    samples.split_off(200)
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
@@ -98,6 +149,15 @@ fn main() {
         let trivial = summary(
             "trivial call (instantiate + call + drop)",
             sandboxed(&runtime, "test.probe", &["{}".to_string()], 5_000).await,
+        );
+        let digest = capstan::runtime::loader::digest(&std::fs::read(components::PROBE_LITE).unwrap());
+        let snapshot =
+            std::fs::read(capstan_tests::host::shared_cache().join("preinit").join(format!("{digest}.wasm")))
+                .expect("the host keeps the pre-initialised probe in its cache");
+        let raw = summary("the same with raw wasmtime (anchor)", raw_wasmtime(&snapshot, 5_000).await);
+        println!(
+            "trivial call / raw wasmtime p50 ratio: {:.2}x   (target ≤ 1.2x)",
+            trivial.as_secs_f64() / raw.as_secs_f64()
         );
         let sandbox =
             summary("release.inspect in the sandbox", sandboxed(&runtime, "release.inspect", &inputs, 3_000).await);

@@ -19,6 +19,7 @@ pub mod fixtures;
 pub mod grants;
 pub mod host;
 pub mod llm_rules;
+pub mod load;
 pub mod mock_llm;
 pub mod mock_router;
 pub mod mock_service;

@@ -1,0 +1,73 @@
+//! Load from outside the process for the benchmarks: `wrk` (installed by
+//! `scripts/bench.sh`) posting a JSON body, and the resident memory of a
+//! process.
+
+use std::process::Command;
+
+/// What one `wrk` run measured.
+pub struct Load {
+    pub rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: u64,
+    /// Requests completed.
+    pub requests: u64,
+}
+
+/// `wrk` with `connections` connections posting `body` to `url` for `secs`.
+pub fn wrk(url: &str, key: Option<&str>, body: &str, connections: usize, secs: u64) -> Load {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("post.lua");
+    let auth = key.map(|k| format!("wrk.headers[\"Authorization\"] = \"Bearer {k}\"\n")).unwrap_or_default();
+    let lua = format!(
+        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n{auth}"
+    );
+    std::fs::write(&script, lua).unwrap();
+    let threads = connections.min(2).to_string();
+    let out = Command::new("wrk")
+        .args(["--latency", "-t", &threads, "-c", &connections.to_string(), "-d", &format!("{secs}s"), "-s"])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .expect("wrk is not installed: scripts/bench.sh installs it (Debian package wrk)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
+    let millis = |s: Option<String>| {
+        let s = s.unwrap_or_default();
+        let (number, unit) = s.split_at(s.find(|c: char| c.is_alphabetic()).unwrap_or(s.len()));
+        let n: f64 = number.parse().unwrap_or(f64::NAN);
+        match unit {
+            "us" => n / 1e3,
+            "ms" => n,
+            "s" => n * 1e3,
+            _ => f64::NAN,
+        }
+    };
+    Load {
+        rate: field("Requests/sec:").and_then(|r| r.parse().ok()).unwrap_or(f64::NAN),
+        p50_ms: millis(field("50%")),
+        p99_ms: millis(field("99%")),
+        errors: field("Non-2xx or 3xx responses:").and_then(|r| r.parse().ok()).unwrap_or(0),
+        requests: text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0),
+    }
+}
+
+/// Resident memory of this process, bytes (`VmRSS` in `/proc/self/status`).
+pub fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Bytes as MiB with one decimal.
+pub fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
