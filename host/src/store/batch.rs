@@ -1,5 +1,5 @@
 //! Group commit: the hot paths' writes (audit appends with their events,
-//! ledger claims and finishes, run events) are handed to the database's one
+//! ledger claims and finishes, run events, task state) are handed to the database's one
 //! writer as a piece of work over a transaction. The writer takes whatever
 //! is queued, runs each piece in one transaction, commits once — one sync
 //! for the whole batch — and only then answers each caller, so a caller's

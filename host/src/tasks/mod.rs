@@ -2,7 +2,9 @@
 //! kind, a subject, a JSON payload, attempts with exponential backoff, a
 //! dedupe key (one active task per key), and a lease that a worker renews
 //! while it works. A worker whose lease lapses is replaced by another; the
-//! lease token fences the old one out, so a task completes once.
+//! lease token fences the old one out, so a task completes once. Every
+//! change of a task's state goes through the database's group commit
+//! (`store::batch`), batched with whatever else is being written.
 
 mod queue;
 pub mod worker;
@@ -131,6 +133,17 @@ pub enum TaskError {
     Sql(#[from] sqlx::Error),
 }
 
+/// A value bound to a task statement run through the group commit.
+#[derive(Clone)]
+enum Bind {
+    Text(Option<String>),
+    Int(i64),
+}
+
+fn text(value: &str) -> Bind {
+    Bind::Text(Some(value.to_string()))
+}
+
 /// Backoff before attempt `attempts + 1`: 1 s doubling, at most 5 minutes.
 pub fn backoff(attempts: i64) -> Duration {
     let exp = attempts.clamp(0, 9) as u32;
@@ -156,9 +169,14 @@ impl Tasks {
     /// Enqueues a task; with a dedupe key that an active task already holds,
     /// returns that task instead (and `false`).
     pub async fn enqueue(&self, new: &NewTask) -> Result<(Task, bool), TaskError> {
-        let mut tx = self.db.begin_write().await?;
-        let (id, created) = Tasks::enqueue_in(&mut tx, new).await?;
-        tx.commit().await?;
+        let new = new.clone();
+        let (id, created) = self
+            .db
+            .write(move |tx| {
+                let new = new.clone();
+                Box::pin(async move { Tasks::enqueue_in(tx, &new).await })
+            })
+            .await?;
         Ok((self.get(&id).await?.ok_or_else(|| TaskError::NotFound(id))?, created))
     }
 
@@ -281,56 +299,97 @@ impl Tasks {
         );
         let update = "UPDATE task SET status = 'running', attempts = attempts + 1, lease_owner = $2, \
                       lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5";
-        let mut tx = self.db.begin_write().await?;
-        // PostgreSQL lets concurrent workers skip each other's locked rows;
-        // SQLite's write lock (BEGIN IMMEDIATE) already serialises claims.
+        // PostgreSQL lets concurrent workers skip each other's locked rows
+        // (a batch's own earlier claims it sees as running already);
+        // SQLite's one writer already serialises claims.
         let pick = match self.db.backend {
             Backend::Postgres => {
                 format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED")
             }
             Backend::Sqlite => format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1"),
         };
-        let mut query = sqlx::query_scalar::<_, String>(&pick).bind(now);
-        for kind in kinds.unwrap_or_default() {
-            query = query.bind(*kind);
+        let kinds: Vec<String> = kinds.unwrap_or_default().iter().map(|k| k.to_string()).collect();
+        let owner = owner.to_string();
+        let claimed = self
+            .db
+            .write(move |tx| {
+                let (pick, kinds, owner, token) = (pick.clone(), kinds.clone(), owner.clone(), token.clone());
+                Box::pin(async move {
+                    let mut query = sqlx::query_scalar::<_, String>(&pick).bind(now);
+                    for kind in &kinds {
+                        query = query.bind(kind);
+                    }
+                    let Some(id) = query.fetch_optional(&mut **tx).await? else {
+                        return Ok::<_, sqlx::Error>(None);
+                    };
+                    sqlx::query(update)
+                        .bind(now)
+                        .bind(&owner)
+                        .bind(&token)
+                        .bind(expires)
+                        .bind(&id)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(Some(id))
+                })
+            })
+            .await?;
+        match claimed {
+            Some(id) => self.get(&id).await,
+            None => Ok(None),
         }
-        let Some(id) = query.fetch_optional(&mut *tx).await? else {
-            tx.commit().await?;
-            return Ok(None);
-        };
-        sqlx::query(update).bind(now).bind(owner).bind(&token).bind(expires).bind(&id).execute(&mut *tx).await?;
-        tx.commit().await?;
-        self.get(&id).await
     }
 
     /// Extends the lease; fails when another worker took the task over.
     pub async fn renew(&self, task: &Task, lease: Duration) -> Result<(), TaskError> {
-        let n = sqlx::query(
-            "UPDATE task SET lease_expires_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'",
-        )
-        .bind(now_ms() + lease.as_millis() as i64)
-        .bind(&task.id)
-        .bind(&task.lease_token)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
+        let n = self
+            .update(
+                "UPDATE task SET lease_expires_at = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'",
+                vec![
+                    Bind::Int(now_ms() + lease.as_millis() as i64),
+                    text(&task.id),
+                    Bind::Text(task.lease_token.clone()),
+                ],
+            )
+            .await?;
         if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
     }
 
     /// Records success, fenced by the lease token.
     pub async fn succeed(&self, task: &Task, result: &serde_json::Value) -> Result<(), TaskError> {
-        let n = sqlx::query(
-            "UPDATE task SET status = 'succeeded', result = $1, lease_owner = NULL, lease_expires_at = NULL, \
-             updated_at = $2 WHERE id = $3 AND lease_token = $4 AND status = 'running'",
-        )
-        .bind(result.to_string())
-        .bind(now_ms())
-        .bind(&task.id)
-        .bind(&task.lease_token)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
+        let n = self
+            .update(
+                "UPDATE task SET status = 'succeeded', result = $1, lease_owner = NULL, lease_expires_at = NULL, \
+                 updated_at = $2 WHERE id = $3 AND lease_token = $4 AND status = 'running'",
+                vec![
+                    Bind::Text(Some(result.to_string())),
+                    Bind::Int(now_ms()),
+                    text(&task.id),
+                    Bind::Text(task.lease_token.clone()),
+                ],
+            )
+            .await?;
         if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
+    }
+
+    /// Runs one statement through the group commit; how many rows it
+    /// changed.
+    async fn update(&self, sql: &'static str, binds: Vec<Bind>) -> Result<u64, sqlx::Error> {
+        self.db
+            .write(move |tx| {
+                let binds = binds.clone();
+                Box::pin(async move {
+                    let mut query = sqlx::query(sql);
+                    for bind in binds {
+                        query = match bind {
+                            Bind::Text(v) => query.bind(v),
+                            Bind::Int(v) => query.bind(v),
+                        };
+                    }
+                    Ok(query.execute(&mut **tx).await?.rows_affected())
+                })
+            })
+            .await
     }
 
     /// Records a failed attempt: queued again after a backoff, or dead when
@@ -348,34 +407,33 @@ impl Tasks {
     async fn record_failure(&self, task: &Task, error: &str, dead: bool) -> Result<TaskStatus, TaskError> {
         let status = if dead { TaskStatus::Dead } else { TaskStatus::Queued };
         let run_after = now_ms() + backoff(task.attempts).as_millis() as i64;
-        let n = sqlx::query(
-            "UPDATE task SET status = $1, last_error = $2, run_after = $3, lease_owner = NULL, lease_expires_at = NULL, \
-             updated_at = $4 WHERE id = $5 AND lease_token = $6 AND status = 'running'",
-        )
-        .bind(status.as_str())
-        .bind(error)
-        .bind(run_after)
-        .bind(now_ms())
-        .bind(&task.id)
-        .bind(&task.lease_token)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
+        let n = self
+            .update(
+                "UPDATE task SET status = $1, last_error = $2, run_after = $3, lease_owner = NULL, \
+                 lease_expires_at = NULL, updated_at = $4 WHERE id = $5 AND lease_token = $6 AND status = 'running'",
+                vec![
+                    text(status.as_str()),
+                    text(error),
+                    Bind::Int(run_after),
+                    Bind::Int(now_ms()),
+                    text(&task.id),
+                    Bind::Text(task.lease_token.clone()),
+                ],
+            )
+            .await?;
         if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(status) }
     }
 
     /// Cancels a queued or running task. A running handler finds out when it
     /// next renews its lease.
     pub async fn cancel(&self, id: &str) -> Result<Task, TaskError> {
-        let n = sqlx::query(
-            "UPDATE task SET status = 'cancelled', lease_token = NULL, updated_at = $1 \
-             WHERE id = $2 AND status IN ('queued', 'running')",
-        )
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.db.pool)
-        .await?
-        .rows_affected();
+        let n = self
+            .update(
+                "UPDATE task SET status = 'cancelled', lease_token = NULL, updated_at = $1 \
+                 WHERE id = $2 AND status IN ('queued', 'running')",
+                vec![Bind::Int(now_ms()), text(id)],
+            )
+            .await?;
         let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
         if n == 0 {
             return Err(TaskError::WrongState(id.to_string(), task.status.as_str(), "cancelled"));
@@ -385,17 +443,16 @@ impl Tasks {
 
     /// Queues a dead, failed or cancelled task again with fresh attempts.
     pub async fn retry(&self, id: &str) -> Result<Task, TaskError> {
-        let n = sqlx::query(
-            "UPDATE task SET status = 'queued', attempts = 0, run_after = $1, last_error = NULL, updated_at = $1 \
-             WHERE id = $2 AND status IN ('dead', 'failed', 'cancelled')",
-        )
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.db.pool)
-        .await;
+        let n = self
+            .update(
+                "UPDATE task SET status = 'queued', attempts = 0, run_after = $1, last_error = NULL, updated_at = $1 \
+                 WHERE id = $2 AND status IN ('dead', 'failed', 'cancelled')",
+                vec![Bind::Int(now_ms()), text(id)],
+            )
+            .await;
         let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
         match n {
-            Ok(r) if r.rows_affected() == 1 => Ok(task),
+            Ok(1) => Ok(task),
             Ok(_) => Err(TaskError::WrongState(id.to_string(), task.status.as_str(), "retried")),
             // Another active task holds the same dedupe key.
             Err(e) if crate::store::is_unique_violation(&e) => {

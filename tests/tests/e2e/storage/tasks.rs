@@ -1,7 +1,8 @@
 //! Durable tasks: dedupe, backoff to dead, cancel and retry; and two worker
 //! processes where one is killed with SIGKILL mid-task and the other takes
 //! the task over after the lease lapses and completes it once. On SQLite and
-//! on PostgreSQL.
+//! on PostgreSQL; and many claimers on two database handles taking every
+//! task exactly once.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -139,7 +140,48 @@ async fn a_killed_worker_is_replaced_and_the_task_completes_once(backend: Backen
     assert!(!completions[0].event.principal.contains(&first_owner), "the killed worker did not complete it");
 }
 
-both_backends!(dedupe_backoff_cancel_and_retry, a_killed_worker_is_replaced_and_the_task_completes_once);
+/// Claims are batched by each database handle's writer: many claimers on
+/// two handles (two processes, on PostgreSQL two writers whose batches
+/// skip each other's locked rows) take every task, each exactly once.
+async fn concurrent_claims_take_each_task_once(backend: Backend) {
+    let host = TestHost::new();
+    let url = fresh_url(backend, host.dir.path()).await;
+    let first = Tasks::new(Db::open(&url).await.unwrap());
+    let second = Tasks::new(Db::open(&url).await.unwrap());
+    let total = 200;
+    for n in 0..total {
+        first.enqueue(&new_task(json!({ "n": n }), None)).await.unwrap();
+    }
+    let mut claimers = Vec::new();
+    for c in 0..16 {
+        let tasks = if c % 2 == 0 { first.clone() } else { second.clone() };
+        claimers.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            while let Some(task) = tasks.claim(&format!("w{c}"), Duration::from_secs(60)).await.unwrap() {
+                got.push(task.id);
+            }
+            got
+        }));
+    }
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.unwrap());
+    }
+    let distinct: std::collections::BTreeSet<_> = claimed.iter().collect();
+    assert_eq!(claimed.len(), total, "every task claimed once, none twice");
+    assert_eq!(distinct.len(), total);
+    let twice: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM task WHERE attempts <> 1 OR status <> 'running'")
+        .fetch_one(&tasks_db(&first))
+        .await
+        .unwrap();
+    assert_eq!(twice, 0, "a task was claimed more than once or not at all");
+}
+
+both_backends!(
+    dedupe_backoff_cancel_and_retry,
+    a_killed_worker_is_replaced_and_the_task_completes_once,
+    concurrent_claims_take_each_task_once
+);
 
 /// Waits until task `id` is dead, and answers it.
 async fn dead(tasks: &Tasks, id: &str) -> capstan::tasks::Task {
