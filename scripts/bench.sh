@@ -21,3 +21,6 @@ cargo bench -p capstan-tests --bench durable
 cargo bench -p capstan-tests --bench http
 cargo bench -p capstan-tests --bench agent
 cargo bench -p capstan-tests --bench memory
+# The scale-out benchmark runs the release binary as its workers.
+cargo build --release -p capstan
+cargo bench -p capstan-tests --bench scaleout

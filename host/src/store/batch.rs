@@ -11,6 +11,11 @@
 //! batches commit with `NORMAL`, durable across a crash. One writer, so
 //! the hot paths never wait on each other for SQLite's write lock.
 //!
+//! On PostgreSQL a batch holds an advisory lock until it commits, so the
+//! batches of several processes on one database run one at a time (each
+//! still taking whatever its process queued meanwhile) and can never
+//! deadlock on the rows they share.
+//!
 //! A piece that fails fails alone: the batch is rolled back, that piece is
 //! answered with its error (it changed nothing), and the others run again
 //! in a new transaction. So a piece may run more than once before the
@@ -210,6 +215,18 @@ async fn begin(pool: &AnyPool, backend: Backend, durable: bool) -> Result<Tx, sq
             conn.execute(level).await?;
             Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await
         }
-        Backend::Postgres => Transaction::begin(conn, None).await,
+        Backend::Postgres => {
+            let mut tx = Transaction::begin(conn, None).await?;
+            // Batches of different processes lock the same hot rows (the
+            // audit and event heads, a grant's budget) in whatever order
+            // their pieces came, which deadlocks two batches and fails a
+            // piece that did nothing wrong. Taken in turn, they cannot.
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(BATCH_LOCK).execute(&mut *tx).await?;
+            Ok(tx)
+        }
     }
 }
+
+/// The PostgreSQL advisory lock a batch holds until it commits: one batch
+/// at a time across every process on the database.
+const BATCH_LOCK: i64 = 0x6361_7073_7461_6e01;

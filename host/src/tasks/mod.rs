@@ -294,32 +294,48 @@ impl Tasks {
                 format!(" AND kind IN ({})", marks.join(", "))
             }
         };
-        let ready = format!(
-            "((status = 'queued' AND run_after <= $1) OR (status = 'running' AND lease_expires_at < $1)){of_kind}"
-        );
         let update = "UPDATE task SET status = 'running', attempts = attempts + 1, lease_owner = $2, \
                       lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5";
+        // A task whose worker's lease lapsed goes first (it was started
+        // before anything still queued), then the queued ones in order. Two
+        // queries, each read in order off the `task_claim_order` index: one
+        // query with both conditions would sort every ready task per claim.
         // PostgreSQL lets concurrent workers skip each other's locked rows
         // (a batch's own earlier claims it sees as running already);
         // SQLite's one writer already serialises claims.
-        let pick = match self.db.backend {
-            Backend::Postgres => {
-                format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED")
-            }
-            Backend::Sqlite => format!("SELECT id FROM task WHERE {ready} ORDER BY run_after, id LIMIT 1"),
+        let lock = match self.db.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
         };
+        let picks = [
+            format!(
+                "SELECT id FROM task WHERE status = 'running' AND lease_expires_at < $1{of_kind} \
+                 ORDER BY run_after, id LIMIT 1{lock}"
+            ),
+            format!(
+                "SELECT id FROM task WHERE status = 'queued' AND run_after <= $1{of_kind} \
+                 ORDER BY run_after, id LIMIT 1{lock}"
+            ),
+        ];
         let kinds: Vec<String> = kinds.unwrap_or_default().iter().map(|k| k.to_string()).collect();
         let owner = owner.to_string();
         let claimed = self
             .db
             .write(move |tx| {
-                let (pick, kinds, owner, token) = (pick.clone(), kinds.clone(), owner.clone(), token.clone());
+                let (picks, kinds, owner, token) = (picks.clone(), kinds.clone(), owner.clone(), token.clone());
                 Box::pin(async move {
-                    let mut query = sqlx::query_scalar::<_, String>(&pick).bind(now);
-                    for kind in &kinds {
-                        query = query.bind(kind);
+                    let mut found = None;
+                    for pick in &picks {
+                        let mut query = sqlx::query_scalar::<_, String>(pick).bind(now);
+                        for kind in &kinds {
+                            query = query.bind(kind);
+                        }
+                        found = query.fetch_optional(&mut **tx).await?;
+                        if found.is_some() {
+                            break;
+                        }
                     }
-                    let Some(id) = query.fetch_optional(&mut **tx).await? else {
+                    let Some(id) = found else {
                         return Ok::<_, sqlx::Error>(None);
                     };
                     sqlx::query(update)

@@ -2,7 +2,9 @@
 //! caller answered only after it; a piece that fails — an error of its own,
 //! a constraint, a panic — fails alone and leaves nothing, while the
 //! pieces batched with it are kept; and the audit log's hash chain holds
-//! under many concurrent appends.
+//! under many concurrent appends — also when two processes' writers append
+//! audit rows and publish events together, locking the same head rows in
+//! whatever order their batches hold them.
 
 use std::time::Duration;
 
@@ -94,7 +96,49 @@ async fn the_audit_chain_holds_under_concurrent_batched_appends(backend: Backend
     assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 1600 });
 }
 
+/// Two database handles (two processes' writers) whose batches mix audit
+/// appends (the audit head, then the event head) with published events
+/// (the event head alone): every write succeeds, none is failed by the two
+/// batches waiting on each other's rows, and the chain holds.
+async fn two_writers_on_one_database_never_fail_each_others_writes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(backend, dir.path()).await;
+    let handles = [Db::open(&url).await.unwrap(), Db::open(&url).await.unwrap()];
+    let writers = (0..16).map(|w| {
+        let db = handles[w % 2].clone();
+        tokio::spawn(async move {
+            let audit = Audit::new(db.clone());
+            let events = capstan::events::Events::new(db);
+            let mut failures = Vec::new();
+            for i in 0..60 {
+                let result = if (w + i) % 2 == 0 {
+                    let event = NewEvent {
+                        actor_kind: "cli".into(),
+                        principal: format!("writer-{w}"),
+                        action: "test.append".into(),
+                        subject: format!("{w}/{i}"),
+                        outcome: "succeeded".into(),
+                        ..NewEvent::default()
+                    };
+                    audit.append(&event).await.map(|_| ())
+                } else {
+                    events.publish("test.event", None, &serde_json::json!({ "w": w, "i": i })).await.map(|_| ())
+                };
+                if let Err(e) = result {
+                    failures.push(e.to_string());
+                }
+            }
+            failures
+        })
+    });
+    let failures: Vec<String> = join_all(writers).await.into_iter().flat_map(|w| w.unwrap()).collect();
+    assert!(failures.is_empty(), "{} writes failed, the first: {}", failures.len(), failures[0]);
+    let audit = Audit::new(handles[0].clone());
+    assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 480 });
+}
+
 both_backends!(
     a_failing_write_fails_alone_and_its_batch_mates_are_kept,
-    the_audit_chain_holds_under_concurrent_batched_appends
+    the_audit_chain_holds_under_concurrent_batched_appends,
+    two_writers_on_one_database_never_fail_each_others_writes
 );

@@ -1,0 +1,156 @@
+//! Scale-out benchmark on PostgreSQL: prints figures, asserts nothing but
+//! that every task ran exactly once. For 1, 2 and 4 `capstan worker`
+//! processes (the real binary, each running 4 tasks at a time) against a
+//! fresh database, 10,000 queued `invokeCapability` tasks, each one execute
+//! invoke of the test probe with its own input — ledger claim, sandboxed
+//! call, ledger finish, audit — are drained; it prints tasks per second per
+//! worker count, then counts the ledger rows of each task: a task with more
+//! than one, or one not succeeded, would have run twice or not at all.
+//!
+//! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
+//! `cargo build --release -p capstan && cargo bench -p capstan-tests
+//! --bench scaleout` with `CAPSTAN_TEST_POSTGRES_URL` set (`SCALEOUT_TASKS`
+//! sets the count).
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capstan::pipeline::INVOKE_CAPABILITY;
+use capstan::store::Db;
+use capstan::tasks::{NewTask, Tasks};
+use capstan_tests::binary::capstan_bin;
+use capstan_tests::components;
+use capstan_tests::db::{Backend, POSTGRES_ENV, fresh_url};
+use capstan_tests::host::{TestHost, shared_cache};
+use serde_json::json;
+
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+async fn drain(workers: usize, count: usize) {
+    let host = TestHost::new();
+    host.drop_plugin(components::PROBE, "probe.wasm");
+    let url = fresh_url(Backend::Postgres, host.dir.path()).await;
+    let config = host.dir.path().join("capstan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n[tasks]\nconcurrency = 4\npipeline_interval_sec = 0\n",
+            host.config.data_dir().display().to_string(),
+            shared_cache().display().to_string(),
+            url
+        ),
+    )
+    .unwrap();
+    let db = Db::open(&url).await.unwrap();
+    // Tasks act on their own authority: an automation grant covering the
+    // probe, with a daily budget the run stays inside.
+    let mut grant = capstan_tests::grants::for_an_hour("test.probe");
+    grant.daily_invocations = 10 * count as i64;
+    grant.daily_bytes = 1_000_000_000_000;
+    capstan::authz::Authz::new(db.clone()).create_grant(&grant, "admin:bench").await.unwrap();
+    let tasks = Tasks::new(db.clone());
+    let mut queued = Vec::new();
+    for _ in 0..count {
+        let tasks = tasks.clone();
+        queued.push(tokio::spawn(async move {
+            // Each task is its own idempotency scope, so the same small
+            // input runs once per task.
+            let payload = json!({"capability": "test.probe", "input": {"action": "big", "bytes": 16}});
+            let new = NewTask {
+                kind: INVOKE_CAPABILITY.into(),
+                subject: None,
+                payload,
+                dedupe_key: None,
+                max_attempts: 3,
+                created_by: "bench".into(),
+            };
+            tasks.enqueue(&new).await.unwrap();
+        }));
+        if queued.len() >= 64 {
+            for q in queued.drain(..) {
+                q.await.unwrap();
+            }
+        }
+    }
+    for q in queued {
+        q.await.unwrap();
+    }
+
+    let started = Instant::now();
+    let _workers = Workers(
+        (0..workers)
+            .map(|_| {
+                Command::new(capstan_bin())
+                    .args(["--config", config.to_str().unwrap(), "worker"])
+                    .env("RUST_LOG", "warn")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let pool = tasks.pool();
+    let mut done = 0;
+    while started.elapsed() < Duration::from_secs(900) {
+        done = sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM task WHERE status IN ('succeeded', 'dead')")
+            .fetch_one(&pool)
+            .await
+            .unwrap() as usize;
+        if done == count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let count_of = |sql: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query_scalar::<_, i64>(sql).fetch_one(&pool).await.unwrap() }
+    };
+    let succeeded = count_of("SELECT COUNT(*) FROM task WHERE status = 'succeeded'").await;
+    let retried = count_of("SELECT COUNT(*) FROM task WHERE attempts > 1").await;
+    let twice = count_of(
+        "SELECT COUNT(*) FROM (SELECT task_id FROM capability_invocation WHERE task_id IS NOT NULL \
+         GROUP BY task_id HAVING COUNT(*) > 1) AS t",
+    )
+    .await;
+    let calls = count_of("SELECT COUNT(*) FROM capability_invocation WHERE status = 'succeeded'").await;
+    println!(
+        "{workers} worker(s): {done} of {count} tasks in {secs:.1} s: {:>6.0} tasks/s ({succeeded} succeeded, \
+         {retried} took another attempt, {calls} succeeded calls in the ledger, {twice} tasks with more than one)",
+        done as f64 / secs
+    );
+    if (succeeded as usize) < count {
+        let why: Option<String> = sqlx::query_scalar("SELECT last_error FROM task WHERE status <> 'succeeded' LIMIT 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        println!("  a task that did not succeed: {}", why.unwrap_or_default());
+    }
+    assert_eq!(twice, 0, "a task's call ran more than once");
+    assert_eq!(calls as usize, count, "every task's call ran once");
+}
+
+fn main() {
+    if std::env::var(POSTGRES_ENV).is_err() {
+        println!("scale-out: skipped ({POSTGRES_ENV} is not set; scripts/bench.sh starts a PostgreSQL)");
+        return;
+    }
+    let count: usize = std::env::var("SCALEOUT_TASKS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        println!("== scale-out on PostgreSQL: {count} invokeCapability tasks, one execute invoke each ==");
+        for workers in [1, 2, 4] {
+            drain(workers, count).await;
+        }
+    });
+}
