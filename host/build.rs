@@ -23,22 +23,31 @@ fn main() {
     let crates = guests::guests_in(&folder);
     let built = guests::build(&workspace, &crates, &guests::guest_target_dir(&workspace));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let precompiler = precompile::Precompiler::new();
+    // Code compiled here runs only on a machine like this one: a build for
+    // another target compiles the built-ins at its first start instead.
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    let precompiler = native.then(precompile::Precompiler::new);
     let mut code = format!(
-        "/// The compatibility fingerprint of the engine the built-ins were compiled with.\n\
-         pub const PRECOMPILED_FOR: u64 = {};\n\
+        "/// The compatibility fingerprint of the engine the built-ins were compiled\n\
+         /// with (none: a build for another machine compiled nothing ahead).\n\
+         pub const PRECOMPILED_FOR: Option<u64> = {:?};\n\
          /// Built-in capability components: (crate name, component bytes, the\n\
          /// pre-initialised snapshot compiled for [`PRECOMPILED_FOR`]).\n\
          pub static BUILTINS: &[(&str, &[u8], &[u8])] = &[\n",
-        precompiler.compatibility()
+        precompiler.as_ref().map(precompile::Precompiler::compatibility)
     );
     for (guest, path) in crates.iter().zip(&built) {
-        let compiled = precompiler.precompile(&guest.package, path, &out);
+        let compiled = match &precompiler {
+            Some(precompiler) => {
+                let compiled = precompiler.precompile(&guest.package, path, &out);
+                format!("include_bytes!({:?})", compiled.display().to_string())
+            }
+            None => "&[]".to_string(),
+        };
         code.push_str(&format!(
-            "    ({:?}, include_bytes!({:?}), include_bytes!({:?})),\n",
+            "    ({:?}, include_bytes!({:?}), {compiled}),\n",
             guest.package,
             path.display().to_string(),
-            compiled.display().to_string()
         ));
     }
     code.push_str("];\n");

@@ -3,7 +3,8 @@
 //! - execute invokes per second through the whole invoke path (schema,
 //!   ledger claim and finish, sandboxed call, audit append, each input
 //!   different), on SQLite and on PostgreSQL, with 1 and 8 concurrent
-//!   callers, and how many invokes share a group commit;
+//!   callers, how many invokes share a group commit, and each call's
+//!   p50/p99 latency;
 //! - ledger claim contention: 16 writers claiming the same key, and 16
 //!   writers claiming distinct keys.
 //!
@@ -32,7 +33,9 @@ async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per
     for _ in 0..callers {
         let caps = caps.clone();
         tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_caller);
             for _ in 0..per_caller {
+                let call_started = Instant::now();
                 // Each call is a new explicit request with its own input, so
                 // each one really runs (identical writes of one caller in
                 // flight at once wait for each other, by design).
@@ -40,18 +43,25 @@ async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per
                 let input = json!({"action": "big", "bytes": bytes});
                 let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "test.probe", &input).await.unwrap();
                 assert_eq!(inv.status, Status::Succeeded, "{:?}", inv.error);
+                latencies.push(call_started.elapsed());
             }
+            latencies
         }));
     }
+    let mut latencies = Vec::new();
     for t in tasks {
-        t.await.unwrap();
+        latencies.extend(t.await.unwrap());
     }
+    latencies.sort();
+    let at = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
     let n = callers * per_caller;
     let secs = started.elapsed().as_secs_f64();
     let per_commit = n as f64 / (caps.db().group_commits() - commits) as f64;
     println!(
-        "{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s; {per_commit:.2} invokes per group commit)",
-        n as f64 / secs
+        "{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s; {per_commit:.2} invokes per group commit; latency p50 {:.2} ms, p99 {:.2} ms)",
+        n as f64 / secs,
+        at(0.50),
+        at(0.99)
     );
 }
 

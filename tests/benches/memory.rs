@@ -86,6 +86,7 @@ fn main() {
     while served < soak {
         let load = wrk(&url, Some(&key), &body, 16, 2);
         assert!(load.requests > 0, "wrk served nothing: is it installed (scripts/bench.sh)?");
+        assert_eq!(load.errors, 0, "invokes failed during the soak");
         served += load.requests;
         let now = resident_bytes();
         first.get_or_insert(now);

@@ -4,8 +4,9 @@
 //! fresh database, 10,000 queued `invokeCapability` tasks, each one execute
 //! invoke of the test probe with its own input — ledger claim, sandboxed
 //! call, ledger finish, audit — are drained; it prints tasks per second per
-//! worker count, then counts the ledger rows of each task: a task with more
-//! than one, or one not succeeded, would have run twice or not at all.
+//! worker count, then checks that no task was claimed a second time (its
+//! attempts), no call attempted again (its ledger row's attempts; a task's
+//! calls share one row, keyed by the task), and every call succeeded once.
 //!
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo build --release -p capstan && cargo bench -p capstan-tests
@@ -118,6 +119,7 @@ async fn drain(workers: usize, count: usize) {
     };
     let succeeded = count_of("SELECT COUNT(*) FROM task WHERE status = 'succeeded'").await;
     let retried = count_of("SELECT COUNT(*) FROM task WHERE attempts > 1").await;
+    let ledger_again = count_of("SELECT COUNT(*) FROM capability_invocation WHERE attempts > 1").await;
     let twice = count_of(
         "SELECT COUNT(*) FROM (SELECT task_id FROM capability_invocation WHERE task_id IS NOT NULL \
          GROUP BY task_id HAVING COUNT(*) > 1) AS t",
@@ -126,7 +128,7 @@ async fn drain(workers: usize, count: usize) {
     let calls = count_of("SELECT COUNT(*) FROM capability_invocation WHERE status = 'succeeded'").await;
     println!(
         "{workers} worker(s): {done} of {count} tasks in {secs:.1} s: {:>6.0} tasks/s ({succeeded} succeeded, \
-         {retried} took another attempt, {calls} succeeded calls in the ledger, {twice} tasks with more than one)",
+         {retried} claimed again, {ledger_again} calls attempted again, {calls} succeeded calls in the ledger)",
         done as f64 / secs
     );
     if (succeeded as usize) < count {
@@ -136,6 +138,10 @@ async fn drain(workers: usize, count: usize) {
             .unwrap();
         println!("  a task that did not succeed: {}", why.unwrap_or_default());
     }
+    // A task's calls share one ledger row (its idempotency key), so a task
+    // claimed twice shows as a second attempt of the task and of its row.
+    assert_eq!(retried, 0, "a task was claimed more than once");
+    assert_eq!(ledger_again, 0, "a task's call was attempted more than once");
     assert_eq!(twice, 0, "a task's call ran more than once");
     assert_eq!(calls as usize, count, "every task's call ran once");
 }

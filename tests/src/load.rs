@@ -9,8 +9,10 @@ pub struct Load {
     pub rate: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// Non-2xx/3xx answers plus socket errors (connect, read, write,
+    /// timeout).
     pub errors: u64,
-    /// Requests completed.
+    /// Requests completed (whatever their status).
     pub requests: u64,
 }
 
@@ -47,7 +49,12 @@ pub fn wrk(url: &str, key: Option<&str>, body: &str, connections: usize, secs: u
         rate: field("Requests/sec:").and_then(|r| r.parse().ok()).unwrap_or(f64::NAN),
         p50_ms: millis(field("50%")),
         p99_ms: millis(field("99%")),
-        errors: field("Non-2xx or 3xx responses:").and_then(|r| r.parse().ok()).unwrap_or(0),
+        // Answers other than 2xx/3xx, and connections that failed or timed
+        // out ("Socket errors: connect 0, read 0, write 0, timeout 0").
+        errors: field("Non-2xx or 3xx responses:").and_then(|r| r.parse::<u64>().ok()).unwrap_or(0)
+            + field("Socket errors:")
+                .map(|r| r.split(',').filter_map(|part| part.split_whitespace().last()?.parse::<u64>().ok()).sum())
+                .unwrap_or(0),
         requests: text
             .lines()
             .find(|l| l.contains(" requests in "))

@@ -11,10 +11,12 @@
 //! batches commit with `NORMAL`, durable across a crash. One writer, so
 //! the hot paths never wait on each other for SQLite's write lock.
 //!
-//! On PostgreSQL a batch holds an advisory lock until it commits, so the
-//! batches of several processes on one database run one at a time (each
-//! still taking whatever its process queued meanwhile) and can never
-//! deadlock on the rows they share.
+//! On PostgreSQL a batch holds an advisory lock until it commits, as do the
+//! write transactions `Db::begin_write` opens, so the batches of several
+//! processes on one database run one at a time (each still taking whatever
+//! its process queued meanwhile), as SQLite's write lock has them do, and
+//! cannot deadlock on the rows they share. (Single statements run on the
+//! pool outside a transaction do not take it.)
 //!
 //! A piece that fails fails alone: the batch is rolled back, that piece is
 //! answered with its error (it changed nothing), and the others run again
@@ -217,16 +219,23 @@ async fn begin(pool: &AnyPool, backend: Backend, durable: bool) -> Result<Tx, sq
         }
         Backend::Postgres => {
             let mut tx = Transaction::begin(conn, None).await?;
-            // Batches of different processes lock the same hot rows (the
-            // audit and event heads, a grant's budget) in whatever order
-            // their pieces came, which deadlocks two batches and fails a
-            // piece that did nothing wrong. Taken in turn, they cannot.
-            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(BATCH_LOCK).execute(&mut *tx).await?;
+            lock_writes(&mut tx).await?;
             Ok(tx)
         }
     }
 }
 
-/// The PostgreSQL advisory lock a batch holds until it commits: one batch
-/// at a time across every process on the database.
-const BATCH_LOCK: i64 = 0x6361_7073_7461_6e01;
+/// The PostgreSQL advisory lock a write transaction holds until it ends:
+/// one batch (or other write transaction) at a time across every process
+/// on the database.
+const WRITE_LOCK: i64 = 0x6361_7073_7461_6e01;
+
+/// Takes [`WRITE_LOCK`] in `tx` (PostgreSQL). Batches of different
+/// processes, and the transactions `Db::begin_write` opens, lock the same
+/// hot rows (the audit and event heads, a grant's budget, a run's row) in
+/// whatever order their statements come, which deadlocks two of them and
+/// fails a write that did nothing wrong. Taken in turn, as SQLite's write
+/// lock takes them, they cannot.
+pub(super) async fn lock_writes(tx: &mut Tx) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WRITE_LOCK).execute(&mut **tx).await.map(|_| ())
+}

@@ -224,12 +224,19 @@ fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
 }
 
 /// Begins a write transaction on `pool`, on a task of its own (see
-/// [`Db::begin_write`] for why).
+/// [`Db::begin_write`] for why). On PostgreSQL it takes the lock the group
+/// commit's batches take ([`batch::lock_writes`]), so write transactions
+/// take turns with batches and each other as they do on SQLite, and
+/// cannot deadlock with a batch on the rows both touch.
 async fn begin_on_own_task(pool: AnyPool, backend: Backend) -> Result<Transaction<'static, Any>, sqlx::Error> {
     tokio::spawn(async move {
         match backend {
             Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => pool.begin().await,
+            Backend::Postgres => {
+                let mut tx = pool.begin().await?;
+                batch::lock_writes(&mut tx).await?;
+                Ok(tx)
+            }
         }
     })
     .await
