@@ -57,6 +57,9 @@ pub struct Runtime {
     /// nothing (see [`host::HostServices::isolated`]).
     loading: Arc<host::HostServices>,
     config: Arc<Config>,
+    /// Whether the built-ins load from the code compiled with the binary:
+    /// the engine fits it and the operator did not ask to compile them.
+    builtins_precompiled: bool,
     registry: registry::Registry,
     /// Loaded components by digest, so unchanged files are not reloaded.
     loads: Mutex<HashMap<String, Arc<Loaded>>>,
@@ -85,7 +88,9 @@ impl Runtime {
         bindings::CapabilityComponent::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
         let services = Arc::new(host::HostServices::from_config(&config)?);
         let ticker = engine::EpochTicker::start(&engine);
+        let builtins_precompiled = !config.compile_builtins && builtins::precompiled_fits(&engine);
         Ok(Runtime {
+            builtins_precompiled,
             engine,
             linker,
             services,

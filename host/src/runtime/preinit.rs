@@ -50,8 +50,8 @@ pub async fn snapshot(
     if let Ok(snap) = std::fs::read(&cached) {
         return Ok(snap);
     }
-    let instrumented = preinit_run::instrument(bytes)?;
-    let component = super::loader::compile(engine, instrumented.bytes.clone())
+    let mut instrumented = preinit_run::instrument(bytes)?;
+    let component = super::loader::compile(engine, std::mem::take(&mut instrumented.bytes))
         .await
         .map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;
     let pre = linker.instantiate_pre(&component).map_err(|e| format!("cannot pre-initialise: {}", first_line(e)))?;

@@ -17,7 +17,8 @@ pub const PREINIT_EXPORT: &str = "capstan-preinit";
 pub struct Instrumented<'a> {
     wizer: Wizer,
     context: ComponentContext<'a>,
-    /// The instrumented component, to compile and instantiate.
+    /// The instrumented component, to compile and instantiate (taken by
+    /// the caller; the snapshot needs only the rest).
     pub bytes: Vec<u8>,
 }
 

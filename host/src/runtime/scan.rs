@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::Runtime;
-use super::builtins::{BUILTINS, CORE_CAPABILITIES, precompiled_fits};
+use super::builtins::{BUILTINS, CORE_CAPABILITIES};
 use super::loader::{self, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
@@ -172,8 +172,8 @@ impl Runtime {
         let cache = self.config.cache_dir();
         let loading = match builtin {
             Some((name, precompiled)) => {
-                let fits = !self.config.compile_builtins && precompiled_fits(&self.engine);
                 let builtin = (name, bytes, precompiled);
+                let fits = self.builtins_precompiled;
                 loader::load_builtin(&self.engine, &self.linker, &self.loading, builtin, fits, &cache).await
             }
             None => loader::load(&self.engine, &self.linker, &self.loading, bytes, source, &cache).await,
@@ -216,7 +216,7 @@ impl Runtime {
         // a while each: say so, and how far it got. (A later scan finds them
         // loaded already.)
         let cache = self.config.cache_dir();
-        let fits = !self.config.compile_builtins && precompiled_fits(&self.engine);
+        let fits = self.builtins_precompiled;
         let uncompiled: Vec<&str> = if startup && !fits {
             BUILTINS
                 .iter()

@@ -11,18 +11,24 @@ use capstan_tests::binary::{capstan_bin, stderr, stdout};
 use capstan_tests::host::shared_cache;
 use serde_json::Value;
 
-/// Runs `capstan` in `cwd` with no data-folder setting from the outside.
-fn run_in(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(capstan_bin())
+/// `capstan` with `args` in `cwd`, logging at `log`, with no data-folder
+/// setting from the outside.
+fn capstan_in(cwd: &Path, args: &[&str], log: &str) -> Command {
+    let mut command = Command::new(capstan_bin());
+    command
         .current_dir(cwd)
         .args(args)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", log)
         .env_remove("CAPSTAN_DATA_DIR")
         .env_remove("CAPSTAN_CAPABILITIES_DIR")
         .env_remove("CAPSTAN_CONFIG")
-        .env_remove("CAPSTAN_DATABASE_URL")
-        .output()
-        .unwrap()
+        .env_remove("CAPSTAN_DATABASE_URL");
+    command
+}
+
+/// Runs `capstan` in `cwd` with no data-folder setting from the outside.
+fn run_in(cwd: &Path, args: &[&str]) -> Output {
+    capstan_in(cwd, args, "warn").output().unwrap()
 }
 
 /// A working directory whose default cache folder (`data/cache`) is the
@@ -93,13 +99,7 @@ async fn serve_admin_and_invoke_share_a_relative_data_dir() {
     // ... is known to a server started the way scripts/run.sh starts it.
     let listen =
         format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
-    let child = Command::new(capstan_bin())
-        .current_dir(cwd)
-        .args(["--data-dir", "data", "serve", "--listen", &listen])
-        .env("RUST_LOG", "warn")
-        .env_remove("CAPSTAN_DATA_DIR")
-        .env_remove("CAPSTAN_CONFIG")
-        .env_remove("CAPSTAN_DATABASE_URL")
+    let child = capstan_in(cwd, &["--data-dir", "data", "serve", "--listen", &listen], "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -144,14 +144,7 @@ async fn serve_admin_and_invoke_share_a_relative_data_dir() {
 #[test]
 fn a_fresh_data_folder_loads_the_built_ins_compiled_with_the_binary() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(capstan_bin())
-        .current_dir(dir.path())
-        .args(["capabilities", "list"])
-        .env("RUST_LOG", "info")
-        .env_remove("CAPSTAN_DATA_DIR")
-        .env_remove("CAPSTAN_CONFIG")
-        .output()
-        .unwrap();
+    let out = capstan_in(dir.path(), &["capabilities", "list"], "info").output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let log = stderr(&out);
     assert!(!log.contains("compiling built-in components"), "{log}");
@@ -174,12 +167,7 @@ fn a_start_with_built_ins_to_compile_says_how_many_and_how_far() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("capstan.toml"), "compile_builtins = true\n").unwrap();
-    let mut child = Command::new(capstan_bin())
-        .current_dir(dir.path())
-        .args(["--config", "capstan.toml", "capabilities", "list"])
-        .env("RUST_LOG", "info")
-        .env_remove("CAPSTAN_DATA_DIR")
-        .env_remove("CAPSTAN_CONFIG")
+    let mut child = capstan_in(dir.path(), &["--config", "capstan.toml", "capabilities", "list"], "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -70,6 +70,18 @@ async fn a_failing_write_fails_alone_and_its_batch_mates_are_kept(backend: Backe
     }
 }
 
+/// Writer `w`'s `i`th audit row.
+fn appended(w: usize, i: usize) -> NewEvent {
+    NewEvent {
+        actor_kind: "cli".into(),
+        principal: format!("writer-{w}"),
+        action: "test.append".into(),
+        subject: format!("{w}/{i}"),
+        outcome: "succeeded".into(),
+        ..NewEvent::default()
+    }
+}
+
 async fn the_audit_chain_holds_under_concurrent_batched_appends(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&fresh_url(backend, dir.path()).await).await.unwrap();
@@ -78,15 +90,7 @@ async fn the_audit_chain_holds_under_concurrent_batched_appends(backend: Backend
         let audit = audit.clone();
         tokio::spawn(async move {
             for i in 0..100 {
-                let event = NewEvent {
-                    actor_kind: "cli".into(),
-                    principal: format!("writer-{w}"),
-                    action: "test.append".into(),
-                    subject: format!("{w}/{i}"),
-                    outcome: "succeeded".into(),
-                    ..NewEvent::default()
-                };
-                audit.append(&event).await.unwrap();
+                audit.append(&appended(w, i)).await.unwrap();
             }
         })
     });
@@ -112,15 +116,7 @@ async fn two_writers_on_one_database_never_fail_each_others_writes(backend: Back
             let mut failures = Vec::new();
             for i in 0..60 {
                 let result = if (w + i) % 2 == 0 {
-                    let event = NewEvent {
-                        actor_kind: "cli".into(),
-                        principal: format!("writer-{w}"),
-                        action: "test.append".into(),
-                        subject: format!("{w}/{i}"),
-                        outcome: "succeeded".into(),
-                        ..NewEvent::default()
-                    };
-                    audit.append(&event).await.map(|_| ())
+                    audit.append(&appended(w, i)).await.map(|_| ())
                 } else {
                     events.publish("test.event", None, &serde_json::json!({ "w": w, "i": i })).await.map(|_| ())
                 };
