@@ -12,7 +12,10 @@
 //!    are published; deliveries per second and p50/p99 delivery latency.
 //!
 //! Everything shares this machine's two cores, on SQLite in a temporary
-//! directory. Run with `cargo bench -p capstan-tests --bench agent`.
+//! directory. Run with `cargo bench -p capstan-tests --bench agent`;
+//! `AGENT_BENCH=loop` runs only the first (`AGENT_LOOP_RUNS` runs of each
+//! length, 5 by default), to profile the loop alone; `AGENT_TRACE_SQL=1`
+//! prints every statement sqlx runs, to count a step's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,15 +68,17 @@ async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     (host, app, caps)
 }
 
-async fn loop_overhead(app: &Arc<capstan::app::App>) {
-    const STEPS: usize = 40;
-    let steps: Vec<Value> = (0..STEPS)
+/// Runs of `steps` model answers (each with one read call) plus the final
+/// answer; the time outside the model of each run, in microseconds, sorted,
+/// and the group commits per step of the last run.
+async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> (Vec<f64>, f64) {
+    let answers: Vec<Value> = (0..steps)
         .map(|i| json!({"text": format!("Step {i}."), "tools": [{"name": "inventory.query", "input": {}}]}))
         .collect();
-    let script = json!({"scripts": [{"steps": steps, "finalText": "Done."}]}).to_string();
-    let mut per_step = Vec::new();
+    let script = json!({"scripts": [{"steps": answers, "finalText": "Done."}]}).to_string();
+    let mut outside_us = Vec::new();
     let mut commits_per_step = 0.0;
-    for _ in 0..5 {
+    for _ in 0..runs {
         let timed = Arc::new(Timed { model: Scripted::from_json(&script).unwrap(), inside_us: AtomicU64::new(0) });
         let agent = app.new_agent().with_provider(timed.clone());
         let new = NewRun {
@@ -88,16 +93,30 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
         let started = Instant::now();
         agent.drive(&run.id).await.unwrap();
         let total = started.elapsed().as_micros() as u64;
-        let outside = total - timed.inside_us.load(Ordering::Relaxed);
-        per_step.push(outside as f64 / (STEPS + 1) as f64 / 1000.0);
-        commits_per_step = (app.caps().db().group_commits() - commits) as f64 / STEPS as f64;
+        outside_us.push((total - timed.inside_us.load(Ordering::Relaxed)) as f64);
+        commits_per_step = (app.caps().db().group_commits() - commits) as f64 / steps as f64;
     }
-    per_step.sort_by(f64::total_cmp);
+    outside_us.sort_by(f64::total_cmp);
+    (outside_us, commits_per_step)
+}
+
+/// The loop's cost per step two ways: a 41-step run's time outside the
+/// model divided by its steps (the run's start and end spread over them),
+/// and the marginal cost of a step — a 161-step run's median less a
+/// 41-step run's, over the 120 steps between them.
+async fn loop_overhead(app: &Arc<capstan::app::App>) {
+    let runs: usize = std::env::var("AGENT_LOOP_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let (short, commits_per_step) = drive_runs(app, 40, runs).await;
+    let (long, _) = drive_runs(app, 160, runs).await;
+    let median = |v: &[f64]| v[v.len() / 2];
     println!(
-        "loop overhead per step (model excluded, one sandboxed read each): median {:.2} ms, best {:.2} ms over 5 runs of {} steps",
-        per_step[2],
-        per_step[0],
-        STEPS + 1
+        "loop overhead per step (model excluded, one sandboxed read each): median {:.2} ms, best {:.2} ms over {runs} runs of 41 steps",
+        median(&short) / 41.0 / 1000.0,
+        short[0] / 41.0 / 1000.0,
+    );
+    println!(
+        "  marginal cost of a step (161-step run less 41-step run, medians, over 120 steps): {:.2} ms",
+        (median(&long) - median(&short)) / 120.0 / 1000.0
     );
     println!(
         "  commits per step with one read call, the read's audit row included (a run's start and end spread over its steps): {commits_per_step:.2}"
@@ -212,10 +231,16 @@ fn micros_since(sent: i64) -> i64 {
 }
 
 fn main() {
+    if std::env::var("AGENT_TRACE_SQL").is_ok() {
+        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let (_host, app, _caps) = setup().await;
         loop_overhead(&app).await;
+        if std::env::var("AGENT_BENCH").as_deref() == Ok("loop") {
+            return;
+        }
         concurrent_runs(&app, 200, 16).await;
         sse_fan_out(&app, 100, 300).await;
     });

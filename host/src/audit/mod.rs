@@ -116,7 +116,7 @@ impl Audit {
 
     /// Appends `event` inside `tx` (so it commits or rolls back with the
     /// change it describes).
-    pub async fn append_in(tx: &mut Transaction<'static, Any>, event: &NewEvent) -> Result<i64, sqlx::Error> {
+    pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewEvent) -> Result<i64, sqlx::Error> {
         // Taking the head row first serialises appends on both backends;
         // it answers the new seq and the hash it still holds (the last row's).
         let head = sqlx::query("UPDATE audit_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")

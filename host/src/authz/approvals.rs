@@ -365,7 +365,7 @@ impl Authz {
     /// did not succeed as far as anyone knows, so — as for any call that
     /// does not succeed — the approval is the human's to use (its replay,
     /// which is checked before it writes again) or to revoke.
-    pub async fn give_back_from_unknown_in(tx: &mut Transaction<'static, Any>) -> Result<u64, sqlx::Error> {
+    pub async fn give_back_from_unknown_in(tx: &mut Transaction<'_, Any>) -> Result<u64, sqlx::Error> {
         let n = sqlx::query(
             "UPDATE approval SET status = 'approved', consumed_by = NULL, updated_at = $1 \
              WHERE status = 'consumed' AND consumed_by IN \

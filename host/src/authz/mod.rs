@@ -97,7 +97,7 @@ impl Authz {
     /// Charges one invocation and `bytes` to the grant's budget for today,
     /// inside the claim transaction. False when the budget is spent.
     pub async fn charge_in(
-        tx: &mut Transaction<'static, Any>,
+        tx: &mut Transaction<'_, Any>,
         grant: &AutomationGrant,
         bytes: i64,
     ) -> Result<bool, sqlx::Error> {

@@ -140,7 +140,7 @@ impl Domain {
 
 /// [`Domain::upsert_entity`] inside `tx`; returns the entity's id.
 pub(super) async fn upsert_entity_in(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     new: &NewEntity,
 ) -> Result<String, DomainError> {
     one_of(&new.kind, &["movie", "tv"], "kind")?;

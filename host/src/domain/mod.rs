@@ -103,7 +103,7 @@ impl Domain {
     /// Appends a change event inside the change's transaction.
     async fn emit(
         &self,
-        tx: &mut Transaction<'static, Any>,
+        tx: &mut Transaction<'_, Any>,
         kind: &str,
         subject: &str,
         payload: Value,

@@ -21,7 +21,7 @@ pub struct NewPlan {
     pub note: Option<String>,
 }
 
-async fn plan_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Plan, DomainError> {
+async fn plan_in(tx: &mut Transaction<'_, Any>, id: &str) -> Result<Plan, DomainError> {
     sqlx::query("SELECT * FROM acquisition_plan WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -31,7 +31,7 @@ async fn plan_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Plan, D
         .ok_or_else(|| DomainError::NotFound(format!("no acquisition plan {id}")))
 }
 
-async fn slot_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Slot, DomainError> {
+async fn slot_in(tx: &mut Transaction<'_, Any>, id: &str) -> Result<Slot, DomainError> {
     sqlx::query("SELECT * FROM media_slot WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -42,7 +42,7 @@ async fn slot_in(tx: &mut Transaction<'static, Any>, id: &str) -> Result<Slot, D
 }
 
 async fn set_plan_status(
-    tx: &mut Transaction<'static, Any>,
+    tx: &mut Transaction<'_, Any>,
     plan: &Plan,
     status: &str,
     reason: Option<&str>,
@@ -61,7 +61,7 @@ async fn set_plan_status(
     Ok(())
 }
 
-async fn set_slot_status(tx: &mut Transaction<'static, Any>, slot: &Slot, status: &str) -> Result<(), DomainError> {
+async fn set_slot_status(tx: &mut Transaction<'_, Any>, slot: &Slot, status: &str) -> Result<(), DomainError> {
     sqlx::query("UPDATE media_slot SET status = $1, revision = revision + 1, updated_at = $2 WHERE id = $3")
         .bind(status)
         .bind(now_ms())

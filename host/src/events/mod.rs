@@ -63,11 +63,7 @@ impl Events {
     /// `subject` (a deleted run's own `agent.*` events). The sequence goes
     /// on from where it was: a reader resuming after a removed event misses
     /// nothing that remains.
-    pub async fn remove_in(
-        tx: &mut Transaction<'static, Any>,
-        subject: &str,
-        prefix: &str,
-    ) -> Result<u64, sqlx::Error> {
+    pub async fn remove_in(tx: &mut Transaction<'_, Any>, subject: &str, prefix: &str) -> Result<u64, sqlx::Error> {
         let n = sqlx::query("DELETE FROM event WHERE subject = $1 AND kind LIKE $2")
             .bind(subject)
             .bind(format!("{prefix}%"))
@@ -78,7 +74,7 @@ impl Events {
 
     /// Appends inside `tx`; call [`Events::announce`] after it commits.
     pub async fn append_in(
-        tx: &mut Transaction<'static, Any>,
+        tx: &mut Transaction<'_, Any>,
         backend: Backend,
         kind: &str,
         subject: Option<&str>,

@@ -115,7 +115,7 @@ impl Ledger {
             .await
     }
 
-    async fn owner_alive(&self, tx: &mut Transaction<'static, Any>, owner: &str) -> Result<bool, sqlx::Error> {
+    async fn owner_alive(&self, tx: &mut Transaction<'_, Any>, owner: &str) -> Result<bool, sqlx::Error> {
         if owner == self.owner {
             return Ok(true);
         }
@@ -128,7 +128,7 @@ impl Ledger {
     }
 
     /// Claims `req` inside `tx` (which must come from `Db::begin_durable_write`).
-    pub async fn claim_in(&self, tx: &mut Transaction<'static, Any>, req: &ClaimRequest) -> Result<Claim, LedgerError> {
+    pub async fn claim_in(&self, tx: &mut Transaction<'_, Any>, req: &ClaimRequest) -> Result<Claim, LedgerError> {
         if let (Some(run), Some(call)) = (&req.run_id, &req.tool_call_id) {
             let other: Option<String> = sqlx::query_scalar(
                 "SELECT input_digest FROM capability_invocation WHERE run_id = $1 AND tool_call_id = $2",
@@ -234,7 +234,7 @@ impl Ledger {
         Err(LedgerError::NotSettled(req.key.clone()))
     }
 
-    async fn reclaim_in(&self, tx: &mut Transaction<'static, Any>, record: &Record) -> Result<String, LedgerError> {
+    async fn reclaim_in(&self, tx: &mut Transaction<'_, Any>, record: &Record) -> Result<String, LedgerError> {
         let token = new_id();
         let n = sqlx::query(
             "UPDATE capability_invocation SET status = 'running', claim_token = $1, owner = $2, attempts = attempts + 1, \
@@ -264,11 +264,7 @@ impl Ledger {
         Ok(token)
     }
 
-    async fn mark_unknown_in(
-        &self,
-        tx: &mut Transaction<'static, Any>,
-        mut record: Record,
-    ) -> Result<Record, LedgerError> {
+    async fn mark_unknown_in(&self, tx: &mut Transaction<'_, Any>, mut record: Record) -> Result<Record, LedgerError> {
         let token = new_id();
         sqlx::query(
             "UPDATE capability_invocation SET status = 'unknown', claim_token = $1, updated_at = $2 \
@@ -417,7 +413,7 @@ impl Ledger {
 /// Removes, inside `tx`, the receipts of run `run_id` whose outcome is
 /// known (succeeded, failed, pending); returns how many remain, which are
 /// `running` or `unknown` and never removed.
-pub async fn remove_run_receipts_in(tx: &mut Transaction<'static, Any>, run_id: &str) -> Result<i64, sqlx::Error> {
+pub async fn remove_run_receipts_in(tx: &mut Transaction<'_, Any>, run_id: &str) -> Result<i64, sqlx::Error> {
     sqlx::query("DELETE FROM capability_invocation WHERE run_id = $1 AND status IN ('succeeded', 'failed', 'pending')")
         .bind(run_id)
         .execute(&mut **tx)
@@ -465,7 +461,7 @@ pub struct Finish {
 }
 
 /// Finishes a claimed call inside `tx`; a stale token changes nothing.
-pub async fn finish_in(tx: &mut Transaction<'static, Any>, finish: &Finish) -> Result<(), LedgerError> {
+pub async fn finish_in(tx: &mut Transaction<'_, Any>, finish: &Finish) -> Result<(), LedgerError> {
     let now = now_ms();
     let n = sqlx::query(
         "UPDATE capability_invocation SET status = $1, result = $2, error = $3, effect_started = $4, \

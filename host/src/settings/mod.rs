@@ -164,7 +164,7 @@ pub struct Writes(Vec<(String, Option<String>)>);
 
 impl Writes {
     /// Writes them in `tx`, which the caller commits.
-    pub async fn write(&self, tx: &mut sqlx::Transaction<'static, sqlx::Any>) -> Result<(), sqlx::Error> {
+    pub async fn write(&self, tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<(), sqlx::Error> {
         let now = now_ms();
         for (key, stored) in &self.0 {
             match stored {

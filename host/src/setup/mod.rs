@@ -384,7 +384,7 @@ impl SetupStore {
 
 /// Replaces the entry `section`/`name` in `tx`, which the caller commits.
 async fn upsert_in(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     section: &str,
     name: &str,
     body: &Value,

@@ -30,15 +30,18 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::time::{Duration, Instant};
+
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use sqlx::{Any, AnyPool, Executor, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool, Connection, Executor, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Backend;
 
-/// The transaction a piece of work runs in.
-pub type Tx = Transaction<'static, Any>;
+/// The transaction a piece of work runs in, on the writer's connection.
+pub type Tx<'c> = Transaction<'c, Any>;
 
 /// Most pieces committed together.
 const MAX_BATCH: usize = 256;
@@ -48,7 +51,7 @@ trait Job: Send {
     /// Whether its batch must commit durable across a power cut.
     fn durable(&self) -> bool;
     /// Runs the work in `tx`, keeping its answer; `false` when it failed.
-    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
+    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, bool>;
     /// Answers the caller: its own error, or — when its work succeeded —
     /// its answer if the batch committed, else why the batch did not.
     fn answer(self: Box<Self>, committed: Result<(), String>);
@@ -67,7 +70,7 @@ fn failure(message: String) -> sqlx::Error {
 
 impl<T, E, F> Job for Piece<T, E, F>
 where
-    F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
+    F: for<'t, 'c> Fn(&'t mut Tx<'c>) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
     T: Send + 'static,
     E: From<sqlx::Error> + Send + 'static,
 {
@@ -75,7 +78,7 @@ where
         self.durable
     }
 
-    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
+    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, bool> {
         Box::pin(async move {
             let outcome = AssertUnwindSafe((self.work)(tx))
                 .catch_unwind()
@@ -127,17 +130,26 @@ impl Writer {
     /// Runs `work` in the next batch and answers once that batch is
     /// committed (or `work`'s own error); `durable` asks for a commit that
     /// survives a power cut. `work` may run more than once (see the
-    /// module's comment).
-    pub async fn write<T, E, F>(&self, durable: bool, work: F) -> Result<T, E>
+    /// module's comment). The work is queued when `write` is called, not
+    /// when its answer is first awaited: a caller may go on and await the
+    /// answer later, and what it queues after is committed after it.
+    pub fn write<T, E, F>(&self, durable: bool, work: F) -> impl Future<Output = Result<T, E>> + Send + use<T, E, F>
     where
-        F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
+        F: for<'t, 'c> Fn(&'t mut Tx<'c>) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let piece: Box<dyn Job> = Box::new(Piece { durable, work, outcome: None, reply });
-        self.queue.send(piece).map_err(|_| E::from(failure("the database writer has stopped".into())))?;
-        answer.await.unwrap_or_else(|_| Err(E::from(failure("the database writer stopped before answering".into()))))
+        let queued = self.queue.send(piece).is_ok();
+        async move {
+            if !queued {
+                return Err(E::from(failure("the database writer has stopped".into())));
+            }
+            answer
+                .await
+                .unwrap_or_else(|_| Err(E::from(failure("the database writer stopped before answering".into()))))
+        }
     }
 }
 
@@ -147,6 +159,7 @@ async fn write_batches(
     mut queue: mpsc::UnboundedReceiver<Box<dyn Job>>,
     commits: Arc<AtomicU64>,
 ) {
+    let mut held = Held { pool, backend, conn: None, durable: None, suspect: false, used: Instant::now() };
     while let Some(first) = queue.recv().await {
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
@@ -155,7 +168,7 @@ async fn write_batches(
                 Err(_) => break,
             }
         }
-        if commit(&pool, backend, jobs).await {
+        if commit(&mut held, jobs).await {
             commits.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -164,11 +177,12 @@ async fn write_batches(
 /// Runs `jobs` in one transaction and commits it; a job that fails is
 /// answered with its error and the rest run again without it. Whether a
 /// transaction was committed.
-async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) -> bool {
+async fn commit(held: &mut Held, mut jobs: Vec<Box<dyn Job>>) -> bool {
     while !jobs.is_empty() {
         let durable = jobs.iter().any(|j| j.durable());
-        let begun = begin(pool, backend, durable).await;
-        let mut tx = match begun {
+        // A failed begin leaves the connection suspect: the next batch
+        // checks it first, and replaces it if the database dropped it.
+        let mut tx = match held.begin(durable).await {
             Ok(tx) => tx,
             Err(e) => {
                 let why = e.to_string();
@@ -195,6 +209,7 @@ async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) -
             None => {
                 let committed = tx.commit().await.map_err(|e| e.to_string());
                 let ok = committed.is_ok();
+                held.suspect = !ok;
                 for job in jobs {
                     job.answer(committed.clone());
                 }
@@ -205,23 +220,75 @@ async fn commit(pool: &AnyPool, backend: Backend, mut jobs: Vec<Box<dyn Job>>) -
     false
 }
 
-/// Begins a batch on the writer's connection. On SQLite the connection's
-/// `synchronous` is set first, every time: a connection the pool opened
-/// again would start from its default, and a durable batch must never
-/// commit with less.
-async fn begin(pool: &AnyPool, backend: Backend, durable: bool) -> Result<Tx, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    match backend {
-        Backend::Sqlite => {
-            let level = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
-            conn.execute(level).await?;
-            Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await
+/// A SQLite connection held unused this long is checked before a batch
+/// begins on it.
+const IDLE_CHECK: Duration = Duration::from_secs(10);
+
+/// The writer's connection, kept from one batch to the next. Handed back
+/// to the pool and taken again, it would be pinged each way: two more
+/// round trips to SQLite's worker thread per batch. A PostgreSQL
+/// connection is a socket the server may close at any time (a restart, an
+/// idle timeout): it is pinged before every batch, as the pool would, and
+/// replaced when it does not answer, so a batch never begins on a
+/// connection already known dead.
+struct Held {
+    pool: AnyPool,
+    backend: Backend,
+    conn: Option<PoolConnection<Any>>,
+    /// Whether `conn` has `synchronous = FULL` (SQLite); `None` when not
+    /// known.
+    durable: Option<bool>,
+    /// Whether the last batch on `conn` did not end well, which may have
+    /// left it broken: it is pinged before the next.
+    suspect: bool,
+    /// When `conn` was last given a batch.
+    used: Instant,
+}
+
+impl Held {
+    /// Begins a batch. On SQLite the connection's `synchronous` is set
+    /// first whenever it is not known to be what the batch needs: a
+    /// durable batch must never commit with less.
+    async fn begin(&mut self, durable: bool) -> Result<Tx<'_>, sqlx::Error> {
+        let stale = self.suspect || self.backend == Backend::Postgres || self.used.elapsed() > IDLE_CHECK;
+        if let (true, Some(conn)) = (stale, self.conn.as_mut())
+            && conn.ping().await.is_err()
+        {
+            self.discard();
         }
-        Backend::Postgres => {
-            let mut tx = Transaction::begin(conn, None).await?;
-            lock_writes(&mut tx).await?;
-            Ok(tx)
+        if self.conn.is_none() {
+            self.conn = Some(self.pool.acquire().await?);
         }
+        self.used = Instant::now();
+        // Until this batch commits.
+        self.suspect = true;
+        let conn = self.conn.as_mut().expect("a connection was just taken");
+        match self.backend {
+            Backend::Sqlite => {
+                if self.durable != Some(durable) {
+                    self.durable = None;
+                    let level = if durable { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+                    conn.execute(level).await?;
+                    self.durable = Some(durable);
+                }
+                Transaction::begin(&mut **conn, Some("BEGIN IMMEDIATE".into())).await
+            }
+            Backend::Postgres => {
+                let mut tx = conn.begin().await?;
+                lock_writes(&mut tx).await?;
+                Ok(tx)
+            }
+        }
+    }
+
+    /// Lets the connection go (closed, not handed back): the next batch
+    /// takes a new one.
+    fn discard(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            conn.close_on_drop();
+        }
+        self.durable = None;
+        self.suspect = false;
     }
 }
 
@@ -236,6 +303,6 @@ const WRITE_LOCK: i64 = 0x6361_7073_7461_6e01;
 /// whatever order their statements come, which deadlocks two of them and
 /// fails a write that did nothing wrong. Taken in turn, as SQLite's write
 /// lock takes them, they cannot.
-pub(super) async fn lock_writes(tx: &mut Tx) -> Result<(), sqlx::Error> {
+pub(super) async fn lock_writes(tx: &mut Tx<'_>) -> Result<(), sqlx::Error> {
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WRITE_LOCK).execute(&mut **tx).await.map(|_| ())
 }

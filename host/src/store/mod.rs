@@ -88,14 +88,19 @@ impl Db {
                 let writer = sqlite_pool(1, "NORMAL").connect_lazy_with(options.clone());
                 (pool, sqlite_pool(2, "FULL").connect_lazy_with(options), writer)
             }
-            // Every commit is durable; the writer shares the pool.
+            // Every commit is durable. The writer keeps a connection of
+            // its own, out of the pool's sixteen.
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))
                     .max_connections(16)
-                    .connect_with(options)
+                    .connect_with(options.clone())
                     .await?;
-                (pool.clone(), pool.clone(), pool)
+                let writer = AnyPoolOptions::new()
+                    .acquire_timeout(Duration::from_secs(30))
+                    .max_connections(1)
+                    .connect_lazy_with(options);
+                (pool.clone(), pool, writer)
             }
         };
         let writer = batch::Writer::start(writer_pool, backend);
@@ -117,14 +122,16 @@ impl Db {
     /// against a crash, as [`Db::begin_write`]'s) and answers once it is
     /// committed. `work` touches the database only through the transaction
     /// it is given, may run more than once before the commit that keeps it,
-    /// and must not wait on another write (see [`batch`]).
-    pub async fn write<T, E, F>(&self, work: F) -> Result<T, E>
+    /// and must not wait on another write (see [`batch`]). It is queued
+    /// when `write` is called: what the caller writes after it commits
+    /// after it, whenever the caller awaits the answer.
+    pub fn write<T, E, F>(&self, work: F) -> impl Future<Output = Result<T, E>> + Send + use<T, E, F>
     where
-        F: for<'t> Fn(&'t mut batch::Tx) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
+        F: for<'t, 'c> Fn(&'t mut batch::Tx<'c>) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
-        self.writer.write(false, work).await
+        self.writer.write(false, work)
     }
 
     /// How many group commits this handle's writer has made.
@@ -137,7 +144,7 @@ impl Db {
     /// all of it.
     pub async fn write_durable<T, E, F>(&self, work: F) -> Result<T, E>
     where
-        F: for<'t> Fn(&'t mut batch::Tx) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
+        F: for<'t, 'c> Fn(&'t mut batch::Tx<'c>) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: From<sqlx::Error> + Send + 'static,
     {
@@ -207,10 +214,16 @@ pub fn is_unique_violation(e: &sqlx::Error) -> bool {
     }
 }
 
-/// SQLite pool options: `connections` at most, WAL, and `synchronous` as given.
+/// SQLite pool options: `connections` at most, WAL, and `synchronous` as
+/// given. A connection is not pinged before it is handed out: it is a
+/// thread of this process, not a socket that can go stale, and the ping
+/// is a round trip to that thread on every read.
 fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
-    AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30)).max_connections(connections).after_connect(
-        move |conn, _| {
+    AnyPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(30))
+        .max_connections(connections)
+        .test_before_acquire(false)
+        .after_connect(move |conn, _| {
             Box::pin(async move {
                 use sqlx::Executor;
                 conn.execute("PRAGMA journal_mode = WAL").await?;
@@ -219,8 +232,7 @@ fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
                 conn.execute("PRAGMA foreign_keys = ON").await?;
                 Ok(())
             })
-        },
-    )
+        })
 }
 
 /// Begins a write transaction on `pool`, on a task of its own (see

@@ -183,7 +183,7 @@ impl Tasks {
     /// Enqueues a task within `tx`, so it is queued exactly when the change
     /// that calls for it commits: the id of the task, and whether it is new
     /// (`false`: an active task already held the dedupe key).
-    pub async fn enqueue_in(tx: &mut Transaction<'static, Any>, new: &NewTask) -> Result<(String, bool), TaskError> {
+    pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, new: &NewTask) -> Result<(String, bool), TaskError> {
         if let Some(key) = &new.dedupe_key {
             let existing = sqlx::query("SELECT id FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
                 .bind(key)

@@ -5,6 +5,8 @@
 //! (`update_plan`, `search_tools`, `read_tool_result`, `get_tool_execution`,
 //! `delegate`) are answered here and never published as capabilities.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::agent::providers::{Block, ToolCall, ToolSpec};
@@ -12,7 +14,7 @@ use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
 use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
 use crate::pipeline::{Capabilities, Invocation, Origin};
-use crate::runtime::{Actor, Descriptor, EffectClass, Mode, Status};
+use crate::runtime::{Actor, Descriptor, EffectClass, Loaded, Mode, Status};
 
 pub const SEARCH_TOOLS: &str = "search_tools";
 pub const READ_TOOL_RESULT: &str = "read_tool_result";
@@ -69,6 +71,12 @@ impl RunCaller {
 
 /// The capabilities a run may see: its mode's ceiling and its allowlist.
 pub fn catalog(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<&[String]>) -> Vec<Descriptor> {
+    offered(caps, actor, mode, allowlist).iter().map(|l| l.descriptor.clone()).collect()
+}
+
+/// [`catalog`]'s entries as loaded, not copied: what a step offers the
+/// model is chosen from them every step.
+pub fn offered(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<&[String]>) -> Vec<Arc<Loaded>> {
     let ceiling = match (actor, mode) {
         (Actor::Subagent, _) => EffectClass::Preview,
         (_, Mode::PlanOnly) => EffectClass::Propose,
@@ -78,9 +86,9 @@ pub fn catalog(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<
         .snapshot()
         .active
         .values()
-        .map(|l| l.descriptor.clone())
-        .filter(|d| d.label <= ceiling)
-        .filter(|d| allowlist.is_none_or(|a| a.iter().any(|id| id == &d.id)))
+        .filter(|l| l.descriptor.label <= ceiling)
+        .filter(|l| allowlist.is_none_or(|a| a.iter().any(|id| id == &l.descriptor.id)))
+        .cloned()
         .collect()
 }
 

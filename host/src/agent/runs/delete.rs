@@ -63,7 +63,7 @@ impl Runs {
 
 /// Removes what of run `id` may go; the row itself when no receipt with an
 /// open outcome remains. Returns how many such receipts remain.
-async fn remove_in(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<i64, sqlx::Error> {
+async fn remove_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: &str) -> Result<i64, sqlx::Error> {
     for table in ["agent_run_event", "agent_run_message", "agent_run_approval"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE run_id = $1")).bind(id).execute(&mut **tx).await?;
     }

@@ -385,27 +385,25 @@ impl Runs {
 /// event on the global log with the run's seq in its payload. Returns the
 /// global seq to announce.
 async fn append_event_in(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     db: &Db,
     run_id: &str,
     kind: &str,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
-    // Taking the run's row first serialises appends to one run on both
-    // backends, so two cannot pick the same seq.
-    sqlx::query("UPDATE agent_run SET updated_at = updated_at WHERE id = $1").bind(run_id).execute(&mut **tx).await?;
-    let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_run_event WHERE run_id = $1")
-        .bind(run_id)
-        .fetch_one(&mut **tx)
-        .await?;
-    sqlx::query("INSERT INTO agent_run_event (run_id, seq, kind, payload, at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(run_id)
-        .bind(seq)
-        .bind(kind)
-        .bind(payload.to_string())
-        .bind(now_ms())
-        .execute(&mut **tx)
-        .await?;
+    // Every write transaction holds the database's write lock (SQLite's,
+    // or the advisory lock on PostgreSQL), so two appends cannot pick the
+    // same seq; the (run_id, seq) key would refuse the second if they did.
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO agent_run_event (run_id, seq, kind, payload, at) \
+         SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM agent_run_event WHERE run_id = $1 RETURNING seq",
+    )
+    .bind(run_id)
+    .bind(kind)
+    .bind(payload.to_string())
+    .bind(now_ms())
+    .fetch_one(&mut **tx)
+    .await?;
     let mut global = payload.clone();
     if let Value::Object(map) = &mut global {
         map.insert("runId".into(), Value::from(run_id));

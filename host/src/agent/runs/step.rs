@@ -38,39 +38,54 @@ impl StepWrites {
 impl Runs {
     /// Commits `writes` in one transaction and announces their events.
     pub async fn commit_step(&self, id: &str, writes: StepWrites) -> Result<(), RunError> {
-        if writes.is_empty() {
-            return Ok(());
-        }
-        let (db, id, writes) = (self.db.clone(), id.to_string(), Arc::new(writes));
-        let seqs = self
-            .db
-            .write(move |tx| {
+        self.queue_step(id, writes).await.map(|_| ())
+    }
+
+    /// [`Runs::commit_step`], queued now: the step may go on (run a read
+    /// call, say) while the writes commit, and await the answer after;
+    /// what it writes meanwhile commits after these. Answers the run's row
+    /// as the commit left it when the writes changed it (spend or calls).
+    pub fn queue_step(
+        &self,
+        id: &str,
+        writes: StepWrites,
+    ) -> impl Future<Output = Result<Option<Run>, RunError>> + use<> {
+        let (db, events, id, writes) = (self.db.clone(), self.events.clone(), id.to_string(), Arc::new(writes));
+        let empty = writes.is_empty();
+        let committed = (!empty).then(|| {
+            self.db.write(move |tx| {
                 let (db, id, writes) = (db.clone(), id.clone(), writes.clone());
                 Box::pin(async move {
+                    let mut run = None;
                     if writes.tokens != 0 || writes.cost_micro_usd != 0 || writes.calls_counted != 0 {
-                        sqlx::query(
+                        let row = sqlx::query(
                             "UPDATE agent_run SET tokens = tokens + $2, cost_micro_usd = cost_micro_usd + $3, \
-                             tool_calls = tool_calls + $4, updated_at = $5 WHERE id = $1",
+                             tool_calls = tool_calls + $4, updated_at = $5 WHERE id = $1 RETURNING *",
                         )
                         .bind(&id)
                         .bind(writes.tokens)
                         .bind(writes.cost_micro_usd)
                         .bind(writes.calls_counted)
                         .bind(now_ms())
-                        .execute(&mut **tx)
+                        .fetch_optional(&mut **tx)
                         .await?;
+                        run = row.map(|r| Run::from_row(&r)).transpose()?;
                     }
                     let mut seqs = Vec::with_capacity(writes.events.len());
                     for (kind, payload) in &writes.events {
                         seqs.push(append_event_in(tx, &db, &id, kind, payload).await?);
                     }
-                    Ok::<_, sqlx::Error>(seqs)
+                    Ok::<_, sqlx::Error>((seqs, run))
                 })
             })
-            .await?;
-        for seq in seqs {
-            self.events.announce(seq);
+        });
+        async move {
+            let Some(committed) = committed else { return Ok(None) };
+            let (seqs, run) = committed.await?;
+            for seq in seqs {
+                events.announce(seq);
+            }
+            Ok(run)
         }
-        Ok(())
     }
 }

@@ -133,6 +133,31 @@ async fn two_writers_on_one_database_never_fail_each_others_writes(backend: Back
     assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 480 });
 }
 
+/// The writer keeps its connection between batches. When PostgreSQL drops
+/// every connection (a restart, an administrator), the next write is still
+/// committed, on a new connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_writer_writes_on_after_postgres_drops_its_connection() {
+    let backend = Backend::Postgres;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(backend, dir.path()).await;
+    insert(&db, 1, backend).await.unwrap();
+    {
+        let other = Db::connect(&db.url).await.unwrap();
+        let dropped: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_all(&other.pool)
+        .await
+        .unwrap();
+        assert!(dropped.len() >= 2, "the pool's and the writer's connections were dropped: {dropped:?}");
+    }
+    insert(&db, 2, backend).await.expect("the write after the connections were dropped");
+    let kept: Vec<i64> = sqlx::query_scalar("SELECT n FROM probe ORDER BY n").fetch_all(&db.pool).await.unwrap();
+    assert_eq!(kept, [1, 2]);
+}
+
 both_backends!(
     a_failing_write_fails_alone_and_its_batch_mates_are_kept,
     the_audit_chain_holds_under_concurrent_batched_appends,

@@ -57,11 +57,16 @@ impl RunState<'_> {
             discovery_note: None,
             final_text: String::new(),
             empty_answers: 0,
+            committed_run: None,
         };
         let request_id = sub.caller.request_id.clone();
         sub.session.apply(&Entry::Request { request_id, message_seq: 0, text, continues: false, note: None });
         for _ in 0..SUBAGENT_STEPS {
-            match Box::pin(sub.step()).await {
+            let run = match self.rt.runs.get(&self.run_id).await {
+                Ok(run) => run,
+                Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
+            };
+            match Box::pin(sub.step(&run)).await {
                 Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {
                     // The findings are the parent's to keep and read.
                     return toolbox::from_invocation(

@@ -17,7 +17,7 @@ use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{
     Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolCall, ToolSpec,
 };
-use crate::agent::runs::{Run, StepWrites};
+use crate::agent::runs::{Run, RunError, StepWrites};
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tokens::TokenCounter;
 use crate::agent::tools::discovery::{self, Discovery};
@@ -41,6 +41,10 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// How long a tool call may run before its start is committed on its own;
+/// a quicker call's start is committed with its end.
+const START_SHOWN: Duration = Duration::from_millis(20);
+
 /// The fixed part of every request.
 const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
 every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
@@ -63,6 +67,9 @@ pub struct RunState<'a> {
     pub(super) final_text: String,
     /// Answers in a row with neither words nor calls.
     empty_answers: u8,
+    /// The run's row as the last step's final commit left it, for the
+    /// next step's checks instead of reading it again.
+    committed_run: Option<Run>,
 }
 
 impl<'a> RunState<'a> {
@@ -94,6 +101,7 @@ impl<'a> RunState<'a> {
             discovery_note: None,
             final_text: String::new(),
             empty_answers: 0,
+            committed_run: None,
         }
     }
 
@@ -153,13 +161,21 @@ impl<'a> RunState<'a> {
             self.take_next_message().await?;
         }
         loop {
-            if let Some(reason) = self.abort_reason().await {
+            // The row the last step's commit returned is as fresh as a
+            // read here would be but for an abort in the instants since,
+            // which the watch during the model's answer and the check
+            // before each call still see.
+            let run = match self.committed_run.take() {
+                Some(run) => run,
+                None => self.rt.runs.get(&self.run_id).await?,
+            };
+            if let Some(reason) = closed_reason(&run) {
                 return Ok(Outcome::Aborted(reason));
             }
             let awaiting_model =
                 self.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::User);
             if awaiting_model {
-                match self.step().await? {
+                match self.step(&run).await? {
                     Outcome::Idle => continue,
                     other => return Ok(other),
                 }
@@ -225,19 +241,19 @@ impl<'a> RunState<'a> {
             }
             names
         });
-        for d in toolbox::catalog(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref()) {
-            if chosen.as_ref().is_none_or(|names| names.contains(&d.id)) {
-                tools.push(discovery::spec(&d));
+        for l in toolbox::offered(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref()) {
+            if chosen.as_ref().is_none_or(|names| names.contains(&l.descriptor.id)) {
+                tools.push(discovery::spec(&l.descriptor));
             }
         }
         tools.extend(toolbox::session_specs(self.caller.actor));
         ModelRequest { system, messages: self.session.messages.clone(), tools, max_tokens: 4096 }
     }
 
-    /// One model request and the tool calls it makes.
-    async fn step(&mut self) -> Result<Outcome, EngineError> {
-        let run = self.rt.runs.get(&self.run_id).await?;
-        if let Some(reason) = self.limits.exceeded(&run, 0) {
+    /// One model request and the tool calls it makes; `run` as it was just
+    /// read.
+    async fn step(&mut self, run: &Run) -> Result<Outcome, EngineError> {
+        if let Some(reason) = self.limits.exceeded(run, 0) {
             return Ok(Outcome::OverBudget(reason));
         }
         let mut request = self.request();
@@ -296,8 +312,10 @@ impl<'a> RunState<'a> {
         }
         // Synced with the results: one sync a step.
         self.record_unsynced(Entry::Assistant { content })?;
-        let (answers, over) = self.answer_calls(&completion.tool_calls, writes).await?;
+        let (answers, over, ending) = self.answer_calls(&completion.tool_calls, writes).await?;
+        // The last call's end commits while the results are synced.
         self.record(Entry::ToolResults { content: answers })?;
+        self.committed_run = ending.await?;
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
     }
 
@@ -338,14 +356,17 @@ impl<'a> RunState<'a> {
         writes: &mut StepWrites,
     ) -> Result<Result<Completion, Outcome>, EngineError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let forward = tokio::spawn(forward_text(self.rt.runs.clone(), self.run_id.clone(), rx));
-        let answer = tokio::select! {
-            answer = self.provider.complete(request, tx) => Ok(answer),
-            reason = self.watch_abort() => Err(reason),
+        // Forwarded beside the answer in this task: the stream ends when
+        // the answer is done (or dropped on an abort), and so does this.
+        let forward = forward_text(self.rt.runs.clone(), self.run_id.clone(), rx);
+        let answering = async {
+            tokio::select! {
+                answer = self.provider.complete(request, tx) => Ok(answer),
+                reason = self.watch_abort() => Err(reason),
+            }
         };
-        if let Ok(left) = forward.await
-            && !left.is_empty()
-        {
+        let (answer, left) = tokio::join!(answering, forward);
+        if !left.is_empty() {
             writes.events.push(("agent.text_delta", json!({"text": left})));
         }
         Ok(match answer {
@@ -365,12 +386,14 @@ impl<'a> RunState<'a> {
     }
 
     /// Answers one response's tool calls in order; `update_plan` calls are
-    /// judged together. Returns the results and, when a budget ran out, why.
+    /// judged together. Returns the results, when a budget ran out why,
+    /// and the commit of the last call's end, queued.
     async fn answer_calls(
         &mut self,
         calls: &[ToolCall],
         mut pending: StepWrites,
-    ) -> Result<(Vec<Block>, Option<String>), EngineError> {
+    ) -> Result<(Vec<Block>, Option<String>, impl Future<Output = Result<Option<Run>, RunError>> + use<>), EngineError>
+    {
         let plan_calls: Vec<(&ToolCall, &Value)> = calls
             .iter()
             .filter(|c| c.name == UPDATE_PLAN)
@@ -405,16 +428,42 @@ impl<'a> RunState<'a> {
                 continue;
             }
             // The call's start commits with what came before it: the
-            // answer's cost, or the previous call's end.
+            // answer's cost, or the previous call's end. A call that ends
+            // within START_SHOWN has its start committed with its end, one
+            // commit instead of two; a longer one's start is committed
+            // then, while it runs. A subagent, which reads the run's
+            // spend, waits for the commit first.
             pending.events.push(("agent.tool_call", self.call_payload(call, "started", None)));
-            self.rt.runs.commit_step(&self.run_id, std::mem::take(&mut pending)).await?;
+            let mut start = Some(std::mem::take(&mut pending));
+            let mut started = None;
+            if call.name == toolbox::DELEGATE {
+                self.rt.runs.commit_step(&self.run_id, start.take().unwrap_or_default()).await?;
+            }
             let answered = match &call.input {
                 Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
                 Ok(_) if call.name == UPDATE_PLAN => {
                     plan_answers.next().unwrap_or_else(|| toolbox::failed(&call.id, "update_plan was not applied"))
                 }
-                Ok(input) => self.answer_one(call, input).await?,
+                Ok(input) => {
+                    let (runs, run_id) = (self.rt.runs.clone(), self.run_id.clone());
+                    let answering = self.answer_one(call, input);
+                    tokio::pin!(answering);
+                    tokio::select! {
+                        answered = &mut answering => answered?,
+                        _ = tokio::time::sleep(START_SHOWN), if start.is_some() => {
+                            started = start.take().map(|writes| runs.queue_step(&run_id, writes));
+                            answering.await?
+                        }
+                    }
+                }
             };
+            match (start, started) {
+                (Some(writes), _) => pending = writes,
+                (None, Some(started)) => {
+                    started.await?;
+                }
+                (None, None) => {}
+            }
             let phase = match answered.status {
                 ToolStatus::Denied if answered.is_rejected() => "rejected",
                 ToolStatus::Denied => "denied",
@@ -424,8 +473,7 @@ impl<'a> RunState<'a> {
             pending.calls_counted += 1;
             blocks.push(answered.block);
         }
-        self.rt.runs.commit_step(&self.run_id, pending).await?;
-        Ok((blocks, over))
+        Ok((blocks, over, self.rt.runs.queue_step(&self.run_id, pending)))
     }
 }
 
