@@ -9,15 +9,21 @@
 pub mod calls;
 mod commands;
 mod components;
+mod queue;
 
 pub use calls::CallBy;
 pub use components::ComponentAudit;
+pub use queue::RowQueue;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::{Any, Row, Transaction};
 
 use crate::store::{Db, now_ms};
+
+/// Rows in one multi-row insert: 13 parameters each, well under either
+/// backend's limit.
+const ROWS_PER_INSERT: usize = 64;
 
 /// One event to append.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -117,37 +123,65 @@ impl Audit {
     /// Appends `event` inside `tx` (so it commits or rolls back with the
     /// change it describes).
     pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewEvent) -> Result<i64, sqlx::Error> {
+        let seqs = Self::append_all_in(tx, std::slice::from_ref(event)).await?;
+        Ok(seqs[0])
+    }
+
+    /// Appends `events`, in order, inside `tx`: three statements however
+    /// many there are. Answers their seqs.
+    pub async fn append_all_in(tx: &mut Transaction<'_, Any>, events: &[NewEvent]) -> Result<Vec<i64>, sqlx::Error> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         // Taking the head row first serialises appends on both backends;
-        // it answers the new seq and the hash it still holds (the last row's).
-        let head = sqlx::query("UPDATE audit_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
+        // it answers the last seq taken and the hash it still holds (the
+        // last row's), from which the new rows are chained here.
+        let head = sqlx::query("UPDATE audit_head SET seq = seq + $1 WHERE id = 1 RETURNING seq, hash")
+            .bind(events.len() as i64)
             .fetch_one(&mut **tx)
             .await?;
-        let seq: i64 = head.try_get("seq")?;
-        let prev: String = head.try_get("hash")?;
+        let last: i64 = head.try_get("seq")?;
+        let mut prev: String = head.try_get("hash")?;
         let at = now_ms();
-        let hash = link_hash(seq, at, event, &prev);
-        sqlx::query(
-            "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
-             idempotency_key, input_summary, detail, prev_hash, hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .bind(seq)
-        .bind(at)
-        .bind(&event.actor_kind)
-        .bind(&event.principal)
-        .bind(&event.action)
-        .bind(&event.subject)
-        .bind(&event.outcome)
-        .bind(&event.authorization_id)
-        .bind(&event.idempotency_key)
-        .bind(&event.input_summary)
-        .bind(&event.detail)
-        .bind(&prev)
-        .bind(&hash)
-        .execute(&mut **tx)
-        .await?;
-        sqlx::query("UPDATE audit_head SET hash = $1 WHERE id = 1").bind(&hash).execute(&mut **tx).await?;
-        Ok(seq)
+        let mut chained = Vec::with_capacity(events.len());
+        for (i, event) in events.iter().enumerate() {
+            let seq = last - events.len() as i64 + 1 + i as i64;
+            let hash = link_hash(seq, at, event, &prev);
+            chained.push((seq, event, std::mem::replace(&mut prev, hash.clone()), hash));
+        }
+        for rows in chained.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
+                 idempotency_key, input_summary, detail, prev_hash, hash) VALUES ",
+            );
+            for i in 0..rows.len() {
+                let n = i * 13;
+                let params: Vec<String> = (1..=13).map(|k| format!("${}", n + k)).collect();
+                sql.push_str(if i == 0 { "(" } else { ", (" });
+                sql.push_str(&params.join(", "));
+                sql.push(')');
+            }
+            let mut insert = sqlx::query(&sql);
+            for (seq, event, prev_hash, hash) in rows {
+                insert = insert
+                    .bind(*seq)
+                    .bind(at)
+                    .bind(&event.actor_kind)
+                    .bind(&event.principal)
+                    .bind(&event.action)
+                    .bind(&event.subject)
+                    .bind(&event.outcome)
+                    .bind(&event.authorization_id)
+                    .bind(&event.idempotency_key)
+                    .bind(&event.input_summary)
+                    .bind(&event.detail)
+                    .bind(prev_hash)
+                    .bind(hash);
+            }
+            insert.execute(&mut **tx).await?;
+        }
+        sqlx::query("UPDATE audit_head SET hash = $1 WHERE id = 1").bind(&prev).execute(&mut **tx).await?;
+        Ok(chained.iter().map(|(seq, ..)| *seq).collect())
     }
 
     /// Appends `event` in its own transaction.

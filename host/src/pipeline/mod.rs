@@ -24,7 +24,7 @@ pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 pub use uncertain::Checked;
 
-use crate::audit::summarize_input;
+use crate::audit::{RowQueue, summarize_input};
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
@@ -83,6 +83,8 @@ pub struct Capabilities {
     events: Events,
     metrics: Metrics,
     validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+    /// Where a read call's audit row goes, started at the first.
+    audit_rows: std::sync::OnceLock<RowQueue>,
 }
 
 /// What the invoke path works with. The composition root (`App`)
@@ -121,6 +123,7 @@ impl Capabilities {
             events,
             metrics: Metrics::default(),
             validators: Mutex::new(HashMap::new()),
+            audit_rows: std::sync::OnceLock::new(),
         }
     }
 

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use capstan::audit::{Audit, NewEvent, Verdict};
+use capstan::audit::{Audit, NewEvent, RowQueue, Verdict};
 use capstan::store::Db;
 use capstan_tests::both_backends;
 use capstan_tests::db::{Backend, fresh_url};
@@ -100,6 +100,70 @@ async fn the_audit_chain_holds_under_concurrent_batched_appends(backend: Backend
     assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 1600 });
 }
 
+/// Standalone rows (a read call's) from many callers are appended together,
+/// several callers' to an insert, up to more rows than one insert takes:
+/// every row is kept, a caller's rows in order one after the other, and
+/// the chain holds.
+async fn rows_appended_together_keep_the_chain_and_each_callers_order(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&fresh_url(backend, dir.path()).await).await.unwrap();
+    let queue = RowQueue::start(db.clone());
+    let callers = (0..16).map(|w| {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            for i in 0..40 {
+                // Every tenth append is three rows of one call; the first
+                // caller's first is a hundred, more than one insert takes.
+                let rows = match (w, i) {
+                    (0, 0) => 100,
+                    (_, i) if i % 10 == 0 => 3,
+                    _ => 1,
+                };
+                let rows = (0..rows).map(|k| appended(w, i * 1000 + k)).collect();
+                queue.append(rows).await.unwrap();
+            }
+        })
+    });
+    for caller in join_all(callers).await {
+        caller.unwrap();
+    }
+    let audit = Audit::new(db.clone());
+    let expected = 16 * 40 + 16 * 4 * 2 + 97;
+    assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: expected });
+    let subjects: Vec<String> = audit.list(0, 2000).await.unwrap().into_iter().map(|e| e.event.subject).collect();
+    for w in 0..16 {
+        for i in (0..40).filter(|i| i % 10 == 0) {
+            let first = subjects.iter().position(|s| *s == format!("{w}/{}", i * 1000)).unwrap();
+            let n = if (w, i) == (0, 0) { 100 } else { 3 };
+            let run: Vec<String> = (0..n).map(|k| format!("{w}/{}", i * 1000 + k)).collect();
+            assert_eq!(subjects[first..first + n], run[..], "caller {w}'s rows of append {i} in order, together");
+        }
+    }
+}
+
+/// A caller whose row the database refuses (PostgreSQL refuses a NUL in
+/// text) fails alone: the rows appended together with it are appended
+/// again without it and kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_row_fails_only_its_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&fresh_url(Backend::Postgres, dir.path()).await).await.unwrap();
+    let queue = RowQueue::start(db.clone());
+    let appends = (0..12).map(|w| {
+        let queue = queue.clone();
+        let mut row = appended(w, 0);
+        if w == 5 {
+            row.subject = "nul\0here".into();
+        }
+        tokio::spawn(async move { queue.append(vec![row]).await.is_ok() })
+    });
+    let kept: Vec<bool> = join_all(appends).await.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(kept.iter().filter(|ok| !**ok).count(), 1, "{kept:?}");
+    assert!(!kept[5]);
+    let audit = Audit::new(db);
+    assert_eq!(audit.verify().await.unwrap(), Verdict::Intact { events: 11 });
+}
+
 /// Two database handles (two processes' writers) whose batches mix audit
 /// appends (the audit head, then the event head) with published events
 /// (the event head alone): every write succeeds, none is failed by the two
@@ -159,6 +223,7 @@ async fn the_writer_writes_on_after_postgres_drops_its_connection() {
 }
 
 both_backends!(
+    rows_appended_together_keep_the_chain_and_each_callers_order,
     a_failing_write_fails_alone_and_its_batch_mates_are_kept,
     the_audit_chain_holds_under_concurrent_batched_appends,
     two_writers_on_one_database_never_fail_each_others_writes
