@@ -70,19 +70,22 @@ async fn append_waiting(db: Db, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
             }
             continue;
         }
-        for caller in callers {
-            let alone = append(&db, caller.rows).await;
-            let _ = caller.reply.send(alone);
+        // Each caller's rows alone, all queued at once (so they may share
+        // a commit again), each answered with its own outcome.
+        let alone: Vec<_> = callers.into_iter().map(|c| (append(&db, c.rows), c.reply)).collect();
+        for (appended, reply) in alone {
+            let _ = reply.send(appended.await);
         }
     }
 }
 
-async fn append(db: &Db, rows: Vec<NewEvent>) -> Result<(), String> {
+/// Queues `rows` in the next group commit when called; the answer is the
+/// returned future's.
+fn append(db: &Db, rows: Vec<NewEvent>) -> impl Future<Output = Result<(), String>> + use<> {
     let rows = Arc::new(rows);
-    db.write(move |tx| {
+    let written = db.write(move |tx| {
         let rows = rows.clone();
         Box::pin(async move { Audit::append_all_in(tx, &rows).await.map(|_| ()) })
-    })
-    .await
-    .map_err(|e: sqlx::Error| e.to_string())
+    });
+    async move { written.await.map_err(|e: sqlx::Error| e.to_string()) }
 }

@@ -100,9 +100,7 @@ impl Capabilities {
                     if let Some(finish) = &record.finish {
                         finish_in(tx, finish).await?;
                     }
-                    for row in &record.rows {
-                        Audit::append_in(tx, row).await?;
-                    }
+                    Audit::append_all_in(tx, &record.rows).await?;
                     let mut seq = None;
                     if let Some((kind, subject, payload)) = &record.event {
                         seq = Some(Events::append_in(tx, backend, kind, Some(subject), payload).await?);

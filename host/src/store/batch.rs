@@ -29,7 +29,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
@@ -224,6 +223,10 @@ async fn commit(held: &mut Held, mut jobs: Vec<Box<dyn Job>>) -> bool {
 /// begins on it.
 const IDLE_CHECK: Duration = Duration::from_secs(10);
 
+/// How long a check of the held connection may take before it is given up
+/// for dead.
+const PING_LIMIT: Duration = Duration::from_secs(5);
+
 /// The writer's connection, kept from one batch to the next. Handed back
 /// to the pool and taken again, it would be pinged each way: two more
 /// round trips to SQLite's worker thread per batch. A PostgreSQL
@@ -251,8 +254,10 @@ impl Held {
     /// durable batch must never commit with less.
     async fn begin(&mut self, durable: bool) -> Result<Tx<'_>, sqlx::Error> {
         let stale = self.suspect || self.backend == Backend::Postgres || self.used.elapsed() > IDLE_CHECK;
+        // A connection whose socket went half-open would not answer at
+        // all; the writer, and every write behind it, must not wait on it.
         if let (true, Some(conn)) = (stale, self.conn.as_mut())
-            && conn.ping().await.is_err()
+            && !matches!(tokio::time::timeout(PING_LIMIT, conn.ping()).await, Ok(Ok(())))
         {
             self.discard();
         }
@@ -282,10 +287,14 @@ impl Held {
     }
 
     /// Lets the connection go (closed, not handed back): the next batch
-    /// takes a new one.
+    /// takes a new one at once — detached, it no longer holds the pool's
+    /// one place while it closes.
     fn discard(&mut self) {
-        if let Some(mut conn) = self.conn.take() {
-            conn.close_on_drop();
+        if let Some(conn) = self.conn.take() {
+            let conn = conn.detach();
+            tokio::spawn(async move {
+                let _ = conn.close().await;
+            });
         }
         self.durable = None;
         self.suspect = false;

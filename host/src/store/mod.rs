@@ -82,14 +82,14 @@ impl Db {
             // One writer at a time is SQLite's rule; a few readers beside it
             // are enough, and WAL lets them read while it writes. The group
             // commit writer has a connection of its own, whose
-            // `synchronous` it sets batch by batch.
+            // `synchronous` it sets whenever a batch needs another level.
             Backend::Sqlite => {
                 let pool = sqlite_pool(4, "NORMAL").connect_with(options.clone()).await?;
                 let writer = sqlite_pool(1, "NORMAL").connect_lazy_with(options.clone());
                 (pool, sqlite_pool(2, "FULL").connect_lazy_with(options), writer)
             }
             // Every commit is durable. The writer keeps a connection of
-            // its own, out of the pool's sixteen.
+            // its own, beside the pool's sixteen.
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
                     .acquire_timeout(Duration::from_secs(30))

@@ -1,8 +1,9 @@
 //! What one step of a run writes, committed together: the last of the
 //! streamed text, the tokens the answer cost, a tool call's end and count
-//! with the next call's start. A step with one call is two commits (the
-//! answer's charge with the call's start, then its end), each in the next
-//! group commit of the store.
+//! with the next call's start. A step whose calls each end within 20 ms is
+//! one commit; a longer call's start commits on its own while it runs
+//! (`engine::turn::calls`). Each goes in the next group commit of the
+//! store.
 
 use std::sync::Arc;
 

@@ -3,16 +3,125 @@
 //! caller — stopped where it stands when the run is aborted meanwhile —
 //! with the `agent.tool_call` events the console and the report read.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use super::RunState;
+use super::{RunState, closed_reason};
 use crate::agent::engine::EngineError;
-use crate::agent::engine::toolbox::{self, Answered, RunCaller};
-use crate::agent::providers::ToolCall;
+use crate::agent::engine::toolbox::{self, Answered, RunCaller, ToolStatus};
+use crate::agent::providers::{Block, ToolCall};
+use crate::agent::runs::{Run, StepWrites};
 use crate::agent::tools::discovery;
+use crate::agent::tools::plan::UPDATE_PLAN;
 use crate::runtime::StopSignal;
 
+/// How long a tool call may run before its start is committed on its own;
+/// a quicker call's start is committed with its end.
+const START_SHOWN: Duration = Duration::from_millis(20);
+
 impl RunState<'_> {
+    /// Answers one response's tool calls in order; `update_plan` calls are
+    /// judged together. Returns the results, when a budget ran out why,
+    /// and the run's row as the commit of the last call's end left it.
+    pub(super) async fn answer_calls(
+        &mut self,
+        calls: &[ToolCall],
+        mut pending: StepWrites,
+    ) -> Result<(Vec<Block>, Option<String>, Option<Run>), EngineError> {
+        let plan_calls: Vec<(&ToolCall, &Value)> = calls
+            .iter()
+            .filter(|c| c.name == UPDATE_PLAN)
+            .filter_map(|c| c.input.as_ref().ok().map(|i| (c, i)))
+            .collect();
+        let (new_plan, plan_answers) = toolbox::answer_plan_calls(&plan_calls);
+        let mut plan_answers = plan_answers.into_iter();
+        if let Some(plan) = new_plan {
+            self.record_plan(Some(plan)).await?;
+        }
+        let mut blocks = Vec::new();
+        let mut over = None;
+        for call in calls {
+            // The run as it stands once what is pending is committed.
+            let mut run = self.rt.runs.get(&self.run_id).await?;
+            pending.apply_to(&mut run);
+            if let Some(reason) = closed_reason(&run) {
+                // An abort stops the rest of the answer's calls, too.
+                let message = if call.name == toolbox::DELEGATE {
+                    format!("the session is closed ({reason}); no new subtasks")
+                } else {
+                    format!("not run: the session is closed ({reason})")
+                };
+                blocks.push(toolbox::failed(&call.id, message).block);
+                continue;
+            }
+            if over.is_none() {
+                over = self.limits.exceeded(&run, 1);
+            }
+            if let Some(reason) = &over {
+                blocks.push(toolbox::failed(&call.id, format!("not run: {reason}")).block);
+                continue;
+            }
+            // The call's start commits with what came before it: the
+            // answer's cost, or the previous call's end. A call that ends
+            // within START_SHOWN has its start committed with its end, one
+            // commit instead of two; a longer one's start is committed
+            // then, while it runs. A subagent, which reads the run's
+            // spend, waits for the commit first.
+            pending.events.push(("agent.tool_call", self.call_payload(call, "started", None)));
+            let mut start = Some(std::mem::take(&mut pending));
+            let mut started = None;
+            if call.name == toolbox::DELEGATE {
+                self.rt.runs.commit_step(&self.run_id, start.take().unwrap_or_default()).await?;
+            }
+            let answered = match &call.input {
+                Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
+                Ok(_) if call.name == UPDATE_PLAN => {
+                    plan_answers.next().unwrap_or_else(|| toolbox::failed(&call.id, "update_plan was not applied"))
+                }
+                Ok(input) => {
+                    let (runs, run_id) = (self.rt.runs.clone(), self.run_id.clone());
+                    let answering = self.answer_one(call, input);
+                    tokio::pin!(answering);
+                    let answered = tokio::select! {
+                        answered = &mut answering => answered,
+                        _ = tokio::time::sleep(START_SHOWN), if start.is_some() => {
+                            started = start.take().map(|writes| runs.queue_step(&run_id, writes));
+                            answering.await
+                        }
+                    };
+                    // A call that failed still leaves what came before it
+                    // (the answer's cost, earlier calls' ends) committed.
+                    if answered.is_err()
+                        && let Some(writes) = start.take()
+                    {
+                        let _ = runs.queue_step(&run_id, writes).await;
+                    }
+                    answered?
+                }
+            };
+            match (start, started) {
+                (Some(writes), _) => pending = writes,
+                (None, Some(started)) => {
+                    started.await?;
+                }
+                (None, None) => {}
+            }
+            let phase = match answered.status {
+                ToolStatus::Denied if answered.is_rejected() => "rejected",
+                ToolStatus::Denied => "denied",
+                _ => "finished",
+            };
+            pending.events.push(("agent.tool_call", self.call_payload(call, phase, Some(&answered))));
+            pending.calls_counted += 1;
+            blocks.push(answered.block);
+        }
+        // Committed before the results are synced to the session log, so
+        // the log never holds a result whose end the database lacks.
+        let run = self.rt.runs.queue_step(&self.run_id, pending).await?;
+        Ok((blocks, over, run))
+    }
+
     pub(super) async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
         if let Some(answered) = toolbox::read_command_output(call, input, &self.caller, self.rt.caps.runtime()).await {
             return Ok(answered);

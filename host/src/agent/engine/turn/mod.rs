@@ -7,21 +7,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::budget::RunLimits;
-use super::toolbox::{self, RunCaller, ToolStatus};
+use super::toolbox::{self, RunCaller};
 use super::{AgentRuntime, EngineError};
 use crate::agent::compaction::{self, Compaction};
-use crate::agent::providers::{
-    Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolCall, ToolSpec,
-};
-use crate::agent::runs::{Run, RunError, StepWrites};
+use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolSpec};
+use crate::agent::runs::{Run, StepWrites};
 use crate::agent::session_log::{Entry, Session, SessionLog};
 use crate::agent::tokens::TokenCounter;
 use crate::agent::tools::discovery::{self, Discovery};
-use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
+use crate::agent::tools::plan::{self, Plan};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
 
@@ -40,10 +38,6 @@ pub enum Outcome {
     OverBudget(String),
     Failed(String),
 }
-
-/// How long a tool call may run before its start is committed on its own;
-/// a quicker call's start is committed with its end.
-const START_SHOWN: Duration = Duration::from_millis(20);
 
 /// The fixed part of every request.
 const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
@@ -312,10 +306,9 @@ impl<'a> RunState<'a> {
         }
         // Synced with the results: one sync a step.
         self.record_unsynced(Entry::Assistant { content })?;
-        let (answers, over, ending) = self.answer_calls(&completion.tool_calls, writes).await?;
-        // The last call's end commits while the results are synced.
+        let (answers, over, run) = self.answer_calls(&completion.tool_calls, writes).await?;
+        self.committed_run = run;
         self.record(Entry::ToolResults { content: answers })?;
-        self.committed_run = ending.await?;
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
     }
 
@@ -384,101 +377,10 @@ impl<'a> RunState<'a> {
             }
         }
     }
-
-    /// Answers one response's tool calls in order; `update_plan` calls are
-    /// judged together. Returns the results, when a budget ran out why,
-    /// and the commit of the last call's end, queued.
-    async fn answer_calls(
-        &mut self,
-        calls: &[ToolCall],
-        mut pending: StepWrites,
-    ) -> Result<(Vec<Block>, Option<String>, impl Future<Output = Result<Option<Run>, RunError>> + use<>), EngineError>
-    {
-        let plan_calls: Vec<(&ToolCall, &Value)> = calls
-            .iter()
-            .filter(|c| c.name == UPDATE_PLAN)
-            .filter_map(|c| c.input.as_ref().ok().map(|i| (c, i)))
-            .collect();
-        let (new_plan, plan_answers) = toolbox::answer_plan_calls(&plan_calls);
-        let mut plan_answers = plan_answers.into_iter();
-        if let Some(plan) = new_plan {
-            self.record_plan(Some(plan)).await?;
-        }
-        let mut blocks = Vec::new();
-        let mut over = None;
-        for call in calls {
-            // The run as it stands once what is pending is committed.
-            let mut run = self.rt.runs.get(&self.run_id).await?;
-            pending.apply_to(&mut run);
-            if let Some(reason) = closed_reason(&run) {
-                // An abort stops the rest of the answer's calls, too.
-                let message = if call.name == toolbox::DELEGATE {
-                    format!("the session is closed ({reason}); no new subtasks")
-                } else {
-                    format!("not run: the session is closed ({reason})")
-                };
-                blocks.push(toolbox::failed(&call.id, message).block);
-                continue;
-            }
-            if over.is_none() {
-                over = self.limits.exceeded(&run, 1);
-            }
-            if let Some(reason) = &over {
-                blocks.push(toolbox::failed(&call.id, format!("not run: {reason}")).block);
-                continue;
-            }
-            // The call's start commits with what came before it: the
-            // answer's cost, or the previous call's end. A call that ends
-            // within START_SHOWN has its start committed with its end, one
-            // commit instead of two; a longer one's start is committed
-            // then, while it runs. A subagent, which reads the run's
-            // spend, waits for the commit first.
-            pending.events.push(("agent.tool_call", self.call_payload(call, "started", None)));
-            let mut start = Some(std::mem::take(&mut pending));
-            let mut started = None;
-            if call.name == toolbox::DELEGATE {
-                self.rt.runs.commit_step(&self.run_id, start.take().unwrap_or_default()).await?;
-            }
-            let answered = match &call.input {
-                Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
-                Ok(_) if call.name == UPDATE_PLAN => {
-                    plan_answers.next().unwrap_or_else(|| toolbox::failed(&call.id, "update_plan was not applied"))
-                }
-                Ok(input) => {
-                    let (runs, run_id) = (self.rt.runs.clone(), self.run_id.clone());
-                    let answering = self.answer_one(call, input);
-                    tokio::pin!(answering);
-                    tokio::select! {
-                        answered = &mut answering => answered?,
-                        _ = tokio::time::sleep(START_SHOWN), if start.is_some() => {
-                            started = start.take().map(|writes| runs.queue_step(&run_id, writes));
-                            answering.await?
-                        }
-                    }
-                }
-            };
-            match (start, started) {
-                (Some(writes), _) => pending = writes,
-                (None, Some(started)) => {
-                    started.await?;
-                }
-                (None, None) => {}
-            }
-            let phase = match answered.status {
-                ToolStatus::Denied if answered.is_rejected() => "rejected",
-                ToolStatus::Denied => "denied",
-                _ => "finished",
-            };
-            pending.events.push(("agent.tool_call", self.call_payload(call, phase, Some(&answered))));
-            pending.calls_counted += 1;
-            blocks.push(answered.block);
-        }
-        Ok((blocks, over, self.rt.runs.queue_step(&self.run_id, pending)))
-    }
 }
 
 /// Why the run takes no further steps, if it was aborted or has ended.
-fn closed_reason(run: &Run) -> Option<String> {
+pub(super) fn closed_reason(run: &Run) -> Option<String> {
     if run.status.is_final() {
         return Some(format!("the run is {}", run.status.as_str()));
     }
