@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Audit, NewEvent};
 use crate::store::Db;
+use crate::store::batch::gather;
 
 /// Most callers whose rows are appended together.
 const MAX_CALLERS: usize = 256;
@@ -54,14 +55,7 @@ impl RowQueue {
 async fn append_waiting(db: Db, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
     // One group at a time: rows gather while the last group commits, and
     // the bigger the group, the less each row costs.
-    while let Some(first) = waiting.recv().await {
-        let mut callers = vec![first];
-        while callers.len() < MAX_CALLERS {
-            match waiting.try_recv() {
-                Ok(next) => callers.push(next),
-                Err(_) => break,
-            }
-        }
+    while let Some(callers) = gather(&mut waiting, MAX_CALLERS).await {
         let rows: Vec<NewEvent> = callers.iter().flat_map(|c| c.rows.iter().cloned()).collect();
         let together = append(&db, rows).await;
         if together.is_ok() || callers.len() == 1 {

@@ -152,6 +152,21 @@ impl Writer {
     }
 }
 
+/// Waits for the next item on `queue`, then takes whatever else is already
+/// waiting, `most` in all; `None` once every sender is gone. What a batch
+/// is made of, here and where writes are gathered before they reach the
+/// writer (`audit::RowQueue`).
+pub async fn gather<T>(queue: &mut mpsc::UnboundedReceiver<T>, most: usize) -> Option<Vec<T>> {
+    let mut items = vec![queue.recv().await?];
+    while items.len() < most {
+        match queue.try_recv() {
+            Ok(item) => items.push(item),
+            Err(_) => break,
+        }
+    }
+    Some(items)
+}
+
 async fn write_batches(
     pool: AnyPool,
     backend: Backend,
@@ -159,14 +174,7 @@ async fn write_batches(
     commits: Arc<AtomicU64>,
 ) {
     let mut held = Held { pool, backend, conn: None, durable: None, suspect: false, used: Instant::now() };
-    while let Some(first) = queue.recv().await {
-        let mut jobs = vec![first];
-        while jobs.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
-            }
-        }
+    while let Some(jobs) = gather(&mut queue, MAX_BATCH).await {
         if commit(&mut held, jobs).await {
             commits.fetch_add(1, Ordering::Relaxed);
         }
