@@ -101,14 +101,19 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
 }
 
 /// The loop's cost per step two ways: a 41-step run's time outside the
-/// model divided by its steps (the run's start and end spread over them),
-/// and the marginal cost of a step — a 161-step run's median less a
+/// model divided by its steps (the run's start and end spread over them —
+/// a run without steps is printed first), and the marginal cost of a step — a 161-step run's median less a
 /// 41-step run's, over the 120 steps between them.
 async fn loop_overhead(app: &Arc<capstan::app::App>) {
     let runs: usize = std::env::var("AGENT_LOOP_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
+    let (zero, _) = drive_runs(app, 0, runs).await;
     let (short, commits_per_step) = drive_runs(app, 40, runs).await;
     let (long, _) = drive_runs(app, 160, runs).await;
     let median = |v: &[f64]| v[v.len() / 2];
+    println!(
+        "a run without steps (its start, the final answer, its report and end): median {:.2} ms",
+        median(&zero) / 1000.0
+    );
     println!(
         "loop overhead per step (model excluded, one sandboxed read each): median {:.2} ms, best {:.2} ms over {runs} runs of 41 steps",
         median(&short) / 41.0 / 1000.0,

@@ -9,7 +9,11 @@
 //!   writers claiming distinct keys;
 //! - beside SQLite's figures, how fast the same disk syncs a small append
 //!   in the same run: the machine's storage varies between runs, and a
-//!   claim's commit waits for such a sync.
+//!   claim's commit waits for such a sync, and what one statement costs
+//!   through sqlx's SQLite driver (each is a handoff to the connection's
+//!   own thread and back): a `SELECT 1` from a thread free to move and
+//!   from one kept to one CPU, and a one-row write transaction at each
+//!   sync level.
 //!
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo bench -p capstan-tests --bench durable` for SQLite only.
@@ -141,10 +145,74 @@ fn disk_sync(dir: &std::path::Path) {
     );
 }
 
+/// The other anchor: the driver's own cost, on a connection of its own
+/// made from this thread — one statement's round trip (p10/p50/p90 of
+/// 2,000: on a virtual machine it is either a few µs, when the driver's
+/// thread runs on this thread's CPU, or tens, when each handoff wakes the
+/// other CPU), the same with this thread and so the driver's kept to one
+/// CPU, and a write transaction (begin, one insert, commit) at `NORMAL`
+/// and `FULL`, p50s.
+async fn driver_round_trips(dir: &std::path::Path) {
+    use sqlx::{Connection, Executor};
+    fn spread(mut took: Vec<f64>) -> [f64; 3] {
+        took.sort_by(f64::total_cmp);
+        [took[took.len() / 10], took[took.len() / 2], took[took.len() * 9 / 10]]
+    }
+    async fn round_trips(url: &str) -> [f64; 3] {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
+        let mut took = Vec::new();
+        for _ in 0..2_000 {
+            let started = Instant::now();
+            sqlx::query("SELECT 1").execute(&mut conn).await.unwrap();
+            took.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        spread(took)
+    }
+    let url = format!("sqlite://{}?mode=rwc", dir.join("anchor.db").display());
+    let free = round_trips(&url).await;
+    let pinned = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let mut one = rustix::thread::CpuSet::new();
+            one.set(rustix::thread::sched_getcpu());
+            let _ = rustix::thread::sched_setaffinity(None, &one);
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(round_trips(&url))
+        })
+        .join()
+        .unwrap()
+    };
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    conn.execute("PRAGMA journal_mode = WAL").await.unwrap();
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)").await.unwrap();
+    let mut commits = Vec::new();
+    for level in ["NORMAL", "FULL"] {
+        conn.execute(format!("PRAGMA synchronous = {level}").as_str()).await.unwrap();
+        let mut took = Vec::new();
+        for _ in 0..2_000 {
+            let started = Instant::now();
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.unwrap();
+            sqlx::query("INSERT INTO t (v) VALUES ($1)").bind("x").execute(&mut *tx).await.unwrap();
+            tx.commit().await.unwrap();
+            took.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        commits.push(spread(took)[1]);
+    }
+    let [f10, f50, f90] = free;
+    let [p10, p50, p90] = pinned;
+    println!(
+        "Sqlite: anchor: sqlx's SQLite driver, one statement's round trip (SELECT 1, p10/p50/p90): \
+         {f10:.0}/{f50:.0}/{f90:.0} µs free to move, {p10:.0}/{p50:.0}/{p90:.0} µs kept to one CPU; \
+         begin + one insert + commit p50 {:.0} µs (NORMAL), {:.0} µs (FULL)",
+        commits[0], commits[1]
+    );
+}
+
 async fn run(backend: Backend) {
     let mut host = TestHost::new();
     if backend == Backend::Sqlite {
         disk_sync(host.dir.path());
+        driver_round_trips(host.dir.path()).await;
     }
     host.drop_plugin(components::PROBE, "probe.wasm");
     host.config.database_url = Some(fresh_url(backend, host.dir.path()).await);
@@ -161,6 +229,9 @@ async fn run(backend: Backend) {
 }
 
 fn main() {
+    if std::env::var("BENCH_TRACE_SQL").is_ok() {
+        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         run(Backend::Sqlite).await;

@@ -9,7 +9,8 @@
 //! figure to compare between runs, not the absolute rate.
 //!
 //! Run with `cargo bench -p capstan-tests --bench http` (`BENCH_SECONDS`
-//! sets each row's length, 4 by default).
+//! sets each row's length, 4 by default; `BENCH_TRACE_SQL=1` prints every
+//! statement sqlx runs, to count a request's).
 
 use axum::Json;
 use axum::routing::post;
@@ -46,6 +47,9 @@ fn row(id: &str, connections: usize, echo: &Load, invoke: &Load) {
 }
 
 fn main() {
+    if std::env::var("BENCH_TRACE_SQL").is_ok() {
+        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
+    }
     let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let host = TestHost::new();

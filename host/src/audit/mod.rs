@@ -149,8 +149,16 @@ impl Audit {
             let hash = link_hash(seq, at, event, &prev);
             chained.push((seq, event, std::mem::replace(&mut prev, hash.clone()), hash));
         }
-        for rows in chained.chunks(ROWS_PER_INSERT) {
-            let mut sql = String::from(
+        // The head's new hash is set by the statement that inserts the
+        // last rows: one round trip fewer to the database per append (on
+        // SQLite two statements in one query, on PostgreSQL the insert as
+        // a common table expression of the update).
+        let postgres = tx.backend_name() == "PostgreSQL";
+        let chunks: Vec<_> = chained.chunks(ROWS_PER_INSERT).collect();
+        for (c, rows) in chunks.iter().enumerate() {
+            let last = c + 1 == chunks.len();
+            let mut sql = String::from(if postgres && last { "WITH appended AS (" } else { "" });
+            sql.push_str(
                 "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
                  idempotency_key, input_summary, detail, prev_hash, hash) VALUES ",
             );
@@ -161,8 +169,13 @@ impl Audit {
                 sql.push_str(&params.join(", "));
                 sql.push(')');
             }
+            if last {
+                let head = format!("UPDATE audit_head SET hash = ${} WHERE id = 1", rows.len() * 13 + 1);
+                sql.push_str(if postgres { ") " } else { "; " });
+                sql.push_str(&head);
+            }
             let mut insert = sqlx::query(&sql);
-            for (seq, event, prev_hash, hash) in rows {
+            for (seq, event, prev_hash, hash) in rows.iter() {
                 insert = insert
                     .bind(*seq)
                     .bind(at)
@@ -178,9 +191,11 @@ impl Audit {
                     .bind(prev_hash)
                     .bind(hash);
             }
+            if last {
+                insert = insert.bind(&prev);
+            }
             insert.execute(&mut **tx).await?;
         }
-        sqlx::query("UPDATE audit_head SET hash = $1 WHERE id = 1").bind(&prev).execute(&mut **tx).await?;
         Ok(chained.iter().map(|(seq, ..)| *seq).collect())
     }
 
