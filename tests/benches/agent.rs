@@ -14,7 +14,7 @@
 //! Everything shares this machine's two cores, on SQLite in a temporary
 //! directory. Run with `cargo bench -p capstan-tests --bench agent`;
 //! `AGENT_BENCH=loop` runs only the first (`AGENT_LOOP_RUNS` runs of each
-//! length, 5 by default), to profile the loop alone; `AGENT_TRACE_SQL=1`
+//! length, 5 by default), to profile the loop alone; `BENCH_TRACE_SQL=1`
 //! prints every statement sqlx runs, to count a step's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,9 +101,10 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
 }
 
 /// The loop's cost per step two ways: a 41-step run's time outside the
-/// model divided by its steps (the run's start and end spread over them —
-/// a run without steps is printed first), and the marginal cost of a step — a 161-step run's median less a
-/// 41-step run's, over the 120 steps between them.
+/// model divided by its steps (the run's start and end spread over them;
+/// a run without steps is printed first), and the marginal cost of a
+/// step — a 161-step run's median less a 41-step run's, over the 120 steps
+/// between them.
 async fn loop_overhead(app: &Arc<capstan::app::App>) {
     let runs: usize = std::env::var("AGENT_LOOP_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
     let (zero, _) = drive_runs(app, 0, runs).await;
@@ -236,9 +237,7 @@ fn micros_since(sent: i64) -> i64 {
 }
 
 fn main() {
-    if std::env::var("AGENT_TRACE_SQL").is_ok() {
-        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
-    }
+    capstan_tests::load::trace_sql_if_asked();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let (_host, app, _caps) = setup().await;

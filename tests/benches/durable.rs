@@ -150,7 +150,7 @@ fn disk_sync(dir: &std::path::Path) {
 /// 2,000: on a virtual machine it is either a few µs, when the driver's
 /// thread runs on this thread's CPU, or tens, when each handoff wakes the
 /// other CPU), the same with this thread and so the driver's kept to one
-/// CPU, and a write transaction (begin, one insert, commit) at `NORMAL`
+/// CPU as the SQLite writer keeps its own, and a write transaction (begin, one insert, commit) at `NORMAL`
 /// and `FULL`, p50s.
 async fn driver_round_trips(dir: &std::path::Path) {
     use sqlx::{Connection, Executor};
@@ -173,9 +173,7 @@ async fn driver_round_trips(dir: &std::path::Path) {
     let pinned = {
         let url = url.clone();
         std::thread::spawn(move || {
-            let mut one = rustix::thread::CpuSet::new();
-            one.set(rustix::thread::sched_getcpu());
-            let _ = rustix::thread::sched_setaffinity(None, &one);
+            capstan::store::batch::keep_to_one_cpu();
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(round_trips(&url))
         })
@@ -229,9 +227,7 @@ async fn run(backend: Backend) {
 }
 
 fn main() {
-    if std::env::var("BENCH_TRACE_SQL").is_ok() {
-        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
-    }
+    capstan_tests::load::trace_sql_if_asked();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         run(Backend::Sqlite).await;

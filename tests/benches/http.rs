@@ -47,9 +47,7 @@ fn row(id: &str, connections: usize, echo: &Load, invoke: &Load) {
 }
 
 fn main() {
-    if std::env::var("BENCH_TRACE_SQL").is_ok() {
-        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
-    }
+    capstan_tests::load::trace_sql_if_asked();
     let secs: u64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let host = TestHost::new();

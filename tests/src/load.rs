@@ -1,8 +1,16 @@
 //! Load from outside the process for the benchmarks: `wrk` (installed by
-//! `scripts/bench.sh`) posting a JSON body, and the resident memory of a
-//! process.
+//! `scripts/bench.sh`) posting a JSON body, the resident memory of a
+//! process, and a trace of the statements a benchmark runs.
 
 use std::process::Command;
+
+/// With `BENCH_TRACE_SQL=1` set, prints every statement sqlx runs (with
+/// its time) to stderr: how a benchmark counts the statements on a path.
+pub fn trace_sql_if_asked() {
+    if std::env::var_os("BENCH_TRACE_SQL").is_some() {
+        tracing_subscriber::fmt().with_env_filter("sqlx::query=debug").with_writer(std::io::stderr).init();
+    }
+}
 
 /// What one `wrk` run measured.
 pub struct Load {

@@ -153,7 +153,7 @@ impl Audit {
         // last rows: one round trip fewer to the database per append (on
         // SQLite two statements in one query, on PostgreSQL the insert as
         // a common table expression of the update).
-        let postgres = tx.backend_name() == "PostgreSQL";
+        let postgres = tx.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME;
         let chunks: Vec<_> = chained.chunks(ROWS_PER_INSERT).collect();
         for (c, rows) in chunks.iter().enumerate() {
             let last = c + 1 == chunks.len();
