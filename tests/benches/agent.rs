@@ -64,6 +64,11 @@ async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     let mut change = serde_json::Map::new();
     change.insert("budget.max_runs_per_day".into(), json!(1_000_000));
     change.insert("agent.max_tool_calls".into(), json!(10_000));
+    // A long run's context grows every step: its tokens add up past the
+    // default run budget, which would end it early and shorten the step
+    // count the figures divide by.
+    change.insert("agent.max_tokens_per_run".into(), json!(i64::MAX / 2));
+    change.insert("agent.max_cost_usd_per_run".into(), json!(1.0e6));
     app.settings().update(&change).await.unwrap();
     (host, app, caps)
 }
@@ -93,6 +98,10 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
         let started = Instant::now();
         agent.drive(&run.id).await.unwrap();
         let total = started.elapsed().as_micros() as u64;
+        // A run that stopped short would make every figure a lie.
+        let ended = agent.runs().get(&run.id).await.unwrap();
+        assert_eq!(ended.status.as_str(), "succeeded", "the {steps}-step run ended early: {:?}", ended.error);
+        assert_eq!(ended.tool_calls, steps as i64, "the {steps}-step run made every call");
         outside_us.push((total - timed.inside_us.load(Ordering::Relaxed)) as f64);
         commits_per_step = (app.caps().db().group_commits() - commits) as f64 / steps as f64;
     }

@@ -20,8 +20,8 @@ const LINE_CHARS: usize = 160;
 /// The outcome of a compaction check.
 #[derive(Debug, PartialEq)]
 pub enum Compaction {
-    /// The request fits under the threshold as it is.
-    NotNeeded,
+    /// The request fits under the threshold as it is, in this many tokens.
+    NotNeeded { tokens: usize },
     /// The new history, and the request's tokens before and after.
     Compacted { messages: Vec<Message>, before: usize, after: usize },
 }
@@ -59,7 +59,7 @@ pub fn compact(
 ) -> Result<Compaction, String> {
     let before = counter.count_request(request);
     if (before as f64) <= window as f64 * threshold_ratio {
-        return Ok(Compaction::NotNeeded);
+        return Ok(Compaction::NotNeeded { tokens: before });
     }
     let messages = &request.messages;
     let keep_from = latest_transaction(messages);
@@ -156,7 +156,8 @@ mod tests {
     fn a_request_under_the_threshold_is_left_alone() {
         let counter = TokenCounter::for_provider("scripted");
         let request = conversation("what do I have?", 2, 10);
-        assert_eq!(compact(&request, "what do I have?", &counter, 100_000, 0.8), Ok(Compaction::NotNeeded));
+        let tokens = counter.count_request(&request);
+        assert_eq!(compact(&request, "what do I have?", &counter, 100_000, 0.8), Ok(Compaction::NotNeeded { tokens }));
     }
 
     #[test]

@@ -46,6 +46,35 @@ pub struct Settings {
     check_script: ScriptCheck,
 }
 
+/// The spec of a setting that may be read in plain text.
+fn plain_spec(key: &str) -> Result<&'static Spec, SettingsError> {
+    let spec = registry::find(key).ok_or_else(|| SettingsError::Invalid(format!("unknown setting {key}")))?;
+    if spec.is_secret() {
+        return Err(SettingsError::Invalid(format!("{key} is a secret; use Settings::secret")));
+    }
+    Ok(spec)
+}
+
+/// A stored value, or the default when it is unset (or, written by hand
+/// into the database, is not JSON).
+fn plain_value(spec: &Spec, text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_else(|| spec.default_value())
+}
+
+/// The non-secret settings as one read saw them ([`Settings::snapshot`]).
+pub struct Snapshot {
+    stored: std::collections::HashMap<String, String>,
+}
+
+impl Snapshot {
+    /// The value of a non-secret setting, or its default, as
+    /// [`Settings::get`] would have read it.
+    pub fn get(&self, key: &str) -> Result<Value, SettingsError> {
+        let spec = plain_spec(key)?;
+        Ok(plain_value(spec, self.stored.get(key).map(String::as_str)))
+    }
+}
+
 impl Settings {
     /// `check_script` judges the text of script settings before they are
     /// stored.
@@ -87,15 +116,21 @@ impl Settings {
 
     /// The value of a non-secret setting, or its default.
     pub async fn get(&self, key: &str) -> Result<Value, SettingsError> {
-        let spec = registry::find(key).ok_or_else(|| SettingsError::Invalid(format!("unknown setting {key}")))?;
-        if spec.is_secret() {
-            return Err(SettingsError::Invalid(format!("{key} is a secret; use Settings::secret")));
-        }
+        let spec = plain_spec(key)?;
         let text: Option<String> = sqlx::query_scalar("SELECT value FROM setting WHERE key = $1")
             .bind(key)
             .fetch_optional(&self.db.pool)
             .await?;
-        Ok(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| spec.default_value()))
+        Ok(plain_value(spec, text.as_deref()))
+    }
+
+    /// Every non-secret setting as it stands now, read in one statement:
+    /// for a caller that needs many (a run's limits are a dozen).
+    pub async fn snapshot(&self) -> Result<Snapshot, SettingsError> {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT key, value FROM setting").fetch_all(&self.db.pool).await?;
+        let stored = rows.into_iter().filter(|(key, _)| registry::find(key).is_some_and(|s| !s.is_secret())).collect();
+        Ok(Snapshot { stored })
     }
 
     /// The plaintext of a secret setting, for the one request that needs it.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::EngineError;
 use crate::agent::runs::{Investigation, Run, Runs};
-use crate::settings::Settings;
+use crate::settings::Snapshot;
 use crate::store::now_ms;
 
 /// The per-run limits and prices in force when the run started a step.
@@ -28,8 +28,8 @@ pub struct RunLimits {
     pub goal_wait: Duration,
 }
 
-async fn number(settings: &Settings, key: &str) -> Result<f64, EngineError> {
-    let value = settings.get(key).await.map_err(|e| EngineError::setting(key, e))?;
+fn number(settings: &Snapshot, key: &str) -> Result<f64, EngineError> {
+    let value = settings.get(key).map_err(|e| EngineError::setting(key, e))?;
     value.as_f64().ok_or_else(|| EngineError::setting(key, "is not a number"))
 }
 
@@ -43,25 +43,24 @@ impl RunLimits {
         self
     }
 
-    pub async fn load(settings: &Settings) -> Result<RunLimits, EngineError> {
+    pub fn load(settings: &Snapshot) -> Result<RunLimits, EngineError> {
         let n = |key: &'static str| number(settings, key);
         let flag = settings
             .get("model.compaction.enabled")
-            .await
             .map_err(|e| EngineError::setting("model.compaction.enabled", e))?;
         Ok(RunLimits {
-            max_tool_calls: n("agent.max_tool_calls").await? as i64,
-            max_duration: Duration::from_secs(n("agent.max_duration_sec").await? as u64),
-            max_tokens: n("agent.max_tokens_per_run").await? as i64,
-            max_cost_usd: n("agent.max_cost_usd_per_run").await?,
-            price_input_per_mtok: n("model.price_input_usd_per_mtok").await?,
-            price_output_per_mtok: n("model.price_output_usd_per_mtok").await?,
-            max_tools: n("agent.max_tools").await? as usize,
-            context_budget: n("model.context_budget").await? as usize,
+            max_tool_calls: n("agent.max_tool_calls")? as i64,
+            max_duration: Duration::from_secs(n("agent.max_duration_sec")? as u64),
+            max_tokens: n("agent.max_tokens_per_run")? as i64,
+            max_cost_usd: n("agent.max_cost_usd_per_run")?,
+            price_input_per_mtok: n("model.price_input_usd_per_mtok")?,
+            price_output_per_mtok: n("model.price_output_usd_per_mtok")?,
+            max_tools: n("agent.max_tools")? as usize,
+            context_budget: n("model.context_budget")? as usize,
             compaction: flag.as_bool().unwrap_or(true),
-            compaction_ratio: n("model.compaction.threshold_ratio").await?,
-            goal_poll: Duration::from_secs(n("agent.goal_poll_sec").await? as u64),
-            goal_wait: Duration::from_secs(n("agent.goal_wait_hours").await? as u64 * 3600),
+            compaction_ratio: n("model.compaction.threshold_ratio")?,
+            goal_poll: Duration::from_secs(n("agent.goal_poll_sec")? as u64),
+            goal_wait: Duration::from_secs(n("agent.goal_wait_hours")? as u64 * 3600),
         })
     }
 
@@ -93,11 +92,11 @@ impl RunLimits {
 
 /// Whether the day's budgets allow a run to start (the day is UTC); the
 /// count of runs applies only to a `first_start`, the day's cost to every one.
-pub async fn day_allows(settings: &Settings, runs: &Runs, first_start: bool) -> Result<Option<String>, EngineError> {
+pub async fn day_allows(settings: &Snapshot, runs: &Runs, first_start: bool) -> Result<Option<String>, EngineError> {
+    let max_runs = number(settings, "budget.max_runs_per_day")? as i64;
+    let max_cost = number(settings, "budget.max_cost_usd_per_day")?;
     let day_start = now_ms() - now_ms().rem_euclid(86_400_000);
     let (started, cost) = runs.started_since(day_start).await?;
-    let max_runs = number(settings, "budget.max_runs_per_day").await? as i64;
-    let max_cost = number(settings, "budget.max_cost_usd_per_day").await?;
     if first_start && started >= max_runs {
         return Ok(Some(format!("{started} runs already started today; the daily limit is {max_runs}")));
     }

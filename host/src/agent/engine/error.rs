@@ -21,6 +21,8 @@ pub enum EngineError {
     Ledger(#[from] LedgerError),
     #[error("setting {key}: {reason}")]
     Setting { key: String, reason: String },
+    #[error("the settings could not be read: {0}")]
+    Settings(#[from] crate::settings::SettingsError),
     #[error("the session log failed: {0}")]
     SessionLog(#[from] std::io::Error),
     #[error("{0}")]

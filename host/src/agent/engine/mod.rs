@@ -31,7 +31,7 @@ use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::Capabilities;
 use crate::runtime::{Actor, Mode};
-use crate::settings::Settings;
+use crate::settings::{Settings, Snapshot};
 use crate::tasks::{NewTask, Tasks};
 use budget::RunLimits;
 pub use error::EngineError;
@@ -138,13 +138,16 @@ impl AgentRuntime {
                 }
             }
         }
-        let run = self.runs.create(&new).await?;
-        self.wake(&run.id, &new.created_by).await?;
-        Ok(self.runs.get(&run.id).await?)
+        let mut run = self.runs.create(&new).await?;
+        // The run as created, not read back: a worker may have taken it
+        // already, and the caller is answered about what it started.
+        run.task_id = Some(self.wake(&run.id, &new.created_by).await?);
+        Ok(run)
     }
 
-    /// Makes sure a `runAgent` task is queued or running for the run.
-    pub async fn wake(&self, run_id: &str, by: &str) -> Result<(), StartError> {
+    /// Makes sure a `runAgent` task is queued or running for the run, and
+    /// says which.
+    pub async fn wake(&self, run_id: &str, by: &str) -> Result<String, StartError> {
         let task = NewTask {
             kind: RUN_AGENT.into(),
             subject: Some(format!("run:{run_id}")),
@@ -155,7 +158,7 @@ impl AgentRuntime {
         };
         let (task, _) = self.tasks.enqueue(&task).await.map_err(|e| StartError::Task(e.to_string()))?;
         self.runs.set_task(run_id, &task.id).await?;
-        Ok(())
+        Ok(task.id)
     }
 
     /// Sends a message: consumed after the current turn, or wakes a run
@@ -182,11 +185,11 @@ impl AgentRuntime {
 
     /// The tokenizer of the configured provider (an estimate for one fixed
     /// by the embedder).
-    async fn token_counter(&self) -> TokenCounter {
+    fn token_counter(&self, settings: &Snapshot) -> TokenCounter {
         if self.provider.is_some() {
             return TokenCounter::estimate();
         }
-        let name = &self.settings.get("model.provider").await.ok();
+        let name = settings.get("model.provider").ok();
         TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
     }
 
@@ -215,11 +218,13 @@ impl AgentRuntime {
                 return self.end_blocked(&run, BlockReason::Config, &format!("the model cannot be used: {e}")).await;
             }
         };
-        let limits = RunLimits::load(&self.settings).await?.within(run.investigation.as_ref());
+        // One read of the settings for everything the run needs of them.
+        let settings = self.settings.snapshot().await?;
+        let limits = RunLimits::load(&settings)?.within(run.investigation.as_ref());
         if run.status == RunStatus::Queued {
             // A run reopened by a message was counted when it first started.
             let first_start = run.started_at.is_none();
-            if let Some(reason) = budget::day_allows(&self.settings, &self.runs, first_start).await? {
+            if let Some(reason) = budget::day_allows(&settings, &self.runs, first_start).await? {
                 return self.end_blocked(&run, BlockReason::DayBudget, &reason).await;
             }
             match self.runs.set_status(run_id, RunStatus::Running, None).await {
@@ -236,7 +241,7 @@ impl AgentRuntime {
             RunMode::Execute => Mode::Execute,
             RunMode::PlanOnly => Mode::PlanOnly,
         };
-        let counter = Arc::new(self.token_counter().await);
+        let counter = Arc::new(self.token_counter(&settings));
         let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, counter, limits, log, session);
         let outcome = state.answer_pending_requests().await?;
         // A run that looks again after waiting says nothing new: its last
@@ -341,9 +346,10 @@ impl AgentRuntime {
     async fn obstacle_gone(&self, block: BlockReason, first_start: bool) -> bool {
         match block {
             BlockReason::Config => self.provider().await.is_ok(),
-            BlockReason::DayBudget => {
-                matches!(budget::day_allows(&self.settings, &self.runs, first_start).await, Ok(None))
-            }
+            BlockReason::DayBudget => match self.settings.snapshot().await {
+                Ok(settings) => matches!(budget::day_allows(&settings, &self.runs, first_start).await, Ok(None)),
+                Err(_) => false,
+            },
         }
     }
 

@@ -165,25 +165,24 @@ pub trait Provider: Send + Sync {
 /// client that sends it and nowhere else.
 pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<dyn Provider>, ProviderError> {
     let text = |v: serde_json::Value| v.as_str().map(str::to_string);
-    let get = |key: &'static str| async move {
-        settings.get(key).await.map_err(|e| ProviderError::Invalid(format!("setting {key}: {e}")))
-    };
-    let provider = text(get("model.provider").await?).unwrap_or_else(|| "scripted".into());
+    let values = settings.snapshot().await.map_err(|e| ProviderError::Invalid(format!("settings: {e}")))?;
+    let get = |key: &'static str| values.get(key).map_err(|e| ProviderError::Invalid(format!("setting {key}: {e}")));
+    let provider = text(get("model.provider")?).unwrap_or_else(|| "scripted".into());
     if provider == "scripted" {
-        return match text(get("model.script").await?) {
+        return match text(get("model.script")?) {
             Some(script) => Ok(Box::new(scripted::Scripted::from_json(&script)?)),
             None => Ok(Box::new(scripted::Scripted::demo())),
         };
     }
-    let model = text(get("model.model").await?)
+    let model = text(get("model.model")?)
         .ok_or_else(|| ProviderError::Invalid(format!("model.model must be set for the {provider} provider")))?;
     let key = settings
         .secret("model.api_key")
         .await
         .map_err(|e| ProviderError::Invalid(format!("model.api_key: {e}")))?
         .ok_or_else(|| ProviderError::Invalid(format!("model.api_key must be set for the {provider} provider")))?;
-    let base = text(get("model.base_url").await?);
-    let thinking = wire::Thinking::parse(&text(get("model.thinking_level").await?).unwrap_or_else(|| "off".into()))?;
+    let base = text(get("model.base_url")?);
+    let thinking = wire::Thinking::parse(&text(get("model.thinking_level")?).unwrap_or_else(|| "off".into()))?;
     match provider.as_str() {
         "anthropic" => {
             let base = base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());

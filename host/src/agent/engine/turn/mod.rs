@@ -251,14 +251,16 @@ impl<'a> RunState<'a> {
             return Ok(Outcome::OverBudget(reason));
         }
         let mut request = self.request();
-        match self.fit(&request).await {
-            Ok(Some(messages)) => request.messages = messages,
-            Ok(None) => {}
+        let estimated = match self.fit(&request).await {
+            Ok((Some(messages), tokens)) => {
+                request.messages = messages;
+                tokens
+            }
+            Ok((None, tokens)) => tokens,
             // What cannot fit ends the run; the engine's own failures do not.
             Err(EngineError::Compaction(reason)) => return Ok(Outcome::Failed(reason)),
             Err(e) => return Err(e),
-        }
-        let estimated = self.counter.count_request(&request);
+        };
         // The step's writes: the last streamed text and the answer's cost
         // commit with the first call's start (or alone, without calls).
         let mut writes = StepWrites::default();
@@ -314,14 +316,15 @@ impl<'a> RunState<'a> {
 
     /// Makes the request fit the context window: compacts the history at
     /// the threshold (and logs the result, so a restart resumes from it),
-    /// or explains why it cannot fit.
-    async fn fit(&mut self, request: &ModelRequest) -> Result<Option<Vec<Message>>, EngineError> {
+    /// or explains why it cannot fit. Returns the new history, if any, and
+    /// the tokens the request then takes.
+    async fn fit(&mut self, request: &ModelRequest) -> Result<(Option<Vec<Message>>, usize), EngineError> {
         let window = self.limits.context_budget;
         let ratio = if self.limits.compaction { self.limits.compaction_ratio } else { 1.0 };
         let compacted = compaction::compact(request, &self.session.request_text, &self.counter, window, ratio)
             .map_err(EngineError::Compaction)?;
         match compacted {
-            Compaction::NotNeeded => Ok(None),
+            Compaction::NotNeeded { tokens } => Ok((None, tokens)),
             Compaction::Compacted { .. } if !self.limits.compaction => Err(EngineError::Compaction(format!(
                 "the request needs more than the context window of {window} tokens and compaction is switched off"
             ))),
@@ -331,7 +334,7 @@ impl<'a> RunState<'a> {
                 if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.compacted", &payload).await {
                     tracing::warn!(run = %self.run_id, error = %e, "could not record a compaction");
                 }
-                Ok(Some(messages))
+                Ok((Some(messages), after))
             }
         }
     }
