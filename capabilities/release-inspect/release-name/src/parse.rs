@@ -27,9 +27,14 @@ pub struct ReleaseInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub year: Option<u32>,
 
-    /// Season number (`S02E05` gives 2).
+    /// Season number (`S02E05` gives 2); the first season of a pack.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub season: Option<u32>,
+
+    /// Every season of a multi-season pack (`S01-S03` gives 1, 2, 3), in
+    /// order; empty for a single season.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seasons: Vec<u32>,
 
     /// Every episode number the release contains, in order: one for a single
     /// episode, several for multi-episode releases such as `S01E01E02` or
@@ -70,9 +75,15 @@ pub struct ReleaseInfo {
     pub bit_depth: Option<String>,
 
     /// Release group, usually the tag after the last `-` or in leading
-    /// square brackets for anime releases.
+    /// square brackets for anime releases. Never a site tag or a repost
+    /// suffix, and absent rather than guessed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub release_group: Option<String>,
+
+    /// The site or tracker tag bracketed after the group (`-GRP[site]`),
+    /// as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 
     /// Edition of a movie: `Director's Cut`, `Extended`, `Theatrical`,
     /// `Unrated`, `Remastered`, `IMAX`, `Criterion`, ...

@@ -1,33 +1,20 @@
 //! Parsing one path component (a file or folder name) into fields.
 //!
 //! Owns the order of the passes and the small passes that need no module
-//! of their own: container extension, noise suffixes, web sites, CRCs,
+//! of their own: container extension, web sites, CRCs,
 //! dates, keyword matching over joined tokens, bare resolutions, years,
 //! and demoting ambiguous words that appear before anything certain.
 
 use super::episode::{self, Episodes};
 use super::keywords::{self, Field, Keyword, Strength};
 use super::token::Tokens;
-use super::{Role, fill, group, title};
+use super::{Role, fill, group, suffix, title};
 use crate::parse::{Kind, ReleaseInfo};
 
 /// Extensions read as the container (and removed before parsing).
 const CONTAINERS: &[&str] = &[
     "mkv", "mp4", "avi", "m4v", "mov", "wmv", "ts", "m2ts", "webm", "mpg", "mpeg", "flv", "ogm", "ogv", "srt", "sub",
     "idx", "ass", "ssa", "nfo", "torrent", "nzb", "iso", "mk3d", "divx", "vob", "3gp", "rmvb", "m2v", "mka", "sup",
-];
-
-/// Suffixes that indexers and reposters add after the group
-/// (`-GROUP-Obfuscated`, `-GROUP-xpost`), with the flag each implies.
-const NOISE: &[(&str, Option<&str>)] = &[
-    ("obfuscated", Some("Obfuscated")),
-    ("scrambled", Some("Obfuscated")),
-    ("asrequested", Some("Repost")),
-    ("xpost", Some("Repost")),
-    ("postbot", Some("Repost")),
-    ("repost", Some("Repost")),
-    ("rp", Some("Repost")),
-    ("sample", Some("Sample")),
 ];
 
 /// Top-level domains that end a web-site tag (`[sharethefiles.com]`).
@@ -54,6 +41,8 @@ pub struct Component<'a> {
     pub leading_group: Option<String>,
     pub episodes: Episodes,
     pub noise_flags: Vec<&'static str>,
+    /// The bracketed site tag after the group (`-GROUP[site]`).
+    pub site: Option<String>,
 }
 
 /// What the caller needs besides the fields.
@@ -94,10 +83,12 @@ pub fn parse(text: &str) -> Parsed {
         leading_group: None,
         episodes: Episodes::default(),
         noise_flags: Vec::new(),
+        site: None,
         t,
     };
-    noise(&mut c);
+    suffix::repost_tags(&mut c);
     sites_and_crcs(&mut c);
+    suffix::site_tag(&mut c);
     dates(&mut c);
     c.episodes = episode::explicit(&c.t, &mut c.roles);
     keywords_pass(&mut c);
@@ -138,10 +129,14 @@ pub fn parse(text: &str) -> Parsed {
     info.year = year;
     fill::from_hits(&c, &mut info);
     info.other.extend(c.noise_flags.iter().map(|f| f.to_string()));
+    info.site = c.site.take();
     info.other.dedup();
 
     let eps = &c.episodes;
     info.season = eps.season;
+    if eps.seasons.len() > 1 {
+        info.seasons = eps.seasons.clone();
+    }
     info.episodes = eps.episodes.clone();
     // `S2014E18`, `1940x01`: a year used as the season number.
     if let Some(s) = info.season.filter(|s| (1900..2040).contains(s)) {
@@ -175,21 +170,18 @@ pub fn parse(text: &str) -> Parsed {
     Parsed { info, prefix_group: prefix_group.is_some(), title_after_marker: found.after_marker, richness }
 }
 
-/// `-GROUP-Obfuscated`, `-GROUP-xpost`: repost tags after the group.
-fn noise(c: &mut Component) {
-    let mut i = c.t.len();
-    while i > 1 && c.t.sep_before(i - 1).contains('-') {
-        let Some((_, flag)) = NOISE.iter().find(|(w, _)| *w == c.t.low(i - 1)) else { break };
-        c.roles[i - 1] = Role::Noise;
-        c.noise_flags.extend(*flag);
-        i -= 1;
-    }
-}
-
 /// Web-site tags (`[tvu.org.ru]`, `www.site.com`) and bracketed CRC32
 /// checksums (`[ABCD1234]`).
 fn sites_and_crcs(c: &mut Component) {
     let t = &c.t;
+    // `www.Site.tld - Title`, `[ www.Site.tld ] Title`: a leading web
+    // address, whatever its domain.
+    if t.len() > 3 && t.low(0) == "www" {
+        let z = (1..t.len()).find(|&z| t.sep_before(z) != ".").unwrap_or(t.len());
+        if z >= 3 && z < t.len() {
+            c.roles[..z].fill(Role::Website);
+        }
+    }
     for i in 1..t.len() {
         if TLDS.contains(&t.low(i)) && t.sep_before(i) == "." && c.roles[i] == Role::Free {
             // The whole bracket when the site is bracketed, else the name

@@ -14,6 +14,9 @@ use super::token::Tokens;
 #[derive(Debug, Default)]
 pub struct Episodes {
     pub season: Option<u32>,
+    /// Every season of a pack (`S01-S03`, `Season 1-4`, `S01.S02`), the
+    /// first included; empty for one season.
+    pub seasons: Vec<u32>,
     pub episodes: Vec<u32>,
     /// First and last token of the first marker.
     pub span: Option<(usize, usize)>,
@@ -33,6 +36,19 @@ impl Episodes {
         match self.episodes.last().copied() {
             Some(from) if to > from && to - from <= 100 => self.episodes.extend(from + 1..=to),
             _ => self.push(to),
+        }
+    }
+
+    /// Adds season `to` to a pack: the end of a range from the last season
+    /// when `ranged`, else one more.
+    fn add_season(&mut self, to: u32, ranged: bool) {
+        if self.seasons.is_empty() {
+            self.seasons.extend(self.season);
+        }
+        match self.seasons.last().copied() {
+            Some(from) if ranged && to > from && to - from <= 50 => self.seasons.extend(from + 1..=to),
+            _ if !self.seasons.contains(&to) => self.seasons.push(to),
+            _ => {}
         }
     }
 
@@ -157,6 +173,10 @@ fn continuation(t: &Tokens, roles: &[Role], mut last: usize, found: &mut Episode
         let sep = t.sep_before(k);
         let low = t.low(k);
         let dash = sep.contains('-');
+        // ` - ` starts what follows the marker (`S02E21 - 94 Minutes`).
+        if super::title::dash_boundary(sep) {
+            return last;
+        }
         if let Some((_, eps, _)) = parse_sxe(low).filter(|(_, e, _)| !e.is_empty()) {
             eps.into_iter().for_each(|e| found.push(e));
         } else if let Some((_, eps)) = parse_cross(low).filter(|(_, e)| !e.is_empty()) {
@@ -175,8 +195,11 @@ fn continuation(t: &Tokens, roles: &[Role], mut last: usize, found: &mut Episode
             if !disc {
                 if dash && !found.episodes.is_empty() { found.range_to(n) } else { found.push(n) }
             }
-        } else if low.starts_with('s') && parse_sxe(low).is_some() && dash {
-            // `S01-S10`: a season range; the schema holds one season.
+        } else if let Some((season, _, _)) =
+            parse_sxe(low).filter(|(_, e, _)| e.is_empty() && low.starts_with('s') && found.episodes.is_empty())
+        {
+            // `S01-S10`, `S01.S02`: a pack of seasons.
+            found.add_season(season, dash);
         } else {
             return last;
         }
@@ -264,15 +287,18 @@ fn season_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -
         }
     };
     found.season.get_or_insert(season);
-    // `Season 1-3`, `Season 1 & 3`, `Seasons 1 to 5`: more seasons, which
-    // the schema cannot hold; consume them so they are not read as
-    // episodes.
+    // `Season 1-3`, `Season 1 & 3`, `Seasons 1 to 5`: a pack of seasons.
     while last + 1 < t.len() && roles[last + 1] == Role::Free {
         let k = last + 1;
         let sep = t.sep_before(k);
-        if t.number(k).is_some_and(|v| v < 100) && (sep.contains(['-', '&', ',']) || sep == ".") {
+        if let Some(v) = t.number(k).filter(|&v| v < 100 && (sep.contains(['-', '&', ',']) || sep == ".")) {
+            found.add_season(v, sep.contains('-'));
             last = k;
-        } else if t.low(k) == "to" && k + 1 < t.len() && t.number(k + 1).is_some_and(|v| v < 100) {
+        } else if t.low(k) == "to"
+            && k + 1 < t.len()
+            && let Some(v) = t.number(k + 1).filter(|&v| v < 100)
+        {
+            found.add_season(v, true);
             last = k + 1;
         } else {
             break;

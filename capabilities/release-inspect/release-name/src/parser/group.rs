@@ -1,11 +1,10 @@
 //! The release group.
 //!
 //! Scene names end with it (`...x264-GROUP`), sometimes spaced or dotted
-//! (`... x264 GROUP`, `...AAC.GROUP`), bracketed (`[GROUP]`), introduced
-//! with `by`, or followed by a tracker tag kept as written
-//! (`-GROUP[rarbg]`); fansub names start with it (`[Group] Title - 01`).
-//! Owns the choice between those, after repost suffixes, checksums and web
-//! sites are set aside.
+//! (`... x264 GROUP`, `...AAC.GROUP`), bracketed (`[GROUP]`), or introduced
+//! with `by`; fansub names start with it (`[Group] Title - 01`). Owns the
+//! choice between those, after repost suffixes, site tags (`suffix`),
+//! checksums and web sites are set aside.
 
 use super::Role;
 use super::component::Component;

@@ -19,6 +19,7 @@ mod fill;
 mod group;
 mod keywords;
 pub(crate) mod language;
+mod suffix;
 mod title;
 mod token;
 
