@@ -10,6 +10,7 @@ pub mod document;
 pub mod registry;
 pub mod secrets;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -63,7 +64,7 @@ fn plain_value(spec: &Spec, text: Option<&str>) -> Value {
 
 /// The non-secret settings as one read saw them ([`Settings::snapshot`]).
 pub struct Snapshot {
-    stored: std::collections::HashMap<String, String>,
+    stored: HashMap<String, String>,
 }
 
 impl Snapshot {
@@ -91,10 +92,11 @@ impl Settings {
         Ok(self.key.get_or_init(|| key))
     }
 
-    async fn stored(&self) -> Result<Map<String, Value>, SettingsError> {
+    /// Every stored row, key to text as stored (secrets encrypted).
+    async fn stored(&self) -> Result<HashMap<String, String>, SettingsError> {
         let rows: Vec<(String, String)> =
             sqlx::query_as("SELECT key, value FROM setting").fetch_all(&self.db.pool).await?;
-        Ok(rows.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+        Ok(rows.into_iter().collect())
     }
 
     /// Every setting with its current value (the default when unset).
@@ -103,7 +105,7 @@ impl Settings {
         let stored = self.stored().await?;
         let mut values = Map::new();
         for spec in SETTINGS {
-            let raw = stored.get(spec.key).and_then(Value::as_str);
+            let raw = stored.get(spec.key).map(String::as_str);
             let value = match (spec.is_secret(), raw) {
                 (true, raw) => json!({ "set": raw.is_some() }),
                 (false, Some(text)) => serde_json::from_str(text).unwrap_or(Value::Null),
@@ -127,9 +129,8 @@ impl Settings {
     /// Every non-secret setting as it stands now, read in one statement:
     /// for a caller that needs many (a run's limits are a dozen).
     pub async fn snapshot(&self) -> Result<Snapshot, SettingsError> {
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT key, value FROM setting").fetch_all(&self.db.pool).await?;
-        let stored = rows.into_iter().filter(|(key, _)| registry::find(key).is_some_and(|s| !s.is_secret())).collect();
+        let mut stored = self.stored().await?;
+        stored.retain(|key, _| registry::find(key).is_some_and(|s| !s.is_secret()));
         Ok(Snapshot { stored })
     }
 

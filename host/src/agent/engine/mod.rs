@@ -193,11 +193,11 @@ impl AgentRuntime {
         TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
     }
 
-    async fn provider(&self) -> Result<Arc<dyn Provider>, EngineError> {
+    async fn provider(&self, settings: &Snapshot) -> Result<Arc<dyn Provider>, EngineError> {
         if let Some(p) = &self.provider {
             return Ok(p.clone());
         }
-        Ok(providers::from_settings(&self.settings).await.map(Arc::from)?)
+        Ok(providers::from_snapshot(&self.settings, settings).await.map(Arc::from)?)
     }
 
     /// Runs the run as far as it goes: the body of the `runAgent` task.
@@ -212,14 +212,14 @@ impl AgentRuntime {
         }
         // What another attempt cannot change ends the run once and blocks
         // it (`runs::gate`): the waker does not start it again for nothing.
-        let provider = match self.provider().await {
+        // One read of the settings for everything the run needs of them.
+        let settings = self.settings.snapshot().await?;
+        let provider = match self.provider(&settings).await {
             Ok(p) => p,
             Err(e) => {
                 return self.end_blocked(&run, BlockReason::Config, &format!("the model cannot be used: {e}")).await;
             }
         };
-        // One read of the settings for everything the run needs of them.
-        let settings = self.settings.snapshot().await?;
         let limits = RunLimits::load(&settings)?.within(run.investigation.as_ref());
         if run.status == RunStatus::Queued {
             // A run reopened by a message was counted when it first started.
@@ -344,12 +344,10 @@ impl AgentRuntime {
 
     /// Whether what blocked a run is gone, checked here, with no task.
     async fn obstacle_gone(&self, block: BlockReason, first_start: bool) -> bool {
+        let Ok(settings) = self.settings.snapshot().await else { return false };
         match block {
-            BlockReason::Config => self.provider().await.is_ok(),
-            BlockReason::DayBudget => match self.settings.snapshot().await {
-                Ok(settings) => matches!(budget::day_allows(&settings, &self.runs, first_start).await, Ok(None)),
-                Err(_) => false,
-            },
+            BlockReason::Config => self.provider(&settings).await.is_ok(),
+            BlockReason::DayBudget => matches!(budget::day_allows(&settings, &self.runs, first_start).await, Ok(None)),
         }
     }
 

@@ -164,8 +164,17 @@ pub trait Provider: Send + Sync {
 /// `model.model`, and the `model.api_key` secret, decrypted here for the
 /// client that sends it and nowhere else.
 pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<dyn Provider>, ProviderError> {
-    let text = |v: serde_json::Value| v.as_str().map(str::to_string);
     let values = settings.snapshot().await.map_err(|e| ProviderError::Invalid(format!("settings: {e}")))?;
+    from_snapshot(settings, &values).await
+}
+
+/// The same, from settings already read (`values`); only the secret is
+/// read here.
+pub async fn from_snapshot(
+    settings: &crate::settings::Settings,
+    values: &crate::settings::Snapshot,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    let text = |v: serde_json::Value| v.as_str().map(str::to_string);
     let get = |key: &'static str| values.get(key).map_err(|e| ProviderError::Invalid(format!("setting {key}: {e}")));
     let provider = text(get("model.provider")?).unwrap_or_else(|| "scripted".into());
     if provider == "scripted" {
