@@ -48,16 +48,17 @@ fn latest_transaction(messages: &[Message]) -> usize {
     }
 }
 
-/// Checks `request` against the window and compacts its messages when due.
-/// `request_text` is the user request being answered (kept whole).
+/// Checks `request`, which takes `before` tokens, against the window and
+/// compacts its messages when due. `request_text` is the user request being
+/// answered (kept whole).
 pub fn compact(
     request: &ModelRequest,
+    before: usize,
     request_text: &str,
     counter: &TokenCounter,
     window: usize,
     threshold_ratio: f64,
 ) -> Result<Compaction, String> {
-    let before = counter.count_request(request);
     if (before as f64) <= window as f64 * threshold_ratio {
         return Ok(Compaction::NotNeeded { tokens: before });
     }
@@ -149,7 +150,12 @@ mod tests {
                 is_error: false,
             }]));
         }
-        ModelRequest { system: "You are Capstan's agent.".into(), messages, tools: Vec::new(), max_tokens: 1024 }
+        ModelRequest {
+            system: "You are Capstan's agent.".into(),
+            messages,
+            tools: std::sync::Arc::from([]),
+            max_tokens: 1024,
+        }
     }
 
     #[test]
@@ -157,7 +163,10 @@ mod tests {
         let counter = TokenCounter::for_provider("scripted");
         let request = conversation("what do I have?", 2, 10);
         let tokens = counter.count_request(&request);
-        assert_eq!(compact(&request, "what do I have?", &counter, 100_000, 0.8), Ok(Compaction::NotNeeded { tokens }));
+        assert_eq!(
+            compact(&request, tokens, "what do I have?", &counter, 100_000, 0.8),
+            Ok(Compaction::NotNeeded { tokens })
+        );
     }
 
     #[test]
@@ -165,8 +174,10 @@ mod tests {
         let counter = TokenCounter::for_provider("scripted");
         let asked = "fetch Dune: Part Two";
         let request = conversation(asked, 6, 2_000);
-        let window = counter.count_request(&request) / 2;
-        let Ok(Compaction::Compacted { messages, before, after }) = compact(&request, asked, &counter, window, 0.8)
+        let tokens = counter.count_request(&request);
+        let window = tokens / 2;
+        let Ok(Compaction::Compacted { messages, before, after }) =
+            compact(&request, tokens, asked, &counter, window, 0.8)
         else {
             panic!("a request over the threshold is compacted");
         };
@@ -182,7 +193,8 @@ mod tests {
         next.messages = messages;
         next.messages.extend(conversation(asked, 1, 2_000).messages.into_iter().skip(1));
         next.messages.extend(conversation(asked, 1, 2_000).messages.into_iter().skip(1));
-        let Ok(Compaction::Compacted { messages, .. }) = compact(&next, asked, &counter, window, 0.1) else {
+        let tokens = counter.count_request(&next);
+        let Ok(Compaction::Compacted { messages, .. }) = compact(&next, tokens, asked, &counter, window, 0.1) else {
             panic!("compacted again");
         };
         let Block::Text { text: digest } = &messages[0].content[0] else { panic!("a digest") };
@@ -195,7 +207,8 @@ mod tests {
         let asked = "fetch Dune: Part Two";
         // The latest result alone is larger than the window.
         let request = conversation(asked, 2, 40_000);
-        let error = compact(&request, asked, &counter, 1_000, 0.8).unwrap_err();
+        let tokens = counter.count_request(&request);
+        let error = compact(&request, tokens, asked, &counter, 1_000, 0.8).unwrap_err();
         assert!(error.contains("nothing was dropped") && error.contains("model.context_budget"), "{error}");
     }
 }

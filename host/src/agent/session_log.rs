@@ -1,12 +1,16 @@
 //! The append-only session log `AGENT_SESSION_DIR/<runId>.jsonl`: one JSON
 //! line per thing the conversation gained — a user request, the model's
 //! answer (written before any of its tool calls run), the tool results, a
-//! new plan, a compacted history. Each line is flushed to disk before the
-//! loop goes on, so a worker that takes a run over rebuilds the same
-//! conversation; a torn last line (the writer died mid-line) is ignored.
+//! new plan, a compacted history. Each line is written before the loop goes
+//! on, so a worker that takes a run over rebuilds the same conversation; a
+//! torn last line (the writer died mid-line) is ignored. A step is flushed
+//! to disk once: its results sync while the model works on the next
+//! answer, and the next line that must be durable waits for that sync and
+//! fails with it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +122,10 @@ impl Session {
 /// The log of one run.
 pub struct SessionLog {
     path: PathBuf,
-    file: std::fs::File,
+    file: Arc<std::fs::File>,
+    /// A sync started by [`SessionLog::append_syncing_behind`], not yet
+    /// known to have succeeded.
+    syncing: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl SessionLog {
@@ -133,7 +140,7 @@ impl SessionLog {
         let path = Self::path(dir, run_id);
         let session = read(&path)?;
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok((SessionLog { path, file }, session))
+        Ok((SessionLog { path, file: Arc::new(file), syncing: None }, session))
     }
 
     pub fn file_path(&self) -> &Path {
@@ -142,9 +149,33 @@ impl SessionLog {
 
     /// Appends one entry and makes it, and what was written before it,
     /// durable.
-    pub fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
+    pub async fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
+        self.settle().await?;
         self.append_unsynced(entry)?;
         self.file.sync_data()
+    }
+
+    /// Appends one entry and starts making it durable on a blocking
+    /// thread, for a caller that has nothing to do with it before its next
+    /// append: a step's results sync while the model works on the next
+    /// answer. The next append that syncs (or [`SessionLog::settle`])
+    /// waits for the sync and fails with it.
+    pub async fn append_syncing_behind(&mut self, entry: &Entry) -> std::io::Result<()> {
+        self.settle().await?;
+        self.append_unsynced(entry)?;
+        let file = self.file.clone();
+        self.syncing = Some(tokio::task::spawn_blocking(move || file.sync_data()));
+        Ok(())
+    }
+
+    /// Waits for a sync started by [`SessionLog::append_syncing_behind`];
+    /// its failure is this call's. (It must be heard here: a later sync of
+    /// the same file may succeed without the lines this one lost.)
+    pub async fn settle(&mut self) -> std::io::Result<()> {
+        match self.syncing.take() {
+            Some(sync) => sync.await.map_err(std::io::Error::other)?,
+            None => Ok(()),
+        }
     }
 
     /// Appends one entry, durable with the next [`SessionLog::append`]:
@@ -155,7 +186,7 @@ impl SessionLog {
     pub fn append_unsynced(&mut self, entry: &Entry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        self.file.write_all(&line)
+        (&*self.file).write_all(&line)
     }
 }
 

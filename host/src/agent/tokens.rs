@@ -3,12 +3,14 @@
 //! (Anthropic, the scripted model) it is an estimate of characters per
 //! token, corrected from what the provider reports it used: each answer's
 //! `input_tokens` against the estimate for that request moves the ratio.
+//! A run counts its requests through [`Measured`], so a message is
+//! serialised and measured once, not again at every step.
 
 use std::sync::Mutex;
 
 use tiktoken_rs::CoreBPE;
 
-use super::providers::ModelRequest;
+use super::providers::{Message, ModelRequest};
 
 /// Characters per token before any correction: about right for English
 /// prose and JSON.
@@ -44,21 +46,69 @@ impl TokenCounter {
 
     /// Tokens in `text`.
     pub fn count(&self, text: &str) -> usize {
+        self.tokens_in(self.units(text))
+    }
+
+    /// What `text` measures before it becomes tokens: tokens for an exact
+    /// counter, characters for an estimate (whose ratio moves, so the
+    /// characters are what can be kept).
+    fn units(&self, text: &str) -> usize {
         match &self.kind {
             Kind::Exact(bpe) => bpe.encode_ordinary(text).len(),
+            Kind::Estimate(_) => text.chars().count(),
+        }
+    }
+
+    fn tokens_in(&self, units: usize) -> usize {
+        match &self.kind {
+            Kind::Exact(_) => units,
             Kind::Estimate(ratio) => {
                 let ratio = *ratio.lock().unwrap_or_else(|e| e.into_inner());
-                (text.chars().count() as f64 / ratio).ceil() as usize
+                (units as f64 / ratio).ceil() as usize
             }
         }
     }
 
-    /// Tokens a whole request takes: the system prompt, the messages and
+    /// Tokens a whole request takes: the system prompt, each message and
     /// the tool schemas.
     pub fn count_request(&self, request: &ModelRequest) -> usize {
-        let messages = serde_json::to_string(&request.messages).unwrap_or_default();
-        let tools = serde_json::to_string(&request.tools).unwrap_or_default();
-        self.count(&request.system) + self.count(&messages) + self.count(&tools)
+        self.count_request_measured(request, &[], &mut Measured::default())
+    }
+
+    /// [`TokenCounter::count_request`] for a run's next request, measuring
+    /// only what `measured` does not hold yet: messages it has not seen,
+    /// and the tools when `tools_key` (what identifies the offered tools)
+    /// changed. An empty key measures the tools afresh.
+    pub fn count_request_measured(
+        &self,
+        request: &ModelRequest,
+        tools_key: &[String],
+        measured: &mut Measured,
+    ) -> usize {
+        let messages = &request.messages;
+        // All but the last message are kept: the last may still grow (a
+        // message taken after tool results joins them).
+        let settled = messages.len().saturating_sub(1);
+        measured.messages.truncate(settled);
+        while measured.messages.len() < settled {
+            let units = self.message_units(&messages[measured.messages.len()]);
+            measured.messages.push(units);
+        }
+        let last = messages.last().map(|m| self.message_units(m)).unwrap_or(0);
+        let tools = match &measured.tools {
+            Some((key, units)) if !tools_key.is_empty() && key == tools_key => *units,
+            _ => {
+                let units = self.units(&serde_json::to_string(&*request.tools).unwrap_or_default());
+                measured.tools = Some((tools_key.to_vec(), units));
+                units
+            }
+        };
+        let units = self.units(&request.system) + measured.messages.iter().sum::<usize>() + last + tools;
+        self.tokens_in(units)
+    }
+
+    fn message_units(&self, message: &Message) -> usize {
+        self.units(&serde_json::to_string(message).unwrap_or_default())
     }
 
     /// Moves the estimate towards what the provider reported for a request
@@ -80,6 +130,78 @@ impl TokenCounter {
         match &self.kind {
             Kind::Exact(_) => None,
             Kind::Estimate(ratio) => Some(*ratio.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+}
+
+/// What a run's requests measured so far, for
+/// [`TokenCounter::count_request_measured`]. Its messages are those of one
+/// history: after compaction replaces the history, [`Measured::forget_messages`].
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// Units of each message but the last.
+    messages: Vec<usize>,
+    /// The key of the tools last measured, and their units.
+    tools: Option<(Vec<String>, usize)>,
+}
+
+impl Measured {
+    pub fn forget_messages(&mut self) {
+        self.messages.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::providers::{Block, ToolSpec};
+
+    fn request(messages: Vec<Message>, tools: &[&str]) -> ModelRequest {
+        let tools: Vec<ToolSpec> = tools
+            .iter()
+            .map(|name| ToolSpec {
+                name: name.to_string(),
+                description: format!("{name} does things"),
+                input_schema: serde_json::json!({"type": "object"}),
+            })
+            .collect();
+        ModelRequest { system: "system".into(), messages, tools: tools.into(), max_tokens: 100 }
+    }
+
+    fn result(n: usize) -> Message {
+        Message {
+            role: crate::agent::providers::Role::User,
+            content: vec![Block::ToolResult { tool_use_id: format!("c{n}"), content: "x".repeat(n), is_error: false }],
+        }
+    }
+
+    /// A measured count is always what counting the whole request afresh
+    /// gives: as the history grows, when its last message grows, when
+    /// compaction replaces it, and when the tools change.
+    #[test]
+    fn a_measured_count_matches_a_fresh_one() {
+        for counter in [TokenCounter::for_provider("scripted"), TokenCounter::for_provider("openai-compatible")] {
+            let mut measured = Measured::default();
+            let mut messages = vec![Message::user_text("fetch Dune")];
+            let key = vec!["a@1".to_string()];
+            for n in 1..6 {
+                messages.push(result(n * 50));
+                let req = request(messages.clone(), &["a"]);
+                assert_eq!(counter.count_request_measured(&req, &key, &mut measured), counter.count_request(&req));
+            }
+            // A message taken after the results joins the last message.
+            messages.last_mut().unwrap().content.push(Block::Text { text: "and Arrival too".repeat(20) });
+            let req = request(messages.clone(), &["a"]);
+            assert_eq!(counter.count_request_measured(&req, &key, &mut measured), counter.count_request(&req));
+            // Compaction replaces the history.
+            messages = vec![Message::user_text("a digest of what happened".repeat(30)), result(7)];
+            measured.forget_messages();
+            let req = request(messages.clone(), &["a"]);
+            assert_eq!(counter.count_request_measured(&req, &key, &mut measured), counter.count_request(&req));
+            // Other tools, another key.
+            let req = request(messages.clone(), &["a", "b"]);
+            let other = vec!["a@1".to_string(), "b@1".to_string()];
+            assert_eq!(counter.count_request_measured(&req, &other, &mut measured), counter.count_request(&req));
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::store::{Db, now_ms};
 const ROWS_PER_INSERT: usize = 64;
 
 /// One event to append.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewEvent {
     pub actor_kind: String,

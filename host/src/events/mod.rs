@@ -19,6 +19,9 @@ use crate::store::{Backend, Db, now_ms};
 /// The PostgreSQL channel appends notify.
 const CHANNEL: &str = "capstan_events";
 
+/// Most events one insert statement carries.
+const ROWS_PER_INSERT: usize = 64;
+
 /// One stored event.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Event {
@@ -80,22 +83,47 @@ impl Events {
         subject: Option<&str>,
         payload: &Value,
     ) -> Result<i64, sqlx::Error> {
-        let seq: i64 = sqlx::query_scalar("UPDATE event_head SET seq = seq + 1 WHERE id = 1 RETURNING seq")
+        let seqs = Self::append_all_in(tx, backend, &[(kind, subject, payload)]).await?;
+        Ok(seqs[0])
+    }
+
+    /// Appends `events` (`kind, subject, payload`), in order, inside `tx`:
+    /// two statements however many there are (and one `NOTIFY` on
+    /// PostgreSQL), since each statement is a round trip to the database.
+    /// Answers their seqs; call [`Events::announce`] after it commits.
+    pub async fn append_all_in(
+        tx: &mut Transaction<'_, Any>,
+        backend: Backend,
+        events: &[(&str, Option<&str>, &Value)],
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let last: i64 = sqlx::query_scalar("UPDATE event_head SET seq = seq + $1 WHERE id = 1 RETURNING seq")
+            .bind(events.len() as i64)
             .fetch_one(&mut **tx)
             .await?;
-        sqlx::query("INSERT INTO event (seq, kind, subject, payload, at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(seq)
-            .bind(kind)
-            .bind(subject)
-            .bind(payload.to_string())
-            .bind(now_ms())
-            .execute(&mut **tx)
-            .await?;
+        let first = last - events.len() as i64 + 1;
+        let at = now_ms();
+        for (c, chunk) in events.chunks(ROWS_PER_INSERT).enumerate() {
+            let mut sql = String::from("INSERT INTO event (seq, kind, subject, payload, at) VALUES ");
+            for i in 0..chunk.len() {
+                let n = i * 5;
+                sql.push_str(if i == 0 { "(" } else { ", (" });
+                sql.push_str(&format!("${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5));
+            }
+            let mut insert = sqlx::query(&sql);
+            for (i, (kind, subject, payload)) in chunk.iter().enumerate() {
+                let seq = first + (c * ROWS_PER_INSERT + i) as i64;
+                insert = insert.bind(seq).bind(*kind).bind(*subject).bind(payload.to_string()).bind(at);
+            }
+            insert.execute(&mut **tx).await?;
+        }
         if backend == Backend::Postgres {
             // Delivered when the transaction commits, never before.
             sqlx::query(&format!("NOTIFY {CHANNEL}")).execute(&mut **tx).await?;
         }
-        Ok(seq)
+        Ok((first..=last).collect())
     }
 
     /// Wakes this process's readers after an append committed.

@@ -4,11 +4,12 @@
 //! for a call refused before it ran (the rows' shape is `audit::calls`),
 //! and the matching event for anything that is news. A write's ledger
 //! finish, its audit rows and its event commit together, in the next group
-//! commit (`store::batch`).
+//! commit (`store::batch`); a read's rows commit on their own, or go back
+//! to an agent run to commit with its step (`ReadAudit::ByCaller`).
 
 use serde_json::{Value, json};
 
-use super::{Capabilities, Invocation, InvokeError, Origin};
+use super::{Capabilities, Invocation, InvokeError, Origin, ReadAudit};
 use crate::audit::{Audit, CallBy, NewEvent, RowQueue, calls};
 use crate::events::Events;
 use crate::ledger::{Finish, finish_in};
@@ -25,6 +26,41 @@ struct Record {
     event: Option<(&'static str, String, Value)>,
 }
 
+/// The audit rows of a call that ran (or was answered from the ledger),
+/// and its event when it is news.
+fn invoke_record(
+    origin: &Origin,
+    loaded: &Loaded,
+    inv: &Invocation,
+    summary: &str,
+    authorization_id: Option<String>,
+    finish: Option<Finish>,
+) -> Record {
+    let id = loaded.descriptor.id.as_str();
+    let mut rows = Vec::with_capacity(inv.denials.len() + 1);
+    for denial in &inv.denials {
+        let detail = Some(format!("{}: {}", denial.import, denial.reason));
+        rows.push(calls::denied(by(origin), id, &inv.idempotency_key, None, detail));
+    }
+    let outcome =
+        serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let error = inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message));
+    rows.push(calls::invoked(by(origin), id, &inv.idempotency_key, &outcome, summary, authorization_id, error));
+    // Reads are too frequent and change nothing; everything else is news.
+    let event = (loaded.descriptor.label > EffectClass::Preview).then(|| {
+        let payload = json!({
+            "capability": id,
+            "status": inv.status,
+            "invocationId": inv.invocation_id,
+            "replayed": inv.replayed,
+            "actorKind": origin.actor_kind(),
+            "runId": origin.run_id,
+        });
+        ("capability.invoked", id.to_string(), payload)
+    });
+    Record { finish, rows, event }
+}
+
 impl Capabilities {
     /// Audits a call that ran (or was answered from the ledger), finishing
     /// its ledger row in the same commit when `finish` is given.
@@ -37,29 +73,28 @@ impl Capabilities {
         authorization_id: Option<String>,
         finish: Option<Finish>,
     ) -> Result<(), InvokeError> {
-        let id = loaded.descriptor.id.as_str();
-        let mut rows = Vec::with_capacity(inv.denials.len() + 1);
-        for denial in &inv.denials {
-            let detail = Some(format!("{}: {}", denial.import, denial.reason));
-            rows.push(calls::denied(by(origin), id, &inv.idempotency_key, None, detail));
+        self.record(invoke_record(origin, loaded, inv, summary, authorization_id, finish)).await
+    }
+
+    /// Audits a call that wrote nothing (a read, or a call refused with
+    /// nothing claimed), or leaves its rows to the caller: with
+    /// [`ReadAudit::ByCaller`], rows that would commit alone are handed
+    /// back in [`Invocation::audit_rows`].
+    pub(super) async fn audit_read(
+        &self,
+        origin: &Origin,
+        loaded: &Loaded,
+        mut inv: Invocation,
+        summary: &str,
+        read_audit: ReadAudit,
+    ) -> Result<Invocation, InvokeError> {
+        let record = invoke_record(origin, loaded, &inv, summary, None, None);
+        if read_audit == ReadAudit::ByCaller && record.event.is_none() {
+            inv.audit_rows = record.rows;
+        } else {
+            self.record(record).await?;
         }
-        let outcome =
-            serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let error = inv.error.as_ref().map(|e| format!("{}: {}", e.kind, e.message));
-        rows.push(calls::invoked(by(origin), id, &inv.idempotency_key, &outcome, summary, authorization_id, error));
-        // Reads are too frequent and change nothing; everything else is news.
-        let event = (loaded.descriptor.label > EffectClass::Preview).then(|| {
-            let payload = json!({
-                "capability": id,
-                "status": inv.status,
-                "invocationId": inv.invocation_id,
-                "replayed": inv.replayed,
-                "actorKind": origin.actor_kind(),
-                "runId": origin.run_id,
-            });
-            ("capability.invoked", id.to_string(), payload)
-        });
-        self.record(Record { finish, rows, event }).await
+        Ok(inv)
     }
 
     /// Audits a call refused before it ran.

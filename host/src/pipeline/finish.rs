@@ -119,6 +119,7 @@ pub(super) fn invocation_from(key: &str, row: Option<String>, report: &CallRepor
         idempotency_key: key.to_string(),
         denials: report.denials.clone(),
         finish: None,
+        audit_rows: Vec::new(),
     }
 }
 
@@ -143,6 +144,7 @@ pub(super) fn recorded(key: &str, record: &Record) -> Invocation {
         idempotency_key: key.to_string(),
         denials: Vec::new(),
         finish: None,
+        audit_rows: Vec::new(),
     }
 }
 

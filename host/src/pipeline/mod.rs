@@ -24,7 +24,7 @@ pub use gate::Origin;
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 pub use uncertain::Checked;
 
-use crate::audit::{RowQueue, summarize_input};
+use crate::audit::{NewEvent, RowQueue, summarize_input};
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
@@ -60,6 +60,10 @@ pub struct Invocation {
     /// with its audit rows when it is answered.
     #[serde(skip)]
     pub(crate) finish: Option<crate::ledger::Finish>,
+    /// A read's audit rows, not yet written, when the caller commits them
+    /// with its own writes ([`Capabilities::invoke_in_run`]).
+    #[serde(skip)]
+    pub(crate) audit_rows: Vec<NewEvent>,
 }
 
 /// Why an invoke could not be answered with a status at all.
@@ -108,7 +112,18 @@ fn failed(key: &str, kind: &str, message: String) -> Invocation {
         idempotency_key: key.to_string(),
         denials: Vec::new(),
         finish: None,
+        audit_rows: Vec::new(),
     }
+}
+
+/// Who writes the audit row of a call that wrote nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadAudit {
+    /// The invoke path, before it answers.
+    Now,
+    /// The caller, with its own writes: the rows come back in
+    /// [`Invocation::audit_rows`].
+    ByCaller,
 }
 
 impl Capabilities {
@@ -189,21 +204,35 @@ impl Capabilities {
 
     /// The single invoke path; each answered invoke is counted.
     pub async fn invoke(&self, origin: &Origin, id: &str, input: &Value) -> Result<Invocation, InvokeError> {
-        self.invoke_stoppable(origin, id, input, StopSignal::default()).await
+        self.invoke_metered(origin, id, input, StopSignal::default(), ReadAudit::Now).await
     }
 
-    /// [`Capabilities::invoke`] for a caller that may stop waiting (an
-    /// agent run that is aborted): when `stop` fires, the sandboxed call is
-    /// ended where it stands and recorded like any call that ended early —
-    /// `unknown` if an effect import had run, else `failed`.
-    pub async fn invoke_stoppable(
+    /// [`Capabilities::invoke`] for an agent run's tool call. When `stop`
+    /// fires (the run is aborted), the sandboxed call is ended where it
+    /// stands and recorded like any call that ended early — `unknown` if an
+    /// effect import had run, else `failed`. A call that wrote nothing
+    /// leaves its audit rows in [`Invocation::audit_rows`]: the run commits
+    /// them with the step's own writes (`agent::runs::StepWrites`), one
+    /// commit a step instead of two, before the model sees the result.
+    pub async fn invoke_in_run(
         &self,
         origin: &Origin,
         id: &str,
         input: &Value,
         stop: StopSignal,
     ) -> Result<Invocation, InvokeError> {
-        let result = self.invoke_unmetered(origin, id, input, stop).await;
+        self.invoke_metered(origin, id, input, stop, ReadAudit::ByCaller).await
+    }
+
+    async fn invoke_metered(
+        &self,
+        origin: &Origin,
+        id: &str,
+        input: &Value,
+        stop: StopSignal,
+        read_audit: ReadAudit,
+    ) -> Result<Invocation, InvokeError> {
+        let result = self.invoke_unmetered(origin, id, input, stop, read_audit).await;
         if let Ok(inv) = &result {
             // Only loaded ids reach an answer, so the label stays a known id.
             let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -222,6 +251,7 @@ impl Capabilities {
         id: &str,
         input: &Value,
         stop: StopSignal,
+        read_audit: ReadAudit,
     ) -> Result<Invocation, InvokeError> {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
         let d = &loaded.descriptor;
@@ -241,8 +271,7 @@ impl Capabilities {
                 "invalid-input",
                 format!("input does not match the schema of {id}: {}", problems.join("; ")),
             );
-            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
-            return Ok(inv);
+            return self.audit_read(origin, &loaded, inv, &summary, read_audit).await;
         }
 
         let authorized = match origin.gate(d.label) {
@@ -261,8 +290,7 @@ impl Capabilities {
         // claimed: nothing ran, so nothing is recorded but the refusal.
         if let Some((kind, message)) = self.runtime.command_refusal(&loaded, input) {
             let inv = failed(&key, kind, message);
-            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
-            return Ok(inv);
+            return self.audit_read(origin, &loaded, inv, &summary, read_audit).await;
         }
         let authorization_id = authorization.id();
         let grant = Grant { stop, ..origin.grant(d.label, Some(key.clone())) };
@@ -270,8 +298,7 @@ impl Capabilities {
         if d.label <= EffectClass::Preview {
             let report = self.call(&loaded, input, grant).await;
             let inv = invocation_from(&key, None, &report);
-            self.audit_invoke(origin, &loaded, &inv, &summary, None, None).await?;
-            return Ok(inv);
+            return self.audit_read(origin, &loaded, inv, &summary, read_audit).await;
         }
 
         // An earlier identical write of this caller whose outcome is open

@@ -45,7 +45,7 @@ pub(super) async fn reconcile(
         }
         tracing::info!(call = %id, capability = %name, "reconciling a call interrupted by a restart");
         let answered = state.invoke(&call, name, input).await?;
-        state.event(&call, "reconciled", Some(&answered)).await;
+        state.commit_answer(&call, "reconciled", &answered).await?;
         answers.push(answered.block);
     }
     Ok(answers)
@@ -61,5 +61,6 @@ fn unknown(id: &str) -> toolbox::Answered {
         status: toolbox::ToolStatus::Unknown,
         invocation_id: None,
         replayed: false,
+        audit_rows: Vec::new(),
     }
 }

@@ -62,7 +62,7 @@ pub(super) async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Resul
         shown.push(json!({"toolCallId": id, "name": name, "state": state, "input": summarize_input(input)}));
     }
     if !closing.is_empty() {
-        log.append(&Entry::ToolResults { content: closing })?;
+        log.append(&Entry::ToolResults { content: closing }).await?;
     }
     let payload = json!({"reason": reason, "turn": turn, "plan": session.plan, "calls": shown});
     rt.runs.append_event(run_id, "agent.snapshot", &payload).await?;

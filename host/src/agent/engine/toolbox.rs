@@ -13,6 +13,7 @@ use crate::agent::providers::{Block, ToolCall, ToolSpec};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
 use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
+use crate::audit::NewEvent;
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Loaded, Mode, Status};
 
@@ -174,6 +175,9 @@ pub struct Answered {
     pub status: ToolStatus,
     pub invocation_id: Option<String>,
     pub replayed: bool,
+    /// The audit rows of a read the call made, not yet written: they
+    /// commit with the step's writes, before the model sees the result.
+    pub audit_rows: Vec<NewEvent>,
 }
 
 impl Answered {
@@ -210,6 +214,7 @@ fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
         status,
         invocation_id: None,
         replayed: false,
+        audit_rows: Vec::new(),
     }
 }
 

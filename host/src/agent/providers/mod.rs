@@ -14,6 +14,7 @@ pub mod wire;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -88,7 +89,8 @@ pub struct ToolSpec {
 pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: a run offers the same tools step after step.
+    pub tools: Arc<[ToolSpec]>,
     pub max_tokens: u32,
 }
 

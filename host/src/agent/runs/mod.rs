@@ -381,8 +381,7 @@ impl Runs {
     }
 }
 
-/// Appends one run event inside `tx`: the next seq of the run, then the same
-/// event on the global log with the run's seq in its payload. Returns the
+/// Appends one run event inside `tx` ([`append_events_in`]). Returns the
 /// global seq to announce.
 async fn append_event_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
@@ -391,23 +390,76 @@ async fn append_event_in(
     kind: &str,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
+    Ok(append_events_in(tx, db, run_id, &[(kind, payload)]).await?[0])
+}
+
+/// Most run events one insert statement carries.
+const EVENTS_PER_INSERT: usize = 64;
+
+/// Appends run events inside `tx`, in order: the run's next seqs, then the
+/// same events on the global log with the run's seq in their payloads.
+/// Returns the global seqs to announce. Four statements however many, three
+/// for one (a statement is a round trip to the database; a step writes
+/// several).
+async fn append_events_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    run_id: &str,
+    events: &[(&str, &Value)],
+) -> Result<Vec<i64>, sqlx::Error> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
     // Every write transaction holds the database's write lock (SQLite's,
     // or the advisory lock on PostgreSQL), so two appends cannot pick the
     // same seq; the (run_id, seq) key would refuse the second if they did.
-    let seq: i64 = sqlx::query_scalar(
-        "INSERT INTO agent_run_event (run_id, seq, kind, payload, at) \
-         SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM agent_run_event WHERE run_id = $1 RETURNING seq",
-    )
-    .bind(run_id)
-    .bind(kind)
-    .bind(payload.to_string())
-    .bind(now_ms())
-    .fetch_one(&mut **tx)
-    .await?;
-    let mut global = payload.clone();
-    if let Value::Object(map) = &mut global {
-        map.insert("runId".into(), Value::from(run_id));
-        map.insert("runSeq".into(), Value::from(seq));
-    }
-    Events::append_in(tx, db.backend, kind, Some(run_id), &global).await
+    let at = now_ms();
+    let first: i64 = if let [(kind, payload)] = events {
+        // One event takes its seq in the insert itself.
+        sqlx::query_scalar(
+            "INSERT INTO agent_run_event (run_id, seq, kind, payload, at) \
+             SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM agent_run_event WHERE run_id = $1 RETURNING seq",
+        )
+        .bind(run_id)
+        .bind(*kind)
+        .bind(payload.to_string())
+        .bind(at)
+        .fetch_one(&mut **tx)
+        .await?
+    } else {
+        let last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM agent_run_event WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(&mut **tx)
+            .await?;
+        for (c, chunk) in events.chunks(EVENTS_PER_INSERT).enumerate() {
+            let mut sql = String::from("INSERT INTO agent_run_event (run_id, seq, kind, payload, at) VALUES ");
+            for i in 0..chunk.len() {
+                let n = i * 5;
+                sql.push_str(if i == 0 { "(" } else { ", (" });
+                sql.push_str(&format!("${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5));
+            }
+            let mut insert = sqlx::query(&sql);
+            for (i, (kind, payload)) in chunk.iter().enumerate() {
+                let seq = last + 1 + (c * EVENTS_PER_INSERT + i) as i64;
+                insert = insert.bind(run_id).bind(seq).bind(*kind).bind(payload.to_string()).bind(at);
+            }
+            insert.execute(&mut **tx).await?;
+        }
+        last + 1
+    };
+    let globals: Vec<Value> = events
+        .iter()
+        .enumerate()
+        .map(|(i, (_, payload))| {
+            let mut global = (*payload).clone();
+            if let Value::Object(map) = &mut global {
+                map.insert("runId".into(), Value::from(run_id));
+                map.insert("runSeq".into(), Value::from(first + i as i64));
+            }
+            global
+        })
+        .collect();
+    let appended: Vec<(&str, Option<&str>, &Value)> =
+        events.iter().zip(&globals).map(|((kind, _), global)| (*kind, Some(run_id), global)).collect();
+    Events::append_all_in(tx, db.backend, &appended).await
 }

@@ -1,6 +1,6 @@
 //! What one step of a run writes, committed together: the last of the
 //! streamed text, the tokens the answer cost, a tool call's end and count
-//! with the next call's start. A step whose calls each end within 20 ms is
+//! (with the audit row of a read it made) with the next call's start. A step whose calls each end within 20 ms is
 //! one commit; a longer call's start commits on its own while it runs
 //! (`engine::turn::calls`). Each goes in the next group commit of the
 //! store.
@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Run, RunError, Runs, append_event_in};
+use super::{Run, RunError, Runs, append_events_in};
+use crate::audit::{Audit, NewEvent};
 use crate::store::now_ms;
 
 /// Writes of a step waiting for their commit.
@@ -21,11 +22,17 @@ pub struct StepWrites {
     pub calls_counted: i64,
     /// Run events `(kind, payload)`, appended in order.
     pub events: Vec<(&'static str, Value)>,
+    /// Audit rows of the step's reads (`Capabilities::invoke_in_run`).
+    pub audit_rows: Vec<NewEvent>,
 }
 
 impl StepWrites {
     pub fn is_empty(&self) -> bool {
-        self.tokens == 0 && self.cost_micro_usd == 0 && self.calls_counted == 0 && self.events.is_empty()
+        self.tokens == 0
+            && self.cost_micro_usd == 0
+            && self.calls_counted == 0
+            && self.events.is_empty()
+            && self.audit_rows.is_empty()
     }
 
     /// `run` as it will be once these writes are committed.
@@ -72,10 +79,9 @@ impl Runs {
                         .await?;
                         run = row.map(|r| Run::from_row(&r)).transpose()?;
                     }
-                    let mut seqs = Vec::with_capacity(writes.events.len());
-                    for (kind, payload) in &writes.events {
-                        seqs.push(append_event_in(tx, &db, &id, kind, payload).await?);
-                    }
+                    Audit::append_all_in(tx, &writes.audit_rows).await?;
+                    let events: Vec<(&str, &Value)> = writes.events.iter().map(|(k, p)| (*k, p)).collect();
+                    let seqs = append_events_in(tx, &db, &id, &events).await?;
                     Ok::<_, sqlx::Error>((seqs, run))
                 })
             })

@@ -8,7 +8,12 @@ use capstan::agent::providers::{Block, Message, ModelRequest, Provider, Provider
 use serde_json::{Value, json};
 
 fn request(messages: Vec<Message>) -> ModelRequest {
-    ModelRequest { system: "You manage a media library.".into(), messages, tools: Vec::new(), max_tokens: 1024 }
+    ModelRequest {
+        system: "You manage a media library.".into(),
+        messages,
+        tools: std::sync::Arc::from([]),
+        max_tokens: 1024,
+    }
 }
 
 /// The conversation after the model called `name` (id `id`) and got `result`.

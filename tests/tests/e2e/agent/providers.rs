@@ -97,7 +97,7 @@ mod anthropic {
                     ],
                 },
             ],
-            tools: vec![lookup_tool()],
+            tools: vec![lookup_tool()].into(),
             max_tokens: 512,
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -137,7 +137,7 @@ mod anthropic {
         let server = MockLlm::start(vec![Reply::Stream(vec![body])]).await;
         let request = ModelRequest {
             messages: vec![Message::user_text("x")],
-            tools: vec![lookup_tool()],
+            tools: vec![lookup_tool()].into(),
             max_tokens: 64,
             ..Default::default()
         };
@@ -245,7 +245,7 @@ mod anthropic {
         model.endpoint.thinking = capstan::agent::providers::wire::Thinking::Medium;
         let request = ModelRequest {
             messages: vec![Message::user_text("Find Dune")],
-            tools: vec![lookup_tool()],
+            tools: vec![lookup_tool()].into(),
             max_tokens: 512,
             ..Default::default()
         };
@@ -290,7 +290,7 @@ mod anthropic {
                     }],
                 },
             ],
-            tools: vec![lookup_tool()],
+            tools: vec![lookup_tool()].into(),
             max_tokens: 512,
             ..Default::default()
         };
@@ -372,7 +372,8 @@ mod openai {
                 name: "release.search".into(),
                 description: "Torznab".into(),
                 input_schema: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             max_tokens: 256,
         }
     }

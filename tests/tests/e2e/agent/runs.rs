@@ -147,6 +147,13 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     let seqs: Vec<i64> = body["events"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "run seqs are dense: {seqs:?}");
 
+    // The read's audit row was committed with the step's writes, in the
+    // chain like any other.
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
+    let read = audit.iter().find(|e| e.event.action == "capability.invoke" && e.event.subject == "inventory.query");
+    assert_eq!(read.map(|e| e.event.principal.clone()), Some(format!("agent:{id}")), "{audit:?}");
+    assert!(matches!(env.app.audit().verify().await.unwrap(), capstan::audit::Verdict::Intact { .. }));
+
     let report = report(&body);
     assert_eq!(report["type"], "AgentGoalReport");
     assert_eq!(report["status"], "succeeded");

@@ -203,7 +203,7 @@ fn two_tools() -> ModelRequest {
     ModelRequest {
         system: "s".into(),
         messages: vec![Message::user_text("go")],
-        tools: vec![tool("release.search"), tool("catalog.lookup")],
+        tools: vec![tool("release.search"), tool("catalog.lookup")].into(),
         max_tokens: 100,
     }
 }
@@ -300,7 +300,7 @@ async fn a_wrapped_tool_goes_out_wrapped_and_comes_back_as_the_capability_takes_
                 }],
             },
         ],
-        tools: vec![pick],
+        tools: vec![pick].into(),
         max_tokens: 100,
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();

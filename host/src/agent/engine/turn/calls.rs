@@ -14,7 +14,7 @@ use crate::agent::providers::{Block, ToolCall};
 use crate::agent::runs::{Run, StepWrites};
 use crate::agent::tools::discovery;
 use crate::agent::tools::plan::UPDATE_PLAN;
-use crate::runtime::StopSignal;
+use crate::runtime::{EffectClass, StopSignal};
 
 /// How long a tool call may run before its start is committed on its own;
 /// a quicker call's start is committed with its end.
@@ -41,9 +41,20 @@ impl RunState<'_> {
         }
         let mut blocks = Vec::new();
         let mut over = None;
+        // The row as read before this answer's first call or committed
+        // since; `None` once a subagent may have spent.
+        let mut known: Option<Run> = None;
         for call in calls {
-            // The run as it stands once what is pending is committed.
-            let mut run = self.rt.runs.get(&self.run_id).await?;
+            // The run as it stands once what is pending is committed, read
+            // fresh before the answer's first call (an abort while the model
+            // answered stops them all) and before any call that may act.
+            // Only this run's steps change its counts, so a later read call
+            // goes by the known row.
+            let mut run = match known.clone().filter(|_| !self.may_act(call)) {
+                Some(run) => run,
+                None => self.rt.runs.get(&self.run_id).await?,
+            };
+            known = Some(run.clone());
             pending.apply_to(&mut run);
             if let Some(reason) = closed_reason(&run) {
                 // An abort stops the rest of the answer's calls, too.
@@ -103,9 +114,14 @@ impl RunState<'_> {
             match (start, started) {
                 (Some(writes), _) => pending = writes,
                 (None, Some(started)) => {
-                    started.await?;
+                    if let Some(row) = started.await? {
+                        known = Some(row);
+                    }
                 }
                 (None, None) => {}
+            }
+            if call.name == toolbox::DELEGATE {
+                known = None;
             }
             let phase = match answered.status {
                 ToolStatus::Denied if answered.is_rejected() => "rejected",
@@ -114,12 +130,27 @@ impl RunState<'_> {
             };
             pending.events.push(("agent.tool_call", self.call_payload(call, phase, Some(&answered))));
             pending.calls_counted += 1;
+            pending.audit_rows.extend(answered.audit_rows);
             blocks.push(answered.block);
         }
-        // Committed before the results are synced to the session log, so
-        // the log never holds a result whose end the database lacks.
+        // Committed before the results are written to the session log, so
+        // the log never holds a result whose end (or read's audit row) the
+        // database lacks.
         let run = self.rt.runs.queue_step(&self.run_id, pending).await?;
         Ok((blocks, over, run))
+    }
+
+    /// Whether `call` may change something outside the run or spend its
+    /// budget: a capability above preview, or a subtask.
+    fn may_act(&self, call: &ToolCall) -> bool {
+        call.name == toolbox::DELEGATE
+            || self
+                .rt
+                .caps
+                .runtime()
+                .snapshot()
+                .get(&call.name)
+                .is_some_and(|l| l.descriptor.label > EffectClass::Preview)
     }
 
     pub(super) async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
@@ -159,7 +190,7 @@ impl RunState<'_> {
         // An abort while the call runs stops it where it stands; the
         // pipeline still records how it ended (unknown once an effect ran).
         let (stop_tx, stop) = StopSignal::channel();
-        let invoking = self.rt.caps.invoke_stoppable(&origin, name, input, stop);
+        let invoking = self.rt.caps.invoke_in_run(&origin, name, input, stop);
         tokio::pin!(invoking);
         let invoked = tokio::select! {
             invoked = &mut invoking => invoked,
@@ -169,8 +200,9 @@ impl RunState<'_> {
             }
         };
         match invoked {
-            Ok(inv) => {
-                let answered = toolbox::from_invocation(&call.id, &self.caller, &inv, &self.rt.results);
+            Ok(mut inv) => {
+                let mut answered = toolbox::from_invocation(&call.id, &self.caller, &inv, &self.rt.results);
+                answered.audit_rows = std::mem::take(&mut inv.audit_rows);
                 Ok(self.ask_for_approval(name, input, answered).await)
             }
             Err(source) => Err(EngineError::Invoke { capability: name.to_string(), source }),
@@ -226,6 +258,23 @@ impl RunState<'_> {
         }
     }
 
+    /// Records how a call ended outside a step (one reconciled after a
+    /// restart): its event and the audit rows of the read it made, in one
+    /// commit that must succeed before the model sees the result.
+    pub(in crate::agent::engine) async fn commit_answer(
+        &self,
+        call: &ToolCall,
+        phase: &str,
+        answered: &Answered,
+    ) -> Result<(), EngineError> {
+        let writes = StepWrites {
+            events: vec![("agent.tool_call", self.call_payload(call, phase, Some(answered)))],
+            audit_rows: answered.audit_rows.clone(),
+            ..StepWrites::default()
+        };
+        Ok(self.rt.runs.commit_step(&self.run_id, writes).await?)
+    }
+
     pub(in crate::agent::engine) fn caller(&self) -> &RunCaller {
         &self.caller
     }
@@ -241,6 +290,7 @@ pub(super) fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
         idempotency_key: String::new(),
         denials: Vec::new(),
         finish: None,
+        audit_rows: Vec::new(),
     }
 }
 

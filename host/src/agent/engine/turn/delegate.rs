@@ -12,6 +12,7 @@ use super::{Outcome, RunState};
 use crate::agent::engine::toolbox::{self, Answered, RunCaller};
 use crate::agent::providers::{Role, ToolCall};
 use crate::agent::session_log::{Entry, Session};
+use crate::agent::tokens::Measured;
 use crate::agent::tools::discovery::Discovery;
 use crate::runtime::Actor;
 use crate::store::new_id;
@@ -58,6 +59,8 @@ impl RunState<'_> {
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
+            measured: Measured::default(),
+            offered: (Vec::new(), std::sync::Arc::from([])),
         };
         let request_id = sub.caller.request_id.clone();
         sub.session.apply(&Entry::Request { request_id, message_seq: 0, text, continues: false, note: None });

@@ -17,7 +17,7 @@ use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolSpec};
 use crate::agent::runs::{Run, StepWrites};
 use crate::agent::session_log::{Entry, Session, SessionLog};
-use crate::agent::tokens::TokenCounter;
+use crate::agent::tokens::{Measured, TokenCounter};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, Plan};
 use crate::runtime::{Actor, Mode};
@@ -64,6 +64,13 @@ pub struct RunState<'a> {
     /// The run's row as the last step's final commit left it, for the
     /// next step's checks instead of reading it again.
     committed_run: Option<Run>,
+    /// What the requests so far measured, so a step measures only what
+    /// is new.
+    measured: Measured,
+    /// The tools last offered, built once while what is offered stays the
+    /// same: each capability's id and digest, and the specs (the session
+    /// tools after them, fixed by the actor).
+    offered: (Vec<String>, Arc<[ToolSpec]>),
 }
 
 impl<'a> RunState<'a> {
@@ -96,12 +103,17 @@ impl<'a> RunState<'a> {
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
+            measured: Measured::default(),
+            offered: (Vec::new(), Arc::from([])),
         }
     }
 
-    fn record(&mut self, entry: Entry) -> Result<(), EngineError> {
+    async fn record(&mut self, entry: Entry) -> Result<(), EngineError> {
         if let Some(log) = &mut self.log {
-            log.append(&entry)?;
+            log.append(&entry).await?;
+        }
+        if matches!(entry, Entry::Compacted { .. }) {
+            self.measured.forget_messages();
         }
         self.session.apply(&entry);
         Ok(())
@@ -117,10 +129,22 @@ impl<'a> RunState<'a> {
         Ok(())
     }
 
+    /// Records a step's results, made durable while the model is asked for
+    /// the next answer: the next record waits for that (see
+    /// [`SessionLog::append_syncing_behind`]).
+    async fn record_results(&mut self, content: Vec<Block>) -> Result<(), EngineError> {
+        let entry = Entry::ToolResults { content };
+        if let Some(log) = &mut self.log {
+            log.append_syncing_behind(&entry).await?;
+        }
+        self.session.apply(&entry);
+        Ok(())
+    }
+
     /// Records a new plan (or none), and for the run itself — not a
     /// subagent — shows it on the run's record with an `agent.plan` event.
     async fn record_plan(&mut self, plan: Option<Plan>) -> Result<(), EngineError> {
-        self.record(Entry::Plan { plan: plan.clone() })?;
+        self.record(Entry::Plan { plan: plan.clone() }).await?;
         if self.log.is_some() {
             self.rt.runs.set_plan(&self.run_id, plan.as_ref()).await?;
         }
@@ -133,8 +157,20 @@ impl<'a> RunState<'a> {
     }
 
     /// Answers requests until none is left, the run is aborted, a budget
-    /// is spent or the model fails.
+    /// is spent or the model fails; what it logged is durable when it
+    /// returns.
     pub async fn answer_pending_requests(&mut self) -> Result<Outcome, EngineError> {
+        let outcome = self.answer_requests().await;
+        let settled = match &mut self.log {
+            Some(log) => log.settle().await,
+            None => Ok(()),
+        };
+        let outcome = outcome?;
+        settled?;
+        Ok(outcome)
+    }
+
+    async fn answer_requests(&mut self) -> Result<Outcome, EngineError> {
         // A request logged before its message was marked taken (a crash in
         // between) is taken now.
         let taken = self.session.last_message_seq;
@@ -147,7 +183,7 @@ impl<'a> RunState<'a> {
                 return Ok(Outcome::Aborted(reason));
             }
             let answers = super::resume::reconcile(self, &pending).await?;
-            self.record(Entry::ToolResults { content: answers })?;
+            self.record(Entry::ToolResults { content: answers }).await?;
         }
         // A run that stopped after its calls' results and before the model
         // answered them takes a waiting message with those results.
@@ -202,7 +238,7 @@ impl<'a> RunState<'a> {
         let text = next.text;
         let note = self.check_open_writes().await?;
         let message_seq = next.seq;
-        self.record(Entry::Request { request_id: request_id.clone(), message_seq, text, continues, note })?;
+        self.record(Entry::Request { request_id: request_id.clone(), message_seq, text, continues, note }).await?;
         self.rt.runs.mark_consumed(&self.run_id, next.seq).await?;
         self.caller.turn = next.seq;
         if !continues {
@@ -213,7 +249,7 @@ impl<'a> RunState<'a> {
         Ok(true)
     }
 
-    fn request(&self) -> ModelRequest {
+    fn request(&mut self) -> ModelRequest {
         let mut system = SYSTEM_PROMPT.to_string();
         if let Some(plan) = &self.session.plan {
             system.push_str("\n\n");
@@ -223,7 +259,6 @@ impl<'a> RunState<'a> {
             system.push_str("\n\n");
             system.push_str(note);
         }
-        let mut tools: Vec<ToolSpec> = Vec::new();
         let latest = self.session.request_text.clone();
         let chosen: Option<Vec<String>> = (self.limits.max_tools > 0).then(|| {
             let mut names = self.discovery.initial(&latest, self.limits.max_tools);
@@ -235,13 +270,23 @@ impl<'a> RunState<'a> {
             }
             names
         });
-        for l in toolbox::offered(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref()) {
-            if chosen.as_ref().is_none_or(|names| names.contains(&l.descriptor.id)) {
-                tools.push(discovery::spec(&l.descriptor));
-            }
+        let offered: Vec<_> =
+            toolbox::offered(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref())
+                .into_iter()
+                .filter(|l| chosen.as_ref().is_none_or(|names| names.contains(&l.descriptor.id)))
+                .collect();
+        let key: Vec<String> = offered.iter().map(|l| format!("{}@{}", l.descriptor.id, l.digest)).collect();
+        if key != self.offered.0 || self.offered.1.is_empty() {
+            let mut tools: Vec<ToolSpec> = offered.iter().map(|l| discovery::spec(&l.descriptor)).collect();
+            tools.extend(toolbox::session_specs(self.caller.actor));
+            self.offered = (key, tools.into());
         }
-        tools.extend(toolbox::session_specs(self.caller.actor));
-        ModelRequest { system, messages: self.session.messages.clone(), tools, max_tokens: 4096 }
+        ModelRequest {
+            system,
+            messages: self.session.messages.clone(),
+            tools: self.offered.1.clone(),
+            max_tokens: 4096,
+        }
     }
 
     /// One model request and the tool calls it makes; `run` as it was just
@@ -301,7 +346,7 @@ impl<'a> RunState<'a> {
             content.push(Block::ToolUse { id: call.id.clone(), name: call.name.clone(), input });
         }
         if completion.tool_calls.is_empty() {
-            self.record(Entry::Assistant { content })?;
+            self.record(Entry::Assistant { content }).await?;
             self.rt.runs.commit_step(&self.run_id, writes).await?;
             self.final_text = completion.text;
             return Ok(Outcome::Idle);
@@ -310,7 +355,7 @@ impl<'a> RunState<'a> {
         self.record_unsynced(Entry::Assistant { content })?;
         let (answers, over, run) = self.answer_calls(&completion.tool_calls, writes).await?;
         self.committed_run = run;
-        self.record(Entry::ToolResults { content: answers })?;
+        self.record_results(answers).await?;
         Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
     }
 
@@ -321,7 +366,8 @@ impl<'a> RunState<'a> {
     async fn fit(&mut self, request: &ModelRequest) -> Result<(Option<Vec<Message>>, usize), EngineError> {
         let window = self.limits.context_budget;
         let ratio = if self.limits.compaction { self.limits.compaction_ratio } else { 1.0 };
-        let compacted = compaction::compact(request, &self.session.request_text, &self.counter, window, ratio)
+        let tokens = self.counter.count_request_measured(request, &self.offered.0, &mut self.measured);
+        let compacted = compaction::compact(request, tokens, &self.session.request_text, &self.counter, window, ratio)
             .map_err(EngineError::Compaction)?;
         match compacted {
             Compaction::NotNeeded { tokens } => Ok((None, tokens)),
@@ -329,7 +375,7 @@ impl<'a> RunState<'a> {
                 "the request needs more than the context window of {window} tokens and compaction is switched off"
             ))),
             Compaction::Compacted { messages, before, after } => {
-                self.record(Entry::Compacted { messages: messages.clone() })?;
+                self.record(Entry::Compacted { messages: messages.clone() }).await?;
                 let payload = json!({"tokensBefore": before, "tokensAfter": after, "actor": self.actor_name()});
                 if let Err(e) = self.rt.runs.append_event(&self.run_id, "agent.compacted", &payload).await {
                     tracing::warn!(run = %self.run_id, error = %e, "could not record a compaction");
