@@ -104,8 +104,9 @@ pub fn versioned(s: &str) -> Option<(u32, usize)> {
     ok.then_some((v, n))
 }
 
-/// `s01`, `s01e02`, `s01e01e02`, `s06xe01`, `s2014e18`, `s01extras`,
-/// `s07d1`: season, episodes, and whether it names a disc (no episodes).
+/// `s01`, `s01e02`, `s01ep01`, `s01e01e02`, `s06xe01`, `s2014e18`,
+/// `s01extras`, `s07d1`: season, episodes, and whether it names a disc (no
+/// episodes).
 fn parse_sxe(s: &str) -> Option<(u32, Vec<u32>, bool)> {
     let rest = s.strip_prefix('s')?;
     let (season, n) = lead_number(rest)?;
@@ -120,7 +121,11 @@ fn parse_sxe(s: &str) -> Option<(u32, Vec<u32>, bool)> {
     }
     let mut eps = Vec::new();
     while !rest.is_empty() {
-        rest = rest.strip_prefix("xe").or_else(|| rest.strip_prefix('e')).or_else(|| rest.strip_prefix('x'))?;
+        rest = rest
+            .strip_prefix("xe")
+            .or_else(|| rest.strip_prefix("ep"))
+            .or_else(|| rest.strip_prefix('e'))
+            .or_else(|| rest.strip_prefix('x'))?;
         let (e, k) = lead_number(rest)?;
         eps.push(e);
         rest = &rest[k..];
@@ -209,11 +214,35 @@ fn continuation(t: &Tokens, roles: &[Role], mut last: usize, found: &mut Episode
 
 fn sxe_marker(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -> Option<usize> {
     let (season, eps, disc) = parse_sxe(t.low(i))?;
+    let season_only = eps.is_empty() && !disc;
     found.season.get_or_insert(season);
     eps.into_iter().for_each(|e| found.push(e));
-    let last = continuation(t, roles, i, found, disc);
+    let mut last = continuation(t, roles, i, found, disc);
+    if season_only && last == i && found.episodes.is_empty() {
+        last = spaced_episode(t, roles, i, found).unwrap_or(last);
+    }
     found.mark(roles, i, last);
     Some(last)
+}
+
+/// `Show S2 - 11 [1080p]`: a season alone, then the episode after a spaced
+/// dash, as fansubs number a later season. Only a number that ends the
+/// name or is followed by a bracket or another spaced dash: a number that
+/// words follow begins an episode title (`S02 - 100 Years Later`).
+fn spaced_episode(t: &Tokens, roles: &[Role], i: usize, found: &mut Episodes) -> Option<usize> {
+    let k = i + 1;
+    if k >= t.len() || roles[k] != Role::Free || !super::title::dash_boundary(t.sep_before(k)) {
+        return None;
+    }
+    let (n, digits) = versioned(t.low(k))?;
+    let ends = k + 1 == t.len() || {
+        let sep = t.sep_before(k + 1);
+        sep.contains(['[', '(']) || super::title::dash_boundary(sep)
+    };
+    (digits <= 4 && ends).then(|| {
+        found.push(n);
+        k
+    })
 }
 
 fn cross_marker(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -> Option<usize> {
@@ -410,6 +439,15 @@ pub fn implicit(t: &Tokens, roles: &mut [Role], start: usize, stop: usize, anime
         }
         let (n, digits) = versioned(t.low(i)).unwrap_or_default();
         let prev = t.low(i - 1);
+        // `Show.Part.01.720p`: a zero-padded part right before the tags of
+        // a name without a year numbers an episode of a miniseries (a
+        // film's part has its year, and is written `Part 3`).
+        let padded = digits == 2 && t.low(i).starts_with('0');
+        if matches!(prev, "part" | "pt") && padded && !has_year && i + 1 == stop && stop < t.len() {
+            found.push(n);
+            found.mark(roles, i - 1, i);
+            break;
+        }
         if matches!(prev, "part" | "pt" | "cd" | "vol" | "volume" | "chapter" | "disc" | "dvd" | "no") {
             continue;
         }
@@ -420,6 +458,12 @@ pub fn implicit(t: &Tokens, roles: &mut [Role], start: usize, stop: usize, anime
         if digits == 1 && !dashed {
             continue;
         }
+        // `Nine Lives - 100 Years Later - 01`: a number that words follow,
+        // with another dashed number later, is part of the title.
+        let worded = i + 1 < stop && roles[i + 1] == Role::Free && !t.is_digits(i + 1);
+        if dashed && worded && (i + 2..stop).any(|j| usable(j, roles) && super::title::dash_boundary(t.sep_before(j))) {
+            continue;
+        }
         if !dashed && (next_usable || next_year) {
             continue;
         }
@@ -428,6 +472,14 @@ pub fn implicit(t: &Tokens, roles: &mut [Role], start: usize, stop: usize, anime
         let ranged = i + 1 < t.len() && t.sep_before(i + 1) == "-" && t.raw(i + 1).len() == 3 && t.is_digits(i + 1);
         match digits {
             3 if !(anime || leading_zero || ranged) && n >= 100 => {
+                found.season = Some(n / 100);
+                found.push(n % 100);
+            }
+            // `[Grp] Show - 1052 [1080p]`: a long-running anime's episode.
+            4 if !leading_zero && anime && dashed => found.push(n),
+            // `Show.1013.HDTV`: season 10, episode 13, right before the
+            // tags; never a year-like number (`Blade Runner 2049`).
+            4 if !leading_zero && i + 1 == stop && (1000..1900).contains(&n) && n % 100 > 0 => {
                 found.season = Some(n / 100);
                 found.push(n % 100);
             }

@@ -67,6 +67,12 @@ fn tail(c: &mut Component, title_end: usize) -> Option<String> {
     if t.low(from) == "by" && (2..=4).contains(&count) {
         return text(c, from + 1, end);
     }
+    // `[Fansub] Title - 12 [720p] - Fin`: words after a spaced dash are
+    // a note when the name began with its group.
+    let sep = t.sep_before(from);
+    if c.leading_group.is_some() && sep.contains('-') && sep.contains([' ', '_', '.']) {
+        return None;
+    }
     let fits = one_bracket || (dashed && count <= 4) || count == 1 || dash_joined;
     if fits && (last_tag.is_some() || (after_marker && (dashed || one_bracket))) {
         return text(c, from, end);

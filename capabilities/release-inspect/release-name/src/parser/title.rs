@@ -136,6 +136,11 @@ pub fn find(c: &Component) -> Found {
         i += 1;
     }
     if certain && i > start {
+        // `S01E02.1080p.WEB.H264-KOGI`: the marker, then the tags; what
+        // follows them is the group, and the name has no title.
+        if after_marker && (start..i).any(|k| c.roles[k] == Role::Kw) {
+            return Found { title: None, start: i, episode_title: None, end: i, after_marker };
+        }
         start = i;
     } else {
         after_marker = false;
@@ -147,6 +152,20 @@ pub fn find(c: &Component) -> Found {
     while end > start && end < n && dash_boundary(c.t.sep_before(end)) && (start..end).all(|k| c.hit_of[k].is_some()) {
         start = end;
         end = span_end(c, start);
+    }
+    // `Nine Lives - 100 Years Later - 01`: words with a number between
+    // the title and an episode number after a spaced dash are the rest of
+    // the title (the number is not the episode). Without a number
+    // (`Garo - Vanishing Line - 01`) the first part is the title, as
+    // indexers and guessit read it.
+    if let Some((first, _)) = c.episodes.span
+        && !after_marker
+        && first > end
+        && dash_boundary(c.t.sep_before(first))
+        && (end..first).all(|k| c.roles[k] == Role::Free)
+        && (end..first).any(|k| c.t.is_digits(k))
+    {
+        end = first;
     }
     let title = clean(c, start, end).map(|t| reorder_article(&t));
 
