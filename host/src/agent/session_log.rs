@@ -152,7 +152,8 @@ impl SessionLog {
     pub async fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
         self.settle().await?;
         self.append_unsynced(entry)?;
-        self.file.sync_data()
+        let file = self.file.clone();
+        tokio::task::spawn_blocking(move || file.sync_data()).await.map_err(std::io::Error::other)?
     }
 
     /// Appends one entry and starts making it durable on a blocking
@@ -178,7 +179,8 @@ impl SessionLog {
         }
     }
 
-    /// Appends one entry, durable with the next [`SessionLog::append`]:
+    /// Appends one entry, made durable by the next sync
+    /// ([`SessionLog::append`], [`SessionLog::append_syncing_behind`]):
     /// a step's answer goes with its results, one sync a step. A crash in
     /// between loses at most that answer (a torn last line is ignored),
     /// and the model is asked again: what its calls wrote is in the

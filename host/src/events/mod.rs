@@ -88,8 +88,9 @@ impl Events {
     }
 
     /// Appends `events` (`kind, subject, payload`), in order, inside `tx`:
-    /// two statements however many there are (and one `NOTIFY` on
-    /// PostgreSQL), since each statement is a round trip to the database.
+    /// the head taken once and one insert per 64 events (and one `NOTIFY`
+    /// on PostgreSQL), since each statement is a round trip to the
+    /// database.
     /// Answers their seqs; call [`Events::announce`] after it commits.
     pub async fn append_all_in(
         tx: &mut Transaction<'_, Any>,

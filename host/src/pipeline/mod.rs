@@ -210,11 +210,13 @@ impl Capabilities {
     /// [`Capabilities::invoke`] for an agent run's tool call. When `stop`
     /// fires (the run is aborted), the sandboxed call is ended where it
     /// stands and recorded like any call that ended early — `unknown` if an
-    /// effect import had run, else `failed`. A call that wrote nothing
-    /// leaves its audit rows in [`Invocation::audit_rows`]: the run commits
-    /// them with the step's own writes (`agent::runs::StepWrites`), one
-    /// commit a step instead of two, before the model sees the result.
-    pub async fn invoke_in_run(
+    /// effect import had run, else `failed`. A read (or preview) call that
+    /// ran, or was refused for its input, leaves its audit rows in
+    /// [`Invocation::audit_rows`]: the run commits them with the step's own
+    /// writes (`agent::runs::StepWrites`), one commit a step instead of
+    /// two, before the model sees the result. Crate-private: a caller that
+    /// does not commit them would leave reads unaudited.
+    pub(crate) async fn invoke_in_run(
         &self,
         origin: &Origin,
         id: &str,

@@ -398,9 +398,9 @@ const EVENTS_PER_INSERT: usize = 64;
 
 /// Appends run events inside `tx`, in order: the run's next seqs, then the
 /// same events on the global log with the run's seq in their payloads.
-/// Returns the global seqs to announce. Four statements however many, three
-/// for one (a statement is a round trip to the database; a step writes
-/// several).
+/// Returns the global seqs to announce. The run's seq read once and one
+/// insert per 64 events on each log, three statements for one event (a
+/// statement is a round trip to the database; a step writes several).
 async fn append_events_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     db: &Db,

@@ -1,9 +1,10 @@
 //! What one step of a run writes, committed together: the last of the
 //! streamed text, the tokens the answer cost, a tool call's end and count
-//! (with the audit row of a read it made) with the next call's start. A step whose calls each end within 20 ms is
-//! one commit; a longer call's start commits on its own while it runs
-//! (`engine::turn::calls`). Each goes in the next group commit of the
-//! store.
+//! (with the audit row of a read it made) with the next call's start. A
+//! step whose calls each end within 20 ms is one commit; a longer call's
+//! start commits on its own while it runs, and what came before a call
+//! that may act commits before it (`engine::turn::calls`). Each goes in
+//! the next group commit of the store.
 
 use std::sync::Arc;
 

@@ -387,7 +387,31 @@ async fn a_message_wakes_a_waiting_run(backend: Backend) {
     assert_eq!((body["run"]["status"].as_str(), body["run"]["error"].as_str()), (Some("cancelled"), Some("enough")));
 }
 
+/// A read then a write in one answer: the read's audit row, which the run
+/// commits with its step, is in the log before the write's, as they ran.
+async fn a_read_before_a_write_is_audited_first(backend: Backend) {
+    let env = env(backend).await;
+    let script = json!({"scripts": [{"steps": [{"tools": [
+        {"name": "inventory.query", "input": {}},
+        {"name": "test.counter-safe", "input": {"label": "after the read"}}]}], "finalText": "done"}]});
+    set(&env.app, &[("model.script", json!(script.to_string()))]).await;
+    capstan_tests::grants::allow_everything(&env.caps).await;
+    let api = start(&env).await;
+    let (_, run) = api.post("/agent/runs", json!({"goal": "read then count"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = wait_run(&api, &id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    let audit = env.app.audit().list(0, 1000).await.unwrap();
+    let seq_of = |subject: &str| {
+        audit.iter().find(|e| e.event.action == "capability.invoke" && e.event.subject == subject).map(|e| e.seq)
+    };
+    let (read, write) = (seq_of("inventory.query"), seq_of("test.counter-safe"));
+    assert!(read.is_some() && write.is_some() && read < write, "read {read:?}, write {write:?}: {audit:?}");
+    assert!(matches!(env.app.audit().verify().await.unwrap(), capstan::audit::Verdict::Intact { .. }));
+}
+
 both_backends!(
+    a_read_before_a_write_is_audited_first,
     a_message_wakes_a_waiting_run,
     run_events_stream_and_resume_without_gap_or_duplicate,
     a_demo_run_reads_streams_and_reports,

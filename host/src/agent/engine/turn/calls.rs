@@ -45,12 +45,23 @@ impl RunState<'_> {
         // since; `None` once a subagent may have spent.
         let mut known: Option<Run> = None;
         for call in calls {
+            // A call that may act waits until the last step's results are
+            // durable (a failed sync stops it), and what came before it
+            // (the reads' audit rows among it) commits first, so the audit
+            // log keeps the order things happened in.
+            let acts = self.may_act(call);
+            if acts {
+                self.settle_log().await?;
+                if !pending.is_empty() {
+                    self.rt.runs.queue_step(&self.run_id, std::mem::take(&mut pending)).await?;
+                }
+            }
             // The run as it stands once what is pending is committed, read
             // fresh before the answer's first call (an abort while the model
             // answered stops them all) and before any call that may act.
             // Only this run's steps change its counts, so a later read call
             // goes by the known row.
-            let mut run = match known.clone().filter(|_| !self.may_act(call)) {
+            let mut run = match known.clone().filter(|_| !acts) {
                 Some(run) => run,
                 None => self.rt.runs.get(&self.run_id).await?,
             };

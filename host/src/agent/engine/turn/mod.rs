@@ -119,7 +119,7 @@ impl<'a> RunState<'a> {
         Ok(())
     }
 
-    /// Records `entry`, durable with the next [`RunState::record`] (see
+    /// Records `entry`, made durable by the step's one sync (see
     /// [`SessionLog::append_unsynced`]).
     fn record_unsynced(&mut self, entry: Entry) -> Result<(), EngineError> {
         if let Some(log) = &mut self.log {
@@ -161,13 +161,19 @@ impl<'a> RunState<'a> {
     /// returns.
     pub async fn answer_pending_requests(&mut self) -> Result<Outcome, EngineError> {
         let outcome = self.answer_requests().await;
-        let settled = match &mut self.log {
-            Some(log) => log.settle().await,
-            None => Ok(()),
-        };
+        let settled = self.settle_log().await;
         let outcome = outcome?;
         settled?;
         Ok(outcome)
+    }
+
+    /// Waits until what the log holds is durable (the last step's results
+    /// may still be syncing); a failed sync is this call's error.
+    pub(super) async fn settle_log(&mut self) -> Result<(), EngineError> {
+        if let Some(log) = &mut self.log {
+            log.settle().await?;
+        }
+        Ok(())
     }
 
     async fn answer_requests(&mut self) -> Result<Outcome, EngineError> {
@@ -194,7 +200,8 @@ impl<'a> RunState<'a> {
             // The row the last step's commit returned is as fresh as a
             // read here would be but for an abort in the instants since,
             // which the watch during the model's answer and the check
-            // before each call still see.
+            // before an answer's first call (and any call that may act)
+            // still see.
             let run = match self.committed_run.take() {
                 Some(run) => run,
                 None => self.rt.runs.get(&self.run_id).await?,
