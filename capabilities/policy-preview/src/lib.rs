@@ -14,7 +14,7 @@ use capstan_sdk::{Capability, Failure, HostError, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use capstan_quality::{Judgement, Offer, QualityProfile, offer, preferred};
+use capstan_quality::{Judgement, Offer, QualityProfile, covers_season, offer, preferred};
 
 /// Input: the policy and the body it would get.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -146,13 +146,13 @@ fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityP
     let entity = domain::query("entity.get", &json!({ "id": entity_id }))?;
     let releases = domain::query("releases.for-entity", &json!({ "id": entity_id }))?;
     let season = slot["season"].as_i64();
-    // A season slot only cares about releases of that season (or that do
-    // not say which season they are).
+    // A season slot only cares about releases of that season, packs that
+    // hold it, and releases that do not say which season they are.
     let offers: Vec<(String, Offer)> = releases
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|r| season.is_none() || r["parsed"]["season"].as_i64().is_none_or(|s| Some(s) == season))
+        .filter(|r| season.is_none_or(|s| covers_season(&r["parsed"], s) != Some(false)))
         .map(|r| (r["id"].as_str().unwrap_or_default().to_string(), offer(r)))
         .collect();
     let accept_all = Judgement { acceptable: true, reasons: Vec::new() };

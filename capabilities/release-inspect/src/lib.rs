@@ -13,6 +13,8 @@ pub use release_name::{parse, parser};
 #[cfg(any(test, feature = "compare"))]
 pub mod conformance;
 #[cfg(any(test, feature = "compare"))]
+pub mod guessit_results;
+#[cfg(any(test, feature = "compare"))]
 pub mod hunch_parse;
 
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};

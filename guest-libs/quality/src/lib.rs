@@ -2,7 +2,8 @@
 //! it judges one release: acceptable or rejected (with reasons), and the
 //! rank that picks the preferred release among the acceptable ones. Shared
 //! by `policy.preview` (what a new profile would change) and the host's
-//! acquisition sweep (which release a slot gets), so both judge alike.
+//! acquisition sweep (which release a slot gets), so both judge alike; and
+//! which seasons a release covers, for a season's slot.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -183,6 +184,17 @@ pub fn offer(release: &Value) -> Offer {
     }
 }
 
+/// Whether a release's parsed fields (`release.inspect` output) cover
+/// `season`: a pack's `seasons` list (`S01-S03`) or its one `season`.
+/// `None` when the name says no season (a complete series, a film).
+pub fn covers_season(parsed: &Value, season: i64) -> Option<bool> {
+    let pack: Vec<i64> = parsed["seasons"].as_array().into_iter().flatten().filter_map(Value::as_i64).collect();
+    if !pack.is_empty() {
+        return Some(pack.contains(&season));
+    }
+    parsed["season"].as_i64().map(|s| s == season)
+}
+
 /// The release a profile would pick: the best-ranked acceptable one
 /// (ties go to the first). Without a profile nothing is preferred.
 pub fn preferred<'a, K>(profile: Option<&QualityProfile>, offers: &'a [(K, Offer)]) -> Option<&'a K> {
@@ -203,6 +215,15 @@ mod tests {
             preferred_codecs: Some(vec!["x265".into()]),
             reject_terms: Some(vec!["CAM".into()]),
         }
+    }
+
+    #[test]
+    fn a_pack_covers_each_of_its_seasons() {
+        let pack = serde_json::json!({"season": 1, "seasons": [1, 2, 3]});
+        assert_eq!([1, 2, 3, 4].map(|s| covers_season(&pack, s)), [Some(true), Some(true), Some(true), Some(false)]);
+        let one = serde_json::json!({"season": 2, "episodes": [5]});
+        assert_eq!((covers_season(&one, 2), covers_season(&one, 1)), (Some(true), Some(false)));
+        assert_eq!(covers_season(&serde_json::json!({"title": "Show"}), 1), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use capstan_quality::{QualityProfile, offer, preferred};
+use capstan_quality::{QualityProfile, covers_season, offer, preferred};
 
 use super::call;
 use crate::authz::{Authz, AuthzError};
@@ -38,7 +38,8 @@ struct Payload {
 const RESULTS_PER_SLOT: u64 = 25;
 
 /// Whether a release's parsed fields fit the slot: the resolution when the
-/// slot names one, and the season for series.
+/// slot names one, and for series the season (a pack of several seasons
+/// fits each of them).
 fn fits(slot: &Slot, parsed: &Value) -> bool {
     let quality = slot.quality.to_ascii_lowercase();
     let resolution_ok = match parsed.get("screen_size").and_then(Value::as_str) {
@@ -48,7 +49,7 @@ fn fits(slot: &Slot, parsed: &Value) -> bool {
     };
     let season_ok = match slot.season {
         None => true,
-        Some(season) => parsed.get("season").and_then(Value::as_i64) == Some(season),
+        Some(season) => covers_season(parsed, season) == Some(true),
     };
     resolution_ok && season_ok
 }
@@ -204,5 +205,33 @@ impl TaskHandler for EvaluateAcquisition {
             }
             Ok(json!({ "slots": results }))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(season: Option<i64>, quality: &str) -> Slot {
+        Slot {
+            id: "slot".into(),
+            entity_id: "entity".into(),
+            season,
+            quality: quality.into(),
+            profile: None,
+            status: "wanted".into(),
+            revision: 1,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_season_pack_fits_each_season_it_holds() {
+        let pack = json!({"screen_size": "1080p", "season": 1, "seasons": [1, 2, 3]});
+        assert!(fits(&slot(Some(2), "1080p"), &pack));
+        assert!(!fits(&slot(Some(4), "1080p"), &pack));
+        assert!(!fits(&slot(Some(2), "720p"), &pack));
+        let one = json!({"screen_size": "1080p", "season": 2, "episodes": [3]});
+        assert!(fits(&slot(Some(2), "1080p"), &one) && !fits(&slot(Some(1), "1080p"), &one));
     }
 }

@@ -78,7 +78,8 @@ fn changed(plan: &Plan) -> serde_json::Value {
 
 impl Domain {
     /// Drafts a plan to fetch a release into a wanted slot. The release must
-    /// be identified as the slot's entity. Drafting the same thing twice
+    /// be identified as the slot's entity and, for a season's slot, cover
+    /// that season. Drafting the same thing twice
     /// returns the first draft.
     pub async fn draft_plan(&self, by: &Author, new: &NewPlan) -> Result<Plan, DomainError> {
         let slot = self.slot(&new.slot_id).await?;
@@ -100,6 +101,16 @@ impl Domain {
                     release.id
                 )));
             }
+        }
+        // A season's slot takes a release of that season or a pack that
+        // holds it; one that says no season is left to the human.
+        if let Some(season) = slot.season
+            && capstan_quality::covers_season(&release.parsed, season) == Some(false)
+        {
+            return Err(DomainError::Conflict(format!(
+                "release {} is not of season {season}, which slot {} wants",
+                release.id, slot.id
+            )));
         }
         let payload = json!({
             "slotId": slot.id,

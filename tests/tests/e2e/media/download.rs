@@ -327,6 +327,50 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
     assert_eq!(error(&inv).0, "not-found");
     assert!(env.domain().plans(None, None, 10).await.unwrap().is_empty(), "nothing was drafted");
 
+    // A season's slot takes a release of that season or a pack holding
+    // it, and refuses another season.
+    let domain = env.domain();
+    let series = domain
+        .upsert_entity(&NewEntity {
+            kind: "tv".into(),
+            tmdb_id: Some(1396),
+            title: "Tidewater".into(),
+            original_title: None,
+            year: Some(2008),
+            seasons: vec![],
+        })
+        .await
+        .unwrap();
+    let slot = NewSlot { entity_id: series.id.clone(), season: Some(2), quality: "1080p".into(), profile: None };
+    let season_two = domain.want(&slot).await.unwrap();
+    let mut releases = Vec::new();
+    for (n, (title, parsed)) in [
+        ("Tidewater.S01.1080p.WEB-DL", json!({"title": "Tidewater", "season": 1})),
+        ("Tidewater.S01-S03.1080p.BluRay", json!({"title": "Tidewater", "season": 1, "seasons": [1, 2, 3]})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let new = NewRelease {
+            indexer: "torznab".into(),
+            title: title.into(),
+            parsed,
+            size: None,
+            infohash: Some(format!("{n}").repeat(40)),
+            download_url: None,
+        };
+        let release = domain.record_release(&new).await.unwrap();
+        domain.match_identity(&release.id, Some(&series.id), "resolved", &json!({"tmdb": 1396})).await.unwrap();
+        releases.push(release);
+    }
+    let plan = |release: &SourceRelease| json!({"sourceReleaseId": release.id, "slotId": season_two.id});
+    let other_season = env.invoke(&operator(), "download.plan", plan(&releases[0])).await;
+    let (kind, message) = error(&other_season);
+    assert_eq!(kind, "conflict");
+    assert!(message.contains("not of season 2"), "{message}");
+    let drafted = env.invoke(&operator(), "download.plan", plan(&releases[1])).await;
+    assert_eq!(drafted.status, Status::Succeeded, "a pack of seasons 1-3 fills season 2: {drafted:?}");
+
     // Rechecking needs a download that exists; the store says so before
     // any client is asked.
     let inv = env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": "no-such-download"})).await;
