@@ -88,6 +88,7 @@ fn from_guessit(r: &Value) -> ReleaseInfo {
         seasons: if seasons.len() > 1 { seasons } else { Vec::new() },
         episodes: numbers(&r["episode"]),
         episode_title: first("episode_title"),
+        date: first("date"),
         screen_size: first("screen_size"),
         source: first("source"),
         video_codec: first("video_codec"),

@@ -48,6 +48,7 @@ fn from_hunch(r: &HunchResult) -> ReleaseInfo {
         seasons: Vec::new(),
         episodes,
         episode_title: text(Property::EpisodeTitle),
+        date: text(Property::Date),
         screen_size: text(Property::ScreenSize),
         source: text(Property::Source),
         video_codec: text(Property::VideoCodec),

@@ -46,6 +46,12 @@ pub struct ReleaseInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub episode_title: Option<String>,
 
+    /// Air date of a daily show's episode, `YYYY-MM-DD`, from a date in
+    /// the name (`2024.03.15`, `15.03.2024`, `20240315`); a day and month
+    /// that could be either way round are read day first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+
     /// Vertical resolution such as `2160p`, `1080p`, `720p` or `480p`
     /// (`1080i` for interlaced sources).
     #[serde(skip_serializing_if = "Option::is_none")]

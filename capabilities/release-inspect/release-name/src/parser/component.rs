@@ -43,6 +43,8 @@ pub struct Component<'a> {
     pub noise_flags: Vec<&'static str>,
     /// The bracketed site tag after the group (`-GROUP[site]`).
     pub site: Option<String>,
+    /// The first date in the name, `YYYY-MM-DD`.
+    pub date: Option<String>,
 }
 
 /// What the caller needs besides the fields.
@@ -83,6 +85,7 @@ pub fn parse(text: &str) -> Parsed {
         leading_group: None,
         episodes: Episodes::default(),
         noise_flags: Vec::new(),
+        date: None,
         site: None,
         t,
     };
@@ -130,6 +133,7 @@ pub fn parse(text: &str) -> Parsed {
     fill::from_hits(&c, &mut info);
     info.other.extend(c.noise_flags.iter().map(|f| f.to_string()));
     info.site = c.site.take();
+    info.date = c.date.take();
     info.other.dedup();
 
     let eps = &c.episodes;
@@ -237,6 +241,10 @@ fn sites_and_crcs(c: &mut Component) {
 fn dates(c: &mut Component) {
     let t = &c.t;
     let valid = |y: u32, m: u32, d: u32| (1900..2040).contains(&y) && (1..=12).contains(&m) && (1..=31).contains(&d);
+    let mut first = None;
+    let mut found = |y: u32, m: u32, d: u32| {
+        first.get_or_insert(format!("{y:04}-{m:02}-{d:02}"));
+    };
     let mut i = 0;
     while i < t.len() {
         let raw = t.raw(i);
@@ -244,6 +252,7 @@ fn dates(c: &mut Component) {
             let v: u32 = raw.parse().unwrap_or(0);
             if valid(v / 10000, v / 100 % 100, v % 100) {
                 c.roles[i] = Role::Date;
+                found(v / 10000, v / 100 % 100, v % 100);
             }
         }
         if i + 2 < t.len() && (0..3).all(|k| t.is_digits(i + k)) {
@@ -251,14 +260,19 @@ fn dates(c: &mut Component) {
             let same = s1 == t.sep_before(i + 2) && s1.len() == 1 && ".-_ ".contains(s1);
             let lens = (raw.len(), t.raw(i + 1).len(), t.raw(i + 2).len());
             let (a, b, d) = (t.number(i).unwrap_or(0), t.number(i + 1).unwrap_or(0), t.number(i + 2).unwrap_or(0));
-            let date = same
-                && match lens {
-                    (4, 1..=2, 1..=2) => valid(a, b, d),
-                    (1..=2, 1..=2, 4) => valid(d, a, b) || valid(d, b, a),
-                    (2, 2, 2) => i == 0 && s1 == "." && (valid(2000 + a, b, d) || valid(2000 + d, b, a)),
-                    _ => false,
-                };
-            if date {
+            // Year, month, day as read; a day and month that could be
+            // either way round are read day first.
+            let ymd = match lens {
+                _ if !same => None,
+                (4, 1..=2, 1..=2) => valid(a, b, d).then_some((a, b, d)),
+                (1..=2, 1..=2, 4) if valid(d, b, a) => Some((d, b, a)),
+                (1..=2, 1..=2, 4) => valid(d, a, b).then_some((d, a, b)),
+                (2, 2, 2) if i == 0 && s1 == "." && valid(2000 + d, b, a) => Some((2000 + d, b, a)),
+                (2, 2, 2) if i == 0 && s1 == "." => valid(2000 + a, b, d).then_some((2000 + a, b, d)),
+                _ => None,
+            };
+            if let Some((y, m, day)) = ymd {
+                found(y, m, day);
                 c.roles[i..i + 3].fill(Role::Date);
                 i += 3;
                 continue;
@@ -266,6 +280,7 @@ fn dates(c: &mut Component) {
         }
         i += 1;
     }
+    c.date = first;
 }
 
 /// Separators keywords may span: `WEB-DL`, `H.264`, `DTS-HD MA`, `DD+5.1`.
