@@ -129,5 +129,8 @@ fn text(c: &Component, a: usize, b: usize) -> Option<String> {
     }
     let g = g.trim_matches(|ch: char| " .-_".contains(ch)).to_string();
     let digits_only = g.bytes().all(|b| b.is_ascii_digit());
-    (!g.is_empty() && !digits_only).then_some(g)
+    // Words with spaces, or a bracket closed inside, are free text, not a
+    // group's name.
+    let wordy = g.contains(' ') || g.contains([')', ']']) && !g.ends_with(']');
+    (!g.is_empty() && !digits_only && !wordy).then_some(g)
 }
