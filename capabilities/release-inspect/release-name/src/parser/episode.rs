@@ -80,7 +80,8 @@ pub fn explicit(t: &Tokens, roles: &mut [Role]) -> Episodes {
         if end.is_none() {
             let mut later = Episodes::default();
             let target = if had > 0 { &mut later } else { &mut found };
-            end = season_word(t, roles, i, target)
+            end = ordinal_season(t, roles, i, target)
+                .or_else(|| season_word(t, roles, i, target))
                 .or_else(|| episode_word(t, roles, i, target))
                 .or_else(|| of_marker(t, roles, i, target));
         }
@@ -293,6 +294,40 @@ fn of_number(t: &Tokens, i: usize) -> Option<(u32, usize)> {
         .then_some((a, i + 2))
 }
 
+/// `2nd`, `3rd`, `second`: an ordinal before a season word.
+fn ordinal(s: &str) -> Option<u32> {
+    const WORDS: &[&str] = &["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"];
+    if let Some(n) = WORDS.iter().position(|w| *w == s) {
+        return Some(n as u32 + 1);
+    }
+    let (v, n) = lead_number(s)?;
+    matches!(&s[n..], "st" | "nd" | "rd" | "th").then_some(v).filter(|&v| (1..100).contains(&v))
+}
+
+/// `[Grp] Show 2nd Season - 05`: an ordinal season, then the episode after
+/// a spaced dash.
+fn ordinal_season(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -> Option<usize> {
+    let next = i + 1;
+    if next >= t.len() || roles[next] != Role::Free || !matches!(t.low(next), "season" | "saison") {
+        return None;
+    }
+    // Words after it make it a title (`The 4th Season of Love`): only the
+    // end, a bracket, a spaced dash or a number may follow.
+    let after = next + 1;
+    let ends = after >= t.len()
+        || t.sep_before(after).contains(['[', '('])
+        || super::title::dash_boundary(t.sep_before(after))
+        || t.low(after).starts_with(|c: char| c.is_ascii_digit());
+    if !ends {
+        return None;
+    }
+    let season = ordinal(t.low(i))?;
+    found.season.get_or_insert(season);
+    let last = spaced_episode(t, roles, next, found).unwrap_or(next);
+    found.mark(roles, i, last);
+    Some(last)
+}
+
 fn season_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -> Option<usize> {
     let low = t.low(i);
     // `Temporada1`, `Season2`: the number glued on.
@@ -320,6 +355,10 @@ fn season_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -
     while last + 1 < t.len() && roles[last + 1] == Role::Free {
         let k = last + 1;
         let sep = t.sep_before(k);
+        // ` - ` ends the marker (`Season 2 - 05` is an episode after it).
+        if super::title::dash_boundary(sep) {
+            break;
+        }
         if let Some(v) = t.number(k).filter(|&v| v < 100 && (sep.contains(['-', '&', ',']) || sep == ".")) {
             found.add_season(v, sep.contains('-'));
             last = k;
@@ -332,6 +371,9 @@ fn season_word(t: &Tokens, roles: &mut [Role], i: usize, found: &mut Episodes) -
         } else {
             break;
         }
+    }
+    if found.seasons.is_empty() && found.episodes.is_empty() {
+        last = spaced_episode(t, roles, last, found).unwrap_or(last);
     }
     found.mark(roles, i, last);
     // `Season.2.1of4`: an episode count right after.
@@ -439,11 +481,11 @@ pub fn implicit(t: &Tokens, roles: &mut [Role], start: usize, stop: usize, anime
         }
         let (n, digits) = versioned(t.low(i)).unwrap_or_default();
         let prev = t.low(i - 1);
-        // `Show.Part.01.720p`: a zero-padded part right before the tags of
-        // a name without a year numbers an episode of a miniseries (a
-        // film's part has its year, and is written `Part 3`).
+        // `Show.Part.01.720p`, `Show.Part.01.Name.720p`: a zero-padded part
+        // in a name with tags and without a year numbers an episode of a
+        // miniseries (a film's part has its year, and is written `Part 3`).
         let padded = digits == 2 && t.low(i).starts_with('0');
-        if matches!(prev, "part" | "pt") && padded && !has_year && i + 1 == stop && stop < t.len() {
+        if matches!(prev, "part" | "pt") && padded && !has_year && stop < t.len() {
             found.push(n);
             found.mark(roles, i - 1, i);
             break;

@@ -74,7 +74,10 @@ fn tail(c: &mut Component, title_end: usize) -> Option<String> {
         return None;
     }
     let fits = one_bracket || (dashed && count <= 4) || count == 1 || dash_joined;
-    if fits && (last_tag.is_some() || (after_marker && (dashed || one_bracket))) {
+    // `Show - 5x14 - Ozymandias`: after a marker and a spaced dash, with no
+    // tags, words are the episode's title.
+    let spaced = sep.contains(' ') && sep.contains('-');
+    if fits && (last_tag.is_some() || (after_marker && !spaced && (dashed || one_bracket))) {
         return text(c, from, end);
     }
     None
