@@ -8,7 +8,7 @@
 use super::episode::{self, Episodes};
 use super::keywords::{self, Field, Keyword, Strength};
 use super::token::Tokens;
-use super::{Role, fill, group, suffix, title};
+use super::{Role, fill, group, implicit, suffix, title};
 use crate::parse::{Kind, ReleaseInfo};
 
 /// Extensions read as the container (and removed before parsing).
@@ -110,8 +110,8 @@ pub fn parse(text: &str) -> Parsed {
             || bracketed_size
             || c.roles.contains(&Role::Crc)
             || (0..n).any(|i| c.t.low(i).starts_with("vostfr"));
-        let implicit = episode::implicit(&c.t, &mut c.roles, c.title_start, stop, anime, year.is_some());
-        c.episodes = implicit;
+        let bare = implicit::find(&c.t, &mut c.roles, c.title_start, stop, anime, year.is_some());
+        c.episodes = bare;
     }
 
     short_language_codes(&mut c);

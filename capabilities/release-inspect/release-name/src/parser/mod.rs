@@ -17,6 +17,7 @@ mod component;
 mod episode;
 mod fill;
 mod group;
+mod implicit;
 mod keywords;
 pub(crate) mod language;
 mod suffix;
