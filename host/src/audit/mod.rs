@@ -162,13 +162,7 @@ impl Audit {
                 "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
                  idempotency_key, input_summary, detail, prev_hash, hash) VALUES ",
             );
-            for i in 0..rows.len() {
-                let n = i * 13;
-                let params: Vec<String> = (1..=13).map(|k| format!("${}", n + k)).collect();
-                sql.push_str(if i == 0 { "(" } else { ", (" });
-                sql.push_str(&params.join(", "));
-                sql.push(')');
-            }
+            sql.push_str(&crate::store::values_placeholders(rows.len(), 13));
             if last {
                 let head = format!("UPDATE audit_head SET hash = ${} WHERE id = 1", rows.len() * 13 + 1);
                 sql.push_str(if postgres { ") " } else { "; " });

@@ -14,7 +14,7 @@ use serde_json::Value;
 use sqlx::{Any, Row, Transaction};
 use tokio::sync::broadcast;
 
-use crate::store::{Backend, Db, now_ms};
+use crate::store::{Backend, Db, now_ms, values_placeholders};
 
 /// The PostgreSQL channel appends notify.
 const CHANNEL: &str = "capstan_events";
@@ -107,12 +107,10 @@ impl Events {
         let first = last - events.len() as i64 + 1;
         let at = now_ms();
         for (c, chunk) in events.chunks(ROWS_PER_INSERT).enumerate() {
-            let mut sql = String::from("INSERT INTO event (seq, kind, subject, payload, at) VALUES ");
-            for i in 0..chunk.len() {
-                let n = i * 5;
-                sql.push_str(if i == 0 { "(" } else { ", (" });
-                sql.push_str(&format!("${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5));
-            }
+            let sql = format!(
+                "INSERT INTO event (seq, kind, subject, payload, at) VALUES {}",
+                values_placeholders(chunk.len(), 5)
+            );
             let mut insert = sqlx::query(&sql);
             for (i, (kind, subject, payload)) in chunk.iter().enumerate() {
                 let seq = first + (c * ROWS_PER_INSERT + i) as i64;

@@ -51,6 +51,16 @@ pub struct Db {
 /// would bring back a folder per backend.
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
+/// The placeholders of a multi-row insert: `rows` groups of `columns`
+/// numbered parameters, `($1, $2), ($3, $4)`, for both backends.
+pub fn values_placeholders(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let marks: Vec<String> = (1..=columns).map(|k| format!("${}", r * columns + k)).collect();
+        format!("({})", marks.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -253,4 +263,13 @@ async fn begin_on_own_task(pool: AnyPool, backend: Backend) -> Result<Transactio
     })
     .await
     .map_err(|e| sqlx::Error::Io(std::io::Error::other(format!("beginning a transaction failed: {e}"))))?
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multi_row_placeholders_number_on() {
+        assert_eq!(super::values_placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(super::values_placeholders(1, 1), "($1)");
+    }
 }

@@ -432,12 +432,10 @@ async fn append_events_in(
             .fetch_one(&mut **tx)
             .await?;
         for (c, chunk) in events.chunks(EVENTS_PER_INSERT).enumerate() {
-            let mut sql = String::from("INSERT INTO agent_run_event (run_id, seq, kind, payload, at) VALUES ");
-            for i in 0..chunk.len() {
-                let n = i * 5;
-                sql.push_str(if i == 0 { "(" } else { ", (" });
-                sql.push_str(&format!("${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5));
-            }
+            let sql = format!(
+                "INSERT INTO agent_run_event (run_id, seq, kind, payload, at) VALUES {}",
+                crate::store::values_placeholders(chunk.len(), 5)
+            );
             let mut insert = sqlx::query(&sql);
             for (i, (kind, payload)) in chunk.iter().enumerate() {
                 let seq = last + 1 + (c * EVENTS_PER_INSERT + i) as i64;
