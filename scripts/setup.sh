@@ -66,3 +66,28 @@ if ! "$tools/schemathesis/bin/pip" show schemathesis 2>/dev/null | grep -x "Vers
     python3 -m venv "$tools/schemathesis"
     "$tools/schemathesis/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
+
+# The component toolchains of the Python and JavaScript examples
+# (examples/python-word-count, examples/js-word-count), which the suites build
+# and load: componentize-py from PyPI and componentize-js from the npm
+# registry, each in a folder of its own.
+COMPONENTIZE_PY_VERSION=0.25.0
+if ! "$tools/componentize-py/bin/pip" show componentize-py 2>/dev/null | \
+   grep -x "Version: $COMPONENTIZE_PY_VERSION" >/dev/null; then
+    echo "setup: installing componentize-py $COMPONENTIZE_PY_VERSION into $tools/componentize-py"
+    rm -rf "$tools/componentize-py"
+    python3 -m venv "$tools/componentize-py"
+    "$tools/componentize-py/bin/pip" install -q --disable-pip-version-check \
+        "componentize-py==$COMPONENTIZE_PY_VERSION"
+fi
+COMPONENTIZE_JS_VERSION=0.23.0
+js="$tools/componentize-js"
+if ! grep -q "\"version\": \"$COMPONENTIZE_JS_VERSION\"" \
+     "$js/node_modules/@bytecodealliance/componentize-js/package.json" 2>/dev/null; then
+    echo "setup: installing componentize-js $COMPONENTIZE_JS_VERSION into $js"
+    rm -rf "$js"
+    mkdir -p "$js"
+    (cd "$js" && echo '{"private": true}' > package.json &&
+        npm install --silent --no-audit --no-fund \
+            "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION" >/dev/null)
+fi

@@ -18,6 +18,7 @@ pub mod db;
 pub mod fixtures;
 pub mod grants;
 pub mod host;
+pub mod languages;
 pub mod llm_rules;
 pub mod load;
 pub mod mock_llm;

@@ -1,8 +1,9 @@
 //! The effect table: which effect class each host interface belongs to, and
 //! the static check that refuses a component whose actual imports exceed its
 //! declared label or reach outside `capstan:host` and the WASI interfaces
-//! Rust's standard library needs. This is the one place that says what an
-//! import may do; host functions consult it through [`EffectClass`].
+//! language runtimes need (Rust's std, CPython, StarlingMonkey). This is the
+//! one place that says what an import may do; host functions consult it
+//! through [`EffectClass`].
 
 use std::fmt;
 
@@ -91,10 +92,15 @@ pub const HOST_INTERFACES: &[(&str, EffectClass)] = &[
     (interface::CAPABILITY_TYPES, EffectClass::Read),
 ];
 
-/// WASI interfaces a Rust std component may import. They are linked with a
-/// context that grants nothing: no preopened directories, no environment,
-/// no arguments, stdio captured by the host. Sockets and HTTP are absent on
-/// purpose; a component that imports them is refused.
+/// WASI interfaces a component may import. They are linked with a context
+/// that grants nothing: no preopened directories, no environment, no
+/// arguments, stdio captured by the host, and sockets with every use
+/// switched off (each socket, bind, connect or name lookup answers
+/// `access-denied`). The socket interfaces are here because language
+/// runtimes' C libraries import them whether or not the code opens a socket
+/// (a componentize-py component always does); allowing the import grants
+/// nothing. `wasi:http` is absent on purpose: a component that imports it
+/// is refused with how to build without it ([`wasi_http_refusal`]).
 pub const ALLOWED_WASI: &[&str] = &[
     "wasi:cli/environment",
     "wasi:cli/exit",
@@ -116,7 +122,27 @@ pub const ALLOWED_WASI: &[&str] = &[
     "wasi:random/random",
     "wasi:random/insecure",
     "wasi:random/insecure-seed",
+    "wasi:sockets/network",
+    "wasi:sockets/instance-network",
+    "wasi:sockets/tcp",
+    "wasi:sockets/tcp-create-socket",
+    "wasi:sockets/udp",
+    "wasi:sockets/udp-create-socket",
+    "wasi:sockets/ip-name-lookup",
 ];
+
+/// Why a component importing `wasi:http` is refused, and how each toolchain
+/// builds without it: outbound HTTP goes through `capstan:host/outbound-read`
+/// and `outbound-write`, where the operator's service table, the grant and
+/// the ledger apply.
+pub fn wasi_http_refusal(name: &str) -> String {
+    format!(
+        "imports {name}; capabilities reach services only through capstan:host/outbound-read and \
+         outbound-write. Build without wasi:http: componentize-js or jco componentize with \
+         --disable http (and fetch-event), componentize-py without the wasi:http world, Rust \
+         without a wasi:http client crate"
+    )
+}
 
 /// The class of the host interface `name` (versions ignored), or `None` when
 /// it is no host interface.
@@ -160,6 +186,9 @@ pub fn check_imports<'a>(
             continue;
         }
         let bare = name.split('@').next().unwrap_or(name);
+        if bare.starts_with("wasi:http/") {
+            return Err(wasi_http_refusal(name));
+        }
         if !ALLOWED_WASI.contains(&bare) {
             return Err(format!("imports {name}, which Capstan does not offer to capabilities"));
         }
@@ -179,9 +208,22 @@ mod tests {
     }
 
     #[test]
-    fn sockets_are_not_offered() {
-        let err = check_imports(["wasi:sockets/tcp@0.2.6"], EffectClass::Execute).unwrap_err();
-        assert!(err.contains("does not offer"), "{err}");
+    fn socket_imports_are_accepted_and_add_no_class() {
+        let s = check_imports(
+            ["wasi:sockets/tcp@0.2.6", "wasi:sockets/ip-name-lookup@0.2.0", "capstan:host/log@0.1.0"],
+            EffectClass::Read,
+        )
+        .unwrap();
+        assert_eq!(s.class, EffectClass::Read);
+    }
+
+    #[test]
+    fn wasi_http_is_refused_with_how_to_build_without_it() {
+        let err = check_imports(["wasi:http/outgoing-handler@0.2.3"], EffectClass::Execute).unwrap_err();
+        assert!(err.contains("outbound-read") && err.contains("--disable http"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        let other = check_imports(["wasi:keyvalue/store@0.2.0"], EffectClass::Execute).unwrap_err();
+        assert!(other.contains("does not offer"), "{other}");
     }
 
     #[test]
@@ -235,12 +277,16 @@ mod tests {
 
     #[test]
     fn the_imports_world_and_the_sdk_mock_follow_the_table() {
-        let imports = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/host/imports.wit")).unwrap();
-        let mut world: Vec<&str> = imports
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("import ").and_then(|l| l.strip_suffix(';')))
+        let worlds = world_imports();
+        let world: Vec<&str> = worlds
+            .iter()
+            .find(|(w, _)| w == "imports")
+            .unwrap()
+            .1
+            .iter()
+            .filter_map(|n| n.strip_prefix("capstan:host/"))
+            .filter(|n| *n != "types") // used by the others, no effect
             .collect();
-        world.sort();
         let mut table: Vec<(&str, EffectClass)> = HOST_INTERFACES
             .iter()
             .filter_map(|(n, c)| n.strip_prefix("capstan:host/").map(|n| (n, *c)))
@@ -256,5 +302,56 @@ mod tests {
         sdk.sort();
         let table: Vec<(&str, &str)> = table.iter().map(|(n, c)| (*n, c.as_str())).collect();
         assert_eq!(sdk, table, "the SDK mock host's classes against HOST_INTERFACES");
+    }
+
+    /// The host interfaces each world of `wit/` imports, by world name.
+    fn world_imports() -> Vec<(String, Vec<String>)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        let mut resolve = wit_parser::Resolve::new();
+        resolve.push_dir(root.join("host")).unwrap();
+        resolve.push_dir(root.join("capability")).unwrap();
+        resolve
+            .worlds
+            .iter()
+            .map(|(_, world)| {
+                let mut names: Vec<String> = world
+                    .imports
+                    .iter()
+                    .filter_map(|(key, _)| match key {
+                        wit_parser::WorldKey::Interface(id) => resolve.id_of(*id),
+                        wit_parser::WorldKey::Name(_) => None,
+                    })
+                    .map(|n| n.split('@').next().unwrap().to_string())
+                    .collect();
+                names.sort();
+                (world.name.clone(), names)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_published_world_imports_only_what_its_class_allows() {
+        let worlds = world_imports();
+        let class_of_world = |name: &str| {
+            let (_, names) = worlds.iter().find(|(w, _)| w == name).unwrap_or_else(|| panic!("no world {name}"));
+            let classes: Vec<EffectClass> = names.iter().map(|n| class_of(n).expect("a host interface")).collect();
+            (classes.into_iter().max().unwrap(), names.clone())
+        };
+        let (read, read_names) = class_of_world("read-capability");
+        assert_eq!(read, EffectClass::Read);
+        assert_eq!(class_of_world("propose-capability").0, EffectClass::Propose);
+        let (execute, all) = class_of_world("execute-capability");
+        assert_eq!(execute, EffectClass::Execute);
+        assert_eq!(class_of_world("verified-execute-capability").1, all);
+        // Each world offers every interface its class opens, so an author
+        // picks a world by label alone.
+        let table: Vec<&str> = HOST_INTERFACES.iter().map(|(n, _)| *n).collect();
+        for name in &table {
+            assert!(all.iter().any(|n| n == name), "execute-capability lacks {name}");
+            if class_of(name) == Some(EffectClass::Read) {
+                assert!(read_names.iter().any(|n| n == name), "read-capability lacks {name}");
+            }
+        }
+        assert_eq!(class_of_world("plain-capability").1, all);
     }
 }

@@ -97,7 +97,10 @@ pub async fn load(
         return Err("not a WebAssembly file".into());
     }
     if bytes[4..8] != COMPONENT_PREAMBLE[4..8] {
-        return Err("a core WebAssembly module, not a component (build for wasm32-wasip2)".into());
+        return Err("a core WebAssembly module, not a component: build a component (Rust: \
+                    --target wasm32-wasip2; Python: componentize-py; JavaScript: componentize-js \
+                    or jco componentize)"
+            .into());
     }
     let digest = digest(bytes);
     let mut component =
@@ -175,7 +178,9 @@ async fn link_and_describe(
         .instantiate_pre(&component)
         .map_err(|e| format!("cannot be linked against the host: {}", first_line(&e)))?;
     let exports = capability::GuestIndices::new(&pre).map_err(|_| {
-        "does not export capstan:capability/capability@0.1.0 (wrong world; build with capstan-sdk)".to_string()
+        "does not export capstan:capability/capability@0.1.0 (wrong world: build against one of \
+         wit/capability's worlds, such as read-capability, or with capstan-sdk in Rust)"
+            .to_string()
     })?;
     let verifier = verifier::GuestIndices::new(&pre).ok();
 

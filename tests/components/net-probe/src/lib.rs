@@ -1,16 +1,37 @@
-//! Test component `test.net-probe`: opens a TCP socket with std::net, which
-//! imports `wasi:sockets`. The loader must refuse it.
+//! Test component `test.net-probe`: tries every way std offers to reach the
+//! network (a TCP connect, a UDP bind and send, a name lookup), which
+//! imports `wasi:sockets`. The host accepts the imports and links them with
+//! every use switched off; the component reports how each attempt failed.
+
+use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
 
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Input {
+    /// `ip:port` to connect to and send to.
     pub addr: String,
+    /// A host name to look up.
+    pub host: String,
 }
 
+/// How each attempt ended: `ok` when it reached the network, otherwise the
+/// error's kind and message.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct Output {}
+pub struct Output {
+    pub tcp_connect: String,
+    pub udp_bind: String,
+    pub udp_send: String,
+    pub name_lookup: String,
+}
+
+fn ended<T>(result: std::io::Result<T>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{:?}: {e}", e.kind()),
+    }
+}
 
 pub struct NetProbe;
 
@@ -19,9 +40,9 @@ impl Capability for NetProbe {
     type Output = Output;
     const META: Meta = Meta {
         id: "test.net-probe",
-        version: 1,
-        label: Label::Execute,
-        summary: "Tries to open a socket",
+        version: 2,
+        label: Label::Read,
+        summary: "Tries to reach the network",
         description: "Used by the end-to-end suites only.",
         tags: &["test"],
         aliases: &[],
@@ -30,8 +51,13 @@ impl Capability for NetProbe {
     };
 
     fn invoke(input: Input) -> Result<Outcome<Output>, Failure> {
-        std::net::TcpStream::connect(&input.addr).map_err(|e| Failure::Unavailable(e.to_string()))?;
-        Ok(Outcome::Succeeded(Output {}))
+        let tcp_connect = ended(TcpStream::connect(&input.addr));
+        let udp_bind = ended(UdpSocket::bind("0.0.0.0:0"));
+        // A socket std could not bind is never sent on; try the send on
+        // whatever bind gave, so a host that allowed binding is caught too.
+        let udp_send = ended(UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"capstan", &input.addr)));
+        let name_lookup = ended((input.host.as_str(), 80).to_socket_addrs());
+        Ok(Outcome::Succeeded(Output { tcp_connect, udp_bind, udp_send, name_lookup }))
     }
 }
 

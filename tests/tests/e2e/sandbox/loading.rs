@@ -41,16 +41,21 @@ async fn invalid_components_are_refused_with_a_clear_reason() {
     let read = |p: &str| std::fs::read(p).unwrap();
     let lie = refusal_of(&host, &read(components::LABEL_LIE)).await;
     assert!(lie.contains("files-write") && lie.contains("exceed its label"), "{lie}");
-    let net = refusal_of(&host, &read(components::NET_PROBE)).await;
-    assert!(net.contains("wasi:sockets") && net.contains("does not offer"), "{net}");
     let bad = refusal_of(&host, &read(components::BAD_DESCRIPTOR)).await;
     assert!(bad.contains("bad descriptor") && bad.contains("Not An Id"), "{bad}");
     let garbage = refusal_of(&host, b"this is not wasm at all").await;
     assert_eq!(garbage, "not a WebAssembly file");
     let module = refusal_of(&host, &wat::parse_str("(module)").unwrap()).await;
     assert!(module.contains("core WebAssembly module"), "{module}");
+    assert!(module.contains("componentize-py") && module.contains("jco"), "not only for Rust: {module}");
     let empty = refusal_of(&host, &wat::parse_str("(component)").unwrap()).await;
-    assert!(empty.contains("wrong world"), "{empty}");
+    assert!(empty.contains("wrong world") && empty.contains("read-capability"), "{empty}");
+    let http = refusal_of(
+        &host,
+        &wat::parse_str(r#"(component (import "wasi:http/outgoing-handler@0.2.3" (instance)))"#).unwrap(),
+    )
+    .await;
+    assert!(http.contains("outbound-read") && http.contains("--disable http"), "{http}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,6 +7,7 @@ mod classes;
 pub(crate) mod commands;
 mod files;
 mod files_edges;
+mod languages;
 mod loading;
 mod loading_edges;
 mod outbound;

@@ -1,0 +1,140 @@
+//! Components from other languages' toolchains: the Python and JavaScript
+//! examples load from the watched folder and answer over HTTP, and cannot
+//! carry more than their label; the `wasi:sockets` imports a language
+//! runtime's C library brings are accepted and linked with every use
+//! switched off, so a component reaches nothing through them.
+
+use std::net::{TcpListener, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capstan::Runtime;
+use capstan::runtime::{CallOutcome, EffectClass, watcher};
+use capstan::store::Db;
+use capstan_tests::api::{Api, serve};
+use capstan_tests::components;
+use capstan_tests::host::TestHost;
+use capstan_tests::languages::{self, Example};
+use serde_json::json;
+
+use crate::grant;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_importing_sockets_loads_and_every_socket_use_is_refused() {
+    // Real listeners on loopback: whatever the component tries, nothing
+    // may arrive at them.
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+
+    let host = TestHost::new();
+    host.drop_plugin(components::NET_PROBE, "net-probe.wasm");
+    let runtime = host.start().await.unwrap();
+    let loaded = runtime.snapshot().get("test.net-probe").expect("a component importing wasi:sockets loads");
+    assert!(loaded.imports.imports.iter().any(|i| i.starts_with("wasi:sockets/tcp")), "{:?}", loaded.imports);
+    assert_eq!(loaded.imports.class, EffectClass::Read, "sockets add no effect class");
+
+    for addr in [tcp.local_addr().unwrap().to_string(), udp.local_addr().unwrap().to_string()] {
+        let input = json!({ "addr": addr, "host": "localhost" }).to_string();
+        let report = runtime.call("test.net-probe", &input, grant(EffectClass::Execute)).await.unwrap();
+        let CallOutcome::Succeeded { output } = &report.outcome else { panic!("{:?}", report.outcome) };
+        // wasi-libc turns the host's `access-denied` into EACCES, which std
+        // reports as PermissionDenied; a name lookup fails before any query.
+        for attempt in ["tcp_connect", "udp_bind", "udp_send"] {
+            let ended = output[attempt].as_str().unwrap();
+            assert!(ended.starts_with("PermissionDenied"), "{attempt} to {addr}: {ended}");
+        }
+        let lookup = output["name_lookup"].as_str().unwrap();
+        assert_ne!(lookup, "ok", "a name lookup answered");
+    }
+    assert!(tcp.accept().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), "a connection arrived");
+    let mut buf = [0u8; 64];
+    assert!(udp.recv_from(&mut buf).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), "a datagram arrived");
+}
+
+/// A host serving the API, watching its plugin folder, with the examples'
+/// `min_length` setting at `min_length`; an execute key for it.
+async fn serving(min_length: &str) -> (TestHost, Arc<Runtime>, watcher::DirWatcher, Api) {
+    let mut host = TestHost::new();
+    for example in [Example::Python, Example::JavaScript] {
+        let settings = &mut host.config.capabilities.entry(example.id().into()).or_default().settings;
+        settings.insert("min_length".into(), min_length.into());
+    }
+    let runtime = host.start().await.unwrap();
+    let watch = watcher::watch(runtime.clone()).unwrap();
+    let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
+    let key = capstan::http::keys::create(&db, "author", &[EffectClass::Execute], "test").await.unwrap();
+    let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
+    let api = Api::new(&serve(app).await).with_key(&key);
+    (host, runtime, watch, api)
+}
+
+/// Waits (up to two minutes: a Python component compiles for seconds) until
+/// the watcher has loaded `id`.
+async fn loaded(runtime: &Runtime, id: &str) {
+    let started = Instant::now();
+    while runtime.snapshot().get(id).is_none() {
+        let refused: Vec<String> = runtime.snapshot().refused.iter().map(|r| r.reason.clone()).collect();
+        assert!(refused.is_empty(), "{id} was refused: {refused:?}");
+        assert!(started.elapsed() < Duration::from_secs(120), "{id} was not loaded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_and_javascript_capabilities_load_from_the_folder_and_answer_over_http() {
+    let builds: Vec<(Example, std::path::PathBuf)> = [Example::Python, Example::JavaScript]
+        .into_iter()
+        .map(|example| (example, languages::build(example, "read-capability")))
+        .collect();
+    let (host, runtime, _watch, api) = serving("3").await;
+    for (example, file) in &builds {
+        host.drop_plugin(file.to_str().unwrap(), &format!("{}.wasm", example.id()));
+        loaded(&runtime, example.id()).await;
+        let component = runtime.snapshot().get(example.id()).unwrap();
+        assert_eq!(component.descriptor.label, EffectClass::Read);
+        assert_eq!(component.imports.class, EffectClass::Read, "{example:?} imports only read interfaces");
+
+        let path = format!("/capabilities/{}/invoke", example.id());
+        let (status, body) = api.post(&path, json!({"input": {"text": "a bb ccc dddd 字数字"}})).await;
+        assert_eq!(status, 200, "{example:?}: {body}");
+        assert_eq!(body["status"], "succeeded", "{example:?}: {body}");
+        // Words of three characters or more (characters, not bytes), and
+        // who called, from the call context.
+        assert_eq!(body["output"], json!({"words": 3, "called_by": "api-key"}), "{example:?}");
+        // The host checks the input schema the component declared.
+        let (_, body) = api.post(&path, json!({"input": {"txt": "a"}})).await;
+        assert_eq!((&body["status"], &body["error"]["kind"]), (&json!("failed"), &json!("invalid-input")), "{body}");
+    }
+    drop(host);
+
+    // The same components under a setting they cannot read: the failure
+    // each raises (a Python exception, a JavaScript throw) is `invalid-input`.
+    let (host, runtime, _watch, api) = serving("three").await;
+    for (example, file) in &builds {
+        host.drop_plugin(file.to_str().unwrap(), &format!("{}.wasm", example.id()));
+        loaded(&runtime, example.id()).await;
+        let path = format!("/capabilities/{}/invoke", example.id());
+        let (status, body) = api.post(&path, json!({"input": {"text": "a bb"}})).await;
+        assert_eq!(body["status"], "failed", "{example:?}: {status} {body}");
+        assert_eq!(body["error"]["kind"], "invalid-input", "{example:?}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("min_length=three"), "{example:?}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
+    // The same sources built against the execute world keep every host
+    // import of it, writes included, while describing themselves `read`.
+    let host = TestHost::new();
+    let runtime = Runtime::new(host.config.clone()).unwrap();
+    for example in [Example::Python, Example::JavaScript] {
+        let bytes = std::fs::read(languages::build(example, "execute-capability")).unwrap();
+        let reason = match runtime.check(&bytes, "candidate.wasm".into()).await {
+            Ok(loaded) => panic!("{} was accepted", loaded.descriptor.id),
+            Err(reason) => reason,
+        };
+        assert!(reason.contains(example.id()) && reason.contains("exceed its label"), "{example:?}: {reason}");
+    }
+}
