@@ -54,6 +54,21 @@ pub enum Actor {
     Cli,
 }
 
+impl Actor {
+    /// The actor's name as the host writes it: `console-admin`, `api-key`,
+    /// `agent`, `subagent`, `task`, `cli`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Actor::ConsoleAdmin => "console-admin",
+            Actor::ApiKey => "api-key",
+            Actor::Agent => "agent",
+            Actor::Subagent => "subagent",
+            Actor::Task => "task",
+            Actor::Cli => "cli",
+        }
+    }
+}
+
 /// Facts about the current call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {

@@ -1,6 +1,8 @@
 //! Example plugin `example.word-count` (label read): counts the words of a
 //! text, ignoring words shorter than the operator's `min_length` setting.
-//! It is the worked example of docs/writing-a-capability.md.
+//! It is the worked example of docs/writing-a-capability.md; the same
+//! capability in Python and JavaScript is in `examples/python-word-count`
+//! and `examples/js-word-count`.
 
 use capstan_sdk::host::{self, Level};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
@@ -14,11 +16,14 @@ pub struct Input {
     pub text: String,
 }
 
-/// Output: how many words were counted.
+/// Output: how many words were counted, and for whom.
 #[derive(Serialize, schemars::JsonSchema, Debug, PartialEq)]
 pub struct Output {
     /// Words at least `min_length` characters long.
     pub words: usize,
+    /// Who started the call (`cli`, `api-key`, `agent`...), from the call
+    /// context.
+    pub called_by: String,
 }
 
 pub struct WordCount;
@@ -47,7 +52,8 @@ impl Capability for WordCount {
         };
         let words = input.text.split_whitespace().filter(|w| w.chars().count() >= min).count();
         host::log(Level::Debug, &format!("counted {words} words"));
-        Ok(Outcome::Succeeded(Output { words }))
+        let called_by = host::context().actor.as_str().to_string();
+        Ok(Outcome::Succeeded(Output { words, called_by }))
     }
 }
 
@@ -64,7 +70,7 @@ mod tests {
     fn counts_words_longer_than_the_setting() {
         MockHost::new("example.word-count").with_setting("min_length", "3").install();
         let out = invoke::<WordCount>(json!({ "text": "a bb ccc dddd" })).unwrap();
-        assert_eq!(out, Called::Succeeded(json!({ "words": 2 })));
+        assert_eq!(out, Called::Succeeded(json!({ "words": 2, "called_by": "cli" })));
         let mock = MockHost::take().unwrap();
         assert_eq!(mock.logs.len(), 1);
     }

@@ -1,4 +1,4 @@
-//! `capstan capabilities list | check | accept`.
+//! `capstan capabilities list | check | accept | test`.
 
 use std::path::PathBuf;
 
@@ -27,6 +27,9 @@ pub enum CapabilitiesCommand {
         /// Capability id, e.g. release.inspect.
         id: String,
     },
+    /// Run a component once in a throwaway host and print what it did:
+    /// its result, every host import it called and the files it changed.
+    Test(super::capability_test::TestArgs),
 }
 
 /// One row of `capabilities list`.
@@ -75,6 +78,7 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
     match cmd {
         CapabilitiesCommand::List { json } => list(config, *json).await,
         CapabilitiesCommand::Check { file } => check(config, file).await,
+        CapabilitiesCommand::Test(args) => super::capability_test::run(config, args).await,
         CapabilitiesCommand::Accept { id } => {
             let runtime = Runtime::start(config).await.map_err(failed)?;
             let digest = runtime.accept(id).map_err(failed)?;
@@ -84,13 +88,22 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
     }
 }
 
+/// How long `list` waits for plugins to load from the compiled-code cache
+/// before it shows the ones still compiling as such.
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn list(config: Config, json: bool) -> CommandResult {
-    let runtime = Runtime::start(config).await.map_err(failed)?;
+    let runtime = Runtime::start_listing(config).await.map_err(failed)?;
+    let waiting = std::time::Instant::now();
+    while !runtime.snapshot().compiling.is_empty() && waiting.elapsed() < LIST_WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let snapshot = runtime.snapshot();
     let mut rows: Vec<Row> = snapshot.active.values().map(|l| row(l, "active".into())).collect();
     rows.extend(snapshot.held.values().map(|h| row(&h.candidate, format!("held: {}", h.reason))));
     if json {
-        let out = serde_json::json!({ "capabilities": rows, "refused": snapshot.refused });
+        let out =
+            serde_json::json!({ "capabilities": rows, "refused": snapshot.refused, "compiling": snapshot.compiling });
         println!("{}", serde_json::to_string_pretty(&out).map_err(failed)?);
         return Ok(0);
     }
@@ -113,6 +126,13 @@ async fn list(config: Config, json: bool) -> CommandResult {
     }
     for refusal in &snapshot.refused {
         println!("refused {}: {}", refusal.file.display(), refusal.reason);
+    }
+    for compiling in &snapshot.compiling {
+        println!(
+            "compiling {} ({:.1} MB, not compiled yet; `capstan serve` compiles it in the background)",
+            compiling.file.display(),
+            compiling.bytes as f64 / 1e6
+        );
     }
     Ok(0)
 }

@@ -25,7 +25,7 @@ pub struct InvokeArgs {
     pub json: bool,
 }
 
-fn read_input(raw: &str) -> anyhow::Result<serde_json::Value> {
+pub(super) fn read_input(raw: &str) -> anyhow::Result<serde_json::Value> {
     let text = match raw.strip_prefix('@') {
         Some(path) => {
             std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read input file {path}: {e}"))?

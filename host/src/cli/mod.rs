@@ -5,6 +5,7 @@
 mod admin;
 mod audit;
 mod capabilities;
+mod capability_test;
 mod invoke;
 mod library;
 mod serve;

@@ -363,6 +363,8 @@ impl Capabilities {
                 denials: Vec::new(),
                 elapsed_us: 0,
                 command: None,
+                host_calls: Vec::new(),
+                host_calls_dropped: 0,
             },
         }
     }

@@ -56,6 +56,8 @@ pub struct CallState {
     /// How the last command this call ran or waited for ended, which
     /// decides the call's status (`succeeded` only for exit code 0).
     pub(crate) command_end: Option<super::host::CommandEnd>,
+    /// Every host import the call made, when its grant asks for a record.
+    pub(crate) recording: Option<super::host::Recording>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -80,6 +82,7 @@ impl CallState {
             .allow_ip_name_lookup(false)
             .build();
         let setup = services.setup();
+        let recording = grant.record.then(super::host::Recording::default);
         CallState {
             grant,
             target,
@@ -95,6 +98,7 @@ impl CallState {
             deadline,
             log: LogTally::default(),
             command_end: None,
+            recording,
             wasi,
             table: ResourceTable::new(),
         }

@@ -57,6 +57,10 @@ pub struct Grant {
     /// ended where it stands.
     #[serde(skip)]
     pub stop: StopSignal,
+    /// Whether the call keeps a record of every host import it makes
+    /// (`capstan capabilities test`); widens nothing.
+    #[serde(skip)]
+    pub record: bool,
 }
 
 /// Tells a call in flight that its caller has stopped. Widens nothing: a
@@ -99,7 +103,14 @@ impl Grant {
             idempotency_key: None,
             principal: format!("{actor:?}").to_lowercase(),
             stop: StopSignal::default(),
+            record: false,
         }
+    }
+
+    /// The same grant, keeping a record of the call's host imports.
+    pub fn recorded(mut self) -> Grant {
+        self.record = true;
+        self
     }
 
     /// The same grant inside a plan-only run: capped at propose.

@@ -82,6 +82,11 @@ pub struct CallReport {
     pub elapsed_us: u64,
     /// How the last command the call ran or waited for ended.
     pub command: Option<super::host::CommandEnd>,
+    /// Every host import the call made, when its grant asked for a record
+    /// ([`Grant::recorded`]); empty otherwise.
+    pub host_calls: Vec<super::host::HostCall>,
+    /// Host imports past the record's cap, counted only.
+    pub host_calls_dropped: u64,
 }
 
 impl CallReport {
@@ -271,6 +276,8 @@ pub(crate) async fn call(
         denials: Vec::new(),
         elapsed_us: 0,
         command: None,
+        host_calls: Vec::new(),
+        host_calls_dropped: 0,
     };
     let stop = grant.stop.clone();
     let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
@@ -327,6 +334,10 @@ async fn finish_report(mut report: CallReport, store: &mut Store<CallState>, sta
     log_stdio(store);
     for hold in std::mem::take(&mut store.data_mut().holds) {
         hold.release().await;
+    }
+    if let Some(recording) = store.data_mut().recording.take() {
+        report.host_calls = recording.calls;
+        report.host_calls_dropped = recording.dropped;
     }
     let state = store.data();
     report.effect_started = state.effect_started();

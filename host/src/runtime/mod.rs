@@ -8,6 +8,7 @@
 pub mod bindings;
 pub mod builtins;
 pub(crate) mod call_state;
+mod compiling;
 pub mod descriptor;
 pub mod effects;
 mod engine;
@@ -32,10 +33,11 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 pub use call_state::CallState;
+pub use compiling::Compiling;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
 pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
-pub use host::{HOLD_LEASE, run_owner, task_owner};
+pub use host::{HOLD_LEASE, HostCall, run_owner, task_owner};
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{Loaded, Source};
 pub use registry::{Held, Refusal, Snapshot};
@@ -72,6 +74,8 @@ pub struct Runtime {
     component_events_ready: tokio::sync::Notify,
     /// Rescans done since start; an idle host does none.
     rescans: std::sync::atomic::AtomicU64,
+    /// Components compiling in the background.
+    compiles: compiling::Compiles,
     _ticker: engine::EpochTicker,
 }
 
@@ -103,6 +107,7 @@ impl Runtime {
             component_events: Mutex::new(Vec::new()),
             component_events_ready: tokio::sync::Notify::new(),
             rescans: std::sync::atomic::AtomicU64::new(0),
+            compiles: compiling::Compiles::default(),
             _ticker: ticker,
         })
     }
@@ -114,6 +119,17 @@ impl Runtime {
         std::fs::create_dir_all(runtime.config.data_dir())?;
         std::fs::create_dir_all(runtime.config.capabilities_dir())?;
         runtime.rescan(true).await?;
+        Ok(runtime)
+    }
+
+    /// Like [`Runtime::start`], but a plugin file whose code is not known
+    /// yet is compiled in the background and listed as compiling
+    /// (`capstan capabilities list` answers at once).
+    pub async fn start_listing(config: Config) -> anyhow::Result<Arc<Runtime>> {
+        let runtime = Arc::new(Runtime::new(config)?);
+        std::fs::create_dir_all(runtime.config.data_dir())?;
+        std::fs::create_dir_all(runtime.config.capabilities_dir())?;
+        runtime.rescan_with(true, Some(runtime.clone())).await?;
         Ok(runtime)
     }
 

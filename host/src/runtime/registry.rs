@@ -31,6 +31,9 @@ pub struct Snapshot {
     pub active: BTreeMap<String, Arc<Loaded>>,
     pub held: BTreeMap<String, Held>,
     pub refused: Vec<Refusal>,
+    /// Files being compiled in the background; a file that provided a
+    /// version before keeps serving it meanwhile.
+    pub compiling: Vec<super::compiling::Compiling>,
 }
 
 impl Snapshot {

@@ -90,6 +90,20 @@ fn read_component(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// Keeps serving the version `file` provided before, while its new bytes
+/// are refused or still compiling.
+fn keep_last_good(
+    previous: &Snapshot,
+    file: &Path,
+    claimed_by: &mut BTreeMap<String, PathBuf>,
+    from_dir: &mut BTreeMap<String, Arc<Loaded>>,
+) {
+    if let Some(last) = previous.from_file(&file.to_path_buf()) {
+        claimed_by.entry(last.descriptor.id.clone()).or_insert(file.to_path_buf());
+        from_dir.entry(last.descriptor.id.clone()).or_insert(last);
+    }
+}
+
 /// The changes this data directory has not recorded yet: a digest it did
 /// not know, a capability gone since the last scan, a newly held
 /// replacement, a newly refused file. Updates the held/refused records.
@@ -153,7 +167,7 @@ impl Runtime {
 
     /// Loads `bytes` (a built-in when `builtin` holds its name and the code
     /// compiled for it), once per digest and source.
-    async fn load_cached(
+    pub(crate) async fn load_cached(
         &self,
         bytes: &[u8],
         source: Source,
@@ -198,9 +212,26 @@ impl Runtime {
         Ok(loaded)
     }
 
-    /// Rebuilds the registry. At `startup`, a broken built-in or a missing or
-    /// duplicated core capability is an error; later it only refuses files.
+    /// Rebuilds the registry, loading every file before it returns (a file
+    /// not compiled yet is compiled now). At `startup`, a broken built-in or
+    /// a missing or duplicated core capability is an error; later it only
+    /// refuses files.
     pub async fn rescan(&self, startup: bool) -> anyhow::Result<ScanReport> {
+        self.rescan_with(startup, None).await
+    }
+
+    /// Rebuilds the registry as the folder watcher does: a file whose code
+    /// is not known yet is compiled in the background and listed as
+    /// compiling; the rescan that follows its compile swaps it in.
+    pub async fn rescan_watched(self: &Arc<Self>) -> anyhow::Result<ScanReport> {
+        self.rescan_with(false, Some(self.clone())).await
+    }
+
+    pub(super) async fn rescan_with(
+        &self,
+        startup: bool,
+        background: Option<Arc<Runtime>>,
+    ) -> anyhow::Result<ScanReport> {
         let _guard = self.scan_lock.lock().await;
         self.rescans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let previous = self.registry.snapshot();
@@ -267,6 +298,17 @@ impl Runtime {
         for file in wasm_files(&self.config.capabilities_dir()) {
             let result = match read_component(&file, self.config.max_component_bytes()) {
                 Ok(bytes) => {
+                    let digest = loader::digest(&bytes);
+                    if let Some(reason) = self.compiles.take_refusal(&digest) {
+                        report.refused.push(Refusal { file: file.clone(), reason });
+                        keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
+                        continue;
+                    }
+                    if let Some(runtime) = background.as_ref().filter(|_| !self.knows(&digest)) {
+                        runtime.compile_in_background(digest, bytes, file.clone());
+                        keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
+                        continue;
+                    }
                     let result = self.load_cached(&bytes, Source::Directory(file.clone()), None).await;
                     if let Ok(loaded) = &result {
                         bytes_by_digest.insert(loaded.digest.clone(), bytes);
@@ -279,11 +321,7 @@ impl Runtime {
                 Ok(loaded) => loaded,
                 Err(reason) => {
                     report.refused.push(Refusal { file: file.clone(), reason });
-                    // Keep the last good version this file provided.
-                    if let Some(last) = previous.from_file(&file) {
-                        claimed_by.entry(last.descriptor.id.clone()).or_insert(file.clone());
-                        from_dir.entry(last.descriptor.id.clone()).or_insert(last);
-                    }
+                    keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                     continue;
                 }
             };
@@ -300,7 +338,12 @@ impl Runtime {
             from_dir.insert(id, loaded);
         }
 
-        let mut next = Snapshot { active: builtins.clone(), held: BTreeMap::new(), refused: report.refused.clone() };
+        let mut next = Snapshot {
+            active: builtins.clone(),
+            held: BTreeMap::new(),
+            refused: report.refused.clone(),
+            compiling: self.compiles.running(),
+        };
         for (id, candidate) in from_dir {
             let baseline = builtins.get(&id).map(|b| known_of(b));
             let reason = state.hold_reason(&id, &known_of(&candidate), baseline.as_ref());

@@ -58,7 +58,7 @@ pub fn watch(runtime: Arc<Runtime>) -> anyhow::Result<DirWatcher> {
                     Err(_) => break,
                 }
             }
-            if let Err(e) = runtime.rescan(false).await {
+            if let Err(e) = runtime.rescan_watched().await {
                 tracing::error!(target: "capstan::component", error = %e, "rescan of the capabilities directory failed");
             }
         }

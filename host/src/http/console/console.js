@@ -313,6 +313,9 @@ async function refreshCapabilities() {
     row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));
     body.append(row);
   }
+  $("compiling").replaceChildren(...(answer.data.compiling || []).map((c) =>
+    el("li", c.file + " — compiling, " + (c.bytes / 1e6).toFixed(1) + " MB, for " +
+      Math.max(0, Math.round((Date.now() - c.startedMs) / 1000)) + " s")));
   $("held").replaceChildren(...answer.data.held.map((h) => el("li", h.id + " — " + h.reason)));
   $("refused").replaceChildren(...answer.data.refused.map((r) => el("li", r.file + " — " + r.reason)));
 }

@@ -12,9 +12,9 @@ use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::pipeline::{Invocation, InvokeError};
 
-/// The active, held and refused components.
+/// The active, held, refused and compiling components.
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "Active, held and refused components", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+    responses((status = 200, description = "Active, held, refused and compiling components", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
     let snapshot = state.caps().runtime().snapshot();
     let active: Vec<Value> = snapshot
@@ -27,7 +27,7 @@ pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Va
         .iter()
         .map(|(id, h)| json!({ "id": id, "digest": h.candidate.digest, "reason": h.reason }))
         .collect();
-    Json(json!({ "capabilities": active, "held": held, "refused": snapshot.refused }))
+    Json(json!({ "capabilities": active, "held": held, "refused": snapshot.refused, "compiling": snapshot.compiling }))
 }
 
 /// The invoke request body.

@@ -9,7 +9,7 @@ use crate::runtime::grant::{Actor, Mode};
 impl Host for CallState {
     async fn context(&mut self) -> CallContext {
         let _ = self.check(interface::INVOCATION);
-        CallContext {
+        let context = CallContext {
             capability_id: self.target.id.clone(),
             run_id: self.grant.run_id.clone(),
             task_id: self.grant.task_id.clone(),
@@ -27,7 +27,10 @@ impl Host for CallState {
                 Mode::Execute => "execute".into(),
                 Mode::PlanOnly => "plan-only".into(),
             },
-        }
+        };
+        let args = self.args(String::new);
+        self.record_text(interface::INVOCATION, "context", args, format!("{context:?}"));
+        context
     }
 
     async fn now_ms(&mut self) -> u64 {
@@ -35,6 +38,9 @@ impl Host for CallState {
     }
 
     async fn setting(&mut self, name: String) -> Option<String> {
-        self.setup.settings.get(&self.target.id).and_then(|s| s.get(&name)).cloned()
+        let value = self.setup.settings.get(&self.target.id).and_then(|s| s.get(&name)).cloned();
+        let args = self.args(|| format!("{name:?}"));
+        self.record_text(interface::INVOCATION, "setting", args, format!("{value:?}"));
+        value
     }
 }

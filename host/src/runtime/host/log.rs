@@ -66,9 +66,13 @@ impl Host for CallState {
             return;
         }
         let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();
+        let args = self
+            .args(|| format!("{}: {message}", format!("{level:?}").rsplit("::").next().unwrap_or("").to_lowercase()));
         if !self.may_log(message.len()) {
+            self.record_text(interface::LOG, "write", args, "dropped: over the call's log allowance".into());
             return;
         }
+        self.record_text(interface::LOG, "write", args, "ok".into());
         let capability = self.target.id.as_str();
         let run_id = self.grant.run_id.as_deref();
         let task_id = self.grant.task_id.as_deref();

@@ -27,6 +27,7 @@ mod holds;
 mod invocation;
 mod log;
 mod outbound;
+mod record;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ pub use files::Roots;
 pub use holds::{HOLD_LEASE, Hold};
 pub use log::{GuestLogBudget, LogTally};
 pub use outbound::Outbound;
+pub use record::HostCall;
+pub(crate) use record::Recording;
 
 use crate::config::{Config, ServiceConfig};
 

@@ -3,6 +3,7 @@
 //! documentation against what the binary does (the runbook's examples run
 //! as written).
 
+mod capability_test;
 mod command_crash;
 mod commands;
 mod docs;

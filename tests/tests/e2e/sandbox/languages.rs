@@ -138,3 +138,63 @@ async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
         assert!(reason.contains(example.id()) && reason.contains("exceed its label"), "{example:?}: {reason}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_component_compiles_in_the_background_while_the_others_keep_serving() {
+    let python = languages::build(Example::Python, "read-capability");
+    // A cache of its own: the component is really compiled here, which
+    // takes seconds.
+    let mut host = TestHost::new();
+    host.config.cache_dir = Some(host.dir.path().join("cache"));
+    let runtime = host.start().await.unwrap();
+    let _watch = watcher::watch(runtime.clone()).unwrap();
+    let file = host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
+
+    // It is listed as compiling, by file and size, and not yet callable.
+    let started = Instant::now();
+    while !runtime.snapshot().compiling.iter().any(|c| c.file == file) {
+        assert!(runtime.snapshot().get(Example::Python.id()).is_none(), "loaded before it was seen compiling");
+        assert!(started.elapsed() < Duration::from_secs(10), "the watcher did not start compiling it");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let compiling = runtime.snapshot().compiling.iter().find(|c| c.file == file).cloned().unwrap();
+    assert_eq!(compiling.bytes, std::fs::metadata(&python).unwrap().len());
+
+    // Meanwhile the capabilities already loaded answer.
+    let mut served_while_compiling = 0;
+    while runtime.snapshot().get(Example::Python.id()).is_none() {
+        assert!(started.elapsed() < Duration::from_secs(180), "it never finished compiling");
+        let input = json!({"name": "Heat.1995.1080p.BluRay.x264-GRP"}).to_string();
+        let report = runtime.call("release.inspect", &input, grant(EffectClass::Read)).await.unwrap();
+        assert!(matches!(report.outcome, CallOutcome::Succeeded { .. }), "{:?}", report.outcome);
+        if !runtime.snapshot().compiling.is_empty() {
+            served_while_compiling += 1;
+        }
+    }
+    assert!(served_while_compiling > 0, "no call was served while it compiled");
+    assert!(runtime.snapshot().compiling.is_empty(), "still listed as compiling once loaded");
+    let report = runtime
+        .call(Example::Python.id(), &json!({"text": "a bb"}).to_string(), grant(EffectClass::Read))
+        .await
+        .unwrap();
+    assert!(matches!(report.outcome, CallOutcome::Succeeded { .. }), "{:?}", report.outcome);
+}
+
+#[test]
+fn capabilities_list_shows_a_component_not_compiled_yet_as_compiling() {
+    let python = languages::build(Example::Python, "read-capability");
+    let data = tempfile::tempdir().unwrap();
+    let plugins = data.path().join("capabilities");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(&python, plugins.join("word-count-py.wasm")).unwrap();
+    let data = data.path().to_str().unwrap();
+    let out = capstan_tests::binary::run(&["--data-dir", data, "capabilities", "list", "--json"]);
+    let text = capstan_tests::binary::stdout(&out);
+    assert!(out.status.success(), "{text}{}", capstan_tests::binary::stderr(&out));
+    let listed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let compiling = listed["compiling"].as_array().unwrap();
+    assert_eq!(compiling.len(), 1, "{listed}");
+    assert!(compiling[0]["file"].as_str().unwrap().ends_with("word-count-py.wasm"), "{listed}");
+    let ids: Vec<&str> = listed["capabilities"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"release.inspect") && !ids.contains(&Example::Python.id()), "{ids:?}");
+}

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::super::record::debug;
 use super::{CommandEnd, MAX_READ, owner_of, status};
 use crate::runtime::bindings::capstan::host::commands_read;
 use crate::runtime::bindings::capstan::host::types::{CommandStatus, HostError};
@@ -13,25 +14,43 @@ use crate::runtime::effects::interface::COMMANDS_READ;
 
 impl commands_read::Host for CallState {
     async fn status(&mut self, handle: String) -> Result<CommandStatus, HostError> {
-        self.check(COMMANDS_READ)?;
-        let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
-        Ok(status(&process))
+        let recorded = self.args(|| handle.clone());
+        let result: Result<CommandStatus, HostError> = async {
+            self.check(COMMANDS_READ)?;
+            let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
+            Ok(status(&process))
+        }
+        .await;
+        self.record(COMMANDS_READ, "status", recorded, &result, debug);
+        result
     }
 
     async fn read_output(&mut self, handle: String, offset: u64, limit: u32) -> Result<Vec<u8>, HostError> {
-        self.check(COMMANDS_READ)?;
-        let owner = owner_of(&self.grant);
-        let read = self.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
-        read.map(|(bytes, _)| bytes)
+        let recorded = self.args(|| format!("{handle} from {offset} limit {limit}"));
+        let result: Result<Vec<u8>, HostError> = async {
+            self.check(COMMANDS_READ)?;
+            let owner = owner_of(&self.grant);
+            let read = self.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
+            read.map(|(bytes, _)| bytes)
+        }
+        .await;
+        self.record(COMMANDS_READ, "read-output", recorded, &result, |bytes| format!("{} bytes", bytes.len()));
+        result
     }
 
     async fn wait(&mut self, handle: String, timeout_ms: u32) -> Result<CommandStatus, HostError> {
-        self.check(COMMANDS_READ)?;
-        let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if let Some(ended) = process.wait(Duration::from_millis(u64::from(timeout_ms)).min(left)).await {
-            self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+        let recorded = self.args(|| format!("{handle} up to {timeout_ms} ms"));
+        let result: Result<CommandStatus, HostError> = async {
+            self.check(COMMANDS_READ)?;
+            let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if let Some(ended) = process.wait(Duration::from_millis(u64::from(timeout_ms)).min(left)).await {
+                self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+            }
+            Ok(status(&process))
         }
-        Ok(status(&process))
+        .await;
+        self.record(COMMANDS_READ, "wait", recorded, &result, debug);
+        result
     }
 }

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::super::record::debug;
 use super::archive::Archive;
 use super::process::Process;
 use super::{CommandAct, CommandEnd, CommandRecord, owner_of, prepare::prepare, status};
@@ -82,37 +83,55 @@ impl CallState {
 
 impl commands::Host for CallState {
     async fn run(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
-        self.check(COMMANDS)?;
-        let process = self.start_command(&request).await?;
-        let _stop = StopOnDrop(process.clone());
-        // The supervisor ends it by its timeout; this waits for that end.
-        let ended = loop {
-            if let Some(ended) = process.wait(std::time::Duration::from_secs(3600)).await {
-                break ended;
-            }
-        };
-        self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
-        Ok(status(&process))
+        let recorded = self.args(|| debug(&request));
+        let result: Result<CommandStatus, HostError> = async {
+            self.check(COMMANDS)?;
+            let process = self.start_command(&request).await?;
+            let _stop = StopOnDrop(process.clone());
+            // The supervisor ends it by its timeout; this waits for that end.
+            let ended = loop {
+                if let Some(ended) = process.wait(std::time::Duration::from_secs(3600)).await {
+                    break ended;
+                }
+            };
+            self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+            Ok(status(&process))
+        }
+        .await;
+        self.record(COMMANDS, "run", recorded, &result, debug);
+        result
     }
 
     async fn start(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
-        self.check(COMMANDS)?;
-        let process = self.start_command(&request).await?;
-        Ok(status(&process))
+        let recorded = self.args(|| debug(&request));
+        let result: Result<CommandStatus, HostError> = async {
+            self.check(COMMANDS)?;
+            let process = self.start_command(&request).await?;
+            Ok(status(&process))
+        }
+        .await;
+        self.record(COMMANDS, "start", recorded, &result, debug);
+        result
     }
 
     async fn cancel(&mut self, handle: String) -> Result<CommandStatus, HostError> {
-        self.check(COMMANDS)?;
-        let owner = owner_of(&self.grant);
-        let process = self.services.commands.owned(&owner, &handle)?;
-        if process.ended().is_none() {
-            let record = self.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
-            self.services.commands.record(record).await?;
-            self.mark_effect();
-            process.cancel();
-            let left = self.deadline.saturating_duration_since(std::time::Instant::now());
-            process.wait(left).await;
+        let recorded = self.args(|| handle.clone());
+        let result: Result<CommandStatus, HostError> = async {
+            self.check(COMMANDS)?;
+            let owner = owner_of(&self.grant);
+            let process = self.services.commands.owned(&owner, &handle)?;
+            if process.ended().is_none() {
+                let record = self.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
+                self.services.commands.record(record).await?;
+                self.mark_effect();
+                process.cancel();
+                let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+                process.wait(left).await;
+            }
+            Ok(status(&process))
         }
-        Ok(status(&process))
+        .await;
+        self.record(COMMANDS, "cancel", recorded, &result, debug);
+        result
     }
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
+use super::record::debug;
 use crate::runtime::bindings::capstan::host::types::{FileInfo, HostError};
 use crate::runtime::bindings::capstan::host::{files_read, files_write};
 use crate::runtime::call_state::CallState;
@@ -156,69 +157,114 @@ impl CallState {
 
 impl files_read::Host for CallState {
     async fn stat(&mut self, root: String, path: String) -> Result<FileInfo, HostError> {
-        let side = self.side(READ, &root, path)?;
-        self.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
+        let args = self.args(|| format!("{root}:{path}"));
+        let result: Result<FileInfo, HostError> = async {
+            let side = self.side(READ, &root, path)?;
+            self.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
+        }
+        .await;
+        self.record(READ, "stat", args, &result, debug);
+        result
     }
 
     async fn list(&mut self, root: String, path: String, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-        let side = self.side(READ, &root, path)?;
-        let (entries, skipped) =
-            self.on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop)).await?;
-        if !skipped.is_empty() {
-            tracing::warn!(
-                target: "capstan::files",
-                capability = %self.target.id,
-                root,
-                skipped = skipped.len(),
-                entries = %skipped.join("; "),
-                "a listing left out entries it may not show"
-            );
-            for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
-                self.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
+        let args = self.args(|| format!("{root}:{path} limit {limit}"));
+        let result: Result<Vec<FileInfo>, HostError> = async {
+            let side = self.side(READ, &root, path)?;
+            let (entries, skipped) = self
+                .on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop))
+                .await?;
+            if !skipped.is_empty() {
+                tracing::warn!(
+                    target: "capstan::files",
+                    capability = %self.target.id,
+                    root,
+                    skipped = skipped.len(),
+                    entries = %skipped.join("; "),
+                    "a listing left out entries it may not show"
+                );
+                for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
+                    self.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
+                }
             }
+            Ok(entries)
         }
-        Ok(entries)
+        .await;
+        self.record(READ, "list", args, &result, |entries| format!("{} entries", entries.len()));
+        result
     }
 
     async fn sha256(&mut self, root: String, path: String) -> Result<String, HostError> {
-        let side = self.side(READ, &root, path)?;
-        self.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
+        let args = self.args(|| format!("{root}:{path}"));
+        let result: Result<String, HostError> = async {
+            let side = self.side(READ, &root, path)?;
+            self.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
+        }
+        .await;
+        self.record(READ, "sha256", args, &result, |hash| hash.clone());
+        result
     }
 }
 
 impl files_write::Host for CallState {
     async fn mkdir(&mut self, root: String, path: String) -> Result<(), HostError> {
-        let side = self.side(WRITE, &root, path)?;
-        self.mark_effect();
-        self.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))).await
+        let args = self.args(|| format!("{root}:{path}"));
+        let result: Result<(), HostError> = async {
+            let side = self.side(WRITE, &root, path)?;
+            self.mark_effect();
+            self.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))).await
+        }
+        .await;
+        self.record(WRITE, "mkdir", args, &result, |_| String::new());
+        result
     }
 
     async fn hardlink(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let from = self.side(WRITE, &sr, s)?;
-        let to = self.side(WRITE, &tr, t)?;
-        self.mark_effect();
-        self.on_pool(WRITE, move |_| place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown))
+        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        let result: Result<(), HostError> = async {
+            let from = self.side(WRITE, &sr, s)?;
+            let to = self.side(WRITE, &tr, t)?;
+            self.mark_effect();
+            self.on_pool(WRITE, move |_| {
+                place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
+            })
             .await
+        }
+        .await;
+        self.record(WRITE, "hardlink", args, &result, |_| String::new());
+        result
     }
 
     async fn copy(&mut self, sr: String, s: String, tr: String, t: String) -> Result<u64, HostError> {
-        let from = self.side(WRITE, &sr, s)?;
-        let to = self.side(WRITE, &tr, t)?;
-        self.mark_effect();
-        self.on_pool(WRITE, move |stop| {
-            place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-        })
-        .await
+        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        let result: Result<u64, HostError> = async {
+            let from = self.side(WRITE, &sr, s)?;
+            let to = self.side(WRITE, &tr, t)?;
+            self.mark_effect();
+            self.on_pool(WRITE, move |stop| {
+                place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+            })
+            .await
+        }
+        .await;
+        self.record(WRITE, "copy", args, &result, |bytes| format!("{bytes} bytes"));
+        result
     }
 
     async fn move_(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let from = self.side(WRITE, &sr, s)?;
-        let to = self.side(WRITE, &tr, t)?;
-        self.mark_effect();
-        self.on_pool(WRITE, move |stop| {
-            place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-        })
-        .await
+        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        let result: Result<(), HostError> = async {
+            let from = self.side(WRITE, &sr, s)?;
+            let to = self.side(WRITE, &tr, t)?;
+            self.mark_effect();
+            self.on_pool(WRITE, move |stop| {
+                place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+            })
+            .await
+        }
+        .await;
+        self.record(WRITE, "move", args, &result, |_| String::new());
+        result
     }
 }
 

@@ -199,14 +199,31 @@ impl CallState {
     }
 }
 
+impl CallState {
+    /// Sends `req` through `import`, recording it when the call keeps a
+    /// record: the request as the component asked for it (the host's
+    /// credentials are never part of it) and the status and size answered.
+    async fn send_recorded(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
+        let args = self.args(|| {
+            let query: Vec<String> = req.query.iter().map(|p| format!("{}={}", p.name, p.value)).collect();
+            let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+            let body = req.body.as_ref().map_or(0, Vec::len);
+            format!("{} {} {}{query} ({body} body bytes)", req.service, req.method, req.path)
+        });
+        let result = CallState::send(self, import, req).await;
+        self.record(import, "send", args, &result, |r| format!("status {}, {} body bytes", r.status, r.body.len()));
+        result
+    }
+}
+
 impl outbound_read::Host for CallState {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
-        CallState::send(self, interface::OUTBOUND_READ, req).await
+        self.send_recorded(interface::OUTBOUND_READ, req).await
     }
 }
 
 impl outbound_write::Host for CallState {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
-        CallState::send(self, interface::OUTBOUND_WRITE, req).await
+        self.send_recorded(interface::OUTBOUND_WRITE, req).await
     }
 }
