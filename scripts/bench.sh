@@ -3,7 +3,9 @@
 # durable-core figures. Prints figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# --tests: the languages benchmark builds the Python and JavaScript
+# examples with the toolchains the test set-up installs.
+scripts/setup.sh --tests
 # The HTTP benchmark's load generator runs in a process of its own: wrk,
 # from Debian's packages.
 if ! command -v wrk >/dev/null 2>&1; then
@@ -21,6 +23,7 @@ cargo bench -p capstan-tests --bench durable
 cargo bench -p capstan-tests --bench http
 cargo bench -p capstan-tests --bench agent
 cargo bench -p capstan-tests --bench memory
+cargo bench -p capstan-tests --bench languages
 # The scale-out benchmark runs the release binary as its workers.
 cargo build --release -p capstan
 cargo bench -p capstan-tests --bench scaleout

@@ -67,6 +67,8 @@ pub fn build(example: Example, world: &str) -> PathBuf {
     let mut hasher = Sha256::new();
     hasher.update(world.as_bytes());
     hash_files(&mut hasher, &[source.clone(), root.join("wit/host"), root.join("wit/capability")]);
+    // The toolchains' versions are pinned there: a new version builds anew.
+    hasher.update(std::fs::read(root.join("scripts/setup.sh")).unwrap());
     let key = hex::encode(&hasher.finalize()[..8]);
     let dir = target_dir().join("test-components");
     std::fs::create_dir_all(&dir).unwrap();

@@ -129,7 +129,8 @@ async fn list(config: Config, json: bool) -> CommandResult {
     }
     for compiling in &snapshot.compiling {
         println!(
-            "compiling {} ({:.1} MB, not compiled yet; `capstan serve` compiles it in the background)",
+            "compiling {} ({:.1} MB): not loaded within a second, so not compiled before; \
+             a running `capstan serve` compiles it in the background and keeps the code",
             compiling.file.display(),
             compiling.bytes as f64 / 1e6
         );

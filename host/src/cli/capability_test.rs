@@ -66,15 +66,27 @@ struct FileChanges {
     removed: Vec<String>,
 }
 
-fn pair(text: &str, what: &str) -> Result<(String, String), (u8, anyhow::Error)> {
+/// `NAME=VALUE` split in two; `form` is how the flag's value is written
+/// (`--service NAME=URL`) for the error.
+fn pair(text: &str, form: &str) -> Result<(String, String), (u8, anyhow::Error)> {
     text.split_once('=')
         .filter(|(name, value)| !name.is_empty() && !value.is_empty())
         .map(|(n, v)| (n.to_string(), v.to_string()))
-        .ok_or_else(|| (exit::USAGE, anyhow::anyhow!("{what} must be NAME=VALUE, not {text:?}")))
+        .ok_or_else(|| (exit::USAGE, anyhow::anyhow!("{form} expected, not {text:?}")))
 }
 
 pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     let usage = |e: anyhow::Error| (exit::USAGE, e);
+    let cap = user.max_component_bytes();
+    let size = std::fs::metadata(&args.file)
+        .map_err(|e| usage(anyhow::anyhow!("cannot read {}: {e}", args.file.display())))?
+        .len();
+    if size > cap {
+        return Err(failed(anyhow::anyhow!(
+            "{} is {size} bytes, over the cap of {cap} bytes for a component file (max_component_bytes)",
+            args.file.display()
+        )));
+    }
     let bytes =
         std::fs::read(&args.file).map_err(|e| usage(anyhow::anyhow!("cannot read {}: {e}", args.file.display())))?;
     let input = super::invoke::read_input(&args.input).map_err(usage)?;
@@ -85,9 +97,12 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     if user.data_dir().is_dir() {
         config.cache_dir = Some(user.cache_dir());
     }
+    // The same limits as `serve` gives it; nothing else of the operator's
+    // configuration (services, roots, settings, secrets) comes along.
     config.limits = user.limits;
+    config.max_component_bytes = user.max_component_bytes;
     for raw in &args.services {
-        let (name, url) = pair(raw, "--service")?;
+        let (name, url) = pair(raw, "--service NAME=URL")?;
         let service = ServiceConfig {
             base_url: url,
             auth: Auth::None,
@@ -100,18 +115,21 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     }
     let roots = scratch.path().join("roots");
     if let Some(dir) = &args.files {
-        copy_roots(dir, &roots, &mut config.roots).map_err(usage)?;
+        copy_roots(dir, &roots, scratch.path(), &mut config.roots).map_err(usage)?;
     }
     let settings: BTreeMap<String, String> =
-        args.settings.iter().map(|raw| pair(raw, "--setting")).collect::<Result<_, _>>()?;
+        args.settings.iter().map(|raw| pair(raw, "--setting NAME=VALUE")).collect::<Result<_, _>>()?;
 
-    let runtime = crate::runtime::Runtime::new(config.clone()).map_err(failed)?;
-    let loaded = runtime
+    let checking = crate::runtime::Runtime::new(config.clone()).map_err(failed)?;
+    let loaded = checking
         .check(&bytes, args.file.clone())
         .await
         .map_err(|reason| failed(anyhow::anyhow!("{} refused: {reason}", args.file.display())))?;
+    drop(checking);
     let id = loaded.descriptor.id.clone();
-    config.capabilities.entry(id.clone()).or_default().settings = settings;
+    let mut own = user.capabilities.get(&id).cloned().unwrap_or_default();
+    own.settings = settings;
+    config.capabilities.insert(id.clone(), own);
     std::fs::create_dir_all(config.capabilities_dir()).map_err(failed)?;
     std::fs::write(config.capabilities_dir().join("component.wasm"), &bytes).map_err(failed)?;
     let app = crate::app::App::open(config).await.map_err(failed)?;
@@ -164,8 +182,10 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
 }
 
 /// Copies each subfolder of `dir` into `roots/<name>` and names it a root.
-fn copy_roots(dir: &Path, roots: &Path, names: &mut BTreeMap<String, PathBuf>) -> anyhow::Result<()> {
+/// `scratch` (where the copies go) is never copied into itself.
+fn copy_roots(dir: &Path, roots: &Path, scratch: &Path, names: &mut BTreeMap<String, PathBuf>) -> anyhow::Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("--files {}: {e}", dir.display()))?;
+    let scratch = scratch.canonicalize()?;
     for entry in entries {
         let entry = entry?;
         if !entry.file_type()?.is_dir() {
@@ -173,32 +193,49 @@ fn copy_roots(dir: &Path, roots: &Path, names: &mut BTreeMap<String, PathBuf>) -
         }
         let name = entry.file_name().to_string_lossy().into_owned();
         let copy = roots.join(&name);
-        copy_tree(&entry.path(), &copy)?;
+        copy_tree(&entry.path(), &copy, &scratch)?;
         names.insert(name, copy);
     }
     anyhow::ensure!(!names.is_empty(), "--files {} has no subfolder to serve as a root", dir.display());
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// Copies the folders and regular files under `from`. Links and special
+/// files are left out (the host never follows them, so a component could
+/// not use them either), also when one replaces a file while it is copied:
+/// a file is opened without following a link and without blocking on a
+/// FIFO, and copied only if what was opened is a regular file.
+fn copy_tree(from: &Path, to: &Path, scratch: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if from.canonicalize().is_ok_and(|dir| dir.starts_with(scratch)) {
+        return Ok(());
+    }
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
+            copy_tree(&entry.path(), &target, scratch)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
+            let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+            let Ok(mut source) =
+                std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(entry.path())
+            else {
+                continue;
+            };
+            if !source.metadata()?.is_file() {
+                continue;
+            }
+            std::io::copy(&mut source, &mut std::fs::File::create(&target)?)?;
         }
-        // Links and special files are not copied: the host never follows
-        // them, so a component cannot use them either.
     }
     Ok(())
 }
 
 /// Every file under `roots` as `root:path` → (length, contents' digest).
 fn tree(roots: &Path) -> BTreeMap<String, (u64, String)> {
+    use sha2::Digest;
     let mut files = BTreeMap::new();
     let mut stack = vec![roots.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -212,9 +249,10 @@ fn tree(roots: &Path) -> BTreeMap<String, (u64, String)> {
                 let mut parts = rel.components();
                 let root = parts.next().map(|c| c.as_os_str().to_string_lossy().into_owned()).unwrap_or_default();
                 let inner = parts.as_path().to_string_lossy().into_owned();
-                let digest = std::fs::read(&path).map(|b| crate::runtime::loader::digest(&b)).unwrap_or_default();
-                let len = entry.metadata().map_or(0, |m| m.len());
-                files.insert(format!("{root}:{inner}"), (len, digest));
+                // Hashed as it is read: a fixture may be a large video file.
+                let mut hasher = sha2::Sha256::new();
+                let len = std::fs::File::open(&path).and_then(|mut f| std::io::copy(&mut f, &mut hasher)).unwrap_or(0);
+                files.insert(format!("{root}:{inner}"), (len, hex::encode(hasher.finalize())));
             }
         }
     }

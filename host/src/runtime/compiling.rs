@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ use super::Runtime;
 use super::loader::Source;
 
 /// A component file being compiled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Compiling {
     pub file: PathBuf,
@@ -25,27 +25,50 @@ pub struct Compiling {
     pub started_ms: u64,
 }
 
-/// The compiles under way and the outcomes not yet taken by a rescan, by
-/// the digest of the bytes.
+/// How long a refusal that depends on the moment (a `describe` deadline
+/// missed on a busy machine) stands before the bytes are compiled again. A
+/// rescan comes often (the scan's own state file wakes the watcher), so
+/// without a wait such a component would be compiled over and over.
+const RETRY_MOMENTARY: Duration = Duration::from_secs(60);
+
+/// Background refusals remembered before the memory is cleared.
+const MAX_REFUSALS: usize = 1024;
+
+/// The compiles under way and the refusals they ended with, by the digest
+/// of the bytes.
 #[derive(Default)]
 pub(crate) struct Compiles {
     running: Mutex<HashMap<String, Compiling>>,
-    /// Refusals found in the background, reported once by the next rescan
-    /// (a refusal that depends on the moment is tried again after that).
-    refused: Mutex<HashMap<String, String>>,
+    /// Why bytes compiled in the background were refused, and when: kept
+    /// while the bytes stay the same (a momentary reason for
+    /// [`RETRY_MOMENTARY`]).
+    refused: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+/// Whether a refusal depends on the moment rather than on the bytes.
+pub(crate) fn is_momentary(reason: &str) -> bool {
+    ["within", "deadline", "instruction bound"].iter().any(|w| reason.contains(w))
 }
 
 impl Compiles {
-    pub(crate) fn running(&self) -> Vec<Compiling> {
-        let mut list: Vec<Compiling> =
-            self.running.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
-        list.sort_by(|a, b| a.file.cmp(&b.file));
-        list
+    /// Why the background compile of `digest` was refused, while that
+    /// stands.
+    pub(crate) fn refusal(&self, digest: &str) -> Option<String> {
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        let (reason, at) = refused.get(digest)?;
+        if is_momentary(reason) && at.elapsed() >= RETRY_MOMENTARY {
+            refused.remove(digest);
+            return None;
+        }
+        Some(reason.clone())
     }
 
-    /// The refusal a background compile of `digest` ended with, once.
-    pub(crate) fn take_refusal(&self, digest: &str) -> Option<String> {
-        self.refused.lock().unwrap_or_else(|e| e.into_inner()).remove(digest)
+    fn refuse(&self, digest: String, reason: String) {
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if refused.len() >= MAX_REFUSALS {
+            refused.clear();
+        }
+        refused.insert(digest, (reason, Instant::now()));
     }
 }
 
@@ -58,16 +81,19 @@ impl Runtime {
     }
 
     /// Compiles `bytes` from `file` in the background (once per digest),
-    /// then rescans so the result takes its place.
-    pub(crate) fn compile_in_background(self: &Arc<Self>, digest: String, bytes: Vec<u8>, file: PathBuf) {
+    /// then rescans so the result takes its place. Answers the entry the
+    /// registry lists meanwhile.
+    pub(crate) fn compile_in_background(self: &Arc<Self>, digest: String, bytes: Vec<u8>, file: PathBuf) -> Compiling {
         {
             let mut running = self.compiles.running.lock().unwrap_or_else(|e| e.into_inner());
-            if running.contains_key(&digest) {
-                return;
+            if let Some(under_way) = running.get(&digest) {
+                return under_way.clone();
             }
             let started_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-            running.insert(digest.clone(), Compiling { file: file.clone(), bytes: bytes.len() as u64, started_ms });
+            let entry = Compiling { file: file.clone(), bytes: bytes.len() as u64, started_ms };
+            running.insert(digest.clone(), entry);
         }
+        let entry = self.compiles.running.lock().unwrap_or_else(|e| e.into_inner())[&digest].clone();
         tracing::info!(
             target: "capstan::component",
             file = %file.display(),
@@ -87,14 +113,7 @@ impl Runtime {
                     elapsed_ms,
                     "compiled a component"
                 ),
-                Err(reason) => {
-                    runtime
-                        .compiles
-                        .refused
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(digest.clone(), reason.clone());
-                }
+                Err(reason) => runtime.compiles.refuse(digest.clone(), reason.clone()),
             }
             runtime.compiles.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&digest);
             let rescan: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>> =
@@ -103,6 +122,7 @@ impl Runtime {
                 tracing::error!(target: "capstan::component", error = %e, "rescan after compiling failed");
             }
         });
+        entry
     }
 }
 

@@ -95,8 +95,8 @@ pub const HOST_INTERFACES: &[(&str, EffectClass)] = &[
 /// WASI interfaces a component may import. They are linked with a context
 /// that grants nothing: no preopened directories, no environment, no
 /// arguments, stdio captured by the host, and sockets with every use
-/// switched off (each socket, bind, connect or name lookup answers
-/// `access-denied`). The socket interfaces are here because language
+/// switched off (creating a TCP or UDP socket answers `access-denied`, a
+/// name lookup `permanent-resolver-failure`). The socket interfaces are here because language
 /// runtimes' C libraries import them whether or not the code opens a socket
 /// (a componentize-py component always does); allowing the import grants
 /// nothing. `wasi:http` is absent on purpose: a component that imports it

@@ -122,14 +122,13 @@ impl Runtime {
         Ok(runtime)
     }
 
-    /// Like [`Runtime::start`], but a plugin file whose code is not known
-    /// yet is compiled in the background and listed as compiling
-    /// (`capstan capabilities list` answers at once).
+    /// A runtime for looking only (`capstan capabilities list`): a plugin
+    /// file whose code is not known yet is compiled in the background and
+    /// listed as compiling, and nothing is recorded in the data directory,
+    /// which a server may be using (its rescans keep its state).
     pub async fn start_listing(config: Config) -> anyhow::Result<Arc<Runtime>> {
         let runtime = Arc::new(Runtime::new(config)?);
-        std::fs::create_dir_all(runtime.config.data_dir())?;
-        std::fs::create_dir_all(runtime.config.capabilities_dir())?;
-        runtime.rescan_with(true, Some(runtime.clone())).await?;
+        runtime.rescan_with(true, Some(runtime.clone()), false).await?;
         Ok(runtime)
     }
 

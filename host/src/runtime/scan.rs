@@ -90,16 +90,24 @@ fn read_component(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Keeps serving the version `file` provided before, while its new bytes
-/// are refused or still compiling.
+/// Keeps what `file` provided before while its new bytes are refused or
+/// still compiling: the version it served, or the replacement from it that
+/// waits for the operator (which goes on waiting, the version before it
+/// serving, from memory or its retained copy).
 fn keep_last_good(
     previous: &Snapshot,
     file: &Path,
     claimed_by: &mut BTreeMap<String, PathBuf>,
     from_dir: &mut BTreeMap<String, Arc<Loaded>>,
 ) {
-    if let Some(last) = previous.from_file(&file.to_path_buf()) {
-        claimed_by.entry(last.descriptor.id.clone()).or_insert(file.to_path_buf());
+    let file = file.to_path_buf();
+    let held = previous
+        .held
+        .values()
+        .find(|h| matches!(&h.candidate.source, Source::Directory(p) if *p == file))
+        .map(|h| h.candidate.clone());
+    if let Some(last) = previous.from_file(&file).or(held) {
+        claimed_by.entry(last.descriptor.id.clone()).or_insert(file);
         from_dir.entry(last.descriptor.id.clone()).or_insert(last);
     }
 }
@@ -197,8 +205,7 @@ impl Runtime {
             Err(reason) => {
                 // A refusal that depends on the moment (a deadline missed on
                 // a busy machine) is tried again next time.
-                let momentary = ["within", "deadline", "instruction bound"].iter().any(|w| reason.contains(w));
-                if !momentary {
+                if !super::compiling::is_momentary(&reason) {
                     let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
                     if refusals.len() >= MAX_REMEMBERED_REFUSALS {
                         refusals.clear();
@@ -217,20 +224,25 @@ impl Runtime {
     /// a missing or duplicated core capability is an error; later it only
     /// refuses files.
     pub async fn rescan(&self, startup: bool) -> anyhow::Result<ScanReport> {
-        self.rescan_with(startup, None).await
+        self.rescan_with(startup, None, true).await
     }
 
     /// Rebuilds the registry as the folder watcher does: a file whose code
     /// is not known yet is compiled in the background and listed as
     /// compiling; the rescan that follows its compile swaps it in.
     pub async fn rescan_watched(self: &Arc<Self>) -> anyhow::Result<ScanReport> {
-        self.rescan_with(false, Some(self.clone())).await
+        self.rescan_with(false, Some(self.clone()), true).await
     }
 
+    /// A rescan; `background` compiles files not known yet off the scan.
+    /// Without `record`, it only builds the registry: the data directory's
+    /// state (known, held and refused components, retained copies) is left
+    /// to the process that serves it, and no change is logged.
     pub(super) async fn rescan_with(
         &self,
         startup: bool,
         background: Option<Arc<Runtime>>,
+        record: bool,
     ) -> anyhow::Result<ScanReport> {
         let _guard = self.scan_lock.lock().await;
         self.rescans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -295,17 +307,18 @@ impl Runtime {
         let mut from_dir: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
         let mut claimed_by: BTreeMap<String, PathBuf> = BTreeMap::new();
         let mut bytes_by_digest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut compiling = Vec::new();
         for file in wasm_files(&self.config.capabilities_dir()) {
             let result = match read_component(&file, self.config.max_component_bytes()) {
                 Ok(bytes) => {
                     let digest = loader::digest(&bytes);
-                    if let Some(reason) = self.compiles.take_refusal(&digest) {
+                    if let Some(reason) = self.compiles.refusal(&digest) {
                         report.refused.push(Refusal { file: file.clone(), reason });
                         keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                         continue;
                     }
                     if let Some(runtime) = background.as_ref().filter(|_| !self.knows(&digest)) {
-                        runtime.compile_in_background(digest, bytes, file.clone());
+                        compiling.push(runtime.compile_in_background(digest, bytes, file.clone()));
                         keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                         continue;
                     }
@@ -338,12 +351,8 @@ impl Runtime {
             from_dir.insert(id, loaded);
         }
 
-        let mut next = Snapshot {
-            active: builtins.clone(),
-            held: BTreeMap::new(),
-            refused: report.refused.clone(),
-            compiling: self.compiles.running(),
-        };
+        let mut next =
+            Snapshot { active: builtins.clone(), held: BTreeMap::new(), refused: report.refused.clone(), compiling };
         for (id, candidate) in from_dir {
             let baseline = builtins.get(&id).map(|b| known_of(b));
             let reason = state.hold_reason(&id, &known_of(&candidate), baseline.as_ref());
@@ -372,6 +381,10 @@ impl Runtime {
             anyhow::bail!("core capabilities missing: {}", missing.join(", "));
         }
 
+        if !record {
+            self.registry.swap(next);
+            return Ok(report);
+        }
         report.events = unseen_events(&mut state, &previous, &next);
         for (id, loaded) in &next.active {
             state.known.insert(id.clone(), known_of(loaded));

@@ -314,8 +314,8 @@ async function refreshCapabilities() {
     body.append(row);
   }
   $("compiling").replaceChildren(...(answer.data.compiling || []).map((c) =>
-    el("li", c.file + " — compiling, " + (c.bytes / 1e6).toFixed(1) + " MB, for " +
-      Math.max(0, Math.round((Date.now() - c.startedMs) / 1000)) + " s")));
+    el("li", c.file + " — compiling since " + new Date(c.startedMs).toLocaleTimeString() + ", " +
+      (c.bytes / 1e6).toFixed(1) + " MB")));
   $("held").replaceChildren(...answer.data.held.map((h) => el("li", h.id + " — " + h.reason)));
   $("refused").replaceChildren(...answer.data.refused.map((r) => el("li", r.file + " — " + r.reason)));
 }

@@ -34,7 +34,11 @@ impl Host for CallState {
     }
 
     async fn now_ms(&mut self) -> u64 {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let args = self.args(String::new);
+        self.record_text(interface::INVOCATION, "now-ms", args, now.to_string());
+        now
     }
 
     async fn setting(&mut self, name: String) -> Option<String> {

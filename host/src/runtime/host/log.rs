@@ -62,12 +62,15 @@ impl CallState {
 
 impl Host for CallState {
     async fn write(&mut self, level: Level, message: String) {
-        if self.check(interface::LOG).is_err() {
+        let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();
+        let args = self.args(|| {
+            let level = format!("{level:?}");
+            format!("{}: {message}", level.rsplit("::").next().unwrap_or("").to_lowercase())
+        });
+        if let Err(e) = self.check(interface::LOG) {
+            self.record_text(interface::LOG, "write", args, super::record::error_text(&e));
             return;
         }
-        let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();
-        let args = self
-            .args(|| format!("{}: {message}", format!("{level:?}").rsplit("::").next().unwrap_or("").to_lowercase()));
         if !self.may_log(message.len()) {
             self.record_text(interface::LOG, "write", args, "dropped: over the call's log allowance".into());
             return;

@@ -62,7 +62,7 @@ async fn a_component_runs_against_copies_of_the_authors_files_and_every_host_cal
     // Bad usage changes nothing and says why.
     let out = run(&["capabilities", "test", components::PROBE, "--service", "echo", "--input", "{}"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--service must be NAME=VALUE"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--service NAME=URL expected"), "{}", stderr(&out));
 }
 
 #[tokio::test(flavor = "multi_thread")]
