@@ -4,9 +4,10 @@
 //!   size, its first load (compile, pre-initialisation, `describe`) into an
 //!   empty cache, its load from the warm cache in a new runtime, and the
 //!   p50/p99 of one call (a fresh instance, the call, the drop);
-//! - the latency of `release.inspect` calls while nothing else runs (the
-//!   anchor) and while the Python component, dropped into the watched
-//!   folder, compiles in the background.
+//! - the latency of `release.inspect` calls, from one caller and from two
+//!   (both cores busy), while nothing else runs (the anchor) and while the
+//!   Python component, dropped into the watched folder, compiles in the
+//!   background, and how long that compile took.
 //!
 //! Needs the toolchains `scripts/setup.sh --tests` installs. Run with
 //! `cargo bench -p capstan-tests --bench languages`.
@@ -80,13 +81,30 @@ async fn inspect_for(runtime: &Runtime, window: Duration) -> Vec<Duration> {
     samples
 }
 
-async fn while_compiling(python: PathBuf) {
+/// `callers` loops of `release.inspect` calls for `window`; all latencies.
+async fn inspect_by(runtime: &Arc<Runtime>, callers: usize, window: Duration) -> Vec<Duration> {
+    let loops: Vec<_> = (0..callers)
+        .map(|_| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move { inspect_for(&runtime, window).await })
+        })
+        .collect();
+    let mut samples = Vec::new();
+    for one in loops {
+        samples.extend(one.await.unwrap());
+    }
+    samples
+}
+
+/// Latency of `callers` concurrent callers with nothing else running, then
+/// while the Python component compiles in the background.
+async fn while_compiling(python: &std::path::Path, callers: usize) {
     let cache = tempfile::tempdir().unwrap();
     let host = host_with_cache(cache.path());
     let runtime: Arc<Runtime> = host.start().await.unwrap();
     let _watch = watcher::watch(runtime.clone()).unwrap();
-    inspect_for(&runtime, Duration::from_secs(1)).await; // warm up
-    let (idle_p50, idle_p99) = percentiles(inspect_for(&runtime, Duration::from_secs(3)).await);
+    inspect_by(&runtime, callers, Duration::from_secs(1)).await; // warm up
+    let (idle_p50, idle_p99) = percentiles(inspect_by(&runtime, callers, Duration::from_secs(3)).await);
 
     host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
     let started = Instant::now();
@@ -95,14 +113,16 @@ async fn while_compiling(python: PathBuf) {
     }
     let mut samples = Vec::new();
     while runtime.snapshot().get(Example::Python.id()).is_none() {
-        samples.extend(inspect_for(&runtime, Duration::from_millis(100)).await);
+        samples.extend(inspect_by(&runtime, callers, Duration::from_millis(100)).await);
     }
     let compile = started.elapsed();
     let count = samples.len();
     let (busy_p50, busy_p99) = percentiles(samples);
-    println!("release.inspect, nothing else running        p50 {idle_p50:>8.1} µs  p99 {idle_p99:>8.1} µs   (anchor)");
     println!(
-        "release.inspect, while Python compiles        p50 {busy_p50:>8.1} µs  p99 {busy_p99:>8.1} µs   ({count} calls during a {:.2} s compile; p50 {:.2}x the anchor)",
+        "release.inspect, {callers} caller(s), nothing else running   p50 {idle_p50:>8.1} µs  p99 {idle_p99:>8.1} µs   (anchor)"
+    );
+    println!(
+        "release.inspect, {callers} caller(s), while Python compiles  p50 {busy_p50:>8.1} µs  p99 {busy_p99:>8.1} µs   ({count} calls during a {:.2} s compile; p50 {:.2}x the anchor)",
         compile.as_secs_f64(),
         busy_p50 / idle_p50
     );
@@ -117,5 +137,7 @@ async fn main() {
     per_language("Python", python.clone(), Example::Python.id()).await;
     per_language("JavaScript", javascript, Example::JavaScript.id()).await;
     println!();
-    while_compiling(python).await;
+    // One caller leaves a core to the compile; two keep both busy.
+    while_compiling(&python, 1).await;
+    while_compiling(&python, 2).await;
 }

@@ -90,7 +90,7 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
 
 /// How long `list` waits for plugins to load from the compiled-code cache
 /// before it shows the ones still compiling as such.
-const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn list(config: Config, json: bool) -> CommandResult {
     let runtime = Runtime::start_listing(config).await.map_err(failed)?;
@@ -129,7 +129,7 @@ async fn list(config: Config, json: bool) -> CommandResult {
     }
     for compiling in &snapshot.compiling {
         println!(
-            "compiling {} ({:.1} MB): not loaded within a second, so not compiled before; \
+            "compiling {} ({:.1} MB): not loaded within two seconds, so not compiled before; \
              a running `capstan serve` compiles it in the background and keeps the code",
             compiling.file.display(),
             compiling.bytes as f64 / 1e6

@@ -2,8 +2,9 @@
 //! watched folder whose code is not known yet is compiled off the scan (a
 //! Python component takes seconds), shown as `compiling` meanwhile, and
 //! swapped in by a rescan when it is done. The compiler's worker threads
-//! run at the lowest CPU priority, so calls to the capabilities already
-//! loaded keep their latency while it works.
+//! (where the work of compiling runs) are at a low CPU priority, so
+//! calls to the capabilities already loaded keep their latency while it
+//! works.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -126,10 +127,17 @@ impl Runtime {
     }
 }
 
+/// The nice value of the compiler's worker threads. At 10 a compile gets
+/// about a tenth of a core that calls keep busy (the scheduler weighs nice
+/// 10 at 110 against 1024 for the calls' threads), so the calls keep their
+/// latency and the compile still ends on a busy machine; at 19 it would get
+/// about 1.5% and a Python component would take many minutes to load.
+const COMPILE_NICE: i32 = 10;
+
 /// Lowers the CPU priority of the compiler's worker threads (wasmtime
 /// compiles a component's functions in parallel on rayon's global pool) to
-/// the lowest, so a compile uses the cores only while nothing else wants
-/// them. Set once, before the first compile; a pool already built by
+/// [`COMPILE_NICE`], so a compile uses the cores mostly when nothing else
+/// wants them. Set once, before the first compile; a pool already built by
 /// someone else is left as it is.
 pub(crate) fn lower_compile_priority() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -139,7 +147,7 @@ pub(crate) fn lower_compile_priority() {
             .start_handler(|_| {
                 // Linux gives each thread its own nice value.
                 let tid = rustix::thread::gettid();
-                if let Err(e) = rustix::process::setpriority_process(Some(tid), 19) {
+                if let Err(e) = rustix::process::setpriority_process(Some(tid), COMPILE_NICE) {
                     tracing::debug!(error = %e, "could not lower a compiler thread's priority");
                 }
             })

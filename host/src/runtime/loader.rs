@@ -71,25 +71,18 @@ fn first_line(e: &wasmtime::Error) -> String {
     text.lines().next().unwrap_or("").to_string()
 }
 
-/// Compiles off the async threads, on a thread of its own at the lowest
-/// CPU priority (its helpers, rayon's pool, are lowered too: see
-/// [`compiling`](super::compiling)): a large component takes seconds, and
-/// the calls being served meanwhile must not wait for it. The thread ends
-/// with the compile, so no pooled thread keeps the low priority.
+/// Compiles off the async threads: a large component takes long enough to
+/// compile that doing it in place would stall everything sharing the thread.
+/// The work of compiling its functions runs on the compiler's pool at the
+/// a low CPU priority (see [`compiling`](super::compiling)), so the calls
+/// served meanwhile do not wait for it; reading code back from the cache
+/// runs here at the usual priority, so a busy machine does not starve it.
 pub(crate) async fn compile(engine: &Engine, bytes: Vec<u8>) -> wasmtime::Result<Component> {
     super::compiling::lower_compile_priority();
     let engine = engine.clone();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new().name("capstan-compile".into()).spawn(move || {
-        if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19) {
-            tracing::debug!(error = %e, "could not lower the compiling thread's priority");
-        }
-        let _ = tx.send(Component::new(&engine, &bytes));
-    });
-    if let Err(e) = spawned {
-        return Err(wasmtime::Error::msg(format!("compilation could not start: {e}")));
-    }
-    rx.await.unwrap_or_else(|_| Err(wasmtime::Error::msg("compilation failed: the compiling thread ended")))
+    tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
+        .await
+        .unwrap_or_else(|e| Err(wasmtime::Error::msg(format!("compilation failed: {e}"))))
 }
 
 /// CallLimits for `describe`: it must be cheap and pure.

@@ -313,9 +313,14 @@ async function refreshCapabilities() {
     row.append(el("td", d.id), el("td", d.label), el("td", cap.effectClass), el("td", cap.source.kind || String(cap.source)), el("td", d.summary));
     body.append(row);
   }
-  $("compiling").replaceChildren(...(answer.data.compiling || []).map((c) =>
+  const compiling = answer.data.compiling || [];
+  $("compiling").replaceChildren(...compiling.map((c) =>
     el("li", c.file + " — compiling since " + new Date(c.startedMs).toLocaleTimeString() + ", " +
       (c.bytes / 1e6).toFixed(1) + " MB")));
+  // While something compiles, look again every second, so it shows as
+  // loaded (or refused) soon after it is.
+  clearTimeout(state.compilingTimer);
+  if (compiling.length > 0) state.compilingTimer = setTimeout(refreshCapabilities, 1000);
   $("held").replaceChildren(...answer.data.held.map((h) => el("li", h.id + " — " + h.reason)));
   $("refused").replaceChildren(...answer.data.refused.map((r) => el("li", r.file + " — " + r.reason)));
 }

@@ -164,13 +164,16 @@ async fn a_python_component_compiles_in_the_background_while_the_others_keep_ser
     // Meanwhile the capabilities already loaded answer.
     let mut served_while_compiling = 0;
     while runtime.snapshot().get(Example::Python.id()).is_none() {
-        assert!(started.elapsed() < Duration::from_secs(180), "it never finished compiling");
+        assert!(started.elapsed() < Duration::from_secs(240), "it never finished compiling");
         let input = json!({"name": "Heat.1995.1080p.BluRay.x264-GRP"}).to_string();
         let report = runtime.call("release.inspect", &input, grant(EffectClass::Read)).await.unwrap();
         assert!(matches!(report.outcome, CallOutcome::Succeeded { .. }), "{:?}", report.outcome);
         if !runtime.snapshot().compiling.is_empty() {
             served_while_compiling += 1;
         }
+        // Calls as a server gets them, not a loop that keeps a core busy:
+        // the compile gets the rest of the machine, loaded or not.
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(served_while_compiling > 0, "no call was served while it compiled");
     assert!(runtime.snapshot().compiling.is_empty(), "still listed as compiling once loaded");
@@ -203,4 +206,47 @@ fn capabilities_list_shows_a_component_not_compiled_yet_as_compiling() {
     let dir = std::path::Path::new(data);
     assert!(!dir.join("capabilities-state.json").exists(), "list recorded the folder's state");
     assert!(!dir.join("retained").exists(), "list retained copies");
+
+    // `capabilities check` against the same data directory compiles it into
+    // the cache, as docs/writing-a-capability.md says: now it is listed
+    // loaded, from the cache.
+    let file = plugins.join("word-count-py.wasm");
+    let checked = capstan_tests::binary::run(&["--data-dir", data, "capabilities", "check", file.to_str().unwrap()]);
+    assert!(checked.status.success(), "{}", capstan_tests::binary::stderr(&checked));
+    let out = capstan_tests::binary::run(&["--data-dir", data, "capabilities", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&capstan_tests::binary::stdout(&out)).unwrap();
+    assert_eq!(listed["compiling"], json!([]), "{listed}");
+    assert!(listed["capabilities"].as_array().unwrap().iter().any(|c| c["id"] == Example::Python.id()), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_shows_a_component_compiling_and_then_loaded() {
+    let python = languages::build(Example::Python, "read-capability");
+    let mut host = TestHost::new();
+    host.config.cache_dir = Some(host.dir.path().join("cache"));
+    let runtime = host.start().await.unwrap();
+    let _watch = watcher::watch(runtime.clone()).unwrap();
+    let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
+    capstan::http::session::set_password(&db, "ada", "correct horse battery").await.unwrap();
+    let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
+    let root = serve(app).await.trim_end_matches("/api/v1").to_string();
+
+    host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
+    let started = Instant::now();
+    while runtime.snapshot().compiling.is_empty() {
+        assert!(runtime.snapshot().get(Example::Python.id()).is_none(), "loaded before it was seen compiling");
+        assert!(started.elapsed() < Duration::from_secs(10), "the watcher did not start compiling it");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let browser = capstan_tests::browser::Browser::start().await;
+    browser.sign_in(&root, "ada", "correct horse battery").await;
+    browser.click("nav button[data-tab=capabilities]").await;
+    // A Python component compiles for many seconds, far longer than the
+    // browser takes to sign in: it is shown compiling, with its file.
+    let shown = browser.wait_text("#compiling", "showed it compiling", |t| t.contains("word-count-py.wasm")).await;
+    assert!(shown.contains("compiling since") && shown.contains("MB"), "{shown}");
+    // Then listed as loaded, without a reload of the page.
+    browser.wait_text("#capabilities", "listed it loaded", |t| t.contains(Example::Python.id())).await;
+    browser.wait_text("#compiling", "stopped listing it as compiling", str::is_empty).await;
+    browser.close().await;
 }
