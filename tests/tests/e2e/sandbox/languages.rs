@@ -5,6 +5,7 @@
 //! switched off, so a component reaches nothing through them.
 
 use std::net::{TcpListener, UdpSocket};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -85,7 +86,7 @@ async fn loaded(runtime: &Runtime, id: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_and_javascript_capabilities_load_from_the_folder_and_answer_over_http() {
-    let builds: Vec<(Example, std::path::PathBuf)> = [Example::Python, Example::JavaScript]
+    let builds: Vec<(Example, PathBuf)> = [Example::Python, Example::JavaScript]
         .into_iter()
         .map(|example| (example, languages::build(example, "read-capability")))
         .collect();
@@ -140,24 +141,36 @@ async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_python_component_compiles_in_the_background_while_the_others_keep_serving() {
-    let python = languages::build(Example::Python, "read-capability");
-    // A cache of its own: the component is really compiled here, which
-    // takes seconds.
+/// A watched host with a compiled-code cache of its own, so a component
+/// dropped in is really compiled (a Python one takes seconds).
+async fn host_with_an_empty_cache() -> (TestHost, Arc<Runtime>, watcher::DirWatcher) {
     let mut host = TestHost::new();
     host.config.cache_dir = Some(host.dir.path().join("cache"));
     let runtime = host.start().await.unwrap();
-    let _watch = watcher::watch(runtime.clone()).unwrap();
-    let file = host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
+    let watch = watcher::watch(runtime.clone()).unwrap();
+    (host, runtime, watch)
+}
 
-    // It is listed as compiling, by file and size, and not yet callable.
+/// Drops the Python example into `host`'s folder and waits until the
+/// runtime lists it as compiling (never loaded before that).
+async fn drop_python_and_see_it_compiling(host: &TestHost, runtime: &Runtime, python: &std::path::Path) -> PathBuf {
+    let file = host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
     let started = Instant::now();
     while !runtime.snapshot().compiling.iter().any(|c| c.file == file) {
         assert!(runtime.snapshot().get(Example::Python.id()).is_none(), "loaded before it was seen compiling");
         assert!(started.elapsed() < Duration::from_secs(10), "the watcher did not start compiling it");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    file
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_component_compiles_in_the_background_while_the_others_keep_serving() {
+    let python = languages::build(Example::Python, "read-capability");
+    let (host, runtime, _watch) = host_with_an_empty_cache().await;
+    // It is listed as compiling, by file and size, and not yet callable.
+    let file = drop_python_and_see_it_compiling(&host, &runtime, &python).await;
+    let started = Instant::now();
     let compiling = runtime.snapshot().compiling.iter().find(|c| c.file == file).cloned().unwrap();
     assert_eq!(compiling.bytes, std::fs::metadata(&python).unwrap().len());
 
@@ -222,22 +235,12 @@ fn capabilities_list_shows_a_component_not_compiled_yet_as_compiling() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_shows_a_component_compiling_and_then_loaded() {
     let python = languages::build(Example::Python, "read-capability");
-    let mut host = TestHost::new();
-    host.config.cache_dir = Some(host.dir.path().join("cache"));
-    let runtime = host.start().await.unwrap();
-    let _watch = watcher::watch(runtime.clone()).unwrap();
+    let (host, runtime, _watch) = host_with_an_empty_cache().await;
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     capstan::http::session::set_password(&db, "ada", "correct horse battery").await.unwrap();
     let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
     let root = serve(app).await.trim_end_matches("/api/v1").to_string();
-
-    host.drop_plugin(python.to_str().unwrap(), "word-count-py.wasm");
-    let started = Instant::now();
-    while runtime.snapshot().compiling.is_empty() {
-        assert!(runtime.snapshot().get(Example::Python.id()).is_none(), "loaded before it was seen compiling");
-        assert!(started.elapsed() < Duration::from_secs(10), "the watcher did not start compiling it");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    drop_python_and_see_it_compiling(&host, &runtime, &python).await;
     let browser = capstan_tests::browser::Browser::start().await;
     browser.sign_in(&root, "ada", "correct horse battery").await;
     browser.click("nav button[data-tab=capabilities]").await;
