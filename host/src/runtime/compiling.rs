@@ -1,13 +1,15 @@
 //! Components compiled in the background: a plugin file dropped into the
 //! watched folder whose code is not known yet is compiled off the scan (a
 //! Python component takes seconds), shown as `compiling` meanwhile, and
-//! swapped in by a rescan when it is done. The compiler's worker threads
+//! swapped in by a rescan when it is done (where a scan must wait for it,
+//! at the start of `serve`, the log says what is compiling and for how
+//! long). The compiler's worker threads
 //! (where the work of compiling runs) are at a low CPU priority, so
 //! calls to the capabilities already loaded keep their latency while it
 //! works.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -124,6 +126,45 @@ impl Runtime {
             }
         });
         entry
+    }
+}
+
+/// How long loading a file in a scan may take before the log says it is
+/// compiling: reading compiled code back from the cache takes a fraction of
+/// a second, a first compile of a Python component many seconds.
+const SAY_COMPILING_AFTER: Duration = Duration::from_secs(1);
+
+impl Runtime {
+    /// Loads a plugin file where the scan waits for it (the start of
+    /// `serve`, one-shot commands). One that takes a while is said to be
+    /// compiling, with its file and size, and then how long it took, so a
+    /// start that waits for a Python component shows why.
+    pub(super) async fn load_in_scan(&self, bytes: &[u8], file: &Path) -> Result<Arc<super::Loaded>, String> {
+        let started = Instant::now();
+        let load = self.load_cached(bytes, Source::Directory(file.to_path_buf()), None);
+        tokio::pin!(load);
+        tokio::select! {
+            loaded = &mut load => return loaded,
+            _ = tokio::time::sleep(SAY_COMPILING_AFTER) => {}
+        }
+        tracing::info!(
+            target: "capstan::component",
+            file = %file.display(),
+            bytes = bytes.len(),
+            "compiling a component before going on (the first load of these bytes; later loads read the \
+             compiled code from the cache, and `capstan capabilities check FILE` compiles it there ahead)"
+        );
+        let loaded = load.await;
+        if let Ok(loaded) = &loaded {
+            tracing::info!(
+                target: "capstan::component",
+                file = %file.display(),
+                id = %loaded.descriptor.id,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "compiled a component"
+            );
+        }
+        loaded
     }
 }
 

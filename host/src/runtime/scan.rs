@@ -322,7 +322,7 @@ impl Runtime {
                         keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                         continue;
                     }
-                    let result = self.load_cached(&bytes, Source::Directory(file.clone()), None).await;
+                    let result = self.load_in_scan(&bytes, &file).await;
                     if let Ok(loaded) = &result {
                         bytes_by_digest.insert(loaded.digest.clone(), bytes);
                     }

@@ -1,6 +1,8 @@
 //! Components from other languages' toolchains: the Python and JavaScript
 //! examples load from the watched folder and answer over HTTP, and cannot
-//! carry more than their label; the `wasi:sockets` imports a language
+//! carry more than their label; one dropped in compiles in the background
+//! while the others serve, and a server started with one not compiled yet
+//! says in its log what it is compiling; the `wasi:sockets` imports a language
 //! runtime's C library brings are accepted and linked with every use
 //! switched off, so a component reaches nothing through them.
 
@@ -252,4 +254,31 @@ async fn the_console_shows_a_component_compiling_and_then_loaded() {
     browser.wait_text("#capabilities", "listed it loaded", |t| t.contains(Example::Python.id())).await;
     browser.wait_text("#compiling", "stopped listing it as compiling", str::is_empty).await;
     browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_started_with_a_python_component_not_compiled_yet_says_so_then_serves_it() {
+    let python = languages::build(Example::Python, "read-capability");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(data.join("capabilities")).unwrap();
+    std::fs::copy(&python, data.join("capabilities/word-count-py.wasm")).unwrap();
+    let db = Db::open(&Db::default_url(&data)).await.unwrap();
+    let key = capstan::http::keys::create(&db, "reader", &[EffectClass::Read], "test").await.unwrap();
+    // The start waits for the compile; the log says which file and how long.
+    let server = capstan_tests::binary::Serving::start(dir.path(), &data, &[]).await;
+    let log = server.log();
+    let line =
+        |text: &str| log.lines().find(|l| l.contains(text) && l.contains("word-count-py.wasm")).map(str::to_string);
+    let compiling = line("compiling a component").unwrap_or_else(|| panic!("no compiling line:\n{log}"));
+    let compiled = line("compiled a component").unwrap_or_else(|| panic!("no compiled line:\n{log}"));
+    assert!(compiling.contains(&format!("bytes={}", std::fs::metadata(&python).unwrap().len())), "{compiling}");
+    assert!(compiled.contains("elapsed_ms="), "{compiled}");
+    assert!(log.find(&compiling) < log.find(&compiled), "{log}");
+    // And it answers as soon as the server does.
+    let api = Api::new(&server.base()).with_key(&key);
+    let (status, answer) =
+        api.post(&format!("/capabilities/{}/invoke", Example::Python.id()), json!({"input": {"text": "a bb"}})).await;
+    assert_eq!((status, answer["status"].as_str()), (200, Some("succeeded")), "{answer}");
+    assert_eq!(answer["output"]["words"], 2, "{answer}");
 }
