@@ -145,11 +145,8 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     let before = tree(&roots);
     let validator = jsonschema::validator_for(&loaded.descriptor.input_schema).map_err(failed)?;
     let grant = Grant::new(Actor::Cli, loaded.descriptor.label).recorded();
-    let report = if let Some(error) = validator.iter_errors(&input).next() {
-        // The pipeline refuses such input before the component runs.
-        let at = error.instance_path().to_string();
-        let at = if at.is_empty() { "/".to_string() } else { at };
-        let message = format!("input does not match the input schema: {error} (at {at})");
+    // The pipeline refuses such input before the component runs, in these words.
+    let report = if let Some(message) = crate::pipeline::input_problems(&validator, &id, &input) {
         Report {
             capability: id,
             label: loaded.descriptor.label.to_string(),

@@ -265,14 +265,8 @@ impl Capabilities {
             Ok(v) => v,
             Err(message) => return Ok(failed(&key, "internal", message)),
         };
-        let problems: Vec<String> =
-            validator.iter_errors(input).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-        if !problems.is_empty() {
-            let inv = failed(
-                &key,
-                "invalid-input",
-                format!("input does not match the schema of {id}: {}", problems.join("; ")),
-            );
+        if let Some(message) = input_problems(&validator, id, input) {
+            let inv = failed(&key, "invalid-input", message);
             return self.audit_read(origin, &loaded, inv, &summary, read_audit).await;
         }
 
@@ -368,4 +362,12 @@ impl Capabilities {
             },
         }
     }
+}
+
+/// Why `input` does not fit the input schema of capability `id` (up to
+/// five places), as an `invalid-input` failure says it; `None` when it fits.
+pub fn input_problems(validator: &jsonschema::Validator, id: &str, input: &Value) -> Option<String> {
+    let problems: Vec<String> =
+        validator.iter_errors(input).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    (!problems.is_empty()).then(|| format!("input does not match the schema of {id}: {}", problems.join("; ")))
 }

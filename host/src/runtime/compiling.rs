@@ -87,16 +87,16 @@ impl Runtime {
     /// then rescans so the result takes its place. Answers the entry the
     /// registry lists meanwhile.
     pub(crate) fn compile_in_background(self: &Arc<Self>, digest: String, bytes: Vec<u8>, file: PathBuf) -> Compiling {
-        {
+        let entry = {
             let mut running = self.compiles.running.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(under_way) = running.get(&digest) {
                 return under_way.clone();
             }
             let started_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
             let entry = Compiling { file: file.clone(), bytes: bytes.len() as u64, started_ms };
-            running.insert(digest.clone(), entry);
-        }
-        let entry = self.compiles.running.lock().unwrap_or_else(|e| e.into_inner())[&digest].clone();
+            running.insert(digest.clone(), entry.clone());
+            entry
+        };
         tracing::info!(
             target: "capstan::component",
             file = %file.display(),

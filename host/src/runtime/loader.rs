@@ -73,8 +73,8 @@ fn first_line(e: &wasmtime::Error) -> String {
 
 /// Compiles off the async threads: a large component takes long enough to
 /// compile that doing it in place would stall everything sharing the thread.
-/// The work of compiling its functions runs on the compiler's pool at the
-/// a low CPU priority (see [`compiling`](super::compiling)), so the calls
+/// The work of compiling its functions runs on the compiler's pool at a
+/// low CPU priority (see [`compiling`](super::compiling)), so the calls
 /// served meanwhile do not wait for it; reading code back from the cache
 /// runs here at the usual priority, so a busy machine does not starve it.
 pub(crate) async fn compile(engine: &Engine, bytes: Vec<u8>) -> wasmtime::Result<Component> {
