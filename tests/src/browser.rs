@@ -8,6 +8,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
@@ -63,9 +65,29 @@ impl Browser {
         Browser { client, driver, _profile: profile }
     }
 
+    /// Does `act` to the element `css` once it is there. A list the console
+    /// re-renders (on a timer, or on opening its tab) may replace the
+    /// element between finding it and acting on it: it is found again, as
+    /// a user would see and click the new one.
+    async fn on_element<T, F, Fut>(&self, css: &str, act: F) -> T
+    where
+        F: Fn(Element) -> Fut,
+        Fut: Future<Output = Result<T, CmdError>>,
+    {
+        let started = Instant::now();
+        loop {
+            let element = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
+            match act(element).await {
+                Ok(done) => return done,
+                Err(e) if e.is_stale_element_reference() && started.elapsed() < Duration::from_secs(30) => {}
+                Err(e) => panic!("{css}: {e}"),
+            }
+        }
+    }
+
     /// The text of the element `css`, once it is there.
     pub async fn text(&self, css: &str) -> String {
-        self.client.wait().for_element(Locator::Css(css)).await.unwrap().text().await.unwrap()
+        self.on_element(css, |e| async move { e.text().await }).await
     }
 
     /// Waits until the text of `css` satisfies `cond`; panics with the last
@@ -87,15 +109,16 @@ impl Browser {
 
     /// Types `text` into the field `css` after clearing it.
     pub async fn fill(&self, css: &str, text: &str) {
-        let field = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
-        field.clear().await.unwrap();
-        field.send_keys(text).await.unwrap();
+        self.on_element(css, |field| async move {
+            field.clear().await?;
+            field.send_keys(text).await
+        })
+        .await
     }
 
     /// Chooses the option with `value` in the select `css`.
     pub async fn select(&self, css: &str, value: &str) {
-        let field = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
-        field.select_by_value(value).await.unwrap();
+        self.on_element(css, |field| async move { field.select_by_value(value).await }).await
     }
 
     /// Opens the console at `root` and signs in as `name`.
@@ -108,12 +131,12 @@ impl Browser {
     }
 
     pub async fn click(&self, css: &str) {
-        self.client.wait().for_element(Locator::Css(css)).await.unwrap().click().await.unwrap();
+        self.on_element(css, |e| async move { e.click().await }).await
     }
 
     /// The attribute `name` of the element `css`, once it is there.
     pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
-        self.client.wait().for_element(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
+        self.on_element(css, |e| async move { e.attr(name).await }).await
     }
 
     /// Waits until the attribute `name` of `css` is `expected`.
@@ -135,12 +158,12 @@ impl Browser {
     /// The DOM property `name` of the element `css` (an input's current
     /// `value`, say), once it is there.
     pub async fn prop(&self, css: &str, name: &str) -> Option<String> {
-        self.client.wait().for_element(Locator::Css(css)).await.unwrap().prop(name).await.unwrap()
+        self.on_element(css, |e| async move { e.prop(name).await }).await
     }
 
     /// Whether `css` is shown (not hidden).
     pub async fn shown(&self, css: &str) -> bool {
-        self.client.find(Locator::Css(css)).await.unwrap().is_displayed().await.unwrap()
+        self.on_element(css, |e| async move { e.is_displayed().await }).await
     }
 
     pub async fn close(self) {

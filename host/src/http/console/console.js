@@ -178,8 +178,18 @@ document.querySelectorAll("nav button").forEach((button) => {
       tab.hidden = tab.id !== "tab-" + button.dataset.tab;
     });
     // Forms being edited are not refreshed under the user: loaded on opening.
-    if (button.dataset.tab === "services") refreshServices();
-    if (button.dataset.tab === "decisions") refreshDecisions();
+    // Lists kept fresh by a timer are read again too, so a tab never opens
+    // on what was true a few seconds ago.
+    const onOpening = {
+      services: refreshServices,
+      decisions: refreshDecisions,
+      tasks: refreshTasks,
+      library: refreshLibrary,
+      approvals: refreshApprovals,
+      capabilities: refreshCapabilities,
+      audit: refreshAudit,
+    }[button.dataset.tab];
+    if (onOpening) onOpening();
   });
 });
 
