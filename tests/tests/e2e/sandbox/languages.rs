@@ -242,12 +242,14 @@ async fn the_console_shows_a_component_compiling_and_then_loaded() {
     capstan::http::session::set_password(&db, "ada", "correct horse battery").await.unwrap();
     let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
     let root = serve(app).await.trim_end_matches("/api/v1").to_string();
-    drop_python_and_see_it_compiling(&host, &runtime, &python).await;
+    // Signed in before the file is dropped: starting a browser on a busy
+    // machine can take longer than the compile.
     let browser = capstan_tests::browser::Browser::start().await;
     browser.sign_in(&root, "ada", "correct horse battery").await;
+    drop_python_and_see_it_compiling(&host, &runtime, &python).await;
+    // Opening the tab reads the list at once; a Python component compiles
+    // for seconds: it is shown compiling, with its file.
     browser.click("nav button[data-tab=capabilities]").await;
-    // A Python component compiles for many seconds, far longer than the
-    // browser takes to sign in: it is shown compiling, with its file.
     let shown = browser.wait_text("#compiling", "showed it compiling", |t| t.contains("word-count-py.wasm")).await;
     assert!(shown.contains("compiling since") && shown.contains("MB"), "{shown}");
     // Then listed as loaded, without a reload of the page.
