@@ -137,7 +137,7 @@ impl App {
             ..WorkerConfig::default()
         };
         let owner = self.caps.ledger().owner().to_string();
-        let mut worker = Worker::new(self.tasks.clone(), self.audit.clone(), owner, worker_config);
+        let mut worker = Worker::new(self.tasks.clone(), owner, worker_config);
         crate::acquisition::register(&mut worker, &self.caps, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
         crate::recovery::register(&mut worker, &self.agent, &self.settings);

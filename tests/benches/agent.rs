@@ -142,7 +142,7 @@ async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency:
     let caps = app.caps();
     let agent = Arc::new(app.new_agent());
     let config = WorkerConfig { poll: Duration::from_millis(5), lease: Duration::from_secs(30), concurrency };
-    let mut worker = Worker::new(Tasks::new(caps.db().clone()), app.audit().clone(), "bench".into(), config);
+    let mut worker = Worker::new(Tasks::new(caps.db().clone()), "bench".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     let baseline = resident_bytes();
     let started = Instant::now();

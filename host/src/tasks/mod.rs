@@ -6,6 +6,7 @@
 //! change of a task's state goes through the database's group commit
 //! (`store::batch`), batched with whatever else is being written.
 
+mod outcome;
 mod queue;
 pub mod worker;
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sqlx::{Any, Row, Transaction};
 
+use outcome::{Bind, text};
 pub use queue::QueueState;
 pub use worker::{HandlerError, HandlerFuture, TaskHandler, Worker, WorkerConfig};
 
@@ -131,17 +133,6 @@ pub enum TaskError {
     LeaseLost(String),
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
-}
-
-/// A value bound to a task statement run through the group commit.
-#[derive(Clone)]
-enum Bind {
-    Text(Option<String>),
-    Int(i64),
-}
-
-fn text(value: &str) -> Bind {
-    Bind::Text(Some(value.to_string()))
 }
 
 /// Backoff before attempt `attempts + 1`: 1 s doubling, at most 5 minutes.
@@ -366,78 +357,10 @@ impl Tasks {
                     text(&task.id),
                     Bind::Text(task.lease_token.clone()),
                 ],
+                None,
             )
             .await?;
         if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
-    }
-
-    /// Records success, fenced by the lease token.
-    pub async fn succeed(&self, task: &Task, result: &serde_json::Value) -> Result<(), TaskError> {
-        let n = self
-            .update(
-                "UPDATE task SET status = 'succeeded', result = $1, lease_owner = NULL, lease_expires_at = NULL, \
-                 updated_at = $2 WHERE id = $3 AND lease_token = $4 AND status = 'running'",
-                vec![
-                    Bind::Text(Some(result.to_string())),
-                    Bind::Int(now_ms()),
-                    text(&task.id),
-                    Bind::Text(task.lease_token.clone()),
-                ],
-            )
-            .await?;
-        if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(()) }
-    }
-
-    /// Runs one statement through the group commit; how many rows it
-    /// changed.
-    async fn update(&self, sql: &'static str, binds: Vec<Bind>) -> Result<u64, sqlx::Error> {
-        self.db
-            .write(move |tx| {
-                let binds = binds.clone();
-                Box::pin(async move {
-                    let mut query = sqlx::query(sql);
-                    for bind in binds {
-                        query = match bind {
-                            Bind::Text(v) => query.bind(v),
-                            Bind::Int(v) => query.bind(v),
-                        };
-                    }
-                    Ok(query.execute(&mut **tx).await?.rows_affected())
-                })
-            })
-            .await
-    }
-
-    /// Records a failed attempt: queued again after a backoff, or dead when
-    /// the attempts are used up. Returns the new status.
-    pub async fn fail(&self, task: &Task, error: &str) -> Result<TaskStatus, TaskError> {
-        self.record_failure(task, error, task.attempts >= task.max_attempts).await
-    }
-
-    /// Records a failed attempt that no further attempt can mend: the task
-    /// is dead at once, whatever attempts it has left.
-    pub async fn give_up(&self, task: &Task, error: &str) -> Result<TaskStatus, TaskError> {
-        self.record_failure(task, error, true).await
-    }
-
-    async fn record_failure(&self, task: &Task, error: &str, dead: bool) -> Result<TaskStatus, TaskError> {
-        let status = if dead { TaskStatus::Dead } else { TaskStatus::Queued };
-        let run_after = now_ms() + backoff(task.attempts).as_millis() as i64;
-        let n = self
-            .update(
-                "UPDATE task SET status = $1, last_error = $2, run_after = $3, lease_owner = NULL, \
-                 lease_expires_at = NULL, updated_at = $4 WHERE id = $5 AND lease_token = $6 AND status = 'running'",
-                vec![
-                    text(status.as_str()),
-                    text(error),
-                    Bind::Int(run_after),
-                    Bind::Int(now_ms()),
-                    text(&task.id),
-                    Bind::Text(task.lease_token.clone()),
-                ],
-            )
-            .await?;
-        if n == 0 { Err(TaskError::LeaseLost(task.id.clone())) } else { Ok(status) }
     }
 
     /// Cancels a queued or running task. A running handler finds out when it
@@ -448,6 +371,7 @@ impl Tasks {
                 "UPDATE task SET status = 'cancelled', lease_token = NULL, updated_at = $1 \
                  WHERE id = $2 AND status IN ('queued', 'running')",
                 vec![Bind::Int(now_ms()), text(id)],
+                None,
             )
             .await?;
         let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
@@ -464,6 +388,7 @@ impl Tasks {
                 "UPDATE task SET status = 'queued', attempts = 0, run_after = $1, last_error = NULL, updated_at = $1 \
                  WHERE id = $2 AND status IN ('dead', 'failed', 'cancelled')",
                 vec![Bind::Int(now_ms()), text(id)],
+                None,
             )
             .await;
         let task = self.get(id).await?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;

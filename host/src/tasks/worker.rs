@@ -1,8 +1,8 @@
 //! The worker loop: claims ready tasks of the kinds it has handlers for
 //! (another process may run the others), runs each kind's handler while
 //! renewing the lease, and records the outcome (fenced by the lease token)
-//! with an audit event. A handler that loses its lease is abandoned; the
-//! worker that took the task over finishes it.
+//! with its audit event in one commit. A handler that loses its lease is
+//! abandoned; the worker that took the task over finishes it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,7 +14,6 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::{Task, TaskError, TaskStatus, Tasks};
-use crate::audit::{Audit, NewEvent};
 
 /// Why an attempt failed, and so what happens to the task next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -65,15 +64,14 @@ impl Default for WorkerConfig {
 /// A worker process's loop.
 pub struct Worker {
     tasks: Tasks,
-    audit: Audit,
     owner: String,
     handlers: HashMap<String, Arc<dyn TaskHandler>>,
     config: WorkerConfig,
 }
 
 impl Worker {
-    pub fn new(tasks: Tasks, audit: Audit, owner: String, config: WorkerConfig) -> Worker {
-        Worker { tasks, audit, owner, handlers: HashMap::new(), config }
+    pub fn new(tasks: Tasks, owner: String, config: WorkerConfig) -> Worker {
+        Worker { tasks, owner, handlers: HashMap::new(), config }
     }
 
     /// Registers the handler for `kind`.
@@ -141,10 +139,12 @@ impl Worker {
                 }
             }
         };
-        let (recorded, outcome_text, detail) = match &outcome {
-            Ok(value) => (self.tasks.succeed(&task, value).await.map(|()| TaskStatus::Succeeded), "succeeded", None),
-            Err(HandlerError::Retry(error)) => (self.tasks.fail(&task, error).await, "failed", Some(error.clone())),
-            Err(HandlerError::GiveUp(error)) => (self.tasks.give_up(&task, error).await, "failed", Some(error.clone())),
+        // The outcome and its audit row commit together.
+        let by = crate::principal::worker(&self.owner);
+        let recorded = match &outcome {
+            Ok(value) => self.tasks.succeed(&task, value, Some(&by)).await.map(|()| TaskStatus::Succeeded),
+            Err(HandlerError::Retry(error)) => self.tasks.fail(&task, error, Some(&by)).await,
+            Err(HandlerError::GiveUp(error)) => self.tasks.give_up(&task, error, Some(&by)).await,
         };
         let status = match recorded {
             Ok(status) => status,
@@ -157,23 +157,6 @@ impl Worker {
                 return;
             }
         };
-        let action = match status {
-            TaskStatus::Succeeded => "task.succeeded",
-            TaskStatus::Dead => "task.dead",
-            _ => "task.failed",
-        };
-        let event = NewEvent {
-            actor_kind: "task".into(),
-            principal: crate::principal::worker(&self.owner),
-            action: action.into(),
-            subject: task.id.clone(),
-            outcome: outcome_text.into(),
-            detail: detail.map(|d| format!("attempt {}: {d}", task.attempts)),
-            ..NewEvent::default()
-        };
-        if let Err(e) = self.audit.append(&event).await {
-            tracing::error!(task = %task.id, error = %e, "could not audit the task outcome");
-        }
         tracing::info!(task = %task.id, status = status.as_str(), "task finished");
     }
 }

@@ -130,10 +130,14 @@ pub async fn get(
     ApiQuery(q): ApiQuery<RunQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let runs = state.agent().runs();
-    let run = runs.get(&id).await.map_err(run_error)?;
     let after = in_range("afterSeq", q.after_seq, 0, 0, i64::MAX)?;
     let limit = in_range("limit", q.limit, 200, 1, 1000)?;
+    // Events before the run: a status written between the two reads then
+    // has an event after `nextSeq`, which brings the reader back. Read the
+    // other way round, the status event could be passed over with the run
+    // still read as it was, and a follower would show it running for good.
     let events = runs.run_events(&id, after, limit).await.map_err(run_error)?;
+    let run = runs.get(&id).await.map_err(run_error)?;
     let next = events.last().map_or(after, |e| e.seq);
     let messages = runs.messages(&id).await.map_err(run_error)?;
     // A waiting run's report is where it stands now; an ended run's, the

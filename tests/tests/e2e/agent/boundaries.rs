@@ -111,7 +111,7 @@ async fn until_ended(agent: &AgentRuntime, id: &str, calls: i64) -> Run {
 
 fn start_worker(env: &Env, agent: &Arc<AgentRuntime>) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "bounds-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "bounds-test".into(), config);
     capstan::agent::task::register(&mut worker, agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }

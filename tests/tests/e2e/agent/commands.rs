@@ -39,7 +39,7 @@ async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it()
     // Calls may wait for a command up to a minute.
     let base = serve(env.app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "commands".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "commands".into(), config);
     capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
     let invoke = Arc::new(capstan::pipeline::InvokeCapability(env.caps.clone()));
     worker.handle(capstan::pipeline::INVOKE_CAPABILITY, invoke);

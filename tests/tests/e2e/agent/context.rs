@@ -68,7 +68,7 @@ pub(crate) async fn run_with(
 ) -> (Run, AgentRuntime) {
     let agent = Arc::new(env.app.new_agent().with_provider(model));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "context-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "context-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     // Stopped, not aborted, when the run ends: the worker returns between claims.
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -268,7 +268,7 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
         Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
     let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "tools-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "tools-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun {

@@ -33,7 +33,7 @@ const INVESTIGATING: &str = r#"{"scripts": [{
 
 fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "investigate".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "investigate".into(), config);
     capstan::agent::task::register(&mut worker, env.app.agent());
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
@@ -281,7 +281,7 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
         env.caps.authz().create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
     }
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
-    let mut worker = Worker::new(tasks.clone(), env.app.audit().clone(), "recover".into(), config);
+    let mut worker = Worker::new(tasks.clone(), "recover".into(), config);
     capstan::agent::task::register(&mut worker, env.app.agent());
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     worker.handle("testMend", Arc::new(Mends));

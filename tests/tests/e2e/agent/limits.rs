@@ -155,7 +155,7 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
     });
     let agent = Arc::new(env.app.new_agent().with_provider(model.clone()));
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "closed-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "closed-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun {

@@ -230,8 +230,7 @@ async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
 /// it waits for need.
 fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
-    let mut worker =
-        Worker::new(Tasks::new(env.caps.db().clone()), env.app.audit().clone(), "media-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.caps, env.app.settings());
     capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -184,8 +184,10 @@ mod anthropic {
         ])
         .await;
         let mut model = client(&server);
-        model.endpoint.response_timeout = Duration::from_millis(300);
-        model.endpoint.idle_timeout = Duration::from_millis(300);
+        // Well above the mock's 200 ms before it breaks a stream, so a
+        // stalled machine does not turn a broken stream into a quiet one.
+        model.endpoint.response_timeout = Duration::from_millis(1_500);
+        model.endpoint.idle_timeout = Duration::from_millis(1_500);
         let request = ModelRequest { messages: vec![Message::user_text("x")], max_tokens: 64, ..Default::default() };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let done = model.complete(&request, tx.clone()).await.unwrap();

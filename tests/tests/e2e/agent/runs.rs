@@ -73,7 +73,7 @@ pub async fn start(env: &Env) -> Api {
 /// A worker that runs agent tasks, from now on.
 pub fn start_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "agent-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "agent-test".into(), config);
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -58,7 +58,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(db.clone()), app.audit().clone(), "newcomer".into(), config);
+    let mut worker = Worker::new(Tasks::new(db.clone()), "newcomer".into(), config);
     capstan::acquisition::register(&mut worker, &caps, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     capstan::acquisition::spawn_schedule(caps.clone(), Duration::from_secs(1));

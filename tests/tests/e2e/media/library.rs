@@ -172,7 +172,7 @@ async fn tasks_are_inspected_cancelled_and_retried_as_their_state_allows(backend
     // A task that used up its attempts shows why, and is retried with fresh ones.
     let claimed = tasks.claim("worker-1", std::time::Duration::from_secs(30)).await.unwrap().unwrap();
     let mut task = claimed;
-    while tasks.fail(&task, "qbittorrent unreachable").await.unwrap().as_str() != "dead" {
+    while tasks.fail(&task, "qbittorrent unreachable", None).await.unwrap().as_str() != "dead" {
         sqlx::query("UPDATE task SET run_after = 0 WHERE id = $1").bind(&task.id).execute(&tasks.pool()).await.unwrap();
         task = tasks.claim("worker-1", std::time::Duration::from_secs(30)).await.unwrap().unwrap();
     }

@@ -70,7 +70,8 @@ pub(super) async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     // `test.plan-step` can start an organization and keep running: another
     // call still holding it.
     host.drop_plugin(components::PLAN_STEP, "plan-step.wasm");
-    let holder = capstan::config::CapabilityConfig { deadline_ms: Some(2_000), ..Default::default() };
+    // Long enough for the calls made while it holds, on a busy machine.
+    let holder = capstan::config::CapabilityConfig { deadline_ms: Some(5_000), ..Default::default() };
     host.config.capabilities.insert("test.plan-step".into(), holder);
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();

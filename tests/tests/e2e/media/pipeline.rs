@@ -79,7 +79,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(db.clone()), app.audit().clone(), "pipeline-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(db.clone()), "pipeline-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, indexer }

@@ -87,7 +87,7 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(db.clone()), app.audit().clone(), "quality-test".into(), config);
+    let mut worker = Worker::new(Tasks::new(db.clone()), "quality-test".into(), config);
     capstan::acquisition::register(&mut worker, &caps, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let tasks = Tasks::new(db);

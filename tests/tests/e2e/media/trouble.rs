@@ -31,7 +31,7 @@ const DEADLINE: Duration = Duration::from_secs(90);
 /// nothing else (no import runs behind the test's back).
 pub(super) fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), env.app.audit().clone(), "trouble".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "trouble".into(), config);
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     capstan::agent::task::register(&mut worker, env.app.agent());
     let sync = capstan::acquisition::SyncDownloads(env.caps.clone(), env.app.settings().clone());

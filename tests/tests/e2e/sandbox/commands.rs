@@ -273,7 +273,7 @@ async fn a_subagent_reads_what_its_run_started_and_starts_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_past_its_deadline_stops_the_group_and_its_outcome_is_unknown() {
-    let env = env_with(3143, |config| {
+    let env = env_with(3146, |config| {
         let limits = capstan::config::CapabilityConfig { deadline_ms: Some(1500), ..Default::default() };
         config.capabilities.insert("system.command".into(), limits);
     })
@@ -282,7 +282,7 @@ async fn a_call_past_its_deadline_stops_the_group_and_its_outcome_is_unknown() {
     let cut = call(&env, &operator(), "system.command", json!({"action": "run", "command": "stubborn"})).await;
     assert_eq!(cut.status, Status::Unknown, "it may have done its work: {:?}", cut.error);
     assert!(call_at.elapsed() < Duration::from_secs(20), "the call ended at its deadline, not the command's timeout");
-    until("nothing of its group is left", || processes_with("sleep 3143") == 0).await;
+    until("nothing of its group is left", || processes_with("sleep 3146") == 0).await;
     let rows = capstan::ledger::by_capability(&env.db, "system.command").await.unwrap();
     assert_eq!(rows[0].status, capstan::ledger::LedgerStatus::Unknown, "{rows:?}");
 }

@@ -252,7 +252,13 @@ async fn the_console_shows_a_component_compiling_and_then_loaded() {
     browser.click("nav button[data-tab=capabilities]").await;
     let shown = browser.wait_text("#compiling", "showed it compiling", |t| t.contains("word-count-py.wasm")).await;
     assert!(shown.contains("compiling since") && shown.contains("MB"), "{shown}");
-    // Then listed as loaded, without a reload of the page.
+    // Then listed as loaded, without a reload of the page, once the runtime
+    // has it (a compile on a busy machine may take minutes).
+    let started = Instant::now();
+    while runtime.snapshot().get(Example::Python.id()).is_none() {
+        assert!(started.elapsed() < Duration::from_secs(240), "it never finished compiling");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     browser.wait_text("#capabilities", "listed it loaded", |t| t.contains(Example::Python.id())).await;
     browser.wait_text("#compiling", "stopped listing it as compiling", str::is_empty).await;
     browser.close().await;

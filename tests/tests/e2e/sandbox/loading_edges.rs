@@ -100,9 +100,18 @@ async fn an_idle_host_does_no_work() {
         assert!(started.elapsed() < Duration::from_secs(10), "the changes were not picked up");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Let the burst settle (the scan's own state file write is one more event).
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let settled = runtime.rescan_count();
+    // Let the burst settle (the scan's own state file write is one more
+    // event): no rescan for a second.
+    let started = Instant::now();
+    let mut settled = runtime.rescan_count();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if runtime.rescan_count() == settled {
+            break;
+        }
+        settled = runtime.rescan_count();
+        assert!(started.elapsed() < Duration::from_secs(30), "the host kept rescanning after the changes");
+    }
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(runtime.rescan_count(), settled, "the idle host kept rescanning");
     let report = runtime

@@ -73,15 +73,19 @@ async fn a_worker_killed_mid_option_leaves_it_carried_out_once(backend: Backend)
     })
     .await;
     assert_eq!((done["status"].as_str(), done["by"].as_str()), (Some("succeeded"), Some("admin:alice")), "{done}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The task is marked succeeded once its handler has returned.
+    let row: (String, i64) = until("the task succeeding", async || {
+        let row: (String, i64) =
+            sqlx::query_as("SELECT status, attempts FROM task WHERE kind = 'resolveDecision' AND subject = $1")
+                .bind(&decision.id)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        (row.0 == "succeeded").then_some(row)
+    })
+    .await;
+    assert_eq!(row.1, 2, "the second worker finished what the first began");
     assert_eq!(mock.writes(), 1, "the write was verified, not made again");
-    let row: (String, i64) =
-        sqlx::query_as("SELECT status, attempts FROM task WHERE kind = 'resolveDecision' AND subject = $1")
-            .bind(&decision.id)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    assert_eq!(row, ("succeeded".to_string(), 2), "the second worker finished what the first began");
     let outcome: Value = done["output"].clone();
     assert!(!outcome.is_null(), "the verified outcome is recorded: {done}");
 }

@@ -28,7 +28,7 @@ use crate::storage::ledger::{Env, env};
 async fn start(env: &Env) -> Api {
     let base = capstan_tests::api::serve(env.app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), env.app.audit().clone(), "retention".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "retention".into(), config);
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
     capstan::retention::register(&mut worker, &agent, env.app.settings());

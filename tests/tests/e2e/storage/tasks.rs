@@ -41,11 +41,11 @@ async fn dedupe_backoff_cancel_and_retry(backend: Backend) {
     // Two failed attempts make it dead; a failed attempt waits before the next.
     let claimed = tasks.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
     assert_eq!(claimed.attempts, 1);
-    assert_eq!(tasks.fail(&claimed, "boom").await.unwrap(), TaskStatus::Queued);
+    assert_eq!(tasks.fail(&claimed, "boom", None).await.unwrap(), TaskStatus::Queued);
     assert!(tasks.claim("w1", Duration::from_secs(30)).await.unwrap().is_none(), "backoff holds it back");
     sqlx::query("UPDATE task SET run_after = 0").execute(&tasks_db(&tasks)).await.unwrap();
     let claimed = tasks.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
-    assert_eq!(tasks.fail(&claimed, "boom again").await.unwrap(), TaskStatus::Dead);
+    assert_eq!(tasks.fail(&claimed, "boom again", None).await.unwrap(), TaskStatus::Dead);
     let dead = tasks.get(&first.id).await.unwrap().unwrap();
     assert_eq!(dead.last_error.as_deref(), Some("boom again"));
 
