@@ -7,9 +7,14 @@ use serde_json::{Value, json};
 
 /// Serves the API for `app` on a free loopback port; returns `http://.../api/v1`.
 pub async fn serve(app: Arc<App>) -> String {
+    serve_with(app, Default::default()).await
+}
+
+/// [`serve`] with these options (trusted proxies, public origins).
+pub async fn serve_with(app: Arc<App>, options: capstan::http::HttpOptions) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(capstan::http::serve(listener, app, Default::default(), std::future::pending()));
+    tokio::spawn(capstan::http::serve(listener, app, options, std::future::pending()));
     format!("http://{addr}/api/v1")
 }
 

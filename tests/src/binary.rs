@@ -95,6 +95,62 @@ impl Serving {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends the server SIGTERM, as a service manager stops it.
+    pub fn terminate(&self) {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(sent.success(), "SIGTERM did not reach the server");
+    }
+
+    /// Waits up to `limit` for the server to exit; its status if it did.
+    pub async fn exited_within(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        None
+    }
+
+    /// Starts the server's `VmHWM` again from what is resident now, so a
+    /// peak measured afterwards is the peak of what came after.
+    pub fn reset_peak_memory(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+    }
+
+    /// A figure from `/proc/<pid>/status` in KiB: `VmRSS` (resident now)
+    /// or `VmHWM` (the most it has been resident).
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with(&format!("{field}:"))).unwrap_or_else(|| panic!("no {field}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+/// Sets administrator `name`'s password with `capstan admin set-password`
+/// over `data_dir`, as an operator does.
+pub fn set_password(data_dir: &std::path::Path, name: &str, password: &str) {
+    use std::io::Write;
+    let mut child = Command::new(capstan_bin())
+        .args(["admin", "set-password", "--name", name])
+        .env("CAPSTAN_DATA_DIR", data_dir)
+        .env_remove("CAPSTAN_CONFIG")
+        .env_remove("CAPSTAN_DATABASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{password}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "set-password failed: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 impl Drop for Serving {

@@ -8,7 +8,11 @@ use crate::runtime::watcher;
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
     let worker_config = config.clone();
-    let options = crate::http::HttpOptions { trusted_proxies: config.trusted_proxies.clone() };
+    let options = crate::http::HttpOptions {
+        trusted_proxies: config.trusted_proxies.clone(),
+        public_origins: config.public_origins.iter().map(|o| o.0.clone()).collect(),
+        closing: None,
+    };
     let app = crate::app::App::open(config).await.map_err(failed)?;
     let capabilities = app.caps().clone();
     let runtime = capabilities.runtime().clone();

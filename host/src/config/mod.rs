@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 pub use commands::{COMMAND_PATH, CommandConfig, CommandCwd, MAX_FREE_ARGS, relative_folder};
 pub use environment::{TMDB_ACCESS_TOKEN_ENV, TMDB_API_KEY_ENV, TMDB_BASE_URL_ENV, TMDB_DEFAULT_BASE, TmdbEnvironment};
-pub use proxies::TrustedProxy;
+pub use proxies::{PublicOrigin, TrustedProxy};
 pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
 
 /// Why a configuration file was refused.
@@ -80,6 +80,12 @@ pub struct Config {
     /// `X-Forwarded-Proto` headers say whether the browser used HTTPS.
     #[serde(default)]
     pub trusted_proxies: Vec<TrustedProxy>,
+    /// Addresses the console is served under besides the one a request
+    /// names in `Host` (a reverse proxy that rewrites it), as
+    /// `https://capstan.example.org`: changes sent from a page of any
+    /// other origin are refused.
+    #[serde(default)]
+    pub public_origins: Vec<PublicOrigin>,
     /// Compiled-component cache folder. Default `<data-dir>/cache`.
     pub cache_dir: Option<PathBuf>,
     /// Compile the built-in components at start rather than use the code

@@ -40,9 +40,45 @@ impl<'de> Deserialize<'de> for TrustedProxy {
     }
 }
 
+/// One entry of `public_origins`: `scheme://host[:port]`, kept in lower
+/// case as browsers send it in `Origin`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicOrigin(pub String);
+
+impl std::str::FromStr for PublicOrigin {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let origin = text.trim().trim_end_matches('/').to_ascii_lowercase();
+        let host = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://"));
+        match host {
+            Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ']) => Ok(PublicOrigin(origin)),
+            _ => Err(format!(
+                "public_origins: {text:?} is not an origin such as https://capstan.example.org (a scheme and a host, \
+                 an optional port, no path)"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PublicOrigin {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn public_origins_are_a_scheme_and_a_host() {
+        let o: PublicOrigin = "HTTPS://Capstan.Example.org:8443/".parse().unwrap();
+        assert_eq!(o.0, "https://capstan.example.org:8443");
+        for bad in ["capstan.example.org", "https://", "https://a.example/path", "ftp://a.example", "null"] {
+            assert!(bad.parse::<PublicOrigin>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn addresses_and_networks() {

@@ -16,6 +16,7 @@ use super::session::{self, COOKIE, CSRF_HEADER, Session};
 pub struct KeyAuth(pub ApiKey);
 
 /// Any authenticated caller.
+#[derive(Clone)]
 pub enum Caller {
     Key(ApiKey),
     Console(Session),
@@ -51,6 +52,10 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        // Already authenticated by the authority check in front of the handler.
+        if let Some(super::authority::Authenticated(caller)) = parts.extensions.get() {
+            return Ok(caller.clone());
+        }
         if let Some(token) = bearer(parts) {
             return match keys::authenticate(state.caps().db(), &state.keys, token.trim()).await? {
                 Some(key) => Ok(Caller::Key(key)),

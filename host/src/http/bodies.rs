@@ -1,10 +1,11 @@
-//! Every JSON body is checked against its operation's schema in the
-//! served OpenAPI document before a handler sees it: the document is the
+//! Every body is checked against its operation's schema in the served
+//! OpenAPI document before a handler uses it: the document is the
 //! contract, so a body it forbids (a wrong type, a missing or unknown
 //! field, an array where an object belongs, a blank text) is a 422 naming
 //! the field (by its path, `scope.mediaKinds.0`; an unknown one by its own
-//! name), and one it allows reaches the handler's own checks. Bodies
-//! that are not JSON at all are left to `ApiJson`, which says so.
+//! name), and one it allows reaches the handler's own checks. The one
+//! content type taken is `application/json`: any other (`+json` types
+//! too) is a 415, so no body reaches a handler unchecked.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::BODY_LIMIT;
@@ -54,60 +55,93 @@ impl BodySchemas {
     }
 }
 
-/// Checks a JSON body against its operation's schema.
+/// Reads and checks the body of every operation the document gives one,
+/// whatever its content type says. The verdict is handed to the handler's
+/// `ApiJson` rather than answered here, so a caller without authority for
+/// what it asks (an invoke's capability label, a run's mode, checked by
+/// extractors that come before the body) is told that first.
 pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
     let key = route.map(|r| (request.method().as_str().to_string(), r));
     let Some(validator) = key.as_ref().and_then(|k| schemas.0.get(k)) else { return next.run(request).await };
-    let is_json = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
-        return next.run(request).await;
-    }
     let (parts, body) = request.into_parts();
-    let bytes = match to_bytes(body, BODY_LIMIT).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            let message = format!("the body is over {} bytes", BODY_LIMIT);
-            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message).into_response();
-        }
+    let verdict = match json_type(&parts.headers) {
+        Err(refusal) => Err(refusal),
+        Ok(()) => match to_bytes(body, BODY_LIMIT).await {
+            Err(_) => {
+                let message = format!("the body is over {BODY_LIMIT} bytes");
+                Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message))
+            }
+            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                Err(e) => {
+                    Err(ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", format!("the body is not JSON: {e}")))
+                }
+                Ok(value) => match refusal(validator, &value) {
+                    Some(refusal) => Err(refusal),
+                    None => Ok(value),
+                },
+            },
+        },
     };
-    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
-        // Malformed JSON goes on to the handler's extractor, which says so.
-        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    };
-    if let Some(error) = validator.iter_errors(&value).next() {
-        // A JSON pointer, unescaped: `/scope/mediaKinds/0` reads `scope.mediaKinds.0`.
-        let at: Vec<String> = error
-            .instance_path()
-            .to_string()
-            .split('/')
-            .skip(1)
-            .map(|part| part.replace("~1", "/").replace("~0", "~"))
-            .collect();
-        let message = if at.is_empty() { error.to_string() } else { format!("{}: {error}", at.join(".")) };
-        // The field is where the fault is, and an unknown one by its own
-        // name: `agent.maxToolCals`, not the object holding it.
-        let mut field = at;
-        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() {
-            field.extend(unexpected.first().cloned());
-        }
-        let field = field.join(".");
-        let refusal = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message);
-        return if field.is_empty() { refusal } else { refusal.about(field) }.into_response();
-    }
-    // Parsed once: the handler's extractor takes the value as it is.
     let mut request = Request::from_parts(parts, Body::empty());
-    request.extensions_mut().insert(CheckedBody(value));
+    request.extensions_mut().insert(CheckedBody(verdict));
     next.run(request).await
 }
 
-/// A JSON body already parsed and checked against its schema.
+/// `Ok` for `application/json` (any parameters, a UTF-8 charset if one is
+/// given), the one type the document lists; 415 for anything else,
+/// `+json` types included, which the server would otherwise parse without
+/// the document's check.
+pub fn json_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let given = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("(not text)"));
+    let Some(given) = given else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "content_type",
+            "this endpoint takes a JSON body: send Content-Type: application/json",
+        ));
+    };
+    let mut parts = given.split(';');
+    let essence = parts.next().unwrap_or("").trim();
+    let charset_ok = parts.filter_map(|p| p.split_once('=')).all(|(name, value)| {
+        !name.trim().eq_ignore_ascii_case("charset") || value.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+    });
+    if essence.eq_ignore_ascii_case("application/json") && charset_ok {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "content_type",
+        format!("this endpoint takes application/json (UTF-8), not {given:?}"),
+    ))
+}
+
+/// The 422 for a value its schema refuses, naming the field.
+fn refusal(validator: &jsonschema::Validator, value: &Value) -> Option<ApiError> {
+    let error = validator.iter_errors(value).next()?;
+    // A JSON pointer, unescaped: `/scope/mediaKinds/0` reads `scope.mediaKinds.0`.
+    let at: Vec<String> = error
+        .instance_path()
+        .to_string()
+        .split('/')
+        .skip(1)
+        .map(|part| part.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let message = if at.is_empty() { error.to_string() } else { format!("{}: {error}", at.join(".")) };
+    // The field is where the fault is, and an unknown one by its own
+    // name: `agent.maxToolCals`, not the object holding it.
+    let mut field = at;
+    if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = error.kind() {
+        field.extend(unexpected.first().cloned());
+    }
+    let field = field.join(".");
+    let refusal = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", message);
+    Some(if field.is_empty() { refusal } else { refusal.about(field) })
+}
+
+/// A body read and checked against its operation's schema, or why not.
 #[derive(Clone)]
-pub struct CheckedBody(pub Value);
+pub struct CheckedBody(pub Result<Value, ApiError>);
 
 #[cfg(test)]
 mod tests {

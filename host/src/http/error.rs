@@ -12,23 +12,31 @@ use serde_json::json;
 pub use super::extract::ApiJson;
 
 /// An error answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
     /// The input the message is about, when it is one field's fault.
     pub field: Option<String>,
+    /// Seconds after which trying again may succeed (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), field: None }
+        ApiError { status, code, message: message.into(), field: None, retry_after: None }
     }
 
     /// The same error, about the input `field`.
     pub fn about(mut self, field: impl Into<String>) -> ApiError {
         self.field = Some(field.into());
+        self
+    }
+
+    /// The same error, saying when to try again.
+    pub fn retry_after(mut self, seconds: u64) -> ApiError {
+        self.retry_after = Some(seconds.max(1));
         self
     }
 
@@ -66,7 +74,11 @@ impl IntoResponse for ApiError {
             error["field"] = json!(field);
         }
         let body = json!({ "error": error });
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 

@@ -1,6 +1,7 @@
 //! Extractors whose every rejection is a JSON `ApiError`: `ApiJson` (a
-//! body: malformed JSON 400, wrong content type 415, too large 413, wrong
-//! types or unknown fields 422), `ApiQuery` (a query string: 400) and
+//! body: malformed JSON 400, a type other than `application/json` 415,
+//! too large 413, wrong types or unknown fields 422; it comes last among
+//! a handler's extractors, so authority is settled before the body), `ApiQuery` (a query string: 400) and
 //! `ApiPath` (path segments: 400). A body's numbers that are whole but
 //! written with a fraction (`5.0`) count as the integers they are, as JSON
 //! Schema counts them.
@@ -24,8 +25,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     async fn from_request(mut req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let checked = req.extensions_mut().remove::<super::bodies::CheckedBody>();
         let parsed = match checked {
-            Some(super::bodies::CheckedBody(value)) => Ok(Json(value)),
-            None => Json::<Value>::from_request(req, state).await,
+            Some(super::bodies::CheckedBody(verdict)) => Ok(Json(verdict?)),
+            None => {
+                // An operation without a documented body: the same one type.
+                super::bodies::json_type(req.headers())?;
+                Json::<Value>::from_request(req, state).await
+            }
         };
         let mut value = match parsed {
             Ok(Json(value)) => value,

@@ -8,18 +8,21 @@
 //! nothing.
 
 pub mod auth;
+pub mod authority;
 mod bodies;
 mod console;
 pub mod error;
 pub mod extract;
+mod headers;
 pub mod keys;
 pub mod openapi;
 mod routes;
 pub mod schema;
 pub mod session;
+pub mod signin;
 pub mod transport;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
@@ -43,8 +46,29 @@ pub struct AppState {
     pub app: Arc<App>,
     /// Proxies whose word on HTTPS is believed (`transport`).
     pub trusted_proxies: Arc<[crate::config::TrustedProxy]>,
+    /// Origins besides the request's own host that console pages may be
+    /// served from (`authority`), lower case, as `scheme://host[:port]`.
+    pub public_origins: Arc<[String]>,
     /// API keys as the database said a moment ago.
     pub keys: Arc<keys::KeyCache>,
+    /// Console sign-in: its password checks and throttle.
+    pub signin: Arc<signin::SignIn>,
+    /// True once the server is shutting down (`HttpOptions::closing`).
+    pub closing: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl AppState {
+    /// Resolves when the server starts shutting down; never, for a router
+    /// built without a shutdown signal.
+    pub fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let closing = self.closing.clone();
+        async move {
+            let Some(mut closing) = closing else { return std::future::pending().await };
+            if closing.wait_for(|c| *c).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
 }
 
 impl AppState {
@@ -63,11 +87,19 @@ impl AppState {
 #[derive(Debug, Clone, Default)]
 pub struct HttpOptions {
     pub trusted_proxies: Vec<crate::config::TrustedProxy>,
+    pub public_origins: Vec<String>,
+    /// Turns true when the server is shutting down; open event streams end
+    /// then. `serve` sets it; a router built without one never closes them.
+    pub closing: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
-/// The API router, with its OpenAPI document built from the same handlers.
-pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
-    let (api, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+/// How long `serve` waits, once told to stop, for requests in progress to
+/// finish before it closes their connections anyway.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Every API operation, with the document built from the same handlers.
+fn operations() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(routes::health::health))
         .routes(routes!(routes::metrics::metrics))
         .routes(routes!(routes::capabilities::list))
@@ -104,10 +136,30 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         .routes(routes!(routes::agent::get, routes::agent::delete))
         .routes(routes!(routes::agent::message))
         .routes(routes!(routes::agent::abort))
-        .split_for_parts();
+}
+
+/// The OpenAPI document as served.
+pub fn document() -> serde_json::Value {
+    let (_, doc) = operations().split_for_parts();
+    openapi::complete(serde_json::to_value(&doc).unwrap_or_default())
+}
+
+/// The API router, with its OpenAPI document built from the same handlers.
+/// Layers, outermost first: timing, authority (`authority`: who may call,
+/// before anything about the request is looked at), the body check
+/// (`bodies`), the body limit, then the handler.
+pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
+    let (api, doc) = operations().split_for_parts();
     let doc = Arc::new(openapi::complete(serde_json::to_value(&doc).unwrap_or_default()));
     let body_schemas = bodies::BodySchemas::from_document(&doc);
-    let state = AppState { app, trusted_proxies: options.trusted_proxies.into(), keys: Default::default() };
+    let state = AppState {
+        app,
+        trusted_proxies: options.trusted_proxies.into(),
+        public_origins: options.public_origins.into(),
+        keys: Default::default(),
+        signin: Default::default(),
+        closing: options.closing,
+    };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes())
         .method_not_allowed_fallback(|| async {
@@ -117,6 +169,8 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         .fallback(|| async { ApiError::not_found("no such endpoint") })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(body_schemas, bodies::check))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), authority::check))
+        .layer(axum::middleware::from_fn(headers::set))
         .layer(axum::middleware::from_fn_with_state(state.clone(), measure))
         .with_state(state)
 }
@@ -145,14 +199,39 @@ async fn measure(
     response
 }
 
-/// Serves the API on `listener` until `shutdown` resolves. Each request
-/// knows its peer's address, which `transport` needs.
+/// Serves the API on `listener` until `shutdown` resolves: then it takes
+/// no new connections, ends the event streams it is sending, lets requests
+/// in progress finish for up to [`SHUTDOWN_GRACE`], and returns. Each
+/// request knows its peer's address, which `transport` needs.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Arc<App>,
-    options: HttpOptions,
+    mut options: HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let (close, closing) = tokio::sync::watch::channel(false);
+    options.closing = Some(closing.clone());
     let service = router(app, options).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, service).with_graceful_shutdown(shutdown).await
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: taking no new connections and ending open event streams");
+        let _ = close.send(true);
+    };
+    let server = axum::serve(listener, service).with_graceful_shutdown(signal).into_future();
+    tokio::pin!(server);
+    let mut told = closing;
+    tokio::select! {
+        served = &mut server => return served,
+        _ = told.wait_for(|c| *c) => {}
+    }
+    match tokio::time::timeout(SHUTDOWN_GRACE, server).await {
+        Ok(served) => served,
+        Err(_) => {
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "requests still open after the grace period; closing them"
+            );
+            Ok(())
+        }
+    }
 }

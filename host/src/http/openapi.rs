@@ -73,10 +73,19 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
         })
     };
     let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else { return doc };
-    for item in paths.values_mut() {
+    for (path, item) in paths.iter_mut() {
         let Some(item) = item.as_object_mut() else { continue };
         for (method, operation) in item.iter_mut() {
             let Some(operation) = operation.as_object_mut() else { continue };
+            // Handlers of different resources share names (`list`, `get`):
+            // the document's ids come from the method and the path instead.
+            operation.insert("operationId".into(), json!(operation_id(method, path)));
+            let needs = axum::http::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+                .ok()
+                .and_then(|m| super::authority::needs(&m, path));
+            if let Some(needs) = needs {
+                operation.insert("x-capstan-authority".into(), json!(needs.as_str()));
+            }
             let mut shared = Vec::new();
             if operation.contains_key("requestBody") {
                 shared.push(("400", "Malformed JSON"));
@@ -106,10 +115,16 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
             let open = security.is_empty() || security.iter().any(|r| r.as_object().is_some_and(|r| r.is_empty()));
             if !open {
                 shared.push(("401", "No valid API key or session"));
-                let by_session = security.iter().any(|r| r.get("consoleSession").is_some());
-                if method != "get" && by_session {
-                    shared.push(("403", "Not allowed for this caller, or a session's write without its CSRF token"));
-                }
+            }
+            use super::authority::Needs;
+            let refusable = matches!(needs, Some(Needs::Console | Needs::Scope(_))) && !open;
+            let narrower = matches!(needs, Some(Needs::Console))
+                || matches!(needs, Some(Needs::Scope(c)) if c > crate::runtime::EffectClass::Read);
+            if narrower {
+                shared.push(("403", "Not allowed for this caller: an API key whose scopes do not reach this, or a key where a console session is needed"));
+            }
+            if method != "get" && (refusable || needs == Some(Needs::Nobody)) {
+                shared.push(("403", "Sent from another site's page, or a session's change without its CSRF token"));
             }
             let responses = operation.entry("responses").or_insert_with(|| json!({}));
             let Some(responses) = responses.as_object_mut() else { continue };
@@ -119,6 +134,23 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
         }
     }
     doc
+}
+
+/// `getAgentRunsById`, `postAgentRunsByIdAbort`: the method, then each
+/// segment of the path after `/api/v1`, a parameter as `By` and its name.
+pub fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_ascii_lowercase();
+    let capitalised = |word: &str| {
+        let mut chars = word.chars();
+        chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+    };
+    for segment in path.trim_start_matches("/api/v1").split('/').filter(|s| !s.is_empty()) {
+        match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(name) => id.push_str(&format!("By{}", capitalised(name))),
+            None => segment.split(['-', '.']).for_each(|word| id.push_str(&capitalised(word))),
+        }
+    }
+    id
 }
 
 /// Puts each [`WrittenOut`] body's schema in place of its placeholder.

@@ -6,8 +6,7 @@
 //! in the `X-CSRF-Token` header.
 
 use argon2::Argon2;
-use argon2::password_hash::phc::PasswordHash;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::password_hash::PasswordHasher;
 
 use crate::store::{Db, new_id, now_ms};
 
@@ -19,6 +18,11 @@ pub const CSRF_HEADER: &str = "x-csrf-token";
 pub const SESSION_MS: i64 = 12 * 3_600_000;
 /// Shortest password accepted.
 pub const MIN_PASSWORD: usize = 10;
+/// Longest password accepted, in characters (sign-in refuses longer ones
+/// before any work).
+pub const MAX_PASSWORD: usize = 1024;
+/// Longest administrator name.
+pub const MAX_NAME: usize = 64;
 
 /// A live console session.
 #[derive(Debug, Clone)]
@@ -44,11 +48,14 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 /// Sets (or replaces) an administrator's password.
 pub async fn set_password(db: &Db, name: &str, password: &str) -> Result<(), SessionError> {
-    if name.trim().is_empty() || name.len() > 64 {
-        return Err(SessionError::Invalid("the administrator name must be 1 to 64 characters".into()));
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME {
+        return Err(SessionError::Invalid(format!("the administrator name must be 1 to {MAX_NAME} characters")));
     }
     if password.chars().count() < MIN_PASSWORD {
         return Err(SessionError::Invalid(format!("the password must be at least {MIN_PASSWORD} characters")));
+    }
+    if password.chars().count() > MAX_PASSWORD {
+        return Err(SessionError::Invalid(format!("the password must be at most {MAX_PASSWORD} characters")));
     }
     let password = password.to_string();
     let hash = blocking(move || Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string()))
@@ -68,22 +75,20 @@ pub async fn set_password(db: &Db, name: &str, password: &str) -> Result<(), Ses
     Ok(())
 }
 
-/// Checks credentials and opens a session; `None` for a wrong name or
-/// password (the answer does not say which).
-pub async fn login(db: &Db, name: &str, password: &str) -> Result<Option<Session>, sqlx::Error> {
-    let stored: Option<String> = sqlx::query_scalar("SELECT password_hash FROM admin_user WHERE name = $1")
-        .bind(name)
-        .fetch_optional(&db.pool)
-        .await?;
-    let Some(stored) = stored else { return Ok(None) };
-    let password = password.to_string();
-    let ok = blocking(move || {
-        PasswordHash::new(&stored).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
-    })
-    .await;
-    if !ok {
-        return Ok(None);
-    }
+/// The stored password hash of administrator `name`, if there is one.
+pub async fn stored_hash(db: &Db, name: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT password_hash FROM admin_user WHERE name = $1").bind(name).fetch_optional(&db.pool).await
+}
+
+/// Whether any administrator has a password (before one does, nobody can
+/// sign in, and the console says how to set one).
+pub async fn any_administrator(db: &Db) -> Result<bool, sqlx::Error> {
+    let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM admin_user LIMIT 1").fetch_optional(&db.pool).await?;
+    Ok(found.is_some())
+}
+
+/// Opens a session for administrator `name`, whose password was checked.
+pub async fn open(db: &Db, name: &str) -> Result<Session, sqlx::Error> {
     let session = Session {
         id: format!("{}{}", new_id(), new_id()),
         admin: name.to_string(),
@@ -100,7 +105,7 @@ pub async fn login(db: &Db, name: &str, password: &str) -> Result<Option<Session
     .bind(now_ms())
     .execute(&db.pool)
     .await?;
-    Ok(Some(session))
+    Ok(session)
 }
 
 /// The live session with this id, if any.

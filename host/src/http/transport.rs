@@ -13,9 +13,14 @@ use axum::http::request::Parts;
 use super::AppState;
 use crate::config::TrustedProxy;
 
-/// Whether the browser's side of this request was encrypted.
+/// Whether the browser's side of this request was encrypted, and the
+/// address it came from.
 pub struct Transport {
     pub https: bool,
+    /// The client's address: the peer's, or, from a trusted proxy, the
+    /// address that proxy says it forwarded for. `None` only when the
+    /// server was not told its peers (a router built without them).
+    pub client: Option<IpAddr>,
 }
 
 impl FromRequestParts<AppState> for Transport {
@@ -23,7 +28,10 @@ impl FromRequestParts<AppState> for Transport {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-        Ok(Transport { https: forwarded_https(peer, &parts.headers, &state.trusted_proxies) })
+        Ok(Transport {
+            https: forwarded_https(peer, &parts.headers, &state.trusted_proxies),
+            client: client_address(peer, &parts.headers, &state.trusted_proxies),
+        })
     }
 }
 
@@ -40,6 +48,36 @@ pub fn forwarded_https(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[Tru
         });
     }
     last_value(headers, "x-forwarded-proto").is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
+}
+
+/// The client behind a request: `peer` itself, unless `peer` is a trusted
+/// proxy, whose last hop (`Forwarded: for=`, else `X-Forwarded-For`) names
+/// the client. A trusted proxy that names none, or names something that is
+/// not an address, leaves the proxy as the client.
+pub fn client_address(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[TrustedProxy]) -> Option<IpAddr> {
+    let peer = peer?;
+    if !trusted.iter().any(|t| t.contains(peer)) {
+        return Some(peer);
+    }
+    let named = match last_value(headers, "forwarded") {
+        Some(forwarded) => forwarded.split(';').filter_map(|pair| pair.split_once('=')).find_map(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("for").then(|| forwarded_node(v.trim().trim_matches('"'))).flatten()
+        }),
+        None => last_value(headers, "x-forwarded-for").and_then(|v| forwarded_node(&v)),
+    };
+    Some(named.unwrap_or(peer))
+}
+
+/// An address as proxies write it: `192.0.2.1`, `192.0.2.1:4711`,
+/// `[2001:db8::1]` or `[2001:db8::1]:4711`.
+fn forwarded_node(node: &str) -> Option<IpAddr> {
+    if let Ok(ip) = node.parse() {
+        return Some(ip);
+    }
+    if let Some(v6) = node.strip_prefix('[') {
+        return v6.split(']').next()?.parse().ok();
+    }
+    node.rsplit_once(':').and_then(|(host, _)| host.parse().ok())
 }
 
 /// True when `peer` is this machine and no proxy handled the request: a
@@ -81,6 +119,21 @@ mod tests {
         assert!(!local_and_unproxied(None, &none));
         let proxied = headers(&[("x-forwarded-for", "203.0.113.7")]);
         assert!(!local_and_unproxied(Some("127.0.0.1".parse().unwrap()), &proxied), "a local proxy's request");
+    }
+
+    #[test]
+    fn the_client_is_the_peer_unless_a_trusted_proxy_names_it() {
+        let trusted = ["10.0.0.0/8".parse().unwrap()];
+        let proxy = Some("10.0.0.5".parse().unwrap());
+        let stranger: Option<IpAddr> = Some("192.168.1.9".parse().unwrap());
+        let named = headers(&[("x-forwarded-for", "198.51.100.1, 203.0.113.7")]);
+        assert_eq!(client_address(stranger, &named, &trusted), stranger);
+        assert_eq!(client_address(proxy, &named, &trusted), Some("203.0.113.7".parse().unwrap()));
+        let forwarded = headers(&[("forwarded", "for=\"[2001:db8::1]:4711\";proto=https")]);
+        assert_eq!(client_address(proxy, &forwarded, &trusted), Some("2001:db8::1".parse().unwrap()));
+        assert_eq!(client_address(proxy, &headers(&[("x-forwarded-for", "unknown")]), &trusted), proxy);
+        assert_eq!(client_address(proxy, &headers(&[]), &trusted), proxy);
+        assert_eq!(client_address(None, &named, &trusted), None);
     }
 
     #[test]

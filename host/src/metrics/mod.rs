@@ -63,6 +63,12 @@ pub struct Metrics {
     invocations: Family<InvokeLabels, Counter>,
     denials: Family<DenialLabels, Counter>,
     http: HistogramFamily,
+    sign_ins: Family<OutcomeLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
 }
 
 impl Default for Metrics {
@@ -71,6 +77,7 @@ impl Default for Metrics {
             invocations: Family::default(),
             denials: Family::default(),
             http: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            sign_ins: Family::default(),
         }
     }
 }
@@ -93,6 +100,12 @@ impl Metrics {
         self.http.get_or_create(&labels).observe(took.as_secs_f64());
     }
 
+    /// One console sign-in attempt: `succeeded`, `failed`, `paused`,
+    /// `busy`, `no_administrator` or `error`.
+    pub fn signed_in(&self, outcome: &'static str) {
+        self.sign_ins.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
     /// Every metric in the Prometheus text format, the shared ones read
     /// from `db` now; every status in `run_statuses` is shown, 0 when none.
     pub async fn render(&self, db: &Db, ledger: &Ledger, run_statuses: &[&str]) -> Result<String, sqlx::Error> {
@@ -108,6 +121,11 @@ impl Metrics {
             self.denials.clone(),
         );
         registry.register("http_request_duration_seconds", "HTTP requests by route and status", self.http.clone());
+        registry.register(
+            "sign_ins",
+            "Console sign-in attempts by outcome (paused and busy ones were refused before any check)",
+            self.sign_ins.clone(),
+        );
         shared_state(&mut registry, db, ledger, run_statuses).await?;
         let mut text = String::new();
         encode(&mut text, &registry).map_err(|e| sqlx::Error::Protocol(format!("cannot encode the metrics: {e}")))?;

@@ -185,11 +185,12 @@ pub async fn message(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-    ApiJson(body): ApiJson<SendMessage>,
+    body: Result<ApiJson<SendMessage>, ApiError>,
 ) -> Result<Json<Run>, ApiError> {
     let run = state.agent().runs().get(&id).await.map_err(run_error)?;
     let needs = if run.mode == RunMode::Execute { EffectClass::Execute } else { EffectClass::Propose };
     caller.origin(needs, "messaging an agent run in this mode", String::new())?;
+    let ApiJson(body) = body?;
     let run = state.agent().message(&id, &body.text, &caller.principal(), body.new_task).await.map_err(start_error)?;
     Ok(Json(run))
 }

@@ -53,11 +53,15 @@ pub async fn invoke(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-    ApiJson(body): ApiJson<InvokeBody>,
+    body: Result<ApiJson<InvokeBody>, ApiError>,
 ) -> Result<Json<Invocation>, ApiError> {
     let loaded =
         state.caps().runtime().snapshot().get(&id).ok_or_else(|| ApiError::not_found(format!("no capability {id}")))?;
     let label = loaded.descriptor.label;
+    // Authority before the body: a key whose scopes do not reach the
+    // label is told so whatever it sent.
+    caller.origin(label, &id, String::new())?;
+    let ApiJson(body) = body?;
     if body.request_id.as_ref().is_some_and(|r| r.is_empty() || r.chars().count() > 128) {
         return Err(ApiError::new(
             axum::http::StatusCode::UNPROCESSABLE_ENTITY,

@@ -2,7 +2,7 @@
 //! text/event-stream` it is a Server-Sent Events stream — each event's `id:`
 //! is its sequence number, a reconnecting client resumes after
 //! `Last-Event-ID` (or `?after=`), and a comment line every 15 seconds keeps
-//! idle connections open. Otherwise it answers one JSON page
+//! idle connections open; it ends when the server shuts down. Otherwise it answers one JSON page
 //! (`?after=&limit=`), which is how API-key callers poll.
 
 use std::collections::VecDeque;
@@ -108,5 +108,8 @@ pub async fn list(
         None => events.head().await?,
     };
     let keep_alive = KeepAlive::new().interval(HEARTBEAT).text("heartbeat");
-    Ok(Sse::new(follow(events, after)).keep_alive(keep_alive).into_response())
+    // The stream ends when the server shuts down, so an open console does
+    // not keep the process waiting; the browser reconnects elsewhere or later.
+    let stream = futures_util::StreamExt::take_until(follow(events, after), state.closed());
+    Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
 }

@@ -12,25 +12,56 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::openapi::ErrorBody;
 use crate::http::session;
+use crate::http::signin::Refusal;
 use crate::http::transport::Transport;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
+    #[schema(min_length = 1, max_length = 64)]
     name: String,
+    #[schema(min_length = 1, max_length = 1024)]
     password: String,
 }
 
-/// Logs a console administrator in: sets the session cookie and returns the CSRF token.
+/// Logs a console administrator in: sets the session cookie and returns
+/// the CSRF token. A wrong name and a wrong password are answered alike;
+/// repeated failures pause the client (and an account's failing clients)
+/// for longer each time, answered 429 with `Retry-After`.
 #[utoipa::path(post, path = "/api/v1/session", tag = "session", request_body = Login,
-    responses((status = 200, description = "The session's administrator, CSRF token and expiry", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The session's administrator, CSRF token and expiry", body = serde_json::Value),
+              (status = 401, description = "Wrong name or password, or no administrator has a password yet (code no_administrator)", body = ErrorBody),
+              (status = 403, description = "Sent from another site's page", body = ErrorBody),
+              (status = 422, description = "Invalid body", body = ErrorBody),
+              (status = 429, description = "Too many failures, or too many sign-ins at once: try after Retry-After seconds", body = ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
     transport: Transport,
     ApiJson(body): ApiJson<Login>,
 ) -> Result<Response, ApiError> {
-    let Some(s) = session::login(state.caps().db(), &body.name, &body.password).await? else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong name or password"));
+    let client = transport.client.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    let signed_in = state.signin.sign_in(&state.app, client, &body.name, &body.password).await;
+    let s = match signed_in {
+        Ok(s) => s,
+        Err(Refusal::Wrong) => {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong name or password"));
+        }
+        Err(Refusal::NoAdministrator) => {
+            let message = "no administrator has a password yet; on the server, run \
+                           `capstan admin set-password --name admin` (it reads the password from standard input), \
+                           then sign in";
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "no_administrator", message));
+        }
+        Err(Refusal::Paused(wait)) => {
+            let seconds = wait.as_secs_f64().ceil() as u64;
+            let message = format!("too many failed sign-ins; try again in {} s", seconds.max(1));
+            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_attempts", message).retry_after(seconds));
+        }
+        Err(Refusal::Busy) => {
+            let message = "too many sign-ins at once; try again in a moment";
+            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "busy", message).retry_after(1));
+        }
+        Err(Refusal::Sql(e)) => return Err(e.into()),
     };
     let body = Json(json!({ "admin": s.admin, "csrfToken": s.csrf_token, "expiresAt": s.expires_at }));
     Ok(([(header::SET_COOKIE, session::cookie(&s, transport.https))], body).into_response())

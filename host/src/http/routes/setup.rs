@@ -126,13 +126,18 @@ pub async fn remove_service(
     params(("name" = String, Path, description = "Service name")),
     responses((status = 200, description = "What the request found", body = Found),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
-              (status = 403, description = "Not from a console session", body = ErrorBody)))]
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "No such service can be set up here", body = ErrorBody)))]
 pub async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
+    // The names PUT and DELETE take; any other is not a service here.
+    if crate::setup::kinds::kind_of(&name).is_none() {
+        return Err(ApiError::not_found(format!("no service {name} can be set up here")));
+    }
     Ok(Json(probe::service(state.caps().runtime(), state.app.setup(), &name).await))
 }
 

@@ -3,6 +3,7 @@
 //! console in a real Chromium (also from the LAN).
 
 mod api;
+mod authority_walk;
 mod component_decisions;
 mod console;
 mod console_forms;
@@ -14,3 +15,5 @@ pub mod events;
 mod fuzz;
 mod lan;
 mod operations;
+mod shutdown;
+mod signin;
