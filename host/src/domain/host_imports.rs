@@ -44,8 +44,15 @@ fn held_organization(name: &str, args: &str) -> Option<String> {
 }
 
 impl DomainStore for Domain {
-    fn query<'a>(&'a self, name: &'a str, params: &'a str) -> BoxFuture<'a, Result<String, HostError>> {
-        Box::pin(async move { Domain::query(self, name, params).await.map(|v| v.to_string()).map_err(host_error) })
+    fn query<'a>(
+        &'a self,
+        by: CallAuthor<'a>,
+        name: &'a str,
+        params: &'a str,
+    ) -> BoxFuture<'a, Result<String, HostError>> {
+        Box::pin(async move {
+            Domain::query_as(self, &author(by), name, params).await.map(|v| v.to_string()).map_err(host_error)
+        })
     }
 
     fn create_draft<'a>(

@@ -103,10 +103,16 @@ pub(crate) fn from_tasks(e: TaskError) -> DomainError {
 }
 
 impl Domain {
-    /// Runs a `library` query.
+    /// Runs a `library` query as the host sees it.
     pub async fn query(&self, name: &str, params: &str) -> Result<Value, DomainError> {
         // Queries are reads: who asks is not recorded.
         run(QUERIES, "library query", self, &Author::new("library"), name, params).await
+    }
+
+    /// Runs a `library` query as `by` may see it: a component sees only
+    /// the outline of decisions it did not open (`decisions.list`).
+    pub async fn query_as(&self, by: &Author, name: &str, params: &str) -> Result<Value, DomainError> {
+        run(QUERIES, "library query", self, by, name, params).await
     }
 
     /// Creates a `drafts` record.

@@ -1,6 +1,7 @@
 //! The `library` queries: reads of the domain store.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::{ById, Listing, Operation, answer, args, from_authz};
 use crate::authz::Authz;
@@ -123,10 +124,22 @@ pub const QUERIES: &[Operation] = &[
     },
     Operation {
         name: "decisions.list",
-        run: |domain, _, name, text| {
+        run: |domain, by, name, text| {
             Box::pin(async move {
                 let l: Listing = args(name, text)?;
-                answer(domain.decisions(l.status.as_deref(), l.limit).await?)
+                let decisions = domain.decisions(l.status.as_deref(), l.limit).await?;
+                // A component sees all of the decisions it opened and only the
+                // outline of the rest: evidence, options and answers carry
+                // what other openers (and the host) found and what a human
+                // chose, which is not a reader's to learn.
+                let seen = decisions
+                    .iter()
+                    .map(|d| match &by.capability {
+                        Some(asker) if d.opened_by.as_deref() != Some(asker.as_str()) => Ok(outline(d)),
+                        _ => answer(d),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Value::Array(seen))
             })
         },
     },
@@ -174,3 +187,13 @@ pub const QUERIES: &[Operation] = &[
         },
     },
 ];
+
+/// What a component may see of a decision another opener made.
+fn outline(decision: &crate::domain::Decision) -> Value {
+    serde_json::json!({
+        "id": decision.id,
+        "kind": decision.kind,
+        "subject": decision.subject,
+        "status": decision.status,
+    })
+}

@@ -34,8 +34,13 @@ pub struct CallAuthor<'a> {
 /// refusals are the host's own errors, so what a component sees is decided
 /// by the implementer.
 pub trait DomainStore: Send + Sync {
-    /// A named `library` query.
-    fn query<'a>(&'a self, name: &'a str, params: &'a str) -> BoxFuture<'a, Result<String, HostError>>;
+    /// A named `library` query, answered as `by` may see it.
+    fn query<'a>(
+        &'a self,
+        by: CallAuthor<'a>,
+        name: &'a str,
+        params: &'a str,
+    ) -> BoxFuture<'a, Result<String, HostError>>;
     /// A `drafts` proposal of `kind`.
     fn create_draft<'a>(
         &'a self,
@@ -95,7 +100,7 @@ impl library::Host for CallState {
         let recorded = self.args(|| format!("{name} {params}"));
         let result: Result<String, HostError> = async {
             self.check(interface::LIBRARY)?;
-            self.domain()?.query(&name, &params).await
+            self.domain()?.query(self.author(), &name, &params).await
         }
         .await;
         self.record(interface::LIBRARY, "query", recorded, &result, |answer| answer.clone());

@@ -80,6 +80,8 @@ pub enum Action {
     /// Creates a draft through the drafts import, then fails `unavailable`
     /// whatever came back.
     DraftThenFail { kind: String, draft: serde_json::Value },
+    /// Runs a `library` query and returns what the host answered.
+    Query { name: String, params: serde_json::Value },
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -217,6 +219,10 @@ impl Capability for Probe {
                     _ => Failure::Unavailable(said),
                 })
             }
+            Action::Query { name, params } => match host::domain::query(&name, &params) {
+                Ok(answer) => ok(answer),
+                Err(e) => ok(serde_json::json!({ "refused": e.to_string() })),
+            },
             Action::DraftThenFail { kind, draft } => {
                 let said = match host::domain::create_draft(&kind, &draft) {
                     Ok(_) => "drafted".to_string(),

@@ -25,6 +25,14 @@ async fn probe_opens(env: &Env, draft: Value) -> Value {
     inv.output.unwrap()["result"].clone()
 }
 
+/// What the probe component got back from `library.query(name, params)`.
+async fn probe_queries(env: &Env, name: &str, params: Value) -> Value {
+    let input = json!({"action": "query", "name": name, "params": params});
+    let inv = env.caps.invoke(&Origin::cli(EffectClass::Execute), "test.probe", &input).await.unwrap();
+    assert_eq!(inv.status, capstan::runtime::Status::Succeeded, "{:?}", inv.error);
+    inv.output.unwrap()["result"].clone()
+}
+
 async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend) {
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
@@ -127,6 +135,23 @@ async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend)
     }
     let listed = admin.json("/decisions?limit=500").await;
     assert_eq!(listed["decisions"].as_array().unwrap().len(), 3, "nothing refused was opened: {listed}");
+
+    // Listing decisions, it sees all of its own and only the outline of
+    // the host's: never evidence, options or answers.
+    let seen = probe_queries(&env, "decisions.list", json!({"limit": 100})).await;
+    let seen = seen.as_array().unwrap_or_else(|| panic!("{seen}"));
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(!Value::Array(seen.clone()).to_string().contains(secret), "{seen:?}");
+    for decision in seen {
+        let own = decision["dedupeKey"].as_str().is_some_and(|k| k.starts_with("probe_question:s"));
+        if decision["subject"] == "h" {
+            let mut fields: Vec<&String> = decision.as_object().unwrap().keys().collect();
+            fields.sort();
+            assert_eq!(fields, ["id", "kind", "status", "subject"], "{decision}");
+        } else {
+            assert!(own && decision.get("options").is_some() && decision.get("evidence").is_some(), "{decision}");
+        }
+    }
 
     // At most so many undecided decisions per capability; answering one
     // makes room.
