@@ -10,10 +10,12 @@ pub mod calls;
 mod commands;
 mod components;
 mod queue;
+mod verify;
 
 pub use calls::CallBy;
 pub use components::ComponentAudit;
 pub use queue::RowQueue;
+pub use verify::Checked;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -223,48 +225,6 @@ impl Audit {
         let mut events = rows.iter().map(event_from_row).collect::<Result<Vec<_>, _>>()?;
         events.reverse();
         Ok(events)
-    }
-
-    /// Walks the whole chain and reports the first broken link.
-    pub async fn verify(&self) -> Result<Verdict, sqlx::Error> {
-        let mut prev = "genesis".to_string();
-        let mut expected_seq = 1;
-        let mut after = 0;
-        loop {
-            let page = self.list(after, 1000).await?;
-            if page.is_empty() {
-                break;
-            }
-            for e in &page {
-                if e.seq != expected_seq {
-                    return Ok(Verdict::Broken {
-                        seq: expected_seq,
-                        reason: format!("event {expected_seq} is missing"),
-                    });
-                }
-                if e.prev_hash != prev {
-                    return Ok(Verdict::Broken {
-                        seq: e.seq,
-                        reason: "its link to the previous event is wrong".into(),
-                    });
-                }
-                if link_hash(e.seq, e.at, &e.event, &e.prev_hash) != e.hash {
-                    return Ok(Verdict::Broken { seq: e.seq, reason: "its contents do not match its hash".into() });
-                }
-                prev = e.hash.clone();
-                expected_seq += 1;
-                after = e.seq;
-            }
-        }
-        let head = sqlx::query("SELECT seq, hash FROM audit_head WHERE id = 1").fetch_one(&self.db.pool).await?;
-        let head_seq: i64 = head.try_get("seq")?;
-        if head_seq != expected_seq - 1 {
-            return Ok(Verdict::Broken {
-                seq: expected_seq,
-                reason: format!("the chain ends before its head ({head_seq})"),
-            });
-        }
-        Ok(Verdict::Intact { events: expected_seq - 1 })
     }
 }
 

@@ -49,9 +49,11 @@ pub async fn list(
     Ok(Json(json!({ "events": events, "next": next })))
 }
 
-/// Walks the whole hash chain and reports the first broken link.
+/// Checks the hash chain from where the last check reached: the events
+/// appended since, after making sure the last one checked is unchanged.
+/// A full walk from the first event is `capstan audit verify`.
 #[utoipa::path(get, path = "/api/v1/audit/verify", tag = "audit", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "{\"Intact\": {events}} or {\"Broken\": {seq, reason}}", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+    responses((status = 200, description = "{\"Intact\": {events}} or {\"Broken\": {seq, reason}}, with checked (events read by this check) and since (the seq it went on from)", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn verify(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.app.audit().verify().await?)))
+    Ok(Json(json!(state.app.audit().verify_new().await?)))
 }

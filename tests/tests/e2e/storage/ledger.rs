@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use capstan::audit::Verdict;
 use capstan::config::{Auth, ServiceConfig};
 use capstan::ledger::{ClaimRequest, Ledger, LedgerError, LedgerStatus, by_id};
 use capstan::pipeline::{Capabilities, Invocation, Origin};
@@ -285,7 +286,45 @@ async fn the_audit_chain_finds_an_altered_row(backend: Backend) {
     }
 }
 
+/// The online check reads only what was appended since the last check,
+/// finds a change to the event it last reached, and leaves a change further
+/// back to the full walk, which finds it.
+async fn the_online_check_reads_only_what_is_new(backend: Backend) {
+    let env = env(backend).await;
+    for label in ["a", "b", "c"] {
+        count(&env, "test.counter-safe", &operator(), label).await;
+    }
+    let audit = env.app.audit();
+    let all = audit.list(0, 1000).await.unwrap().len() as i64;
+    let first = audit.verify_new().await.unwrap();
+    assert_eq!(first, capstan::audit::Checked { verdict: Verdict::Intact { events: all }, checked: all, since: 0 });
+    let again = audit.verify_new().await.unwrap();
+    assert_eq!((again.verdict.clone(), again.checked, again.since), (Verdict::Intact { events: all }, 0, all));
+    count(&env, "test.counter-safe", &operator(), "d").await;
+    let now = audit.list(0, 1000).await.unwrap().len() as i64;
+    let newer = audit.verify_new().await.unwrap();
+    assert_eq!((newer.verdict, newer.checked, newer.since), (Verdict::Intact { events: now }, now - all, all));
+
+    // A change to the event the last check reached is found at once.
+    sqlx::query("UPDATE audit_event SET outcome = 'failed' WHERE seq = $1")
+        .bind(now)
+        .execute(&env.db.pool)
+        .await
+        .unwrap();
+    match audit.verify_new().await.unwrap().verdict {
+        Verdict::Broken { seq, reason } => assert!(seq == now && reason.contains("full walk"), "{reason}"),
+        other => panic!("the change was not found: {other:?}"),
+    }
+    // The full walk finds it too, and a change further back as well.
+    sqlx::query("UPDATE audit_event SET outcome = 'failed' WHERE seq = 2").execute(&env.db.pool).await.unwrap();
+    match audit.verify().await.unwrap() {
+        Verdict::Broken { seq, .. } => assert_eq!(seq, 2),
+        other => panic!("the change was not found: {other:?}"),
+    }
+}
+
 both_backends!(
+    the_online_check_reads_only_what_is_new,
     recorded_success_is_returned_without_calling,
     same_tool_call_with_other_input_is_a_conflict,
     sixteen_identical_calls_run_once,

@@ -1,0 +1,115 @@
+//! Checking the hash chain. A full walk (`capstan audit verify`) reads
+//! every event from the first; an online check (`GET /audit/verify`) goes
+//! on from the last point a check reached (the checkpoint: its seq and
+//! hash), after making sure the event there still has that hash, so a
+//! caller who asks again and again costs only the events appended since.
+//! Checks run one at a time in a process: a second caller waits for the
+//! first and then has little left to do. Every intact check moves the
+//! checkpoint to the head it reached.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::{Audit, Verdict, link_hash};
+use crate::store::now_ms;
+
+/// Events read and hashed at a time.
+const PAGE: i64 = 1000;
+
+/// One check at a time: concurrent callers would each walk the same events.
+static CHECKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What a check found, and how much of the chain it read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// Events this check read and hashed.
+    pub checked: i64,
+    /// The seq it went on from (0 for a walk from the first event).
+    pub since: i64,
+}
+
+impl Audit {
+    /// Walks the whole chain and reports the first broken link; an intact
+    /// chain moves the checkpoint to its head.
+    pub async fn verify(&self) -> Result<Verdict, sqlx::Error> {
+        let _one = CHECKING.lock().await;
+        Ok(self.walk(0, "genesis".into()).await?.verdict)
+    }
+
+    /// Checks what was appended since the checkpoint (everything, the
+    /// first time).
+    pub async fn verify_new(&self) -> Result<Checked, sqlx::Error> {
+        let _one = CHECKING.lock().await;
+        let checkpoint =
+            sqlx::query("SELECT seq, hash FROM audit_checkpoint WHERE id = 1").fetch_optional(&self.db.pool).await?;
+        let Some(checkpoint) = checkpoint else { return self.walk(0, "genesis".into()).await };
+        let (seq, hash): (i64, String) = (checkpoint.try_get("seq")?, checkpoint.try_get("hash")?);
+        // The event the last check reached must still read as it did.
+        let reached = self.list(seq - 1, 1).await?;
+        let unchanged = reached
+            .first()
+            .is_some_and(|e| e.seq == seq && e.hash == hash && link_hash(e.seq, e.at, &e.event, &e.prev_hash) == hash);
+        if seq > 0 && !unchanged {
+            let reason = "it no longer reads as it did when the chain was last verified; run \
+                          `capstan audit verify` for a full walk";
+            return Ok(Checked { verdict: Verdict::Broken { seq, reason: reason.into() }, checked: 1, since: seq });
+        }
+        self.walk(seq, hash).await
+    }
+
+    /// Verifies the events after `since`, whose last hash is `prev`.
+    async fn walk(&self, since: i64, mut prev: String) -> Result<Checked, sqlx::Error> {
+        let broken =
+            |seq, reason: String, checked| Checked { verdict: Verdict::Broken { seq, reason }, checked, since };
+        let mut expected_seq = since + 1;
+        let mut checked = 0;
+        loop {
+            let page = self.list(expected_seq - 1, PAGE).await?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                checked += 1;
+                if e.seq != expected_seq {
+                    return Ok(broken(expected_seq, format!("event {expected_seq} is missing"), checked));
+                }
+                if e.prev_hash != prev {
+                    return Ok(broken(e.seq, "its link to the previous event is wrong".into(), checked));
+                }
+                if link_hash(e.seq, e.at, &e.event, &e.prev_hash) != e.hash {
+                    return Ok(broken(e.seq, "its contents do not match its hash".into(), checked));
+                }
+                prev = e.hash.clone();
+                expected_seq += 1;
+            }
+            // Hashing a page is CPU work: let other tasks on this worker run.
+            tokio::task::yield_now().await;
+        }
+        let head = sqlx::query("SELECT seq FROM audit_head WHERE id = 1").fetch_one(&self.db.pool).await?;
+        let head_seq: i64 = head.try_get("seq")?;
+        let reached = expected_seq - 1;
+        if head_seq != reached {
+            return Ok(broken(expected_seq, format!("the chain ends before its head ({head_seq})"), checked));
+        }
+        self.db
+            .write(move |tx| {
+                let prev = prev.clone();
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO audit_checkpoint (id, seq, hash, verified_at) VALUES (1, $1, $2, $3) \
+                         ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, \
+                         verified_at = excluded.verified_at",
+                    )
+                    .bind(reached)
+                    .bind(&prev)
+                    .bind(now_ms())
+                    .execute(&mut **tx)
+                    .await
+                })
+            })
+            .await?;
+        Ok(Checked { verdict: Verdict::Intact { events: reached }, checked, since })
+    }
+}
