@@ -16,7 +16,8 @@ use serde::Serialize;
 
 use super::{CommandResult, exit, failed};
 use crate::config::{Auth, Config, ServiceConfig};
-use crate::runtime::{Actor, CallOutcome, Grant, HostCall, Status};
+use crate::pipeline::check_input;
+use crate::runtime::{Actor, CallOutcome, Grant, HostCall, Status, StopSignal};
 
 #[derive(Args, Debug)]
 pub struct TestArgs {
@@ -143,15 +144,17 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
         return Err(failed(anyhow::anyhow!("{} refused: {}", args.file.display(), refusal.reason)));
     }
     let before = tree(&roots);
-    let validator = jsonschema::validator_for(&loaded.descriptor.input_schema).map_err(failed)?;
     let grant = Grant::new(Actor::Cli, loaded.descriptor.label).recorded();
-    // The pipeline refuses such input before the component runs, in these words.
-    let report = if let Some(message) = crate::pipeline::input_problems(&validator, &id, &input) {
+    // The pipeline refuses such input before the component runs, in these
+    // words, and gives up checking it when the call's deadline passes.
+    let within = std::time::Duration::from_millis(runtime.config().limits_for(&id).deadline_ms);
+    let checked = check_input(&loaded.input_validator, &id, &input, within, &StopSignal::default()).await;
+    let report = if let Some((kind, message)) = checked.refusal() {
         Report {
             capability: id,
             label: loaded.descriptor.label.to_string(),
             status: Status::Failed,
-            outcome: CallOutcome::Failed { failure: crate::runtime::Failure { kind: "invalid-input".into(), message } },
+            outcome: CallOutcome::Failed { failure: crate::runtime::Failure { kind: kind.into(), message } },
             host_calls: Vec::new(),
             host_calls_not_recorded: 0,
             files: FileChanges::default(),

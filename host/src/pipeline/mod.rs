@@ -1,6 +1,7 @@
 //! The one invoke path, `Capabilities::invoke(origin, id, input)`, used by
 //! the CLI, HTTP, agent runs and tasks: look up the descriptor,
-//! validate the input against its schema, apply the mode gate, authorise,
+//! validate the input against its schema within the call's deadline
+//! (`input_check`), apply the mode gate, authorise,
 //! derive the idempotency key, claim the ledger for propose/execute, run the
 //! call in the sandbox, finish the ledger row with its token, and audit.
 //! Results carry `succeeded | failed | pending | unknown`.
@@ -9,18 +10,19 @@ mod audit;
 mod authorize;
 mod finish;
 mod gate;
+mod input_check;
 mod replay;
 mod task_handler;
 mod uncertain;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
+pub use input_check::{InputCheck, check_input, input_problems};
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 pub use uncertain::Checked;
 
@@ -86,7 +88,6 @@ pub struct Capabilities {
     domain: Domain,
     events: Events,
     metrics: Metrics,
-    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     /// Where a read call's audit row goes, started at the first.
     audit_rows: std::sync::OnceLock<RowQueue>,
 }
@@ -137,7 +138,6 @@ impl Capabilities {
             domain,
             events,
             metrics: Metrics::default(),
-            validators: Mutex::new(HashMap::new()),
             audit_rows: std::sync::OnceLock::new(),
         }
     }
@@ -180,19 +180,6 @@ impl Capabilities {
 
     pub fn ledger(&self) -> &Ledger {
         &self.ledger
-    }
-
-    fn validator(&self, loaded: &Loaded) -> Result<Arc<jsonschema::Validator>, String> {
-        let mut cache = self.validators.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = cache.get(&loaded.digest) {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(
-            jsonschema::validator_for(&loaded.descriptor.input_schema)
-                .map_err(|e| format!("{} has an unusable input schema: {e}", loaded.descriptor.id))?,
-        );
-        cache.insert(loaded.digest.clone(), v.clone());
-        Ok(v)
     }
 
     /// The idempotency key a call of `id` with `input` from `origin` gets,
@@ -261,12 +248,11 @@ impl Capabilities {
         let key = idempotency_key(&d.id, d.version, &origin.scope(), &digest);
         let summary = summarize_input(input);
 
-        let validator = match self.validator(&loaded) {
-            Ok(v) => v,
-            Err(message) => return Ok(failed(&key, "internal", message)),
-        };
-        if let Some(message) = input_problems(&validator, id, input) {
-            let inv = failed(&key, "invalid-input", message);
+        // Within the call's deadline: a costly schema keeps only its own
+        // callers waiting (input_check).
+        let within = std::time::Duration::from_millis(self.runtime.config().limits_for(id).deadline_ms);
+        if let Some((kind, message)) = check_input(&loaded.input_validator, id, input, within, &stop).await.refusal() {
+            let inv = failed(&key, kind, message);
             return self.audit_read(origin, &loaded, inv, &summary, read_audit).await;
         }
 
@@ -362,12 +348,4 @@ impl Capabilities {
             },
         }
     }
-}
-
-/// Why `input` does not fit the input schema of capability `id` (up to
-/// five places), as an `invalid-input` failure says it; `None` when it fits.
-pub fn input_problems(validator: &jsonschema::Validator, id: &str, input: &Value) -> Option<String> {
-    let problems: Vec<String> =
-        validator.iter_errors(input).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    (!problems.is_empty()).then(|| format!("input does not match the schema of {id}: {}", problems.join("; ")))
 }

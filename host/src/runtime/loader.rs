@@ -2,7 +2,8 @@
 //! for refusing them: checks the file is a component, compiles it (through
 //! the engine's cache), checks its imports against the effect table, links
 //! it, finds the capability exports, calls `describe`, validates the
-//! descriptor and checks the label against the imports actually present.
+//! descriptor, checks the label against the imports actually present, and
+//! holds the schemas to their caps and compiles the input schema.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use super::descriptor::Descriptor;
 use super::effects::{self, EffectClass, ImportSummary};
 use super::grant::{Actor, Grant};
 use super::host::HostServices;
+use super::input_validator::InputValidator;
 use super::{invoke, preinit};
 use crate::config::CallLimits;
 
@@ -52,6 +54,8 @@ pub struct Loaded {
     pub source: Source,
     pub imports: ImportSummary,
     pub has_verifier: bool,
+    /// The input schema, vetted and compiled at load.
+    pub input_validator: Arc<InputValidator>,
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) exports: capability::GuestIndices,
     pub(crate) verifier: Option<verifier::GuestIndices>,
@@ -197,7 +201,35 @@ async fn link_and_describe(
     let descriptor = Descriptor::from_wit(raw).map_err(|e| format!("bad descriptor: {e}"))?;
     let imports = effects::check_imports(names.iter().map(String::as_str), descriptor.label)
         .map_err(|e| format!("{}: {e}", descriptor.id))?;
+    let input_validator =
+        compile_schemas(&descriptor).await.map_err(|e| format!("bad descriptor: {}: {e}", descriptor.id))?;
 
     let target = Arc::new(CallTarget { id: descriptor.id.clone(), services: descriptor.services.clone() });
-    Ok(Loaded { has_verifier: verifier.is_some(), descriptor, digest, source, imports, pre, exports, verifier, target })
+    Ok(Loaded {
+        has_verifier: verifier.is_some(),
+        descriptor,
+        digest,
+        source,
+        imports,
+        input_validator,
+        pre,
+        exports,
+        verifier,
+        target,
+    })
+}
+
+/// Holds the schemas to their caps (`schema_caps`) and compiles the input
+/// schema, on a blocking thread: a schema at its caps takes milliseconds to
+/// vet and compile, which an async thread must not spend. The output
+/// schema is only kept and listed, so its shape is what is capped.
+async fn compile_schemas(descriptor: &Descriptor) -> Result<Arc<InputValidator>, String> {
+    let (input, output) = (descriptor.input_schema.clone(), descriptor.output_schema.clone());
+    tokio::task::spawn_blocking(move || {
+        let validator = InputValidator::build(&input).map_err(|e| format!("the input schema {e}"))?;
+        super::schema_caps::vet_shape(&output).map_err(|e| format!("the output schema {e}"))?;
+        Ok(Arc::new(validator))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("checking its schemas failed: {e}")))
 }

@@ -7,6 +7,7 @@ mod classes;
 pub(crate) mod commands;
 mod files;
 mod files_edges;
+mod hostile_schemas;
 mod languages;
 mod loading;
 mod loading_edges;
