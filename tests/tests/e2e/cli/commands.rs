@@ -202,8 +202,27 @@ fn accept_lets_a_held_replacement_take_effect() {
     let plugins = std::path::Path::new(&s.data).join("capabilities");
     std::fs::create_dir_all(&plugins).unwrap();
     std::fs::copy(components::PROBE_LITE, plugins.join("probe.wasm")).unwrap();
-    let first = s.run(&["capabilities", "list", "--json"]);
-    assert!(first.status.success(), "{}", stderr(&first));
+    // The first version is recorded once it has loaded. A list gives up
+    // waiting for a compile after two seconds (and records nothing), so the
+    // code is compiled into the cache first, as an operator would with
+    // `check`, and the list asked until it shows the version active.
+    let checked = s.run(&["capabilities", "check", plugins.join("probe.wasm").to_str().unwrap()]);
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    let started = std::time::Instant::now();
+    loop {
+        let first = s.run(&["capabilities", "list", "--json"]);
+        assert!(first.status.success(), "{}", stderr(&first));
+        let listed: Value = serde_json::from_str(&stdout(&first)).unwrap();
+        let active = listed["capabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == "test.probe" && r["status"] == "active");
+        if active {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(240), "the first version never loaded: {listed}");
+    }
 
     std::fs::copy(components::PROBE, plugins.join("probe.wasm")).unwrap();
     let listed: Value = serde_json::from_str(&stdout(&s.run(&["capabilities", "list", "--json"]))).unwrap();
