@@ -31,7 +31,7 @@ pub(crate) struct Env {
     data: PathBuf,
 }
 
-fn command(program: &str, args: &[&str]) -> CommandConfig {
+pub(crate) fn command(program: &str, args: &[&str]) -> CommandConfig {
     let mut c: CommandConfig = toml_command(&format!("program = {program:?}"));
     c.args = args.iter().map(|a| a.to_string()).collect();
     c

@@ -5,6 +5,7 @@
 mod bounded;
 mod classes;
 pub(crate) mod commands;
+mod commands_bounds;
 mod files;
 mod files_edges;
 mod hostile_schemas;

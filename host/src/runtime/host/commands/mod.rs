@@ -8,11 +8,17 @@
 //! host that died left running is stopped when the next one starts
 //! ([`orphans`]). Its
 //! output is archived under the data folder's `command-output`, which is
-//! also a file root of that name. What a caller asks is checked against
+//! also a file root of that name; through it a caller sees only the
+//! archives of its own processes ([`CommandHost::hides`]). A process starts
+//! in a session of its own with no descriptor of the host's above stderr
+//! ([`child`]), and stopping it stops every process it started, wherever
+//! it went ([`family`]). What a caller asks is checked against
 //! the configuration before anything runs ([`prepare`]); no argument or
 //! environment value is ever logged.
 
 mod archive;
+mod child;
+mod family;
 mod orphans;
 mod prepare;
 mod process;
@@ -21,7 +27,7 @@ mod record;
 mod run;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -32,6 +38,7 @@ use crate::config::{CommandConfig, Config};
 use crate::runtime::bindings::capstan::host::types::{
     CommandRequest, CommandStatus, ExecutionOutcome, HostError, Pair,
 };
+use crate::runtime::call_state::CallState;
 use crate::runtime::grant::Grant;
 use process::Process;
 
@@ -193,6 +200,22 @@ impl CommandHost {
         })
     }
 
+    /// Whether `path`, below the `command-output` root, leads to an archive
+    /// that is not `owner`'s: a file root is shared by every caller, but an
+    /// archive (`cmd_<id>.log`, below it or beside it) is listed, described
+    /// and reached only by the run, task or principal whose process wrote
+    /// it, and only while its handle is valid, as `read-output` is.
+    pub fn hides(&self, owner: &str, path: &Path) -> bool {
+        let first = path.components().find_map(|c| match c {
+            Component::Normal(name) => Some(name.to_string_lossy()),
+            _ => None,
+        });
+        let Some(name) = first.filter(|n| n.starts_with("cmd_")) else { return false };
+        let handle = name.strip_suffix(".log").unwrap_or(&name);
+        let processes = self.processes.lock().unwrap_or_else(|e| e.into_inner());
+        processes.get(handle).is_none_or(|p| p.owner != owner)
+    }
+
     /// Up to `limit` bytes from `offset` of the output of `owner`'s process
     /// `id` (its handle or its archive's name), and how many bytes its
     /// archive holds now; `not-found` when `id` names no process of `owner`.
@@ -250,6 +273,14 @@ impl CommandHost {
             p.cancel();
         }
         running.len()
+    }
+}
+
+impl CallState {
+    /// Whether a file import's `path` in root `root` leads to another
+    /// caller's command output ([`CommandHost::hides`]).
+    pub(in crate::runtime::host) fn hides_output(&self, root: &str, path: &Path) -> bool {
+        root == OUTPUT_ROOT && self.services.commands.hides(&owner_of(&self.grant), path)
     }
 }
 

@@ -3,7 +3,8 @@
 //! group, when it started, the host process that owns it, the machine);
 //! the note goes when the process ends. A host starting up stops what the
 //! notes of dead hosts on this machine still name — the processes of that
-//! group started no earlier than it and no later than this host — so a
+//! group or session (a command leads a session of its own) started no
+//! earlier than it and no later than this host — so a
 //! command outlives the host that owned it by no more than a restart. Its
 //! archive stays. Start times are the kernel's (`/proc/<pid>/stat`), so a
 //! process id reused since is never mistaken for the one that was noted.
@@ -25,11 +26,16 @@ struct Note {
 
 /// `(process group, start time)` of process `pid`, from `/proc`.
 fn stat(pid: u32) -> Option<(i32, u64)> {
+    stat_with_session(pid).map(|(group, _, started)| (group, started))
+}
+
+/// `(process group, session, start time)` of process `pid`, from `/proc`.
+fn stat_with_session(pid: u32) -> Option<(i32, i32, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold anything, spaces and ')' included.
     let rest = &text[text.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some((fields.get(2)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+    Some((fields.get(2)?.parse().ok()?, fields.get(3)?.parse().ok()?, fields.get(19)?.parse().ok()?))
 }
 
 fn machine() -> String {
@@ -74,8 +80,9 @@ pub(super) fn stop_orphans(dir: &Path) -> usize {
         }
         for pid in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Some(pid) = pid.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            let Some((group, started)) = stat(pid) else { continue };
-            let noted = group == note.group && (note.started..=now).contains(&started);
+            let Some((group, session, started)) = stat_with_session(pid) else { continue };
+            let ours = group == note.group || session == note.group;
+            let noted = ours && (note.started..=now).contains(&started);
             if noted && Pid::from_raw(pid as i32).is_some_and(|p| kill_process(p, Signal::KILL).is_ok()) {
                 killed += 1;
             }

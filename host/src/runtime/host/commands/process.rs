@@ -1,24 +1,33 @@
-//! One process the host runs for a caller: spawned in a process group of
-//! its own with a cleared environment, its stdout and stderr on one pipe
-//! into its [`Archive`], and a supervisor that waits for it. When its time
-//! runs out or it is cancelled, the supervisor stops the whole group —
-//! SIGTERM, then SIGKILL after the command's grace — and a process that is
-//! still there after that is `unknown`. Whatever ends it, what is left of
-//! its group is stopped and its output reader does not outlive it.
+//! One process the host runs for a caller: spawned in a session of its
+//! own with a cleared environment and no descriptor above stderr
+//! ([`super::child`]), its stdout and stderr on one pipe into its
+//! [`Archive`], and a supervisor that waits for it. When its time runs out
+//! or it is cancelled, the supervisor stops everything it started
+//! ([`super::family`], however far a descendant went: its own session, a
+//! parent that exited) — SIGTERM, then SIGKILL after the command's grace —
+//! and a leader that is still there after that is `unknown`. Whatever ends
+//! it, what is left of it is stopped the same way, and its output is read
+//! only until then: what is in the pipe is kept, but a descendant that
+//! still holds it cannot keep the call waiting.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 use super::archive::Archive;
+use super::family::{TRACK_EVERY, tracker};
 
 /// How long a process gets to die after SIGKILL before its end is
-/// `unknown`, and its reader to drain once it ended.
+/// `unknown`.
 const AFTER_KILL: Duration = Duration::from_secs(5);
+
+/// How long the reader gets, once the process and its descendants are
+/// stopped, to take what is left in the pipe.
+const LAST_READ: Duration = Duration::from_secs(1);
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -74,10 +83,12 @@ impl Process {
     ) -> std::io::Result<Arc<Process>> {
         use std::os::fd::AsRawFd;
         let (reader, writer) = std::io::pipe()?;
+        let pipe_inode = rustix::fs::fstat(&reader).ok().map(|s| s.st_ino);
         // The child changes to the folder this process holds open, by its
         // descriptor: the path that was checked is not looked up again.
         let cwd = format!("/proc/self/fd/{}", spec.cwd.as_raw_fd());
-        let mut child = tokio::process::Command::new(&spec.program)
+        let mut command = tokio::process::Command::new(&spec.program);
+        command
             .args(&spec.args)
             .env_clear()
             .env("PATH", crate::config::COMMAND_PATH)
@@ -85,33 +96,46 @@ impl Process {
             .current_dir(&cwd)
             .stdin(std::process::Stdio::null())
             .stdout(writer.try_clone()?)
-            .stderr(writer)
-            .process_group(0)
-            .spawn()?;
+            .stderr(writer);
+        super::child::confine(&mut command);
+        super::family::adopt_orphans();
+        // Spawned and registered under the tracker, so an orphan reaper
+        // never takes a leader that ended at once for an orphan.
+        let (mut child, family) = {
+            let mut tracker = tracker();
+            let child = command.spawn()?;
+            let leader = child.id().map(|id| id as i32).filter(|id| *id > 1);
+            (child, leader.map(|leader| (leader, tracker.register(leader, pipe_inode))))
+        };
         // The child holds the write end now; ours is closed with the
-        // Command, so the pipe ends when the group does.
-        let group = child.id().and_then(|id| Pid::from_raw(id as i32)).filter(|p| p.as_raw_nonzero().get() > 1);
-        if let Some(group) = group {
-            super::orphans::note(&notes, &handle, group.as_raw_nonzero().get() as u32);
+        // Command, so the pipe ends when the last process holding it does.
+        drop(command);
+        if let Some((leader, _)) = family {
+            super::orphans::note(&notes, &handle, leader as u32);
         }
+        let family = family.map(|(_, key)| key);
         let (ended_tx, ended) = watch::channel(None);
         let (cancel, cancel_rx) = watch::channel(false);
         let started = Instant::now();
         let process = Arc::new(Process { handle, name, owner, started, archive, ended, cancel });
         let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())?;
-        let draining = tokio::spawn(drain(pipe, process.archive.clone()));
+        let (finish, finish_rx) = watch::channel(false);
+        let draining = tokio::spawn(drain(pipe, process.archive.clone(), finish_rx));
         let archive = process.archive.clone();
         let noted = process.handle.clone();
         tokio::spawn(async move {
-            let ended = supervise(&mut child, group, &spec, cancel_rx, started).await;
-            // The leader is gone; so is whatever it left in its group.
-            if let Some(group) = group {
-                stop_group(group, spec.grace).await;
+            let (ended, told) = supervise(&mut child, family, &spec, cancel_rx, started).await;
+            // The leader is gone; so is whatever it left, wherever it went,
+            // within the grace that began when it was told to stop.
+            if let Some(family) = family {
+                stop_family(family, told.unwrap_or_else(Instant::now) + spec.grace).await;
+                tracker().forget(family);
             }
+            // Whatever still holds the pipe, the output ends here: what is
+            // in it is read, nothing more is waited for.
+            let _ = finish.send(true);
             let abort = draining.abort_handle();
-            if tokio::time::timeout(AFTER_KILL, draining).await.is_err() {
-                // Something that left the group still holds the pipe: the
-                // reader stops anyway.
+            if tokio::time::timeout(LAST_READ, draining).await.is_err() {
                 abort.abort();
             }
             archive.close();
@@ -140,60 +164,99 @@ impl Process {
     }
 }
 
+/// Waits for the leader to end by itself, or stops it and everything it
+/// started at its timeout or a cancel; returns how it ended and when it was
+/// told to stop, if it was.
 async fn supervise(
     child: &mut tokio::process::Child,
-    group: Option<Pid>,
+    family: Option<u64>,
     spec: &Spec,
     mut cancel: watch::Receiver<bool>,
     started: Instant,
-) -> Ended {
-    let stopped = tokio::select! {
-        status = child.wait() => {
-            let exit_code = status.ok().and_then(|s| s.code());
-            return Ended { outcome: Outcome::Exited, exit_code, duration: started.elapsed() };
+) -> (Ended, Option<Instant>) {
+    let timeout = tokio::time::sleep(spec.timeout);
+    tokio::pin!(timeout);
+    let mut track = tokio::time::interval(TRACK_EVERY);
+    let stopped = loop {
+        tokio::select! {
+            status = child.wait() => {
+                let exit_code = status.ok().and_then(|s| s.code());
+                return (Ended { outcome: Outcome::Exited, exit_code, duration: started.elapsed() }, None);
+            }
+            () = &mut timeout => break Outcome::KilledAfterTimeout,
+            _ = cancel.wait_for(|c| *c) => break Outcome::Cancelled,
+            // Who belongs to it is read while it runs: a descendant whose
+            // parent exits between two readings is still known as its.
+            _ = track.tick() => {
+                if family.is_some() {
+                    tracker().track();
+                }
+            }
         }
-        () = tokio::time::sleep(spec.timeout) => Outcome::KilledAfterTimeout,
-        _ = cancel.wait_for(|c| *c) => Outcome::Cancelled,
     };
-    if let Some(group) = group {
-        let _ = kill_process_group(group, Signal::TERM);
-    }
+    let signal = |signal| {
+        if let Some(family) = family {
+            tracker().signal(family, signal);
+        }
+    };
+    let told = Instant::now();
+    signal(Signal::TERM);
     let ended = match tokio::time::timeout(spec.grace, child.wait()).await {
         Ok(_) => true,
         Err(_) => {
-            if let Some(group) = group {
-                let _ = kill_process_group(group, Signal::KILL);
-            }
+            signal(Signal::KILL);
             tokio::time::timeout(AFTER_KILL, child.wait()).await.is_ok()
         }
     };
     let outcome = if ended { stopped } else { Outcome::Unknown };
-    Ended { outcome, exit_code: None, duration: started.elapsed() }
+    (Ended { outcome, exit_code: None, duration: started.elapsed() }, Some(told))
 }
 
-/// Stops what is left in `group`: SIGTERM, then SIGKILL after `grace`.
-async fn stop_group(group: Pid, grace: Duration) {
-    if test_kill_process_group(group).is_err() {
-        return;
-    }
-    let _ = kill_process_group(group, Signal::TERM);
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if test_kill_process_group(group).is_err() {
+/// Stops what is left of `family`: SIGTERM until `kill_at`, then SIGKILL,
+/// each sent again to what appeared since, until nothing of it runs or
+/// SIGKILL had [`AFTER_KILL`] to work.
+async fn stop_family(family: u64, kill_at: Instant) {
+    let mut signal = Signal::TERM;
+    loop {
+        if tracker().signal(family, signal) == 0 {
+            return;
+        }
+        let now = Instant::now();
+        if signal == Signal::TERM && now >= kill_at {
+            signal = Signal::KILL;
+            continue;
+        }
+        if signal == Signal::KILL && now >= kill_at + AFTER_KILL {
+            let left = tracker().running(family);
+            tracing::warn!(left, "processes of a command did not stop when killed");
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = kill_process_group(group, Signal::KILL);
 }
 
-/// Reads the pipe into the archive until it ends.
-async fn drain(mut pipe: tokio::net::unix::pipe::Receiver, archive: Arc<Archive>) {
+/// Reads the pipe into the archive until it ends or `finish` is set; then
+/// takes what is in it without waiting for more.
+async fn drain(mut pipe: tokio::net::unix::pipe::Receiver, archive: Arc<Archive>, mut finish: watch::Receiver<bool>) {
     let mut buffer = vec![0u8; 64 << 10];
     loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => archive.append(&buffer[..n]),
+        tokio::select! {
+            biased;
+            read = pipe.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => archive.append(&buffer[..n]),
+            },
+            _ = finish.wait_for(|f| *f) => {
+                // Read from the descriptor itself (it is non-blocking): the
+                // reactor may not have seen what the last writers left yet.
+                while let Ok(n) = rustix::io::read(&pipe, &mut buffer) {
+                    if n == 0 {
+                        break;
+                    }
+                    archive.append(&buffer[..n]);
+                }
+                break;
+            }
         }
     }
     archive.close();

@@ -137,6 +137,10 @@ impl CallState {
     fn side(&mut self, import: &str, root: &str, path: String) -> Result<Side, HostError> {
         let dir = self.root(import, root)?;
         let rel = self.path(import, &path)?;
+        // Another caller's command output is not there for this one.
+        if self.hides_output(root, &rel) {
+            return Err(HostError::NotFound(format!("{path} does not exist")));
+        }
         Ok(Side { dir, rel, shown: path })
     }
 
@@ -171,9 +175,16 @@ impl files_read::Host for CallState {
         let args = self.args(|| format!("{root}:{path} limit {limit}"));
         let result: Result<Vec<FileInfo>, HostError> = async {
             let side = self.side(READ, &root, path)?;
-            let (entries, skipped) = self
-                .on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, limit as usize, stop))
-                .await?;
+            // Command output is listed whole and then cut to the limit, so
+            // other callers' archives take none of this caller's places.
+            let read_up_to = if root == super::OUTPUT_ROOT { usize::MAX } else { limit as usize };
+            let (entries, skipped) =
+                self.on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, read_up_to, stop)).await?;
+            let entries: Vec<FileInfo> = entries
+                .into_iter()
+                .filter(|e| !self.hides_output(&root, Path::new(&e.path)))
+                .take(limit as usize)
+                .collect();
             if !skipped.is_empty() {
                 tracing::warn!(
                     target: "capstan::files",
