@@ -67,6 +67,18 @@ if ! "$tools/schemathesis/bin/pip" show schemathesis 2>/dev/null | grep -x "Vers
     "$tools/schemathesis/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
+# openapi-spec-validator (from PyPI), which the API suite runs on the served
+# OpenAPI document, in a virtualenv of its own.
+OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
+if ! "$tools/openapi-spec-validator/bin/pip" show openapi-spec-validator 2>/dev/null | \
+   grep -x "Version: $OPENAPI_SPEC_VALIDATOR_VERSION" >/dev/null; then
+    echo "setup: installing openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION into $tools/openapi-spec-validator"
+    rm -rf "$tools/openapi-spec-validator"
+    python3 -m venv "$tools/openapi-spec-validator"
+    "$tools/openapi-spec-validator/bin/pip" install -q --disable-pip-version-check \
+        "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
+fi
+
 # The component toolchains of the Python and JavaScript examples
 # (examples/python-word-count, examples/js-word-count), which the suites build
 # and load: componentize-py from PyPI and componentize-js from the npm

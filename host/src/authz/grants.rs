@@ -27,6 +27,9 @@ pub const DEFAULT_DAILY_BYTES: i64 = 10_000_000_000;
 pub const DEFAULT_GRANT_DAYS: i64 = 30;
 /// The longest reason kept.
 pub const MAX_REASON_CHARS: usize = 500;
+/// `<name>@<revision>`: a policy's name, then a revision (a whole number
+/// from 1, at most 18 digits, so it is one `i64` holds).
+pub const POLICY_REVISION_ID_PATTERN: &str = "^[^@]+@[1-9][0-9]{0,17}$";
 
 fn default_daily_invocations() -> i64 {
     DEFAULT_DAILY_INVOCATIONS
@@ -65,31 +68,68 @@ pub struct NewGrant {
     /// action, or `*`.
     #[schema(schema_with = crate::text::not_blank_schema)]
     pub action: String,
+    /// The policy the grant is bound to, with `policyRevision`.
     #[serde(default)]
     pub policy_name: Option<String>,
+    /// The revision of `policyName` the grant is bound to.
     #[serde(default)]
     pub policy_revision: Option<i64>,
-    /// The policy revision the grant is bound to, as `<name>@<revision>`
-    /// (instead of `policyName` and `policyRevision`).
     #[serde(default)]
+    #[schema(schema_with = policy_revision_id_schema)]
     pub policy_revision_id: Option<String>,
     #[serde(default)]
     pub scope: GrantScope,
-    /// Calls a day (default 100).
     #[serde(default = "default_daily_invocations")]
-    #[schema(minimum = 1, maximum = 100_000)]
+    #[schema(schema_with = daily_invocations_schema)]
     pub daily_invocations: i64,
-    /// Bytes a day (default 10 GB).
     #[serde(default = "default_daily_bytes")]
-    #[schema(minimum = 1, maximum = 1_000_000_000_000_i64)]
+    #[schema(schema_with = daily_bytes_schema)]
     pub daily_bytes: i64,
     /// Milliseconds since the epoch; in the future, at most 365 days ahead
     /// (default 30 days from now).
     #[serde(default = "default_expiry")]
     pub expires_at: i64,
-    /// Why the grant is given, for whoever reads it later.
     #[serde(default)]
+    #[schema(schema_with = reason_schema)]
     pub reason: Option<String>,
+}
+
+/// A whole number from 1 to `max`, as `create_grant` checks it.
+fn budget_schema(max: i64, description: &str) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(1))
+        .maximum(Some(max))
+        .description(Some(description))
+        .build()
+}
+
+fn daily_invocations_schema() -> utoipa::openapi::Object {
+    budget_schema(MAX_DAILY_INVOCATIONS, "Calls a day (default 100).")
+}
+
+fn daily_bytes_schema() -> utoipa::openapi::Object {
+    budget_schema(MAX_DAILY_BYTES, "Bytes a day (default 10 GB).")
+}
+
+fn nullable_text(description: &str) -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null])).description(Some(description))
+}
+
+fn reason_schema() -> utoipa::openapi::Object {
+    nullable_text("Why the grant is given, for whoever reads it later.").max_length(Some(MAX_REASON_CHARS)).build()
+}
+
+fn policy_revision_id_schema() -> utoipa::openapi::Object {
+    nullable_text(
+        "The policy revision the grant is bound to, as `<name>@<revision>` (instead of `policyName` and \
+         `policyRevision`).",
+    )
+    .pattern(Some(POLICY_REVISION_ID_PATTERN))
+    .build()
 }
 
 /// A stored grant.

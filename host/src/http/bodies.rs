@@ -127,7 +127,22 @@ fn refusal(validator: &jsonschema::Validator, value: &Value) -> Option<ApiError>
         .skip(1)
         .map(|part| part.replace("~1", "/").replace("~0", "~"))
         .collect();
-    let message = if at.is_empty() { error.to_string() } else { format!("{}: {error}", at.join(".")) };
+    // A pattern's meaning rather than the expression, and never the
+    // value, which may be a secret.
+    let meaning = match error.kind() {
+        jsonschema::error::ValidationErrorKind::Pattern { pattern } => super::schema::pattern_meaning(pattern),
+        jsonschema::error::ValidationErrorKind::Not { schema } => {
+            schema.get("pattern").and_then(Value::as_str).and_then(super::schema::pattern_meaning)
+        }
+        _ => None,
+    };
+    let message = match (meaning, at.is_empty()) {
+        (Some(meaning), _) => {
+            format!("{} {meaning}", if at.is_empty() { "the body".to_string() } else { at.join(".") })
+        }
+        (None, true) => error.to_string(),
+        (None, false) => format!("{}: {error}", at.join(".")),
+    };
     // The field is where the fault is, and an unknown one by its own
     // name: `agent.maxToolCals`, not the object holding it.
     let mut field = at;
@@ -162,5 +177,24 @@ mod tests {
         for bad in [json!({}), json!([null]), json!({"a": 1}), json!({"a": "b", "c": 1})] {
             assert!(!validator.is_valid(&bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_pattern_is_refused_by_its_meaning_and_never_with_the_value() {
+        let schema = json!({"type": "object", "properties": {
+            "secret": {"type": "string", "not": {"pattern": crate::setup::kinds::reference_pattern()}},
+            "url": {"type": "string", "pattern": crate::text::http_url_pattern()},
+            "other": {"type": "string", "pattern": "^x$"},
+        }});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let said = |body: Value| refusal(&validator, &body).map(|e| (e.field.unwrap_or_default(), e.message));
+        let (field, message) = said(json!({"secret": "env:SECRET_NAME"})).unwrap();
+        assert_eq!(
+            (field.as_str(), message.as_str()),
+            ("secret", "secret must be the secret itself, not env:... or file:...")
+        );
+        assert_eq!(said(json!({"url": "ftp://x"})).unwrap().1, "url must be an http or https URL");
+        assert!(said(json!({"other": "y"})).unwrap().1.contains("does not match"), "an unknown pattern as it is");
+        assert!(said(json!({"url": "http://x", "secret": "k"})).is_none());
     }
 }

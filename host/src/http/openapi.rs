@@ -153,23 +153,34 @@ pub fn operation_id(method: &str, path: &str) -> String {
     id
 }
 
-/// Puts each [`WrittenOut`] body's schema in place of its placeholder.
+/// Puts each [`WrittenOut`] body's schema in place of its placeholder, and
+/// adds to a derived schema the rules across its fields that the derive
+/// cannot give.
 fn written_out(doc: &mut serde_json::Value) {
     use super::routes::{
-        acquisition::AcquisitionRequest, approvals::ApprovalChange, decisions::DecisionAnswer,
-        settings::SettingsChange, titles::QualityChange,
+        acquisition::AcquisitionRequest, approvals::ApprovalChange, decisions::DecisionAnswer, grants,
+        settings::SettingsChange, setup::ServiceChange, titles::NewTitle, titles::QualityChange,
     };
     use super::schema::WrittenOut;
     let schemas = [
         (AcquisitionRequest::NAME, AcquisitionRequest::json()),
         (SettingsChange::NAME, SettingsChange::json()),
+        (NewTitle::NAME, NewTitle::json()),
         (QualityChange::NAME, QualityChange::json()),
         (DecisionAnswer::NAME, DecisionAnswer::json()),
         (ApprovalChange::NAME, ApprovalChange::json()),
+        (ServiceChange::NAME, ServiceChange::json()),
     ];
     for (name, schema) in schemas {
         if let Some(slot) = doc.pointer_mut(&format!("/components/schemas/{name}")) {
             *slot = schema;
+        }
+    }
+    let rules = [("NewGrant", grants::binding_rules())];
+    for (name, rules) in rules {
+        let slot = doc.pointer_mut(&format!("/components/schemas/{name}")).and_then(|s| s.as_object_mut());
+        if let (Some(schema), Some(rules)) = (slot, rules.as_object()) {
+            schema.extend(rules.clone());
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::text::not_blank_pattern;
+use crate::text::{http_url_pattern, not_blank_pattern};
 
 /// What a setting holds.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +22,7 @@ pub enum Kind {
         max_len: usize,
     },
     Choice(&'static [&'static str]),
-    /// An `http://` or `https://` URL.
+    /// An `http://` or `https://` URL ([`http_url_pattern`], then parsed).
     Url,
     /// Write-only; encrypted at rest; reads show only whether it is set.
     Secret,
@@ -92,8 +92,11 @@ impl Spec {
                 true
             }
             (Kind::Url, Value::String(s)) => {
+                // The document's pattern first, so the two refuse alike.
+                static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+                let pattern = PATTERN.get_or_init(|| regex::Regex::new(&http_url_pattern()).expect("a valid pattern"));
                 let parsed = reqwest::Url::parse(s).map_err(|e| format!("{key} is not a URL: {e}"))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
+                if !pattern.is_match(s) || !matches!(parsed.scheme(), "http" | "https") {
                     return Err(format!("{key} must be an http or https URL"));
                 }
                 true
@@ -128,7 +131,7 @@ impl Spec {
             Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len, "pattern": not_blank_pattern()}),
             Kind::Script => json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20}),
             Kind::Choice(options) => json!({"type": "string", "enum": options}),
-            Kind::Url => json!({"type": "string", "format": "uri"}),
+            Kind::Url => json!({"type": "string", "format": "uri", "pattern": http_url_pattern()}),
             Kind::Secret => json!({"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096}),
         };
         json!({

@@ -56,9 +56,10 @@ pub fn metadata_schema() -> Value {
         "description": "TMDB's connection, as the Services page keeps it.",
         "properties": {
             TMDB_API_KEY: {"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096, "pattern": crate::text::not_blank_pattern(),
-                "description": "TMDB's v3 API key (sent as api_key); encrypted at rest."},
-            TMDB_BASE_URL: {"type": "string", "format": "uri",
-                "description": "TMDB's API base URL, https://api.themoviedb.org/3 by default."},
+                "not": {"pattern": kinds::reference_pattern()},
+                "description": "TMDB's v3 API key (sent as api_key); encrypted at rest. One starting with env: or file: is refused: it is sent as typed."},
+            TMDB_BASE_URL: {"type": "string", "format": "uri", "pattern": crate::text::service_url_pattern(),
+                "description": "TMDB's API base URL, https://api.themoviedb.org/3 by default: http or https, without a query, a fragment or credentials."},
         },
     })
 }

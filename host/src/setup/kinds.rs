@@ -57,17 +57,27 @@ pub fn default_base(kind: Kind) -> &'static str {
     }
 }
 
+/// How a secret the host reads from elsewhere starts: `env:NAME`,
+/// `file:/path`.
+const REFERENCES: [&str; 2] = ["env:", "file:"];
+
 /// Refuses a secret typed in the console (or a settings change) that the
 /// host would read as a reference rather than as itself: `env:NAME` and
 /// `file:/path` would send that variable's or file's contents to the
 /// service's URL, which whoever set it up chose.
 pub fn literal_secret(secret: &str) -> Result<(), String> {
-    match ["env:", "file:"].into_iter().find(|p| secret.trim_start().starts_with(p)) {
+    match REFERENCES.into_iter().find(|p| secret.trim_start().starts_with(p)) {
         Some(prefix) => Err(format!(
             "a key starting with {prefix} would be read from elsewhere, not sent as typed; give the key itself"
         )),
         None => Ok(()),
     }
+}
+
+/// What [`literal_secret`] refuses, as a pattern: a document's secret
+/// carries it as `not`.
+pub fn reference_pattern() -> String {
+    format!("^[{}]*({})", crate::text::WHITE_SPACE, REFERENCES.join("|"))
 }
 
 /// The outbound service an entry becomes with its secret.
@@ -171,9 +181,12 @@ mod tests {
 
     #[test]
     fn a_typed_secret_is_never_a_reference() {
-        assert!(literal_secret("0123abcd").is_ok());
-        for reference in ["env:CAPSTAN_MASTER_KEY", "file:/etc/passwd", " env:HOME"] {
-            assert!(literal_secret(reference).is_err(), "{reference}");
+        let pattern = regex::Regex::new(&reference_pattern()).unwrap();
+        for literal in ["0123abcd", "en:v", "x env:HOME", "ENV:HOME", "fil:e", ""] {
+            assert!(literal_secret(literal).is_ok() && !pattern.is_match(literal), "{literal}");
+        }
+        for reference in ["env:CAPSTAN_MASTER_KEY", "file:/etc/passwd", " env:HOME", "\u{3000}\tfile:x"] {
+            assert!(literal_secret(reference).is_err() && pattern.is_match(reference), "{reference}");
         }
     }
 

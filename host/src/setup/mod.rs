@@ -45,18 +45,24 @@ pub enum SetupError {
     Sql(#[from] sqlx::Error),
 }
 
+/// The longest naming template, in characters.
+pub const MAX_TEMPLATE_CHARS: usize = 500;
+
+/// How files may reach the library.
+pub const MODES: [&str; 3] = ["hardlink", "copy", "move"];
+
 /// The library's naming and where downloads go, as the console sets them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LibraryEntry {
-    /// organize.plan's `movie_template`, e.g. `{Movie Title} ({Release Year})/{Movie Title} ({Release Year})`.
     #[serde(default)]
+    #[schema(schema_with = movie_template_schema)]
     pub movie_template: Option<String>,
-    /// organize.plan's `episode_template`.
     #[serde(default)]
+    #[schema(schema_with = episode_template_schema)]
     pub episode_template: Option<String>,
-    /// How files reach the library: `hardlink` (default), `copy` or `move`.
     #[serde(default)]
+    #[schema(schema_with = mode_schema)]
     pub mode: Option<String>,
     /// qBittorrent's save path for new downloads.
     #[serde(default)]
@@ -64,6 +70,36 @@ pub struct LibraryEntry {
     /// qBittorrent's category for new downloads.
     #[serde(default)]
     pub category: Option<String>,
+}
+
+/// A naming template (or null): 1 to [`MAX_TEMPLATE_CHARS`] characters,
+/// not all white space, as `put_library` checks it.
+fn template_schema(description: &str) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .pattern(Some(crate::text::not_blank_pattern()))
+        .max_length(Some(MAX_TEMPLATE_CHARS))
+        .description(Some(description))
+        .build()
+}
+
+fn movie_template_schema() -> utoipa::openapi::Object {
+    template_schema("organize.plan's `movie_template`, e.g. `{Movie Title} ({Release Year})/{Movie Title}`.")
+}
+
+fn episode_template_schema() -> utoipa::openapi::Object {
+    template_schema("organize.plan's `episode_template`.")
+}
+
+fn mode_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let choices = MODES.iter().map(|m| Value::from(*m)).chain([Value::Null]);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(choices))
+        .description(Some("How files reach the library: `hardlink` (default), `copy` or `move`."))
+        .build()
 }
 
 /// Where each library setting goes: (field, capability, setting name).
@@ -215,14 +251,14 @@ impl SetupStore {
     /// Sets the library's naming and download placement.
     pub async fn put_library(&self, entry: &LibraryEntry, by: &str) -> Result<(), SetupError> {
         if let Some(mode) = &entry.mode
-            && !matches!(mode.as_str(), "hardlink" | "copy" | "move")
+            && !MODES.contains(&mode.as_str())
         {
             return Err(SetupError::Invalid(format!("mode {mode:?} is not hardlink, copy or move")));
         }
         for (what, template) in [("movieTemplate", &entry.movie_template), ("episodeTemplate", &entry.episode_template)]
         {
-            if template.as_ref().is_some_and(|t| t.trim().is_empty() || t.len() > 500) {
-                return Err(SetupError::Invalid(format!("{what} must be 1 to 500 characters")));
+            if template.as_ref().is_some_and(|t| t.trim().is_empty() || t.chars().count() > MAX_TEMPLATE_CHARS) {
+                return Err(SetupError::Invalid(format!("{what} must be 1 to {MAX_TEMPLATE_CHARS} characters")));
             }
         }
         self.upsert("library", "library", &json!(entry), None, by).await

@@ -21,7 +21,7 @@
 //! | `metrics` | `http::operations` |
 //! | `config`, `cli` | `cli::*` |
 //! | `app` (the composition root) | every suite that builds a host (`App::new`) |
-//! | `canonical`, `text` | unit tests beside them; `storage::ledger` (keys), `http::fuzz` (blank texts) |
+//! | `canonical`, `text` | unit tests beside them; `storage::ledger` (keys), `http::fuzz` (blank texts), `http::bounds` (URLs) |
 //! | `principal` | `authority::approvals` (self-approval), `agent::media` (who asked) |
 //!
 //! Suites on storage run twice (`::sqlite`, `::postgres`); the Chromium

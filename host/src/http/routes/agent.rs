@@ -118,7 +118,7 @@ pub struct RunQuery {
 #[utoipa::path(get, path = "/api/v1/agent/runs/{id}", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Run id"),
-           ("afterSeq" = Option<i64>, Query, minimum = 0, description = "Events after this run seq"),
+           ("afterSeq" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Events after this run seq"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many events (default 200)")),
     responses((status = 200, description = "{run, events, nextSeq, messages, report}: a waiting run's report is where it stands now (`current: true`)", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),

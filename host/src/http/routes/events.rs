@@ -68,9 +68,9 @@ fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result
 /// The event log, as a stream or a JSON page.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events",
     security(("apiKey" = []), ("consoleSession" = [])),
-    params(("after" = Option<i64>, Query, minimum = 0, description = "Sequence number to start after"),
+    params(("after" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Sequence number to start after"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "JSON page size (default 100)"),
-           ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "Resume a stream after this sequence number")),
+           ("Last-Event-ID" = Option<i64>, Header, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Resume a stream after this sequence number")),
     responses((status = 200, description = "A JSON page {events, next}, or text/event-stream", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(

@@ -148,9 +148,51 @@ pub async fn create(
 pub struct GrantChange {
     #[serde(default)]
     revoke: bool,
+    /// Milliseconds since the epoch; no later than the grant's.
     expires_at: Option<i64>,
+    #[schema(schema_with = smaller_invocations)]
     daily_invocations: Option<i64>,
+    #[schema(schema_with = smaller_bytes)]
     daily_bytes: Option<i64>,
+}
+
+/// A smaller budget (or null, to keep it): from 0 to what the grant
+/// allows now, which is never more than `max`.
+fn smaller_budget(max: i64, description: &str) -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(0))
+        .maximum(Some(max))
+        .description(Some(description))
+        .build()
+}
+
+fn smaller_invocations() -> utoipa::openapi::Object {
+    smaller_budget(MAX_DAILY_INVOCATIONS, "Calls a day, no more than the grant allows now.")
+}
+
+fn smaller_bytes() -> utoipa::openapi::Object {
+    smaller_budget(MAX_DAILY_BYTES, "Bytes a day, no more than the grant allows now.")
+}
+
+/// What the derive cannot say of a new grant's policy binding, as
+/// `create_grant` checks it: `policyRevisionId` names the revision by
+/// itself, and `policyName` and `policyRevision` go together. Each rule
+/// names the field at fault (`null` counts as left out).
+pub fn binding_rules() -> Value {
+    let given = |field: &str, kind: &str| json!({"required": [field], "properties": {field: {"type": kind}}});
+    let absent = |fields: &[&str]| {
+        let properties: serde_json::Map<String, Value> =
+            fields.iter().map(|f| (f.to_string(), json!({"type": "null"}))).collect();
+        json!({ "properties": properties })
+    };
+    json!({"allOf": [
+        {"if": given("policyRevisionId", "string"), "then": absent(&["policyName", "policyRevision"])},
+        {"if": given("policyName", "string"), "then": given("policyRevision", "integer")},
+        {"if": given("policyRevision", "integer"), "then": given("policyName", "string")},
+    ]})
 }
 
 /// Revokes or shortens a grant; widening is refused.

@@ -12,15 +12,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
+use crate::http::schema::WrittenOut;
 use crate::setup::probe::{self, Found};
-use crate::setup::{LibraryEntry, ServiceEntry, SetupError};
+use crate::setup::{LibraryEntry, ServiceEntry, SetupError, kinds};
 
 fn setup_error(e: SetupError) -> ApiError {
     match e {
@@ -61,24 +63,84 @@ pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<
 }
 
 /// A service as the console sets it up.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ServiceChange {
     base_url: String,
-    /// qBittorrent's WebUI user.
     #[serde(default)]
     username: Option<String>,
-    /// For TMDB: `apiKey` (default) or `readToken`.
     #[serde(default)]
     token_kind: Option<String>,
-    /// The API key, read token or password; absent keeps the stored one.
     #[serde(default)]
     secret: Option<String>,
 }
 
+impl WrittenOut for ServiceChange {
+    const NAME: &'static str = "ServiceChange";
+
+    fn json() -> Value {
+        json!({
+            "description": "A service as the console sets it up.",
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["baseUrl"],
+            "properties": {
+                "baseUrl": {"type": "string", "format": "uri", "pattern": crate::text::service_url_pattern(),
+                    "description": "http or https, without a query, a fragment or credentials; white space around it \
+                        and a trailing / are dropped."},
+                "username": {"type": ["string", "null"], "description": "qBittorrent's WebUI user (needed there)."},
+                "tokenKind": {"type": ["string", "null"], "enum": ["apiKey", "readToken", null],
+                    "description": "For TMDB: `apiKey` (default) or `readToken`."},
+                "secret": {"type": ["string", "null"], "not": {"pattern": kinds::reference_pattern()},
+                    "description": "The API key, read token or password, sent as typed (so not starting with env: \
+                        or file:); absent or blank keeps the stored one."},
+            },
+        })
+    }
+}
+
+impl utoipa::PartialSchema for ServiceChange {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for ServiceChange {}
+
+/// The name of a service the console sets up, in a path: any other is 404.
+#[derive(Deserialize)]
+pub struct ServiceName {
+    name: String,
+}
+
+impl utoipa::IntoParams for ServiceName {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let names = kinds::SERVICE_NAMES.iter().map(|(name, _)| *name);
+        vec![name_parameter("tmdb, torznab, torznab-2, torznab-3 or qbittorrent", names)]
+    }
+}
+
+/// The name of a root the console sets, in a path: any other is 404.
+#[derive(Deserialize)]
+pub struct RootName {
+    name: String,
+}
+
+impl utoipa::IntoParams for RootName {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![name_parameter("downloads or library", kinds::ROOT_NAMES.iter().copied())]
+    }
+}
+
+fn name_parameter<'a>(description: &str, names: impl Iterator<Item = &'a str>) -> Parameter {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let schema = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names)).build();
+    crate::http::schema::parameter("name", ParameterIn::Path, description, schema)
+}
+
 /// Sets up TMDB, a Torznab indexer (`torznab`, `torznab-2`, `torznab-3`) or qBittorrent.
 #[utoipa::path(put, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "tmdb, torznab, torznab-2, torznab-3 or qbittorrent")),
+    params(ServiceName),
     request_body = ServiceChange,
     responses((status = 200, description = "The setup after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
@@ -89,7 +151,7 @@ pub struct ServiceChange {
 pub async fn put_service(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(ServiceName { name }): ApiPath<ServiceName>,
     ApiJson(body): ApiJson<ServiceChange>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
@@ -106,7 +168,7 @@ pub async fn put_service(
 
 /// Forgets a service the console set up.
 #[utoipa::path(delete, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "Service name")),
+    params(ServiceName),
     responses((status = 200, description = "The setup after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
@@ -114,7 +176,7 @@ pub async fn put_service(
 pub async fn remove_service(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(ServiceName { name }): ApiPath<ServiceName>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("service", &name).await.map_err(setup_error)?;
@@ -123,7 +185,7 @@ pub async fn remove_service(
 
 /// Makes a real request to the service as it is set up now.
 #[utoipa::path(post, path = "/api/v1/setup/services/{name}/test", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "Service name")),
+    params(ServiceName),
     responses((status = 200, description = "What the request found", body = Found),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
@@ -131,7 +193,7 @@ pub async fn remove_service(
 pub async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(ServiceName { name }): ApiPath<ServiceName>,
 ) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
     // The names PUT and DELETE take; any other is not a service here.
@@ -144,13 +206,23 @@ pub async fn test_service(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RootChange {
-    /// An absolute folder this host can see.
+    #[schema(schema_with = absolute_path)]
     path: String,
+}
+
+/// An absolute path, as `put_root` checks it.
+fn absolute_path() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(crate::text::absolute_path_pattern()))
+        .description(Some("An absolute folder this host can see, apart from the data and capabilities folders."))
+        .build()
 }
 
 /// Sets the `downloads` or `library` root.
 #[utoipa::path(put, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "downloads or library")),
+    params(RootName),
     request_body = RootChange,
     responses((status = 200, description = "The setup after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
@@ -161,7 +233,7 @@ pub struct RootChange {
 pub async fn put_root(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(RootName { name }): ApiPath<RootName>,
     ApiJson(body): ApiJson<RootChange>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
@@ -172,7 +244,7 @@ pub async fn put_root(
 
 /// Forgets a root the console set.
 #[utoipa::path(delete, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "Root name")),
+    params(RootName),
     responses((status = 200, description = "The setup after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
@@ -180,7 +252,7 @@ pub async fn put_root(
 pub async fn remove_root(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(RootName { name }): ApiPath<RootName>,
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("root", &name).await.map_err(setup_error)?;

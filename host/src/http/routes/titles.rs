@@ -14,6 +14,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 
 use crate::http::AppState;
 use crate::http::auth::Caller;
@@ -94,26 +95,53 @@ fn value_of(schema: utoipa::openapi::Object) -> Value {
 }
 
 /// A title to want.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NewTitle {
-    /// The TMDB id (from `catalog.lookup`'s search).
-    #[schema(minimum = 1)]
-    tmdb_id: u64,
-    /// `movie` or `tv`.
-    #[schema(pattern = "^(movie|tv)$")]
+    tmdb_id: i64,
     kind: String,
-    /// `2160p`, `1080p`, `720p`, ...
-    #[schema(schema_with = quality_schema)]
     quality: String,
-    /// A `quality.*` policy that judges releases.
     #[serde(default)]
-    #[schema(schema_with = profile_schema)]
     profile: Option<String>,
-    /// For a series, the seasons to want (default: all but the specials).
     #[serde(default)]
     seasons: Option<Vec<u32>>,
 }
+
+impl crate::http::schema::WrittenOut for NewTitle {
+    const NAME: &'static str = "NewTitle";
+
+    fn json() -> Value {
+        let mut quality = value_of(quality_schema());
+        quality["description"] = json!("`2160p`, `1080p`, `720p`, ...");
+        json!({
+            "description": "A title to want: a movie, or a series' seasons.",
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["tmdbId", "kind", "quality"],
+            "properties": {
+                "tmdbId": {"type": "integer", "format": "int64", "minimum": 1, "maximum": i64::MAX,
+                    "description": "The TMDB id (from `catalog.lookup`'s search)."},
+                "kind": {"type": "string", "enum": ["movie", "tv"]},
+                "quality": quality,
+                "profile": value_of(profile_schema()),
+                "seasons": {"type": ["array", "null"], "minItems": 1,
+                    "items": {"type": "integer", "minimum": 0, "maximum": u32::MAX},
+                    "description": "For a series, the seasons to want (default: all but the specials); a movie has none."},
+            },
+            // A movie has no seasons to pick.
+            "if": {"required": ["kind"], "properties": {"kind": {"const": "movie"}}},
+            "then": {"properties": {"seasons": {"type": "null"}}},
+        })
+    }
+}
+
+impl utoipa::PartialSchema for NewTitle {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::http::schema::placeholder()
+    }
+}
+
+impl utoipa::ToSchema for NewTitle {}
 
 /// Wants a movie or a series' seasons.
 #[utoipa::path(post, path = "/api/v1/library/titles", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
@@ -199,9 +227,34 @@ impl utoipa::PartialSchema for QualityChange {
 
 impl utoipa::ToSchema for QualityChange {}
 
+/// A library entity's id, in a path: not blank, as `library.want` checks
+/// it; a blank one is a path that does not fit (400).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityPath {
+    entity_id: String,
+}
+
+impl EntityPath {
+    fn id(self) -> Result<String, ApiError> {
+        if self.entity_id.trim().is_empty() {
+            let refusal = ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", "entityId must not be blank");
+            return Err(refusal.about("entityId"));
+        }
+        Ok(self.entity_id)
+    }
+}
+
+impl utoipa::IntoParams for EntityPath {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = crate::http::schema::not_blank();
+        vec![crate::http::schema::parameter("entityId", ParameterIn::Path, "Library entity id", schema)]
+    }
+}
+
 /// Changes a wanted title's quality or profile, or stops wanting it.
 #[utoipa::path(patch, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
-    params(("entityId" = String, Path, description = "Library entity id")),
+    params(EntityPath),
     request_body = TitleChange,
     responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
@@ -212,9 +265,10 @@ impl utoipa::ToSchema for QualityChange {}
 pub async fn change(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(entity_id): ApiPath<String>,
+    ApiPath(entity): ApiPath<EntityPath>,
     ApiJson(body): ApiJson<TitleChange>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let entity_id = entity.id()?;
     let input = match body {
         TitleChange::Stop(_) => json!({"action": "remove", "entityId": entity_id}),
         TitleChange::Change(QualityChange { quality: None, profile: None }) => {
@@ -238,10 +292,18 @@ pub struct RemoveQuery {
     season: Option<u32>,
 }
 
+impl utoipa::IntoParams for RemoveQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        // A season number as the query string is read: a `u32`.
+        let schema = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(u32::MAX)).build();
+        vec![crate::http::schema::parameter("season", ParameterIn::Query, "Only this season", schema)]
+    }
+}
+
 /// Stops wanting a title, or one season of it.
 #[utoipa::path(delete, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
-    params(("entityId" = String, Path, description = "Library entity id"),
-           ("season" = Option<u32>, Query, description = "Only this season")),
+    params(EntityPath, RemoveQuery),
     responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not allowed for this caller", body = ErrorBody),
@@ -250,9 +312,10 @@ pub struct RemoveQuery {
 pub async fn remove(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(entity_id): ApiPath<String>,
+    ApiPath(entity): ApiPath<EntityPath>,
     ApiQuery(q): ApiQuery<RemoveQuery>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let entity_id = entity.id()?;
     want(&state, &caller, json!({"action": "remove", "entityId": entity_id, "season": q.season}), false).await
 }
 

@@ -1,9 +1,11 @@
 //! The HTTP API and the operator console: keys and scopes, the event stream,
-//! Schemathesis against the OpenAPI document, operations endpoints, and the
+//! the OpenAPI document (its bounds the server's, valid by a third-party
+//! validator, Schemathesis against it), operations endpoints, and the
 //! console in a real Chromium (also from the LAN).
 
 mod api;
 mod authority_walk;
+mod bounds;
 mod component_decisions;
 mod console;
 mod console_forms;
@@ -14,6 +16,7 @@ mod decisions;
 pub mod events;
 mod fuzz;
 mod lan;
+mod openapi_valid;
 mod operations;
 mod shutdown;
 mod signin;
