@@ -19,6 +19,7 @@ pub mod openapi;
 mod routes;
 pub mod schema;
 pub mod session;
+mod shared_read;
 pub mod signin;
 pub mod transport;
 
@@ -55,6 +56,11 @@ pub struct AppState {
     pub signin: Arc<signin::SignIn>,
     /// True once the server is shutting down (`HttpOptions::closing`).
     pub closing: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Live processes and the task queue, read once for the health checks
+    /// that arrive together.
+    pub health_read: Arc<shared_read::SharedRead<(i64, crate::tasks::QueueState)>>,
+    /// The metrics text, rendered once for the scrapes that arrive together.
+    pub metrics_read: Arc<shared_read::SharedRead<String>>,
 }
 
 impl AppState {
@@ -159,6 +165,8 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         keys: Default::default(),
         signin: Default::default(),
         closing: options.closing,
+        health_read: Default::default(),
+        metrics_read: Default::default(),
     };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes())

@@ -37,10 +37,21 @@ pub async fn health(State(state): State<AppState>) -> Response {
         });
         return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
-    let (processes, queue) = match (state.caps().ledger().live_processes().await, Tasks::new(db.clone()).queue().await)
-    {
-        (Ok(p), Ok(q)) => (p, q),
-        (Err(e), _) | (_, Err(e)) => {
+    // Grouping the queue grows with the task table: checks that arrive
+    // together share one read.
+    let ledger = state.caps().ledger().clone();
+    let tasks = Tasks::new(db.clone());
+    let read = state
+        .health_read
+        .get(|| async move {
+            let processes = ledger.live_processes().await.map_err(|e| e.to_string())?;
+            let queue = tasks.queue().await.map_err(|e| e.to_string())?;
+            Ok((processes, queue))
+        })
+        .await;
+    let (processes, queue) = match read {
+        Ok(read) => read,
+        Err(e) => {
             tracing::error!(error = %e, "health check: cannot read the heartbeats or the queue");
             let body = json!({ "status": "failing", "database": { "ok": false, "backend": backend,
                 "error": "the database answered but its tables could not be read; see the server log" } });

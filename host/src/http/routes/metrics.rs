@@ -25,9 +25,17 @@ pub async fn metrics(State(state): State<AppState>, mut parts: Parts) -> Result<
     if !local_and_unproxied(peer, &parts.headers) {
         Caller::from_request_parts(&mut parts, &state).await?;
     }
-    let runs: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-    let caps = state.caps();
-    let text = caps.metrics().render(caps.db(), caps.ledger(), &runs).await.map_err(ApiError::internal)?;
+    // The shared gauges group tables that grow with use: scrapes that
+    // arrive together share one rendering.
+    let caps = state.caps().clone();
+    let text = state
+        .metrics_read
+        .get(|| async move {
+            let runs: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+            caps.metrics().render(caps.db(), caps.ledger(), &runs).await.map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(ApiError::internal)?;
     let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], text).into_response())
 }
