@@ -187,6 +187,19 @@ pub(super) async fn torrents(qbt: &QBittorrent, tag: Option<&str>) -> Vec<Torren
     req.send().await.unwrap().error_for_status().unwrap().json().await.unwrap()
 }
 
+/// The torrents tagged `tag`, once there are any: qBittorrent takes an
+/// added torrent into its list a moment after it answers the add.
+pub(super) async fn tagged_torrents(qbt: &QBittorrent, tag: &str) -> Vec<Torrent> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let found = torrents(qbt, Some(tag)).await;
+        if !found.is_empty() || Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Polls `download.status` for one task until `wanted` holds.
 pub(super) async fn wait_for_status(env: &Env, task: &str, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + DEADLINE;
@@ -226,7 +239,7 @@ async fn a_plan_becomes_one_torrent_however_often_it_is_submitted_and_completes_
     let first = output(env.invoke(&operator(), "download.submit", json!({"planId": plan_id})).await);
     assert_eq!((first["added"].as_bool(), first["clientHash"].as_str()), (Some(true), Some(dune.info_hash.as_str())));
     let tag = format!("plan:{plan_id}");
-    let held = torrents(&qbt, Some(&tag)).await;
+    let held = tagged_torrents(&qbt, &tag).await;
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!((held[0].hash.as_str(), held[0].category.as_str()), (dune.info_hash.as_str(), "movies"));
     assert_eq!(env.domain().plan(&plan_id).await.unwrap().status, "submitted");

@@ -118,7 +118,15 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     let outcome = &evaluated.result.clone().unwrap()["slots"][0];
     assert_eq!(outcome["outcome"], "submitted", "{outcome}");
     let plan_id = outcome["planId"].as_str().unwrap().to_string();
-    let held = qbittorrent_torrents(&qbt).await;
+    // qBittorrent lists an added torrent a moment after it answers the add.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let held = loop {
+        let held = qbittorrent_torrents(&qbt).await;
+        if !held.is_empty() || std::time::Instant::now() > deadline {
+            break held;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["hash"], dune.info_hash.as_str());
     let release = env.caps.domain().release_by_infohash(&dune.info_hash).await.unwrap().unwrap();
