@@ -28,7 +28,7 @@ pub mod exit {
 #[derive(Parser, Debug)]
 #[command(name = "capstan", version, about = "A WebAssembly-sandboxed capability host for media automation")]
 pub struct Cli {
-    /// Where Capstan keeps its state.
+    /// Where Capstan keeps its state (default ./data, or the configuration's data_dir).
     #[arg(long, global = true, env = "CAPSTAN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Folder of plugin components (default <data-dir>/capabilities).
@@ -60,7 +60,7 @@ pub enum LogFormat {
 pub enum Command {
     /// Run the HTTP API and console, watching the capabilities directory.
     Serve {
-        /// Address to listen on.
+        /// Address to listen on (default the configuration's listen, else 127.0.0.1:4380).
         #[arg(long)]
         listen: Option<String>,
     },
@@ -76,7 +76,7 @@ pub enum Command {
     /// List, enqueue, cancel and retry durable tasks.
     #[command(subcommand)]
     Tasks(worker::TasksCommand),
-    /// Administer API keys.
+    /// Administer console passwords and API keys.
     #[command(subcommand)]
     Admin(admin::AdminCommand),
     /// Inspect the audit log.
