@@ -44,54 +44,34 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
 fi
 
-# A third-party mock model server (fakellm, from PyPI) that the agent suites
-# run one run per provider against, in a virtualenv of the test tools.
-FAKELLM_VERSION=0.3.5
+# Python tools from PyPI, each in a virtualenv of its own under the test
+# tools: pip_tool FOLDER PACKAGE VERSION installs it unless that version is
+# there already.
 tools="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools"
-if ! "$tools/venv/bin/fakellm" --help >/dev/null 2>&1 || \
-   ! "$tools/venv/bin/pip" show fakellm 2>/dev/null | grep -x "Version: $FAKELLM_VERSION" >/dev/null; then
-    echo "setup: installing fakellm $FAKELLM_VERSION into $tools/venv"
-    rm -rf "$tools/venv"
-    mkdir -p "$tools"
-    python3 -m venv "$tools/venv"
-    "$tools/venv/bin/pip" install -q --disable-pip-version-check "fakellm==$FAKELLM_VERSION"
-fi
+pip_tool() {
+    local dir="$tools/$1" package="$2" version="$3"
+    if ! "$dir/bin/pip" show "$package" 2>/dev/null | grep -x "Version: $version" >/dev/null; then
+        echo "setup: installing $package $version into $dir"
+        rm -rf "$dir"
+        mkdir -p "$tools"
+        python3 -m venv "$dir"
+        "$dir/bin/pip" install -q --disable-pip-version-check "$package==$version"
+    fi
+}
 
-# Schemathesis (from PyPI), which the API suite runs against a live server,
-# in a virtualenv of its own.
-SCHEMATHESIS_VERSION=4.32.5
-if ! "$tools/schemathesis/bin/pip" show schemathesis 2>/dev/null | grep -x "Version: $SCHEMATHESIS_VERSION" >/dev/null; then
-    echo "setup: installing schemathesis $SCHEMATHESIS_VERSION into $tools/schemathesis"
-    rm -rf "$tools/schemathesis"
-    python3 -m venv "$tools/schemathesis"
-    "$tools/schemathesis/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
-fi
-
-# openapi-spec-validator (from PyPI), which the API suite runs on the served
-# OpenAPI document, in a virtualenv of its own.
-OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
-if ! "$tools/openapi-spec-validator/bin/pip" show openapi-spec-validator 2>/dev/null | \
-   grep -x "Version: $OPENAPI_SPEC_VALIDATOR_VERSION" >/dev/null; then
-    echo "setup: installing openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION into $tools/openapi-spec-validator"
-    rm -rf "$tools/openapi-spec-validator"
-    python3 -m venv "$tools/openapi-spec-validator"
-    "$tools/openapi-spec-validator/bin/pip" install -q --disable-pip-version-check \
-        "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
-fi
+# A third-party mock model server that the agent suites run one run per
+# provider against.
+pip_tool venv fakellm 0.3.5
+# Schemathesis, which the API suite runs against a live server.
+pip_tool schemathesis schemathesis 4.32.5
+# openapi-spec-validator, which the API suite runs on the served document.
+pip_tool openapi-spec-validator openapi-spec-validator 0.9.0
 
 # The component toolchains of the Python and JavaScript examples
 # (examples/python-word-count, examples/js-word-count), which the suites build
 # and load: componentize-py from PyPI and componentize-js from the npm
 # registry, each in a folder of its own.
-COMPONENTIZE_PY_VERSION=0.25.0
-if ! "$tools/componentize-py/bin/pip" show componentize-py 2>/dev/null | \
-   grep -x "Version: $COMPONENTIZE_PY_VERSION" >/dev/null; then
-    echo "setup: installing componentize-py $COMPONENTIZE_PY_VERSION into $tools/componentize-py"
-    rm -rf "$tools/componentize-py"
-    python3 -m venv "$tools/componentize-py"
-    "$tools/componentize-py/bin/pip" install -q --disable-pip-version-check \
-        "componentize-py==$COMPONENTIZE_PY_VERSION"
-fi
+pip_tool componentize-py componentize-py 0.25.0
 COMPONENTIZE_JS_VERSION=0.23.0
 js="$tools/componentize-js"
 if ! grep -q "\"version\": \"$COMPONENTIZE_JS_VERSION\"" \

@@ -144,10 +144,16 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::agent::abort))
 }
 
+/// The routes and the OpenAPI document as served.
+fn routes_and_document() -> (Router<AppState>, serde_json::Value) {
+    let (api, doc) = operations().split_for_parts();
+    (api, openapi::complete(serde_json::to_value(&doc).unwrap_or_default()))
+}
+
 /// The OpenAPI document as served.
+#[cfg(test)]
 pub fn document() -> serde_json::Value {
-    let (_, doc) = operations().split_for_parts();
-    openapi::complete(serde_json::to_value(&doc).unwrap_or_default())
+    routes_and_document().1
 }
 
 /// The API router, with its OpenAPI document built from the same handlers.
@@ -155,8 +161,8 @@ pub fn document() -> serde_json::Value {
 /// before anything about the request is looked at), the body check
 /// (`bodies`), the body limit, then the handler.
 pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
-    let (api, doc) = operations().split_for_parts();
-    let doc = Arc::new(openapi::complete(serde_json::to_value(&doc).unwrap_or_default()));
+    let (api, doc) = routes_and_document();
+    let doc = Arc::new(doc);
     let body_schemas = bodies::BodySchemas::from_document(&doc);
     let state = AppState {
         app,

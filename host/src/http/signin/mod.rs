@@ -70,24 +70,12 @@ impl SignIn {
             return Err(Refusal::Paused(wait));
         }
         let db = app.caps().db();
-        let stored = match session::stored_hash(db, name).await {
-            Ok(stored) => stored,
-            Err(e) => {
-                self.throttle.abandoned(key, name);
-                return Err(e.into());
-            }
-        };
-        if stored.is_none()
-            && !session::any_administrator(db).await.inspect_err(|_| self.throttle.abandoned(key, name))?
-        {
-            self.throttle.abandoned(key, name);
-            return Err(Refusal::NoAdministrator);
-        }
-        let matched = match self.pool.verify(stored, password).await {
+        let matched = match self.check(db, name, password).await {
             Ok(matched) => matched,
-            Err(hasher::Busy) => {
+            // Never checked: the attempt counts neither way.
+            Err(refusal) => {
                 self.throttle.abandoned(key, name);
-                return Err(Refusal::Busy);
+                return Err(refusal);
             }
         };
         for paused in self.throttle.finished(key, name, matched, Instant::now()) {
@@ -97,6 +85,15 @@ impl SignIn {
             return Err(Refusal::Wrong);
         }
         Ok(session::open(db, name).await?)
+    }
+
+    /// Whether `password` is `name`'s, after the same work either way.
+    async fn check(&self, db: &crate::store::Db, name: &str, password: &str) -> Result<bool, Refusal> {
+        let stored = session::stored_hash(db, name).await?;
+        if stored.is_none() && !session::any_administrator(db).await? {
+            return Err(Refusal::NoAdministrator);
+        }
+        self.pool.verify(stored, password).await.map_err(|hasher::Busy| Refusal::Busy)
     }
 }
 
