@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, WaitOptions, getpid, getsid, kill_process, waitpid};
+use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, waitpid};
 
 /// How often a running command's members are read at most.
 pub(super) const TRACK_EVERY: Duration = Duration::from_millis(250);
@@ -147,8 +147,11 @@ impl Tracker {
     fn read(&mut self) {
         self.last_read = Some(Instant::now());
         let me = getpid().as_raw_nonzero().get();
-        let my_session = getsid(None).map_or(0, |s| s.as_raw_nonzero().get());
         let all = processes();
+        // Read from `/proc`, not getsid(2): a host whose session leader lives
+        // outside its pid namespace (a container's) is in session 0, which
+        // no pid type can hold.
+        let my_session = all.get(&me).map_or(0, |s| s.session);
         let leaders: HashSet<i32> = self.families.values().map(|f| f.leader).collect();
         for f in self.families.values_mut() {
             // A member that ended is dropped; its pid may be someone's now.
