@@ -75,13 +75,11 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
         parsed,
         size: found.get("size_bytes").and_then(Value::as_i64),
         infohash: found.get("infohash").and_then(Value::as_str).map(str::to_string),
-        // The indexer's `.torrent` link first: it carries the metadata a
-        // magnet would have to find on the swarm.
-        download_url: found
-            .get("download_url")
-            .or_else(|| found.get("magnet_url"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        // Both links as the indexer gave them: the submit prefers the
+        // `.torrent` (its metadata needs no swarm) and keeps the magnet's
+        // trackers when there is no file.
+        download_url: found.get("download_url").and_then(Value::as_str).map(str::to_string),
+        magnet_url: found.get("magnet_url").and_then(Value::as_str).map(str::to_string),
     };
     match caps.domain().record_release(&new).await {
         Ok(release) => Ok(Some(release)),

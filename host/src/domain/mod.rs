@@ -14,6 +14,7 @@ mod decisions;
 pub mod dispatch;
 mod downloads;
 mod entities;
+mod hand_off;
 mod host_imports;
 mod model;
 mod organizations;

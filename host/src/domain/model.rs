@@ -107,6 +107,7 @@ pub struct SourceRelease {
     pub size: Option<i64>,
     pub infohash: Option<String>,
     pub download_url: Option<String>,
+    pub magnet_url: Option<String>,
     pub entity_id: Option<String>,
     /// `unresolved`, `resolved` or `ambiguous`.
     pub identity_status: String,
@@ -123,6 +124,7 @@ impl SourceRelease {
             size: r.try_get("size")?,
             infohash: r.try_get("infohash")?,
             download_url: r.try_get("download_url")?,
+            magnet_url: r.try_get("magnet_url")?,
             entity_id: r.try_get("entity_id")?,
             identity_status: r.try_get("identity_status")?,
             evidence: opt_json(r, "evidence")?,

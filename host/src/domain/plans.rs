@@ -122,6 +122,9 @@ impl Domain {
             "title": release.title,
             "infohash": release.infohash,
             "downloadUrl": release.download_url,
+            "magnetUrl": release.magnet_url,
+            "indexer": release.indexer,
+            "handOff": super::hand_off::describe(&release),
             "size": release.size,
         });
         let hash = payload_hash(&payload);

@@ -20,8 +20,13 @@ pub struct NewRelease {
     pub size: Option<i64>,
     #[serde(default)]
     pub infohash: Option<String>,
+    /// The indexer's `.torrent` link (or, from releases recorded before
+    /// magnets were kept apart, a magnet).
     #[serde(default)]
     pub download_url: Option<String>,
+    /// The indexer's magnet link, trackers and all.
+    #[serde(default)]
+    pub magnet_url: Option<String>,
 }
 
 /// A v1 infohash in lowercase hex, or why it is not one.
@@ -38,8 +43,8 @@ impl Domain {
     pub async fn record_release(&self, new: &NewRelease) -> Result<SourceRelease, DomainError> {
         require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
         require(!new.indexer.trim().is_empty(), || "indexer must not be empty".into())?;
-        require(new.infohash.is_some() || new.download_url.is_some(), || {
-            "a release needs an infohash or a download URL".into()
+        require(new.infohash.is_some() || new.download_url.is_some() || new.magnet_url.is_some(), || {
+            "a release needs an infohash, a download URL or a magnet link".into()
         })?;
         require(new.size.is_none_or(|s| s >= 0), || "size must not be negative".into())?;
         let infohash = new.infohash.as_deref().map(normalize_infohash).transpose()?;
@@ -52,8 +57,8 @@ impl Domain {
         let id = new_id();
         let now = now_ms();
         let inserted = sqlx::query(
-            "INSERT INTO source_release (id, indexer, title, parsed, size, infohash, download_url, identity_status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'unresolved', $8, $8)",
+            "INSERT INTO source_release (id, indexer, title, parsed, size, infohash, download_url, magnet_url, identity_status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'unresolved', $9, $9)",
         )
         .bind(&id)
         .bind(new.indexer.trim())
@@ -62,6 +67,7 @@ impl Domain {
         .bind(new.size)
         .bind(&infohash)
         .bind(&new.download_url)
+        .bind(&new.magnet_url)
         .bind(now)
         .execute(&self.db.pool)
         .await;

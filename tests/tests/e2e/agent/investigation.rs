@@ -184,6 +184,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
         size: Some(9_000_000_000),
         infohash: Some("b".repeat(40)),
         download_url: None,
+        magnet_url: None,
     };
     let release = domain.record_release(&release).await.unwrap();
     let mut opened = Vec::new();
@@ -211,6 +212,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
         size: Some(9_000_000_000),
         infohash: Some("c".repeat(40)),
         download_url: None,
+        magnet_url: None,
     };
     let remake = domain.record_release(&remake).await.unwrap();
     let chosen = domain.entities(Some("movie"), 10).await.unwrap().into_iter().find(|e| e.year == Some(2019)).unwrap();

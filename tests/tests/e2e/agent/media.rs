@@ -109,6 +109,7 @@ library = {library:?}
             size: Some(70_000),
             infohash: Some(dune.info_hash.clone()),
             download_url: Some(format!("{}/download/1.torrent", indexer.base_url())),
+            magnet_url: None,
         })
         .await
         .unwrap();

@@ -130,6 +130,7 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
             size: None,
             infohash: Some(hash.clone()),
             download_url: None,
+            magnet_url: None,
         };
         let release = domain.record_release(&release).await.unwrap();
         domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({})).await.unwrap();

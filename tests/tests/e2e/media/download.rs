@@ -170,6 +170,7 @@ pub(super) async fn wanted(
             size: Some(70_000),
             infohash: infohash.map(String::from),
             download_url,
+            magnet_url: None,
         })
         .await
         .unwrap();
@@ -325,6 +326,7 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
             size: None,
             infohash: Some("4".repeat(40)),
             download_url: None,
+            magnet_url: None,
         })
         .await
         .unwrap();
@@ -371,6 +373,7 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
             size: None,
             infohash: Some(format!("{n}").repeat(40)),
             download_url: None,
+            magnet_url: None,
         };
         let release = domain.record_release(&new).await.unwrap();
         domain.match_identity(&release.id, Some(&series.id), "resolved", &json!({"tmdb": 1396})).await.unwrap();

@@ -47,6 +47,7 @@ async fn release(domain: &Domain, title: &str, hash: char, size: i64) -> SourceR
         size: Some(size),
         infohash: Some(hash.to_string().repeat(40)),
         download_url: None,
+        magnet_url: None,
     };
     domain.record_release(&new).await.unwrap()
 }

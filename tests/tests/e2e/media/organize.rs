@@ -115,6 +115,7 @@ pub(super) async fn completed_download(domain: &Domain, content_path: &str) -> (
             size: Some(64 * 1024),
             infohash: Some(hash.clone()),
             download_url: None,
+            magnet_url: None,
         })
         .await
         .unwrap();

@@ -230,6 +230,7 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
             size: Some(70_000),
             infohash: Some(dune.info_hash.clone()),
             download_url: Some(format!("{}/download/1.torrent", env.indexer.base_url())),
+            magnet_url: None,
         })
         .await
         .unwrap();

@@ -33,6 +33,7 @@ pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) 
             size: Some(20_000_000_000),
             infohash: Some(hash.into()),
             download_url: None,
+            magnet_url: None,
         })
         .await
         .unwrap();
@@ -90,6 +91,7 @@ async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(ba
             size: None,
             infohash: Some("b".repeat(40)),
             download_url: None,
+            magnet_url: None,
         })
         .await
         .unwrap();
@@ -186,6 +188,7 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
             size: None,
             infohash: Some("D".repeat(40)),
             download_url: None,
+            magnet_url: None,
         })
         .await
         .unwrap();
@@ -197,6 +200,7 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
         size: None,
         infohash: Some("xyz".into()),
         download_url: None,
+        magnet_url: None,
     };
     assert!(matches!(domain.record_release(&bad_hash).await, Err(DomainError::Invalid(_))));
 
