@@ -98,6 +98,14 @@ impl Request {
         Request { service: service.into(), method: "GET".into(), path: path.into(), ..Request::default() }
     }
 
+    /// A GET of a link `service` gave out (an indexer's download link):
+    /// the host sends it only when it is on the service's own address, and
+    /// fills a query parameter whose value is `[redacted]` with the
+    /// service's key.
+    pub fn link(service: &str, url: &str) -> Self {
+        Request::get(service, url)
+    }
+
     /// Adds a query parameter.
     pub fn query(mut self, name: &str, value: impl Into<String>) -> Self {
         self.query.push((name.into(), value.into()));

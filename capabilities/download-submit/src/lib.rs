@@ -5,8 +5,9 @@
 //! repeated request adds nothing twice, and `verify` tells from the plan and
 //! qBittorrent whether an interrupted run took effect.
 //!
-//! [`submit`] owns the flow and the plan records it reads, [`source`] which
-//! `.torrent` URLs are fetched through which configured service.
+//! [`submit`] owns the flow and the plan records it reads, [`source`] what
+//! a release is handed to qBittorrent as: the indexer's `.torrent` fetched
+//! through the indexer, its magnet as given, or a last-resort magnet.
 
 pub mod source;
 pub mod submit;
@@ -56,7 +57,7 @@ impl Capability for DownloadSubmit {
         version: 1,
         label: Label::Execute,
         summary: "Submit an acquisition plan: reserve its slot and add its torrent to qBittorrent, once",
-        description: "Acts on a drafted acquisition plan (see download.plan): reserves the plan's slot (a conflict when the slot changed since the plan was drafted, and then nothing is added), looks the torrent up in qBittorrent by its infohash and adds it only when it is not there yet — from its .torrent file when the release's download URL is served by a configured indexer (setting torrent_sources), else by magnet link, else by the download URL — tagged plan:<planId>, in the configured category and save path; then records the plan as submitted with a download task. Running it again for the same plan adds nothing and returns the same download task. Needs an approval of the plan or an automation grant unless a person calls it.",
+        description: "Acts on a drafted acquisition plan (see download.plan): reserves the plan's slot (a conflict when the slot changed since the plan was drafted, and then nothing is added), looks the torrent up in qBittorrent by its infohash and adds it only when it is not there yet — from the indexer's .torrent file (fetched through the indexer service whose address the download link is on, with its key), else by the indexer's magnet link as given, else by a download link on another server, else by a magnet built from the infohash (no trackers; the plan's handOff says so); an indexer refusing the link fails the submit with its reason before qBittorrent is touched — tagged plan:<planId>, in the configured category and save path; then records the plan as submitted with a download task. Running it again for the same plan adds nothing and returns the same download task. Needs an approval of the plan or an automation grant unless a person calls it.",
         tags: &["download", "policy.acquisition", "plan:acquisition", "qbittorrent", "torrent"],
         aliases: &[
             "submit download",

@@ -1,13 +1,17 @@
-//! The submit flow: read the plan, reserve it, find or add its torrent in
-//! qBittorrent, record it as submitted — and `verify`, which answers from
-//! the same records whether an interrupted submit took effect.
+//! The submit flow: read the plan, find its torrent in qBittorrent or what
+//! to add, reserve the plan, add the torrent, record it as submitted — and
+//! `verify`, which answers from the same records whether an interrupted
+//! submit took effect.
 //!
-//! Order matters. Reserving first means a plan whose slot moved on adds
-//! nothing. Looking the torrent up before adding means a re-run (after a
-//! crash between adding and recording, or a repeated request) never adds
-//! it twice: by infohash when the plan has one, else by the plan's tag.
+//! Order matters. Reads come first — the torrent looked up in qBittorrent,
+//! the indexer's `.torrent` fetched — so an indexer or client that fails
+//! fails the call before anything changed, never leaving it unknown.
+//! Reserving before adding means a plan whose slot moved on adds nothing.
+//! Looking the torrent up before adding means a re-run (after a crash
+//! between adding and recording, or a repeated request) never adds it
+//! twice: by infohash when the plan has one, else by the plan's tag.
 
-use capstan_sdk::host::{Level, Request, domain, log, outbound, setting};
+use capstan_sdk::host::{Level, domain, log, setting};
 use capstan_sdk::qbittorrent::{AddTorrent, Client, Torrent, TorrentFilter};
 use capstan_sdk::{Failure, HostError, Verification};
 use serde::Deserialize;
@@ -32,8 +36,11 @@ struct PlanRecord {
 #[serde(rename_all = "camelCase", default)]
 struct Payload {
     title: Option<String>,
+    /// The indexer service that listed the release.
+    indexer: Option<String>,
     infohash: Option<String>,
     download_url: Option<String>,
+    magnet_url: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,67 +83,32 @@ fn existing(client: &Client, infohash: Option<&str>, tag: &str) -> Result<Option
     }
 }
 
-/// A magnet link for `hash`, named after the release so qBittorrent shows a
-/// readable name while it fetches the metadata.
-pub fn magnet(hash: &str, title: Option<&str>) -> String {
-    let mut link = format!("magnet:?xt=urn:btih:{hash}");
-    if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
-        link.push_str("&dn=");
-        for byte in title.trim().bytes() {
-            match byte {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => link.push(byte as char),
-                _ => link.push_str(&format!("%{byte:02X}")),
-            }
-        }
-    }
-    link
-}
-
-/// Fetches a `.torrent` file through an indexer service.
-fn fetch_torrent(req: Request) -> Result<Vec<u8>, Failure> {
-    let service = req.service.clone();
-    let resp = outbound::read(req)?;
-    if resp.status != 200 {
-        return Err(Failure::Unavailable(format!("indexer {service} answered {} for the torrent file", resp.status)));
-    }
-    // Every torrent file is a bencoded dictionary; an HTML error page or a
-    // redirect body is not worth sending to qBittorrent.
-    if resp.body.first() != Some(&b'd') {
-        return Err(Failure::Unavailable(format!("indexer {service} did not send a torrent file")));
-    }
-    Ok(resp.body)
-}
-
-/// What to hand qBittorrent: the `.torrent` file when a configured indexer
-/// serves it (no metadata wait, works without DHT), else a magnet from the
-/// infohash, else the download URL for qBittorrent to fetch.
+/// What to hand qBittorrent (see [`source`] for the order).
 fn what_to_add(payload: &Payload, infohash: Option<&str>) -> Result<AddTorrent, Failure> {
-    let sources = source::parse(setting("torrent_sources").as_deref())?;
-    let url = payload.download_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    if let Some(req) = url.and_then(|u| source::request_for(u, &sources)) {
-        match fetch_torrent(req) {
-            Ok(bytes) => {
-                let name = infohash.unwrap_or("release");
-                return Ok(AddTorrent::file(format!("{name}.torrent"), bytes));
-            }
-            // The magnet still names the same torrent.
-            Err(e) if infohash.is_some() => {
-                log(Level::Warn, &format!("fetching the torrent file failed ({e}); adding by magnet instead"));
-            }
-            Err(e) => return Err(e),
-        }
+    if setting("torrent_sources").is_some() {
+        log(
+            Level::Warn,
+            "setting torrent_sources is no longer read: a download link on a configured indexer's address is fetched through that indexer",
+        );
     }
-    match (infohash, url) {
-        (Some(hash), _) => Ok(AddTorrent::url(magnet(hash, payload.title.as_deref()))),
-        (None, Some(url)) => Ok(AddTorrent::url(url)),
-        (None, None) => Err(Failure::InvalidInput(
-            "the plan's release has neither an infohash nor a download URL; nothing can be added".into(),
-        )),
-    }
+    source::what_to_add(&source::Links {
+        indexer: payload.indexer.as_deref(),
+        title: payload.title.as_deref(),
+        infohash,
+        download_url: payload.download_url.as_deref(),
+        magnet_url: payload.magnet_url.as_deref(),
+    })
 }
 
 fn normalised_hash(payload: &Payload) -> Option<String> {
     payload.infohash.as_deref().map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty())
+}
+
+/// What a submit does once everything is read.
+enum Step {
+    /// qBittorrent holds the torrent already (a repeated or resumed submit).
+    Held(Torrent),
+    Add(AddTorrent),
 }
 
 /// `download.submit`.
@@ -144,19 +116,18 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
     let id = plan_id(input)?;
     let plan = plan(id)?;
     let infohash = normalised_hash(&plan.payload);
-    if infohash.is_none() && plan.payload.download_url.as_deref().is_none_or(|u| u.trim().is_empty()) {
+    let blank = |l: &Option<String>| l.as_deref().is_none_or(|u| u.trim().is_empty());
+    if infohash.is_none() && blank(&plan.payload.download_url) && blank(&plan.payload.magnet_url) {
         return Err(Failure::InvalidInput(format!(
-            "plan {id}'s release has neither an infohash nor a download URL; nothing can be added"
+            "plan {id}'s release has neither an infohash nor a download link; nothing can be added"
         )));
     }
-    // A conflict here (the slot moved on, the plan ended) stops everything
-    // before qBittorrent is touched.
-    domain::transition("plan.reserve", &json!({ "planId": id }))?;
-
+    // Everything that only reads comes first — the client's list, the
+    // indexer's file — so a client or indexer that fails changes nothing.
     let client = Client::connect()?;
     let tag = plan_tag(id);
-    let (client_hash, added) = match existing(&client, infohash.as_deref(), &tag)? {
-        Some(torrent) => (torrent.hash, false),
+    let step = match existing(&client, infohash.as_deref(), &tag)? {
+        Some(torrent) => Step::Held(torrent),
         None if plan.status == "submitted" => {
             // Recorded as submitted, yet gone from qBittorrent: someone
             // removed it. Adding it back is a new decision, not a retry.
@@ -164,8 +135,15 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
                 "plan {id} was submitted but qBittorrent no longer holds its torrent; draft a new plan to download it again"
             )));
         }
-        None => {
-            let mut add = what_to_add(&plan.payload, infohash.as_deref())?;
+        None => Step::Add(what_to_add(&plan.payload, infohash.as_deref())?),
+    };
+    // A conflict here (the slot moved on, the plan ended) stops everything
+    // before anything is added.
+    domain::transition("plan.reserve", &json!({ "planId": id }))?;
+
+    let (client_hash, added) = match step {
+        Step::Held(torrent) => (torrent.hash, false),
+        Step::Add(mut add) => {
             add.tags = vec![tag.clone()];
             let category = setting("category").map(|c| c.trim().to_string()).filter(|c| !c.is_empty());
             add.category = Some(category.unwrap_or_else(|| DEFAULT_CATEGORY.to_string()));

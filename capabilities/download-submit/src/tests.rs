@@ -1,8 +1,9 @@
 //! `download.submit` against the mock host: a fake qBittorrent that keeps
 //! the torrents it was given, a fake domain store that keeps the plan's
 //! status. What a user would notice: one torrent per plan however often it
-//! is submitted, nothing added when the slot moved on, the `.torrent` file
-//! preferred when an indexer serves it, and `verify` answering from state.
+//! is submitted, nothing added when the slot moved on, an indexer's link
+//! fetched as that indexer and uploaded as a file, its refusal a failure
+//! with the reason, and `verify` answering from state.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -128,36 +129,152 @@ fn a_plan_is_added_once_by_magnet_however_often_it_is_submitted() {
 }
 
 #[test]
-fn a_slot_that_moved_on_is_a_conflict_and_qbittorrent_is_not_touched() {
+fn a_slot_that_moved_on_is_a_conflict_and_nothing_is_added() {
     let world = world("draft");
     world.borrow_mut().reserve_conflict = true;
     install(&world, json!({"infohash": HASH}), |h| h);
     let failure = submit().unwrap_err();
     assert!(failure.to_string().starts_with("conflict"), "{failure}");
-    assert!(MockHost::take().unwrap().requests.is_empty(), "nothing was sent to any service");
+    let sent = MockHost::take().unwrap().requests;
+    assert!(sent.iter().all(|r| r.method == "GET"), "only reads were sent: {sent:?}");
+    assert!(world.borrow().adds.is_empty(), "nothing was added");
+}
+
+/// An indexer service at `origin` answering every link on it with
+/// `answer`; a link elsewhere is refused as the host refuses it.
+fn indexer(
+    origin: &'static str,
+    seen: Rc<RefCell<Vec<String>>>,
+    answer: impl Fn(&str) -> Response + 'static,
+) -> impl Fn(&Request) -> Result<Response, HostError> + 'static {
+    move |req: &Request| {
+        if !req.path.starts_with(origin) {
+            return Err(HostError::Invalid(format!("{} is not on this service's address", req.path)));
+        }
+        assert_eq!(req.method, "GET");
+        seen.borrow_mut().push(req.path.clone());
+        Ok(answer(&req.path))
+    }
+}
+
+const TORRENT: &[u8] = b"d4:infod4:name5:dune!ee";
+const JACKETT: &str = "http://jackett:9117/dl/yts/?jackett_apikey=%5Bredacted%5D&path=Q2ZESjhH&file=Dune";
+const PROWLARR: &str = "http://prowlarr:9696/1/download?apikey=%5Bredacted%5D&link=ZHVuZQ&file=Dune";
+
+fn with_indexers(
+    h: MockHost,
+    jackett: Rc<RefCell<Vec<String>>>,
+    prowlarr: Rc<RefCell<Vec<String>>>,
+    answer: fn(&str) -> Response,
+) -> MockHost {
+    h.with_service("torznab", indexer("http://jackett:9117/", jackett, answer))
+        .with_service("torznab-2", indexer("http://prowlarr:9696/", prowlarr, answer))
 }
 
 #[test]
-fn an_indexer_s_torrent_file_is_preferred_and_the_operator_s_settings_apply() {
+fn an_indexer_s_link_is_fetched_as_that_indexer_and_uploaded_as_a_file() {
+    // Jackett's and Prowlarr's links, each fetched through the service on
+    // whose address it is, even when the plan names the other indexer.
+    for (link, plan_indexer, fetched_by_jackett) in
+        [(JACKETT, "torznab", true), (PROWLARR, "torznab-2", false), (PROWLARR, "torznab", false)]
+    {
+        let world = world("draft");
+        let (jackett, prowlarr) = (Rc::new(RefCell::new(Vec::new())), Rc::new(RefCell::new(Vec::new())));
+        let payload = json!({"infohash": HASH, "indexer": plan_indexer, "downloadUrl": link,
+            "magnetUrl": format!("magnet:?xt=urn:btih:{HASH}&tr=http%3A%2F%2Ftracker%2Fannounce")});
+        let (j, p) = (jackett.clone(), prowlarr.clone());
+        install(&world, payload, move |h| {
+            with_indexers(h, j, p, |_| ok(TORRENT.to_vec()))
+                .with_setting("category", "movies")
+                .with_setting("save_path", "/srv/downloads/movies")
+        });
+        assert_eq!(submit().unwrap()["added"], true);
+        let fetched = if fetched_by_jackett { jackett.borrow().clone() } else { prowlarr.borrow().clone() };
+        assert_eq!(fetched, [link], "the link went to its own indexer as given, slot and all");
+        let body = world.borrow().adds[0].clone();
+        assert!(body.contains(&format!("filename=\"{HASH}.torrent\"")), "{body}");
+        assert!(body.contains("d4:infod4:name5:dune!ee"), "the fetched bytes are uploaded");
+        assert!(!body.contains("magnet:") && !body.contains("redacted"), "no magnet, no link: {body}");
+        assert!(body.contains("name=\"category\"\r\n\r\nmovies\r\n"));
+        assert!(body.contains("name=\"savepath\"\r\n\r\n/srv/downloads/movies\r\n"));
+        assert_eq!(world.borrow().plan_status, "submitted");
+    }
+}
+
+#[test]
+fn an_indexer_that_redirects_to_a_magnet_gives_that_magnet_as_is() {
     let world = world("draft");
-    let payload = json!({"infohash": HASH, "downloadUrl": "http://indexer.local:9117/dl/7.torrent?apikey=k%2B1"});
-    install(&world, payload, |h| {
-        h.with_setting("torrent_sources", "torznab=http://indexer.local:9117")
-            .with_setting("category", "movies")
-            .with_setting("save_path", "/srv/downloads/movies")
-            .with_service("torznab", |req| {
-                assert_eq!(req.path, "/dl/7.torrent");
-                assert_eq!(req.query, [("apikey".to_string(), "k+1".to_string())]);
-                Ok(ok(b"d4:infod4:name5:dune!ee".to_vec()))
-            })
+    let none = Rc::new(RefCell::new(Vec::new()));
+    install(&world, json!({"infohash": HASH, "indexer": "torznab", "downloadUrl": JACKETT}), move |h| {
+        with_indexers(h, none.clone(), none, |_| Response {
+            status: 302,
+            headers: vec![("Location".into(), format!("magnet:?xt=urn:btih:{HASH}&tr=udp%3A%2F%2Ft%3A1"))],
+            body: Vec::new(),
+        })
     });
     assert_eq!(submit().unwrap()["added"], true);
     let body = world.borrow().adds[0].clone();
-    assert!(body.contains("filename=\"0123456789abcdef0123456789abcdef01234567.torrent\""), "{body}");
-    assert!(body.contains("d4:infod4:name5:dune!ee"), "the fetched bytes are uploaded");
-    assert!(!body.contains("magnet:"), "no magnet when the file is there");
-    assert!(body.contains("name=\"category\"\r\n\r\nmovies\r\n"));
-    assert!(body.contains("name=\"savepath\"\r\n\r\n/srv/downloads/movies\r\n"));
+    assert!(body.contains(&format!("magnet:?xt=urn:btih:{HASH}&tr=udp%3A%2F%2Ft%3A1")), "trackers kept: {body}");
+}
+
+#[test]
+fn an_indexer_refusing_the_link_fails_with_the_reason_and_adds_nothing() {
+    let cases: [(u16, &str, &str); 3] = [
+        (401, "denied", "check its API key under Services"),
+        (404, "not found", "pick another release"),
+        (503, "unavailable", "tried again later"),
+    ];
+    for (status, kind, hint) in cases {
+        let world = world("draft");
+        let none = Rc::new(RefCell::new(Vec::new()));
+        install(&world, json!({"infohash": HASH, "indexer": "torznab", "downloadUrl": JACKETT}), move |h| {
+            let answer: fn(&str) -> Response = match status {
+                401 => |_| Response { status: 401, headers: Vec::new(), body: Vec::new() },
+                404 => |_| Response { status: 404, headers: Vec::new(), body: Vec::new() },
+                _ => |_| Response { status: 503, headers: Vec::new(), body: Vec::new() },
+            };
+            with_indexers(h, none.clone(), none, answer)
+        });
+        let failure = submit().unwrap_err().to_string();
+        assert!(failure.starts_with(kind) && failure.contains(hint), "{status}: {failure}");
+        assert!(world.borrow().adds.is_empty(), "nothing reached qBittorrent");
+        assert_eq!(world.borrow().plan_status, "draft", "the plan was not reserved, so it can be retried");
+    }
+}
+
+#[test]
+fn a_failing_link_falls_back_to_the_indexer_s_magnet_as_given() {
+    let world = world("draft");
+    let none = Rc::new(RefCell::new(Vec::new()));
+    let magnet = format!("magnet:?xt=urn:btih:{HASH}&dn=Dune&tr=http%3A%2F%2Ftracker%3A6969%2Fannounce");
+    let payload = json!({"infohash": HASH, "downloadUrl": JACKETT, "magnetUrl": magnet});
+    install(&world, payload, move |h| {
+        with_indexers(h, none.clone(), none, |_| Response { status: 500, headers: Vec::new(), body: Vec::new() })
+    });
+    assert_eq!(submit().unwrap()["added"], true);
+    assert!(world.borrow().adds[0].contains(&magnet), "the magnet with its tracker");
+}
+
+#[test]
+fn a_link_on_no_indexer_s_address_goes_to_the_client_unless_it_needs_a_key() {
+    let world = world("draft");
+    let none = Rc::new(RefCell::new(Vec::new()));
+    let public = "https://releases.example.org/dune.torrent";
+    let n = none.clone();
+    install(&world, json!({"infohash": HASH, "downloadUrl": public}), move |h| {
+        with_indexers(h, n.clone(), n, |_| panic!("not an indexer's link"))
+    });
+    assert_eq!(submit().unwrap()["added"], true);
+    assert!(world.borrow().adds[0].contains(public), "qBittorrent fetches a public link itself");
+
+    let world = self::world("draft");
+    let keyed = "http://elsewhere:9117/dl/x?apikey=%5Bredacted%5D";
+    install(&world, json!({"infohash": HASH, "downloadUrl": keyed}), move |h| {
+        with_indexers(h, none.clone(), none, |_| panic!("not an indexer's link"))
+    });
+    let failure = submit().unwrap_err().to_string();
+    assert!(failure.starts_with("denied") && failure.contains("no configured indexer"), "{failure}");
+    assert!(world.borrow().adds.is_empty());
 }
 
 #[test]
@@ -166,7 +283,7 @@ fn a_release_with_nothing_to_add_is_invalid_input_and_reserves_nothing() {
     install(&world, json!({"title": "Mystery", "downloadUrl": " "}), |h| h);
     let failure = submit().unwrap_err();
     assert!(failure.to_string().starts_with("invalid input"), "{failure}");
-    assert!(failure.to_string().contains("neither an infohash nor a download URL"), "{failure}");
+    assert!(failure.to_string().contains("neither an infohash nor a download link"), "{failure}");
     assert_eq!(world.borrow().plan_status, "draft");
 }
 

@@ -348,19 +348,6 @@ impl SetupStore {
                 }
             }
         }
-        // download.submit fetches .torrent files from the indexers it knows.
-        let sources: Vec<String> = services
-            .iter()
-            .filter(|(name, _)| name.starts_with("torznab"))
-            .map(|(name, s)| format!("{name}={}", s.base_url))
-            .collect();
-        if !sources.is_empty() {
-            settings
-                .entry("download.submit".into())
-                .or_default()
-                .entry("torrent_sources".into())
-                .or_insert(sources.join(","));
-        }
         Ok(Effective { services, roots, settings })
     }
 

@@ -66,8 +66,12 @@ fn feed_items_read_hashes_peers_ids_and_dates_from_any_prefix() {
     assert_eq!(uhd.tmdb_id, Some(693134));
     assert_eq!(uhd.published.as_deref(), Some("2024-03-02T09:00:00Z"));
     assert_eq!(uhd.download_volume_factor, Some(0.0));
-    // `&amp;` is resolved, and the indexer's own key is taken out.
-    assert_eq!(uhd.download_url.as_deref(), Some("https://jackett.example/dl/alpha/?path=1001"));
+    // `&amp;` is resolved, and the indexer's own key is replaced by a slot
+    // the host fills when it fetches the link as that indexer.
+    assert_eq!(
+        uhd.download_url.as_deref(),
+        Some("https://jackett.example/dl/alpha/?jackett_apikey=%5Bredacted%5D&path=1001")
+    );
     assert_eq!(uhd.details_url.as_deref(), Some("https://alpha.example/torrents/1001"));
 
     let bluray = &releases[1];

@@ -65,7 +65,6 @@ auth = {{ kind = "form-login", path = "/api/v2/auth/login", username = {user:?},
 base_url = {torznab:?}
 auth = {{ kind = "query", name = "apikey", value = "indexer-key" }}
 [capabilities."download.submit".settings]
-torrent_sources = "torznab={torznab}"
 save_path = {downloads:?}
 category = "movies"
 [services.counter]

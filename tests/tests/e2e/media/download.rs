@@ -131,7 +131,6 @@ pub(super) async fn start_with_qbittorrent_on(backend: Backend, qbt: &QBittorren
     host.config.services.insert("qbittorrent".into(), qbittorrent);
     host.config.services.insert("torznab".into(), torznab);
     let settings = BTreeMap::from([
-        ("torrent_sources".to_string(), format!("torznab={indexer}")),
         ("save_path".to_string(), qbt.downloads().display().to_string()),
         ("category".to_string(), "movies".to_string()),
     ]);

@@ -64,7 +64,6 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
         service(indexer.base_url(), Auth::Query { name: "apikey".into(), value: SecretRef("indexer-key".into()) }),
     );
     let submit = BTreeMap::from([
-        ("torrent_sources".to_string(), format!("torznab={}", indexer.base_url())),
         ("save_path".to_string(), qbt.downloads().display().to_string()),
         ("category".to_string(), "movies".to_string()),
     ]);

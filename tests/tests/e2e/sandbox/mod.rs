@@ -14,3 +14,4 @@ mod loading;
 mod loading_edges;
 mod outbound;
 mod outbound_edges;
+mod outbound_links;

@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 
 use crate::grant;
 
-const KEY: &str = "Kq7+zX/9f&Lm2=Pw";
-const PASSWORD: &str = "hunter2-Correct+Horse";
+pub(super) const KEY: &str = "Kq7+zX/9f&Lm2=Pw";
+pub(super) const PASSWORD: &str = "hunter2-Correct+Horse";
 
-fn rule(method: &str, path: &str, class: &str) -> OperationRule {
+pub(super) fn rule(method: &str, path: &str, class: &str) -> OperationRule {
     OperationRule { method: method.into(), path: path.into(), class: class.into() }
 }
 
@@ -40,7 +40,7 @@ fn service(router: &MockRouter, auth: Auth) -> ServiceConfig {
     }
 }
 
-async fn start(router: &MockRouter, auth: Auth) -> (TestHost, Arc<Runtime>) {
+pub(super) async fn start(router: &MockRouter, auth: Auth) -> (TestHost, Arc<Runtime>) {
     let mut host = TestHost::new();
     host.config.services.insert("echo".into(), service(router, auth));
     host.drop_plugin(components::PROBE, "probe.wasm");
@@ -58,14 +58,14 @@ fn form_login(password: &str) -> Auth {
     }
 }
 
-async fn send(runtime: &Runtime, class: EffectClass, request: Value) -> CallReport {
+pub(super) async fn send(runtime: &Runtime, class: EffectClass, request: Value) -> CallReport {
     let mut input = json!({"action": "send", "import": "read", "service": "echo", "method": "GET"});
     input.as_object_mut().unwrap().extend(request.as_object().unwrap().clone());
     runtime.call("test.probe", &input.to_string(), grant(class)).await.unwrap()
 }
 
 /// The failure kind, or `ok` with everything the component got back.
-fn answer(report: &CallReport) -> (String, String) {
+pub(super) fn answer(report: &CallReport) -> (String, String) {
     match &report.outcome {
         CallOutcome::Succeeded { output } => ("ok".into(), output["result"].to_string()),
         CallOutcome::Failed { failure } => (failure.kind.clone(), failure.message.clone()),
@@ -109,7 +109,7 @@ fn readings(how: &str, text: &str) -> Vec<String> {
 }
 
 /// Whether `text` holds `secret` in any form a test can think of.
-fn leaks(text: &str, secret: &str) -> bool {
+pub(super) fn leaks(text: &str, secret: &str) -> bool {
     let b64 = base64::engine::general_purpose::STANDARD;
     let forms = [
         secret.to_string(),

@@ -154,9 +154,6 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     let effective = app.setup().effective(&config).await.unwrap();
     assert_eq!(effective.settings["organize.plan"]["movie_template"], "{Movie Title} ({Release Year})");
     assert_eq!(effective.settings["download.submit"]["save_path"], "/srv/downloads/movies");
-    assert!(
-        effective.settings["download.submit"]["torrent_sources"].contains(&format!("torznab={}", indexer.base_url()))
-    );
 
     // Keys cannot set services up; every change is audited.
     let key = capstan::http::keys::create(&db, "automation", &[EffectClass::Execute], "admin:admin").await.unwrap();

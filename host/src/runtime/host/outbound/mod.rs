@@ -1,6 +1,7 @@
 //! `capstan:host/outbound-read` (read) and `outbound-write` (execute):
 //! HTTP to operator-named services. A component names a service from its
-//! descriptor and a path; the host builds the URL from the configured base,
+//! descriptor and a path (or a link the service gave, on its own address:
+//! see `link`); the host builds the URL from the configured base,
 //! adds credentials the component never sees, classes the operation with the
 //! service's table on the path the server will see, applies the timeout,
 //! caps the response size and masks every injected secret out of what
@@ -16,6 +17,7 @@ use crate::runtime::bindings::capstan::host::{outbound_read, outbound_write};
 use crate::runtime::call_state::CallState;
 use crate::runtime::effects::{EffectClass, interface, interface_class};
 
+mod link;
 mod path;
 mod secrets;
 mod service;
@@ -108,7 +110,7 @@ impl Outbound {
             body: None,
         };
         service.login(None).await.map_err(describe)?;
-        let (resp, redactor, _) = service.send_once(name, &req, &decoded, &method).await.map_err(describe)?;
+        let (resp, redactor, _) = service.send_once(name, &req, &decoded, &method, None).await.map_err(describe)?;
         let resp = service.read_masked(name, resp, &redactor).await.map_err(describe)?;
         Ok((resp.status, resp.body))
     }
@@ -163,8 +165,22 @@ impl CallState {
             .ok()
             .filter(|m| ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"].contains(&m.as_str()))
             .ok_or_else(|| HostError::Invalid(format!("method {:?} is not allowed", req.method)))?;
-        let decoded =
-            path::decoded(&req.path).map_err(|why| HostError::Invalid(format!("path {:?} {why}", req.path)))?;
+        let link = if link::is_link(&req.path) {
+            let link = link::parse(&req.path, RESERVED_QUERY, service.reserved_query())?;
+            if method != reqwest::Method::GET && method != reqwest::Method::HEAD {
+                return Err(HostError::Invalid(format!("a link is only read (GET or HEAD), not sent {method}")));
+            }
+            if !service.owns(&link) {
+                return Err(HostError::Invalid(format!("link is not on service {}'s address", req.service)));
+            }
+            Some(link)
+        } else {
+            None
+        };
+        let decoded = match &link {
+            Some(link) => link.relative_to(service.base()),
+            None => path::decoded(&req.path).map_err(|why| HostError::Invalid(format!("path {:?} {why}", req.path)))?,
+        };
         check_names(service, &req, &decoded)?;
         // Classed as the server will route it: the decoded path.
         let is_read = service.config.is_read(method.as_str(), &decoded);
@@ -182,13 +198,14 @@ impl CallState {
         if !is_read {
             self.mark_effect();
         }
-        let (mut resp, mut redactor, generation) = service.send_once(&req.service, &req, &decoded, &method).await?;
+        let (mut resp, mut redactor, generation) =
+            service.send_once(&req.service, &req, &decoded, &method, link.as_ref()).await?;
         let needs_login = matches!(service.config.auth, Auth::FormLogin { .. });
         if needs_login && matches!(resp.status().as_u16(), 401 | 403) {
             // The session expired: log in again (unless another call just
             // did) and retry once.
             service.login(generation).await?;
-            (resp, redactor, _) = service.send_once(&req.service, &req, &decoded, &method).await?;
+            (resp, redactor, _) = service.send_once(&req.service, &req, &decoded, &method, link.as_ref()).await?;
         }
         let answer = service.read_masked(&req.service, resp, &redactor).await?;
         // A 4xx is the service refusing the request: it did not happen.

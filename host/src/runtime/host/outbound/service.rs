@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderName, HeaderValue};
 use tokio::sync::Mutex;
 
+use super::link::Link;
 use super::path;
 use super::secrets::Redactor;
 use crate::config::{Auth, ServiceConfig};
@@ -246,7 +247,18 @@ impl Service {
         Ok(())
     }
 
-    /// Sends one request whose path and headers were checked; returns the
+    /// Whether `link` is on this service's origin: the only place a link
+    /// may take its credential.
+    pub fn owns(&self, link: &Link) -> bool {
+        link.origin == self.base.origin().ascii_serialization()
+    }
+
+    /// The configured base URL, parsed.
+    pub fn base(&self) -> &reqwest::Url {
+        &self.base
+    }
+
+    /// Sends one request whose path (or link) and headers were checked; returns the
     /// answer and a redactor for exactly the secrets this request carried.
     pub async fn send_once(
         &self,
@@ -254,13 +266,25 @@ impl Service {
         req: &Request,
         decoded: &str,
         method: &reqwest::Method,
+        link: Option<&Link>,
     ) -> Result<(reqwest::Response, Redactor, Option<u64>), HostError> {
         let creds = self.credentials().await?;
         let redactor = creds.redactor();
         let generation = creds.generation;
         let mut query: Vec<(String, String)> = req.query.iter().map(|p| (p.name.clone(), p.value.clone())).collect();
-        query.extend(creds.query);
-        let url = self.url(&req.path, decoded, &query)?;
+        let url = match link {
+            // The link's own slots take the query credential; without one
+            // it is added like any request's.
+            Some(link) if link.has_slot() => link.url(creds.query.as_ref().map(|(_, v)| v.as_str()), &query)?,
+            Some(link) => {
+                query.extend(creds.query);
+                link.url(None, &query)?
+            }
+            None => {
+                query.extend(creds.query);
+                self.url(&req.path, decoded, &query)?
+            }
+        };
         let mut builder = self.client.request(method.clone(), url);
         for h in &req.headers {
             builder = builder.header(&h.name, &h.value);
