@@ -51,6 +51,8 @@ pub struct Torrent {
     pub dlspeed: i64,
     pub upspeed: i64,
     pub ratio: f64,
+    /// Seeds connected now.
+    pub num_seeds: i64,
 }
 
 impl Torrent {

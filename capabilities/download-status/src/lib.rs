@@ -20,6 +20,8 @@ pub const ACTIVE_STATUSES: &[&str] = &["queued", "downloading", "stalled", "paus
 pub const MAX_TASKS: usize = 500;
 /// Hashes per `torrents/info` request, to keep the URL short.
 const HASHES_PER_REQUEST: usize = 50;
+/// qBittorrent's ETA for "not in any foreseeable time" (100 days).
+const NO_ETA: i64 = 8_640_000;
 
 /// Which downloads to read.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -47,6 +49,16 @@ pub struct DownloadState {
     pub content_path: Option<String>,
     /// qBittorrent's state name; absent when the torrent is gone.
     pub client_state: Option<String>,
+    /// Bytes a second coming in now; absent when the torrent is gone.
+    #[serde(default)]
+    pub download_speed: Option<i64>,
+    /// Seeds connected now; absent when the torrent is gone.
+    #[serde(default)]
+    pub seeds: Option<i64>,
+    /// qBittorrent's estimate of the seconds left; absent when the torrent
+    /// is gone or qBittorrent has none (it says 8640000 for "never").
+    #[serde(default)]
+    pub eta_seconds: Option<i64>,
 }
 
 /// Every download asked about, in the order asked (or most recently
@@ -107,7 +119,7 @@ impl Capability for DownloadStatusCapability {
         version: 1,
         label: Label::Read,
         summary: "Read download progress and status from qBittorrent",
-        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, paused, missing, failed, completed), progress, content path and qBittorrent's own state. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, paused, missing, failed or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
+        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, paused, missing, failed, completed), progress, content path, qBittorrent's own state, download speed, connected seeds and estimated seconds left. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, paused, missing, failed or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
         tags: &["download", "qbittorrent", "torrent", "progress"],
         aliases: &[
             "download status",
@@ -146,6 +158,9 @@ impl Capability for DownloadStatusCapability {
                     progress: t.progress.clamp(0.0, 1.0),
                     content_path: Some(t.content_path.clone()).filter(|p| !p.is_empty()),
                     client_state: Some(t.raw_state.clone()),
+                    download_speed: Some(t.dlspeed.max(0)),
+                    seeds: Some(t.num_seeds.max(0)),
+                    eta_seconds: Some(t.eta).filter(|eta| (0..NO_ETA).contains(eta)),
                 },
                 None => DownloadState {
                     download_task_id: task.id,
@@ -154,6 +169,9 @@ impl Capability for DownloadStatusCapability {
                     progress: task.progress,
                     content_path: None,
                     client_state: None,
+                    download_speed: None,
+                    seeds: None,
+                    eta_seconds: None,
                 },
             })
             .collect();

@@ -1,5 +1,6 @@
 //! `syncDownloads`: asks `download.status` what the client is doing with
-//! every open download and records it. Paths the client reports are stored
+//! every open download and records it (with the client's state, speed,
+//! seeds and ETA, for the Library). Paths the client reports are stored
 //! relative to the `downloads` root, which is how the organizer names them.
 //! A download that reaches `completed` queues `verifyAndImport` once; what
 //! went wrong with one is written down as a decision (`super::watch`).
@@ -29,6 +30,20 @@ fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// Keeps what the client says of a download for the Library to show
+/// (state, speed, seeds, ETA); a failure to is logged, never the sync's.
+async fn record_client_view(caps: &Capabilities, id: &str, item: &Value) {
+    let view = crate::domain::ClientView {
+        state: item.get("clientState").and_then(Value::as_str),
+        download_speed: item.get("downloadSpeed").and_then(Value::as_i64),
+        seeds: item.get("seeds").and_then(Value::as_i64),
+        eta_seconds: item.get("etaSeconds").and_then(Value::as_i64),
+    };
+    if let Err(e) = caps.domain().record_client_view(id, &view).await {
+        tracing::warn!(download = %id, error = %e, "cannot record what the client says of a download");
+    }
+}
+
 impl TaskHandler for SyncDownloads {
     fn run(&self, task: Task) -> HandlerFuture {
         let (caps, settings) = (self.0.clone(), self.1.clone());
@@ -52,6 +67,7 @@ impl TaskHandler for SyncDownloads {
                     item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
                 let before = caps.domain().download(id).await.ok().map(|d| d.progress);
                 let recorded = caps.domain().update_download(id, status, progress, path.as_deref()).await;
+                record_client_view(&caps, id, &item).await;
                 if let Ok((download, _)) = &recorded {
                     let seen = super::watch::Seen {
                         client_state: item.get("clientState").and_then(Value::as_str),

@@ -6,7 +6,11 @@
 //!   disk and forgot it was finished);
 //! - `download_stalled:<downloadTaskId>`: downloading (or stalled by the
 //!   client) without progress for `acquisition.stalled_after_minutes`; a
-//!   paused or queued torrent is waiting for someone, not stalled;
+//!   paused or queued torrent is waiting for someone, not stalled — except
+//!   one nobody started: qBittorrent still fetching its metadata with
+//!   nothing downloaded (`metaDL`: a magnet without peers), or not holding
+//!   the torrent at all though none of it ever arrived (the add never
+//!   took), which is stalled after the same time rather than failed;
 //! - `import_failed:<organizationId>`: placing a completed download's files
 //!   failed for good.
 //!
@@ -56,6 +60,23 @@ fn facts(download: &DownloadTask, seen: &Seen<'_>) -> Value {
     })
 }
 
+/// Why a download has not started, when nobody started it: qBittorrent is
+/// still fetching its metadata with nothing downloaded, or does not hold
+/// the torrent though nothing of it ever arrived. Nothing was lost either
+/// way, so it is waited for as long as a stalled one, not failed at once.
+fn not_started(download: &DownloadTask, client_state: Option<&str>) -> Option<&'static str> {
+    if download.progress > 0.0 {
+        return None;
+    }
+    match (client_state, download.status.as_str()) {
+        (Some("metaDL" | "forcedMetaDL"), _) => {
+            Some("qBittorrent is still fetching the torrent's metadata and has found no peer to get it from")
+        }
+        (None, "missing") => Some("qBittorrent does not hold the torrent: it was never added, or was removed"),
+        _ => None,
+    }
+}
+
 fn recheck(download: &str) -> Value {
     json!({
         "id": "recheck",
@@ -83,10 +104,12 @@ pub async fn download_seen(
     let domain = caps.domain();
     let status = download.status.as_str();
     let lost = seen.progress_before.filter(|before| download.progress + 1e-9 < *before);
+    let not_started = not_started(download, seen.client_state);
     let seen = facts(download, seen);
 
     let failed = failed_root(&download.id);
     let problem = match (status, lost) {
+        ("missing", _) if not_started.is_some() => None,
         ("missing" | "failed", _) => Some(format!("qBittorrent reports the download {status}")),
         // A check in progress counts the pieces again from nothing.
         (_, Some(before)) if status != "queued" => Some(format!(
@@ -111,13 +134,24 @@ pub async fn download_seen(
     let stalled = stalled_root(&download.id);
     let minutes = settings.get("acquisition.stalled_after_minutes").await.ok().and_then(|v| v.as_i64()).unwrap_or(60);
     let idle_ms = now_ms() - download.progress_at;
-    if matches!(status, "downloading" | "stalled") && idle_ms >= minutes * 60_000 {
-        let options = json!([
-            {"id": "resume", "label": "Resume", "capabilityId": "download.recheck",
-             "input": {"downloadTaskId": download.id, "action": "resume"}},
-            {"id": "wait", "label": "Keep waiting", "action": "dismiss"}
-        ]);
-        let problem = format!("no progress for {} minutes (the limit is {minutes})", idle_ms / 60_000);
+    let stallable = matches!(status, "downloading" | "stalled") || not_started.is_some();
+    if stallable && idle_ms >= minutes * 60_000 {
+        let wait = json!({"id": "wait", "label": "Keep waiting", "action": "dismiss"});
+        // Resuming starts a torrent the client holds and stopped; one it is
+        // still fetching metadata for, or does not hold, it cannot.
+        let options = match not_started {
+            None => json!([
+                {"id": "resume", "label": "Resume", "capabilityId": "download.recheck",
+                 "input": {"downloadTaskId": download.id, "action": "resume"}},
+                wait
+            ]),
+            Some(_) => json!([wait]),
+        };
+        let idle = idle_ms / 60_000;
+        let problem = match not_started {
+            None => format!("no progress for {idle} minutes (the limit is {minutes})"),
+            Some(why) => format!("not started after {idle} minutes (the limit is {minutes}): {why}"),
+        };
         let evidence = json!({"download": seen, "problem": problem});
         domain
             .open_occurrence(&stalled, "download_stalled", &download.id, &options, &evidence, download.progress_at)

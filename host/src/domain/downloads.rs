@@ -107,4 +107,31 @@ impl Domain {
         }
         Ok((self.download(id).await?, change))
     }
+
+    /// Records what the client says of a download besides its status and
+    /// progress, for people to see; nothing decides on it, so it is written
+    /// as read, without an event, and whatever the download's status.
+    pub async fn record_client_view(&self, id: &str, view: &ClientView<'_>) -> Result<(), DomainError> {
+        sqlx::query(
+            "UPDATE download_task SET client_state = $1, download_speed = $2, seeds = $3, eta_seconds = $4 \
+             WHERE id = $5",
+        )
+        .bind(view.state)
+        .bind(view.download_speed)
+        .bind(view.seeds)
+        .bind(view.eta_seconds)
+        .bind(id)
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+/// What a client says of a download besides its status and progress.
+#[derive(Debug, Clone, Default)]
+pub struct ClientView<'a> {
+    pub state: Option<&'a str>,
+    pub download_speed: Option<i64>,
+    pub seeds: Option<i64>,
+    pub eta_seconds: Option<i64>,
 }

@@ -8,6 +8,7 @@
 //! background tasks call it directly. It never calls components and never
 //! decides authorisation: callers arrive already authorised.
 
+mod activity;
 mod component_decisions;
 mod decision_options;
 mod decisions;
@@ -26,6 +27,7 @@ mod titles;
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
 pub use decision_options::{OPTION_ACTIONS, find as decision_option};
 pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
+pub use downloads::ClientView;
 pub use entities::{NewEntity, NewSlot};
 pub use model::*;
 pub use organizations::NewOrganizationPlan;

@@ -188,6 +188,13 @@ pub struct DownloadTask {
     /// When it last moved: its progress grew or its status changed.
     pub progress_at: i64,
     pub updated_at: i64,
+    /// What the client last said besides status and progress (`None` until
+    /// a sync has read it): its own state name, bytes a second, connected
+    /// seeds, and its estimate of the seconds left.
+    pub client_state: Option<String>,
+    pub download_speed: Option<i64>,
+    pub seeds: Option<i64>,
+    pub eta_seconds: Option<i64>,
 }
 
 impl DownloadTask {
@@ -201,6 +208,10 @@ impl DownloadTask {
             content_path: r.try_get("content_path")?,
             progress_at: r.try_get::<Option<i64>, _>("progress_at")?.unwrap_or(r.try_get("updated_at")?),
             updated_at: r.try_get("updated_at")?,
+            client_state: r.try_get("client_state")?,
+            download_speed: r.try_get("download_speed")?,
+            seeds: r.try_get("seeds")?,
+            eta_seconds: r.try_get("eta_seconds")?,
         })
     }
 }

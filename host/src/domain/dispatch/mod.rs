@@ -125,12 +125,16 @@ impl Domain {
         run(TRANSITIONS, "transition", self, by, name, arguments).await
     }
 
-    /// What the library holds and wants: entities with their slots.
+    /// What the library holds and wants: entities with their slots, each
+    /// with what is happening to it (`activity`).
     pub async fn inventory(&self, kind: Option<&str>, limit: i64) -> Result<Value, DomainError> {
         let mut items = Vec::new();
         for entity in self.entities(kind, limit).await? {
-            let slots = self.slots_for_entity(&entity.id).await?;
-            items.push(json!({ "entity": answer(&entity)?, "slots": answer(&slots)? }));
+            let mut slots = Vec::new();
+            for slot in self.slots_for_entity(&entity.id).await? {
+                slots.push(self.slot_with_activity(&slot).await?);
+            }
+            items.push(json!({ "entity": answer(&entity)?, "slots": slots }));
         }
         Ok(json!({ "items": items }))
     }

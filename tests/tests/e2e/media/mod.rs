@@ -8,6 +8,7 @@ mod download;
 mod getting_started;
 mod import_trouble;
 mod library;
+mod not_started;
 mod organize;
 mod pipeline;
 mod qbittorrent;
