@@ -42,7 +42,8 @@ fn install() {
         .with_service("qbittorrent", |req| match req.path.as_str() {
             "/api/v2/app/webapiVersion" => Ok(ok("2.8.19")),
             "/api/v2/torrents/info" => Ok(ok(json!([
-                {"hash": hash(1), "state": "stalledUP", "progress": 1.0, "content_path": "/downloads/Dune.mkv"},
+                {"hash": hash(1), "state": "stalledUP", "progress": 1.0, "content_path": "/downloads/Dune.mkv",
+                 "dlspeed": 0, "num_seeds": 3, "eta": 8640000}, // qBittorrent's "no estimate"
                 {"hash": hash(2), "state": "downloading", "progress": 0.42, "content_path": "/downloads/Arrival"},
             ])
             .to_string())),
@@ -66,9 +67,10 @@ fn reports_qbittorrent_s_view_and_a_dropped_torrent_as_missing() {
         downloads,
         json!([
             {"downloadTaskId": "dl-1", "clientHash": hash(1), "status": "completed", "progress": 1.0,
-             "contentPath": "/downloads/Dune.mkv", "clientState": "stalledUP"},
+             "contentPath": "/downloads/Dune.mkv", "clientState": "stalledUP",
+             "downloadSpeed": 0, "seeds": 3, "etaSeconds": null},
             {"downloadTaskId": "dl-3", "clientHash": hash(3), "status": "missing", "progress": 0.5,
-             "contentPath": null, "clientState": null},
+             "contentPath": null, "clientState": null, "downloadSpeed": null, "seeds": null, "etaSeconds": null},
         ])
     );
     let sent = MockHost::take().unwrap().requests;
