@@ -141,6 +141,13 @@ impl MockTorznab {
         *self.shared.base.lock().unwrap() = self.base_url();
     }
 
+    /// Stops serving item `index`'s `.torrent` file (its link answers 404,
+    /// as an indexer's does for a release it dropped) until it is served
+    /// again.
+    pub fn withdraw_torrent(&self, index: usize) {
+        self.shared.files.lock().unwrap().remove(&(index + 1));
+    }
+
     /// Makes later requests fail this way; `None` recovers.
     pub fn fail_with(&self, failure: Option<Failure>) {
         *self.shared.failure.lock().unwrap() = failure;

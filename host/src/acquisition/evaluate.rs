@@ -4,7 +4,9 @@
 //! that are this entity at the slot's quality (and season), draft a plan for
 //! the best one, and submit it only when an approval or grant covers the
 //! submission. Without one, the draft waits for a human and nothing else is
-//! opened. The best one: when the slot names a quality policy (its
+//! opened. A submit that fails is counted on the plan and asked about by
+//! the invoke path; the sweep tries it again once its backoff has passed,
+//! and never picks again a release whose plan for the slot failed. The best one: when the slot names a quality policy (its
 //! `profile`, e.g. `quality.movies`), the published profile's choice among
 //! the releases it accepts — judged exactly as `policy.preview` judges —
 //! else the most seeded.
@@ -122,9 +124,15 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
     };
     let found = searched.output.unwrap_or_default();
+    // A release whose plan for this slot failed (someone chose another) is
+    // not picked for it again.
+    let given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
     let mut candidates: Vec<(i64, SourceRelease)> = Vec::new();
     for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
         let Some(mut release) = record(caps, task, item).await? else { continue };
+        if given_up.contains(&release.id) {
+            continue;
+        }
         if release.identity_status == "unresolved" {
             let input = json!({ "sourceReleaseId": release.id, "candidates": [{ "entityId": entity.id }] });
             let resolved = call(caps, task, "identity.resolve", input).await?;
@@ -167,9 +175,18 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     // Drafting the same thing twice returns the first draft: a draft someone
     // else made (a person, an agent's plan-only run) is theirs to submit,
     // never the sweep's.
-    let drafted_by = domain.plan(&plan_id).await.map_err(|e| e.to_string())?.created_by;
-    if drafted_by != Origin::task(task).principal {
+    let draft = domain.plan(&plan_id).await.map_err(|e| e.to_string())?;
+    if draft.created_by != Origin::task(task).principal {
+        let drafted_by = draft.created_by;
         return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id, "draftedBy": drafted_by }));
+    }
+    // A submit that failed waits out its backoff; a service that passes
+    // its Test, a changed setting or a person's "try again now" ends it.
+    if let Some(retry_at) = draft.retry_at.filter(|at| *at > crate::store::now_ms()) {
+        return Ok(json!({
+            "slotId": slot.id, "outcome": "waiting-to-retry", "planId": plan_id,
+            "reason": draft.last_failure, "failures": draft.submit_failures, "retryAt": retry_at,
+        }));
     }
     // A background sweep submits only under a standing authorisation; it
     // never asks and never leaves a refusal behind.
@@ -177,8 +194,17 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id }));
     }
     let submitted = call(caps, task, "download.submit", submit).await?;
-    if submitted.status != Status::Succeeded {
-        return Err(failed_attempt("download.submit", &submitted));
+    match submitted.status {
+        Status::Succeeded => {}
+        // Counted on the plan and asked about by the invoke path; the other
+        // slots are still looked at.
+        Status::Failed => {
+            let reason = failed_attempt("download.submit", &submitted).to_string();
+            return Ok(json!({ "slotId": slot.id, "outcome": "submit-failed", "planId": plan_id, "reason": reason }));
+        }
+        // An outcome nobody knows is settled by the ledger when the task
+        // runs again, never guessed.
+        _ => return Err(failed_attempt("download.submit", &submitted)),
     }
     Ok(json!({ "slotId": slot.id, "outcome": "submitted", "planId": plan_id, "submit": submitted.output }))
 }

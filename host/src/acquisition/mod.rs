@@ -18,7 +18,9 @@
 //!   import that fails for good opens a decision.
 //!
 //! A scheduler queues `syncDownloads` and `evaluateAcquisition` at an
-//! interval; dedupe keys keep one of each queued at a time.
+//! interval; dedupe keys keep one of each queued at a time. A submit that
+//! failed is tried again on a backoff, at once when what it may have failed
+//! on changes ([`cause_may_have_cleared`]).
 
 mod evaluate;
 mod import;
@@ -79,6 +81,30 @@ pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Appr
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// Something a failed submit may have failed on changed (a service passed
+/// its Test, the setup or a setting changed): every drafted plan waiting
+/// out a backoff may be tried now, and the sweep is queued to try them.
+/// Best effort: a store that cannot be reached leaves the backoffs to run
+/// out by themselves.
+pub async fn cause_may_have_cleared(caps: &Capabilities, what: &str) {
+    let freed = match caps.domain().retry_submits_now().await {
+        Ok(freed) => freed,
+        Err(e) => {
+            tracing::warn!(error = %e, what, "could not let failed submits be tried again");
+            return;
+        }
+    };
+    if freed == 0 {
+        return;
+    }
+    tracing::info!(plans = freed, what, "failed submits are tried again");
+    let tasks = Tasks::new(caps.db().clone());
+    let empty = Value::Object(Default::default());
+    if let Err(e) = enqueue(&tasks, EVALUATE_ACQUISITION, None, empty, EVALUATE_ACQUISITION).await {
+        tracing::warn!(error = %e, "could not queue the sweep after a change");
+    }
 }
 
 /// Queues a pipeline task unless one with the same dedupe key is queued or

@@ -1,7 +1,8 @@
 //! What is happening to a wanted slot, for the Library to show: the
 //! download of the plan submitted for it (the client's status, progress,
 //! state, speed, seeds and ETA), or the plan drafted for it that waits for
-//! someone to approve it. Reads only.
+//! someone to approve it — or to look at why handing it to the client
+//! failed (`submitFailure`, with the decision that asks). Reads only.
 
 use serde_json::{Value, json};
 
@@ -42,6 +43,16 @@ impl Domain {
                         "title": plan.payload.get("title"),
                         "createdAt": plan.created_at,
                     });
+                    if plan.submit_failures > 0 {
+                        let decision = self.undecided_of_root(&super::submit_failures::root(&plan.id)).await?;
+                        shown["waitingPlan"]["submitFailure"] = json!({
+                            "reason": plan.last_failure,
+                            "failures": plan.submit_failures,
+                            "failingSince": plan.failing_since,
+                            "retryAt": plan.retry_at,
+                            "decisionId": decision.map(|d| d.id),
+                        });
+                    }
                 }
             }
             _ => {}

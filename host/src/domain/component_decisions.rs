@@ -11,8 +11,9 @@
 //!   and key: never evidence, options or answers it did not write.
 //! - It may hold at most [`MAX_UNDECIDED`] undecided decisions, and its
 //!   evidence and options are bounded in size.
-//! - It may not offer to `retry` a task: re-running a task that died is
-//!   the host's to offer.
+//! - It may not offer the host's own actions (`retry` a task, give a plan
+//!   up for `another` release, `unwant` a title): those are the host's to
+//!   offer.
 //! - A capability it offers runs, when a human chooses it, with no outside
 //!   effect (`recovery::resolve` refuses one labelled above propose and
 //!   caps the call's grant at propose).
@@ -22,7 +23,8 @@ use serde_json::{Value, json};
 use super::{Decision, Domain, DomainError};
 
 /// The kinds only the host opens.
-pub const HOST_KINDS: &[&str] = &["download_failed", "download_stalled", "import_failed", "agent_budget"];
+pub const HOST_KINDS: &[&str] =
+    &["download_failed", "download_stalled", "download_submit_failed", "import_failed", "agent_budget"];
 
 /// The most undecided decisions one capability may have open at a time.
 pub const MAX_UNDECIDED: i64 = 100;
@@ -79,13 +81,17 @@ fn check_shape(
     if subject.is_some_and(|s| s.chars().count() > MAX_SUBJECT) {
         return Err(invalid(format!("a decision's subject is at most {MAX_SUBJECT} characters")));
     }
-    // Queuing one of the host's tasks again is the host's to offer: a
-    // button a component labels could otherwise re-run any task that died.
-    let retries = options.as_array().is_some_and(|list| list.iter().any(|o| o.get("action") == Some(&json!("retry"))));
-    if retries {
-        return Err(invalid(
-            "a component's decision may not offer to retry a task; the host offers its own retries".into(),
-        ));
+    // Queuing one of the host's tasks again, or giving up a plan or a
+    // wanted title, is the host's to offer: a button a component labels
+    // could otherwise re-run any task that died or drop what a person wants.
+    let host_action = options.as_array().into_iter().flatten().find_map(|o| {
+        let action = o.get("action").and_then(Value::as_str)?;
+        super::decision_options::HOST_ACTIONS.contains(&action).then_some(action)
+    });
+    if let Some(action) = host_action {
+        return Err(invalid(format!(
+            "a component's decision may not offer the action {action:?}; only the host offers it"
+        )));
     }
     for (what, value) in [("evidence", evidence), ("options", options)] {
         let size = value.to_string().len();
@@ -165,9 +171,12 @@ mod tests {
             ("quality_check", Some("s".repeat(201)), json!({}), "quality_check:r1", "subject is at most"),
             ("quality_check", None, big, "quality_check:r1", "evidence is"),
         ];
-        let retry = json!([{"id": "again", "label": "Leave it", "action": "retry", "taskId": "t1"}]);
-        let err = check_shape("quality_check", None, &json!({}), &retry, "quality_check:r1").unwrap_err();
-        assert!(err.to_string().contains("may not offer to retry"), "{err}");
+        for (action, extra) in [("retry", json!({"taskId": "t1"})), ("another", json!({})), ("unwant", json!({}))] {
+            let mut option = json!({"id": "again", "label": "Leave it", "action": action});
+            option.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            let err = check_shape("quality_check", None, &json!({}), &json!([option]), "quality_check:r1").unwrap_err();
+            assert!(err.to_string().contains(&format!("may not offer the action \"{action}\"")), "{err}");
+        }
         for (kind, subject, evidence, key, expected) in cases {
             let err = check_shape(kind, subject.as_deref(), &evidence, &json!([]), key).unwrap_err().to_string();
             assert!(err.contains(expected), "{kind} {key}: {err}");

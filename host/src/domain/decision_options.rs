@@ -3,8 +3,9 @@
 //! one thing it does — `capabilityId` with an `input` object (that call,
 //! made through the invoke path for whoever chose it), or an `action`:
 //! `retry` (the task named by `taskId` is queued again), `reevaluate` and
-//! `accept` (the subject is looked at again), `dismiss` and `ignore`
-//! (nothing is done). `detail` may carry what the console shows beside it
+//! `accept` (the subject is looked at again), `another` (the subject's plan
+//! fails and another release is picked), `unwant` (the subject's title is
+//! no longer wanted), `dismiss` and `ignore` (nothing is done). `detail` may carry what the console shows beside it
 //! (a candidate's title and score). Options are checked when a decision is
 //! opened, so an answer can always be carried out as written.
 
@@ -13,7 +14,12 @@ use serde_json::{Map, Value};
 use super::DomainError;
 
 /// The actions an option may name instead of a capability.
-pub const OPTION_ACTIONS: &[&str] = &["retry", "reevaluate", "accept", "dismiss", "ignore"];
+pub const OPTION_ACTIONS: &[&str] = &["retry", "reevaluate", "accept", "another", "unwant", "dismiss", "ignore"];
+
+/// The actions only the host may offer: each changes what the host does
+/// next (runs a task again, gives up a plan or a wanted title), which a
+/// button a component labels must never do.
+pub const HOST_ACTIONS: &[&str] = &["retry", "another", "unwant"];
 
 /// The fields an option may have.
 const FIELDS: &[&str] = &["id", "label", "action", "capabilityId", "input", "taskId", "detail"];

@@ -22,6 +22,7 @@ mod organizations;
 mod plan_source;
 mod plans;
 mod releases;
+mod submit_failures;
 mod titles;
 
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
@@ -33,6 +34,7 @@ pub use model::*;
 pub use organizations::NewOrganizationPlan;
 pub use plans::NewPlan;
 pub use releases::NewRelease;
+pub use submit_failures::SUBMIT_FAILED;
 pub use titles::WantTitle;
 
 use serde_json::Value;

@@ -152,6 +152,14 @@ pub struct Plan {
     pub run_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Submits of this plan that failed in a row (0 once one succeeds).
+    pub submit_failures: i64,
+    /// Why the last submit failed, while failures are counted.
+    pub last_failure: Option<String>,
+    /// When the submit first failed for this run of failures.
+    pub failing_since: Option<i64>,
+    /// Before this time the sweep does not try the submit again by itself.
+    pub retry_at: Option<i64>,
 }
 
 impl Plan {
@@ -171,6 +179,10 @@ impl Plan {
             run_id: r.try_get("run_id")?,
             created_at: r.try_get("created_at")?,
             updated_at: r.try_get("updated_at")?,
+            submit_failures: r.try_get("submit_failures")?,
+            last_failure: r.try_get("last_failure")?,
+            failing_since: r.try_get("failing_since")?,
+            retry_at: r.try_get("retry_at")?,
         })
     }
 }

@@ -230,7 +230,8 @@ impl Domain {
     }
 
     /// Ends a plan that has not been submitted (`failed` or `cancelled`),
-    /// giving its slot back when it held one.
+    /// giving its slot back when it held one; a decision about its failed
+    /// submit is cleared.
     pub async fn end_plan(&self, plan_id: &str, status: &str, reason: &str) -> Result<Plan, DomainError> {
         one_of(status, &["failed", "cancelled"], "final plan status")?;
         let mut tx = self.db.begin_write().await?;
@@ -252,6 +253,9 @@ impl Domain {
         let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
         self.events.announce(seq);
+        // Nothing is left to try again for a plan that ended.
+        let facts = json!({"planId": plan_id, "status": status, "reason": reason, "seenAt": now_ms()});
+        self.clear_submit_decision(plan_id, facts, "system:plan").await?;
         Ok(plan)
     }
 

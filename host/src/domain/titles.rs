@@ -3,15 +3,20 @@
 //! and opens a slot per movie or season in one transaction; a title already
 //! wanted, being fetched or in the library is a conflict. Changing moves the
 //! wanted slots to another quality or profile; giving a title up marks its
-//! wanted slots `unwanted` (kept, so what was asked stays visible) and is
-//! refused while a download for it is in progress.
+//! wanted slots `unwanted` (kept, so what was asked stays visible) and
+//! cancels the plans not yet handed to the client; it is refused only while
+//! the client is still working on a download for it.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sqlx::Row;
 
 use super::entities::upsert_entity_in;
 use super::{Domain, DomainError, NewEntity, Slot, require};
 use crate::store::{new_id, now_ms};
+
+/// Why a plan ended when its title stopped being wanted.
+const NO_LONGER_WANTED: &str = "the title is no longer wanted";
 
 /// Longest quality or profile name.
 const MAX_NAME: usize = 64;
@@ -163,8 +168,10 @@ impl Domain {
         Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
     }
 
-    /// Stops wanting a title (or one season of it). A download in
-    /// progress for it is a conflict; nothing changes then.
+    /// Stops wanting a title (or one season of it): its slots become
+    /// `unwanted` and the plans not yet handed to the client are cancelled.
+    /// Only a download the client is still working on is in the way (a
+    /// conflict that says what to do); one that failed or is gone is not.
     pub async fn unwant_title(&self, entity_id: &str, season: Option<i64>) -> Result<Value, DomainError> {
         let entity = self.entity(entity_id).await?;
         let mut tx = self.db.begin_write().await?;
@@ -174,30 +181,74 @@ impl Domain {
             .await?;
         let slots: Vec<Slot> = slots.iter().map(Slot::from_row).collect::<Result<_, _>>()?;
         let slots: Vec<&Slot> = slots.iter().filter(|s| season.is_none() || s.season == season).collect();
-        if let Some(busy) = slots.iter().find(|s| s.status == "reserved") {
-            return Err(DomainError::Conflict(format!(
-                "{} is being fetched; cancel its download first",
-                named(&entity.title, entity.year, busy.season)
-            )));
-        }
         if slots.is_empty() {
             return Err(DomainError::NotFound(format!(
                 "nothing of {} is wanted",
                 named(&entity.title, entity.year, season)
             )));
         }
+        for slot in slots.iter().filter(|s| s.status == "reserved") {
+            let live = sqlx::query(
+                "SELECT d.status, d.progress FROM download_task d JOIN acquisition_plan p ON p.id = d.plan_id \
+                 WHERE p.slot_id = $1 AND p.status = 'submitted' AND d.status NOT IN ('failed', 'missing', 'removed')",
+            )
+            .bind(&slot.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(live) = live {
+                let status: String = live.try_get("status")?;
+                let progress: f64 = live.try_get("progress")?;
+                return Err(DomainError::Conflict(format!(
+                    "{} is {status} in the download client ({:.0}%); remove the torrent there (it then shows as \
+                     missing) or let it finish and be imported, then stop wanting it",
+                    named(&entity.title, entity.year, slot.season),
+                    progress * 100.0
+                )));
+            }
+        }
         let now = now_ms();
+        let mut cancelled = Vec::new();
         for slot in &slots {
+            let open: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM acquisition_plan WHERE slot_id = $1 AND status IN ('draft', 'reserved')",
+            )
+            .bind(&slot.id)
+            .fetch_all(&mut *tx)
+            .await?;
+            for plan in open {
+                sqlx::query(
+                    "UPDATE acquisition_plan SET status = 'cancelled', reason = $2, revision = revision + 1, \
+                     updated_at = $3 WHERE id = $1",
+                )
+                .bind(&plan)
+                .bind(NO_LONGER_WANTED)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                cancelled.push((plan, slot.id.clone()));
+            }
             sqlx::query(
                 "UPDATE media_slot SET status = 'unwanted', revision = revision + 1, updated_at = $2 \
-                 WHERE id = $1 AND status = 'wanted'",
+                 WHERE id = $1 AND status IN ('wanted', 'reserved')",
             )
             .bind(&slot.id)
             .bind(now)
             .execute(&mut *tx)
             .await?;
         }
+        let mut seqs = Vec::new();
+        for (plan, slot) in &cancelled {
+            let payload = json!({ "planId": plan, "slotId": slot, "status": "cancelled" });
+            seqs.push(self.emit(&mut tx, "plan.changed", plan, payload).await?);
+        }
         tx.commit().await?;
+        for seq in seqs {
+            self.events.announce(seq);
+        }
+        for (plan, _) in &cancelled {
+            let facts = json!({"planId": plan, "status": "cancelled", "reason": NO_LONGER_WANTED, "seenAt": now});
+            self.clear_submit_decision(plan, facts, "system:unwant").await?;
+        }
         Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
     }
 }

@@ -46,7 +46,7 @@ impl Authorization {
 }
 
 /// The plan a capability acts on: its `plan:<type>` tag and the input's `planId`.
-fn plan_of<'a>(d: &'a Descriptor, input: &'a Value) -> Option<(&'a str, &'a str)> {
+pub(super) fn plan_of<'a>(d: &'a Descriptor, input: &'a Value) -> Option<(&'a str, &'a str)> {
     let plan_type = d.tags.iter().find_map(|t| t.strip_prefix("plan:"))?;
     Some((plan_type, input.get("planId")?.as_str()?))
 }

@@ -11,6 +11,7 @@ mod authorize;
 mod finish;
 mod gate;
 mod input_check;
+mod plan_outcome;
 mod replay;
 mod task_handler;
 mod uncertain;
@@ -286,7 +287,9 @@ impl Capabilities {
         // An earlier identical write of this caller whose outcome is open
         // is checked before a fresh key may write the same thing again.
         if let Some(inv) = self.earlier_open_write(origin, &loaded, input, &digest, &grant, &authorization).await? {
-            return self.answered(origin, &loaded, inv, &summary, &authorization).await;
+            let inv = self.answered(origin, &loaded, inv, &summary, &authorization).await?;
+            self.plan_outcome(d, input, &inv).await;
+            return Ok(inv);
         }
         let req = ClaimRequest {
             key: key.clone(),
@@ -328,7 +331,9 @@ impl Capabilities {
             Claim::Unknown(record) => self.replay(&loaded, input, grant, &key, record, &authorization).await?,
             Claim::Conflict(message) => failed(&key, "conflict", message),
         };
-        self.answered(origin, &loaded, inv, &summary, &authorization).await
+        let inv = self.answered(origin, &loaded, inv, &summary, &authorization).await?;
+        self.plan_outcome(d, input, &inv).await;
+        Ok(inv)
     }
 
     async fn call(&self, loaded: &Loaded, input: &Value, grant: Grant) -> CallReport {

@@ -5,7 +5,8 @@
 //! task's idempotency scope, so an attempt after a crash meets the ledger
 //! record of the one before and nothing runs twice; `retry` queues the
 //! linked task again; `reevaluate` and `accept` queue the acquisition
-//! evaluation of the decision's subject. The outcome is recorded once on
+//! evaluation of the decision's subject; `another` fails a failed submit's
+//! plan and evaluates its slot again, `unwant` stops wanting its title. The outcome is recorded once on
 //! the decision; a task that finds it recorded does nothing.
 
 use std::sync::Arc;
@@ -112,6 +113,7 @@ async fn carry_out(
             };
             Ok(json!({"kind": "retry", "taskId": id, "outcome": outcome}))
         }
+        "another" | "unwant" => give_up(caps, &tasks, decision, action).await,
         "reevaluate" | "accept" if decision.kind == "agent_budget" => {
             Ok(json!({"kind": action, "outcome": "recorded; the run goes on when it is sent a message"}))
         }
@@ -157,9 +159,57 @@ pub fn refusal(caps: &Capabilities, decision: &Decision, option: &Value) -> Opti
     })
 }
 
+/// `another`: the plan a failed submit was about fails, and the slot is
+/// evaluated again without its release; `unwant`: the plan's title is no
+/// longer wanted (its plans not yet handed over are cancelled). Only a
+/// host decision about a plan offers them.
+async fn give_up(caps: &Capabilities, tasks: &Tasks, decision: &Decision, action: &str) -> Result<Value, HandlerError> {
+    let (Some(plan_id), None, crate::domain::SUBMIT_FAILED) =
+        (decision.subject.as_deref(), decision.opened_by.as_deref(), decision.kind.as_str())
+    else {
+        return Err(HandlerError::GiveUp(format!("option action {action:?} is only for a failed submit's decision")));
+    };
+    let domain = caps.domain();
+    let plan = domain.plan(plan_id).await.map_err(domain_failure)?;
+    if action == "unwant" {
+        let slot = domain.slot(&plan.slot_id).await.map_err(domain_failure)?;
+        let outcome = match domain.unwant_title(&slot.entity_id, slot.season).await {
+            Ok(_) => json!("no longer wanted"),
+            Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
+            Err(e) => json!({"notDone": e.to_string()}),
+        };
+        return Ok(json!({"kind": action, "planId": plan_id, "slotId": plan.slot_id, "outcome": outcome}));
+    }
+    let reason = match &plan.last_failure {
+        Some(why) => format!("another release was chosen after the submit failed: {why}"),
+        None => "another release was chosen".to_string(),
+    };
+    let ended = match domain.end_plan(plan_id, "failed", &reason).await {
+        Ok(plan) => json!(plan.status),
+        Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
+        // Ended or submitted meanwhile: the slot is looked at all the same.
+        Err(e) => json!({"notEnded": e.to_string()}),
+    };
+    let key = format!("{}:{}", crate::acquisition::EVALUATE_ACQUISITION, plan.slot_id);
+    let payload = json!({"slotId": plan.slot_id});
+    let queued = crate::acquisition::enqueue(
+        tasks,
+        crate::acquisition::EVALUATE_ACQUISITION,
+        Some(&plan.slot_id),
+        payload,
+        &key,
+    )
+    .await
+    .map_err(|e| HandlerError::Retry(e.to_string()))?;
+    Ok(json!({"kind": action, "planId": plan_id, "slotId": plan.slot_id, "plan": ended, "queued": queued.id}))
+}
+
 /// The wanted slot a decision about a download is about, when there is one.
 async fn slot_of(caps: &Capabilities, decision: &Decision) -> Option<String> {
     let subject = decision.subject.as_deref()?;
+    if decision.kind == crate::domain::SUBMIT_FAILED {
+        return Some(caps.domain().plan(subject).await.ok()?.slot_id);
+    }
     if !decision.kind.starts_with("download_") {
         return None;
     }

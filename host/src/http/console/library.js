@@ -17,14 +17,13 @@ async function refreshLibrary() {
   body.replaceChildren();
   for (const item of answer.data.items) {
     const e = item.entity;
-    const wanted = item.slots
-      .map((s) => (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + (SLOT_WORDS[s.status] || s.status) + (s.profile ? " (" + s.profile + ")" : ""))
-      .join(", ");
+    const wanted = el("td");
+    for (const s of item.slots) wanted.append(slotLine(s));
     const row = el("tr");
     row.dataset.entityId = e.id;
-    row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), el("td", wanted));
+    row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), wanted);
     const actions = el("td");
-    if (item.slots.some((s) => s.status === "wanted")) {
+    if (item.slots.some((s) => s.status === "wanted" || s.status === "reserved")) {
       const stop = el("button", "Stop wanting", "unwant");
       stop.type = "button";
       stop.addEventListener("click", async () => {
@@ -37,6 +36,57 @@ async function refreshLibrary() {
     row.append(actions);
     body.append(row);
   }
+}
+
+/// A button that opens another tab, as a link in a sentence.
+function tabLink(text, tab, then) {
+  const link = el("button", text, "link");
+  link.type = "button";
+  link.addEventListener("click", () => {
+    document.querySelector("nav button[data-tab=" + tab + "]").click();
+    if (then) then();
+  });
+  return link;
+}
+
+function bytesPerSecond(n) {
+  if (n >= 1048576) return (n / 1048576).toFixed(1) + " MB/s";
+  if (n >= 1024) return Math.round(n / 1024) + " kB/s";
+  return n + " B/s";
+}
+
+function timeLeft(seconds) {
+  if (seconds < 60) return "under a minute left";
+  if (seconds < 3600) return Math.round(seconds / 60) + " min left";
+  return (seconds / 3600).toFixed(1) + " h left";
+}
+
+/// One slot as a line: what it is, and what is happening to it now.
+function slotLine(s) {
+  const line = el("div", undefined, "slot slot-" + s.status);
+  line.dataset.slotId = s.id;
+  const what = (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + (SLOT_WORDS[s.status] || s.status) + (s.profile ? " (" + s.profile + ")" : "");
+  line.append(el("span", what, "status-" + s.status));
+  if (s.download || s.waitingPlan) line.append(": ");
+  const d = s.download;
+  const waiting = s.waitingPlan;
+  if (d) {
+    const parts = [d.status + " " + Math.floor(d.progress * 100) + "%"];
+    if (d.status === "downloading" && d.downloadSpeed != null) parts.push(bytesPerSecond(d.downloadSpeed));
+    if (d.seeds != null && !["completed", "importing", "imported"].includes(d.status)) parts.push(d.seeds + (d.seeds === 1 ? " seed" : " seeds"));
+    if (d.etaSeconds != null && d.status === "downloading") parts.push(timeLeft(d.etaSeconds));
+    if (d.clientState) parts.push("qBittorrent: " + d.clientState);
+    line.append(el("span", parts.join(" · "), "download status-" + d.status));
+  } else if (waiting && waiting.submitFailure) {
+    const f = waiting.submitFailure;
+    const next = f.retryAt ? "; tried " + f.failures + (f.failures === 1 ? " time" : " times") + ", next try " + new Date(f.retryAt).toLocaleTimeString() : "";
+    line.append(el("span", "could not be sent to the download client: " + (f.reason || "no reason given") + next, "submit-failed"));
+    if (f.decisionId) line.append(" ", tabLink("What to do", "decisions"));
+  } else if (waiting) {
+    line.append(el("span", "waiting for your approval: " + (waiting.title || "a release"), "waiting-approval"), " ");
+    line.append(tabLink("Approve", "approvals"));
+  }
+  return line;
 }
 
 async function lookup(input) {

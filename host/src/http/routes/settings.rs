@@ -128,6 +128,9 @@ pub async fn update(
         let keys = changed.settings.join(", ");
         super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
     }
+    if changed.tmdb || !changed.settings.is_empty() {
+        crate::acquisition::cause_may_have_cleared(state.caps(), "settings changed").await;
+    }
     let values = state.app.settings().all().await.map_err(settings_error)?;
     Ok(Json(json!({ "settings": values })))
 }

@@ -46,6 +46,7 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
     super::audit_change(state, caller, action, subject, "succeeded", None).await?;
+    crate::acquisition::cause_may_have_cleared(state.caps(), action).await;
     view(state).await
 }
 
@@ -200,7 +201,11 @@ pub async fn test_service(
     if crate::setup::kinds::kind_of(&name).is_none() {
         return Err(ApiError::not_found(format!("no service {name} can be set up here")));
     }
-    Ok(Json(probe::service(state.caps().runtime(), state.app.setup(), &name).await))
+    let found = probe::service(state.caps().runtime(), state.app.setup(), &name).await;
+    if found.ok {
+        crate::acquisition::cause_may_have_cleared(state.caps(), "a service passed its test").await;
+    }
+    Ok(Json(found))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

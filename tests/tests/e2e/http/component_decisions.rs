@@ -121,7 +121,12 @@ async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend)
         (
             json!({"kind": "probe_question", "dedupeKey": "probe_question:r", "options": [
                 {"id": "again", "label": "Leave it", "action": "retry", "taskId": "any-task"}]}),
-            "may not offer to retry",
+            "may not offer the action",
+        ),
+        (
+            json!({"kind": "probe_question", "dedupeKey": "probe_question:u", "options": [
+                {"id": "drop", "label": "Looks fine", "action": "unwant"}]}),
+            "may not offer the action",
         ),
         (
             json!({"kind": "probe_question", "dedupeKey": "probe_question:big", "evidence": {"x": "y".repeat(70_000)}}),

@@ -16,5 +16,6 @@ mod quality;
 mod recovery;
 mod release;
 mod search;
+mod submit_failed;
 pub mod titles;
 mod trouble;

@@ -189,6 +189,69 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     assert!(events.iter().any(|e| e.kind == "organization.changed" && e.payload["status"] == "succeeded"));
 }
 
+/// Waits until plan `id` satisfies `wanted`.
+async fn wait_for_plan(env: &Env, id: &str, what: &str, wanted: impl Fn(&capstan::domain::Plan) -> bool) {
+    let started = Instant::now();
+    loop {
+        let plan = env.caps.domain().plan(id).await.unwrap();
+        if wanted(&plan) {
+            return;
+        }
+        assert!(started.elapsed() < DEADLINE, "the plan was never {what}: {plan:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the_cause_clears() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 26));
+    let env = start(&qbt, &dune).await;
+    let slot = wanted_movie(&env).await;
+    capstan_tests::grants::allow_everything(&env.caps).await;
+    env.indexer.withdraw_torrent(0);
+
+    // The sweep's submit fails: the task itself succeeded at looking, and
+    // says so; the plan counts the failure and a decision asks.
+    let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
+    assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
+    let outcome = &evaluated.result.clone().unwrap()["slots"][0];
+    assert_eq!(outcome["outcome"], "submit-failed", "{outcome}");
+    assert!(outcome["reason"].as_str().unwrap().contains("404"), "{outcome}");
+    let plan_id = outcome["planId"].as_str().unwrap().to_string();
+    let plan = env.caps.domain().plan(&plan_id).await.unwrap();
+    assert_eq!((plan.status.as_str(), plan.submit_failures), ("draft", 1));
+    let asked = env.caps.domain().decisions(None, 10).await.unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        (asked[0].kind.as_str(), asked[0].subject.as_deref()),
+        ("download_submit_failed", Some(plan_id.as_str()))
+    );
+
+    // The next sweep waits out the backoff instead of failing again.
+    let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
+    let outcome = &evaluated.result.clone().unwrap()["slots"][0];
+    assert_eq!(
+        (outcome["outcome"].as_str(), outcome["planId"].as_str()),
+        (Some("waiting-to-retry"), Some(plan_id.as_str()))
+    );
+    assert_eq!(env.caps.domain().plan(&plan_id).await.unwrap().submit_failures, 1);
+
+    // The indexer serves the file again and something changed (a service
+    // passed its Test): the sweep is queued and hands it over.
+    env.indexer.serve_torrent(0, dune.bytes.clone());
+    capstan::acquisition::cause_may_have_cleared(&env.caps, "a service passed its test").await;
+    wait_for_plan(&env, &plan_id, "submitted", |p| p.status == "submitted").await;
+    let plan = env.caps.domain().plan(&plan_id).await.unwrap();
+    assert_eq!((plan.submit_failures, plan.retry_at), (0, None));
+    let decision = env.caps.domain().decision(&asked[0].id).await.unwrap();
+    assert_eq!(
+        (decision.status.as_str(), decision.resolved_by.as_deref()),
+        ("resolved", Some("system:download.submit"))
+    );
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "reserved");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
     let qbt = QBittorrent::start().await;
