@@ -11,13 +11,17 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
 fi
 
 # Debian packages the suites run for real: qbittorrent-nox (the qBittorrent
-# suite runs it against a throwaway profile), chromium with
+# suite runs it against a throwaway profile), opentracker and mktorrent (a
+# tracker and a torrent for the swarm a download really comes from),
+# chromium with
 # chromium-driver (the console suite drives the console in a headless
 # browser), and curl with jq (the runbook suite runs docs/runbook.md's
 # examples as written). The suites fail rather than skip without them.
 [ "${1:-}" = "--tests" ] || exit 0
 missing=()
 command -v qbittorrent-nox >/dev/null 2>&1 || missing+=(qbittorrent-nox)
+command -v opentracker >/dev/null 2>&1 || missing+=(opentracker)
+command -v mktorrent >/dev/null 2>&1 || missing+=(mktorrent)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v curl >/dev/null 2>&1 || missing+=(curl)

@@ -28,5 +28,6 @@ pub mod mock_tmdb;
 pub mod mock_torznab;
 pub mod proxy;
 pub mod qbittorrent;
+pub mod swarm;
 pub mod tasks;
 pub mod torrent;

@@ -76,6 +76,10 @@ struct Shared {
     /// `indexer.example`.
     files: Mutex<BTreeMap<usize, Vec<u8>>>,
     base: Mutex<String>,
+    /// Whether a `.torrent` link needs `apikey` too, as Jackett's and
+    /// Prowlarr's do; and how many were fetched with it.
+    downloads_need_key: Mutex<bool>,
+    keyed_downloads: Mutex<usize>,
 }
 
 /// A running mock indexer.
@@ -95,6 +99,8 @@ impl MockTorznab {
             received: Mutex::new(Vec::new()),
             files: Mutex::new(BTreeMap::new()),
             base: Mutex::new("https://indexer.example".into()),
+            downloads_need_key: Mutex::new(false),
+            keyed_downloads: Mutex::new(0),
         });
         let app =
             Router::new().route("/api", get(api)).route("/download/{file}", get(download)).with_state(shared.clone());
@@ -139,6 +145,17 @@ impl MockTorznab {
     pub fn serve_torrent(&self, index: usize, bytes: Vec<u8>) {
         self.shared.files.lock().unwrap().insert(index + 1, bytes);
         *self.shared.base.lock().unwrap() = self.base_url();
+    }
+
+    /// Answers a `.torrent` link without the indexer's `apikey` with 401,
+    /// as Jackett and Prowlarr do.
+    pub fn require_key_for_downloads(&self) {
+        *self.shared.downloads_need_key.lock().unwrap() = true;
+    }
+
+    /// How many `.torrent` files were fetched with the right key.
+    pub fn keyed_downloads(&self) -> usize {
+        *self.shared.keyed_downloads.lock().unwrap()
     }
 
     /// Stops serving item `index`'s `.torrent` file (its link answers 404,
@@ -278,7 +295,16 @@ fn wanted(item: &Item, q: &BTreeMap<String, String>) -> bool {
         && cat_ok
 }
 
-async fn download(State(s): State<Arc<Shared>>, axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+async fn download(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Path(file): axum::extract::Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response {
+    if q.get("apikey") == Some(&s.key) {
+        *s.keyed_downloads.lock().unwrap() += 1;
+    } else if *s.downloads_need_key.lock().unwrap() {
+        return (StatusCode::UNAUTHORIZED, "Invalid API key").into_response();
+    }
     let number = file.strip_suffix(".torrent").and_then(|n| n.parse::<usize>().ok());
     match number.and_then(|n| s.files.lock().unwrap().get(&n).cloned()) {
         Some(bytes) => (StatusCode::OK, [("content-type", "application/x-bittorrent")], bytes).into_response(),

@@ -1,6 +1,8 @@
 //! A real `qbittorrent-nox` (Debian package) for end-to-end tests: its own
 //! profile folder, WebUI on a free loopback port behind a known username
-//! and password, no peer discovery, downloads into a temporary folder.
+//! and password, no peer discovery (DHT, LSD and PeX off: peers come only
+//! from a tracker), several connections from one address allowed (every
+//! peer on loopback shares 127.0.0.1), downloads into a temporary folder.
 //! Stopped when dropped. It fails the test, never skips it, when the
 //! program is not installed.
 //!
@@ -162,6 +164,7 @@ impl QBittorrent {
              Session\\DefaultSavePath={downloads}\n\
              Session\\TempPathEnabled=false\n\
              Session\\QueueingSystemEnabled=false\n\
+             Session\\MultiConnectionsPerIp=true\n\
              \n\
              [Network]\n\
              PortForwardingEnabled=false\n\
@@ -281,7 +284,7 @@ pub fn password_hash(password: &str, salt: &[u8; 16]) -> String {
 /// A loopback port free right now. Another process could take it before
 /// qBittorrent binds it; startup then fails loudly rather than flakily
 /// talking to a stranger, because the login would not succeed.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 

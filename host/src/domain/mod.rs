@@ -20,6 +20,7 @@ mod host_imports;
 mod model;
 mod organizations;
 mod plan_source;
+mod plan_summary;
 mod plans;
 mod releases;
 mod submit_failures;

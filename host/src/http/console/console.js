@@ -233,26 +233,65 @@ $("tasks-sweeps").addEventListener("change", refreshTasks);
 
 // --- approvals -------------------------------------------------------------
 
+function megabytes(bytes) {
+  if (bytes == null) return "";
+  if (bytes >= 1073741824) return (bytes / 1073741824).toFixed(1) + " GB";
+  return Math.max(1, Math.round(bytes / 1048576)) + " MB";
+}
+
+/// What a plan is, in words a person judges it by: the title, and for a
+/// download the release, its size, quality and indexer; for an import each
+/// file's source and destination. The plan's id stays for reference.
+function planCell(title, plan, planType, planId) {
+  const cell = el("td");
+  cell.append(el("strong", title || planType + " plan"));
+  if (plan && plan.release) cell.append(el("div", plan.release, "release"));
+  const facts = [];
+  if (plan && plan.size != null) facts.push(megabytes(plan.size));
+  if (plan && plan.quality) facts.push(plan.quality);
+  if (plan && plan.indexer) facts.push("from " + plan.indexer);
+  if (plan && plan.mode) facts.push("by " + plan.mode);
+  if (facts.length) cell.append(el("div", facts.join(" · "), "hint"));
+  for (const file of (plan && plan.files) || []) cell.append(el("div", file.source + " → " + file.destination, "file-move"));
+  if (plan && plan.moreFiles) cell.append(el("div", "and " + plan.moreFiles + " more files", "hint"));
+  if (plan && plan.handOff) cell.append(el("div", plan.handOff, "hint"));
+  cell.append(el("div", planType + " " + planId, "hint plan-id"));
+  return cell;
+}
+
+/// The nav button's text: the tab's name and how many wait for a person.
+function markApprovalsWaiting(count) {
+  const button = document.querySelector("nav button[data-tab=approvals]");
+  if (button) button.textContent = count > 0 ? "Approvals (" + count + ")" : "Approvals";
+}
+
 // Pending requests and approvals not yet used (past their expiry they are
-// neither): both can be revoked, and then authorise nothing.
+// neither): both can be revoked, and then authorise nothing. One row a
+// plan: the newest approval of it.
 async function refreshApprovals() {
   const answer = await api("GET", "/approvals");
   if (answer.status !== 200) return;
   const body = $("approvals");
   body.replaceChildren();
   const usable = (a) => (a.status === "pending" || a.status === "approved") && a.expiresAt > Date.now();
-  const open = answer.data.approvals.filter(usable);
-  await refreshDrafts(new Set(open.map((a) => a.planId)));
+  const open = [];
+  const seen = new Set();
+  for (const approval of answer.data.approvals.filter(usable)) {
+    const key = approval.planType + ":" + approval.planId;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    open.push(approval);
+  }
+  const drafts = await refreshDrafts(new Set(open.map((a) => a.planId)));
+  markApprovalsWaiting(drafts + open.filter((a) => a.status === "pending").length);
   for (const approval of open) {
     const row = el("tr");
     row.dataset.approvalId = approval.id;
     const status = approval.status === "approved" ? "approved by " + approval.decidedBy : "pending";
-    row.append(
-      el("td", approval.planType + " " + approval.planId + (approval.stale ? " (changed since requested)" : "")),
-      el("td", approval.requestedBy),
-      el("td", approval.payloadHash.slice(0, 12)),
-      el("td", status, "status-" + approval.status),
-    );
+    const plan = approval.plan;
+    const what = planCell(plan && plan.title, plan, approval.planType, approval.planId);
+    if (approval.stale) what.append(el("div", "changed since it was requested", "hint"));
+    row.append(what, el("td", approval.requestedBy), el("td", status, "status-" + approval.status));
     const actions = el("td");
     const choices = approval.status === "pending" ? [["Approve", "approved"], ["Reject", "rejected"]] : [];
     for (const [label, status] of choices) {
@@ -274,28 +313,44 @@ async function refreshApprovals() {
 }
 
 // Drafts with no open approval (pending, or approved and not yet used):
-// asking puts them in the table above.
+// one click approves one (asked for and decided at once); answers how many
+// are listed.
 async function refreshDrafts(asked) {
-  const answer = await api("GET", "/acquisition-plans?status=draft");
-  if (answer.status !== 200) return;
+  const [answer, held] = await Promise.all([api("GET", "/acquisition-plans?status=draft"), api("GET", "/library")]);
+  if (answer.status !== 200) return 0;
+  const titles = new Map();
+  for (const item of held.status === 200 ? held.data.items : []) {
+    const e = item.entity;
+    for (const s of item.slots) {
+      titles.set(s.id, e.title + (s.season != null ? " season " + s.season : e.year ? " (" + e.year + ")" : ""));
+    }
+  }
   const body = $("drafts");
   body.replaceChildren();
-  for (const plan of answer.data.plans.filter((p) => !asked.has(p.id))) {
+  const waiting = answer.data.plans.filter((p) => !asked.has(p.id));
+  for (const plan of waiting) {
     const row = el("tr");
     row.dataset.planId = plan.id;
-    const ask = el("button", "Ask for approval");
-    ask.className = "ask-approval";
-    ask.addEventListener("click", async () => {
+    const p = plan.payload || {};
+    const summary = { release: p.title, size: p.size, quality: p.quality, indexer: p.indexer, handOff: p.handOff && p.handOff.note };
+    const approve = el("button", "Approve", "approve-draft");
+    approve.addEventListener("click", async () => {
       $("approvals-error").textContent = "";
       const made = await api("POST", "/approvals", { planType: "acquisition", planId: plan.id });
-      if (made.status !== 201) $("approvals-error").textContent = errorText(made);
+      if (made.status !== 201) {
+        $("approvals-error").textContent = errorText(made);
+      } else {
+        const decided = await api("PATCH", "/approvals/" + made.data.id, { status: "approved", payloadHash: made.data.payloadHash });
+        if (decided.status !== 200) $("approvals-error").textContent = errorText(decided);
+      }
       await refreshApprovals();
     });
     const actions = el("td");
-    actions.append(ask);
-    row.append(el("td", plan.id), el("td", (plan.payload && plan.payload.title) || ""), el("td", plan.createdBy), actions);
+    actions.append(approve);
+    row.append(planCell(titles.get(plan.slotId), summary, "acquisition", plan.id), el("td", plan.createdBy), actions);
     body.append(row);
   }
+  return waiting.length;
 }
 
 function decide(approval, status) {

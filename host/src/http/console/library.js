@@ -8,7 +8,10 @@
 const POSTERS = "https://image.tmdb.org/t/p/w92";
 // What each slot status means to someone watching a title arrive.
 const SLOT_WORDS = { wanted: "wanted", reserved: "being fetched", satisfied: "in the library", unwanted: "not wanted" };
-const library = { picked: null };
+// announced: the entity the "Wanted: …" line is about, until its row
+// says what is happening to it.
+// grantFor: the entity the offer of standing grants is about.
+const library = { picked: null, announced: null, grantFor: null };
 
 async function refreshLibrary() {
   const answer = await api("GET", "/library");
@@ -17,6 +20,11 @@ async function refreshLibrary() {
   body.replaceChildren();
   for (const item of answer.data.items) {
     const e = item.entity;
+    if (e.id === library.announced && item.slots.some((s) => s.status !== "wanted" || s.download || s.waitingPlan)) {
+      // Its row says what is happening now: the line has done its work.
+      $("add-done").textContent = "";
+      library.announced = null;
+    }
     const wanted = el("td");
     for (const s of item.slots) wanted.append(slotLine(s));
     const row = el("tr");
@@ -102,6 +110,9 @@ function lookupError(answer) {
 $("add-search").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   $("add-error").textContent = "";
+  $("add-done").textContent = "";
+  $("add-unattended").hidden = true;
+  library.announced = null;
   $("add-form").hidden = true;
   const list = $("add-results");
   list.replaceChildren();
@@ -183,10 +194,37 @@ $("add-form").addEventListener("submit", async (ev) => {
   if (answer.status === 201) {
     $("add-error").textContent = "";
     $("add-done").textContent = "Wanted: " + $("add-picked").textContent + ". The background sweep searches the indexers for it.";
+    library.announced = answer.data.entity.id;
+    library.grantFor = answer.data.entity.id;
+    $("add-unattended").hidden = false;
+    $("add-grant").disabled = false;
     $("add-form").hidden = true;
     $("add-results").replaceChildren();
     refreshLibrary();
   } else {
     sayFailure($("add-error"), errorText(answer));
   }
+});
+
+// After Want it: the two standing grants that let the sweep fetch and
+// import this title without asking, scoped to it alone.
+$("add-grant").addEventListener("click", async () => {
+  const entity = library.grantFor;
+  if (!entity) return;
+  $("add-grant").disabled = true;
+  const expiresAt = Date.now() + 30 * 86400000;
+  const made = [];
+  for (const action of ["download.submit", "organize.execute"]) {
+    const grant = { action, scope: { entityIds: [entity] }, dailyInvocations: 10, expiresAt, reason: "fetch and import a title wanted from the Library" };
+    const answer = await api("POST", "/automation-grants", grant);
+    if (answer.status !== 201) {
+      sayFailure($("add-error"), "Could not grant " + action + ": " + errorText(answer));
+      $("add-grant").disabled = false;
+      return;
+    }
+    made.push(action);
+  }
+  $("add-unattended").hidden = true;
+  $("add-done").textContent += " Granted " + made.join(" and ") + " for it: the sweep fetches and imports it without asking.";
+  if (typeof refreshGrants === "function") refreshGrants();
 });

@@ -6,7 +6,9 @@
 //! has the payload hash the administrator saw; `{status: revoked}` revokes
 //! one nobody has used yet. Agent runs waiting on an approval are told
 //! when it is given. `GET /api/v1/approvals[/{id}]` lists them, with
-//! `stale` set where the plan has moved on.
+//! `stale` set where the plan has moved on and, while one can still be
+//! decided or used, `plan`: what a person judges it by (the title, the
+//! release, its size, quality and indexer; an import's files).
 
 use axum::Json;
 use axum::extract::State;
@@ -205,7 +207,29 @@ pub async fn list(
 ) -> Result<Json<Value>, ApiError> {
     let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
     let approvals = state.caps().authz().approvals(status).await?;
-    Ok(Json(json!({ "approvals": approvals })))
+    let mut shown = Vec::with_capacity(approvals.len());
+    for approval in approvals {
+        shown.push(with_summary(&state, approval).await?);
+    }
+    Ok(Json(json!({ "approvals": shown })))
+}
+
+/// An approval with `plan`, what a person judges it by, while it can still
+/// be decided or used (the others keep only what they were).
+async fn with_summary(state: &AppState, approval: crate::authz::Approval) -> Result<Value, ApiError> {
+    let open = matches!(approval.status.as_str(), "pending" | "approved") && !approval.stale;
+    let summary = match open {
+        true => state
+            .caps()
+            .domain()
+            .plan_summary(&approval.plan_type, &approval.plan_id)
+            .await
+            .map_err(ApiError::internal)?,
+        false => None,
+    };
+    let mut shown = json!(approval);
+    shown["plan"] = summary.unwrap_or(Value::Null);
+    Ok(shown)
 }
 
 /// One approval, marked stale when its plan has changed.
@@ -218,5 +242,5 @@ pub async fn get(
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let approval = state.caps().authz().approval(state.caps().domain(), &id).await.map_err(authz_error)?;
-    Ok(Json(json!(approval)))
+    Ok(Json(with_summary(&state, approval).await?))
 }

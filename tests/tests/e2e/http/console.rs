@@ -217,7 +217,18 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
 
     // The plan waiting for a human, approved from the console.
     browser.click("nav button[data-tab=approvals]").await;
-    browser.wait_text("#approvals", "listed the plan", |t| t.contains(&plan.id)).await;
+    let listed = browser.wait_text("#approvals", "listed the plan", |t| t.contains(&plan.id)).await;
+    // What a person judges it by: the title, the release, size, quality, indexer.
+    for shown in [
+        "Dune: Part Two (2024)",
+        "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX",
+        "18.6 GB",
+        "2160p",
+        "from torznab",
+    ] {
+        assert!(listed.contains(shown), "{shown:?} is not in {listed:?}");
+    }
+    browser.wait_text("nav button[data-tab=approvals]", "counted what waits", |t| t == "Approvals (1)").await;
     browser.click("#approvals button.decide-approved").await;
     browser.wait_text(&approval_row, "showed it approved", |t| t.contains("approved by admin:bob")).await;
     let approvals = env.caps.authz().approvals(Some("approved")).await.unwrap();
@@ -237,11 +248,17 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     let swept = domain.draft_plan(&sweep, &new).await.unwrap();
     browser.click("nav button[data-tab=library]").await;
     browser.click("nav button[data-tab=approvals]").await;
-    browser.wait_text("#drafts", "listed the sweep's draft", |t| t.contains(&swept.id)).await;
-    assert!(!browser.text("#drafts").await.contains(&plan.id), "an approved plan is not asked about again");
-    browser.click("#drafts button.ask-approval").await;
-    browser.wait_text("#approvals", "listed the request", |t| t.contains(&swept.id) && t.contains("admin:bob")).await;
+    let drafts = browser.wait_text("#drafts", "listed the sweep's draft", |t| t.contains(&swept.id)).await;
+    assert!(drafts.contains("Dune: Part Two (2024)") && drafts.contains("2160p"), "{drafts}");
+    assert!(!drafts.contains(&plan.id), "an approved plan is not asked about again");
+    // One click approves it: asked for and decided at once.
+    browser.click("#drafts button.approve-draft").await;
+    browser
+        .wait_text("#approvals", "listed it approved", |t| t.contains(&swept.id) && t.contains("approved by admin:bob"))
+        .await;
     browser.wait_text("#drafts", "took it off the drafts", |t| !t.contains(&swept.id)).await;
+    let rows = browser.text("#approvals").await;
+    assert_eq!(rows.matches(&swept.id).count(), 1, "one row a plan: {rows}");
 
     // The approval, not yet used, revoked: it authorises nothing, and the
     // plan is a draft nobody was asked about again.

@@ -1,6 +1,7 @@
 //! A newcomer in a real Chromium gets titles into the library: searches
 //! TMDB (a mock on loopback) from the Library tab, sees posters and years,
-//! picks a movie and a quality and wants it, is told clearly when it is
+//! picks a movie and a quality and wants it, is offered the grants that let
+//! it arrive unattended (for that title alone), is told clearly when it is
 //! already wanted, wants one season of a series, and stops wanting a title.
 
 use capstan_tests::browser::Browser;
@@ -35,6 +36,20 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     browser
         .wait_text("#library", "listed it", |t| t.contains("Dune: Part Two (2024)") && t.contains("2160p wanted"))
         .await;
+
+    // The grants that let it arrive unattended are offered, for it alone.
+    assert!(browser.shown("#add-unattended").await, "the offer follows Want it");
+    browser.click("#add-grant").await;
+    browser
+        .wait_text("#add-done", "said what it granted", |t| t.contains("Granted download.submit and organize.execute"))
+        .await;
+    let dune = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
+    let grants = env.caps.authz().grants().await.unwrap();
+    let mut granted: Vec<(&str, &[String])> =
+        grants.iter().map(|g| (g.action.as_str(), g.scope.entity_ids.as_slice())).collect();
+    granted.sort();
+    let only_dune = std::slice::from_ref(&dune.id);
+    assert_eq!(granted, [("download.submit", only_dune), ("organize.execute", only_dune)]);
 
     // The same again is refused, with the reason, next to the form.
     browser.fill("#add-query", "Dune").await;

@@ -8,8 +8,9 @@
 //!
 //! The server runs as `capstan serve` does: the API, a worker with the
 //! acquisition handlers, and the sweep's schedule (every second here). The
-//! movie's data is already in qBittorrent's download folder, so a recheck
-//! stands in for peers delivering it.
+//! movie comes over a real swarm: opentracker on loopback, a `.torrent`
+//! made by mktorrent that the indexer serves only with its key, and a
+//! second qbittorrent-nox seeding the data.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use capstan_tests::host::TestHost;
 use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
 use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::swarm::Swarm;
 use capstan_tests::torrent;
 
 const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
@@ -43,10 +45,12 @@ async fn connect(browser: &Browser, service: &str, url: &str, user: Option<&str>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library() {
+    let payload = torrent::payload(2 << 20, 31);
+    let swarm = Swarm::seeding(RELEASE, &payload).await;
     let qbt = QBittorrent::start().await;
-    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 31));
     let tmdb = MockTmdb::start("newcomer-tmdb-key", Catalog::sample()).await;
-    let indexer = MockTorznab::offering_dune("newcomer-indexer-key", "Newcomer's indexer", &dune).await;
+    let indexer = MockTorznab::offering_dune("newcomer-indexer-key", "Newcomer's indexer", &swarm.torrent).await;
+    indexer.require_key_for_downloads();
 
     // A first start: nothing set up but the built-in capabilities.
     let host = TestHost::new();
@@ -62,7 +66,6 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     capstan::acquisition::register(&mut worker, &caps, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     capstan::acquisition::spawn_schedule(caps.clone(), Duration::from_secs(1));
-    let _delivery = capstan_tests::qbittorrent::deliver_the_data(caps.clone(), false);
     let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     // Step 2: the password, as `capstan admin set-password` sets it.
@@ -137,8 +140,11 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     assert!(name.starts_with("Dune - Part Two (2024)") && name.ends_with(".mkv"), "{name}");
     {
         use std::os::unix::fs::MetadataExt;
-        let (a, b) = (std::fs::metadata(&files[0]).unwrap(), std::fs::metadata(&dune.files[0]).unwrap());
+        let fetched = qbt.downloads().join(RELEASE);
+        let (a, b) = (std::fs::metadata(&files[0]).unwrap(), std::fs::metadata(&fetched).unwrap());
         assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "a hard link of the download");
+        assert_eq!(std::fs::read(&fetched).unwrap(), payload, "every byte came from the seeder");
     }
+    assert!(indexer.keyed_downloads() >= 1, "the .torrent was fetched with the indexer's key");
     browser.close().await;
 }

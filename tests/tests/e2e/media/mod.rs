@@ -17,5 +17,6 @@ mod recovery;
 mod release;
 mod search;
 mod submit_failed;
+mod swarm;
 pub mod titles;
 mod trouble;

@@ -26,16 +26,24 @@ use serde_json::{Value, json};
 const DEADLINE: Duration = Duration::from_secs(90);
 const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
 
-struct Env {
+pub(super) struct Env {
     _host: TestHost,
     _library: tempfile::TempDir,
-    library: std::path::PathBuf,
-    app: Arc<capstan::app::App>,
-    caps: Arc<Capabilities>,
-    indexer: MockTorznab,
+    pub(super) library: std::path::PathBuf,
+    pub(super) app: Arc<capstan::app::App>,
+    pub(super) caps: Arc<Capabilities>,
+    pub(super) indexer: MockTorznab,
 }
 
 async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
+    start_on(Backend::Sqlite, qbt, dune).await
+}
+
+/// A host on `backend` whose indexer (key `indexer-key`) offers `dune` as
+/// Dune: Part Two and serves its `.torrent`, whose client is `qbt` saving
+/// into its downloads folder (the `downloads` root), with a library root
+/// of its own and a worker running the pipeline's tasks.
+pub(super) async fn start_on(backend: Backend, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
     let library = tempfile::tempdir().unwrap();
     let mut host = TestHost::new();
@@ -72,7 +80,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
         .insert("download.submit".into(), CapabilityConfig { settings: submit, ..Default::default() });
     host.config.roots.insert("downloads".into(), qbt.downloads());
     host.config.roots.insert("library".into(), library.path().to_path_buf());
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
@@ -84,7 +92,7 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, indexer }
 }
 
-async fn wanted_movie(env: &Env) -> Slot {
+pub(super) async fn wanted_movie(env: &Env) -> Slot {
     let entity = env.caps.domain().upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     env.caps
         .domain()
@@ -94,7 +102,7 @@ async fn wanted_movie(env: &Env) -> Slot {
 }
 
 /// Queues a pipeline task and waits for it to finish.
-async fn run(env: &Env, kind: &str, payload: Value) -> Task {
+pub(super) async fn run(env: &Env, kind: &str, payload: Value) -> Task {
     capstan_tests::tasks::run_once(env.caps.db(), kind, payload).await
 }
 
