@@ -157,6 +157,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         return (StatusCode::OK, [("content-encoding", "gzip")], dump(&seen)).into_response();
     }
     let how = routed.strip_prefix("/svc/reflect/").unwrap_or("json");
+    if how == "binary" {
+        // A file that is not text (a .torrent's piece hashes), quoting the
+        // request in the middle, as a tracker URL with a key inside would.
+        let mut file = b"d8:announce".to_vec();
+        file.extend_from_slice(&[0xff, 0xfe, 0x00]);
+        file.extend_from_slice(dump(&seen).as_bytes());
+        file.push(b'e');
+        return (StatusCode::OK, [("content-type", "application/x-bittorrent")], file).into_response();
+    }
     let mut headers = HeaderMap::new();
     for (k, v) in &seen.headers {
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(format!("x-echo-{k}")), HeaderValue::from_str(v)) {

@@ -30,17 +30,14 @@ fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// Keeps what the client says of a download for the Library to show
-/// (state, speed, seeds, ETA); a failure to is logged, never the sync's.
-async fn record_client_view(caps: &Capabilities, id: &str, item: &Value) {
-    let view = crate::domain::ClientView {
+/// What the client says of a download besides its status, for the
+/// Library to show (state, speed, seeds, ETA).
+fn client_view(item: &Value) -> crate::domain::ClientView<'_> {
+    crate::domain::ClientView {
         state: item.get("clientState").and_then(Value::as_str),
         download_speed: item.get("downloadSpeed").and_then(Value::as_i64),
         seeds: item.get("seeds").and_then(Value::as_i64),
         eta_seconds: item.get("etaSeconds").and_then(Value::as_i64),
-    };
-    if let Err(e) = caps.domain().record_client_view(id, &view).await {
-        tracing::warn!(download = %id, error = %e, "cannot record what the client says of a download");
     }
 }
 
@@ -66,8 +63,8 @@ impl TaskHandler for SyncDownloads {
                 let path =
                     item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
                 let before = caps.domain().download(id).await.ok().map(|d| d.progress);
-                let recorded = caps.domain().update_download(id, status, progress, path.as_deref()).await;
-                record_client_view(&caps, id, &item).await;
+                let view = client_view(&item);
+                let recorded = caps.domain().update_download(id, status, progress, path.as_deref(), Some(&view)).await;
                 if let Ok((download, _)) = &recorded {
                     let seen = super::watch::Seen {
                         client_state: item.get("clientState").and_then(Value::as_str),

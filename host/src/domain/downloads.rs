@@ -45,13 +45,17 @@ impl Domain {
 
     /// Records what the client reports. Returns the task and, when the
     /// status changed, the change — exactly once per change, because the
-    /// update only applies while the row still holds the old status.
+    /// update only applies while the row still holds the old status. With
+    /// `view`, what the client says besides (state, speed, seeds, ETA) is
+    /// written in the same commit, whatever the download's status: nothing
+    /// decides on it, it is for people to see.
     pub async fn update_download(
         &self,
         id: &str,
         status: &str,
         progress: f64,
         content_path: Option<&str>,
+        view: Option<&ClientView<'_>>,
     ) -> Result<(DownloadTask, Option<StatusChange>), DomainError> {
         one_of(status, DOWNLOAD_STATUSES, "download status")?;
         require((0.0..=1.0).contains(&progress), || format!("progress {progress} is not between 0 and 1"))?;
@@ -65,7 +69,11 @@ impl Domain {
             .ok_or_else(|| DomainError::NotFound(format!("no download task {id}")))?;
         // Once an import has started, only the organization moves the record
         // (back to completed when it fails); the client's view no longer does.
+        if let Some(view) = view {
+            record_client_view(&mut tx, id, view).await?;
+        }
         if matches!(current.status.as_str(), "importing" | "imported" | "removed") && current.status != status {
+            tx.commit().await?;
             return Err(DomainError::Conflict(format!(
                 "download {id} is {}; the client's status no longer changes it",
                 current.status
@@ -107,24 +115,26 @@ impl Domain {
         }
         Ok((self.download(id).await?, change))
     }
+}
 
-    /// Records what the client says of a download besides its status and
-    /// progress, for people to see; nothing decides on it, so it is written
-    /// as read, without an event, and whatever the download's status.
-    pub async fn record_client_view(&self, id: &str, view: &ClientView<'_>) -> Result<(), DomainError> {
-        sqlx::query(
-            "UPDATE download_task SET client_state = $1, download_speed = $2, seeds = $3, eta_seconds = $4 \
-             WHERE id = $5",
-        )
-        .bind(view.state)
-        .bind(view.download_speed)
-        .bind(view.seeds)
-        .bind(view.eta_seconds)
-        .bind(id)
-        .execute(&self.db.pool)
-        .await?;
-        Ok(())
-    }
+/// Writes what the client says of a download besides its status and
+/// progress, as read (an unknown value clears the one before).
+async fn record_client_view(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: &str,
+    view: &ClientView<'_>,
+) -> Result<(), DomainError> {
+    sqlx::query(
+        "UPDATE download_task SET client_state = $1, download_speed = $2, seeds = $3, eta_seconds = $4 WHERE id = $5",
+    )
+    .bind(view.state)
+    .bind(view.download_speed)
+    .bind(view.seeds)
+    .bind(view.eta_seconds)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// What a client says of a download besides its status and progress.

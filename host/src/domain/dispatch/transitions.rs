@@ -61,7 +61,7 @@ pub const TRANSITIONS: &[Operation] = &[
                 }
                 let u: Update = args(name, text)?;
                 let (download, change) =
-                    domain.update_download(&u.id, &u.status, u.progress, u.content_path.as_deref()).await?;
+                    domain.update_download(&u.id, &u.status, u.progress, u.content_path.as_deref(), None).await?;
                 Ok(json!({ "download": answer(download)?, "changed": change.is_some() }))
             })
         },

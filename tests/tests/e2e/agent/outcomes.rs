@@ -132,7 +132,7 @@ async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend
     assert_eq!(body["run"]["status"], "waiting", "{body}");
 
     // The download fails for good: that settles it, and the run ends.
-    env.caps.domain().update_download(&download.id, "failed", 0.0, None).await.unwrap();
+    env.caps.domain().update_download(&download.id, "failed", 0.0, None, None).await.unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "failed", "{body}");

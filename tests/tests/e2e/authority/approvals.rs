@@ -148,7 +148,7 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let domain = env.caps.domain().clone();
     let task = Author::new("task:verifyAndImport");
     let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
-    domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x")).await.unwrap();
+    domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x"), None).await.unwrap();
     let organize = |destination: &str| NewOrganizationPlan {
         download_task_id: download.id.clone(),
         mode: "hardlink".into(),

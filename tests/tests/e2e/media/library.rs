@@ -119,7 +119,7 @@ async fn inventory_query_shows_each_slots_plan_and_download(backend: Backend) {
     let plan = domain.draft_plan(&agent, &new).await.unwrap();
     domain.reserve_plan(&plan.id).await.unwrap();
     let (_, download) = domain.mark_submitted(&plan.id, &"c".repeat(40)).await.unwrap();
-    domain.update_download(&download.id, "downloading", 0.25, None).await.unwrap();
+    domain.update_download(&download.id, "downloading", 0.25, None, None).await.unwrap();
 
     let out = call(&env.caps, "inventory.query", json!({"search": "dune"})).await.unwrap();
     let items = out["items"].as_array().unwrap();

@@ -126,7 +126,7 @@ pub(super) async fn completed_download(domain: &Domain, content_path: &str) -> (
         .unwrap();
     domain.reserve_plan(&plan.id).await.unwrap();
     let (_, download) = domain.mark_submitted(&plan.id, &hash).await.unwrap();
-    let (download, _) = domain.update_download(&download.id, "completed", 1.0, Some(content_path)).await.unwrap();
+    let (download, _) = domain.update_download(&download.id, "completed", 1.0, Some(content_path), None).await.unwrap();
     (slot, download)
 }
 
@@ -282,7 +282,7 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
     write(env.downloads.parent().unwrap(), "secret/Dune.mkv", &[5u8; 4096]);
     let (_, download) = completed_download(env.domain(), FOLDER).await;
     for path in ["../secret", "../secret/Dune.mkv", "/etc", "Dune/../../secret"] {
-        env.domain().update_download(&download.id, "completed", 1.0, Some(path)).await.unwrap();
+        env.domain().update_download(&download.id, "completed", 1.0, Some(path), None).await.unwrap();
         let (kind, message) = failure(&env.invoke("organize.plan", json!({"downloadTaskId": download.id})).await);
         assert_eq!(kind, "denied", "{path}: {message}");
     }
@@ -291,7 +291,7 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
 
     // A download the client has not finished is not organized yet.
     dune_on_disk(&env);
-    env.domain().update_download(&download.id, "downloading", 0.5, Some(FOLDER)).await.unwrap();
+    env.domain().update_download(&download.id, "downloading", 0.5, Some(FOLDER), None).await.unwrap();
     let (kind, message) = failure(&env.invoke("organize.plan", json!({"downloadTaskId": download.id})).await);
     assert_eq!(kind, "conflict");
     assert!(message.contains("downloading"), "{message}");

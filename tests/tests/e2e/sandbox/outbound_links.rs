@@ -2,7 +2,8 @@
 //! hostile component through a real loopback server: a link on the
 //! service's own address is read with the service's key — filled into the
 //! `[redacted]` slot where the component only ever saw the mask, else
-//! appended — and the key never comes back; a link anywhere else, one that
+//! appended — and the key never comes back (a file that carries it is
+//! refused rather than corrupted by masking); a link anywhere else, one that
 //! writes, one that would reach a write path, or one that sets the key
 //! itself is refused before anything is sent.
 
@@ -49,6 +50,14 @@ async fn a_link_on_the_service_s_address_is_read_with_its_key() {
         ("/svc/1/download", format!("link=ZHVuZQ&file=Dune&apikey={encoded_key}"))
     );
     assert!(!leaks(&format!("{report:?}"), KEY));
+
+    // A file (not text) that carries the key is refused whole: masked it
+    // would be corrupt, unmasked it would show the component the key.
+    let file = format!("{base}/reflect/binary?file=Dune");
+    let report = send(&runtime, EffectClass::Read, json!({"path": file})).await;
+    let said = format!("{:?}", report.outcome);
+    assert!(said.contains("carries its credential"), "{said}");
+    assert!(!leaks(&said, KEY), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -135,14 +135,18 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     // Nothing to organize before the download completes.
     assert!(matches!(domain.plan_organization(&task, &organize).await, Err(DomainError::Invalid(_))));
 
-    let (_, change) = domain.update_download(&download.id, "downloading", 0.5, None).await.unwrap();
+    let (_, change) = domain.update_download(&download.id, "downloading", 0.5, None, None).await.unwrap();
     assert_eq!(change.unwrap().to, "downloading");
-    let (_, change) = domain.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
+    let (_, change) =
+        domain.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune"), None).await.unwrap();
     assert_eq!(change.unwrap().from, "downloading");
-    let (done, change) = domain.update_download(&download.id, "completed", 1.0, None).await.unwrap();
+    let (done, change) = domain.update_download(&download.id, "completed", 1.0, None, None).await.unwrap();
     assert!(change.is_none(), "the same status twice is one change");
     assert_eq!(done.content_path.as_deref(), Some("/downloads/Dune"));
-    assert!(matches!(domain.update_download(&download.id, "completed", 1.5, None).await, Err(DomainError::Invalid(_))));
+    assert!(matches!(
+        domain.update_download(&download.id, "completed", 1.5, None, None).await,
+        Err(DomainError::Invalid(_))
+    ));
 
     let (org, artifact) = domain.plan_organization(&task, &organize).await.unwrap();
     assert_eq!((org.status.as_str(), artifact.kind.as_str()), ("planned", "plan"));
@@ -155,13 +159,13 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     domain.start_organization(&org.id, &artifact.payload_hash).await.unwrap();
     assert_eq!(domain.download(&download.id).await.unwrap().status, "importing");
     // While importing, the client's view no longer moves the record.
-    conflict(domain.update_download(&download.id, "completed", 1.0, None).await);
+    conflict(domain.update_download(&download.id, "completed", 1.0, None, None).await);
     let finished = domain.finish_organization(&org.id, None).await.unwrap();
     assert_eq!(finished.status, "succeeded");
     assert_eq!(domain.download(&download.id).await.unwrap().status, "imported");
     assert_eq!(domain.slot(&slot.id).await.unwrap().status, "satisfied");
     // An imported download no longer changes.
-    conflict(domain.update_download(&download.id, "missing", 0.0, None).await);
+    conflict(domain.update_download(&download.id, "missing", 0.0, None, None).await);
 
     // Each change was published once, in order.
     let log = capstan::events::Events::new(domain.db().clone()).list(0, 100).await.unwrap();
@@ -280,7 +284,7 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     let (here, there) = (Domain::new(Db::open(&url).await.unwrap()), Domain::new(Db::open(&url).await.unwrap()));
     let task = Author::new("task:syncDownloads");
     let (_, download) = submitted_download(&here, &"e".repeat(40)).await;
-    here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune")).await.unwrap();
+    here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune"), None).await.unwrap();
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune (2024)/Dune (2024).mkv"})];
     let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "copy".into(), items };
     let (org, _) = here.plan_organization(&task, &organize).await.unwrap();

@@ -111,7 +111,7 @@ impl Outbound {
         };
         service.login(None).await.map_err(describe)?;
         let (resp, redactor, _) = service.send_once(name, &req, &decoded, &method, None).await.map_err(describe)?;
-        let resp = service.read_masked(name, resp, &redactor).await.map_err(describe)?;
+        let resp = service.read_masked(name, resp, &redactor, false).await.map_err(describe)?;
         Ok((resp.status, resp.body))
     }
 }
@@ -207,7 +207,7 @@ impl CallState {
             service.login(generation).await?;
             (resp, redactor, _) = service.send_once(&req.service, &req, &decoded, &method, link.as_ref()).await?;
         }
-        let answer = service.read_masked(&req.service, resp, &redactor).await?;
+        let answer = service.read_masked(&req.service, resp, &redactor, link.is_some()).await?;
         // A 4xx is the service refusing the request: it did not happen.
         if !is_read && (400..500).contains(&answer.status) {
             self.no_effect();

@@ -104,6 +104,11 @@ impl Redactor {
         Redactor { matcher }
     }
 
+    /// Whether `bytes` holds any form of a secret.
+    pub fn finds(&self, bytes: &[u8]) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.is_match(bytes))
+    }
+
     /// `bytes` with every secret form replaced by [`MASK`].
     pub fn bytes(&self, bytes: Vec<u8>) -> Vec<u8> {
         match &self.matcher {

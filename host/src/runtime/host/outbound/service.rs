@@ -306,11 +306,17 @@ impl Service {
     }
 
     /// Reads the answer under the size cap and masks every secret in it.
+    /// A link's binary answer (`whole`, and not UTF-8 text) is a file the
+    /// component hands on as it is, such as a `.torrent`: masking a secret
+    /// inside would corrupt it, and passing it unmasked would show the
+    /// component the credential, so one that carries a secret is refused
+    /// instead. Text is masked as any answer is.
     pub async fn read_masked(
         &self,
         name: &str,
         mut resp: reqwest::Response,
         redactor: &Redactor,
+        whole: bool,
     ) -> Result<Response, HostError> {
         let cap = self.config.response_cap_bytes;
         let status = resp.status().as_u16();
@@ -337,6 +343,12 @@ impl Service {
                 return Err(HostError::TooLarge(format!("response from service {name} exceeds {cap} bytes")));
             }
             body.extend_from_slice(&chunk);
+        }
+        if whole && redactor.finds(&body) && std::str::from_utf8(&body).is_err() {
+            return Err(HostError::Unavailable(format!(
+                "service {name} answered the link with a body that carries its credential; it is not passed on, \
+                 since masking the credential would corrupt the file"
+            )));
         }
         Ok(Response { status, headers, body: redactor.bytes(body) })
     }
