@@ -68,7 +68,9 @@ impl Browser {
     /// Does `act` to the element `css` once it is there. A list the console
     /// re-renders (on a timer, or on opening its tab) may replace the
     /// element between finding it and acting on it: it is found again, as
-    /// a user would see and click the new one.
+    /// a user would see and click the new one. One that is there but not
+    /// shown yet (the console after a reload, until its session check
+    /// answers) is waited for, as a user waits to see it.
     async fn on_element<T, F, Fut>(&self, css: &str, act: F) -> T
     where
         F: Fn(Element) -> Fut,
@@ -79,7 +81,12 @@ impl Browser {
             let element = self.client.wait().for_element(Locator::Css(css)).await.unwrap();
             match act(element).await {
                 Ok(done) => return done,
-                Err(e) if e.is_stale_element_reference() && started.elapsed() < Duration::from_secs(30) => {}
+                Err(e)
+                    if (e.is_stale_element_reference() || e.is_element_not_interactable())
+                        && started.elapsed() < Duration::from_secs(30) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
                 Err(e) => panic!("{css}: {e}"),
             }
         }

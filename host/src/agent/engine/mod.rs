@@ -270,7 +270,8 @@ impl AgentRuntime {
         let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
             let (_, activity) = self.tool_calls(run_id).await?;
-            let (status, detail) = verdict::verdict(&touched, run.mode, &activity, &run.goal, &final_text);
+            let asked = verdict::Asked { mode: run.mode, goal: &run.goal, investigation: run.investigation.is_some() };
+            let (status, detail) = verdict::verdict(&touched, &asked, &activity, &final_text);
             return self.finish_with(run_id, status, detail.as_deref(), &final_text, &touched).await;
         }
         // Past agent.goal_wait_hours the run keeps the state its report

@@ -4,8 +4,10 @@
 //! succeeded (the ledger says so) or its goal only asked a question and it
 //! answered. A run whose changes all failed or were denied, or whose every
 //! call failed, has `failed`; one whose goal asked for a change and that
-//! made none, or that gave no answer, has `nothing_done`. The reasons name
-//! the calls.
+//! made none (saying what it called), or that gave no answer, has
+//! `nothing_done` — a plan-only run asked to fetch something too, saying
+//! what it drafted and that fetching needs an approval or an execute run.
+//! The reasons name the calls.
 
 use std::collections::{HashMap, HashSet};
 
@@ -144,19 +146,69 @@ pub fn asks_for_change(goal: &str) -> bool {
     !question && CHANGE_WORDS.iter().any(|w| format!("{goal} ").contains(w))
 }
 
+/// What a run was asked for, as its verdict reads it.
+pub struct Asked<'a> {
+    pub mode: RunMode,
+    pub goal: &'a str,
+    /// An investigation reads and proposes by design: its goal names what
+    /// went wrong ("a download failed"), never a change it must make.
+    pub investigation: bool,
+}
+
+/// Why a plan-only run whose goal asks for a change did not succeed: what
+/// it drafted, and what fetching takes.
+fn plan_only_change(touched: &[Touched], activity: &Activity) -> String {
+    let drafted = touched.len();
+    let mut said = if drafted > 0 {
+        format!(
+            "a plan-only run changes nothing: it drafted {drafted} plan(s), which wait for approval on the Approvals tab; \
+             fetching needs them approved, or an execute run"
+        )
+    } else {
+        "a plan-only run changes nothing, and this one drafted no plan: nothing was fetched; fetching needs an \
+         execute run"
+            .to_string()
+    };
+    let reasons = activity.reasons();
+    if !reasons.is_empty() {
+        said.push_str(&format!(" (what did not work: {})", reasons.join("; ")));
+    }
+    said
+}
+
+/// What the run read, for a run that changed nothing: "release.search (×2)
+/// and inventory.query", or that it called nothing.
+fn what_it_read(activity: &Activity) -> String {
+    let mut names: Vec<(&str, usize)> = Vec::new();
+    for call in &activity.calls {
+        match names.iter_mut().find(|(n, _)| *n == call.name) {
+            Some((_, count)) => *count += 1,
+            None => names.push((&call.name, 1)),
+        }
+    }
+    let named: Vec<String> =
+        names.iter().map(|(n, c)| if *c > 1 { format!("{n} (×{c})") } else { n.to_string() }).collect();
+    match named.as_slice() {
+        [] => "it called no capability".to_string(),
+        [one] => format!("it called only {one}"),
+        [head @ .., last] => format!("it called only {} and {last}", head.join(", ")),
+    }
+}
+
 /// The status a normally ended run finishes with, and why when it is not
-/// success. A plan-only run's drafts are its result.
+/// success. A plan-only run's drafts are its result, unless its goal asked
+/// for a change: drafting is then not what was asked, and it says so.
 pub fn verdict(
     touched: &[Touched],
-    mode: RunMode,
+    asked: &Asked<'_>,
     activity: &Activity,
-    goal: &str,
     final_text: &str,
 ) -> (RunStatus, Option<String>) {
+    let (mode, goal) = (asked.mode, asked.goal);
     let count = |standing: Standing| touched.iter().filter(|t| t.standing == standing).count();
-    let asked = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
+    let approvals = touched.iter().filter(|t| matches!(t.standing, Standing::AwaitingApproval(_))).count();
     let (failed, moving, awaiting) =
-        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + asked);
+        (count(Standing::Failed), count(Standing::InFlight), count(Standing::AwaitingHuman) + approvals);
     let rejected = count(Standing::Rejected);
     if rejected > 0 {
         return (RunStatus::Failed, Some(format!("a human rejected {rejected} of the plans the run touched")));
@@ -168,6 +220,9 @@ pub fn verdict(
         return (RunStatus::Failed, Some(format!("{moving} of the plans the run touched had not settled")));
     }
     if mode == RunMode::PlanOnly {
+        if !asked.investigation && asks_for_change(goal) {
+            return (RunStatus::NothingDone, Some(plan_only_change(touched, activity)));
+        }
         return (RunStatus::Succeeded, None);
     }
     if awaiting > 0 {
@@ -201,10 +256,11 @@ pub fn verdict(
         return (RunStatus::Failed, Some(because("every call the run made failed or was denied".into())));
     }
     if asks_for_change(goal) {
-        return (
-            RunStatus::NothingDone,
-            Some("the goal asks for a change and the run made none; nothing was verified".into()),
+        let why = format!(
+            "the goal asks for a change and the run made none; nothing was verified: {}",
+            what_it_read(activity)
         );
+        return (RunStatus::NothingDone, Some(why));
     }
     if final_text.trim().is_empty() {
         return (RunStatus::NothingDone, Some("the run gave no answer".into()));
@@ -214,7 +270,41 @@ pub fn verdict(
 
 #[cfg(test)]
 mod tests {
-    use super::asks_for_change;
+    use super::*;
+
+    fn judged(mode: RunMode, goal: &str, investigation: bool, activity: &Activity) -> (RunStatus, Option<String>) {
+        verdict(&[], &Asked { mode, goal, investigation }, activity, "Here is what I found.")
+    }
+
+    fn read(name: &str, status: &str) -> Call {
+        Call { name: name.into(), status: status.into(), error: None, write: false, row: None }
+    }
+
+    #[test]
+    fn a_plan_only_run_asked_to_fetch_says_it_fetched_nothing_and_what_fetching_takes() {
+        let searched =
+            Activity { calls: vec![read("release.search", "succeeded"), read("catalog.lookup", "succeeded")] };
+        let (status, why) = judged(RunMode::PlanOnly, "find and fetch Dune", false, &searched);
+        let why = why.unwrap();
+        assert_eq!(status, RunStatus::NothingDone, "{why}");
+        assert!(why.contains("drafted no plan") && why.contains("execute run"), "{why}");
+        // A question, or an investigation of a failed download, is what a
+        // plan-only run is for.
+        assert_eq!(judged(RunMode::PlanOnly, "what is in my library?", false, &searched).0, RunStatus::Succeeded);
+        let investigating = judged(RunMode::PlanOnly, "Investigate: download d1 failed", true, &searched);
+        assert_eq!(investigating.0, RunStatus::Succeeded);
+    }
+
+    #[test]
+    fn an_execute_run_that_fetched_nothing_says_what_it_called() {
+        let searched =
+            Activity { calls: vec![read("release.search", "succeeded"), read("release.search", "succeeded")] };
+        let (status, why) = judged(RunMode::Execute, "fetch Dune", false, &searched);
+        assert_eq!(status, RunStatus::NothingDone);
+        assert!(why.unwrap().ends_with("it called only release.search (×2)"));
+        let (_, why) = judged(RunMode::Execute, "fetch Dune", false, &Activity::default());
+        assert!(why.unwrap().ends_with("it called no capability"));
+    }
 
     #[test]
     fn questions_ask_nothing_to_change() {

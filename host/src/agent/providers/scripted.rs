@@ -10,7 +10,9 @@
 //! and after the last step it answers `finalText` and ends the turn.
 //! `{{capability.path}}` in texts and tool inputs is filled from the latest
 //! successful result of that capability in the conversation (`path` walks
-//! object keys and array indexes; `length` counts); what cannot be filled
+//! object keys and array indexes; `length` counts; `*` takes the rest of
+//! the path from every item, written in a text as "A, B and C", or
+//! "none"); what cannot be filled
 //! reads `(unknown)`, so a script never invents a figure. A write's result
 //! (`{status, invocation_id, output}`) is read through to its output, except
 //! for the wrapper's own keys. A compacted history keeps its place: the
@@ -32,7 +34,7 @@ pub const DEMO_SCRIPT: &str = r#"{
       "steps": [
         { "text": "I'll look at what the library holds.", "tools": [{ "name": "inventory.query", "input": {} }] }
       ],
-      "finalText": "The library tracks {{inventory.query.items.length}} titles. I only read the inventory; nothing was changed."
+      "finalText": "The library holds {{inventory.query.items.length}} title(s): {{inventory.query.items.*.title}}. I only read the inventory; nothing was changed."
     }
   ]
 }"#;
@@ -237,6 +239,40 @@ fn latest_request(messages: &[Message]) -> Option<(usize, String)> {
 /// The latest successful result of each capability in the conversation.
 struct ToolResults(Vec<(String, Value)>);
 
+/// The value at `parts` under `at`: object keys, array indexes, `length`
+/// (a count), and `*` (the rest of the path for each item of an array, the
+/// items that have it).
+fn walk(at: &Value, parts: &[&str]) -> Option<Value> {
+    let Some((part, rest)) = parts.split_first() else { return Some(at.clone()) };
+    let next = match (at, *part) {
+        (Value::Array(items), "*") => {
+            return Some(Value::Array(items.iter().filter_map(|item| walk(item, rest)).collect()));
+        }
+        (Value::Array(items), "length") => Value::from(items.len()),
+        (Value::Object(map), "length") if !map.contains_key("length") => Value::from(map.len()),
+        (Value::Array(items), index) => items.get(index.parse::<usize>().ok()?)?.clone(),
+        (Value::Object(map), key) => map.get(key)?.clone(),
+        _ => return None,
+    };
+    walk(&next, rest)
+}
+
+/// Items as words: "none", "A", "A and B", "A, B and C".
+fn listed(items: &[Value]) -> String {
+    let words: Vec<String> = items
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    match words.as_slice() {
+        [] => "none".to_string(),
+        [one] => one.clone(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
+    }
+}
+
 impl ToolResults {
     fn from(messages: &[Message]) -> ToolResults {
         let mut names = std::collections::HashMap::new();
@@ -273,15 +309,8 @@ impl ToolResults {
             Some(output) if result.get("invocation_id").is_some() && result.get(first).is_none() => output.clone(),
             _ => result.clone(),
         };
-        for part in path.split('.').filter(|p| !p.is_empty()) {
-            at = match (&at, part) {
-                (Value::Array(items), "length") => Value::from(items.len()),
-                (Value::Object(map), "length") if !map.contains_key("length") => Value::from(map.len()),
-                (Value::Array(items), index) => items.get(index.parse::<usize>().ok()?)?.clone(),
-                (Value::Object(map), key) => map.get(key)?.clone(),
-                _ => return None,
-            };
-        }
+        let parts: Vec<&str> = path.split('.').filter(|p| !p.is_empty()).collect();
+        at = walk(&at, &parts)?;
         Some(at)
     }
 
@@ -297,6 +326,8 @@ impl ToolResults {
             let reference = rest[start + 2..start + end].trim();
             match self.lookup(reference) {
                 Some(Value::String(s)) => out.push_str(&s),
+                // A list read with `*` is written as words: "A, B and C".
+                Some(Value::Array(items)) if reference.contains(".*") => out.push_str(&listed(&items)),
                 Some(v) => out.push_str(&v.to_string()),
                 None => out.push_str("(unknown)"),
             }
@@ -354,6 +385,22 @@ mod tests {
             Err(why) => why,
             Ok(()) => panic!("{text} was taken"),
         }
+    }
+
+    #[test]
+    fn the_demo_names_the_titles_the_inventory_holds() {
+        let model = Scripted::from_json(DEMO_SCRIPT).unwrap();
+        let asked = vec![Message::user_text("What is in my library?")];
+        let first = ask(&model, asked.clone());
+        assert_eq!(first.tool_calls[0].name, "inventory.query");
+        let say = |items: Value| ask(&model, answered(asked.clone(), "inventory.query", json!({"items": items}))).text;
+        let three = json!([{"title": "Dune"}, {"title": "Arrival"}, {"title": "Shōgun"}]);
+        assert_eq!(
+            say(three),
+            "The library holds 3 title(s): Dune, Arrival and Shōgun. I only read the inventory; nothing was changed."
+        );
+        assert!(say(json!([{"title": "Dune"}])).starts_with("The library holds 1 title(s): Dune."));
+        assert!(say(json!([])).starts_with("The library holds 0 title(s): none."));
     }
 
     #[test]

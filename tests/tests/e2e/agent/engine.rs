@@ -55,7 +55,7 @@ async fn the_demo_reads_the_inventory_and_reports_what_it_says() {
     let last = model.complete(&request(messages.clone()), tx).await.unwrap();
     assert_eq!(last.stop, StopReason::EndTurn);
     assert!(last.tool_calls.is_empty());
-    assert!(last.text.contains("tracks 3 titles"), "{}", last.text);
+    assert!(last.text.starts_with("The library holds 3 title(s): Dune, Alien and Heat."), "{}", last.text);
 
     // A failed result is no evidence: the figure reads unknown.
     let failed = after_tool(
@@ -67,7 +67,7 @@ async fn the_demo_reads_the_inventory_and_reports_what_it_says() {
         false,
     );
     let answer = model.answer(&request(failed)).unwrap();
-    assert!(answer.text.contains("tracks (unknown) titles"), "{}", answer.text);
+    assert!(answer.text.contains("holds (unknown) title(s): (unknown)."), "{}", answer.text);
 }
 
 #[test]

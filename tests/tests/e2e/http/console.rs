@@ -107,7 +107,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.fill("#run-goal", "What does my library hold?").await;
     browser.click("#run-start").await;
     browser.wait_text("#run-status", "succeeded", |t| t == "succeeded").await;
-    let transcript = browser.wait_text("#run-text", "streamed", |t| t.contains("The library tracks")).await;
+    let transcript = browser.wait_text("#run-text", "streamed", |t| t.contains("The library holds")).await;
     assert!(transcript.contains("nothing was changed"), "{transcript}");
     // Each step with its time, each call with its input and status.
     assert!(
@@ -138,7 +138,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser
         .wait_text("#run-text", "showed the new task", |t| t.contains("You (new task): What does it hold now?"))
         .await;
-    browser.wait_text("#run-text", "answered it", |t| t.matches("The library tracks").count() >= 3).await;
+    browser.wait_text("#run-text", "answered it", |t| t.matches("The library holds").count() >= 3).await;
     assert_eq!(browser.prop("#message-new-task", "checked").await.as_deref(), Some("false"));
     let messages = api.json(&format!("/agent/runs/{}", runs["items"][0]["id"].as_str().unwrap())).await;
     assert_eq!(messages["messages"][2]["newTask"], true, "{messages}");

@@ -133,7 +133,9 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(ended("download.plan").as_deref(), Some("rejected"), "the change of source was tool_call_rejected");
     let recovered = env.app.agent().runs().get(run).await.unwrap();
     let said = recovered.final_text.unwrap();
-    assert!(said.starts_with("Recovered (verified): qBittorrent shows the download completed."), "{said}");
+    // It says what it verified, when it verified it.
+    let verified = format!("Recovered (verified): qBittorrent shows the download {seen}.");
+    assert!(said.starts_with(&verified), "{said}");
     assert!(said.contains("The model said (unverified): The files were back on disk"), "{said}");
     let report = env.domain().artifact(&recovered.report_id.unwrap()).await.unwrap();
     assert_eq!(report.body["recovery"]["verified"], true);
