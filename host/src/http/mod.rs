@@ -164,6 +164,7 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
     let (api, doc) = routes_and_document();
     let doc = Arc::new(doc);
     let body_schemas = bodies::BodySchemas::from_document(&doc);
+    let settings = app.settings().clone();
     let state = AppState {
         app,
         trusted_proxies: options.trusted_proxies.into(),
@@ -175,7 +176,7 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         metrics_read: Default::default(),
     };
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
-        .merge(console::routes())
+        .merge(console::routes(settings))
         .method_not_allowed_fallback(|| async {
             let message = "this endpoint does not take that method; the Allow header lists those it takes";
             ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", message)

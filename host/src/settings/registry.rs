@@ -155,6 +155,7 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("budget", "Budgets"),
     ("automation", "Automation"),
     ("acquisition", "Downloads"),
+    ("library", "Library"),
     ("data", "Data"),
 ];
 
@@ -345,6 +346,13 @@ pub const SETTINGS: &[Spec] = &[
         Kind::Int { min: 1, max: 10_080 },
         "60",
         "How long a download may go without progress before a decision asks about it; a paused or queued one is never stalled.",
+    ),
+    spec(
+        "library.poster_base_url",
+        "Posters from",
+        Kind::Url,
+        "null",
+        "Where the console loads TMDB posters from: TMDB's image host with a size (https://image.tmdb.org/t/p/w92 when unset), or a mirror of it; the poster's path is added to it.",
     ),
     spec(
         "data.cleanup_enabled",

@@ -348,6 +348,13 @@ impl SetupStore {
                 }
             }
         }
+        // qBittorrent saves where Capstan looks for finished downloads unless
+        // told otherwise (a client in a container sees the folder under
+        // another path, and is given it as the save path).
+        if let Some(downloads) = roots.get("downloads") {
+            let submit = settings.entry("download.submit".to_string()).or_default();
+            submit.entry("save_path".to_string()).or_insert_with(|| downloads.display().to_string());
+        }
         Ok(Effective { services, roots, settings })
     }
 

@@ -132,6 +132,8 @@ function showApp(admin) {
   refreshRuns();
   refreshLibrary();
   refreshApprovals();
+  // The Services tab, loaded ahead: it keeps the first-run checklist.
+  refreshServices();
   refreshCapabilities();
   refreshSettings();
   refreshGrants();
@@ -145,6 +147,7 @@ function showApp(admin) {
   state.timers.push(setInterval(refreshAudit, 5000));
   state.timers.push(setInterval(refreshLibrary, 5000));
   state.timers.push(setInterval(refreshApprovals, 3000));
+  openTabOfAddress();
 }
 
 // --- session -------------------------------------------------------------
@@ -171,8 +174,22 @@ $("logout").addEventListener("click", async () => {
   showLogin();
 });
 
+/// The nav button of tab `name`, if there is one.
+function tabButton(name) {
+  return [...document.querySelectorAll("nav button")].find((b) => b.dataset.tab === name);
+}
+
+// Each tab has its own address (#library, #approvals, ...): a reload opens
+// the same tab, and Back and Forward move between the tabs opened.
+function openTabOfAddress() {
+  const button = tabButton(location.hash.slice(1));
+  if (button) button.click();
+}
+window.addEventListener("popstate", openTabOfAddress);
+
 document.querySelectorAll("nav button").forEach((button) => {
   button.addEventListener("click", () => {
+    if (location.hash !== "#" + button.dataset.tab) history.pushState(null, "", "#" + button.dataset.tab);
     document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b === button));
     document.querySelectorAll(".tab").forEach((tab) => {
       tab.hidden = tab.id !== "tab-" + button.dataset.tab;

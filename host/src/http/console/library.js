@@ -5,7 +5,15 @@
 // helpers of console.js (api, el, $, errorText), loaded before it.
 "use strict";
 
+// TMDB's image host with a size, unless the settings name another
+// (library.poster_base_url); the page's policy admits that host.
 const POSTERS = "https://image.tmdb.org/t/p/w92";
+
+async function posterBase() {
+  const answer = await api("GET", "/settings");
+  const set = answer.status === 200 ? answer.data.settings["library.poster_base_url"] : null;
+  return (set || POSTERS).replace(/\/+$/, "");
+}
 // What each slot status means to someone watching a title arrive.
 const SLOT_WORDS = { wanted: "wanted", reserved: "being fetched", satisfied: "in the library", unwanted: "not wanted" };
 // announced: the entity the "Wanted: …" line is about, until its row
@@ -124,12 +132,13 @@ $("add-search").addEventListener("submit", async (ev) => {
   }
   const results = answer.data.output.results;
   if (results.length === 0) $("add-error").textContent = "TMDB knows no title like that.";
+  const posters = await posterBase();
   for (const hit of results) {
     const item = el("li", undefined, "result");
     item.dataset.tmdbId = hit.tmdb_id;
     if (hit.poster_path) {
       const img = document.createElement("img");
-      img.src = POSTERS + hit.poster_path;
+      img.src = posters + hit.poster_path;
       img.alt = "";
       img.width = 46;
       item.append(img);

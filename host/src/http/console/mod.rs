@@ -4,10 +4,17 @@
 //! client; it holds no authority of its own. Responses forbid inline
 //! script and framing, so the page runs only the scripts served here.
 
+use std::sync::Arc;
+
 use axum::Router;
-use axum::http::header;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+
+use crate::settings::Settings;
+
+/// The setting that names where posters come from.
+pub const POSTER_BASE_URL: &str = "library.poster_base_url";
 
 /// Every file of the console: its path, content type and text.
 const FILES: &[(&str, &str, &str)] = &[
@@ -28,26 +35,53 @@ const FILES: &[(&str, &str, &str)] = &[
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-/// Scripts, styles and requests only from this origin (and TMDB's posters);
-/// never framed.
-const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https://image.tmdb.org; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+/// Scripts, styles and requests only from this origin, images also from
+/// TMDB's and the configured poster host; never framed.
+fn policy(posters: Option<&str>) -> String {
+    let mut images = "'self' https://image.tmdb.org".to_string();
+    if let Some(origin) = posters {
+        images.push(' ');
+        images.push_str(origin);
+    }
+    format!(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src {images}; frame-ancestors 'none'; \
+         base-uri 'none'; form-action 'self'"
+    )
+}
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+/// The origin (scheme, host, port) of the configured poster host, when one
+/// is set and is an http(s) URL: all a policy may name of it.
+async fn poster_origin(settings: &Settings) -> Option<String> {
+    let value = settings.get(POSTER_BASE_URL).await.ok()?;
+    let url = reqwest::Url::parse(value.as_str()?).ok()?;
+    matches!(url.scheme(), "http" | "https").then(|| url.origin().ascii_serialization())
+}
+
+fn asset(content_type: &'static str, body: &'static str, policy: &str) -> Response {
+    let policy = HeaderValue::from_str(policy).unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'"));
     (
         [
-            (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_SECURITY_POLICY, POLICY),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CONTENT_SECURITY_POLICY, policy),
+            (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
         body,
     )
         .into_response()
 }
 
-/// A route for each console file.
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+/// A route for each console file; the page's policy lets posters come
+/// from the host the settings name.
+pub fn routes<S: Clone + Send + Sync + 'static>(settings: Arc<Settings>) -> Router<S> {
     FILES.iter().fold(Router::new(), |router, &(path, content_type, body)| {
-        router.route(path, get(move || async move { asset(content_type, body) }))
+        let settings = settings.clone();
+        router.route(
+            path,
+            get(move || async move {
+                let posters = poster_origin(&settings).await;
+                asset(content_type, body, &policy(posters.as_deref()))
+            }),
+        )
     })
 }

@@ -125,6 +125,7 @@ function rootRow(r) {
     const answer = await api("PUT", "/setup/roots/" + r.name, { path: $("root-" + r.name).value });
     said.className = answer.status === 200 ? "found" : "found error";
     said.textContent = answer.status === 200 ? " Saved." : " " + errorText(answer);
+    if (answer.status === 200) showChecklist(answer.data);
   });
   row.append(save, said);
   return row;
@@ -140,6 +141,10 @@ async function refreshServices() {
     $(id).value = naming[key] || (key === "mode" ? "hardlink" : "");
     $(id).disabled = libraryFromFile.includes(key);
   }
+  // Without a save path of its own, qBittorrent saves into the downloads folder.
+  const downloads = roots.find((r) => r.name === "downloads");
+  $("lib-save-path").placeholder = downloads && downloads.path ? "the downloads folder: " + downloads.path : "the downloads folder, once it is set";
+  showChecklist(answer.data);
 }
 
 $("roots-test").addEventListener("click", async () => {
@@ -160,3 +165,27 @@ $("library-form").addEventListener("submit", async (ev) => {
   $("library-found").className = answer.status === 200 ? "found" : "found error";
   $("library-found").textContent = answer.status === 200 ? "Saved." : errorText(answer);
 });
+
+/// The first-run checklist above the tabs: what fetching needs (TMDB, an
+/// indexer, qBittorrent, the two folders), each ticked once it is set up,
+/// with a link to where it is done; gone once everything is.
+function showChecklist(setup) {
+  const set = (s) => s.source !== "unset";
+  const service = (name) => setup.services.find((s) => s.name === name);
+  const root = (name) => setup.roots.find((r) => r.name === name);
+  const items = [
+    ["tmdb", "TMDB, to find titles", !!service("tmdb") && set(service("tmdb"))],
+    ["indexer", "an indexer (Torznab), to find releases", setup.services.some((s) => s.kind === "torznab" && set(s))],
+    ["qbittorrent", "qBittorrent, to download them", !!service("qbittorrent") && set(service("qbittorrent"))],
+    ["folders", "the downloads and library folders", ["downloads", "library"].every((n) => root(n) && root(n).path)],
+  ];
+  const list = $("checklist-items");
+  list.replaceChildren();
+  for (const [key, text, done] of items) {
+    const item = el("li", (done ? "✓ " : "○ ") + text, done ? "done" : "todo");
+    item.dataset.item = key;
+    if (!done) item.append(" — ", tabLink("set it up on the Services tab", "services"));
+    list.append(item);
+  }
+  $("checklist").hidden = items.every(([, , done]) => done);
+}

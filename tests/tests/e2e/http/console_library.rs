@@ -1,5 +1,6 @@
 //! A newcomer in a real Chromium gets titles into the library: searches
-//! TMDB (a mock on loopback) from the Library tab, sees posters and years,
+//! TMDB (a mock on loopback) from the Library tab, sees posters and years
+//! (from TMDB's image host, then from a mirror the settings name),
 //! picks a movie and a quality and wants it, is offered the grants that let
 //! it arrive unattended (for that title alone), is told clearly when it is
 //! already wanted, wants one season of a series, and stops wanting a title.
@@ -51,10 +52,19 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     let only_dune = std::slice::from_ref(&dune.id);
     assert_eq!(granted, [("download.submit", only_dune), ("organize.execute", only_dune)]);
 
+    // Posters from a mirror the settings name: the page's policy admits it.
+    let mirror = serde_json::json!({"library.poster_base_url": "https://posters.example:8443/t/p/w92/"});
+    env.app.settings().update(mirror.as_object().unwrap()).await.unwrap();
+    let page = reqwest::get(format!("{root}/")).await.unwrap();
+    let policy = page.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(policy.contains("img-src 'self' https://image.tmdb.org https://posters.example:8443;"), "{policy}");
+
     // The same again is refused, with the reason, next to the form.
     browser.fill("#add-query", "Dune").await;
     browser.click("#add-search-button").await;
     browser.wait_text("#add-results", "listed it again", |t| t.contains("Dune: Part Two (2024)")).await;
+    let poster = browser.attr("#add-results li[data-tmdb-id='693134'] img", "src").await.unwrap();
+    assert_eq!(poster, "https://posters.example:8443/t/p/w92/poster-693134.jpg");
     browser.click("#add-results li[data-tmdb-id='693134'] .choose").await;
     browser.wait_text("#add-picked", "showed the pick", |t| t == "Dune: Part Two (2024)").await;
     browser.click("#add-save").await;
