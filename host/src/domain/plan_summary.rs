@@ -5,19 +5,11 @@
 
 use serde_json::{Value, json};
 
+use super::titles::named;
 use super::{Domain, DomainError, Slot};
 
 /// Most files of an import listed in its summary.
 const MAX_FILES_SHOWN: usize = 20;
-
-/// "Dune (2021)", "Severance season 2".
-fn named(title: &str, year: Option<i64>, season: Option<i64>) -> String {
-    match (year, season) {
-        (_, Some(season)) => format!("{title} season {season}"),
-        (Some(year), None) => format!("{title} ({year})"),
-        (None, None) => title.to_string(),
-    }
-}
 
 impl Domain {
     async fn slot_title(&self, slot: &Slot) -> Result<String, DomainError> {

@@ -98,11 +98,7 @@ impl Domain {
     async fn submit_evidence(&self, plan: &Plan) -> Result<Value, DomainError> {
         let slot = self.slot(&plan.slot_id).await?;
         let entity = self.entity(&slot.entity_id).await?;
-        let named = match (entity.year, slot.season) {
-            (Some(year), None) => format!("{} ({year})", entity.title),
-            (_, Some(season)) => format!("{} season {season}", entity.title),
-            (None, None) => entity.title.clone(),
-        };
+        let named = super::titles::named(&entity.title, entity.year, slot.season);
         let release = plan.payload.get("title").and_then(Value::as_str).unwrap_or("its release");
         let reason = plan.last_failure.as_deref().unwrap_or("no reason was given");
         Ok(json!({

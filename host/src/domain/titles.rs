@@ -57,7 +57,9 @@ fn listed_seasons(entity: &NewEntity) -> Vec<i64> {
     entity.seasons.iter().filter_map(|s| s.get("number").and_then(Value::as_i64)).collect()
 }
 
-fn named(title: &str, year: Option<i64>, season: Option<i64>) -> String {
+/// How a wanted title is named to a person: `Dune (2021)`, `Shōgun
+/// (2024) season 1`; the one wording of every message and summary.
+pub(super) fn named(title: &str, year: Option<i64>, season: Option<i64>) -> String {
     let title = match year {
         Some(y) => format!("{title} ({y})"),
         None => title.to_string(),

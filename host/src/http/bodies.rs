@@ -5,7 +5,9 @@
 //! the field (by its path, `scope.mediaKinds.0`; an unknown one by its own
 //! name), and one it allows reaches the handler's own checks. The one
 //! content type taken is `application/json`: any other (`+json` types
-//! too) is a 415, so no body reaches a handler unchecked.
+//! too) is a 415, so no body reaches a handler unchecked. An operation
+//! whose body the document marks optional takes an empty one as "none"
+//! ([`NoBody`]), whatever its content type.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,9 +22,10 @@ use serde_json::{Value, json};
 use super::BODY_LIMIT;
 use super::error::ApiError;
 
-/// The request-body schema of each operation, by method and route.
+/// The request-body schema of each operation, by method and route, and
+/// whether the operation needs a body at all.
 #[derive(Clone, Default)]
-pub struct BodySchemas(Arc<HashMap<(String, String), jsonschema::Validator>>);
+pub struct BodySchemas(Arc<HashMap<(String, String), (jsonschema::Validator, bool)>>);
 
 impl BodySchemas {
     /// Compiles the `application/json` request schemas of `doc`; each
@@ -36,9 +39,10 @@ impl BodySchemas {
                     continue;
                 };
                 let root = json!({ "allOf": [schema], "components": components });
+                let required = operation.pointer("/requestBody/required") == Some(&Value::Bool(true));
                 match jsonschema::validator_for(&root) {
                     Ok(validator) => {
-                        validators.insert((method.to_ascii_uppercase(), path.clone()), validator);
+                        validators.insert((method.to_ascii_uppercase(), path.clone()), (validator, required));
                     }
                     // A schema the validator cannot compile is a bug in the
                     // document, which the document's test catches.
@@ -63,11 +67,19 @@ impl BodySchemas {
 pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
     let key = route.map(|r| (request.method().as_str().to_string(), r));
-    let Some(validator) = key.as_ref().and_then(|k| schemas.0.get(k)) else { return next.run(request).await };
+    let Some((validator, required)) = key.as_ref().and_then(|k| schemas.0.get(k)) else {
+        return next.run(request).await;
+    };
     let (parts, body) = request.into_parts();
+    let bytes = to_bytes(body, BODY_LIMIT).await;
+    if !required && bytes.as_ref().is_ok_and(|b| b.is_empty()) {
+        let mut request = Request::from_parts(parts, Body::empty());
+        request.extensions_mut().insert(NoBody);
+        return next.run(request).await;
+    }
     let verdict = match json_type(&parts.headers) {
         Err(refusal) => Err(refusal),
-        Ok(()) => match to_bytes(body, BODY_LIMIT).await {
+        Ok(()) => match bytes {
             Err(_) => {
                 let message = format!("the body is over {BODY_LIMIT} bytes");
                 Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message))
@@ -158,6 +170,10 @@ fn refusal(validator: &jsonschema::Validator, value: &Value) -> Option<ApiError>
 #[derive(Clone)]
 pub struct CheckedBody(pub Result<Value, ApiError>);
 
+/// An operation whose body is optional was sent none.
+#[derive(Clone, Copy)]
+pub struct NoBody;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,7 +188,8 @@ mod tests {
         });
         let schemas = BodySchemas::from_document(&doc);
         assert_eq!(schemas.len(), 1);
-        let validator = &schemas.0[&("POST".to_string(), "/x".to_string())];
+        let (validator, required) = &schemas.0[&("POST".to_string(), "/x".to_string())];
+        assert!(!required, "a body the document does not call required may be left out");
         assert!(validator.is_valid(&json!({"a": "b"})));
         for bad in [json!({}), json!([null]), json!({"a": 1}), json!({"a": "b", "c": 1})] {
             assert!(!validator.is_valid(&bad), "{bad}");

@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Path, Query, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -29,7 +29,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             None => {
                 // An operation without a documented body: the same one type.
                 super::bodies::json_type(req.headers())?;
-                Json::<Value>::from_request(req, state).await
+                <Json<Value> as FromRequest<S>>::from_request(req, state).await
             }
         };
         let mut value = match parsed {
@@ -59,6 +59,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 }
 
 /// Rewrites `5.0` as `5` everywhere in `value` (within i64's range).
+/// An optional body: `None` when the operation's body is optional and
+/// none was sent (`bodies::NoBody`), else the body as [`ApiJson`] takes it.
+impl<S: Send + Sync, T: DeserializeOwned> OptionalFromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
+        if req.extensions().get::<super::bodies::NoBody>().is_some() {
+            return Ok(None);
+        }
+        <ApiJson<T> as FromRequest<S>>::from_request(req, state).await.map(Some)
+    }
+}
+
 fn whole_numbers_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_f64() => {

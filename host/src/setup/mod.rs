@@ -6,7 +6,8 @@
 //! the file; the rest comes from here. [`apply`] merges both and puts the
 //! result in place in the runtime without a restart, and [`spawn_refresh`]
 //! does so in every process when another one changed it. [`probe`] is the
-//! console's Test button: a real request, and what it found. [`document`]
+//! console's Test button: a real request with the form's values or the
+//! saved ones, what it used, and what it found. [`document`]
 //! writes a settings change that also names TMDB's connection, both in one
 //! transaction. Where nothing configures TMDB, the environment may
 //! (`Config::tmdb_environment`).
@@ -227,24 +228,7 @@ impl SetupStore {
 
     /// Sets root `name` (`downloads` or `library`) to an existing folder.
     pub async fn put_root(&self, config: &Config, name: &str, path: &str, by: &str) -> Result<(), SetupError> {
-        if !kinds::ROOT_NAMES.contains(&name) {
-            return Err(SetupError::NotFound(format!(
-                "no root {name} can be set up here; they are downloads and library"
-            )));
-        }
-        if config.roots.contains_key(name) {
-            return Err(SetupError::Conflict(format!("root {name} is set in capstan.toml; change it there")));
-        }
-        let dir = Path::new(path.trim());
-        if !dir.is_absolute() {
-            return Err(SetupError::Invalid(format!("{name} must be an absolute path, like /srv/{name}")));
-        }
-        if !dir.is_dir() {
-            return Err(SetupError::Invalid(format!("{} is not a folder this host can see", dir.display())));
-        }
-        let mut check = config.clone();
-        check.roots.insert(name.to_string(), dir.to_path_buf());
-        check.check_root_overlaps().map_err(|e| SetupError::Invalid(e.to_string()))?;
+        let dir = checked_root(config, name, path)?;
         self.upsert("root", name, &json!({ "path": dir }), None, by).await
     }
 
@@ -410,6 +394,29 @@ impl SetupStore {
             .collect();
         Ok(json!({"services": services, "roots": roots, "library": library, "libraryFromFile": file_keys}))
     }
+}
+
+/// The folder `path` as root `name` (`downloads` or `library`) may be:
+/// a root the console sets, not one `capstan.toml` sets, an absolute
+/// existing folder apart from the host's own.
+fn checked_root(config: &Config, name: &str, path: &str) -> Result<PathBuf, SetupError> {
+    if !kinds::ROOT_NAMES.contains(&name) {
+        return Err(SetupError::NotFound(format!("no root {name} can be set up here; they are downloads and library")));
+    }
+    if config.roots.contains_key(name) {
+        return Err(SetupError::Conflict(format!("root {name} is set in capstan.toml; change it there")));
+    }
+    let dir = Path::new(path.trim());
+    if !dir.is_absolute() {
+        return Err(SetupError::Invalid(format!("{name} must be an absolute path, like /srv/{name}")));
+    }
+    if !dir.is_dir() {
+        return Err(SetupError::Invalid(format!("{} is not a folder this host can see", dir.display())));
+    }
+    let mut check = config.clone();
+    check.roots.insert(name.to_string(), dir.to_path_buf());
+    check.check_root_overlaps().map_err(|e| SetupError::Invalid(e.to_string()))?;
+    Ok(dir.to_path_buf())
 }
 
 /// Replaces the entry `section`/`name` in `tx`, which the caller commits.

@@ -1,29 +1,114 @@
-//! The console's Test buttons: one real request to a service as it is set
-//! up now (TMDB's configuration, an indexer's Torznab caps, qBittorrent's
-//! version after its login), or a real look at the roots (each a folder,
-//! writable, and whether downloads can be hard-linked into the library),
-//! and what it found, in words. Nothing is changed but a test file, removed
-//! again.
+//! The console's Test buttons: one real request to a service (TMDB's
+//! configuration, an indexer's Torznab caps, qBittorrent's version after
+//! its login), or a real look at the roots (each a folder, writable, and
+//! whether downloads can be hard-linked into the library), and what it
+//! found, in words. A Test takes the values in the console's form, saved
+//! or not (a secret left empty is the stored one), or else what is in
+//! effect, and says which it used; what `capstan.toml` sets is the file's
+//! either way. Nothing is changed but a test file, removed again.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::SetupStore;
-use super::{Kind, kinds};
+use super::{Kind, ServiceEntry, SetupError, SetupStore, kinds};
+use crate::config::{Config, ServiceConfig};
 use crate::runtime::Runtime;
 use crate::runtime::host::Outbound;
 
-/// What a test found.
+/// What a test found, and with what.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Found {
     pub ok: bool,
     pub found: String,
+    /// The values the test used, in words: the form's (not saved), the
+    /// saved ones, the environment's or `capstan.toml`'s.
+    pub used: String,
 }
 
 fn found(ok: bool, found: impl Into<String>) -> Found {
-    Found { ok, found: found.into() }
+    Found { ok, found: found.into(), used: String::new() }
+}
+
+impl Found {
+    fn using(mut self, used: impl Into<String>) -> Found {
+        self.used = used.into();
+        self
+    }
+}
+
+/// A service's values as typed into the console's form; an empty secret
+/// is the stored one.
+pub struct Form {
+    pub entry: ServiceEntry,
+    pub secret: Option<String>,
+}
+
+/// What a service's secret is called on its form.
+fn secret_word(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Tmdb => "key",
+        Kind::Torznab => "API key",
+        Kind::Qbittorrent => "password",
+    }
+}
+
+/// The service a Test of `name` makes its request to, and in words where
+/// its values came from.
+async fn trial(
+    config: &Config,
+    store: &SetupStore,
+    name: &str,
+    kind: Kind,
+    form: Option<Form>,
+) -> Result<(ServiceConfig, String), String> {
+    let said = |e: SetupError| e.to_string();
+    if let Some(file) = config.services.get(name) {
+        let ignored = if form.is_some() { "; the form's values are not used" } else { "" };
+        return Ok((file.clone(), format!("the setup in capstan.toml ({}){ignored}", file.base_url)));
+    }
+    let env = &config.tmdb_environment;
+    let Some(Form { entry, secret }) = form else {
+        let effective = store.effective(config).await.map_err(said)?;
+        let service = effective
+            .services
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("{name} is not set up: fill in its form and Test it, or Save it first"))?;
+        let saved = store.row("service", name).await.map_err(said)?.is_some();
+        let used = match (saved, env.credential) {
+            (true, _) | (false, None) => format!("the saved setup ({})", service.base_url),
+            (false, Some(variable)) => format!("the environment's {variable} ({})", service.base_url),
+        };
+        return Ok((service, used));
+    };
+    let word = secret_word(kind);
+    let typed = secret.filter(|s| !s.trim().is_empty());
+    if let Some(typed) = &typed {
+        kinds::literal_secret(typed)?;
+    }
+    let stored = match &typed {
+        Some(_) => None,
+        None => match store.row("service", name).await.map_err(said)?.and_then(|(_, s)| s) {
+            Some(stored) => Some(store.decrypt(name, &stored).map_err(said)?),
+            None => None,
+        },
+    };
+    let (service, with) = match (typed, stored) {
+        (Some(typed), _) => {
+            (kinds::service_config(kind, &entry, typed.trim())?, format!("the {word} typed in the form"))
+        }
+        (None, Some(stored)) => (kinds::service_config(kind, &entry, &stored)?, format!("the saved {word}")),
+        (None, None) => match (kind, kinds::tmdb_service(Some((&entry, None)), env), env.credential) {
+            (Kind::Tmdb, Some(service), Some(variable)) => (service?, format!("the key from {variable}")),
+            _ => return Err(format!("{name} needs its {word}: type it in the form")),
+        },
+    };
+    service.validate(name)?;
+    let user = entry.username.as_deref().filter(|_| kind == Kind::Qbittorrent);
+    let user = user.map(|u| format!(" as {u}")).unwrap_or_default();
+    Ok((service.clone(), format!("the form's values, not saved ({}{user}, with {with})", service.base_url)))
 }
 
 /// The value of `attr` in the first `<tag ...>` of `xml`.
@@ -61,21 +146,24 @@ fn torznab_caps(body: &str) -> Found {
     )
 }
 
-/// Tests service `name` as it is in effect.
-pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str) -> Found {
+/// Tests service `name` with the form's values, or as it is in effect.
+pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Option<Form>) -> Found {
     let config = runtime.config().clone();
-    let effective = match store.effective(&config).await {
-        Ok(e) => e,
-        Err(e) => return found(false, e.to_string()),
+    let Some(kind) = kinds::kind_of(name) else { return found(false, format!("no service {name} can be set up here")) };
+    let from_form = if form.is_some() { "the form's values" } else { "the saved setup" };
+    let (service, used) = match trial(&config, store, name, kind, form).await {
+        Ok(trial) => trial,
+        Err(e) => return found(false, e).using(from_form),
     };
-    let Some(service) = effective.services.get(name) else {
-        return found(false, format!("{name} is not set up"));
-    };
-    let outbound = match Outbound::new(&BTreeMap::from([(name.to_string(), service.clone())])) {
+    request(name, kind, service).await.using(used)
+}
+
+/// Makes the test's one request to `service` and says what it found.
+async fn request(name: &str, kind: Kind, service: ServiceConfig) -> Found {
+    let outbound = match Outbound::new(&BTreeMap::from([(name.to_string(), service)])) {
         Ok(o) => o,
         Err(e) => return found(false, e.to_string()),
     };
-    let kind = kinds::kind_of(name).unwrap_or(Kind::Tmdb);
     let (path, query): (&str, Vec<(&str, &str)>) = match kind {
         Kind::Tmdb => ("/configuration", vec![]),
         Kind::Torznab => ("/api", vec![("t", "caps")]),
@@ -120,9 +208,33 @@ fn writable(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Tests the roots as they are in effect.
-pub async fn roots(runtime: &Runtime) -> Found {
-    let roots = runtime.root_paths();
+/// Tests the roots: those in the form (a path of `form`, by root name),
+/// each checked as saving it would check it, and the others as they are
+/// in effect.
+pub async fn roots(runtime: &Runtime, form: BTreeMap<String, String>) -> Found {
+    let config = runtime.config().clone();
+    let mut roots = runtime.root_paths();
+    let mut used = Vec::new();
+    for name in kinds::ROOT_NAMES {
+        let typed = form.get(*name).map(|p| p.trim()).filter(|p| !p.is_empty());
+        let saved = roots.get(*name).map(|p| p.display().to_string());
+        match (typed, config.roots.get(*name)) {
+            (Some(_), Some(file)) => used.push(format!("{name} from capstan.toml ({})", file.display())),
+            (Some(path), None) if Some(path) == saved.as_deref() => used.push(format!("{name} as saved ({path})")),
+            (Some(path), None) => match super::checked_root(&config, name, path) {
+                Ok(dir) => {
+                    used.push(format!("{name} from the form, not saved ({})", dir.display()));
+                    roots.insert(name.to_string(), dir);
+                }
+                Err(e) => return found(false, e.to_string()).using(format!("{name} from the form ({path})")),
+            },
+            (None, _) => used.push(match saved {
+                Some(path) => format!("{name} as saved ({path})"),
+                None => format!("{name} unset"),
+            }),
+        }
+    }
+    let used = used.join("; ");
     let result = tokio::task::spawn_blocking(move || {
         let mut said = Vec::new();
         let mut ok = true;
@@ -155,7 +267,7 @@ pub async fn roots(runtime: &Runtime) -> Found {
         found(ok, said.join("; "))
     })
     .await;
-    result.unwrap_or_else(|e| found(false, format!("the test could not run: {e}")))
+    result.unwrap_or_else(|e| found(false, format!("the test could not run: {e}"))).using(used)
 }
 
 #[cfg(test)]

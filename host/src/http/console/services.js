@@ -1,7 +1,8 @@
 // The console's Services tab: TMDB, up to three Torznab indexers and
 // qBittorrent, the downloads and library folders, and the library's
 // naming — each saved through /setup and checked with its Test button,
-// which makes a real request and says what it found, and forgotten (with
+// which makes a real request with the form's values (saved or not) and
+// says what it found and what it used, and forgotten (with
 // its secret) by Forget. What capstan.toml sets is shown and cannot be
 // changed here; what the environment gives TMDB is named. Uses
 // console.js's helpers.
@@ -82,12 +83,16 @@ function serviceCard(s) {
       result.textContent = errorText(answer);
     }
   });
-  save.addEventListener("click", async () => {
+  // What Save stores and Test tries: the form as it is now.
+  const formValues = () => {
     const body = { baseUrl: $(id("url")).value };
     if ($(id("user"))) body.username = $(id("user")).value;
     if ($(id("token"))) body.tokenKind = $(id("token")).value;
     if ($(id("secret")).value) body.secret = $(id("secret")).value;
-    const answer = await api("PUT", "/setup/services/" + s.name, body);
+    return body;
+  };
+  save.addEventListener("click", async () => {
+    const answer = await api("PUT", "/setup/services/" + s.name, formValues());
     if (answer.status !== 200) {
       result.className = "found error";
       result.textContent = errorText(answer);
@@ -99,10 +104,8 @@ function serviceCard(s) {
   });
   test.addEventListener("click", async () => {
     result.textContent = "Testing…";
-    const answer = await api("POST", "/setup/services/" + s.name + "/test");
-    const ok = answer.status === 200 && answer.data.ok;
-    result.className = ok ? "found ok" : "found error";
-    result.textContent = answer.status === 200 ? (ok ? "✓ " : "✗ ") + answer.data.found : errorText(answer);
+    const answer = await api("POST", "/setup/services/" + s.name + "/test", fromFile ? undefined : formValues());
+    showFound(result, answer);
   });
   return card;
 }
@@ -147,12 +150,27 @@ async function refreshServices() {
   showChecklist(answer.data);
 }
 
+/// A Test's answer in `where`: what it found, and the values it used.
+function showFound(where, answer) {
+  const ok = answer.status === 200 && answer.data.ok;
+  where.className = ok ? "found ok" : "found error";
+  if (answer.status !== 200) {
+    where.textContent = errorText(answer);
+    return;
+  }
+  where.replaceChildren((ok ? "✓ " : "✗ ") + answer.data.found);
+  if (answer.data.used) where.append(el("span", " — tested with " + answer.data.used, "used"));
+}
+
 $("roots-test").addEventListener("click", async () => {
   $("roots-found").textContent = "Testing…";
-  const answer = await api("POST", "/setup/roots/test");
-  const ok = answer.status === 200 && answer.data.ok;
-  $("roots-found").className = ok ? "found ok" : "found error";
-  $("roots-found").textContent = answer.status === 200 ? (ok ? "✓ " : "✗ ") + answer.data.found : errorText(answer);
+  // The folders as typed, saved or not; one set in capstan.toml is the file's.
+  const body = {};
+  for (const name of ["downloads", "library"]) {
+    const input = $("root-" + name);
+    if (input && !input.disabled && input.value.trim()) body[name] = input.value;
+  }
+  showFound($("roots-found"), await api("POST", "/setup/roots/test", body));
 });
 
 $("library-form").addEventListener("submit", async (ev) => {

@@ -184,10 +184,13 @@ pub async fn remove_service(
     changed(&state, &caller, "setup.service.remove", &name).await
 }
 
-/// Makes a real request to the service as it is set up now.
+/// Makes a real request to the service: with a body, as the form has it
+/// (saved or not; a secret left out is the stored one), else as it is set
+/// up now. The answer says which values it used.
 #[utoipa::path(post, path = "/api/v1/setup/services/{name}/test", tag = "setup", security(("consoleSession" = [])),
     params(ServiceName),
-    responses((status = 200, description = "What the request found", body = Found),
+    request_body(content = Option<ServiceChange>, description = "The form's values; none tests the saved setup"),
+    responses((status = 200, description = "What the request found, and with what", body = Found),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such service can be set up here", body = ErrorBody)))]
@@ -195,17 +198,34 @@ pub async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
+    body: Option<ApiJson<ServiceChange>>,
 ) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
     // The names PUT and DELETE take; any other is not a service here.
     if crate::setup::kinds::kind_of(&name).is_none() {
         return Err(ApiError::not_found(format!("no service {name} can be set up here")));
     }
-    let found = probe::service(state.caps().runtime(), state.app.setup(), &name).await;
+    let form = body.map(|ApiJson(b)| probe::Form {
+        entry: ServiceEntry { base_url: b.base_url, username: b.username, token_kind: b.token_kind },
+        secret: b.secret,
+    });
+    let found = probe::service(state.caps().runtime(), state.app.setup(), &name, form).await;
     if found.ok {
         crate::acquisition::cause_may_have_cleared(state.caps(), "a service passed its test").await;
     }
     Ok(Json(found))
+}
+
+/// The roots as the console's form has them, for a Test.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RootsTrial {
+    /// The downloads folder in the form; absent or empty, the saved one.
+    #[serde(default)]
+    downloads: Option<String>,
+    /// The library folder in the form; absent or empty, the saved one.
+    #[serde(default)]
+    library: Option<String>,
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -264,14 +284,25 @@ pub async fn remove_root(
     changed(&state, &caller, "setup.root.remove", &name).await
 }
 
-/// Looks at the roots: folders, writable, and whether downloads hard-link into the library.
+/// Looks at the roots: folders, writable, and whether downloads hard-link
+/// into the library. A body gives the form's folders (saved or not).
 #[utoipa::path(post, path = "/api/v1/setup/roots/test", tag = "setup", security(("consoleSession" = [])),
-    responses((status = 200, description = "What the look found", body = Found),
+    request_body(content = Option<RootsTrial>, description = "The form's folders; none tests the saved ones"),
+    responses((status = 200, description = "What the look found, and at which folders", body = Found),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody)))]
-pub async fn test_roots(State(state): State<AppState>, caller: Caller) -> Result<Json<Found>, ApiError> {
+pub async fn test_roots(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Option<ApiJson<RootsTrial>>,
+) -> Result<Json<Found>, ApiError> {
     console_only(&caller)?;
-    Ok(Json(probe::roots(state.caps().runtime()).await))
+    let mut form = std::collections::BTreeMap::new();
+    if let Some(ApiJson(RootsTrial { downloads, library })) = body {
+        form.extend(downloads.map(|p| ("downloads".to_string(), p)));
+        form.extend(library.map(|p| ("library".to_string(), p)));
+    }
+    Ok(Json(probe::roots(state.caps().runtime(), form).await))
 }
 
 /// Sets the library's naming templates, how files reach it, and where downloads go.

@@ -1,6 +1,8 @@
 //! A report never claims success it did not verify: an execute run whose
 //! every change was denied ends `failed` naming the calls, one asked for a
-//! change that made none ends `nothing_done`, one that only asked a
+//! change that made none ends `nothing_done` saying what it called, a
+//! plan-only run asked to fetch ends `nothing_done` saying fetching needs
+//! an execute run, one that only asked a
 //! question and answered it succeeds, and one whose change the ledger shows
 //! done succeeds. On SQLite and on PostgreSQL.
 
@@ -27,6 +29,8 @@ async fn execute_runs_are_judged_by_what_they_verifiably_did(backend: Backend) {
         {"match": ["fetch"], "steps": [], "finalText": "Done! It is in your library."},
         {"match": ["hold"], "steps": [{"tools": [{"name": "inventory.query", "input": {}}]}],
          "finalText": "Your library is empty."},
+        {"match": ["find"], "steps": [{"tools": [{"name": "inventory.query", "input": {}}]}],
+         "finalText": "Found it and fetched it!"},
     ]});
     set(&env.app, &[("model.script", json!(script.to_string()))]).await;
     let api = start(&env).await;
@@ -44,7 +48,18 @@ async fn execute_runs_are_judged_by_what_they_verifiably_did(backend: Backend) {
     let body = run_to_the_end(&api, "fetch Dune: Part Two").await;
     assert_eq!(body["run"]["status"], "nothing_done", "{body}");
     assert_eq!(report(&body)["status"], "nothing_done");
-    assert!(body["run"]["error"].as_str().unwrap().contains("made none"), "{body}");
+    let why = body["run"]["error"].as_str().unwrap();
+    assert!(why.contains("made none") && why.contains("it called no capability"), "{body}");
+
+    // The same kind of goal in a plan-only run: never "succeeded"; it says
+    // what it did and that fetching needs an execute run.
+    let (status, run) =
+        api.post("/agent/runs", json!({"goal": "find and fetch Dune: Part Two", "mode": "plan_only"})).await;
+    assert_eq!(status, 201, "{run}");
+    let body = crate::agent::runs::wait_run(&api, run["id"].as_str().unwrap(), "ended", ended).await;
+    assert_eq!(body["run"]["status"], "nothing_done", "{body}");
+    let why = body["run"]["error"].as_str().unwrap();
+    assert!(why.contains("plan-only run changes nothing") && why.contains("execute run"), "{why}");
 
     // A question, answered from a read: succeeded.
     let body = run_to_the_end(&api, "What does my library hold?").await;

@@ -54,13 +54,18 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     browser.click("#svc-tmdb-test").await;
     browser.wait_text("#svc-tmdb-result", "accepted", |t| t.contains("TMDB accepted the credential")).await;
 
-    // The indexer's caps; qBittorrent's version.
+    // The indexer is tried before it is saved, with what the form holds;
+    // then saved. qBittorrent's version.
     browser.fill("#svc-torznab-url", &indexer.base_url()).await;
     browser.fill("#svc-torznab-secret", "console-indexer-key").await;
+    browser.click("#svc-torznab-test").await;
+    let said = browser
+        .wait_text("#svc-torznab-result", "read the caps from the form's values", |t| t.contains("Console Indexer"))
+        .await;
+    assert!(said.contains("tested with the form's values, not saved"), "{said}");
+    assert!(!app.setup().effective(caps.runtime().config()).await.unwrap().services.contains_key("torznab"));
     browser.click("#svc-torznab-save").await;
     browser.wait_text("#svc-torznab-result", "saved", |t| t == "Saved.").await;
-    browser.click("#svc-torznab-test").await;
-    browser.wait_text("#svc-torznab-result", "read the caps", |t| t.contains("Console Indexer")).await;
     browser.fill("#svc-qbittorrent-url", &qbt.base_url()).await;
     browser.fill("#svc-qbittorrent-user", qbt.username()).await;
     browser.fill("#svc-qbittorrent-secret", qbt.password()).await;
@@ -69,8 +74,13 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     browser.click("#svc-qbittorrent-test").await;
     browser.wait_text("#svc-qbittorrent-result", "logged in", |t| t.contains("qBittorrent v")).await;
 
-    // The folders, and whether files can be hard-linked between them.
+    // The folders, tried as typed, then saved: whether files can be
+    // hard-linked between them.
     browser.fill("#root-downloads", downloads.to_str().unwrap()).await;
+    browser.fill("#root-library", library.to_str().unwrap()).await;
+    browser.click("#roots-test").await;
+    let said = browser.wait_text("#roots-found", "tried the typed folders", |t| t.contains("can be hard-linked")).await;
+    assert!(said.contains("library from the form, not saved"), "{said}");
     browser.click("#root-downloads-save").await;
     browser.wait_text("#root-downloads-result", "saved", |t| t.contains("Saved.")).await;
     browser.fill("#root-library", "not/absolute").await;

@@ -173,3 +173,86 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
 }
 
 both_backends!(services_are_set_up_tested_and_in_effect_at_once);
+
+/// A Test tries what the form holds, saved or not, and says what it used:
+/// the key typed, else the saved one; the folders typed, checked as saving
+/// would check them. Nothing is stored by a Test, and no key is said back.
+#[tokio::test]
+async fn a_test_tries_the_forms_values_and_says_which_it_used() {
+    let tmdb = MockTmdb::start(TMDB_KEY, Catalog::sample()).await;
+    let items = Vec::new();
+    let indexer = MockTorznab::start(
+        INDEXER_KEY,
+        Indexer { title: "Form Indexer", movie_params: Some("q"), tv_params: None, items },
+    )
+    .await;
+    let (host, downloads, library) = TestHost::with_a_file_indexer();
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let app = capstan::app::App::new(host.start().await.unwrap(), db.clone(), capstan::store::new_id());
+    let base = serve(app.clone()).await;
+    let admin = Api::new(&base).signed_in(&db, "admin").await;
+    let test = |path: &str, body: Value| {
+        let admin = &admin;
+        let path = path.to_string();
+        async move {
+            let (status, found) = admin.send(Method::POST, &path, body).await;
+            assert_eq!(status, 200, "{path}: {found}");
+            assert!(!found.to_string().contains(INDEXER_KEY), "a key is never said back: {found}");
+            let used = found["used"].as_str().unwrap_or_default().to_string();
+            (found["ok"].as_bool().unwrap(), found["found"].as_str().unwrap().to_string(), used)
+        }
+    };
+
+    // Nothing saved: the form's values are what is tried.
+    let typed = json!({"baseUrl": indexer.base_url(), "secret": INDEXER_KEY});
+    let (ok, found, used) = test("/setup/services/torznab/test", typed).await;
+    assert!(ok && found.contains("Form Indexer"), "{found}");
+    assert!(used.contains("not saved") && used.contains(&indexer.base_url()), "{used}");
+    assert!(used.contains("API key typed in the form"), "{used}");
+    let wrong = json!({"baseUrl": indexer.base_url(), "secret": "not-the-key"});
+    let (ok, found, _) = test("/setup/services/torznab/test", wrong).await;
+    assert!(!ok, "a wrong key typed is what fails: {found}");
+    let (ok, found, _) = test("/setup/services/torznab/test", json!({"baseUrl": indexer.base_url()})).await;
+    assert!(!ok && found.contains("needs its API key"), "{found}");
+    let (ok, found, _) = test("/setup/services/torznab/test", Value::Null).await;
+    assert!(!ok && found.contains("not set up"), "{found}");
+    let (ok, found, _) = test("/setup/services/tmdb/test", json!({"baseUrl": tmdb.base_url()})).await;
+    assert!(!ok && found.contains("needs its key"), "{found}");
+    assert_eq!(app.setup().version().await.unwrap().0, 0, "a Test stores nothing");
+
+    // Saved: a form without a key uses the saved key with the form's URL.
+    let (status, _) =
+        admin.send(Method::PUT, "/setup/services/tmdb", json!({"baseUrl": tmdb.base_url(), "secret": TMDB_KEY})).await;
+    assert_eq!(status, 200);
+    let (ok, found, used) = test("/setup/services/tmdb/test", json!({"baseUrl": tmdb.base_url()})).await;
+    assert!(ok && found.contains("accepted"), "{found}");
+    assert!(used.contains("the saved key"), "{used}");
+    let moved = json!({"baseUrl": "http://127.0.0.1:9/3"});
+    let (ok, _, used) = test("/setup/services/tmdb/test", moved).await;
+    assert!(!ok && used.contains("127.0.0.1:9"), "the form's URL, not the saved one, was tried: {used}");
+    let (ok, _, used) = test("/setup/services/tmdb/test", Value::Null).await;
+    assert!(ok && used.contains("the saved setup"), "{used}");
+    let (ok, _, _) =
+        test("/setup/services/tmdb/test", json!({"baseUrl": tmdb.base_url(), "secret": "typed-wrong"})).await;
+    assert!(!ok, "a key typed wins over the saved one");
+
+    // The file's indexer is the file's, whatever the form says.
+    let typed = json!({"baseUrl": indexer.base_url(), "secret": INDEXER_KEY});
+    let (_, _, used) = test("/setup/services/torznab-3/test", typed).await;
+    assert!(used.contains("capstan.toml") && used.contains("not used"), "{used}");
+
+    // Folders typed but not saved, checked as saving would check them.
+    let folders = json!({"downloads": downloads, "library": library});
+    let (ok, found, used) = test("/setup/roots/test", folders).await;
+    assert!(ok && found.contains("hard-linked"), "{found}");
+    assert!(used.contains("downloads from the form, not saved"), "{used}");
+    let (ok, found, _) = test("/setup/roots/test", json!({"library": "relative/dir"})).await;
+    assert!(!ok && found.contains("absolute"), "{found}");
+    let (ok, found, _) = test("/setup/roots/test", json!({"downloads": host.dir.path()})).await;
+    assert!(!ok, "the host's own folder is refused as when saving: {found}");
+    let (ok, found, used) = test("/setup/roots/test", Value::Null).await;
+    assert!(!ok && used.contains("downloads unset"), "{found} / {used}");
+    let (status, answer) = admin.send(Method::POST, "/setup/roots/test", json!({"downloads": 7})).await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(app.setup().version().await.unwrap().0, 1, "only the one Save stored anything");
+}
