@@ -128,7 +128,10 @@ function rootRow(r) {
     const answer = await api("PUT", "/setup/roots/" + r.name, { path: $("root-" + r.name).value });
     said.className = answer.status === 200 ? "found" : "found error";
     said.textContent = answer.status === 200 ? " Saved." : " " + errorText(answer);
-    if (answer.status === 200) showChecklist(answer.data);
+    if (answer.status === 200) {
+      showChecklist(answer.data);
+      showSavePathDefault(answer.data.roots);
+    }
   });
   row.append(save, said);
   return row;
@@ -144,10 +147,15 @@ async function refreshServices() {
     $(id).value = naming[key] || (key === "mode" ? "hardlink" : "");
     $(id).disabled = libraryFromFile.includes(key);
   }
-  // Without a save path of its own, qBittorrent saves into the downloads folder.
+  showSavePathDefault(roots);
+  showChecklist(answer.data);
+}
+
+/// Without a save path of its own, qBittorrent saves into the downloads
+/// folder: the field's placeholder says which, as soon as it is set.
+function showSavePathDefault(roots) {
   const downloads = roots.find((r) => r.name === "downloads");
   $("lib-save-path").placeholder = downloads && downloads.path ? "the downloads folder: " + downloads.path : "the downloads folder, once it is set";
-  showChecklist(answer.data);
 }
 
 /// A Test's answer in `where`: what it found, and the values it used.

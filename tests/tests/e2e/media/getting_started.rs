@@ -1,8 +1,11 @@
 //! docs/getting-started.md, followed step by step in a real Chromium: a
-//! newcomer signs in to a Capstan that has nothing set up, connects TMDB
-//! and an indexer (mock servers on loopback) and a real qBittorrent on the
-//! Services page, sets the folders and qBittorrent's save path, adds a
-//! movie on the Library tab, grants the automation, and watches the
+//! newcomer signs in to a Capstan that has nothing set up, follows the
+//! setup checklist to the Services page, tries TMDB and an indexer (mock
+//! servers on loopback) and a real qBittorrent with Test before saving
+//! each, does the same with the folders (qBittorrent saves into the
+//! downloads folder without being told), sees the checklist go, adds a
+//! movie on the Library tab (a tab with its own address, kept by a reload
+//! and left by Back), grants the automation, and watches the
 //! background sweep search, download and put it in the library — ending
 //! with the file there under the library's name for it.
 //!
@@ -28,7 +31,8 @@ use capstan_tests::torrent;
 
 const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
 
-/// Fills a service's card on the Services page, saves it, and presses Test.
+/// Fills a service's card on the Services page, presses Test (which tries
+/// what the form holds), and saves it once it passes.
 async fn connect(browser: &Browser, service: &str, url: &str, user: Option<&str>, secret: &str, found: &str) {
     let id = |part: &str| format!("#svc-{service}-{part}");
     browser.fill(&id("url"), url).await;
@@ -36,11 +40,12 @@ async fn connect(browser: &Browser, service: &str, url: &str, user: Option<&str>
         browser.fill(&id("user"), user).await;
     }
     browser.fill(&id("secret"), secret).await;
-    browser.click(&id("save")).await;
-    browser.wait_text(&id("result"), "saved", |t| t == "Saved.").await;
     browser.click(&id("test")).await;
     let said = browser.wait_text(&id("result"), "tested", |t| t.starts_with('✓') || t.starts_with('✗')).await;
     assert!(said.starts_with('✓') && said.contains(found), "{service}: {said}");
+    assert!(said.contains("the form's values, not saved"), "{service}: {said}");
+    browser.click(&id("save")).await;
+    browser.wait_text(&id("result"), "saved", |t| t == "Saved.").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -75,8 +80,15 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let browser = Browser::start().await;
     browser.sign_in(&root, "admin", "a long passphrase").await;
 
+    // The checklist says what is missing and leads to the Services page.
+    let checklist = browser.wait_text("#checklist", "listed what is missing", |t| t.contains("qBittorrent")).await;
+    assert!(
+        checklist.contains("TMDB") && checklist.contains("indexer") && checklist.contains("folders"),
+        "{checklist}"
+    );
+    browser.click("#checklist li[data-item=tmdb] button").await;
+
     // Step 4: the Services page — TMDB, the indexer, qBittorrent, the folders.
-    browser.click("nav button[data-tab=services]").await;
     browser.wait_text("#services", "listed the services", |t| t.contains("TMDB")).await;
     connect(&browser, "tmdb", &tmdb.base_url(), None, "newcomer-tmdb-key", "TMDB accepted").await;
     connect(&browser, "torznab", &indexer.base_url(), None, "newcomer-indexer-key", "Newcomer's indexer").await;
@@ -85,17 +97,29 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let downloads = qbt.downloads().display().to_string();
     for (name, path) in [("downloads", downloads.as_str()), ("library", library.to_str().unwrap())] {
         browser.fill(&format!("#root-{name}"), path).await;
+    }
+    browser.click("#roots-test").await;
+    let said = browser.wait_text("#roots-found", "tested the folders", |t| t.contains("can be hard-linked")).await;
+    assert!(said.contains("downloads from the form, not saved"), "{said}");
+    for name in ["downloads", "library"] {
         browser.click(&format!("#root-{name}-save")).await;
         browser.wait_text(&format!("#root-{name}-result"), "saved", |t| t.contains("Saved.")).await;
     }
-    browser.click("#roots-test").await;
-    browser.wait_text("#roots-found", "tested the folders", |t| t.contains("can be hard-linked")).await;
-    browser.fill("#lib-save-path", &downloads).await;
-    browser.click("#library-save").await;
-    browser.wait_text("#library-found", "saved the naming", |t| t == "Saved.").await;
+    // qBittorrent saves into the downloads folder unless told otherwise.
+    let placeholder = browser.attr("#lib-save-path", "placeholder").await.unwrap_or_default();
+    assert!(placeholder.contains(&downloads), "{placeholder}");
+    browser.wait_attr("#checklist", "hidden", "true").await;
 
-    // Step 5: add the movie.
+    // Step 5: add the movie. The Library tab has its own address: a
+    // reload stays there, and Back returns to the Services page.
     browser.click("nav button[data-tab=library]").await;
+    assert!(browser.client.current_url().await.unwrap().as_str().ends_with("#library"));
+    browser.client.back().await.unwrap();
+    browser.wait_attr("#tab-library", "hidden", "true").await;
+    assert!(browser.shown("#tab-services").await, "Back shows the Services page");
+    browser.client.forward().await.unwrap();
+    browser.client.refresh().await.unwrap();
+    browser.wait_text("#tab-library", "opened the Library tab again", |t| t.contains("Add title")).await;
     browser.fill("#add-query", "Dune").await;
     browser.click("#add-search-button").await;
     browser.wait_text("#add-results", "found it", |t| t.contains("Dune: Part Two (2024)")).await;
