@@ -3,7 +3,9 @@
 //! (from TMDB's image host, then from a mirror the settings name),
 //! picks a movie and a quality and wants it, is offered the grants that let
 //! it arrive unattended (for that title alone), is told clearly when it is
-//! already wanted, wants one season of a series, and stops wanting a title.
+//! already wanted, wants one season of a series, sees its row say that a
+//! plan waits for approval (with the way there) and then what qBittorrent
+//! says of the download, and stops wanting a title.
 
 use capstan_tests::browser::Browser;
 use capstan_tests::db::Backend;
@@ -87,6 +89,52 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
         .await;
     let slots = env.caps.domain().slots_with_status("wanted", 100).await.unwrap();
     assert_eq!(slots.iter().filter(|s| s.season == Some(0)).count(), 0, "the specials were not wanted");
+    let season_one = slots.into_iter().find(|s| s.season == Some(1)).unwrap();
+    browser.wait_text("#add-done", "announced the series", |t| t.contains("Wanted: Shōgun (2024)")).await;
+
+    // The sweep drafts a plan it may not submit: the row says it waits for
+    // approval and leads there, the tab counts it, the banner has done its job.
+    let domain = env.caps.domain();
+    let release = domain
+        .record_release(&capstan::domain::NewRelease {
+            indexer: "torznab".into(),
+            title: "Shogun.2024.S01.1080p.WEB.h264-ETHEL".into(),
+            parsed: serde_json::json!({"title": "Shogun", "year": 2024, "seasons": [1]}),
+            size: Some(30_000_000_000),
+            infohash: Some("e".repeat(40)),
+            download_url: None,
+            magnet_url: None,
+        })
+        .await
+        .unwrap();
+    let series = season_one.entity_id.clone();
+    domain.match_identity(&release.id, Some(&series), "resolved", &serde_json::json!({})).await.unwrap();
+    let sweep = capstan::domain::Author::new("task:evaluateAcquisition");
+    let new = capstan::domain::NewPlan { slot_id: season_one.id.clone(), source_release_id: release.id, note: None };
+    let plan = domain.draft_plan(&sweep, &new).await.unwrap();
+    let row = format!("#library tr[data-entity-id='{series}']");
+    let waiting = |t: &str| t.contains("waiting for your approval: Shogun.2024.S01.1080p.WEB.h264-ETHEL");
+    browser.wait_text(&row, "said the plan waits for approval", waiting).await;
+    browser.wait_text("#add-done", "cleared the banner", str::is_empty).await;
+    browser.wait_text("nav button[data-tab=approvals]", "counted the draft", |t| t == "Approvals (1)").await;
+    browser.click(&format!("{row} button.link")).await;
+    browser.wait_text("#drafts", "opened the approvals", |t| t.contains(&plan.id)).await;
+
+    // Handed to qBittorrent: the row shows what the client says of it.
+    domain.reserve_plan(&plan.id).await.unwrap();
+    let (_, download) = domain.mark_submitted(&plan.id, &"e".repeat(40)).await.unwrap();
+    let view = capstan::domain::ClientView {
+        state: Some("downloading"),
+        download_speed: Some(1_572_864),
+        seeds: Some(3),
+        eta_seconds: Some(600),
+    };
+    domain.update_download(&download.id, "downloading", 0.42, None, Some(&view)).await.unwrap();
+    browser.click("nav button[data-tab=library]").await;
+    let shown = browser.wait_text(&row, "showed the download", |t| t.contains("downloading 42%")).await;
+    for said in ["1.5 MB/s", "3 seeds", "10 min left", "qBittorrent: downloading", "season 1 1080p being fetched"] {
+        assert!(shown.contains(said), "{said:?} is not in {shown:?}");
+    }
 
     // Stop wanting the movie.
     let movie = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
