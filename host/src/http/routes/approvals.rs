@@ -72,7 +72,7 @@ pub async fn request(
         )
         .await
         .map_err(authz_error)?;
-    Ok((StatusCode::CREATED, Json(json!(approval))))
+    Ok((StatusCode::CREATED, Json(with_summary(&state, approval).await?)))
 }
 
 /// A change to an approval: a decision on a pending one, or a revoke.
@@ -170,7 +170,7 @@ pub async fn change(
     if let Err(e) = crate::acquisition::approval_decided(state.caps(), &approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not queue the approved import");
     }
-    Ok(Json(json!(approval)))
+    Ok(Json(with_summary(&state, approval).await?))
 }
 
 /// Revokes an approval nobody has used. Like a rejection it is sent to no
@@ -186,7 +186,7 @@ async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<Valu
         if approval.decided_by.is_some() { "approved" } else { "pending" }
     );
     super::audit_change(state, caller, "approval.revoke", &approval.id, "revoked", Some(detail)).await?;
-    Ok(Json(json!(approval)))
+    Ok(Json(with_summary(state, approval).await?))
 }
 
 #[derive(Deserialize)]

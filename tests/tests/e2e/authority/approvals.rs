@@ -159,6 +159,10 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let keyed =
         api.with_key(&capstan::http::keys::create(&env.db, "k", &[EffectClass::Execute], "test").await.unwrap());
     let (_, approval) = keyed.post("/approvals", json!({"planType": "organization", "planId": org.id})).await;
+    // What a person judges an import by: the title, and each file's move.
+    let plan = &approval["plan"];
+    assert_eq!((plan["title"].as_str(), plan["mode"].as_str()), (Some("Dune: Part Two (2024)"), Some("hardlink")));
+    assert_eq!(plan["files"], json!([{"source": "x.mkv", "destination": "Movies/X (2024).mkv"}]), "{approval}");
     let url = format!("/approvals/{}", approval["id"].as_str().unwrap());
     let carol = api.signed_in(&env.db, "carol").await;
     let approve = json!({"status": "approved", "payloadHash": artifact.payload_hash});
