@@ -332,19 +332,25 @@ async function refreshApprovals() {
 // Drafts with no open approval (pending, or approved and not yet used):
 // one click approves one (asked for and decided at once); answers how many
 // are listed.
+// The name of each slot a draft is for, by slot id: the library is read
+// again only when a draft names a slot not known yet, not every refresh.
+const draftTitles = new Map();
+
 async function refreshDrafts(asked) {
-  const [answer, held] = await Promise.all([api("GET", "/acquisition-plans?status=draft"), api("GET", "/library")]);
+  const answer = await api("GET", "/acquisition-plans?status=draft");
   if (answer.status !== 200) return 0;
-  const titles = new Map();
-  for (const item of held.status === 200 ? held.data.items : []) {
-    const e = item.entity;
-    for (const s of item.slots) {
-      titles.set(s.id, e.title + (s.season != null ? " season " + s.season : e.year ? " (" + e.year + ")" : ""));
+  const waiting = answer.data.plans.filter((p) => !asked.has(p.id));
+  if (waiting.some((p) => !draftTitles.has(p.slotId))) {
+    const held = await api("GET", "/library");
+    for (const item of held.status === 200 ? held.data.items : []) {
+      const e = item.entity;
+      const named = e.title + (e.year ? " (" + e.year + ")" : "");
+      for (const s of item.slots) draftTitles.set(s.id, named + (s.season != null ? " season " + s.season : ""));
     }
   }
+  const titles = draftTitles;
   const body = $("drafts");
   body.replaceChildren();
-  const waiting = answer.data.plans.filter((p) => !asked.has(p.id));
   for (const plan of waiting) {
     const row = el("tr");
     row.dataset.planId = plan.id;
