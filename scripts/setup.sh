@@ -70,6 +70,8 @@ pip_tool venv fakellm 0.3.5
 pip_tool schemathesis schemathesis 4.32.5
 # openapi-spec-validator, which the API suite runs on the served document.
 pip_tool openapi-spec-validator openapi-spec-validator 0.9.0
+# The Model Context Protocol's Python SDK, a client of /mcp in the MCP suite.
+pip_tool mcp mcp 2.3.0
 
 # The component toolchains of the Python and JavaScript examples
 # (examples/python-word-count, examples/js-word-count), which the suites build

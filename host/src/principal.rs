@@ -13,6 +13,17 @@ pub fn key(id: &str) -> String {
     format!("key:{id}")
 }
 
+/// A caller with API key `id` over MCP (`/mcp`): a key's authority, and
+/// said apart from the HTTP API's in the ledger and the audit log.
+pub fn mcp(id: &str) -> String {
+    format!("mcp:{id}")
+}
+
+/// The API key behind a key's principal (`key:<id>` or `mcp:<id>`).
+pub fn key_of(principal: &str) -> Option<&str> {
+    principal.strip_prefix("key:").or_else(|| principal.strip_prefix("mcp:"))
+}
+
 /// The operator at the command line.
 pub fn cli(user: &str) -> String {
     format!("cli:{user}")

@@ -252,7 +252,7 @@ impl Authz {
             )));
         }
         let creator = &approval.plan_creator;
-        let own_key = match creator.strip_prefix("key:") {
+        let own_key = match crate::principal::key_of(creator) {
             Some(key) => sqlx::query_scalar::<_, String>("SELECT created_by FROM api_key WHERE id = $1")
                 .bind(key)
                 .fetch_optional(&self.db.pool)

@@ -11,6 +11,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let options = crate::http::HttpOptions {
         trusted_proxies: config.trusted_proxies.clone(),
         public_origins: config.public_origins.iter().map(|o| o.0.clone()).collect(),
+        mcp: config.mcp.clone(),
         closing: None,
     };
     let app = crate::app::App::open(config).await.map_err(failed)?;

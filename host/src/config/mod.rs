@@ -111,10 +111,31 @@ pub struct Config {
     /// Programs capabilities may run: name → command.
     #[serde(default)]
     pub commands: BTreeMap<String, CommandConfig>,
+    /// Who may reach the MCP endpoint at `/mcp`, under `[mcp]`.
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// TMDB's credential and base URL from the environment, set by the
     /// command line at start (never from the file).
     #[serde(skip)]
     pub tmdb_environment: TmdbEnvironment,
+}
+
+/// The MCP endpoint's reach, under `[mcp]`. Loopback is always allowed;
+/// these add to it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Web origins whose pages may call `/mcp` (a browser sends `Origin`),
+    /// as `https://agent.example.org`. Requests without `Origin` (desktop
+    /// and command-line clients) are not affected.
+    #[serde(default)]
+    pub allowed_origins: Vec<PublicOrigin>,
+    /// Host names (with a port where it is not the scheme's) the endpoint
+    /// answers under besides loopback and `public_origins`' hosts, e.g.
+    /// `capstan.lan:4380`; a request naming any other `Host` is refused,
+    /// which stops DNS rebinding.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The durable task worker, under `[tasks]`.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod extract;
 mod headers;
 pub mod keys;
+pub mod mcp;
 pub mod openapi;
 mod routes;
 pub mod schema;
@@ -94,6 +95,8 @@ impl AppState {
 pub struct HttpOptions {
     pub trusted_proxies: Vec<crate::config::TrustedProxy>,
     pub public_origins: Vec<String>,
+    /// Who besides loopback may reach `/mcp` (`[mcp]`).
+    pub mcp: crate::config::McpConfig,
     /// Turns true when the server is shutting down; open event streams end
     /// then. `serve` sets it; a router built without one never closes them.
     pub closing: Option<tokio::sync::watch::Receiver<bool>>,
@@ -175,8 +178,10 @@ pub fn router(app: Arc<App>, options: HttpOptions) -> Router {
         health_read: Default::default(),
         metrics_read: Default::default(),
     };
+    let reach = mcp::gate::Reach::new(&options.mcp, &state.public_origins);
     api.route("/api/v1/openapi.json", get(move || async move { Json(doc.as_ref().clone()) }))
         .merge(console::routes(settings))
+        .merge(mcp::routes(state.clone(), reach))
         .method_not_allowed_fallback(|| async {
             let message = "this endpoint does not take that method; the Allow header lists those it takes";
             ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", message)

@@ -195,6 +195,20 @@ impl Capabilities {
         self.invoke_metered(origin, id, input, StopSignal::default(), ReadAudit::Now).await
     }
 
+    /// [`Capabilities::invoke`] for a caller that may stop waiting (an MCP
+    /// client that cancels or goes away): when `stop` fires, the call ends
+    /// where it stands and is recorded like any call that ended early —
+    /// `unknown` if an effect import had run, else `failed`.
+    pub async fn invoke_stoppable(
+        &self,
+        origin: &Origin,
+        id: &str,
+        input: &Value,
+        stop: StopSignal,
+    ) -> Result<Invocation, InvokeError> {
+        self.invoke_metered(origin, id, input, stop, ReadAudit::Now).await
+    }
+
     /// [`Capabilities::invoke`] for an agent run's tool call. When `stop`
     /// fires (the run is aborted), the sandboxed call is ended where it
     /// stands and recorded like any call that ended early — `unknown` if an

@@ -16,7 +16,7 @@
 //! | `acquisition` | `media::pipeline`, `media::quality`, `media::download`, `media::getting_started` |
 //! | `agent` | `agent::*`, `storage::retention` (deleting runs) |
 //! | `retention` | `storage::retention` |
-//! | `http` (API, OpenAPI, console) | `http::*`, `storage::domain_api`, `media::titles` |
+//! | `http` (API, OpenAPI, console, MCP) | `http::*` (`http::mcp` for `/mcp`), `storage::domain_api`, `media::titles` |
 //! | `events` | `http::events`, `agent::runs` |
 //! | `metrics` | `http::operations` |
 //! | `config`, `cli` | `cli::*` |

@@ -16,6 +16,7 @@ mod decisions;
 pub mod events;
 mod fuzz;
 mod lan;
+mod mcp;
 mod openapi_valid;
 mod operations;
 mod shutdown;

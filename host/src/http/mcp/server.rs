@@ -1,0 +1,214 @@
+//! The MCP server's requests: `tools/list` is what the caller's key
+//! reaches ([`super::tools`]), `tools/call` is the one invoke path, and a
+//! hot reload that changes the set of capabilities is told to sessions
+//! of the older protocol revisions as `notifications/tools/list_changed`.
+//!
+//! A call runs as the key's: actor `ApiKey` (never a human's authority),
+//! principal `mcp:<key id>`, the same gate, grants, approvals, ledger,
+//! audit, metrics and events as `POST /capabilities/{id}/invoke`. It runs
+//! in a task of its own, so a client that cancels or goes away stops it
+//! where it stands — recorded `unknown` if an effect import had run,
+//! `failed` otherwise — and never leaves a claim behind half-written.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use super::gate::McpKey;
+use super::tools;
+use crate::http::keys::ApiKey;
+use crate::pipeline::{Capabilities, Invocation, Origin};
+use crate::runtime::{Actor, Mode, Status, StopSignal};
+
+/// What is said to a client on connecting.
+const INSTRUCTIONS: &str = "Capstan's media-automation capabilities. Each tool's annotations come from its \
+    effect class: read-only tools change nothing; propose tools draft plans a person approves; execute tools act \
+    only inside a grant or an approval an administrator gave. A denied call says what would allow it.";
+
+/// The MCP server over one process's capabilities.
+#[derive(Clone)]
+pub struct CapstanMcp {
+    caps: Arc<Capabilities>,
+    /// Sessions of the older revisions, to be told when the tools change.
+    peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+}
+
+impl CapstanMcp {
+    pub fn new(caps: Arc<Capabilities>) -> CapstanMcp {
+        CapstanMcp { caps, peers: Arc::default() }
+    }
+
+    /// Tells every open session when the set of loaded capabilities
+    /// changes (a component added, removed, replaced or held), checking
+    /// once a second; ends with the server.
+    pub fn spawn_list_changed(&self, stop: tokio_util::sync::CancellationToken) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut seen = this.fingerprint();
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+                let now = this.fingerprint();
+                if now != seen {
+                    seen = now;
+                    this.tell_list_changed().await;
+                }
+            }
+        });
+    }
+
+    /// The loaded capabilities by id, with their version and label.
+    fn fingerprint(&self) -> BTreeMap<String, (u32, crate::runtime::EffectClass)> {
+        let snapshot = self.caps.runtime().snapshot();
+        snapshot.active.iter().map(|(id, l)| (id.clone(), (l.descriptor.version, l.descriptor.label))).collect()
+    }
+
+    async fn tell_list_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!(error = %e, "an MCP session could not be told the tools changed");
+            }
+        }
+    }
+}
+
+/// The key the gate let through, from the request's HTTP parts.
+fn key_of(extensions: &rmcp::model::Extensions) -> Result<ApiKey, ErrorData> {
+    extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<McpKey>())
+        .map(|McpKey(key)| key.clone())
+        .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated key", None))
+}
+
+/// Fires a call's stop signal when the handler is dropped before it ends
+/// (the client went away), unless the call already ended.
+struct StopOnDrop(Option<tokio::sync::watch::Sender<bool>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(stop) = self.0.take() {
+            let _ = stop.send(true);
+        }
+    }
+}
+
+/// An invocation as a tool's result: its output as structured content
+/// and as text when it succeeded; otherwise `isError` with the reason.
+/// `_meta` carries the status and the ledger row either way.
+fn result_of(inv: &Invocation) -> CallToolResult {
+    let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
+    let status = status.unwrap_or_else(|| "unknown".into());
+    let mut meta = MetaObject::new();
+    meta.0.insert("capstan/status".into(), json!(status));
+    meta.0.insert("capstan/invocationId".into(), json!(inv.invocation_id));
+    meta.0.insert("capstan/replayed".into(), json!(inv.replayed));
+    let mut result = match (inv.status, &inv.output) {
+        (Status::Succeeded, Some(output @ Value::Object(_))) => CallToolResult::structured(output.clone()),
+        (Status::Succeeded, output) => {
+            let text = output.as_ref().map(Value::to_string).unwrap_or_else(|| "null".into());
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        }
+        _ => {
+            let mut said = match &inv.error {
+                Some(e) => format!("{status} ({}): {}", e.kind, e.message),
+                None => format!("{status}: the call did not succeed"),
+            };
+            for denial in inv.denials.iter().take(3) {
+                said.push_str(&format!("\ndenied: {}", serde_json::to_string(denial).unwrap_or_default()));
+            }
+            if let Some(e) = &inv.error {
+                meta.0.insert("capstan/errorKind".into(), json!(e.kind));
+            }
+            CallToolResult::error(vec![ContentBlock::text(said)])
+        }
+    };
+    result.meta = Some(meta);
+    result
+}
+
+impl ServerHandler for CapstanMcp {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("capstan", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let key = key_of(&context.extensions)?;
+        let snapshot = self.caps.runtime().snapshot();
+        Ok(ListToolsResult::with_all_items(tools::visible(&snapshot, key.ceiling())))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let key = key_of(&context.extensions)?;
+        let ceiling = key.ceiling();
+        // A tool the key cannot see does not exist for it.
+        let loaded = self.caps.runtime().snapshot().get(&request.name);
+        let Some(loaded) = loaded.filter(|l| tools::reaches(ceiling, l.descriptor.label)) else {
+            return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
+        };
+        let Some(ceiling) = ceiling else {
+            return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
+        };
+        let input = tools::input_of(&loaded.descriptor, request.arguments);
+        let origin = Origin {
+            actor: Actor::ApiKey,
+            principal: crate::principal::mcp(&key.id),
+            run_id: None,
+            task_id: None,
+            tool_call_id: None,
+            request_id: crate::store::new_id(),
+            mode: Mode::Execute,
+            ceiling,
+        };
+        let (stop, signal) = StopSignal::channel();
+        let caps = self.caps.clone();
+        let id = loaded.descriptor.id.clone();
+        let mut call = tokio::spawn(async move { caps.invoke_stoppable(&origin, &id, &input, signal).await });
+        let mut guard = StopOnDrop(Some(stop));
+        let ended = tokio::select! {
+            ended = &mut call => ended,
+            _ = context.ct.cancelled() => {
+                if let Some(stop) = guard.0.take() {
+                    let _ = stop.send(true);
+                }
+                call.await
+            }
+        };
+        guard.0 = None;
+        match ended {
+            Ok(Ok(inv)) => Ok(result_of(&inv).into()),
+            Ok(Err(e)) => Err(ErrorData::invalid_params(e.to_string(), None)),
+            Err(e) => Err(ErrorData::internal_error(format!("the call could not finish: {e}"), None)),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer.clone());
+    }
+}

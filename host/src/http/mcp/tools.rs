@@ -1,0 +1,134 @@
+//! Each loaded capability as the MCP tool it is, for a key whose scopes
+//! reach its label: its id as the tool's name (MCP names may hold dots),
+//! its summary as the title, its description, its input schema as the
+//! model providers get it (an object at the top: a tagged union is
+//! flattened, anything else wrapped as `{"input": ...}` and unwrapped on
+//! the way back), its output schema where it is an object, and
+//! annotations that follow from the label rather than from anything the
+//! component says about itself:
+//!
+//! | label | readOnly | destructive | idempotent |
+//! |---|---|---|---|
+//! | read, preview | true | – | true |
+//! | propose | false | false | – |
+//! | execute | false | true | replay policy `safe` |
+//!
+//! `openWorld` is whether it names an outbound service. Held components
+//! and files still compiling are not in the snapshot's active set, so
+//! they are never listed.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::Value;
+
+use crate::agent::providers::schema::for_wire;
+use crate::runtime::{Descriptor, EffectClass, Replay, Snapshot};
+
+/// Whether a key reaching `ceiling` may see and call a capability labelled `label`.
+pub fn reaches(ceiling: Option<EffectClass>, label: EffectClass) -> bool {
+    ceiling.is_some_and(|c| c >= label)
+}
+
+/// The tools a key reaching `ceiling` sees, by name.
+pub fn visible(snapshot: &Snapshot, ceiling: Option<EffectClass>) -> Vec<Tool> {
+    snapshot.active.values().filter(|l| reaches(ceiling, l.descriptor.label)).map(|l| tool(&l.descriptor)).collect()
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The annotations a label and a replay policy make.
+fn annotations(d: &Descriptor) -> ToolAnnotations {
+    let open_world = !d.services.is_empty();
+    let base = ToolAnnotations::new().open_world(open_world);
+    match d.label {
+        EffectClass::Read | EffectClass::Preview => base.read_only(true).idempotent(true),
+        EffectClass::Propose => base.read_only(false).destructive(false),
+        EffectClass::Execute => base.read_only(false).destructive(true).idempotent(d.replay == Replay::Safe),
+    }
+}
+
+/// The tool capability `d` is.
+pub fn tool(d: &Descriptor) -> Tool {
+    let input = for_wire(&d.input_schema).schema;
+    let description = if d.description.trim().is_empty() { d.summary.clone() } else { d.description.clone() };
+    let mut tool = Tool::new(d.id.clone(), description, Arc::new(object(input))).with_annotations(annotations(d));
+    if !d.summary.trim().is_empty() {
+        tool = tool.with_title(d.summary.clone());
+    }
+    // MCP takes an output schema only as an object; a call's structured
+    // content is then what the schema says.
+    if d.output_schema.get("type").and_then(Value::as_str) == Some("object") {
+        let mut output = object(d.output_schema.clone());
+        output.remove("$schema");
+        tool = tool.with_raw_output_schema(Arc::new(output));
+    }
+    tool
+}
+
+/// A call's arguments as capability `d` takes them: unwrapped from
+/// `{"input": ...}` when its schema had to be wrapped.
+pub fn input_of(d: &Descriptor, arguments: Option<JsonObject>) -> Value {
+    let arguments = arguments.unwrap_or_default();
+    if for_wire(&d.input_schema).wrapped {
+        return arguments.get("input").cloned().unwrap_or(Value::Null);
+    }
+    Value::Object(arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn descriptor(label: EffectClass, replay: Replay, services: &[&str]) -> Descriptor {
+        Descriptor {
+            id: "download.submit".into(),
+            version: 1,
+            label,
+            summary: "Hand a planned release to the download client".into(),
+            description: "Submits a plan.".into(),
+            tags: vec![],
+            aliases: vec![],
+            input_schema: json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
+            output_schema: json!({"$schema": "x", "type": "object", "properties": {"ok": {"type": "boolean"}}}),
+            replay,
+            services: services.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn annotations_follow_the_label_and_never_the_component() {
+        let read = tool(&descriptor(EffectClass::Read, Replay::Never, &[]));
+        let a = read.annotations.clone().unwrap();
+        assert_eq!((a.read_only_hint, a.idempotent_hint, a.open_world_hint), (Some(true), Some(true), Some(false)));
+        let propose = tool(&descriptor(EffectClass::Propose, Replay::Never, &["qbittorrent"]));
+        let a = propose.annotations.clone().unwrap();
+        assert_eq!((a.read_only_hint, a.destructive_hint, a.open_world_hint), (Some(false), Some(false), Some(true)));
+        for (replay, idempotent) in [(Replay::Safe, true), (Replay::Verify, false), (Replay::Never, false)] {
+            let a = tool(&descriptor(EffectClass::Execute, replay, &[])).annotations.unwrap();
+            assert_eq!((a.destructive_hint, a.idempotent_hint), (Some(true), Some(idempotent)), "{replay:?}");
+        }
+        assert_eq!(read.title.as_deref(), Some("Hand a planned release to the download client"));
+        let output = read.output_schema.unwrap();
+        assert!(!output.contains_key("$schema") && output["type"] == "object");
+    }
+
+    #[test]
+    fn a_schema_that_is_not_an_object_is_wrapped_and_unwrapped() {
+        let d = descriptor(EffectClass::Read, Replay::Never, &[]);
+        let t = tool(&d);
+        assert_eq!(t.input_schema["type"], "object");
+        assert_eq!(t.input_schema["required"], json!(["input"]));
+        let args = object(json!({"input": 7}));
+        assert_eq!(input_of(&d, Some(args)), json!(7));
+        assert!(!reaches(Some(EffectClass::Read), EffectClass::Preview) && !reaches(None, EffectClass::Read));
+        assert!(reaches(Some(EffectClass::Execute), EffectClass::Propose));
+    }
+}

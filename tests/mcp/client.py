@@ -1,0 +1,69 @@
+"""A client of Capstan's /mcp written with the protocol's Python SDK (PyPI
+`mcp`), run by tests/tests/e2e/http/mcp.rs. It connects as each key it is
+given, does what the test names, and prints one JSON object saying what
+it saw, so the Rust test asserts on a client nobody here wrote.
+
+Usage: client.py URL MODE KEY STEP [ARGS_JSON]
+  MODE  legacy (initialize handshake) or auto (server/discover first)
+  STEP  list | call | cancel
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+
+def result_of(result):
+    text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+    return {
+        "isError": bool(result.is_error),
+        "structured": result.structured_content,
+        "text": text,
+        "meta": result.meta or {},
+    }
+
+
+async def main():
+    url, mode, key, step = sys.argv[1:5]
+    args = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    said = {}
+    async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        said["protocol"] = client.protocol_version
+        said["server"] = client.server_info.name if client.server_info else None
+        if step == "list":
+            listed = await client.list_tools()
+            said["tools"] = [
+                {
+                    "name": tool.name,
+                    "title": tool.title,
+                    "inputType": tool.input_schema.get("type"),
+                    "hasOutputSchema": tool.output_schema is not None,
+                    "annotations": (
+                        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+                    ),
+                }
+                for tool in listed.tools
+            ]
+        elif step == "call":
+            try:
+                said["result"] = result_of(await client.call_tool(args["name"], args.get("arguments", {})))
+            except MCPError as e:
+                said["error"] = {"code": e.error.code, "message": e.error.message}
+        elif step == "cancel":
+            # Gives up after a second: the SDK sends notifications/cancelled.
+            try:
+                await client.call_tool(args["name"], args.get("arguments", {}), read_timeout_seconds=1.0)
+                said["cancelled"] = False
+            except Exception as e:  # the SDK's timeout, whatever its class
+                said["cancelled"] = True
+                said["raised"] = type(e).__name__
+    print(json.dumps(said))
+
+
+asyncio.run(main())
