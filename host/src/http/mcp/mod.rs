@@ -6,10 +6,13 @@
 //!
 //! [`gate`] decides who may reach it (Host, Origin, an API key);
 //! [`tools`] is each capability as a tool for that key; [`server`]
-//! answers `tools/list` and `tools/call` through the one invoke path.
+//! answers `tools/list` and `tools/call` through the one invoke path;
+//! [`denied`] says what would allow a call refused for want of authority,
+//! and asks for the approval of a plan it acted on.
 //! The endpoint is not part of the OpenAPI document: its contract is the
 //! protocol's.
 
+pub mod denied;
 pub mod gate;
 pub mod server;
 pub mod tools;

@@ -111,7 +111,7 @@ impl Drop for StopOnDrop {
 /// An invocation as a tool's result: its output as structured content
 /// and as text when it succeeded; otherwise `isError` with the reason.
 /// `_meta` carries the status and the ledger row either way.
-fn result_of(inv: &Invocation) -> CallToolResult {
+fn result_of(inv: &Invocation, next: Option<super::denied::Next>) -> CallToolResult {
     let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
     let status = status.unwrap_or_else(|| "unknown".into());
     let mut meta = MetaObject::new();
@@ -134,6 +134,10 @@ fn result_of(inv: &Invocation) -> CallToolResult {
             }
             if let Some(e) = &inv.error {
                 meta.0.insert("capstan/errorKind".into(), json!(e.kind));
+            }
+            if let Some(next) = next {
+                said.push_str(&format!("\n{}", next.said));
+                meta.0.extend(next.meta.into_iter().map(|(k, v)| (k.to_string(), v)));
             }
             CallToolResult::error(vec![ContentBlock::text(said)])
         }
@@ -176,9 +180,10 @@ impl ServerHandler for CapstanMcp {
             return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
         };
         let input = tools::input_of(&loaded.descriptor, request.arguments);
+        let principal = crate::principal::mcp(&key.id);
         let origin = Origin {
             actor: Actor::ApiKey,
-            principal: crate::principal::mcp(&key.id),
+            principal: principal.clone(),
             run_id: None,
             task_id: None,
             tool_call_id: None,
@@ -189,7 +194,8 @@ impl ServerHandler for CapstanMcp {
         let (stop, signal) = StopSignal::channel();
         let caps = self.caps.clone();
         let id = loaded.descriptor.id.clone();
-        let mut call = tokio::spawn(async move { caps.invoke_stoppable(&origin, &id, &input, signal).await });
+        let sent = input.clone();
+        let mut call = tokio::spawn(async move { caps.invoke_stoppable(&origin, &id, &sent, signal).await });
         let mut guard = StopOnDrop(Some(stop));
         let ended = tokio::select! {
             ended = &mut call => ended,
@@ -202,7 +208,10 @@ impl ServerHandler for CapstanMcp {
         };
         guard.0 = None;
         match ended {
-            Ok(Ok(inv)) => Ok(result_of(&inv).into()),
+            Ok(Ok(inv)) => {
+                let next = super::denied::next_step(&self.caps, &loaded.descriptor, &input, &principal, &inv).await;
+                Ok(result_of(&inv, next).into())
+            }
             Ok(Err(e)) => Err(ErrorData::invalid_params(e.to_string(), None)),
             Err(e) => Err(ErrorData::internal_error(format!("the call could not finish: {e}"), None)),
         }

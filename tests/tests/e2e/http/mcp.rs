@@ -5,8 +5,9 @@
 //! An execute key sees every loaded capability as a tool whose annotations
 //! follow its label; a read key sees the read ones only and cannot call
 //! the rest; a read call answers structured content; an execute call
-//! without a grant is an error result saying it was denied, and nothing
-//! is written; with a grant it runs once, recorded as the key's over MCP;
+//! without a grant is an error result saying it was denied and which
+//! grant would allow it, and nothing is written; one on a plan opens that
+//! plan's approval request for an administrator; with a grant it runs once, recorded as the key's over MCP;
 //! a call the client gives up on is stopped and recorded `unknown` once
 //! its effect ran. Over plain HTTP: no key is 401 with a Bearer
 //! challenge, another site's page or another Host is 403, and malformed
@@ -136,6 +137,26 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
         assert_eq!(mock.writes(), 0);
     }
 
+    // A denied call on a plan asks an administrator to approve that plan.
+    let domain = caps.domain();
+    let (slot, release) = crate::storage::domain::wanted_movie(domain, &"d".repeat(40)).await;
+    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    let sweep = capstan::domain::Author::new("task:evaluateAcquisition");
+    let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
+    let plan = domain.draft_plan(&sweep, &new).await.unwrap();
+    let submit = json!({"name": "download.submit", "arguments": {"planId": plan.id}});
+    let result = client(&url, "legacy", &execute, "call", submit).await["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    let approval_id = result["meta"]["capstan/approvalId"].as_str().unwrap_or_else(|| panic!("{result}")).to_string();
+    assert!(result["text"].as_str().unwrap().contains("Approvals tab"), "{result}");
+    let pending = caps.authz().approvals(Some("pending")).await.unwrap();
+    let key_id = execute.strip_prefix("cap_").unwrap().split('_').next().unwrap();
+    assert_eq!(
+        pending.iter().map(|a| (a.id.as_str(), a.plan_id.as_str(), a.requested_by.clone())).collect::<Vec<_>>(),
+        [(approval_id.as_str(), plan.id.as_str(), format!("mcp:{key_id}"))]
+    );
+    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "draft", "nothing was submitted");
+
     // With a grant the call runs once, recorded as the key's over MCP.
     capstan_tests::grants::allow_everything(&caps).await;
     let count = json!({"name": "test.counter-safe", "arguments": {"label": "granted"}});
@@ -143,7 +164,6 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert_eq!((&result["isError"], &result["meta"]["capstan/status"]), (&json!(false), &json!("succeeded")));
     assert_eq!(mock.writes(), 1);
     let rows = by_capability(&db, "test.counter-safe").await.unwrap();
-    let key_id = execute.strip_prefix("cap_").unwrap().split('_').next().unwrap();
     assert_eq!(rows.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>(), [format!("mcp:{key_id}")]);
 
     // A call the client gives up on stops, and its effect makes it unknown.
