@@ -5,7 +5,8 @@ it saw, so the Rust test asserts on a client nobody here wrote.
 
 Usage: client.py URL MODE KEY STEP [ARGS_JSON]
   MODE  legacy (initialize handshake) or auto (server/discover first)
-  STEP  list | call | cancel
+  STEP  list | call | cancel | watch (list, print a line, wait for
+        notifications/tools/list_changed, list again)
 """
 
 import asyncio
@@ -33,7 +34,14 @@ async def main():
     args = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
     said = {}
-    async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    transport = streamable_http_client(url, http_client=http)
+    async with Client(transport, mode=mode, message_handler=on_message) as client:
         said["protocol"] = client.protocol_version
         said["server"] = client.server_info.name if client.server_info else None
         if step == "list":
@@ -55,6 +63,15 @@ async def main():
                 said["result"] = result_of(await client.call_tool(args["name"], args.get("arguments", {})))
             except MCPError as e:
                 said["error"] = {"code": e.error.code, "message": e.error.message}
+        elif step == "watch":
+            listed = await client.list_tools()
+            print(json.dumps({"listed": [tool.name for tool in listed.tools]}), flush=True)
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=60)
+                said["changed"] = True
+            except asyncio.TimeoutError:
+                said["changed"] = False
+            said["tools"] = [tool.name for tool in (await client.list_tools()).tools]
         elif step == "cancel":
             # Gives up after a second: the SDK sends notifications/cancelled.
             try:

@@ -9,7 +9,8 @@
 //! grant would allow it, and nothing is written; one on a plan opens that
 //! plan's approval request for an administrator; with a grant it runs once, recorded as the key's over MCP;
 //! a call the client gives up on is stopped and recorded `unknown` once
-//! its effect ran. Over plain HTTP: no key is 401 with a Bearer
+//! its effect ran; a session is told when a hot reload changes the tools
+//! it can see. Over plain HTTP: no key is 401 with a Bearer
 //! challenge, another site's page or another Host is 403, and malformed
 //! or batched JSON-RPC changes nothing.
 
@@ -184,6 +185,38 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert!(library.join("Half").is_dir(), "the effect ran before the stop");
 
     plain_http_is_refused_before_the_protocol(&url, &execute).await;
+    a_session_is_told_when_the_tools_change(&url, &read, &host, &caps).await;
+}
+
+/// A read key's session of the older revision lists its tools; the probe
+/// is replaced by a read-labelled one and accepted; the session is told,
+/// and lists it.
+async fn a_session_is_told_when_the_tools_change(
+    url: &str,
+    key: &str,
+    host: &TestHost,
+    caps: &capstan::pipeline::Capabilities,
+) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/client.py");
+    let mut child = tokio::process::Command::new(python())
+        .args([script, url, "legacy", key, "watch"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert!(!first["listed"].as_array().unwrap().contains(&json!("test.probe")), "{first}");
+    host.drop_plugin(components::PROBE_LITE, "probe.wasm");
+    // Its replay policy changes, so the operator accepts it first.
+    caps.runtime().rescan(false).await.unwrap();
+    host.accept(caps.runtime(), "test.probe").await;
+    let last = lines.next_line().await.unwrap().unwrap_or_else(|| panic!("the client printed nothing more"));
+    let last: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["changed"], true, "{last}");
+    assert!(last["tools"].as_array().unwrap().contains(&json!("test.probe")), "{last}");
+    assert!(child.wait().await.unwrap().success());
 }
 
 /// What never reaches a tool: no key, another site's page, another Host,
