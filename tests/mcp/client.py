@@ -5,7 +5,8 @@ it saw, so the Rust test asserts on a client nobody here wrote.
 
 Usage: client.py URL MODE KEY STEP [ARGS_JSON]
   MODE  legacy (initialize handshake) or auto (server/discover first)
-  STEP  list | call | cancel | watch (list, print a line, wait for
+  STEP  list | call | cancel | resources (list and read each, and
+        ARGS' "missing" uri) | watch (list, print a line, wait for
         notifications/tools/list_changed, list again)
 """
 
@@ -63,6 +64,17 @@ async def main():
                 said["result"] = result_of(await client.call_tool(args["name"], args.get("arguments", {})))
             except MCPError as e:
                 said["error"] = {"code": e.error.code, "message": e.error.message}
+        elif step == "resources":
+            listed = await client.list_resources()
+            said["resources"] = {}
+            for resource in listed.resources:
+                read = await client.read_resource(str(resource.uri))
+                said["resources"][str(resource.uri)] = json.loads(read.contents[0].text)
+            try:
+                await client.read_resource(args["missing"])
+                said["missing"] = None
+            except MCPError as e:
+                said["missing"] = {"code": e.error.code, "message": e.error.message}
         elif step == "watch":
             listed = await client.list_tools()
             print(json.dumps({"listed": [tool.name for tool in listed.tools]}), flush=True)

@@ -27,6 +27,10 @@ struct Shared {
     holding: AtomicBool,
     /// Paths refused now; answers to them in flight end when they are.
     refused: tokio::sync::watch::Sender<BTreeSet<String>>,
+    /// Headers added to every request (a client that cannot send them).
+    added: Vec<(String, String)>,
+    /// Whether `Host`, `Origin` and `Referer` go through as the client sent them.
+    as_sent: bool,
 }
 
 pub struct Proxy {
@@ -36,6 +40,13 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(upstream: &str) -> Proxy {
+        Proxy::start_with(upstream, Vec::new(), false).await
+    }
+
+    /// A proxy that adds `added` to every request, and with `as_sent`
+    /// passes `Host`, `Origin` and `Referer` on as the client sent them —
+    /// for a third-party client that has no way to send a key.
+    pub async fn start_with(upstream: &str, added: Vec<(String, String)>, as_sent: bool) -> Proxy {
         let shared = Arc::new(Shared {
             upstream: upstream.trim_end_matches('/').to_string(),
             client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
@@ -43,6 +54,8 @@ impl Proxy {
             held_path: Mutex::new(None),
             holding: AtomicBool::new(false),
             refused: tokio::sync::watch::Sender::new(BTreeSet::new()),
+            added,
+            as_sent,
         });
         let app = Router::new().route("/", any(forward)).route("/{*path}", any(forward)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -105,8 +118,15 @@ async fn forward(
     let mut request = shared.client.request(method, url).body(body);
     // The server sees a request for itself: qBittorrent refuses a login whose
     // Origin or Referer names another host.
-    let own = |n: &str| matches!(n, "host" | "content-length" | "origin" | "referer");
+    let own = |n: &str| match n {
+        "content-length" => true,
+        "host" | "origin" | "referer" => !shared.as_sent,
+        _ => false,
+    };
     for (name, value) in headers.iter().filter(|(n, _)| !own(n.as_str())) {
+        request = request.header(name, value);
+    }
+    for (name, value) in &shared.added {
         request = request.header(name, value);
     }
     let answer = request.send().await;

@@ -5,7 +5,9 @@
 //! they can be told when the tools change.
 //!
 //! [`gate`] decides who may reach it (Host, Origin, an API key);
-//! [`tools`] is each capability as a tool for that key; [`server`]
+//! [`tools`] is each capability as a tool for that key; [`resources`]
+//! the read-only resources (decisions waiting, the library, the audit
+//! verdict); [`server`]
 //! answers `tools/list` and `tools/call` through the one invoke path;
 //! [`denied`] says what would allow a call refused for want of authority,
 //! and asks for the approval of a plan it acted on.
@@ -14,6 +16,7 @@
 
 pub mod denied;
 pub mod gate;
+pub mod resources;
 pub mod server;
 pub mod tools;
 
@@ -40,7 +43,7 @@ pub fn routes(state: AppState, reach: gate::Reach) -> Router<AppState> {
             stop.cancel();
         });
     }
-    let server = server::CapstanMcp::new(state.caps().clone());
+    let server = server::CapstanMcp::new(state.app.clone());
     server.spawn_list_changed(stop.clone());
     // Host and Origin are the gate's to check, with the operator's lists.
     let config = StreamableHttpServerConfig::default()

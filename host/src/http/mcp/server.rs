@@ -1,5 +1,7 @@
 //! The MCP server's requests: `tools/list` is what the caller's key
-//! reaches ([`super::tools`]), `tools/call` is the one invoke path, and a
+//! reaches ([`super::tools`]), `tools/call` is the one invoke path,
+//! `resources/*` are reads the key could make over HTTP
+//! ([`super::resources`]), and a
 //! hot reload that changes the set of capabilities is told to sessions
 //! of the older protocol revisions as `notifications/tools/list_changed`.
 //!
@@ -15,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourcesResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,6 +27,7 @@ use serde_json::{Value, json};
 
 use super::gate::McpKey;
 use super::tools;
+use crate::app::App;
 use crate::http::keys::ApiKey;
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Mode, Status, StopSignal};
@@ -36,14 +40,15 @@ const INSTRUCTIONS: &str = "Capstan's media-automation capabilities. Each tool's
 /// The MCP server over one process's capabilities.
 #[derive(Clone)]
 pub struct CapstanMcp {
+    app: Arc<App>,
     caps: Arc<Capabilities>,
     /// Sessions of the older revisions, to be told when the tools change.
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
 }
 
 impl CapstanMcp {
-    pub fn new(caps: Arc<Capabilities>) -> CapstanMcp {
-        CapstanMcp { caps, peers: Arc::default() }
+    pub fn new(app: Arc<App>) -> CapstanMcp {
+        CapstanMcp { caps: app.caps().clone(), app, peers: Arc::default() }
     }
 
     /// Tells every open session when the set of loaded capabilities
@@ -148,7 +153,8 @@ fn result_of(inv: &Invocation, next: Option<super::denied::Next>) -> CallToolRes
 
 impl ServerHandler for CapstanMcp {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("capstan", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
@@ -215,6 +221,23 @@ impl ServerHandler for CapstanMcp {
             Ok(Err(e)) => Err(ErrorData::invalid_params(e.to_string(), None)),
             Err(e) => Err(ErrorData::internal_error(format!("the call could not finish: {e}"), None)),
         }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(super::resources::listed(key_of(&context.extensions)?.ceiling()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let ceiling = key_of(&context.extensions)?.ceiling();
+        Ok(super::resources::read(&self.app, ceiling, &request.uri).await?.into())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -42,6 +42,33 @@ fn object(value: Value) -> JsonObject {
     }
 }
 
+/// `schema` with every boolean subschema under `properties` or `items`
+/// written as an object (`true` as `{}`, `false` as `{"not": {}}`): JSON
+/// Schema allows both, but MCP clients check that each property's schema
+/// is an object (a `serde_json::Value` field is `true` in a generated one).
+fn with_object_subschemas(schema: &mut Value) {
+    let as_object = |v: &mut Value| match v {
+        Value::Bool(true) => *v = serde_json::json!({}),
+        Value::Bool(false) => *v = serde_json::json!({"not": {}}),
+        other => with_object_subschemas(other),
+    };
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    ("properties" | "$defs" | "definitions" | "patternProperties", Value::Object(children)) => {
+                        children.values_mut().for_each(as_object)
+                    }
+                    ("items", value) => as_object(value),
+                    (_, value) => with_object_subschemas(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(with_object_subschemas),
+        _ => {}
+    }
+}
+
 /// The annotations a label and a replay policy make.
 fn annotations(d: &Descriptor) -> ToolAnnotations {
     let open_world = !d.services.is_empty();
@@ -55,7 +82,8 @@ fn annotations(d: &Descriptor) -> ToolAnnotations {
 
 /// The tool capability `d` is.
 pub fn tool(d: &Descriptor) -> Tool {
-    let input = for_wire(&d.input_schema).schema;
+    let mut input = for_wire(&d.input_schema).schema;
+    with_object_subschemas(&mut input);
     let description = if d.description.trim().is_empty() { d.summary.clone() } else { d.description.clone() };
     let mut tool = Tool::new(d.id.clone(), description, Arc::new(object(input))).with_annotations(annotations(d));
     if !d.summary.trim().is_empty() {
@@ -64,7 +92,9 @@ pub fn tool(d: &Descriptor) -> Tool {
     // MCP takes an output schema only as an object; a call's structured
     // content is then what the schema says.
     if d.output_schema.get("type").and_then(Value::as_str) == Some("object") {
-        let mut output = object(d.output_schema.clone());
+        let mut output = d.output_schema.clone();
+        with_object_subschemas(&mut output);
+        let mut output = object(output);
         output.remove("$schema");
         tool = tool.with_raw_output_schema(Arc::new(output));
     }
@@ -97,7 +127,8 @@ mod tests {
             tags: vec![],
             aliases: vec![],
             input_schema: json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}),
-            output_schema: json!({"$schema": "x", "type": "object", "properties": {"ok": {"type": "boolean"}}}),
+            output_schema: json!({"$schema": "x", "type": "object", "properties": {"ok": {"type": "boolean"},
+                "body": true, "never": false, "list": {"type": "array", "items": true}}}),
             replay,
             services: services.iter().map(|s| s.to_string()).collect(),
         }
@@ -118,6 +149,10 @@ mod tests {
         assert_eq!(read.title.as_deref(), Some("Hand a planned release to the download client"));
         let output = read.output_schema.unwrap();
         assert!(!output.contains_key("$schema") && output["type"] == "object");
+        // Boolean subschemas become the objects MCP clients check for.
+        assert_eq!(output["properties"]["body"], json!({}));
+        assert_eq!(output["properties"]["never"], json!({"not": {}}));
+        assert_eq!(output["properties"]["list"]["items"], json!({}));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! handshake of the older revisions and with the current one's discovery.
 //! An execute key sees every loaded capability as a tool whose annotations
 //! follow its label; a read key sees the read ones only and cannot call
-//! the rest; a read call answers structured content; an execute call
+//! the rest; a read key reads the decisions waiting, the library and the
+//! audit verdict as resources; a read call answers structured content; an execute call
 //! without a grant is an error result saying it was denied and which
 //! grant would allow it, and nothing is written; one on a plan opens that
 //! plan's approval request for an administrator; with a grant it runs once, recorded as the key's over MCP;
@@ -127,6 +128,17 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
         let wrong = json!({"name": "release.inspect", "arguments": {"title": 7}});
         let result = client(&url, mode, &read, "call", wrong).await["result"].clone();
         assert_eq!(result["isError"], true, "{result}");
+
+        // Read-only resources: decisions waiting, the library, the audit verdict.
+        let missing = json!({"missing": "capstan://nothing"});
+        let read_back = client(&url, mode, &read, "resources", missing).await;
+        let resources = &read_back["resources"];
+        assert!(resources["capstan://decisions/awaiting"]["decisions"].is_array(), "{read_back}");
+        assert!(resources["capstan://library"]["items"].is_array(), "{read_back}");
+        assert!(resources["capstan://audit/verdict"]["Intact"].is_object(), "{read_back}");
+        // Resource-not-found is -32002 through 2025-11-25, and -32602 since.
+        let not_found = if mode == "legacy" { -32002 } else { -32602 };
+        assert_eq!(read_back["missing"]["code"], not_found, "{read_back}");
 
         // An execute call without a grant: denied, nothing written.
         let count = json!({"name": "test.counter-safe", "arguments": {"label": mode}});

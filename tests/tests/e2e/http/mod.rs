@@ -17,6 +17,7 @@ pub mod events;
 mod fuzz;
 mod lan;
 mod mcp;
+mod mcp_conformance;
 mod openapi_valid;
 mod operations;
 mod shutdown;
