@@ -8,6 +8,10 @@
 //! this same process: the machine is shared and noisy, so the ratio is the
 //! figure to compare between runs, not the absolute rate.
 //!
+//! Then the same read through `/mcp` (`tools/call` of the 2026-07-28
+//! revision: no session, one POST a call) beside the HTTP invoke in the
+//! same run, with the ratio of their medians (the goal is at most 1.2).
+//!
 //! Run with `cargo bench -p capstan-tests --bench http` (`BENCH_SECONDS`
 //! sets each row's length, 4 by default; `BENCH_TRACE_SQL=1` prints every
 //! statement sqlx runs, to count a request's).
@@ -18,7 +22,7 @@ use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan_tests::components;
 use capstan_tests::host::TestHost;
-use capstan_tests::load::{Load, wrk};
+use capstan_tests::load::{Load, wrk, wrk_with};
 use serde_json::{Value, json};
 
 /// Serves the bare route: the JSON body back, nothing else.
@@ -85,5 +89,44 @@ fn main() {
             let invoke = wrk(&url, Some(&key), &body, c, secs);
             row(id, c, &echo, &invoke);
         }
+    }
+    mcp_beside_invoke(&base, &key, secs);
+}
+
+/// `tools/call` through `/mcp` beside `POST /capabilities/{id}/invoke`,
+/// the same trivial read with the same key and load.
+fn mcp_beside_invoke(base: &str, key: &str, secs: u64) {
+    let mcp = base.replace("/api/v1", "/mcp");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "test.probe", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "test.probe"),
+    ];
+    let invoke_url = format!("{base}/capabilities/test.probe/invoke");
+    let invoke_body = json!({ "input": {} }).to_string();
+    wrk_with(&mcp, Some(key), &headers, &call, 4, 1); // warm-up
+    for c in [1, 16] {
+        let invoke = wrk(&invoke_url, Some(key), &invoke_body, c, secs);
+        let over_mcp = wrk_with(&mcp, Some(key), &headers, &call, c, secs);
+        let errors = if invoke.errors + over_mcp.errors > 0 {
+            format!("   ({} + {} non-2xx answers)", over_mcp.errors, invoke.errors)
+        } else {
+            String::new()
+        };
+        println!(
+            "mcp tools/call   {c:>3} conn: {:>7.0} req/s (p50 {:>6.2} ms, p99 {:>6.2} ms) | invoke {:>7.0} req/s (p50 {:>6.2} ms) | p50 {:.2}x the invoke's (goal <= 1.2){errors}",
+            over_mcp.rate,
+            over_mcp.p50_ms,
+            over_mcp.p99_ms,
+            invoke.rate,
+            invoke.p50_ms,
+            over_mcp.p50_ms / invoke.p50_ms,
+        );
     }
 }

@@ -26,11 +26,24 @@ pub struct Load {
 
 /// `wrk` with `connections` connections posting `body` to `url` for `secs`.
 pub fn wrk(url: &str, key: Option<&str>, body: &str, connections: usize, secs: u64) -> Load {
+    wrk_with(url, key, &[], body, connections, secs)
+}
+
+/// [`wrk`] with `headers` added to every request.
+pub fn wrk_with(
+    url: &str,
+    key: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &str,
+    connections: usize,
+    secs: u64,
+) -> Load {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("post.lua");
     let auth = key.map(|k| format!("wrk.headers[\"Authorization\"] = \"Bearer {k}\"\n")).unwrap_or_default();
+    let extra: String = headers.iter().map(|(n, v)| format!("wrk.headers[\"{n}\"] = \"{v}\"\n")).collect();
     let lua = format!(
-        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n{auth}"
+        "wrk.method = \"POST\"\nwrk.body = [[{body}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n{auth}{extra}"
     );
     std::fs::write(&script, lua).unwrap();
     let threads = connections.min(2).to_string();

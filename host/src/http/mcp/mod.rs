@@ -50,6 +50,7 @@ pub fn routes(state: AppState, reach: gate::Reach) -> Router<AppState> {
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(super::BODY_LIMIT)
+        .with_json_response(true)
         .with_cancellation_token(stop);
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
