@@ -75,6 +75,8 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     host.config.roots.insert("library".into(), library.clone());
     host.drop_plugin(components::COUNTER_SAFE, "safe.wasm");
     host.drop_plugin(components::PROBE, "probe.wasm");
+    // Acts on plans: held until the operator accepts it, which nobody does.
+    host.drop_plugin(components::PLAN_STEP, "plan-step.wasm");
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let runtime = host.start().await.unwrap();
     host.accept(&runtime, "test.counter-safe").await;
@@ -95,6 +97,8 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
         for id in ["release.inspect", "download.submit", "test.counter-safe", "test.probe"] {
             assert!(all.contains(&id.to_string()), "{mode}: {id} is not listed: {all:?}");
         }
+        assert!(caps.runtime().snapshot().held.contains_key("test.plan-step"));
+        assert!(!all.contains(&"test.plan-step".to_string()), "a held component is offered to nobody");
         assert!(listed["tools"].as_array().unwrap().iter().all(|t| t["inputType"] == "object"), "{listed}");
         let inspect = tool(&listed, "release.inspect");
         assert_eq!(inspect["annotations"]["readOnlyHint"], true, "{inspect}");
@@ -221,8 +225,10 @@ async fn a_session_is_told_when_the_tools_change(
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
     assert!(!first["listed"].as_array().unwrap().contains(&json!("test.probe")), "{first}");
     host.drop_plugin(components::PROBE_LITE, "probe.wasm");
-    // Its replay policy changes, so the operator accepts it first.
+    // Its replay policy changes, so it is held until the operator accepts
+    // it; held, it is offered to nobody.
     caps.runtime().rescan(false).await.unwrap();
+    assert!(caps.runtime().snapshot().held.contains_key("test.probe"));
     host.accept(caps.runtime(), "test.probe").await;
     let last = lines.next_line().await.unwrap().unwrap_or_else(|| panic!("the client printed nothing more"));
     let last: Value = serde_json::from_str(&last).unwrap();
