@@ -92,6 +92,12 @@ impl CapstanMcp {
     }
 }
 
+/// How the client asked for tool names (`/mcp?names=plain`).
+fn naming_of(extensions: &rmcp::model::Extensions) -> tools::Naming {
+    let query = extensions.get::<http::request::Parts>().and_then(|parts| parts.uri.query());
+    tools::Naming::of_query(query)
+}
+
 /// The key the gate let through, from the request's HTTP parts.
 fn key_of(extensions: &rmcp::model::Extensions) -> Result<ApiKey, ErrorData> {
     extensions
@@ -167,7 +173,8 @@ impl ServerHandler for CapstanMcp {
     ) -> Result<ListToolsResult, ErrorData> {
         let key = key_of(&context.extensions)?;
         let snapshot = self.caps.runtime().snapshot();
-        Ok(ListToolsResult::with_all_items(tools::visible(&snapshot, key.ceiling())))
+        let naming = naming_of(&context.extensions);
+        Ok(ListToolsResult::with_all_items(tools::visible(&snapshot, key.ceiling(), naming)))
     }
 
     async fn call_tool(
@@ -178,8 +185,9 @@ impl ServerHandler for CapstanMcp {
         let key = key_of(&context.extensions)?;
         let ceiling = key.ceiling();
         // A tool the key cannot see does not exist for it.
-        let loaded = self.caps.runtime().snapshot().get(&request.name);
-        let Some(loaded) = loaded.filter(|l| tools::reaches(ceiling, l.descriptor.label)) else {
+        let snapshot = self.caps.runtime().snapshot();
+        let names = tools::names(&snapshot, ceiling, naming_of(&context.extensions));
+        let Some(loaded) = names.get(request.name.as_ref()).and_then(|id| snapshot.get(id)) else {
             return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
         };
         let Some(ceiling) = ceiling else {

@@ -16,7 +16,13 @@
 //! `openWorld` is whether it names an outbound service. Held components
 //! and files still compiling are not in the snapshot's active set, so
 //! they are never listed.
+//!
+//! A client whose model API refuses dots in tool names connects to
+//! `/mcp?names=plain`: each name is then the id with `.` as `_`
+//! (`release_inspect`), mapped back on each call; two ids that would
+//! share a name are both left out rather than confused.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
@@ -30,9 +36,60 @@ pub fn reaches(ceiling: Option<EffectClass>, label: EffectClass) -> bool {
     ceiling.is_some_and(|c| c >= label)
 }
 
-/// The tools a key reaching `ceiling` sees, by name.
-pub fn visible(snapshot: &Snapshot, ceiling: Option<EffectClass>) -> Vec<Tool> {
-    snapshot.active.values().filter(|l| reaches(ceiling, l.descriptor.label)).map(|l| tool(&l.descriptor)).collect()
+/// How tools are named to a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// The capability id as it is (`release.inspect`).
+    Ids,
+    /// Letters, digits, `_` and `-` only (`release_inspect`).
+    Plain,
+}
+
+impl Naming {
+    /// From the endpoint's query string: `names=plain`, else ids.
+    pub fn of_query(query: Option<&str>) -> Naming {
+        let plain = query.into_iter().flat_map(|q| q.split('&')).any(|pair| pair == "names=plain");
+        if plain { Naming::Plain } else { Naming::Ids }
+    }
+
+    fn name(self, id: &str) -> String {
+        match self {
+            Naming::Ids => id.to_string(),
+            Naming::Plain => id.replace('.', "_"),
+        }
+    }
+}
+
+/// The ids a key reaching `ceiling` may use, by the name it sees them
+/// under; ids that would share a name are left out.
+pub fn names(snapshot: &Snapshot, ceiling: Option<EffectClass>, naming: Naming) -> BTreeMap<String, String> {
+    let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for loaded in snapshot.active.values().filter(|l| reaches(ceiling, l.descriptor.label)) {
+        by_name.entry(naming.name(&loaded.descriptor.id)).or_default().push(loaded.descriptor.id.clone());
+    }
+    by_name
+        .into_iter()
+        .filter_map(|(name, mut ids)| match ids.len() {
+            1 => ids.pop().map(|id| (name, id)),
+            _ => {
+                tracing::warn!(%name, ?ids, "capabilities share an MCP tool name; neither is offered under it");
+                None
+            }
+        })
+        .collect()
+}
+
+/// The tools a key reaching `ceiling` sees.
+pub fn visible(snapshot: &Snapshot, ceiling: Option<EffectClass>, naming: Naming) -> Vec<Tool> {
+    let names = names(snapshot, ceiling, naming);
+    names
+        .iter()
+        .filter_map(|(name, id)| {
+            let mut tool = tool(&snapshot.get(id)?.descriptor);
+            tool.name = name.clone().into();
+            Some(tool)
+        })
+        .collect()
 }
 
 fn object(value: Value) -> JsonObject {
@@ -165,5 +222,14 @@ mod tests {
         assert_eq!(input_of(&d, Some(args)), json!(7));
         assert!(!reaches(Some(EffectClass::Read), EffectClass::Preview) && !reaches(None, EffectClass::Read));
         assert!(reaches(Some(EffectClass::Execute), EffectClass::Propose));
+    }
+
+    #[test]
+    fn plain_names_are_asked_for_in_the_query() {
+        assert_eq!(Naming::of_query(Some("names=plain")), Naming::Plain);
+        assert_eq!(Naming::of_query(Some("x=1&names=plain")), Naming::Plain);
+        assert_eq!(Naming::of_query(Some("names=plainer")), Naming::Ids);
+        assert_eq!(Naming::of_query(None), Naming::Ids);
+        assert_eq!(Naming::Plain.name("system.command-output"), "system_command-output");
     }
 }

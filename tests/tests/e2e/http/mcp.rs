@@ -154,6 +154,14 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
         assert_eq!(mock.writes(), 0);
     }
 
+    // A client whose model refuses dots asks for plain names, and calls by them.
+    let plain = format!("{url}?names=plain");
+    let listed = names(&client(&plain, "legacy", &read, "list", json!({})).await);
+    assert!(listed.contains(&"release_inspect".to_string()) && !listed.iter().any(|n| n.contains('.')), "{listed:?}");
+    let call = json!({"name": "release_inspect", "arguments": {"name": "Heat.1995.1080p.BluRay.x264-GRP"}});
+    let result = client(&plain, "legacy", &read, "call", call).await["result"].clone();
+    assert_eq!(result["meta"]["capstan/status"], "succeeded", "{result}");
+
     // A denied call on a plan asks an administrator to approve that plan.
     let domain = caps.domain();
     let (slot, release) = crate::storage::domain::wanted_movie(domain, &"d".repeat(40)).await;
