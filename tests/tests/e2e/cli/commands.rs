@@ -296,3 +296,21 @@ fn set_password_reads_standard_input_and_refuses_short_ones() {
     assert!(ok.status.success(), "{}", stderr(&ok));
     assert!(stdout(&ok).contains("password set for admin"));
 }
+
+/// `--help` says what a newcomer needs without reading the docs: the
+/// defaults (data folder, listen address, administrator name) and that
+/// `admin set-password` reads the password from standard input.
+#[test]
+fn help_shows_the_defaults_and_how_a_password_is_given() {
+    let said = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "capstan {args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let top = said(&["--help"]);
+    assert!(top.contains("default ./data") && top.contains("serve"), "{top}");
+    let serve = said(&["serve", "--help"]);
+    assert!(serve.contains("127.0.0.1:4380"), "{serve}");
+    let password = said(&["admin", "set-password", "--help"]);
+    assert!(password.contains("standard input") && password.contains("[default: admin]"), "{password}");
+}
