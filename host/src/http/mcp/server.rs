@@ -249,6 +249,9 @@ impl ServerHandler for CapstanMcp {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer.clone());
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        // Sessions that ended are dropped here too, not only when the tools change.
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer.clone());
     }
 }

@@ -276,4 +276,10 @@ async fn plain_http_is_refused_before_the_protocol(url: &str, key: &str) {
         let status = post(bad.to_string()).bearer_auth(key).send().await.unwrap().status();
         assert!(status.is_client_error(), "{bad}: {status}");
     }
+    // A body over 1 MiB is refused before it is parsed.
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(2 << 20)
+    );
+    assert_eq!(post(huge).bearer_auth(key).send().await.unwrap().status(), 413);
 }
