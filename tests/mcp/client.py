@@ -61,7 +61,8 @@ async def main():
             ]
         elif step == "call":
             try:
-                said["result"] = result_of(await client.call_tool(args["name"], args.get("arguments", {})))
+                called = await client.call_tool(args["name"], args.get("arguments", {}), meta=args.get("meta"))
+                said["result"] = result_of(called)
             except MCPError as e:
                 said["error"] = {"code": e.error.code, "message": e.error.message}
         elif step == "resources":

@@ -37,6 +37,10 @@ const INSTRUCTIONS: &str = "Capstan's media-automation capabilities. Each tool's
     effect class: read-only tools change nothing; propose tools draft plans a person approves; execute tools act \
     only inside a grant or an approval an administrator gave. A denied call says what would allow it.";
 
+/// The `_meta` key a client names a call with, so that sending it again
+/// is the same call.
+const REQUEST_ID: &str = "capstan/requestId";
+
 /// The MCP server over one process's capabilities.
 #[derive(Clone)]
 pub struct CapstanMcp {
@@ -187,21 +191,33 @@ impl ServerHandler for CapstanMcp {
         // A tool the key cannot see does not exist for it.
         let snapshot = self.caps.runtime().snapshot();
         let names = tools::names(&snapshot, ceiling, naming_of(&context.extensions));
+        let unknown = || {
+            let named: String = request.name.chars().take(100).collect();
+            ErrorData::invalid_params(format!("unknown tool: {named}"), None)
+        };
         let Some(loaded) = names.get(request.name.as_ref()).and_then(|id| snapshot.get(id)) else {
-            return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
+            return Err(unknown());
         };
-        let Some(ceiling) = ceiling else {
-            return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
-        };
+        let Some(ceiling) = ceiling else { return Err(unknown()) };
         let input = tools::input_of(&loaded.descriptor, request.arguments);
         let principal = crate::principal::mcp(&key.id);
+        // A client that sends the same `capstan/requestId` again gets the
+        // recorded answer of a change rather than a second change, as with
+        // the HTTP invoke's `requestId`.
+        let request_id = match context.meta.0.get(REQUEST_ID).and_then(Value::as_str) {
+            Some(id) if (1..=128).contains(&id.chars().count()) => format!("{principal}:{id}"),
+            Some(_) => {
+                return Err(ErrorData::invalid_params(format!("{REQUEST_ID} must be 1 to 128 characters"), None));
+            }
+            None => crate::store::new_id(),
+        };
         let origin = Origin {
             actor: Actor::ApiKey,
             principal: principal.clone(),
             run_id: None,
             task_id: None,
             tool_call_id: None,
-            request_id: crate::store::new_id(),
+            request_id,
             mode: Mode::Execute,
             ceiling,
         };

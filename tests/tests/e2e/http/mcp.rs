@@ -188,8 +188,16 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     let result = client(&url, "legacy", &execute, "call", count).await["result"].clone();
     assert_eq!((&result["isError"], &result["meta"]["capstan/status"]), (&json!(false), &json!("succeeded")));
     assert_eq!(mock.writes(), 1);
+    // The same call named twice (a client or model retrying) changes once.
+    for _ in 0..2 {
+        let named = json!({"name": "test.counter-safe", "arguments": {"label": "named"},
+            "meta": {"capstan/requestId": "retry-1"}});
+        let result = client(&url, "legacy", &execute, "call", named).await["result"].clone();
+        assert_eq!(result["meta"]["capstan/status"], "succeeded", "{result}");
+    }
+    assert_eq!(mock.writes(), 2, "the second call with the same requestId is the recorded answer");
     let rows = by_capability(&db, "test.counter-safe").await.unwrap();
-    assert_eq!(rows.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>(), [format!("mcp:{key_id}")]);
+    assert!(rows.len() == 2 && rows.iter().all(|r| r.principal == format!("mcp:{key_id}")), "{rows:?}");
 
     // A call the client gives up on stops, and its effect makes it unknown.
     let spin = json!({"action": "mkdir-then-spin", "root": "library", "path": "Half"});
