@@ -15,6 +15,7 @@ use crate::authz::Authz;
 use crate::config::Config;
 use crate::domain::Domain;
 use crate::events::Events;
+use crate::external_tools::ExternalServers;
 use crate::ledger::Ledger;
 use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Parts};
 use crate::runtime::Runtime;
@@ -33,6 +34,8 @@ pub struct App {
     setup: SetupStore,
     agent: Arc<AgentRuntime>,
     tasks: Tasks,
+    /// The links to external MCP servers, whose tools the runtime offers.
+    external: Arc<ExternalServers>,
 }
 
 impl App {
@@ -46,6 +49,7 @@ impl App {
         let audit = Audit::new(db.clone());
         runtime.attach_command_recorder(Arc::new(audit.clone()));
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
+        let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
         let caps = Arc::new(Capabilities::new(Parts {
             ledger: Ledger::new(db.clone(), owner),
@@ -57,7 +61,7 @@ impl App {
         }));
         let agent = Arc::new(AgentRuntime::new(caps.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db) })
+        Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db), external })
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -92,6 +96,11 @@ impl App {
     /// Starts, messages and aborts runs; drives them on the worker.
     pub fn agent(&self) -> &Arc<AgentRuntime> {
         &self.agent
+    }
+
+    /// Where each external MCP server stands.
+    pub fn external_tools(&self) -> &Arc<ExternalServers> {
+        &self.external
     }
 
     pub fn tasks(&self) -> &Tasks {

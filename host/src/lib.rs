@@ -20,9 +20,10 @@
 //! 5. `runtime` — the sandbox: components, host imports and their classes.
 //!    The domain store is reached through the `DomainStore` trait it
 //!    defines, so the sandbox knows nothing of media.
-//! 6. `audit`, `setup` — the hash-chained log, and the runtime's component
-//!    changes written to it; the services and folders set up in the
-//!    console, applied to the runtime.
+//! 6. `audit`, `setup`, `external_tools` — the hash-chained log, and the
+//!    runtime's component changes written to it; the services and folders
+//!    set up in the console, applied to the runtime; the external MCP
+//!    servers whose tools the runtime offers as capabilities.
 //! 7. `ledger` — claims before effects; charges an automation grant in the
 //!    claim's transaction.
 //! 8. `tasks` — the durable queue and its worker.
@@ -56,6 +57,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod events;
+pub mod external_tools;
 pub mod http;
 pub mod ledger;
 pub mod metrics;

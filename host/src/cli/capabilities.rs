@@ -51,6 +51,7 @@ fn row(l: &Loaded, status: String) -> Row {
     let source = match &l.source {
         crate::runtime::Source::BuiltIn(_) => "built-in".to_string(),
         crate::runtime::Source::Directory(p) | crate::runtime::Source::Retained(p) => p.display().to_string(),
+        crate::runtime::Source::External(server) => format!("MCP server {server}"),
     };
     Row {
         id: l.descriptor.id.clone(),

@@ -1,13 +1,15 @@
 //! Operator configuration (`capstan.toml`): data and capability folders,
 //! the listen address and trusted proxies, per-call limits with
 //! per-capability overrides, outbound services and file roots, the
-//! programs capabilities may run (`[commands.<name>]`), and what
+//! programs capabilities may run (`[commands.<name>]`), the MCP endpoint's
+//! reach and the external MCP servers (`[mcp]`, `[mcp.<server>]`), and what
 //! the environment says about TMDB ([`TmdbEnvironment`]). Owns parsing and
 //! validation only; nothing here opens a file root or a connection.
 //! Unknown keys are refused so typos are not silently ignored.
 
 mod commands;
 mod environment;
+mod mcp;
 mod paths;
 mod proxies;
 mod services;
@@ -19,6 +21,7 @@ use serde::Deserialize;
 
 pub use commands::{COMMAND_PATH, CommandConfig, CommandCwd, MAX_FREE_ARGS, relative_folder};
 pub use environment::{TMDB_ACCESS_TOKEN_ENV, TMDB_API_KEY_ENV, TMDB_BASE_URL_ENV, TMDB_DEFAULT_BASE, TmdbEnvironment};
+pub use mcp::{McpConfig, McpServerConfig, ToolClass};
 pub use proxies::{PublicOrigin, TrustedProxy};
 pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig};
 
@@ -111,31 +114,14 @@ pub struct Config {
     /// Programs capabilities may run: name → command.
     #[serde(default)]
     pub commands: BTreeMap<String, CommandConfig>,
-    /// Who may reach the MCP endpoint at `/mcp`, under `[mcp]`.
+    /// Who may reach the MCP endpoint at `/mcp`, and the external MCP
+    /// servers whose tools become capabilities, under `[mcp]`.
     #[serde(default)]
     pub mcp: McpConfig,
     /// TMDB's credential and base URL from the environment, set by the
     /// command line at start (never from the file).
     #[serde(skip)]
     pub tmdb_environment: TmdbEnvironment,
-}
-
-/// The MCP endpoint's reach, under `[mcp]`. Loopback is always allowed;
-/// these add to it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// Web origins whose pages may call `/mcp` (a browser sends `Origin`),
-    /// as `https://agent.example.org`. Requests without `Origin` (desktop
-    /// and command-line clients) are not affected.
-    #[serde(default)]
-    pub allowed_origins: Vec<PublicOrigin>,
-    /// Host names (with a port where it is not the scheme's) the endpoint
-    /// answers under besides loopback and `public_origins`' hosts, e.g.
-    /// `capstan.lan:4380`; a request naming any other `Host` is refused,
-    /// which stops DNS rebinding.
-    #[serde(default)]
-    pub allowed_hosts: Vec<String>,
 }
 
 /// The durable task worker, under `[tasks]`.
@@ -204,6 +190,7 @@ impl Config {
         for (name, command) in &self.commands {
             command.validate(name, &self.roots).map_err(ConfigError::Invalid)?;
         }
+        self.mcp.validate().map_err(ConfigError::Invalid)?;
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use super::bindings::exports::capstan::capability::capability;
 use super::call_state::{CallState, CallTarget};
 use super::grant::{Denial, Grant};
 use super::host::HostServices;
-use super::loader::Loaded;
+use super::loader::{ComponentCode, Loaded};
 use super::text;
 use crate::config::CallLimits;
 
@@ -261,6 +261,7 @@ fn outcome(result: Result<wit::Outcome, wit::Failure>, output_cap: u64) -> CallO
 pub(crate) async fn call(
     engine: &Engine,
     loaded: &Loaded,
+    code: &ComponentCode,
     services: Arc<HostServices>,
     grant: Grant,
     limits: CallLimits,
@@ -280,7 +281,7 @@ pub(crate) async fn call(
         host_calls_dropped: 0,
     };
     let stop = grant.stop.clone();
-    let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
+    let mut store = match new_store(engine, grant, code.target.clone(), services, limits) {
         Ok(store) => store,
         Err(e) => {
             report.outcome =
@@ -289,8 +290,8 @@ pub(crate) async fn call(
         }
     };
     let run = async {
-        let instance = loaded.pre.instantiate_async(&mut store).await?;
-        let guest = loaded.exports.load(&mut store, &instance)?;
+        let instance = code.pre.instantiate_async(&mut store).await?;
+        let guest = code.exports.load(&mut store, &instance)?;
         guest.call_invoke(&mut store, input).await
     };
     // The epoch deadline stops guest code; this timeout also stops a call
@@ -372,21 +373,22 @@ pub enum VerifyOutcome {
 pub(crate) async fn verify(
     engine: &Engine,
     loaded: &Loaded,
+    code: &ComponentCode,
     services: Arc<HostServices>,
     grant: Grant,
     limits: CallLimits,
     input: &str,
 ) -> VerifyOutcome {
-    let Some(indices) = &loaded.verifier else {
+    let Some(indices) = &code.verifier else {
         return VerifyOutcome::CannotTell { reason: format!("{} does not export verify", loaded.descriptor.id) };
     };
     let grant = Grant { max_class: super::effects::EffectClass::Read, ..grant };
-    let mut store = match new_store(engine, grant, loaded.target.clone(), services, limits) {
+    let mut store = match new_store(engine, grant, code.target.clone(), services, limits) {
         Ok(store) => store,
         Err(e) => return VerifyOutcome::CannotTell { reason: format!("cannot set up the call: {e}") },
     };
     let run = async {
-        let instance = loaded.pre.instantiate_async(&mut store).await?;
+        let instance = code.pre.instantiate_async(&mut store).await?;
         let guest = indices.load(&mut store, &instance)?;
         guest.call_verify(&mut store, input).await
     };

@@ -34,6 +34,8 @@ pub enum Source {
     /// The copy the host kept of the last accepted version of a plugin,
     /// serving while a replacement waits for the operator.
     Retained(PathBuf),
+    /// A tool of the external MCP server of this name.
+    External(String),
 }
 
 impl std::fmt::Display for Source {
@@ -42,24 +44,45 @@ impl std::fmt::Display for Source {
             Source::BuiltIn(name) => write!(f, "built-in {name}"),
             Source::Directory(path) => write!(f, "{}", path.display()),
             Source::Retained(path) => write!(f, "retained copy {}", path.display()),
+            Source::External(server) => write!(f, "MCP server {server}"),
         }
     }
 }
 
-/// A component ready to be called.
+/// A capability ready to be called.
 pub struct Loaded {
     pub descriptor: Descriptor,
-    /// SHA-256 of the component bytes, hex.
+    /// SHA-256 of the component bytes, hex (of an external tool: of what
+    /// its server said about it).
     pub digest: String,
     pub source: Source,
     pub imports: ImportSummary,
     pub has_verifier: bool,
     /// The input schema, vetted and compiled at load.
     pub input_validator: Arc<InputValidator>,
+    pub(crate) code: Code,
+}
+
+/// What runs when a capability is called.
+pub(crate) enum Code {
+    /// A component, instantiated afresh for every call.
+    Component(ComponentCode),
+    /// A tool on an external server, called by the host.
+    External(Arc<dyn super::external::ExternalTool>),
+}
+
+pub(crate) struct ComponentCode {
     pub(crate) pre: InstancePre<CallState>,
     pub(crate) exports: capability::GuestIndices,
     pub(crate) verifier: Option<verifier::GuestIndices>,
     pub(crate) target: Arc<CallTarget>,
+}
+
+impl Loaded {
+    /// Whether a server outside the host carries out its calls.
+    pub fn is_external(&self) -> bool {
+        matches!(self.code, Code::External(_))
+    }
 }
 
 /// SHA-256 of `bytes` as hex.
@@ -212,10 +235,7 @@ async fn link_and_describe(
         source,
         imports,
         input_validator,
-        pre,
-        exports,
-        verifier,
-        target,
+        code: Code::Component(ComponentCode { pre, exports, verifier, target }),
     })
 }
 
@@ -223,7 +243,7 @@ async fn link_and_describe(
 /// schema, on a blocking thread: a schema at its caps takes milliseconds to
 /// vet and compile, which an async thread must not spend. The output
 /// schema is only kept and listed, so its shape is what is capped.
-async fn compile_schemas(descriptor: &Descriptor) -> Result<Arc<InputValidator>, String> {
+pub(super) async fn compile_schemas(descriptor: &Descriptor) -> Result<Arc<InputValidator>, String> {
     let (input, output) = (descriptor.input_schema.clone(), descriptor.output_schema.clone());
     tokio::task::spawn_blocking(move || {
         let validator = InputValidator::build(&input).map_err(|e| format!("the input schema {e}"))?;

@@ -13,6 +13,7 @@ pub mod descriptor;
 pub mod effects;
 mod engine;
 mod engine_config;
+pub mod external;
 pub mod grant;
 pub mod host;
 pub mod input_validator;
@@ -38,6 +39,7 @@ pub use call_state::CallState;
 pub use compiling::Compiling;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
+pub use external::{ExternalAnswer, ExternalSet, ExternalTool};
 pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
 pub use host::{HOLD_LEASE, HostCall, run_owner, task_owner};
 pub use input_validator::InputValidator;
@@ -79,6 +81,8 @@ pub struct Runtime {
     rescans: std::sync::atomic::AtomicU64,
     /// Components compiling in the background.
     compiles: compiling::Compiles,
+    /// The tools external servers offer, by server, as last told.
+    externals: Mutex<std::collections::BTreeMap<String, external::ExternalSet>>,
     _ticker: engine::EpochTicker,
 }
 
@@ -111,6 +115,7 @@ impl Runtime {
             component_events_ready: tokio::sync::Notify::new(),
             rescans: std::sync::atomic::AtomicU64::new(0),
             compiles: compiling::Compiles::default(),
+            externals: Mutex::new(std::collections::BTreeMap::new()),
             _ticker: ticker,
         })
     }
@@ -242,7 +247,12 @@ impl Runtime {
     pub async fn call(&self, id: &str, input: &str, grant: Grant) -> Result<CallReport, NotLoaded> {
         let loaded = self.snapshot().get(id).ok_or_else(|| NotLoaded(id.to_string()))?;
         let limits = self.config.limits_for(id);
-        Ok(invoke::call(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
+        Ok(match &loaded.code {
+            loader::Code::Component(code) => {
+                invoke::call(&self.engine, &loaded, code, self.services.clone(), grant, limits, input).await
+            }
+            loader::Code::External(tool) => external::call(&loaded, tool.as_ref(), grant, limits, input).await,
+        })
     }
 
     /// Asks capability `id` whether `invoke(input)` took effect, under a
@@ -250,6 +260,13 @@ impl Runtime {
     pub async fn verify(&self, id: &str, input: &str, grant: Grant) -> Result<VerifyOutcome, NotLoaded> {
         let loaded = self.snapshot().get(id).ok_or_else(|| NotLoaded(id.to_string()))?;
         let limits = self.config.limits_for(id);
-        Ok(invoke::verify(&self.engine, &loaded, self.services.clone(), grant, limits, input).await)
+        Ok(match &loaded.code {
+            loader::Code::Component(code) => {
+                invoke::verify(&self.engine, &loaded, code, self.services.clone(), grant, limits, input).await
+            }
+            loader::Code::External(_) => VerifyOutcome::CannotTell {
+                reason: format!("{id} is a tool of an external server, which cannot be asked"),
+            },
+        })
     }
 }

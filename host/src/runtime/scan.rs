@@ -44,7 +44,7 @@ fn known_of(l: &Loaded) -> Known {
         digest: l.digest.clone(),
         tags: Some(l.descriptor.tags.clone()),
         replay: Some(l.descriptor.replay),
-        verify: Some(l.verifier.is_some()),
+        verify: Some(l.has_verifier),
     }
 }
 
@@ -115,7 +115,10 @@ fn keep_last_good(
 /// The changes this data directory has not recorded yet: a digest it did
 /// not know, a capability gone since the last scan, a newly held
 /// replacement, a newly refused file. Updates the held/refused records.
-fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot) -> Vec<ComponentEvent> {
+/// External servers' records are kept as they are by a process that does
+/// not link them (`linked` names those this one does): a command line
+/// that rescans must not forget what the serving process holds.
+fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot, linked: &[String]) -> Vec<ComponentEvent> {
     let mut events = Vec::new();
     for (id, l) in &next.active {
         if state.known.get(id).is_none_or(|k| k.digest != l.digest) {
@@ -143,9 +146,56 @@ fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot) -> Vec
             events.push(ComponentEvent { action: "component.refused", subject: file.clone(), detail: reason.clone() });
         }
     }
+    let unlinked = |id: &str| {
+        let server = id
+            .strip_prefix("mcp.")
+            .or_else(|| id.strip_prefix("mcp server "))
+            .map(|rest| rest.split(['.', ' ']).next().unwrap_or_default());
+        server.is_some_and(|server| !linked.iter().any(|l| l == server))
+    };
+    let kept_held: Vec<(String, String)> =
+        state.held.iter().filter(|(id, _)| unlinked(id)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let kept_refused: Vec<(String, String)> =
+        state.refused.iter().filter(|(file, _)| unlinked(file)).map(|(k, v)| (k.clone(), v.clone())).collect();
     state.held = held;
+    state.held.extend(kept_held);
     state.refused = refused;
+    state.refused.extend(kept_refused);
     events
+}
+
+/// Adds every external server's tools: offered when this data directory
+/// has accepted them as they are, held otherwise (see
+/// [`State::external_hold_reason`]). A held tool is not offered at all: its
+/// server would run the changed tool whatever version a caller meant.
+fn add_external_tools(
+    next: &mut Snapshot,
+    report: &mut ScanReport,
+    state: &State,
+    sets: Vec<(String, super::external::ExternalSet)>,
+) {
+    for (server, set) in sets {
+        report.refused.extend(set.refused.iter().cloned());
+        next.refused.extend(set.refused);
+        for tool in set.tools {
+            let id = tool.descriptor.id.clone();
+            if next.active.contains_key(&id) || next.held.contains_key(&id) {
+                let reason = format!("two tools of MCP server {server} map to the id {id}");
+                let refusal = Refusal { file: PathBuf::from(format!("mcp server {server}")), reason };
+                report.refused.push(refusal.clone());
+                next.refused.push(refusal);
+                continue;
+            }
+            match state.external_hold_reason(&server, &id, &tool.digest) {
+                None => {
+                    next.active.insert(id, tool);
+                }
+                Some(reason) => {
+                    next.held.insert(id, Held { candidate: tool, reason });
+                }
+            }
+        }
+    }
 }
 
 /// Logs each change once, when this data directory first sees it.
@@ -339,6 +389,11 @@ impl Runtime {
                 }
             };
             let id = loaded.descriptor.id.clone();
+            if id.starts_with("mcp.") {
+                let reason = format!("id {id}: ids under mcp. name the tools of external MCP servers");
+                report.refused.push(Refusal { file, reason });
+                continue;
+            }
             if let Some(first) = claimed_by.get(&id) {
                 let reason = format!("duplicate id {id}: already provided by {}", first.display());
                 if startup && CORE_CAPABILITIES.contains(&id.as_str()) {
@@ -375,6 +430,10 @@ impl Runtime {
             }
         }
 
+        let external = self.external_sets();
+        let linked: Vec<String> = external.iter().map(|(server, _)| server.clone()).collect();
+        add_external_tools(&mut next, &mut report, &state, external);
+
         let missing: Vec<&str> =
             CORE_CAPABILITIES.iter().copied().filter(|id| !next.active.contains_key(*id)).collect();
         if !missing.is_empty() {
@@ -385,7 +444,7 @@ impl Runtime {
             self.registry.swap(next);
             return Ok(report);
         }
-        report.events = unseen_events(&mut state, &previous, &next);
+        report.events = unseen_events(&mut state, &previous, &next, &linked);
         for (id, loaded) in &next.active {
             state.known.insert(id.clone(), known_of(loaded));
             if state.accepted.get(id).is_some_and(|d| *d == loaded.digest) {
@@ -443,18 +502,24 @@ impl Runtime {
         self.load_cached(&bytes, Source::Retained(path), None).await.ok()
     }
 
-    /// Records the operator's acceptance of the held replacement for `id`;
+    /// Records the operator's acceptance of the held replacement for `id`
+    /// (as this process holds it, or as the serving process last recorded
+    /// it: an external server's tools are held only where it is linked);
     /// the next rescan activates it.
     pub fn accept(&self, id: &str) -> anyhow::Result<String> {
-        let snapshot = self.snapshot();
-        let held = snapshot
-            .held
-            .get(id)
-            .ok_or_else(|| anyhow::anyhow!("no replacement for {id} is waiting to be accepted"))?;
         let path = State::path(&self.config.data_dir());
         let mut state = State::load(&path)?;
-        state.accepted.insert(id.to_string(), held.candidate.digest.clone());
+        let snapshot = self.snapshot();
+        let digest = match snapshot.held.get(id) {
+            Some(held) => held.candidate.digest.clone(),
+            None => state
+                .held
+                .get(id)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no replacement for {id} is waiting to be accepted"))?,
+        };
+        state.accepted.insert(id.to_string(), digest.clone());
         state.save(&path)?;
-        Ok(held.candidate.digest.clone())
+        Ok(digest)
     }
 }

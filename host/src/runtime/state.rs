@@ -142,6 +142,33 @@ impl State {
     }
 }
 
+impl State {
+    /// Why an external server's tool must wait for the operator, if it
+    /// must: the server changed what it says about a tool since it was
+    /// accepted, or added a tool after its first list was. A server's first
+    /// list is accepted as its operator configured it; a change of class
+    /// is the operator's own, so it is not held.
+    pub fn external_hold_reason(&self, server: &str, id: &str, digest: &str) -> Option<String> {
+        if self.accepted.get(id).is_some_and(|d| d == digest) {
+            return None;
+        }
+        let accept = format!("; run `capstan capabilities accept {id}` to offer it");
+        match self.known.get(id) {
+            Some(known) if known.digest == digest => None,
+            Some(_) => Some(format!(
+                "MCP server {server} changed this tool's description, schemas or annotations since they were accepted{accept}"
+            )),
+            None => {
+                let prefix = format!("mcp.{server}.");
+                self.known
+                    .keys()
+                    .any(|k| k.starts_with(&prefix))
+                    .then(|| format!("MCP server {server} added this tool after its tools were accepted{accept}"))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Known, State};
@@ -189,6 +216,27 @@ mod tests {
         let tagged = &shape(EffectClass::Execute, &["download", "policy.acquisition"], Replay::Never, false);
         state.accepted.insert("x.y".into(), tagged.digest.clone());
         assert_eq!(state.hold_reason("x.y", tagged, None), None);
+    }
+
+    #[test]
+    fn an_external_tool_that_changes_or_appears_is_held() {
+        let mut state = State::default();
+        assert_eq!(state.external_hold_reason("notes", "mcp.notes.add", "d1"), None, "a server's first list");
+        let known = |digest: &str| Known {
+            label: EffectClass::Execute,
+            services: vec![],
+            digest: digest.into(),
+            tags: Some(vec![]),
+            replay: Some(Replay::Never),
+            verify: Some(false),
+        };
+        state.known.insert("mcp.notes.add".into(), known("d1"));
+        assert_eq!(state.external_hold_reason("notes", "mcp.notes.add", "d1"), None);
+        assert!(state.external_hold_reason("notes", "mcp.notes.add", "d2").unwrap().contains("changed this tool"));
+        assert!(state.external_hold_reason("notes", "mcp.notes.wipe", "d3").unwrap().contains("added this tool"));
+        assert_eq!(state.external_hold_reason("other", "mcp.other.wipe", "d3"), None, "another server's first list");
+        state.accepted.insert("mcp.notes.add".into(), "d2".into());
+        assert_eq!(state.external_hold_reason("notes", "mcp.notes.add", "d2"), None, "accepted");
     }
 
     #[test]

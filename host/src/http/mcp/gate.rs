@@ -138,6 +138,7 @@ mod tests {
             assert!(!Reach::default().host_allowed(host), "{host}");
         }
         let config = crate::config::McpConfig {
+            servers: Default::default(),
             allowed_origins: vec!["https://agent.example.org".parse().unwrap()],
             allowed_hosts: vec!["Capstan.LAN:4380".into()],
         };

@@ -126,9 +126,10 @@ fn with_object_subschemas(schema: &mut Value) {
     }
 }
 
-/// The annotations a label and a replay policy make.
+/// The annotations a label and a replay policy make. A tool of an
+/// external MCP server (tagged `mcp`) reaches the world outside the host.
 fn annotations(d: &Descriptor) -> ToolAnnotations {
-    let open_world = !d.services.is_empty();
+    let open_world = !d.services.is_empty() || d.tags.iter().any(|t| t == "mcp");
     let base = ToolAnnotations::new().open_world(open_world);
     match d.label {
         EffectClass::Read | EffectClass::Preview => base.read_only(true).idempotent(true),

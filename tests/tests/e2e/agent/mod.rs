@@ -1,12 +1,14 @@
 //! Agent runs: the loop and its scripted model, what the model is shown,
 //! limits and endings, runs that cannot go on, model providers and the
-//! requests real APIs accept, verdicts, and runs doing real media work.
+//! requests real APIs accept, verdicts, runs doing real media work, and
+//! the tools of an external MCP server.
 
 mod boundaries;
 mod commands;
 mod context;
 mod continuity;
 mod engine;
+mod external_mcp;
 mod gate;
 mod investigation;
 mod limits;

@@ -1,0 +1,129 @@
+//! External MCP servers' tools as capabilities: for each `[mcp.<server>]`
+//! the host keeps a session open, lists the tools, and tells the runtime
+//! what they are (`mcp.<server>.<tool>`, classed as the operator said), so
+//! every caller reaches them through the one invoke path. A server that
+//! changes a tool after it was accepted gets it held by the runtime's
+//! rescan; a server that goes away keeps its last list, its calls failing
+//! as unavailable, until it is back.
+
+mod describe;
+mod link;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use describe::{MAX_DESCRIPTION, capability_id};
+pub use link::{LinkStatus, MAX_TOOLS};
+
+use crate::config::McpConfig;
+use crate::runtime::{ExternalSet, Refusal, Runtime};
+use link::{Link, LinkedTool};
+
+/// Every configured server's link.
+pub struct ExternalServers {
+    links: BTreeMap<String, Arc<Link>>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl ExternalServers {
+    /// Starts a link to every server of `config` over `runtime`; they run
+    /// until [`ExternalServers::stop`] or the process ends.
+    pub fn start(runtime: Arc<Runtime>, config: &McpConfig) -> Arc<ExternalServers> {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut links = BTreeMap::new();
+        for (name, server) in &config.servers {
+            let link = Link::new(name.clone(), server.clone());
+            tokio::spawn(keep_linked(runtime.clone(), link.clone(), stop.clone()));
+            links.insert(name.clone(), link);
+        }
+        Arc::new(ExternalServers { links, stop })
+    }
+
+    /// Where each server stands.
+    pub fn statuses(&self) -> Vec<LinkStatus> {
+        self.links.values().map(|l| l.status()).collect()
+    }
+
+    /// Ends every link.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// Connects, lists and relists `link`'s server until `stop`, connecting
+/// again after a failure with a growing pause (1 s to a minute).
+async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: tokio_util::sync::CancellationToken) {
+    let mut pause = Duration::from_secs(1);
+    let refresh = Duration::from_secs(link.config.refresh_sec);
+    while !stop.is_cancelled() {
+        match link.connect().await {
+            Ok(()) => {
+                pause = Duration::from_secs(1);
+                tracing::info!(server = %link.name, url = %link.config.url, "connected to the MCP server");
+                // Lists now, then whenever the server says its tools
+                // changed, and every `refresh` besides.
+                while !link.is_closed() {
+                    if let Err(reason) = publish(&runtime, &link).await {
+                        tracing::warn!(server = %link.name, %reason, "cannot list the MCP server's tools");
+                        link.set_status("unreachable", reason, None);
+                        break;
+                    }
+                    tokio::select! {
+                        () = link.changed.notified() => {}
+                        () = tokio::time::sleep(refresh) => {}
+                        () = stop.cancelled() => break,
+                    }
+                }
+                link.disconnect();
+                if !stop.is_cancelled() {
+                    link.set_status("connecting", "the session ended; connecting again".into(), None);
+                }
+            }
+            Err(reason) => {
+                tracing::warn!(server = %link.name, url = %link.config.url, %reason, "cannot reach the MCP server");
+                link.set_status("unreachable", reason, None);
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = stop.cancelled() => break,
+        }
+        pause = (pause * 2).min(Duration::from_secs(60));
+    }
+    link.disconnect();
+}
+
+/// Lists `link`'s tools and hands them to the runtime.
+async fn publish(runtime: &Runtime, link: &Arc<Link>) -> Result<(), String> {
+    let (listed, over) = link.list().await?;
+    let mut set = ExternalSet::default();
+    let refused_at = |tool: &str| std::path::PathBuf::from(format!("mcp server {} tool {tool}", link.name));
+    for tool in &listed {
+        let name = tool.get("name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        if !link.config.offers(&name) {
+            continue;
+        }
+        let built = match describe::descriptor(&link.name, &link.config, tool) {
+            Ok(descriptor) => {
+                let linked = Arc::new(LinkedTool { link: link.clone(), name: name.clone() });
+                crate::runtime::external::external_loaded(descriptor, describe::digest_of(tool), &link.name, linked)
+                    .await
+            }
+            Err(reason) => Err(reason),
+        };
+        match built {
+            Ok(loaded) => set.tools.push(Arc::new(loaded)),
+            Err(reason) => set.refused.push(Refusal { file: refused_at(&name), reason }),
+        }
+    }
+    if over > 0 {
+        let reason = format!("the server lists {over} more tools than the {MAX_TOOLS} the host takes from one server");
+        set.refused.push(Refusal { file: refused_at("(the rest)"), reason });
+    }
+    let offered = set.tools.len();
+    let detail = format!("{offered} tools offered, {} refused", set.refused.len());
+    runtime.set_external_tools(&link.name, set).await.map_err(|e| format!("cannot register its tools: {e}"))?;
+    link.set_status("connected", detail, Some(offered));
+    Ok(())
+}
