@@ -16,8 +16,10 @@ use std::time::Duration;
 pub use describe::{MAX_DESCRIPTION, capability_id};
 pub use link::{LinkStatus, MAX_TOOLS};
 
+use serde_json::{Value, json};
+
 use crate::config::McpConfig;
-use crate::runtime::{ExternalSet, Refusal, Runtime};
+use crate::runtime::{ExternalSet, Refusal, Runtime, Snapshot};
 use link::{Link, LinkedTool};
 
 /// Every configured server's link.
@@ -43,6 +45,66 @@ impl ExternalServers {
     /// Where each server stands.
     pub fn statuses(&self) -> Vec<LinkStatus> {
         self.links.values().map(|l| l.status()).collect()
+    }
+
+    /// Each server as the operator sees it: where it stands, and which of
+    /// its tools are offered (with their class), held (with why) or
+    /// refused (with why) in `snapshot`.
+    pub fn views(&self, snapshot: &Snapshot) -> Vec<Value> {
+        self.links
+            .values()
+            .map(|link| {
+                let prefix = format!("mcp.{}.", link.name);
+                let offered: Vec<Value> = snapshot
+                    .active
+                    .values()
+                    .filter(|l| l.descriptor.id.starts_with(&prefix))
+                    .map(|l| json!({"id": l.descriptor.id, "class": l.descriptor.label, "summary": l.descriptor.summary}))
+                    .collect();
+                let held: Vec<Value> = snapshot
+                    .held
+                    .iter()
+                    .filter(|(id, _)| id.starts_with(&prefix))
+                    .map(|(id, h)| json!({"id": id, "reason": h.reason}))
+                    .collect();
+                let at = format!("mcp server {} ", link.name);
+                let refused: Vec<Value> = snapshot
+                    .refused
+                    .iter()
+                    .filter(|r| r.file.to_string_lossy().starts_with(&at))
+                    .map(|r| json!({"what": r.file, "reason": r.reason}))
+                    .collect();
+                json!({"status": link.status(), "offered": offered, "held": held, "refused": refused})
+            })
+            .collect()
+    }
+
+    /// The Test button: a session of its own with `name`'s settings, the
+    /// tools listed, and what the host would make of each; `None` when no
+    /// such server is configured.
+    pub async fn test(&self, name: &str) -> Option<Result<String, String>> {
+        let configured = self.links.get(name)?;
+        let trial = Link::new(name.to_string(), configured.config.clone());
+        let result = async {
+            trial.connect().await?;
+            let (listed, over) = trial.list().await?;
+            let tools: Vec<String> = listed
+                .iter()
+                .map(|tool| {
+                    let tool_name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                    match describe::descriptor(name, &trial.config, tool) {
+                        Ok(_) if !trial.config.offers(tool_name) => format!("{tool_name} (not in tools, not offered)"),
+                        Ok(d) => format!("{} ({})", d.id, d.label),
+                        Err(reason) => format!("{tool_name} (refused: {reason})"),
+                    }
+                })
+                .collect();
+            let more = if over > 0 { format!(" and {over} more than the host takes") } else { String::new() };
+            Ok(format!("connected; {} tools{more}: {}", listed.len(), tools.join(", ")))
+        }
+        .await;
+        trial.disconnect();
+        Some(result)
     }
 
     /// Ends every link.

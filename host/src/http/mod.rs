@@ -132,6 +132,7 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::setup::test_service))
         .routes(routes!(routes::setup::put_root, routes::setup::remove_root))
         .routes(routes!(routes::setup::test_roots))
+        .routes(routes!(routes::setup::test_mcp_server))
         .routes(routes!(routes::setup::put_library))
         .routes(routes!(routes::acquisition::list, routes::acquisition::create))
         .routes(routes!(routes::library::artifacts))

@@ -1,6 +1,7 @@
 // The console's Services tab: TMDB, up to three Torznab indexers and
-// qBittorrent, the downloads and library folders, and the library's
-// naming — each saved through /setup and checked with its Test button,
+// qBittorrent, the downloads and library folders, the library's naming,
+// and the external MCP servers capstan.toml names (their state and tools,
+// and a Test) — each saved through /setup and checked with its Test button,
 // which makes a real request with the form's values (saved or not) and
 // says what it found and what it used, and forgotten (with
 // its secret) by Forget. What capstan.toml sets is shown and cannot be
@@ -137,12 +138,41 @@ function rootRow(r) {
   return row;
 }
 
+/// One external MCP server: where it stands, its tools as offered, held
+/// or refused, and a Test that connects afresh and lists them.
+function mcpServerCard(view) {
+  const s = view.status;
+  const card = el("fieldset", undefined, "service mcp-server");
+  card.dataset.mcpServer = s.name;
+  card.append(el("legend", s.name + " (MCP)"));
+  const state = s.state === "connected" ? "✓ connected" : s.state === "connecting" ? "… connecting" : "✗ unreachable";
+  card.append(el("p", state + " — " + s.url + (s.detail ? " — " + s.detail : ""), s.state === "unreachable" ? "found error" : "found"));
+  const list = el("ul");
+  for (const t of view.offered) list.append(el("li", t.id + " (" + t.class + ")"));
+  for (const t of view.held) list.append(el("li", t.id + " — held: " + t.reason, "error"));
+  for (const t of view.refused) list.append(el("li", t.what + " — refused: " + t.reason, "error"));
+  card.append(list);
+  const test = el("button", "Test", "test");
+  test.type = "button";
+  test.id = "mcp-" + s.name + "-test";
+  const result = el("p", "", "found");
+  result.id = "mcp-" + s.name + "-result";
+  result.setAttribute("role", "status");
+  test.addEventListener("click", async () => {
+    result.textContent = "Testing…";
+    showFound(result, await api("POST", "/setup/mcp/" + s.name + "/test"));
+  });
+  card.append(test, result);
+  return card;
+}
+
 async function refreshServices() {
   const answer = await api("GET", "/setup");
   if (answer.status !== 200) return;
-  const { services, roots, library: naming, libraryFromFile } = answer.data;
+  const { services, roots, library: naming, libraryFromFile, mcpServers } = answer.data;
   $("services").replaceChildren(...services.map(serviceCard));
   $("roots").replaceChildren(...roots.map(rootRow));
+  if (mcpServers && mcpServers.length) $("mcp-servers").replaceChildren(...mcpServers.map(mcpServerCard));
   for (const [key, id] of [["movieTemplate", "lib-movie"], ["episodeTemplate", "lib-episode"], ["savePath", "lib-save-path"], ["category", "lib-category"], ["mode", "lib-mode"]]) {
     $(id).value = naming[key] || (key === "mode" ? "hardlink" : "");
     $(id).disabled = libraryFromFile.includes(key);

@@ -52,12 +52,15 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
 
 async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
     let config = state.caps().runtime().config().clone();
-    Ok(Json(state.app.setup().view(&config).await.map_err(setup_error)?))
+    let mut view = state.app.setup().view(&config).await.map_err(setup_error)?;
+    // The external MCP servers capstan.toml names, as they stand.
+    view["mcpServers"] = Value::Array(state.app.external_tools().views(&state.caps().runtime().snapshot()));
+    Ok(Json(view))
 }
 
 /// Every service and root the console sets up, and the library's naming.
 #[utoipa::path(get, path = "/api/v1/setup", tag = "setup", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "{services, roots, library, libraryFromFile}", body = serde_json::Value),
+    responses((status = 200, description = "{services, roots, library, libraryFromFile, mcpServers}", body = serde_json::Value),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
     view(&state).await
@@ -282,6 +285,31 @@ pub async fn remove_root(
     console_only(&caller)?;
     state.app.setup().remove("root", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.root.remove", &name).await
+}
+
+/// Connects to the external MCP server `name` (as capstan.toml sets it),
+/// lists its tools and says what the host would offer of each, as what.
+#[utoipa::path(post, path = "/api/v1/setup/mcp/{name}/test", tag = "setup", security(("consoleSession" = [])),
+    params(("name" = String, Path, description = "The server's name under [mcp] in capstan.toml")),
+    responses((status = 200, description = "What the connection found, and with what", body = Found),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not from a console session", body = ErrorBody),
+              (status = 404, description = "No such server is configured", body = ErrorBody)))]
+pub async fn test_mcp_server(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Found>, ApiError> {
+    console_only(&caller)?;
+    let tried = state.app.external_tools().test(&name).await;
+    let tried =
+        tried.ok_or_else(|| ApiError::not_found(format!("no MCP server {name} is configured in capstan.toml")))?;
+    let used = state.caps().runtime().config().mcp.servers.get(&name).map(|s| s.url.clone()).unwrap_or_default();
+    let (ok, found) = match tried {
+        Ok(found) => (true, found),
+        Err(reason) => (false, reason),
+    };
+    Ok(Json(Found { ok, found, used: format!("{used}, as capstan.toml sets it") }))
 }
 
 /// Looks at the roots: folders, writable, and whether downloads hard-link

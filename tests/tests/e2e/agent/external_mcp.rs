@@ -9,7 +9,8 @@
 //! words, input the schema refuses is never sent, a call the server sits
 //! on past the deadline is `unknown` and not repeated, an answer past the
 //! result cap is refused (the link opens a new session) and a large one is paged to the model with
-//! `read_tool_result`. The token is nowhere the host records. When the
+//! `read_tool_result`. The token is nowhere the host records. The
+//! Services page shows the server's state and tools and tests it. When the
 //! server rewrites a tool and adds another mid-session, both are held —
 //! offered to nobody — until the operator accepts each.
 
@@ -126,6 +127,29 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     let status = &app.external_tools().statuses()[0];
     assert_eq!((status.state, status.tools), ("connected", 6), "{status:?}");
 
+    // The Services page: the server's state and tools, and a Test that
+    // connects afresh and says what the host would offer, as what.
+    let base = serve(app.clone()).await;
+    let admin = Api::new(&base).signed_in(&db, "admin").await;
+    let setup = admin.json("/setup").await;
+    let server = &setup["mcpServers"][0];
+    assert_eq!(
+        (&server["status"]["name"], &server["status"]["state"]),
+        (&json!("notes"), &json!("connected")),
+        "{setup}"
+    );
+    assert!(
+        server["offered"].as_array().unwrap().contains(&json!({
+            "id": "mcp.notes.lookup", "class": "read", "summary": "Reads the note stored under KEY. (MCP server notes)"
+        })),
+        "{server}"
+    );
+    let (code, tested) = admin.post("/setup/mcp/notes/test", json!(null)).await;
+    assert_eq!((code, &tested["ok"]), (200, &json!(true)), "{tested}");
+    let found = tested["found"].as_str().unwrap();
+    assert!(found.contains("mcp.notes.lookup (read)") && found.contains("mcp.notes.add (execute)"), "{found}");
+    assert_eq!(admin.post("/setup/mcp/nowhere/test", json!(null)).await.0, 404);
+
     // A read: the server's answer is the output.
     let looked = call(&caps, &operator(), "mcp.notes.lookup", json!({"key": "dune"})).await;
     assert_eq!(looked.status, Status::Succeeded, "{:?}", looked.error);
@@ -182,7 +206,7 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
         assert!(started.elapsed() < Duration::from_secs(60), "the link did not come back");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    paged_to_a_model(&app, &db).await;
+    paged_to_a_model(&app, &db, &base).await;
 
     // The token is in no record the host keeps: not in the database (its
     // write-ahead log included), the data folder or a descriptor.
@@ -210,6 +234,8 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
         snapshot.held["mcp.notes.add"].reason
     );
     assert!(snapshot.held["mcp.notes.wipe"].reason.contains("added this tool"));
+    let held = admin.json("/setup").await["mcpServers"][0]["held"].clone();
+    assert!(held.as_array().unwrap().iter().any(|h| h["id"] == "mcp.notes.wipe"), "{held}");
     assert!(caps.invoke(&operator(), "mcp.notes.wipe", &json!({})).await.is_err(), "a held tool was called");
     assert!(!calls_seen(&calls).contains(&"wipe".to_string()));
     runtime.accept("mcp.notes.add").unwrap();
@@ -221,15 +247,14 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
 
 /// An agent run calls the read tool for 200 KB of text and reads on past
 /// the preview with `read_tool_result`.
-async fn paged_to_a_model(app: &Arc<capstan::app::App>, db: &Db) {
+async fn paged_to_a_model(app: &Arc<capstan::app::App>, db: &Db, base: &str) {
     set(app, &[("model.script", json!(SCRIPT))]).await;
-    let base = serve(app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(db.clone()), "external-mcp".into(), config);
     capstan::agent::task::register(&mut worker, &Arc::new(app.new_agent()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
-    let api = Api::new(&base).with_key(&key);
+    let api = Api::new(base).with_key(&key);
     let (status, run) = api.post("/agent/runs", json!({"goal": "read the notes"})).await;
     let id = run["id"].as_str().unwrap_or_else(|| panic!("{status} {run}")).to_string();
     let body = wait_run(&api, &id, "ended", ended).await;
