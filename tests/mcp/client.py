@@ -7,7 +7,8 @@ Usage: client.py URL MODE KEY STEP [ARGS_JSON]
   MODE  legacy (initialize handshake) or auto (server/discover first)
   STEP  list | call | cancel | resources (list and read each, and
         ARGS' "missing" uri) | watch (list, print a line, wait for
-        notifications/tools/list_changed, list again)
+        notifications/tools/list_changed — in auto mode on a
+        subscriptions/listen stream — and list again)
 """
 
 import asyncio
@@ -76,6 +77,22 @@ async def main():
                 said["missing"] = None
             except MCPError as e:
                 said["missing"] = {"code": e.error.code, "message": e.error.message}
+        elif step == "watch" and mode == "auto":
+            # The current revision: a subscriptions/listen stream.
+            listed = await client.list_tools()
+            async with client.listen(tools_list_changed=True) as subscription:
+                print(json.dumps({"listed": [tool.name for tool in listed.tools]}), flush=True)
+
+                async def first_event():
+                    async for event in subscription:
+                        return event
+
+                try:
+                    await asyncio.wait_for(first_event(), timeout=60)
+                    said["changed"] = True
+                except asyncio.TimeoutError:
+                    said["changed"] = False
+            said["tools"] = [tool.name for tool in (await client.list_tools()).tools]
         elif step == "watch":
             listed = await client.list_tools()
             print(json.dumps({"listed": [tool.name for tool in listed.tools]}), flush=True)

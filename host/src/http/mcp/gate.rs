@@ -12,7 +12,10 @@
 //!
 //! Every refusal is a JSON-RPC error without an id, as the transport's
 //! rules allow; the key that passed rides in the request's extensions
-//! ([`McpKey`]) to the tool handlers.
+//! ([`McpKey`]) to the tool handlers. A key's sessions past its cap end
+//! oldest first ([`super::sessions`]).
+
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,6 +25,10 @@ use serde_json::json;
 
 use super::super::AppState;
 use super::super::keys::{self, ApiKey};
+use super::sessions::SessionCount;
+
+/// The header a session of the older revisions is named by.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The API key a request to `/mcp` was authenticated with.
 #[derive(Clone, Debug)]
@@ -78,7 +85,11 @@ fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The gate in front of the MCP service.
-pub async fn check(State((state, reach)): State<(AppState, Reach)>, mut request: Request, next: Next) -> Response {
+pub async fn check(
+    State((state, reach, sessions)): State<(AppState, Reach, Arc<SessionCount>)>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers();
     let host = header_text(headers, header::HOST).or(request.uri().authority().map(|a| a.as_str()));
     match host {
@@ -121,8 +132,17 @@ pub async fn check(State((state, reach)): State<(AppState, Reach)>, mut request:
         }
         Err(e) => return super::super::error::ApiError::from(e).into_response(),
     };
+    let key_id = key.id.clone();
+    let resumes = request.headers().contains_key(SESSION_HEADER);
     request.extensions_mut().insert(McpKey(key));
-    next.run(request).await
+    let response = next.run(request).await;
+    // A response that names a session the request did not opened one.
+    if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        && !resumes
+    {
+        sessions.admit(session, &key_id).await;
+    }
+    response
 }
 
 #[cfg(test)]

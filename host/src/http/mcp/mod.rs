@@ -10,7 +10,8 @@
 //! verdict); [`server`]
 //! answers `tools/list` and `tools/call` through the one invoke path;
 //! [`denied`] says what would allow a call refused for want of authority,
-//! and asks for the approval of a plan it acted on.
+//! and asks for the approval of a plan it acted on; [`sessions`] caps the
+//! sessions one key holds.
 //! The endpoint is not part of the OpenAPI document: its contract is the
 //! protocol's.
 
@@ -18,6 +19,7 @@ pub mod denied;
 pub mod gate;
 pub mod resources;
 pub mod server;
+pub mod sessions;
 pub mod tools;
 
 use std::sync::Arc;
@@ -53,6 +55,8 @@ pub fn routes(state: AppState, reach: gate::Reach) -> Router<AppState> {
         .with_json_response(true)
         .with_cancellation_token(stop);
     let sessions = Arc::new(LocalSessionManager::default());
+    let count = Arc::new(sessions::SessionCount::new(sessions.clone()));
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
-    Router::new().route_service(PATH, service).layer(axum::middleware::from_fn_with_state((state, reach), gate::check))
+    let gate = axum::middleware::from_fn_with_state((state, reach, count), gate::check);
+    Router::new().route_service(PATH, service).layer(gate)
 }

@@ -2,8 +2,9 @@
 //! reaches ([`super::tools`]), `tools/call` is the one invoke path,
 //! `resources/*` are reads the key could make over HTTP
 //! ([`super::resources`]), and a
-//! hot reload that changes the set of capabilities is told to sessions
-//! of the older protocol revisions as `notifications/tools/list_changed`.
+//! hot reload that changes the set of capabilities is told as
+//! `notifications/tools/list_changed`: to sessions of the older protocol
+//! revisions, and to `subscriptions/listen` streams of the current one.
 //!
 //! A call runs as the key's: actor `ApiKey` (never a human's authority),
 //! principal `mcp:<key id>`, the same gate, grants, approvals, ledger,
@@ -19,9 +20,9 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourcesResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -41,6 +42,9 @@ const INSTRUCTIONS: &str = "Capstan's media-automation capabilities. Each tool's
 /// is the same call.
 const REQUEST_ID: &str = "capstan/requestId";
 
+/// Most `subscriptions/listen` streams one key keeps open at once.
+pub const MAX_LISTENS: usize = 8;
+
 /// The MCP server over one process's capabilities.
 #[derive(Clone)]
 pub struct CapstanMcp {
@@ -48,11 +52,43 @@ pub struct CapstanMcp {
     caps: Arc<Capabilities>,
     /// Sessions of the older revisions, to be told when the tools change.
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    /// Open `subscriptions/listen` streams by key id.
+    listens: Arc<Mutex<BTreeMap<String, usize>>>,
+}
+
+/// One open listen stream of a key, counted while it lives.
+struct ListenSlot {
+    listens: Arc<Mutex<BTreeMap<String, usize>>>,
+    key: String,
+}
+
+impl ListenSlot {
+    fn take(listens: &Arc<Mutex<BTreeMap<String, usize>>>, key: &str) -> Option<ListenSlot> {
+        let mut open = listens.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(key.to_string()).or_default();
+        if *count >= MAX_LISTENS {
+            return None;
+        }
+        *count += 1;
+        Some(ListenSlot { listens: listens.clone(), key: key.to_string() })
+    }
+}
+
+impl Drop for ListenSlot {
+    fn drop(&mut self) {
+        let mut open = self.listens.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl CapstanMcp {
     pub fn new(app: Arc<App>) -> CapstanMcp {
-        CapstanMcp { caps: app.caps().clone(), app, peers: Arc::default() }
+        CapstanMcp { caps: app.caps().clone(), app, peers: Arc::default(), listens: Arc::default() }
     }
 
     /// Tells every open session when the set of loaded capabilities
@@ -262,6 +298,36 @@ impl ServerHandler for CapstanMcp {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let ceiling = key_of(&context.extensions)?.ceiling();
         Ok(super::resources::read(&self.app, ceiling, &request.uri).await?.into())
+    }
+
+    /// `subscriptions/listen` (the current revision, stateless): the tool
+    /// list's changes only, at most [`MAX_LISTENS`] at once per key.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let key = key_of(&context.request_context().extensions)?;
+        let _open = ListenSlot::take(&self.listens, &key.id).ok_or_else(|| {
+            ErrorData::invalid_request(
+                format!("this key has {MAX_LISTENS} subscriptions open already; close one first"),
+                None,
+            )
+        })?;
+        let mut seen = self.fingerprint();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+            let now = self.fingerprint();
+            if now != seen {
+                seen = now;
+                if context.sink().notify_tool_list_changed().await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

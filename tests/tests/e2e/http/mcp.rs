@@ -10,10 +10,12 @@
 //! grant would allow it, and nothing is written; one on a plan opens that
 //! plan's approval request for an administrator; with a grant it runs once, recorded as the key's over MCP;
 //! a call the client gives up on is stopped and recorded `unknown` once
-//! its effect ran; a session is told when a hot reload changes the tools
-//! it can see. Over plain HTTP: no key is 401 with a Bearer
-//! challenge, another site's page or another Host is 403, and malformed
-//! or batched JSON-RPC changes nothing.
+//! its effect ran; a session of the older revision, and a
+//! `subscriptions/listen` stream of the current one, are told when a hot
+//! reload changes the tools they can see. Over plain HTTP: no key is 401 with a Bearer
+//! challenge, another site's page or another Host is 403, malformed
+//! or batched JSON-RPC changes nothing, and a key's sessions past 16 end
+//! oldest first.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -217,28 +219,43 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert!(library.join("Half").is_dir(), "the effect ran before the stop");
 
     plain_http_is_refused_before_the_protocol(&url, &execute).await;
+    let many = capstan::http::keys::create(&db, "many sessions", &[EffectClass::Read], "admin:test").await.unwrap();
+    a_key_holds_a_bounded_number_of_sessions(&url, &many).await;
     a_session_is_told_when_the_tools_change(&url, &read, &host, &caps).await;
 }
 
-/// A read key's session of the older revision lists its tools; the probe
-/// is replaced by a read-labelled one and accepted; the session is told,
-/// and lists it.
-async fn a_session_is_told_when_the_tools_change(
+/// The SDK's client watching for tool changes in `mode`, once it has
+/// listed them (and, in auto mode, opened its listen stream): the first
+/// list, and the lines it prints after.
+async fn watching(
     url: &str,
+    mode: &str,
     key: &str,
-    host: &TestHost,
-    caps: &capstan::pipeline::Capabilities,
-) {
+) -> (tokio::process::Child, tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>, Value) {
     use tokio::io::{AsyncBufReadExt, BufReader};
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp/client.py");
     let mut child = tokio::process::Command::new(python())
-        .args([script, url, "legacy", key, "watch"])
+        .args([script, url, mode, key, "watch"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    (child, lines, first)
+}
+
+/// A read key's session of the older revision lists its tools; the probe
+/// is replaced by a read-labelled one and accepted; the session is told,
+/// and lists it. Then a listen stream of the current revision is told
+/// when the probe is removed.
+async fn a_session_is_told_when_the_tools_change(
+    url: &str,
+    key: &str,
+    host: &TestHost,
+    caps: &capstan::pipeline::Capabilities,
+) {
+    let (mut child, mut lines, first) = watching(url, "legacy", key).await;
     assert!(!first["listed"].as_array().unwrap().contains(&json!("test.probe")), "{first}");
     host.drop_plugin(components::PROBE_LITE, "probe.wasm");
     // Its replay policy changes, so it is held until the operator accepts
@@ -250,6 +267,16 @@ async fn a_session_is_told_when_the_tools_change(
     let last: Value = serde_json::from_str(&last).unwrap();
     assert_eq!(last["changed"], true, "{last}");
     assert!(last["tools"].as_array().unwrap().contains(&json!("test.probe")), "{last}");
+    assert!(child.wait().await.unwrap().success());
+
+    let (mut child, mut lines, first) = watching(url, "auto", key).await;
+    assert!(first["listed"].as_array().unwrap().contains(&json!("test.probe")), "{first}");
+    std::fs::remove_file(host.plugins().join("probe.wasm")).unwrap();
+    caps.runtime().rescan(false).await.unwrap();
+    let last = lines.next_line().await.unwrap().unwrap_or_else(|| panic!("the listening client printed nothing more"));
+    let last: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["changed"], true, "{last}");
+    assert!(!last["tools"].as_array().unwrap().contains(&json!("test.probe")), "{last}");
     assert!(child.wait().await.unwrap().success());
 }
 
@@ -290,4 +317,38 @@ async fn plain_http_is_refused_before_the_protocol(url: &str, key: &str) {
         "x".repeat(2 << 20)
     );
     assert_eq!(post(huge).bearer_auth(key).send().await.unwrap().status(), 413);
+}
+
+/// A key keeps at most 16 sessions of the older revision: opening another
+/// ends its oldest, which then answers 404 (the protocol's word for a
+/// session gone), while the newest answers.
+async fn a_key_holds_a_bounded_number_of_sessions(url: &str, key: &str) {
+    use capstan::http::mcp::sessions::MAX_SESSIONS_PER_KEY;
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let post = |body: &Value, session: Option<&str>| {
+        let request = http
+            .post(url)
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        match session {
+            Some(id) => request.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25"),
+            None => request,
+        }
+        .send()
+    };
+    let mut sessions = Vec::new();
+    for _ in 0..=MAX_SESSIONS_PER_KEY {
+        let answer = post(&initialize, None).await.unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+        sessions.push(answer.headers()["mcp-session-id"].to_str().unwrap().to_string());
+    }
+    let oldest = post(&ping, Some(&sessions[0])).await.unwrap();
+    assert_eq!(oldest.status(), 404, "the oldest session was ended to make room");
+    let newest = post(&ping, Some(sessions.last().unwrap())).await.unwrap();
+    assert!(newest.status().is_success(), "{}", newest.status());
 }
