@@ -85,6 +85,7 @@ impl App {
         if let Err(e) = crate::setup::apply(app.caps.runtime(), &app.setup).await {
             tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
         }
+        link_mcp_servers(&app.external, &app.setup, app.caps.runtime().config()).await;
         Ok(app)
     }
 
@@ -120,9 +121,29 @@ impl App {
         &self.setup
     }
 
-    /// Keeps the console's setup in effect as other processes change it.
+    /// Keeps the console's setup in effect as other processes change it:
+    /// services and roots in the runtime, MCP servers in their links.
     pub fn follow_setup(&self) {
         crate::setup::spawn_refresh(self.caps.runtime().clone(), self.setup.clone());
+        let (external, setup) = (self.external.clone(), self.setup.clone());
+        let config = self.caps.runtime().config().clone();
+        tokio::spawn(async move {
+            let mut seen = setup.version().await.ok();
+            loop {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                let now = setup.version().await.ok();
+                if now.is_some() && now != seen {
+                    seen = now;
+                    link_mcp_servers(&external, &setup, &config).await;
+                }
+            }
+        });
+    }
+
+    /// Links the MCP servers in effect now (after the console changed
+    /// them, in this process).
+    pub async fn relink_mcp_servers(&self) {
+        link_mcp_servers(&self.external, &self.setup, self.caps.runtime().config()).await;
     }
 
     /// Another agent runtime over the same services, for an embedder that
@@ -153,5 +174,18 @@ impl App {
         crate::retention::register(&mut worker, &self.agent, &self.settings);
         worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));
         worker
+    }
+}
+
+/// Links the external MCP servers in effect: the file's and the console's.
+async fn link_mcp_servers(external: &ExternalServers, setup: &SetupStore, config: &Config) {
+    match setup.mcp_servers(config).await {
+        Ok(servers) => {
+            let servers = servers.into_iter().map(|(name, (server, _))| (name, server)).collect();
+            external.reconcile(&servers).await;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the MCP servers set up in the console cannot be read; the file's are linked")
+        }
     }
 }

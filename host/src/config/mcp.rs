@@ -24,7 +24,7 @@ pub enum ToolClass {
 }
 
 /// One external MCP server under `[mcp.<name>]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// The server's streamable HTTP endpoint, e.g. `http://127.0.0.1:3001/mcp`.
@@ -123,6 +123,19 @@ impl McpConfig {
 }
 
 impl McpServerConfig {
+    /// A server at `url` with every other setting at its default.
+    pub fn at(url: String) -> McpServerConfig {
+        McpServerConfig {
+            url,
+            auth: Auth::None,
+            tools: None,
+            classes: BTreeMap::new(),
+            timeout_ms: default_timeout(),
+            result_cap_bytes: default_result_cap(),
+            refresh_sec: default_refresh(),
+        }
+    }
+
     /// Checks the server's table; `name` is its key under `[mcp]`.
     pub fn validate(&self, name: &str) -> Result<(), String> {
         let plain = name.len() <= MAX_SERVER_NAME

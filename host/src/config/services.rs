@@ -39,7 +39,7 @@ impl std::fmt::Display for SecretRef {
 }
 
 /// How the host authenticates to a service.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Default, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Auth {
     #[default]

@@ -18,41 +18,92 @@ pub use link::{LinkStatus, MAX_TOOLS};
 
 use serde_json::{Value, json};
 
-use crate::config::McpConfig;
+use std::sync::Mutex;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{McpConfig, McpServerConfig};
 use crate::runtime::{ExternalSet, Refusal, Runtime, Snapshot};
 use link::{Link, LinkedTool};
 
 /// Every configured server's link.
 pub struct ExternalServers {
-    links: BTreeMap<String, Arc<Link>>,
-    stop: tokio_util::sync::CancellationToken,
+    runtime: Arc<Runtime>,
+    links: Mutex<BTreeMap<String, Running>>,
+    stop: CancellationToken,
+}
+
+/// A link and what ends it.
+struct Running {
+    link: Arc<Link>,
+    stop: CancellationToken,
 }
 
 impl ExternalServers {
     /// Starts a link to every server of `config` over `runtime`; they run
     /// until [`ExternalServers::stop`] or the process ends.
     pub fn start(runtime: Arc<Runtime>, config: &McpConfig) -> Arc<ExternalServers> {
-        let stop = tokio_util::sync::CancellationToken::new();
-        let mut links = BTreeMap::new();
+        let servers = Arc::new(ExternalServers { runtime, links: Mutex::default(), stop: CancellationToken::new() });
         for (name, server) in &config.servers {
-            let link = Link::new(name.clone(), server.clone());
-            tokio::spawn(keep_linked(runtime.clone(), link.clone(), stop.clone()));
-            links.insert(name.clone(), link);
+            servers.start_link(name, server.clone());
         }
-        Arc::new(ExternalServers { links, stop })
+        servers
+    }
+
+    fn start_link(&self, name: &str, config: McpServerConfig) {
+        let link = Link::new(name.to_string(), config);
+        let stop = self.stop.child_token();
+        tokio::spawn(keep_linked(self.runtime.clone(), link.clone(), stop.clone()));
+        let previous =
+            self.links.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), Running { link, stop });
+        if let Some(previous) = previous {
+            previous.stop.cancel();
+        }
+    }
+
+    /// Makes the links those of `servers`: a server added is linked, one
+    /// whose settings changed is linked afresh, one gone is unlinked and
+    /// its tools are no longer offered.
+    pub async fn reconcile(&self, servers: &BTreeMap<String, McpServerConfig>) {
+        let (gone, changed): (Vec<String>, Vec<String>) = {
+            let links = self.links.lock().unwrap_or_else(|e| e.into_inner());
+            let gone = links.keys().filter(|n| !servers.contains_key(*n)).cloned().collect();
+            let changed = servers
+                .iter()
+                .filter(|(n, s)| links.get(*n).is_none_or(|r| r.link.config != **s))
+                .map(|(n, _)| n.clone())
+                .collect();
+            (gone, changed)
+        };
+        for name in gone {
+            if let Some(running) = self.links.lock().unwrap_or_else(|e| e.into_inner()).remove(&name) {
+                running.stop.cancel();
+            }
+            if let Err(e) = self.runtime.set_external_tools(&name, ExternalSet::default()).await {
+                tracing::warn!(server = %name, error = %e, "the tools of a removed MCP server cannot be withdrawn");
+            }
+            tracing::info!(server = %name, "MCP server removed");
+        }
+        for name in changed {
+            self.start_link(&name, servers[&name].clone());
+        }
     }
 
     /// Where each server stands.
     pub fn statuses(&self) -> Vec<LinkStatus> {
-        self.links.values().map(|l| l.status()).collect()
+        self.links().iter().map(|l| l.status()).collect()
+    }
+
+    fn links(&self) -> Vec<Arc<Link>> {
+        self.links.lock().unwrap_or_else(|e| e.into_inner()).values().map(|r| r.link.clone()).collect()
     }
 
     /// Each server as the operator sees it: where it stands, and which of
     /// its tools are offered (with their class), held (with why) or
     /// refused (with why) in `snapshot`.
     pub fn views(&self, snapshot: &Snapshot) -> Vec<Value> {
-        self.links
-            .values()
+        self.links()
+            .iter()
             .map(|link| {
                 let prefix = format!("mcp.{}.", link.name);
                 let offered: Vec<Value> = snapshot
@@ -83,8 +134,14 @@ impl ExternalServers {
     /// tools listed, and what the host would make of each; `None` when no
     /// such server is configured.
     pub async fn test(&self, name: &str) -> Option<Result<String, String>> {
-        let configured = self.links.get(name)?;
-        let trial = Link::new(name.to_string(), configured.config.clone());
+        let config = self.links.lock().unwrap_or_else(|e| e.into_inner()).get(name)?.link.config.clone();
+        Some(Self::try_server(name, config).await)
+    }
+
+    /// Connects to a server with `config` (saved or not), lists its tools
+    /// and says what the host would offer of each, as what class.
+    pub async fn try_server(name: &str, config: McpServerConfig) -> Result<String, String> {
+        let trial = Link::new(name.to_string(), config);
         let result = async {
             trial.connect().await?;
             let (listed, over) = trial.list().await?;
@@ -104,7 +161,7 @@ impl ExternalServers {
         }
         .await;
         trial.disconnect();
-        Some(result)
+        result
     }
 
     /// Ends every link.
@@ -115,7 +172,7 @@ impl ExternalServers {
 
 /// Connects, lists and relists `link`'s server until `stop`, connecting
 /// again after a failure with a growing pause (1 s to a minute).
-async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: tokio_util::sync::CancellationToken) {
+async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: CancellationToken) {
     let mut pause = Duration::from_secs(1);
     let refresh = Duration::from_secs(link.config.refresh_sec);
     while !stop.is_cancelled() {
@@ -125,8 +182,8 @@ async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: tokio_util::s
                 tracing::info!(server = %link.name, url = %link.config.url, "connected to the MCP server");
                 // Lists now, then whenever the server says its tools
                 // changed, and every `refresh` besides.
-                while !link.is_closed() {
-                    if let Err(reason) = publish(&runtime, &link).await {
+                while !link.is_closed() && !stop.is_cancelled() {
+                    if let Err(reason) = publish(&runtime, &link, &stop).await {
                         tracing::warn!(server = %link.name, %reason, "cannot list the MCP server's tools");
                         link.set_status("unreachable", reason, None);
                         break;
@@ -157,8 +214,12 @@ async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: tokio_util::s
 }
 
 /// Lists `link`'s tools and hands them to the runtime.
-async fn publish(runtime: &Runtime, link: &Arc<Link>) -> Result<(), String> {
+async fn publish(runtime: &Runtime, link: &Arc<Link>, stop: &CancellationToken) -> Result<(), String> {
     let (listed, over) = link.list().await?;
+    if stop.is_cancelled() {
+        // Unlinked meanwhile: what this link saw is no longer wanted.
+        return Ok(());
+    }
     let mut set = ExternalSet::default();
     let refused_at = |tool: &str| std::path::PathBuf::from(format!("mcp server {} tool {tool}", link.name));
     for tool in &listed {

@@ -102,6 +102,8 @@ pub const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("PUT", "/api/v1/setup/roots/{name}", Console),
     ("DELETE", "/api/v1/setup/roots/{name}", Console),
     ("POST", "/api/v1/setup/roots/test", Console),
+    ("PUT", "/api/v1/setup/mcp/{name}", Console),
+    ("DELETE", "/api/v1/setup/mcp/{name}", Console),
     ("POST", "/api/v1/setup/mcp/{name}/test", Console),
     ("PUT", "/api/v1/setup/library", Console),
     ("GET", "/api/v1/acquisition-plans", Scope(Read)),

@@ -159,7 +159,8 @@ pub fn operation_id(method: &str, path: &str) -> String {
 fn written_out(doc: &mut serde_json::Value) {
     use super::routes::{
         acquisition::AcquisitionRequest, approvals::ApprovalChange, decisions::DecisionAnswer, grants,
-        settings::SettingsChange, setup::ServiceChange, titles::NewTitle, titles::QualityChange,
+        settings::SettingsChange, setup::ServiceChange, setup_mcp::McpServerChange, titles::NewTitle,
+        titles::QualityChange,
     };
     use super::schema::WrittenOut;
     let schemas = [
@@ -170,6 +171,7 @@ fn written_out(doc: &mut serde_json::Value) {
         (DecisionAnswer::NAME, DecisionAnswer::json()),
         (ApprovalChange::NAME, ApprovalChange::json()),
         (ServiceChange::NAME, ServiceChange::json()),
+        (McpServerChange::NAME, McpServerChange::json()),
     ];
     for (name, schema) in schemas {
         if let Some(slot) = doc.pointer_mut(&format!("/components/schemas/{name}")) {

@@ -7,13 +7,15 @@
 //! result in place in the runtime without a restart, and [`spawn_refresh`]
 //! does so in every process when another one changed it. [`probe`] is the
 //! console's Test button: a real request with the form's values or the
-//! saved ones, what it used, and what it found. [`document`]
+//! saved ones, what it used, and what it found. [`mcp`] keeps the external
+//! MCP servers set up in the console. [`document`]
 //! writes a settings change that also names TMDB's connection, both in one
 //! transaction. Where nothing configures TMDB, the environment may
 //! (`Config::tmdb_environment`).
 
 pub mod document;
 pub mod kinds;
+pub mod mcp;
 pub mod probe;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 // The console's Services tab: TMDB, up to three Torznab indexers and
 // qBittorrent, the downloads and library folders, the library's naming,
-// and the external MCP servers capstan.toml names (their state and tools,
-// and a Test) — each saved through /setup and checked with its Test button,
+// and the external MCP servers (their state and tools; those set up here
+// with Save, Test and Forget, and a card to add one) — each saved through /setup and checked with its Test button,
 // which makes a real request with the form's values (saved or not) and
 // says what it found and what it used, and forgotten (with
 // its secret) by Forget. What capstan.toml sets is shown and cannot be
@@ -139,30 +139,98 @@ function rootRow(r) {
 }
 
 /// One external MCP server: where it stands, its tools as offered, held
-/// or refused, and a Test that connects afresh and lists them.
+/// or refused, and — for one set up here — its form with Save, Test and
+/// Forget; `view` is null for the card that adds a server.
 function mcpServerCard(view) {
-  const s = view.status;
   const card = el("fieldset", undefined, "service mcp-server");
-  card.dataset.mcpServer = s.name;
-  card.append(el("legend", s.name + " (MCP)"));
-  const state = s.state === "connected" ? "✓ connected" : s.state === "connecting" ? "… connecting" : "✗ unreachable";
-  card.append(el("p", state + " — " + s.url + (s.detail ? " — " + s.detail : ""), s.state === "unreachable" ? "found error" : "found"));
-  const list = el("ul");
-  for (const t of view.offered) list.append(el("li", t.id + " (" + t.class + ")"));
-  for (const t of view.held) list.append(el("li", t.id + " — held: " + t.reason, "error"));
-  for (const t of view.refused) list.append(el("li", t.what + " — refused: " + t.reason, "error"));
-  card.append(list);
-  const test = el("button", "Test", "test");
-  test.type = "button";
-  test.id = "mcp-" + s.name + "-test";
+  const name = view ? view.name : "";
+  card.dataset.mcpServer = name || "new";
+  card.append(el("legend", view ? name + " (MCP)" : "Add an MCP server"));
+  const id = (part) => "mcp-" + (name || "new") + "-" + part;
+  if (view) {
+    const s = view.status;
+    const state = s.state === "connected" ? "✓ connected" : s.state === "connecting" ? "… connecting" : "✗ unreachable";
+    card.append(el("p", state + " — " + s.url + (s.detail ? " — " + s.detail : ""), s.state === "unreachable" ? "found error" : "found"));
+    const list = el("ul");
+    for (const t of view.offered) list.append(el("li", t.id + " (" + t.class + ")"));
+    for (const t of view.held) list.append(el("li", t.id + " — held: " + t.reason, "error"));
+    for (const t of view.refused) list.append(el("li", t.what + " — refused: " + t.reason, "error"));
+    card.append(list);
+  }
+  const fromFile = view && view.source === "file";
+  const stored = (view && view.stored) || { entry: {}, tokenSet: false };
+  if (fromFile) {
+    card.append(el("p", "Set in capstan.toml; change it there.", "hint"));
+  } else {
+    if (!view) card.append(field(id("name"), "Name", "", "text", "notes"));
+    card.append(field(id("url"), "URL", stored.entry.url || "", "url", "http://127.0.0.1:3001/mcp"));
+    card.append(field(id("token"), "Bearer token", "", "password", stored.tokenSet ? "set — leave empty to keep" : "none"));
+    card.append(field(id("tools"), "Only these tools", (stored.entry.tools || []).join(", "), "text", "every tool"));
+    const classes = Object.entries(stored.entry.classes || {}).map(([t, c]) => t + "=" + c).join(", ");
+    card.append(field(id("classes"), "Classes", classes, "text", "lookup=read (others are execute)"));
+  }
   const result = el("p", "", "found");
-  result.id = "mcp-" + s.name + "-result";
+  result.id = id("result");
   result.setAttribute("role", "status");
-  test.addEventListener("click", async () => {
+  const serverName = () => (view ? name : $(id("name")).value.trim());
+  const form = () => {
+    const body = { url: $(id("url")).value, classes: {} };
+    const token = $(id("token")).value;
+    if (token) body.token = token;
+    const tools = $(id("tools")).value.split(",").map((t) => t.trim()).filter(Boolean);
+    if (tools.length) body.tools = tools;
+    for (const pair of $(id("classes")).value.split(",").map((p) => p.trim()).filter(Boolean)) {
+      const [tool, cls] = pair.split("=").map((p) => p.trim());
+      body.classes[tool] = cls;
+    }
+    return body;
+  };
+  const button = (label, part, onClick) => {
+    const b = el("button", label, part);
+    b.type = "button";
+    b.id = id(part);
+    b.addEventListener("click", onClick);
+    card.append(b);
+  };
+  if (!fromFile) {
+    button("Save", "save", async () => {
+      if (!serverName()) {
+        result.className = "found error";
+        result.textContent = "Give the server a name first.";
+        return;
+      }
+      const answer = await api("PUT", "/setup/mcp/" + encodeURIComponent(serverName()), form());
+      if (answer.status !== 200) {
+        result.className = "found error";
+        result.textContent = errorText(answer);
+        return;
+      }
+      await refreshServices();
+      const saved = $("mcp-" + serverName() + "-result");
+      if (saved) saved.textContent = "Saved; connecting.";
+    });
+  }
+  button("Test", "test", async () => {
+    if (!serverName()) {
+      result.className = "found error";
+      result.textContent = "Give the server a name first.";
+      return;
+    }
     result.textContent = "Testing…";
-    showFound(result, await api("POST", "/setup/mcp/" + s.name + "/test"));
+    showFound(result, await api("POST", "/setup/mcp/" + encodeURIComponent(serverName()) + "/test", fromFile ? undefined : form()));
   });
-  card.append(test, result);
+  if (view && !fromFile) {
+    button("Forget", "forget", async () => {
+      const answer = await api("DELETE", "/setup/mcp/" + encodeURIComponent(name));
+      if (answer.status !== 200) {
+        result.className = "found error";
+        result.textContent = errorText(answer);
+        return;
+      }
+      await refreshServices();
+    });
+  }
+  card.append(result);
   return card;
 }
 
@@ -172,7 +240,7 @@ async function refreshServices() {
   const { services, roots, library: naming, libraryFromFile, mcpServers } = answer.data;
   $("services").replaceChildren(...services.map(serviceCard));
   $("roots").replaceChildren(...roots.map(rootRow));
-  if (mcpServers && mcpServers.length) $("mcp-servers").replaceChildren(...mcpServers.map(mcpServerCard));
+  $("mcp-servers").replaceChildren(...(mcpServers || []).map(mcpServerCard), mcpServerCard(null));
   for (const [key, id] of [["movieTemplate", "lib-movie"], ["episodeTemplate", "lib-episode"], ["savePath", "lib-save-path"], ["category", "lib-category"], ["mode", "lib-mode"]]) {
     $(id).value = naming[key] || (key === "mode" ? "hardlink" : "");
     $(id).disabled = libraryFromFile.includes(key);

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod setup_mcp;
 pub mod titles;
 
 use crate::audit::NewEvent;

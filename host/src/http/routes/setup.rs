@@ -24,7 +24,7 @@ use crate::http::schema::WrittenOut;
 use crate::setup::probe::{self, Found};
 use crate::setup::{LibraryEntry, ServiceEntry, SetupError, kinds};
 
-fn setup_error(e: SetupError) -> ApiError {
+pub(super) fn setup_error(e: SetupError) -> ApiError {
     match e {
         SetupError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", m),
         SetupError::NotFound(m) => ApiError::not_found(m),
@@ -33,7 +33,7 @@ fn setup_error(e: SetupError) -> ApiError {
     }
 }
 
-fn console_only(caller: &Caller) -> Result<(), ApiError> {
+pub(super) fn console_only(caller: &Caller) -> Result<(), ApiError> {
     match caller {
         Caller::Console(_) => Ok(()),
         Caller::Key(_) => Err(ApiError::forbidden("services are set up from a console session, not with an API key")),
@@ -50,12 +50,41 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
     view(state).await
 }
 
-async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
+pub(super) async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
     let config = state.caps().runtime().config().clone();
     let mut view = state.app.setup().view(&config).await.map_err(setup_error)?;
-    // The external MCP servers capstan.toml names, as they stand.
-    view["mcpServers"] = Value::Array(state.app.external_tools().views(&state.caps().runtime().snapshot()));
+    view["mcpServers"] = Value::Array(mcp_servers(state, &config).await?);
     Ok(Json(view))
+}
+
+/// Every external MCP server in effect: where it is set, what the console
+/// stored for it (never its token), and how its link stands.
+async fn mcp_servers(state: &AppState, config: &crate::config::Config) -> Result<Vec<Value>, ApiError> {
+    let setup = state.app.setup();
+    let servers = setup.mcp_servers(config).await.map_err(setup_error)?;
+    let entries = setup.mcp_entries().await.map_err(setup_error)?;
+    let mut links: std::collections::BTreeMap<String, Value> = state
+        .app
+        .external_tools()
+        .views(&state.caps().runtime().snapshot())
+        .into_iter()
+        .filter_map(|v| Some((v["status"]["name"].as_str()?.to_string(), v)))
+        .collect();
+    Ok(servers
+        .iter()
+        .map(|(name, (server, source))| {
+            let mut view = links.remove(name).unwrap_or_else(|| {
+                json!({"status": {"name": name, "url": server.url,
+                "state": "connecting", "detail": "", "tools": 0}, "offered": [], "held": [], "refused": []})
+            });
+            view["name"] = json!(name);
+            view["source"] = json!(source);
+            if let Some(stored) = entries.get(name) {
+                view["stored"] = stored.clone();
+            }
+            view
+        })
+        .collect())
 }
 
 /// Every service and root the console sets up, and the library's naming.
@@ -77,6 +106,32 @@ pub struct ServiceChange {
     token_kind: Option<String>,
     #[serde(default)]
     secret: Option<String>,
+}
+
+impl ServiceChange {
+    /// The entry the change makes; a URL is ASCII without spaces (as a URI
+    /// is), white space around it aside.
+    fn entry(&self) -> Result<ServiceEntry, ApiError> {
+        ascii_url(&self.base_url)?;
+        Ok(ServiceEntry {
+            base_url: self.base_url.clone(),
+            username: self.username.clone(),
+            token_kind: self.token_kind.clone(),
+        })
+    }
+}
+
+/// Refuses a URL that is not ASCII without spaces or control characters
+/// once the white space around it is trimmed: such a string is not a URI,
+/// whatever a lenient parser would make of it.
+pub(super) fn ascii_url(url: &str) -> Result<(), ApiError> {
+    if url.trim().chars().all(|c| c.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(setup_error(SetupError::Invalid(
+            "the URL must be ASCII without spaces or control characters (percent-encode the rest)".into(),
+        )))
+    }
 }
 
 impl WrittenOut for ServiceChange {
@@ -160,7 +215,7 @@ pub async fn put_service(
 ) -> Result<Json<Value>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
-    let entry = ServiceEntry { base_url: body.base_url, username: body.username, token_kind: body.token_kind };
+    let entry = body.entry()?;
     state
         .app
         .setup()
@@ -196,7 +251,8 @@ pub async fn remove_service(
     responses((status = 200, description = "What the request found, and with what", body = Found),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
-              (status = 404, description = "No such service can be set up here", body = ErrorBody)))]
+              (status = 404, description = "No such service can be set up here", body = ErrorBody),
+              (status = 422, description = "The form's values are not valid", body = ErrorBody)))]
 pub async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
@@ -208,10 +264,12 @@ pub async fn test_service(
     if crate::setup::kinds::kind_of(&name).is_none() {
         return Err(ApiError::not_found(format!("no service {name} can be set up here")));
     }
-    let form = body.map(|ApiJson(b)| probe::Form {
-        entry: ServiceEntry { base_url: b.base_url, username: b.username, token_kind: b.token_kind },
-        secret: b.secret,
-    });
+    // A form is checked as saving it would be, even where the file's
+    // setup is what is tried.
+    let form = match body {
+        Some(ApiJson(b)) => Some(probe::Form { entry: b.entry()?, secret: b.secret }),
+        None => None,
+    };
     let found = probe::service(state.caps().runtime(), state.app.setup(), &name, form).await;
     if found.ok {
         crate::acquisition::cause_may_have_cleared(state.caps(), "a service passed its test").await;
@@ -285,31 +343,6 @@ pub async fn remove_root(
     console_only(&caller)?;
     state.app.setup().remove("root", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.root.remove", &name).await
-}
-
-/// Connects to the external MCP server `name` (as capstan.toml sets it),
-/// lists its tools and says what the host would offer of each, as what.
-#[utoipa::path(post, path = "/api/v1/setup/mcp/{name}/test", tag = "setup", security(("consoleSession" = [])),
-    params(("name" = String, Path, description = "The server's name under [mcp] in capstan.toml")),
-    responses((status = 200, description = "What the connection found, and with what", body = Found),
-              (status = 401, description = "No valid API key or session", body = ErrorBody),
-              (status = 403, description = "Not from a console session", body = ErrorBody),
-              (status = 404, description = "No such server is configured", body = ErrorBody)))]
-pub async fn test_mcp_server(
-    State(state): State<AppState>,
-    caller: Caller,
-    ApiPath(name): ApiPath<String>,
-) -> Result<Json<Found>, ApiError> {
-    console_only(&caller)?;
-    let tried = state.app.external_tools().test(&name).await;
-    let tried =
-        tried.ok_or_else(|| ApiError::not_found(format!("no MCP server {name} is configured in capstan.toml")))?;
-    let used = state.caps().runtime().config().mcp.servers.get(&name).map(|s| s.url.clone()).unwrap_or_default();
-    let (ok, found) = match tried {
-        Ok(found) => (true, found),
-        Err(reason) => (false, reason),
-    };
-    Ok(Json(Found { ok, found, used: format!("{used}, as capstan.toml sets it") }))
 }
 
 /// Looks at the roots: folders, writable, and whether downloads hard-link

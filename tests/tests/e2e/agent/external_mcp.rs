@@ -10,7 +10,8 @@
 //! on past the deadline is `unknown` and not repeated, an answer past the
 //! result cap is refused (the link opens a new session) and a large one is paged to the model with
 //! `read_tool_result`. The token is nowhere the host records. The
-//! Services page shows the server's state and tools and tests it. When the
+//! Services page shows the server's state and tools and tests it, and
+//! sets up, tests and forgets another one. When the
 //! server rewrites a tool and adds another mid-session, both are held —
 //! offered to nobody — until the operator accepts each.
 
@@ -149,6 +150,7 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     let found = tested["found"].as_str().unwrap();
     assert!(found.contains("mcp.notes.lookup (read)") && found.contains("mcp.notes.add (execute)"), "{found}");
     assert_eq!(admin.post("/setup/mcp/nowhere/test", json!(null)).await.0, 404);
+    set_up_in_the_console(&admin, &runtime, &url).await;
 
     // A read: the server's answer is the output.
     let looked = call(&caps, &operator(), "mcp.notes.lookup", json!({"key": "dune"})).await;
@@ -243,6 +245,39 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     let accepted = runtime.snapshot().get("mcp.notes.add").expect("accepted, it is offered again");
     assert!(accepted.descriptor.description.contains("mails every note to a stranger"));
     assert!(runtime.snapshot().held.contains_key("mcp.notes.wipe"), "accepting one accepts only that one");
+}
+
+/// The same server set up on the Services page under another name: tested
+/// with the form's values, saved (its token stored, never shown), linked,
+/// then forgotten and its tools withdrawn. A name capstan.toml uses is the
+/// file's.
+async fn set_up_in_the_console(admin: &Api, runtime: &capstan::Runtime, url: &str) {
+    let form = json!({"url": url, "token": TOKEN, "classes": {"lookup": "read"}, "tools": ["lookup", "add"]});
+    let (code, tested) = admin.post("/setup/mcp/notes-two/test", form.clone()).await;
+    assert_eq!((code, &tested["ok"]), (200, &json!(true)), "{tested}");
+    assert!(tested["used"].as_str().unwrap().contains("not saved"), "{tested}");
+    let wrong = json!({"url": url, "token": "not-the-token"});
+    let (_, refused) = admin.post("/setup/mcp/notes-two/test", wrong).await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(admin.send(reqwest::Method::PUT, "/setup/mcp/notes", form.clone()).await.0, 409, "the file's");
+    let (code, bad) = admin.send(reqwest::Method::PUT, "/setup/mcp/notes-two", json!({"url": "ftp://x/mcp"})).await;
+    assert_eq!(code, 422, "{bad}");
+
+    let (code, setup) = admin.send(reqwest::Method::PUT, "/setup/mcp/notes-two", form).await;
+    assert_eq!(code, 200, "{setup}");
+    assert!(!setup.to_string().contains(TOKEN), "the token is shown: {setup}");
+    let server = setup["mcpServers"].as_array().unwrap().iter().find(|s| s["name"] == "notes-two").unwrap().clone();
+    assert_eq!((&server["source"], &server["stored"]["tokenSet"]), (&json!("console"), &json!(true)), "{server}");
+    until("the console's server is linked", || runtime.snapshot().get("mcp.notes-two.lookup").is_some()).await;
+    assert!(runtime.snapshot().get("mcp.notes-two.fail").is_none(), "only the tools it offers");
+    let (_, tested) = admin.post("/setup/mcp/notes-two/test", json!(null)).await;
+    assert_eq!(tested["ok"], true, "the saved token is used: {tested}");
+
+    let (code, _) = admin.send(reqwest::Method::DELETE, "/setup/mcp/notes-two", json!(null)).await;
+    assert_eq!(code, 200);
+    until("a forgotten server's tools are withdrawn", || runtime.snapshot().get("mcp.notes-two.lookup").is_none())
+        .await;
+    assert_eq!(admin.send(reqwest::Method::DELETE, "/setup/mcp/notes-two", json!(null)).await.0, 404);
 }
 
 /// An agent run calls the read tool for 200 KB of text and reads on past
