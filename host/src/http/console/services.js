@@ -199,14 +199,16 @@ function mcpServerCard(view) {
         result.textContent = "Give the server a name first.";
         return;
       }
-      const answer = await api("PUT", "/setup/mcp/" + encodeURIComponent(serverName()), form());
+      const saving = serverName();
+      const answer = await api("PUT", "/setup/mcp/" + encodeURIComponent(saving), form());
       if (answer.status !== 200) {
         result.className = "found error";
         result.textContent = errorText(answer);
         return;
       }
+      // Drawn again as stored (the add card empty again), saying so.
       await refreshServices();
-      const saved = $("mcp-" + serverName() + "-result");
+      const saved = $("mcp-" + saving + "-result");
       if (saved) saved.textContent = "Saved; connecting.";
     });
   }

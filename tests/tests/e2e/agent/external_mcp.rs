@@ -31,10 +31,10 @@ use serde_json::{Value, json};
 
 use super::runs::{ended, set, wait_run};
 
-const TOKEN: &str = "notes-token-8d1f2c";
+pub(crate) const TOKEN: &str = "notes-token-8d1f2c";
 
 /// The Python server on a free loopback port, answering.
-async fn start_server(dir: &Path) -> (tokio::process::Child, String, PathBuf) {
+pub(crate) async fn start_server(dir: &Path) -> (tokio::process::Child, String, PathBuf) {
     let python = capstan_tests::host::target_dir().join("test-tools/mcp/bin/python");
     assert!(python.exists(), "{} is missing: run scripts/setup.sh --tests", python.display());
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -8,7 +8,7 @@ mod commands;
 mod context;
 mod continuity;
 mod engine;
-mod external_mcp;
+pub(crate) mod external_mcp;
 mod gate;
 mod investigation;
 mod limits;

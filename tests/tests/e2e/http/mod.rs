@@ -11,6 +11,7 @@ mod console;
 mod console_forms;
 mod console_library;
 mod console_live;
+mod console_mcp;
 mod console_services;
 mod decisions;
 pub mod events;
