@@ -8,6 +8,7 @@
 //! servers ([`Runtime::set_external_tools`]); a change the operator has not
 //! accepted is held by the rescan (see `scan`).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,7 +20,9 @@ use super::effects::{EffectClass, ImportSummary};
 use super::grant::{Denial, Grant};
 use super::invoke::{CallOutcome, CallReport, Failure, TrapKind};
 use super::loader::{Code, Loaded, Source};
-use super::registry::Refusal;
+use super::registry::{Held, Refusal, Snapshot};
+use super::scan::ScanReport;
+use super::state::State;
 use super::text;
 use crate::config::CallLimits;
 
@@ -173,6 +176,40 @@ pub(crate) async fn call(
         Ok(ExternalAnswer::NoAnswer(why)) => (failed("unavailable", &why), false),
     };
     report(loaded, outcome, effect_started, started)
+}
+
+/// Adds every external server's tools: offered when this data directory
+/// has accepted them as they are, held otherwise (see
+/// [`State::external_hold_reason`]). A held tool is not offered at all: its
+/// server would run the changed tool whatever version a caller meant.
+pub(super) fn add_external_tools(
+    next: &mut Snapshot,
+    report: &mut ScanReport,
+    state: &State,
+    sets: Vec<(String, ExternalSet)>,
+) {
+    for (server, set) in sets {
+        report.refused.extend(set.refused.iter().cloned());
+        next.refused.extend(set.refused);
+        for tool in set.tools {
+            let id = tool.descriptor.id.clone();
+            if next.active.contains_key(&id) || next.held.contains_key(&id) {
+                let reason = format!("two tools of MCP server {server} map to the id {id}");
+                let refusal = Refusal { file: PathBuf::from(format!("mcp server {server}")), reason };
+                report.refused.push(refusal.clone());
+                next.refused.push(refusal);
+                continue;
+            }
+            match state.external_hold_reason(&server, &id, &tool.digest) {
+                None => {
+                    next.active.insert(id, tool);
+                }
+                Some(reason) => {
+                    next.held.insert(id, Held { candidate: tool, reason });
+                }
+            }
+        }
+    }
 }
 
 impl Runtime {

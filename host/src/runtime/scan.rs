@@ -164,40 +164,6 @@ fn unseen_events(state: &mut State, previous: &Snapshot, next: &Snapshot, linked
     events
 }
 
-/// Adds every external server's tools: offered when this data directory
-/// has accepted them as they are, held otherwise (see
-/// [`State::external_hold_reason`]). A held tool is not offered at all: its
-/// server would run the changed tool whatever version a caller meant.
-fn add_external_tools(
-    next: &mut Snapshot,
-    report: &mut ScanReport,
-    state: &State,
-    sets: Vec<(String, super::external::ExternalSet)>,
-) {
-    for (server, set) in sets {
-        report.refused.extend(set.refused.iter().cloned());
-        next.refused.extend(set.refused);
-        for tool in set.tools {
-            let id = tool.descriptor.id.clone();
-            if next.active.contains_key(&id) || next.held.contains_key(&id) {
-                let reason = format!("two tools of MCP server {server} map to the id {id}");
-                let refusal = Refusal { file: PathBuf::from(format!("mcp server {server}")), reason };
-                report.refused.push(refusal.clone());
-                next.refused.push(refusal);
-                continue;
-            }
-            match state.external_hold_reason(&server, &id, &tool.digest) {
-                None => {
-                    next.active.insert(id, tool);
-                }
-                Some(reason) => {
-                    next.held.insert(id, Held { candidate: tool, reason });
-                }
-            }
-        }
-    }
-}
-
 /// Logs each change once, when this data directory first sees it.
 fn log_events(events: &[ComponentEvent]) {
     for e in events {
@@ -432,7 +398,7 @@ impl Runtime {
 
         let external = self.external_sets();
         let linked: Vec<String> = external.iter().map(|(server, _)| server.clone()).collect();
-        add_external_tools(&mut next, &mut report, &state, external);
+        super::external::add_external_tools(&mut next, &mut report, &state, external);
 
         let missing: Vec<&str> =
             CORE_CAPABILITIES.iter().copied().filter(|id| !next.active.contains_key(*id)).collect();

@@ -147,18 +147,6 @@ fn key_of(extensions: &rmcp::model::Extensions) -> Result<ApiKey, ErrorData> {
         .ok_or_else(|| ErrorData::internal_error("the request carries no authenticated key", None))
 }
 
-/// Fires a call's stop signal when the handler is dropped before it ends
-/// (the client went away), unless the call already ended.
-struct StopOnDrop(Option<tokio::sync::watch::Sender<bool>>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        if let Some(stop) = self.0.take() {
-            let _ = stop.send(true);
-        }
-    }
-}
-
 /// An invocation as a tool's result: its output as structured content
 /// and as text when it succeeded; otherwise `isError` with the reason.
 /// `_meta` carries the status and the ledger row either way.
@@ -257,29 +245,27 @@ impl ServerHandler for CapstanMcp {
             mode: Mode::Execute,
             ceiling,
         };
+        // The SDK runs each request's handler in a task of its own and
+        // tells it of a cancel or a dropped connection through `ct`, never
+        // by dropping it: so the call runs here, and on that word is told
+        // to stop and awaited, ending recorded like any call that ended
+        // early.
         let (stop, signal) = StopSignal::channel();
-        let caps = self.caps.clone();
-        let id = loaded.descriptor.id.clone();
-        let sent = input.clone();
-        let mut call = tokio::spawn(async move { caps.invoke_stoppable(&origin, &id, &sent, signal).await });
-        let mut guard = StopOnDrop(Some(stop));
+        let call = self.caps.invoke_stoppable(&origin, &loaded.descriptor.id, &input, signal);
+        tokio::pin!(call);
         let ended = tokio::select! {
             ended = &mut call => ended,
-            _ = context.ct.cancelled() => {
-                if let Some(stop) = guard.0.take() {
-                    let _ = stop.send(true);
-                }
+            () = context.ct.cancelled() => {
+                let _ = stop.send(true);
                 call.await
             }
         };
-        guard.0 = None;
         match ended {
-            Ok(Ok(inv)) => {
+            Ok(inv) => {
                 let next = super::denied::next_step(&self.caps, &loaded.descriptor, &input, &principal, &inv).await;
                 Ok(result_of(&inv, next).into())
             }
-            Ok(Err(e)) => Err(ErrorData::invalid_params(e.to_string(), None)),
-            Err(e) => Err(ErrorData::internal_error(format!("the call could not finish: {e}"), None)),
+            Err(e) => Err(ErrorData::invalid_params(e.to_string(), None)),
         }
     }
 
