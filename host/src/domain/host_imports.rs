@@ -90,6 +90,15 @@ impl DomainStore for Domain {
         Box::pin(async move { self.hold_organization(&record.id, holder, until_ms).await.map_err(host_error) })
     }
 
+    fn renew<'a>(
+        &'a self,
+        record: &'a HeldRecord,
+        holder: &'a str,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<(), HostError>> {
+        Box::pin(async move { self.renew_organization(&record.id, holder, until_ms).await.map_err(host_error) })
+    }
+
     fn release<'a>(&'a self, record: &'a HeldRecord, holder: &'a str) -> BoxFuture<'a, Result<(), HostError>> {
         Box::pin(async move { self.release_organization(&record.id, holder).await.map_err(host_error) })
     }

@@ -285,6 +285,18 @@ impl Domain {
         Ok(taken > 0)
     }
 
+    /// Extends `holder`'s hold on organization `id` to `until_ms`, only if
+    /// it still has it.
+    pub async fn renew_organization(&self, id: &str, holder: &str, until_ms: i64) -> Result<(), DomainError> {
+        sqlx::query("UPDATE organization SET held_until = $1 WHERE id = $2 AND holder = $3")
+            .bind(until_ms)
+            .bind(id)
+            .bind(holder)
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Lets go of `holder`'s hold on organization `id`, if it still has it.
     pub async fn release_organization(&self, id: &str, holder: &str) -> Result<(), DomainError> {
         sqlx::query("UPDATE organization SET holder = NULL, held_until = NULL WHERE id = $1 AND holder = $2")

@@ -65,6 +65,15 @@ pub trait DomainStore: Send + Sync {
         holder: &'a str,
         until_ms: i64,
     ) -> BoxFuture<'a, Result<bool, HostError>>;
+    /// Extends `holder`'s hold on `record` to `until_ms` if it still has
+    /// it; never takes a record that was let go (a renewal still on its way
+    /// when the call released it must not take it back).
+    fn renew<'a>(
+        &'a self,
+        record: &'a HeldRecord,
+        holder: &'a str,
+        until_ms: i64,
+    ) -> BoxFuture<'a, Result<(), HostError>>;
     /// Lets go of `holder`'s hold on `record`, if it still has it.
     fn release<'a>(&'a self, record: &'a HeldRecord, holder: &'a str) -> BoxFuture<'a, Result<(), HostError>>;
 }

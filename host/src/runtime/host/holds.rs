@@ -8,7 +8,9 @@
 //! the same files at once and record contradicting outcomes.
 //!
 //! A hold is a row in the domain store (holder, held until), taken with one
-//! conditional update, renewed while the call runs, and released when the
+//! conditional update, renewed while the call runs (a renewal only extends
+//! a hold its holder still has: one still on its way to the database when
+//! the call let go must not take the record back), and released when the
 //! call ends however it ended (returned, failed, trapped, ran past its
 //! deadline). A process that dies stops renewing, and its holds run out
 //! after [`HOLD_LEASE`].
@@ -56,7 +58,7 @@ impl Hold {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
-                    if let Err(e) = domain.hold(&record, &holder, lease_end()).await {
+                    if let Err(e) = domain.renew(&record, &holder, lease_end()).await {
                         tracing::warn!(record = %record.id, error = ?e, "could not renew the hold on a record");
                     }
                 }

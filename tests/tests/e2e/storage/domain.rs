@@ -304,6 +304,15 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     assert!(here.hold_organization(&org.id, "call-c", later).await.unwrap(), "call-b's hold ran out");
 
     assert!(matches!(here.hold_organization("no-such-id", "call-a", later).await, Err(DomainError::NotFound(_))));
+
+    // A renewal that reaches the database after its call let go takes
+    // nothing back: the next call takes the organization at once.
+    here.renew_organization(&org.id, "call-c", later + 2).await.unwrap();
+    here.release_organization(&org.id, "call-c").await.unwrap();
+    here.renew_organization(&org.id, "call-c", later + 3).await.unwrap();
+    assert!(there.hold_organization(&org.id, "call-d", later).await.unwrap(), "a late renewal took it back");
+    there.renew_organization(&org.id, "call-c", later + 4).await.unwrap();
+    assert!(!here.hold_organization(&org.id, "call-e", later).await.unwrap(), "call-d still holds it");
 }
 
 both_backends!(
