@@ -10,15 +10,13 @@ mod describe;
 mod link;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use describe::{MAX_DESCRIPTION, capability_id};
 pub use link::{LinkStatus, MAX_TOOLS};
 
 use serde_json::{Value, json};
-
-use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +39,7 @@ struct Running {
 
 impl ExternalServers {
     /// Starts a link to every server of `config` over `runtime`; they run
-    /// until [`ExternalServers::stop`] or the process ends.
+    /// until reconciled away or the process ends.
     pub fn start(runtime: Arc<Runtime>, config: &McpConfig) -> Arc<ExternalServers> {
         let servers = Arc::new(ExternalServers { runtime, links: Mutex::default(), stop: CancellationToken::new() });
         for (name, server) in &config.servers {
@@ -130,14 +128,6 @@ impl ExternalServers {
             .collect()
     }
 
-    /// The Test button: a session of its own with `name`'s settings, the
-    /// tools listed, and what the host would make of each; `None` when no
-    /// such server is configured.
-    pub async fn test(&self, name: &str) -> Option<Result<String, String>> {
-        let config = self.links.lock().unwrap_or_else(|e| e.into_inner()).get(name)?.link.config.clone();
-        Some(Self::try_server(name, config).await)
-    }
-
     /// Connects to a server with `config` (saved or not), lists its tools
     /// and says what the host would offer of each, as what class.
     pub async fn try_server(name: &str, config: McpServerConfig) -> Result<String, String> {
@@ -162,11 +152,6 @@ impl ExternalServers {
         .await;
         trial.disconnect();
         result
-    }
-
-    /// Ends every link.
-    pub fn stop(&self) {
-        self.stop.cancel();
     }
 }
 
