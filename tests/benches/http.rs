@@ -11,10 +11,15 @@
 //! Then the same read through `/mcp` (`tools/call` of the 2026-07-28
 //! revision: no session, one POST a call) beside the HTTP invoke in the
 //! same run, with the ratio of their medians (the goal is at most 1.2).
+//! Beside it, the SDK's own floor: the same call to a bare server of the
+//! same SDK, configured as `/mcp` is, whose tool answers at once, against
+//! the bare echo route — what any server built on the SDK pays per call
+//! before it does any work.
 //!
 //! Run with `cargo bench -p capstan-tests --bench http` (`BENCH_SECONDS`
 //! sets each row's length, 4 by default; `BENCH_TRACE_SQL=1` prints every
-//! statement sqlx runs, to count a request's).
+//! statement sqlx runs, to count a request's; `BENCH_ONLY_MCP=1` runs the
+//! MCP rows alone, to profile them).
 
 use axum::Json;
 use axum::routing::post;
@@ -25,13 +30,27 @@ use capstan_tests::host::TestHost;
 use capstan_tests::load::{Load, wrk, wrk_with};
 use serde_json::{Value, json};
 
-/// Serves the bare route: the JSON body back, nothing else.
+/// Serves the bare routes: `/echo`, the JSON body back, nothing else;
+/// `/echo-waits`, the same after [`one_wait`].
 async fn serve_echo() -> String {
-    let app = axum::Router::new().route("/echo", post(|Json(body): Json<Value>| async move { Json(body) }));
+    let app = axum::Router::new().route("/echo", post(|Json(body): Json<Value>| async move { Json(body) })).route(
+        "/echo-waits",
+        post(|Json(body): Json<Value>| async move {
+            one_wait().await;
+            Json(body)
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/echo", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
+}
+
+/// One round trip to a thread outside the runtime's workers, as a
+/// handler that waits for its database makes (sqlx's SQLite driver runs
+/// on a thread of its own).
+async fn one_wait() {
+    tokio::task::spawn_blocking(|| ()).await.unwrap();
 }
 
 fn row(id: &str, connections: usize, echo: &Load, invoke: &Load) {
@@ -67,6 +86,7 @@ fn main() {
         tokio::spawn(capstan::http::serve(listener, app, Default::default(), std::future::pending()));
         (base, key, serve_echo().await)
     });
+    let bare_mcp = rt.block_on(bare_mcp::serve());
     let cases = [
         ("test.probe", json!({}), vec![1, 16, 64]),
         (
@@ -75,8 +95,10 @@ fn main() {
             vec![16],
         ),
     ];
+    let cases = if std::env::var_os("BENCH_ONLY_MCP").is_some() { &cases[..0] } else { &cases[..] };
     for (id, input, connections) in cases {
         let body = json!({ "input": input }).to_string();
+        let connections = connections.clone();
         let url = format!("{base}/capabilities/{id}/invoke");
         wrk(&url, Some(&key), &body, 4, 1); // warm-up
         for c in connections {
@@ -90,12 +112,12 @@ fn main() {
             row(id, c, &echo, &invoke);
         }
     }
-    mcp_beside_invoke(&base, &key, secs);
+    mcp_beside_invoke(&base, &key, &echo, &bare_mcp, secs);
 }
 
 /// `tools/call` through `/mcp` beside `POST /capabilities/{id}/invoke`,
 /// the same trivial read with the same key and load.
-fn mcp_beside_invoke(base: &str, key: &str, secs: u64) {
+fn mcp_beside_invoke(base: &str, key: &str, echo: &str, bare_mcp: &str, secs: u64) {
     let mcp = base.replace("/api/v1", "/mcp");
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "test.probe", "arguments": {},
@@ -128,5 +150,54 @@ fn mcp_beside_invoke(base: &str, key: &str, secs: u64) {
             invoke.p50_ms,
             over_mcp.p50_ms / invoke.p50_ms,
         );
+        // The floor: what the SDK alone adds to a call, beside the share of
+        // the invoke's median the goal leaves for it.
+        let bare = wrk(&format!("{echo}-waits"), None, &invoke_body, c, secs);
+        let floor = wrk_with(bare_mcp, None, &headers, &call, c, secs);
+        println!(
+            "  sdk floor      {c:>3} conn: bare SDK server p50 {:>6.2} ms, bare echo p50 {:>6.2} ms: the SDK adds {:>5.2} ms a call; the goal leaves {:>5.2} ms",
+            floor.p50_ms,
+            bare.p50_ms,
+            floor.p50_ms - bare.p50_ms,
+            0.2 * invoke.p50_ms,
+        );
+    }
+}
+
+/// A bare server of the same SDK, set up as `/mcp` is (stateless, plain
+/// JSON answers), whose one tool answers at once.
+mod bare_mcp {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+    use rmcp::service::RequestContext;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::{ErrorData, RoleServer, ServerHandler};
+    use std::sync::Arc;
+
+    #[derive(Clone)]
+    struct Bare;
+
+    impl ServerHandler for Bare {
+        async fn call_tool(
+            &self,
+            _request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            super::one_wait().await;
+            Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text("ok")])))
+        }
+    }
+
+    pub async fn serve() -> String {
+        let config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_json_response(true);
+        let service = StreamableHttpService::new(|| Ok(Bare), Arc::new(LocalSessionManager::default()), config);
+        let app = axum::Router::new().route_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
     }
 }
