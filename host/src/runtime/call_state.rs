@@ -1,7 +1,8 @@
 //! The data inside each call's `Store`: the grant, the capability being
 //! called, the shared host services, a WASI context that grants nothing,
 //! resource limits, and what the call did (effects started, denials).
-//! Every host import goes through [`CallState::check`] before doing anything.
+//! Every host import goes through [`CallState::host_call`] before doing
+//! anything (`runtime/host/boundary.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,8 +12,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::capstan::host::types::HostError;
-use super::effects::{EffectClass, interface_class};
+use super::effects::EffectClass;
 use super::grant::{Denial, Grant};
 use super::host::{Hold, HostServices, LogTally, Setup};
 use super::text::{MAX_DENIAL, clip, escape_controls};
@@ -102,19 +102,6 @@ impl CallState {
             wasi,
             table: ResourceTable::new(),
         }
-    }
-
-    /// Refuses host interface `import` unless this call's grant opens its
-    /// class (from the effect table). A refusal is logged as a structured
-    /// event and kept in the call report.
-    pub(crate) fn check(&mut self, import: &str) -> Result<(), HostError> {
-        let class = interface_class(import);
-        if self.grant.allows(class) {
-            return Ok(());
-        }
-        let reason = format!("{import} needs the {class} class but this call is granted only {}", self.grant.max_class);
-        self.deny(import, class, reason.clone());
-        Err(HostError::Denied(reason))
     }
 
     /// Records a denial that is not about the class (an undeclared service,

@@ -107,75 +107,82 @@ impl CallState {
 impl library::Host for CallState {
     async fn query(&mut self, name: String, params: String) -> Result<String, HostError> {
         let recorded = self.args(|| format!("{name} {params}"));
-        let result: Result<String, HostError> = async {
-            self.check(interface::LIBRARY)?;
-            self.domain()?.query(self.author(), &name, &params).await
-        }
-        .await;
-        self.record(interface::LIBRARY, "query", recorded, &result, |answer| answer.clone());
-        result
+        self.host_call(
+            interface::LIBRARY,
+            "query",
+            recorded,
+            |answer: &String| answer.clone(),
+            async |call: &mut CallState| call.domain()?.query(call.author(), &name, &params).await,
+        )
+        .await
     }
 }
 
 impl drafts::Host for CallState {
     async fn create(&mut self, kind: String, draft: String) -> Result<String, HostError> {
         let recorded = self.args(|| format!("{kind} {draft}"));
-        let result: Result<String, HostError> = async {
-            self.check(interface::DRAFTS)?;
-            let domain = self.domain()?;
-            self.mark_effect();
-            let answer = domain.create_draft(self.author(), &kind, &draft).await;
-            self.refused_in_store(&answer);
-            answer
-        }
-        .await;
-        self.record(interface::DRAFTS, "create", recorded, &result, |answer| answer.clone());
-        result
+        self.host_call(
+            interface::DRAFTS,
+            "create",
+            recorded,
+            |answer: &String| answer.clone(),
+            async |call: &mut CallState| {
+                let domain = call.domain()?;
+                call.mark_effect();
+                let answer = domain.create_draft(call.author(), &kind, &draft).await;
+                call.refused_in_store(&answer);
+                answer
+            },
+        )
+        .await
     }
 }
 
 impl records::Host for CallState {
     async fn transition(&mut self, name: String, args: String) -> Result<String, HostError> {
         let recorded = self.args(|| format!("{name} {args}"));
-        let result: Result<String, HostError> = async {
-            self.check(interface::RECORDS)?;
-            let domain = self.domain()?;
-            // Refused before anything changes while another call holds the record.
-            let hold = match domain.held_by(&name, &args) {
-                Some(record) if self.holds.iter().any(|h| h.record() == &record) => None,
-                Some(record) => match super::Hold::take(domain.clone(), record.clone()).await {
-                    Ok(Some(hold)) => Some(hold),
-                    Ok(None) => {
-                        return Err(HostError::Conflict(format!(
-                            "{} {} is being carried out by another call; try again when that call has finished",
-                            record.kind, record.id
-                        )));
+        self.host_call(
+            interface::RECORDS,
+            "transition",
+            recorded,
+            |answer: &String| answer.clone(),
+            async |call: &mut CallState| {
+                let domain = call.domain()?;
+                // Refused before anything changes while another call holds the record.
+                let hold = match domain.held_by(&name, &args) {
+                    Some(record) if call.holds.iter().any(|h| h.record() == &record) => None,
+                    Some(record) => match super::Hold::take(domain.clone(), record.clone()).await {
+                        Ok(Some(hold)) => Some(hold),
+                        Ok(None) => {
+                            return Err(HostError::Conflict(format!(
+                                "{} {} is being carried out by another call; try again when that call has finished",
+                                record.kind, record.id
+                            )));
+                        }
+                        // Missing: the transition below says so.
+                        Err(HostError::NotFound(_)) => None,
+                        Err(e) => return Err(e),
+                    },
+                    None => None,
+                };
+                call.mark_effect();
+                match domain.transition(call.author(), &name, &args).await {
+                    Ok(answer) => {
+                        call.holds.extend(hold);
+                        Ok(answer)
                     }
-                    // Missing: the transition below says so.
-                    Err(HostError::NotFound(_)) => None,
-                    Err(e) => return Err(e),
-                },
-                None => None,
-            };
-            self.mark_effect();
-            match domain.transition(self.author(), &name, &args).await {
-                Ok(answer) => {
-                    self.holds.extend(hold);
-                    Ok(answer)
-                }
-                Err(e) => {
-                    // A refused start holds nothing.
-                    if let Some(hold) = hold {
-                        hold.release().await;
+                    Err(e) => {
+                        // A refused start holds nothing.
+                        if let Some(hold) = hold {
+                            hold.release().await;
+                        }
+                        let refused = Err(e);
+                        call.refused_in_store(&refused);
+                        refused
                     }
-                    let refused = Err(e);
-                    self.refused_in_store(&refused);
-                    refused
                 }
-            }
-        }
-        .await;
-        self.record(interface::RECORDS, "transition", recorded, &result, |answer| answer.clone());
-        result
+            },
+        )
+        .await
     }
 }

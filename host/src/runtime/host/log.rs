@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::runtime::bindings::capstan::host::log::{Host, Level};
+use crate::runtime::bindings::capstan::host::types::HostError;
 use crate::runtime::call_state::CallState;
 use crate::runtime::effects::interface;
 use crate::runtime::text::{clip, escape_controls};
@@ -67,15 +68,23 @@ impl Host for CallState {
             let level = format!("{level:?}");
             format!("{}: {message}", level.rsplit("::").next().unwrap_or("").to_lowercase())
         });
-        if let Err(e) = self.check(interface::LOG) {
-            self.record_text(interface::LOG, "write", args, super::record::error_text(&e));
+        // A line refused (its class) or over the allowance is not logged;
+        // the record says which.
+        let written = self
+            .host_call(
+                interface::LOG,
+                "write",
+                args,
+                |_| String::new(),
+                async |call: &mut CallState| match call.may_log(message.len()) {
+                    true => Ok(()),
+                    false => Err(HostError::TooLarge("over the call's log allowance; the line was dropped".into())),
+                },
+            )
+            .await;
+        if written.is_err() {
             return;
         }
-        if !self.may_log(message.len()) {
-            self.record_text(interface::LOG, "write", args, "dropped: over the call's log allowance".into());
-            return;
-        }
-        self.record_text(interface::LOG, "write", args, "ok".into());
         let capability = self.target.id.as_str();
         let run_id = self.grant.run_id.as_deref();
         let task_id = self.grant.task_id.as_deref();

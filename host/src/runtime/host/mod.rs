@@ -1,16 +1,16 @@
 //! Implementations of the `capstan:host` interfaces, one file each, and the
 //! services they share (outbound clients, file roots, the domain store hook).
-//! Each import first checks its class against the call's grant through
-//! [`CallState::check`](super::call_state::CallState::check), which asks the
-//! effect table for the class.
+//! Each import is one [`CallState::host_call`](super::call_state::CallState)
+//! (`boundary.rs`): the class check against the call's grant, from the
+//! effect table, and the call's record.
 //!
 //! A new interface touches, in order:
 //! 1. `wit/host/<name>.wit`, its doc opening with `Effect class: <class>.`,
 //!    and an `import` line in `wit/host/imports.wit`;
 //! 2. a row in `HOST_INTERFACES` and a name in `effects::interface`
 //!    (`runtime/effects.rs`; its tests tie both wit files to the table);
-//! 3. a file here implementing the generated `Host` trait, calling
-//!    `self.check(interface::<NAME>)` first;
+//! 3. a file here implementing the generated `Host` trait, each function
+//!    one `self.host_call(interface::<NAME>, …)`;
 //! 4. the SDK (`guest-sdk/src/host.rs`): a typed helper, its wasm side
 //!    (`host/wasm.rs`, calling the generated import) and its native side
 //!    (`host/native.rs`, answered by the mock);
@@ -20,6 +20,7 @@
 //! 6. `docs/authority.md` and `docs/architecture.md`, which list the
 //!    interfaces by class.
 
+mod boundary;
 mod commands;
 mod domain;
 mod files;

@@ -63,13 +63,7 @@ impl CallState {
 
     /// Records a host call that answered `answer` (already shown as text);
     /// `args` is `None` when the call keeps no record.
-    pub(crate) fn record_text(
-        &mut self,
-        interface: &str,
-        function: &'static str,
-        args: Option<String>,
-        answer: String,
-    ) {
+    fn record_text(&mut self, interface: &str, function: &'static str, args: Option<String>, answer: String) {
         let (Some(recording), Some(args)) = (self.recording.as_mut(), args) else { return };
         if recording.calls.len() >= MAX_RECORDED {
             recording.dropped += 1;
@@ -97,7 +91,10 @@ impl CallState {
             return;
         }
         let answer = match result {
-            Ok(value) => format!("ok: {}", ok(value)),
+            Ok(value) => match ok(value) {
+                shown if shown.is_empty() => "ok".to_string(),
+                shown => format!("ok: {shown}"),
+            },
             Err(e) => error_text(e),
         };
         self.record_text(interface, function, args, answer);

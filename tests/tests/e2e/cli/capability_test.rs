@@ -84,7 +84,7 @@ async fn python_and_javascript_authors_test_with_the_same_command() {
         assert_eq!(logged.len(), 1, "{example:?}: {ran}");
         assert_eq!(logged[0]["args"], "debug: counted 2 words", "{example:?}");
         let settings = calls_of(&ran, "capstan:host/invocation");
-        assert!(settings.iter().any(|c| c["function"] == "setting" && c["answer"] == "Some(\"3\")"), "{ran}");
+        assert!(settings.iter().any(|c| c["function"] == "setting" && c["answer"] == "ok: Some(\"3\")"), "{ran}");
 
         let out = test("min_length=x", r#"{"text": "a"}"#);
         assert_eq!(out.status.code(), Some(1));

@@ -15,42 +15,40 @@ use crate::runtime::effects::interface::COMMANDS_READ;
 impl commands_read::Host for CallState {
     async fn status(&mut self, handle: String) -> Result<CommandStatus, HostError> {
         let recorded = self.args(|| handle.clone());
-        let result: Result<CommandStatus, HostError> = async {
-            self.check(COMMANDS_READ)?;
-            let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
+        self.host_call(COMMANDS_READ, "status", recorded, debug, async |call: &mut CallState| {
+            let process = call.services.commands.owned(&owner_of(&call.grant), &handle)?;
             Ok(status(&process))
-        }
-        .await;
-        self.record(COMMANDS_READ, "status", recorded, &result, debug);
-        result
+        })
+        .await
     }
 
     async fn read_output(&mut self, handle: String, offset: u64, limit: u32) -> Result<Vec<u8>, HostError> {
         let recorded = self.args(|| format!("{handle} from {offset} limit {limit}"));
-        let result: Result<Vec<u8>, HostError> = async {
-            self.check(COMMANDS_READ)?;
-            let owner = owner_of(&self.grant);
-            let read = self.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
-            read.map(|(bytes, _)| bytes)
-        }
-        .await;
-        self.record(COMMANDS_READ, "read-output", recorded, &result, |bytes| format!("{} bytes", bytes.len()));
-        result
+        self.host_call(
+            COMMANDS_READ,
+            "read-output",
+            recorded,
+            |bytes: &Vec<u8>| format!("{} bytes", bytes.len()),
+            async |call: &mut CallState| {
+                let owner = owner_of(&call.grant);
+                let read =
+                    call.services.commands.output_of(&owner, &handle, offset, limit.min(MAX_READ) as usize).await;
+                read.map(|(bytes, _)| bytes)
+            },
+        )
+        .await
     }
 
     async fn wait(&mut self, handle: String, timeout_ms: u32) -> Result<CommandStatus, HostError> {
         let recorded = self.args(|| format!("{handle} up to {timeout_ms} ms"));
-        let result: Result<CommandStatus, HostError> = async {
-            self.check(COMMANDS_READ)?;
-            let process = self.services.commands.owned(&owner_of(&self.grant), &handle)?;
-            let left = self.deadline.saturating_duration_since(Instant::now());
+        self.host_call(COMMANDS_READ, "wait", recorded, debug, async |call: &mut CallState| {
+            let process = call.services.commands.owned(&owner_of(&call.grant), &handle)?;
+            let left = call.deadline.saturating_duration_since(Instant::now());
             if let Some(ended) = process.wait(Duration::from_millis(u64::from(timeout_ms)).min(left)).await {
-                self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+                call.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
             }
             Ok(status(&process))
-        }
-        .await;
-        self.record(COMMANDS_READ, "wait", recorded, &result, debug);
-        result
+        })
+        .await
     }
 }

@@ -84,9 +84,8 @@ impl CallState {
 impl commands::Host for CallState {
     async fn run(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
         let recorded = self.args(|| debug(&request));
-        let result: Result<CommandStatus, HostError> = async {
-            self.check(COMMANDS)?;
-            let process = self.start_command(&request).await?;
+        self.host_call(COMMANDS, "run", recorded, debug, async |call: &mut CallState| {
+            let process = call.start_command(&request).await?;
             let _stop = StopOnDrop(process.clone());
             // The supervisor ends it by its timeout; this waits for that end.
             let ended = loop {
@@ -94,44 +93,36 @@ impl commands::Host for CallState {
                     break ended;
                 }
             };
-            self.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+            call.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
             Ok(status(&process))
-        }
-        .await;
-        self.record(COMMANDS, "run", recorded, &result, debug);
-        result
+        })
+        .await
     }
 
     async fn start(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
         let recorded = self.args(|| debug(&request));
-        let result: Result<CommandStatus, HostError> = async {
-            self.check(COMMANDS)?;
-            let process = self.start_command(&request).await?;
+        self.host_call(COMMANDS, "start", recorded, debug, async |call: &mut CallState| {
+            let process = call.start_command(&request).await?;
             Ok(status(&process))
-        }
-        .await;
-        self.record(COMMANDS, "start", recorded, &result, debug);
-        result
+        })
+        .await
     }
 
     async fn cancel(&mut self, handle: String) -> Result<CommandStatus, HostError> {
         let recorded = self.args(|| handle.clone());
-        let result: Result<CommandStatus, HostError> = async {
-            self.check(COMMANDS)?;
-            let owner = owner_of(&self.grant);
-            let process = self.services.commands.owned(&owner, &handle)?;
+        self.host_call(COMMANDS, "cancel", recorded, debug, async |call: &mut CallState| {
+            let owner = owner_of(&call.grant);
+            let process = call.services.commands.owned(&owner, &handle)?;
             if process.ended().is_none() {
-                let record = self.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
-                self.services.commands.record(record).await?;
-                self.mark_effect();
+                let record = call.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
+                call.services.commands.record(record).await?;
+                call.mark_effect();
                 process.cancel();
-                let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+                let left = call.deadline.saturating_duration_since(std::time::Instant::now());
                 process.wait(left).await;
             }
             Ok(status(&process))
-        }
-        .await;
-        self.record(COMMANDS, "cancel", recorded, &result, debug);
-        result
+        })
+        .await
     }
 }

@@ -115,8 +115,7 @@ struct Side {
 }
 
 impl CallState {
-    fn root(&mut self, import: &str, name: &str) -> Result<Arc<Dir>, HostError> {
-        self.check(import)?;
+    fn root(&self, name: &str) -> Result<Arc<Dir>, HostError> {
         self.setup
             .roots
             .dirs
@@ -135,7 +134,7 @@ impl CallState {
     }
 
     fn side(&mut self, import: &str, root: &str, path: String) -> Result<Side, HostError> {
-        let dir = self.root(import, root)?;
+        let dir = self.root(root)?;
         let rel = self.path(import, &path)?;
         // Another caller's command output is not there for this one.
         if self.hides_output(root, &rel) {
@@ -162,120 +161,144 @@ impl CallState {
 impl files_read::Host for CallState {
     async fn stat(&mut self, root: String, path: String) -> Result<FileInfo, HostError> {
         let args = self.args(|| format!("{root}:{path}"));
-        let result: Result<FileInfo, HostError> = async {
-            let side = self.side(READ, &root, path)?;
-            self.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
-        }
-        .await;
-        self.record(READ, "stat", args, &result, debug);
-        result
+        self.host_call(READ, "stat", args, debug, async |call: &mut CallState| {
+            let side = call.side(READ, &root, path)?;
+            call.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
+        })
+        .await
     }
 
     async fn list(&mut self, root: String, path: String, limit: u32) -> Result<Vec<FileInfo>, HostError> {
         let args = self.args(|| format!("{root}:{path} limit {limit}"));
-        let result: Result<Vec<FileInfo>, HostError> = async {
-            let side = self.side(READ, &root, path)?;
-            // Command output is listed whole and then cut to the limit, so
-            // other callers' archives take none of this caller's places.
-            let read_up_to = if root == super::OUTPUT_ROOT { usize::MAX } else { limit as usize };
-            let (entries, skipped) =
-                self.on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, read_up_to, stop)).await?;
-            let entries: Vec<FileInfo> = entries
-                .into_iter()
-                .filter(|e| !self.hides_output(&root, Path::new(&e.path)))
-                .take(limit as usize)
-                .collect();
-            if !skipped.is_empty() {
-                tracing::warn!(
-                    target: "capstan::files",
-                    capability = %self.target.id,
-                    root,
-                    skipped = skipped.len(),
-                    entries = %skipped.join("; "),
-                    "a listing left out entries it may not show"
-                );
-                for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
-                    self.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
+        self.host_call(
+            READ,
+            "list",
+            args,
+            |entries: &Vec<FileInfo>| format!("{} entries", entries.len()),
+            async |call: &mut CallState| {
+                let side = call.side(READ, &root, path)?;
+                // Command output is listed whole and then cut to the limit, so
+                // other callers' archives take none of this caller's places.
+                let read_up_to = if root == super::OUTPUT_ROOT { usize::MAX } else { limit as usize };
+                let (entries, skipped) = call
+                    .on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, read_up_to, stop))
+                    .await?;
+                let entries: Vec<FileInfo> = entries
+                    .into_iter()
+                    .filter(|e| !call.hides_output(&root, Path::new(&e.path)))
+                    .take(limit as usize)
+                    .collect();
+                if !skipped.is_empty() {
+                    tracing::warn!(
+                        target: "capstan::files",
+                        capability = %call.target.id,
+                        root,
+                        skipped = skipped.len(),
+                        entries = %skipped.join("; "),
+                        "a listing left out entries it may not show"
+                    );
+                    for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
+                        call.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
+                    }
                 }
-            }
-            Ok(entries)
-        }
-        .await;
-        self.record(READ, "list", args, &result, |entries| format!("{} entries", entries.len()));
-        result
+                Ok(entries)
+            },
+        )
+        .await
     }
 
     async fn sha256(&mut self, root: String, path: String) -> Result<String, HostError> {
         let args = self.args(|| format!("{root}:{path}"));
-        let result: Result<String, HostError> = async {
-            let side = self.side(READ, &root, path)?;
-            self.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
-        }
-        .await;
-        self.record(READ, "sha256", args, &result, |hash| hash.clone());
-        result
+        self.host_call(
+            READ,
+            "sha256",
+            args,
+            |hash: &String| hash.clone(),
+            async |call: &mut CallState| {
+                let side = call.side(READ, &root, path)?;
+                call.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
+            },
+        )
+        .await
     }
 }
 
 impl files_write::Host for CallState {
     async fn mkdir(&mut self, root: String, path: String) -> Result<(), HostError> {
         let args = self.args(|| format!("{root}:{path}"));
-        let result: Result<(), HostError> = async {
-            let side = self.side(WRITE, &root, path)?;
-            self.mark_effect();
-            self.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))).await
-        }
-        .await;
-        self.record(WRITE, "mkdir", args, &result, |_| String::new());
-        result
+        self.host_call(
+            WRITE,
+            "mkdir",
+            args,
+            |_| String::new(),
+            async |call: &mut CallState| {
+                let side = call.side(WRITE, &root, path)?;
+                call.mark_effect();
+                call.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e)))
+                    .await
+            },
+        )
+        .await
     }
 
     async fn hardlink(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
         let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        let result: Result<(), HostError> = async {
-            let from = self.side(WRITE, &sr, s)?;
-            let to = self.side(WRITE, &tr, t)?;
-            self.mark_effect();
-            self.on_pool(WRITE, move |_| {
-                place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
-            })
-            .await
-        }
-        .await;
-        self.record(WRITE, "hardlink", args, &result, |_| String::new());
-        result
+        self.host_call(
+            WRITE,
+            "hardlink",
+            args,
+            |_| String::new(),
+            async |call: &mut CallState| {
+                let from = call.side(WRITE, &sr, s)?;
+                let to = call.side(WRITE, &tr, t)?;
+                call.mark_effect();
+                call.on_pool(WRITE, move |_| {
+                    place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
+                })
+                .await
+            },
+        )
+        .await
     }
 
     async fn copy(&mut self, sr: String, s: String, tr: String, t: String) -> Result<u64, HostError> {
         let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        let result: Result<u64, HostError> = async {
-            let from = self.side(WRITE, &sr, s)?;
-            let to = self.side(WRITE, &tr, t)?;
-            self.mark_effect();
-            self.on_pool(WRITE, move |stop| {
-                place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-            })
-            .await
-        }
-        .await;
-        self.record(WRITE, "copy", args, &result, |bytes| format!("{bytes} bytes"));
-        result
+        self.host_call(
+            WRITE,
+            "copy",
+            args,
+            |bytes| format!("{bytes} bytes"),
+            async |call: &mut CallState| {
+                let from = call.side(WRITE, &sr, s)?;
+                let to = call.side(WRITE, &tr, t)?;
+                call.mark_effect();
+                call.on_pool(WRITE, move |stop| {
+                    place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+                })
+                .await
+            },
+        )
+        .await
     }
 
     async fn move_(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
         let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        let result: Result<(), HostError> = async {
-            let from = self.side(WRITE, &sr, s)?;
-            let to = self.side(WRITE, &tr, t)?;
-            self.mark_effect();
-            self.on_pool(WRITE, move |stop| {
-                place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-            })
-            .await
-        }
-        .await;
-        self.record(WRITE, "move", args, &result, |_| String::new());
-        result
+        self.host_call(
+            WRITE,
+            "move",
+            args,
+            |_| String::new(),
+            async |call: &mut CallState| {
+                let from = call.side(WRITE, &sr, s)?;
+                let to = call.side(WRITE, &tr, t)?;
+                call.mark_effect();
+                call.on_pool(WRITE, move |stop| {
+                    place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+                })
+                .await
+            },
+        )
+        .await
     }
 }
 

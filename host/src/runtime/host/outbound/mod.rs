@@ -150,7 +150,6 @@ fn check_names(service: &Service, req: &Request, decoded: &str) -> Result<(), Ho
 impl CallState {
     async fn send(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
         let class = interface_class(import);
-        self.check(import)?;
         if !self.target.services.contains(&req.service) {
             let reason = format!("service {} is not declared by {}", req.service, self.target.id);
             self.deny(import, class, reason.clone());
@@ -220,16 +219,18 @@ impl CallState {
     /// Sends `req` through `import`, recording it when the call keeps a
     /// record: the request as the component asked for it (the host's
     /// credentials are never part of it) and the status and size answered.
-    async fn send_recorded(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
+    async fn send_recorded(&mut self, import: &'static str, req: Request) -> Result<Response, HostError> {
         let args = self.args(|| {
             let query: Vec<String> = req.query.iter().map(|p| format!("{}={}", p.name, p.value)).collect();
             let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
             let body = req.body.as_ref().map_or(0, Vec::len);
             format!("{} {} {}{query} ({body} body bytes)", req.service, req.method, req.path)
         });
-        let result = CallState::send(self, import, req).await;
-        self.record(import, "send", args, &result, |r| format!("status {}, {} body bytes", r.status, r.body.len()));
-        result
+        let shown = |r: &Response| format!("status {}, {} body bytes", r.status, r.body.len());
+        self.host_call(import, "send", args, shown, async |call: &mut CallState| {
+            CallState::send(call, import, req).await
+        })
+        .await
     }
 }
 
