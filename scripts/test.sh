@@ -11,8 +11,10 @@ start_throwaway_postgres
 trap stop_throwaway_postgres EXIT
 
 # The CLI suites run the real `capstan` binary, which test builds alone
-# do not produce.
-cargo build -p capstan
+# do not produce. Built for the whole workspace, as the suites are: a
+# build of one package resolves other features and would compile much of
+# the tree a second time.
+cargo build --workspace
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast "$@"
