@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::Runtime;
-use super::loader::Source;
+use super::loader::{LoadError, Source};
 
 /// A component file being compiled.
 #[derive(Debug, Clone, Serialize)]
@@ -45,12 +45,7 @@ pub(crate) struct Compiles {
     /// Why bytes compiled in the background were refused, and when: kept
     /// while the bytes stay the same (a momentary reason for
     /// [`RETRY_MOMENTARY`]).
-    refused: Mutex<HashMap<String, (String, Instant)>>,
-}
-
-/// Whether a refusal depends on the moment rather than on the bytes.
-pub(crate) fn is_momentary(reason: &str) -> bool {
-    ["within", "deadline", "instruction bound"].iter().any(|w| reason.contains(w))
+    refused: Mutex<HashMap<String, (LoadError, Instant)>>,
 }
 
 impl Compiles {
@@ -59,14 +54,14 @@ impl Compiles {
     pub(crate) fn refusal(&self, digest: &str) -> Option<String> {
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         let (reason, at) = refused.get(digest)?;
-        if is_momentary(reason) && at.elapsed() >= RETRY_MOMENTARY {
+        if reason.is_momentary() && at.elapsed() >= RETRY_MOMENTARY {
             refused.remove(digest);
             return None;
         }
-        Some(reason.clone())
+        Some(reason.to_string())
     }
 
-    fn refuse(&self, digest: String, reason: String) {
+    fn refuse(&self, digest: String, reason: LoadError) {
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         if refused.len() >= MAX_REFUSALS {
             refused.clear();
@@ -139,7 +134,7 @@ impl Runtime {
     /// `serve`, one-shot commands). One that takes a while is said to be
     /// compiling, with its file and size, and then how long it took, so a
     /// start that waits for a Python component shows why.
-    pub(super) async fn load_in_scan(&self, bytes: &[u8], file: &Path) -> Result<Arc<super::Loaded>, String> {
+    pub(super) async fn load_in_scan(&self, bytes: &[u8], file: &Path) -> Result<Arc<super::Loaded>, LoadError> {
         let started = Instant::now();
         let load = self.load_cached(bytes, Source::Directory(file.to_path_buf()), None);
         tokio::pin!(load);

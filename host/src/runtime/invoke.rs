@@ -145,7 +145,8 @@ pub(crate) async fn describe(
     target: Arc<CallTarget>,
     services: Arc<HostServices>,
     limits: CallLimits,
-) -> Result<wit::Descriptor, String> {
+) -> Result<wit::Descriptor, super::loader::LoadError> {
+    use super::loader::LoadError;
     let mut store = new_store(engine, grant, target, services, limits).map_err(|e| e.to_string())?;
     let run = async {
         let instance = pre.instantiate_async(&mut store).await?;
@@ -154,8 +155,11 @@ pub(crate) async fn describe(
     };
     match tokio::time::timeout(Duration::from_millis(limits.deadline_ms + 1000), run).await {
         Ok(Ok(d)) => Ok(d),
-        Ok(Err(e)) => Err(classify(&e, &store).1),
-        Err(_) => Err("describe did not return within its deadline".into()),
+        Ok(Err(e)) => match classify(&e, &store) {
+            (TrapKind::Deadline | TrapKind::InstructionBound, reason) => Err(LoadError::OutOfTime(reason)),
+            (_, reason) => Err(LoadError::Refused(reason)),
+        },
+        Err(_) => Err(LoadError::OutOfTime("describe did not return within its deadline".into())),
     }
 }
 

@@ -85,6 +85,59 @@ impl Loaded {
     }
 }
 
+/// Why bytes were not loaded, in one line, and whether trying them again
+/// later may go otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// Something about the bytes themselves: the same bytes are refused
+    /// again, so they are not compiled again.
+    Refused(String),
+    /// `describe` or pre-initialisation ran out of its time or its
+    /// instruction bound, which a busy machine can cause: tried again
+    /// later.
+    OutOfTime(String),
+}
+
+impl LoadError {
+    /// Whether the refusal depends on the moment rather than on the bytes.
+    pub fn is_momentary(&self) -> bool {
+        matches!(self, LoadError::OutOfTime(_))
+    }
+
+    /// The reason, as the operator reads it.
+    pub fn reason(&self) -> &str {
+        match self {
+            LoadError::Refused(reason) | LoadError::OutOfTime(reason) => reason,
+        }
+    }
+
+    /// The same refusal, its reason led by `what`.
+    fn led_by(self, what: impl std::fmt::Display) -> LoadError {
+        match self {
+            LoadError::Refused(reason) => LoadError::Refused(format!("{what}{reason}")),
+            LoadError::OutOfTime(reason) => LoadError::OutOfTime(format!("{what}{reason}")),
+        }
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
+impl From<String> for LoadError {
+    fn from(reason: String) -> LoadError {
+        LoadError::Refused(reason)
+    }
+}
+
+impl From<&str> for LoadError {
+    fn from(reason: &str) -> LoadError {
+        LoadError::Refused(reason.to_string())
+    }
+}
+
 /// SHA-256 of `bytes` as hex.
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -124,7 +177,7 @@ pub async fn load(
     bytes: &[u8],
     source: Source,
     cache_dir: &Path,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     if bytes.len() < 8 || bytes[..4] != COMPONENT_PREAMBLE[..4] {
         return Err("not a WebAssembly file".into());
     }
@@ -159,7 +212,7 @@ pub async fn load_builtin(
     (name, bytes, precompiled): (&str, &[u8], &'static [u8]),
     use_precompiled: bool,
     cache_dir: &Path,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     let source = Source::BuiltIn(name.to_string());
     if use_precompiled {
         match deserialize_builtin(engine, precompiled) {
@@ -204,7 +257,7 @@ async fn link_and_describe(
     component: Component,
     digest: String,
     source: Source,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, LoadError> {
     let names = import_names(engine, &component)?;
     let pre = linker
         .instantiate_pre(&component)
@@ -220,7 +273,7 @@ async fn link_and_describe(
     let grant = Grant::new(Actor::Cli, EffectClass::Read);
     let raw = invoke::describe(engine, &pre, &exports, grant, probe, services.clone(), DESCRIBE_LIMITS)
         .await
-        .map_err(|e| format!("describe failed: {e}"))?;
+        .map_err(|e| e.led_by("describe failed: "))?;
     let descriptor = Descriptor::from_wit(raw).map_err(|e| format!("bad descriptor: {e}"))?;
     let imports = effects::check_imports(names.iter().map(String::as_str), descriptor.label)
         .map_err(|e| format!("{}: {e}", descriptor.id))?;
@@ -252,4 +305,26 @@ pub(super) async fn compile_schemas(descriptor: &Descriptor) -> Result<Arc<Input
     })
     .await
     .unwrap_or_else(|e| Err(format!("checking its schemas failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LoadError;
+
+    #[test]
+    fn whether_a_refusal_is_tried_again_is_its_kind_not_its_words() {
+        // Refused for the schema: the same bytes fail the same way, however
+        // the reason is worded.
+        let schema = LoadError::from(
+            "bad descriptor: x: the input schema refers to \"https://a.example/s\", outside the schema: only \
+             references within it (#/…) are followed"
+                .to_string(),
+        );
+        assert!(!schema.is_momentary());
+        // Out of time: tried again later, and stays so when the reason is
+        // led by what ran out.
+        let late = LoadError::OutOfTime("the call ran past its deadline".into()).led_by("describe failed: ");
+        assert!(late.is_momentary());
+        assert_eq!(late.reason(), "describe failed: the call ran past its deadline");
+    }
 }

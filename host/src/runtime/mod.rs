@@ -44,7 +44,7 @@ pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
 pub use host::{HOLD_LEASE, HostCall, run_owner, task_owner};
 pub use input_validator::InputValidator;
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
-pub use loader::{Loaded, Source};
+pub use loader::{LoadError, Loaded, Source};
 pub use registry::{Held, Refusal, Snapshot};
 pub use scan::{ComponentEvent, ScanReport};
 
@@ -71,7 +71,7 @@ pub struct Runtime {
     /// Loaded components by digest, so unchanged files are not reloaded.
     loads: Mutex<HashMap<String, Arc<Loaded>>>,
     /// Why bytes were refused, by digest, so they are not compiled again.
-    refusals: Mutex<HashMap<String, String>>,
+    refusals: Mutex<HashMap<String, LoadError>>,
     /// Serialises rescans; the registry swap itself is atomic.
     scan_lock: tokio::sync::Mutex<()>,
     /// Component changes waiting for the audit log.
@@ -231,7 +231,7 @@ impl Runtime {
     }
 
     /// Loads one component without registering it (`capabilities check`).
-    pub async fn check(&self, bytes: &[u8], file: PathBuf) -> Result<Loaded, String> {
+    pub async fn check(&self, bytes: &[u8], file: PathBuf) -> Result<Loaded, LoadError> {
         loader::load(
             &self.engine,
             &self.linker,

@@ -45,7 +45,8 @@ pub async fn snapshot(
     digest: &str,
     cache_dir: &Path,
     limits: CallLimits,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, super::loader::LoadError> {
+    use super::loader::LoadError;
     let cached = cached_path(cache_dir, digest);
     if let Ok(snap) = std::fs::read(&cached) {
         return Ok(snap);
@@ -61,9 +62,10 @@ pub async fn snapshot(
     // The epoch deadline stops guest code; this one also stops a wait
     // inside a host import, so a load can never hang the scan.
     let backstop = std::time::Duration::from_millis(limits.deadline_ms + 1_000);
-    let snap = tokio::time::timeout(backstop, instrumented.run_and_snapshot(&pre, &mut store))
-        .await
-        .map_err(|_| format!("{PREINIT_EXPORT} did not finish within {} ms", limits.deadline_ms))??;
+    let snap =
+        tokio::time::timeout(backstop, instrumented.run_and_snapshot(&pre, &mut store)).await.map_err(|_| {
+            LoadError::OutOfTime(format!("{PREINIT_EXPORT} did not finish within {} ms", limits.deadline_ms))
+        })??;
     // Cache atomically; a failure to cache only costs time on the next start.
     if std::fs::create_dir_all(cached.parent().unwrap_or(cache_dir)).is_ok() {
         let tmp = cached.with_extension("wasm.tmp");

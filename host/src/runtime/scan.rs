@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::Runtime;
 use super::builtins::{BUILTINS, CORE_CAPABILITIES};
-use super::loader::{self, Loaded, Source};
+use super::loader::{self, LoadError, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
 
@@ -196,7 +196,7 @@ impl Runtime {
         bytes: &[u8],
         source: Source,
         builtin: Option<(&str, &'static [u8])>,
-    ) -> Result<Arc<Loaded>, String> {
+    ) -> Result<Arc<Loaded>, LoadError> {
         let digest = loader::digest(bytes);
         if let Some(hit) = self.loads.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
             && hit.source == source
@@ -221,7 +221,7 @@ impl Runtime {
             Err(reason) => {
                 // A refusal that depends on the moment (a deadline missed on
                 // a busy machine) is tried again next time.
-                if !super::compiling::is_momentary(&reason) {
+                if !reason.is_momentary() {
                     let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
                     if refusals.len() >= MAX_REMEMBERED_REFUSALS {
                         refusals.clear();
@@ -344,12 +344,12 @@ impl Runtime {
                     }
                     result
                 }
-                Err(reason) => Err(reason),
+                Err(reason) => Err(LoadError::from(reason)),
             };
             let loaded = match result {
                 Ok(loaded) => loaded,
                 Err(reason) => {
-                    report.refused.push(Refusal { file: file.clone(), reason });
+                    report.refused.push(Refusal { file: file.clone(), reason: reason.to_string() });
                     keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                     continue;
                 }

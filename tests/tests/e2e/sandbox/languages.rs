@@ -137,7 +137,7 @@ async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
         let bytes = std::fs::read(languages::build(example, "execute-capability")).unwrap();
         let reason = match runtime.check(&bytes, "candidate.wasm".into()).await {
             Ok(loaded) => panic!("{} was accepted", loaded.descriptor.id),
-            Err(reason) => reason,
+            Err(reason) => reason.to_string(),
         };
         assert!(reason.contains(example.id()) && reason.contains("exceed its label"), "{example:?}: {reason}");
     }

@@ -36,6 +36,7 @@ async fn refusal_of(host: &TestHost, bytes: &[u8]) -> String {
     match runtime.check(bytes, "candidate.wasm".into()).await {
         Ok(l) => panic!("{} was accepted", l.descriptor.id),
         Err(reason) => {
+            let reason = reason.to_string();
             assert!(!reason.contains('\n'), "reasons are one line: {reason}");
             reason
         }
