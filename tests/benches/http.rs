@@ -98,10 +98,9 @@ fn main() {
     let cases = if std::env::var_os("BENCH_ONLY_MCP").is_some() { &cases[..0] } else { &cases[..] };
     for (id, input, connections) in cases {
         let body = json!({ "input": input }).to_string();
-        let connections = connections.clone();
         let url = format!("{base}/capabilities/{id}/invoke");
         wrk(&url, Some(&key), &body, 4, 1); // warm-up
-        for c in connections {
+        for &c in connections {
             // The anchor first, then the invoke, each with the same load
             // (`BENCH_NO_ANCHOR=1` leaves the anchor out, for profiling).
             let echo = match std::env::var_os("BENCH_NO_ANCHOR") {
