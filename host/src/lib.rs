@@ -1,13 +1,21 @@
 //! Capstan: a WebAssembly-sandboxed capability host for a media-automation
-//! agent. This crate is the host: configuration, the component runtime and
-//! its host interfaces, the durable store, the invocation ledger, the audit
-//! chain, the single invoke path, the HTTP API and the command line.
+//! agent. This crate is the host above the sandbox: the event log,
+//! authorisation, the audit chain, the invocation ledger, the domain, the
+//! single invoke path, the agent, the HTTP API and the command line. The
+//! layers below it are crates of their own, re-exported here under their
+//! module names (`crate::store`, `crate::config`, `crate::runtime`):
+//!
+//! - `capstan-foundation` — `text`, `canonical`, `principal`, `store`;
+//! - `capstan-config` — `config`;
+//! - `capstan-runtime` — `runtime`, the sandbox, which reaches only the
+//!   two crates above.
 //!
 //! # Layers
 //!
-//! Each module imports only from layers below its own, never from a peer
-//! (`layers_point_down` reads the sources and names any import that does).
-//! Lowest first:
+//! Each module imports only from layers below its own, never from a peer;
+//! between crates the compiler sees to it, and inside this one
+//! `layers_point_down` reads the sources and names any import that does
+//! not. Lowest first:
 //!
 //! 1. `text`, `canonical`, `principal`, `store` — foundations: text rules,
 //!    canonical JSON and digests, principal strings, the database pool.
@@ -52,9 +60,7 @@ pub mod agent;
 pub mod app;
 pub mod audit;
 pub mod authz;
-pub mod canonical;
 pub mod cli;
-pub mod config;
 pub mod domain;
 pub mod events;
 pub mod external_tools;
@@ -62,15 +68,15 @@ pub mod http;
 pub mod ledger;
 pub mod metrics;
 pub mod pipeline;
-pub mod principal;
 pub mod recovery;
 pub mod retention;
-pub mod runtime;
 pub mod settings;
 pub mod setup;
-pub mod store;
 pub mod tasks;
-pub mod text;
+
+pub use capstan_config as config;
+pub use capstan_foundation::{canonical, principal, store, text};
+pub use capstan_runtime as runtime;
 
 pub use config::Config;
 pub use runtime::Runtime;

@@ -91,7 +91,7 @@ async fn throughput(runtime: &Arc<Runtime>, callers: usize, per_caller: usize, i
 
 /// The engine configuration of this build (the file the host and its build
 /// script use), so the raw figure runs the same compiled code.
-#[path = "../../host/src/runtime/engine_config.rs"]
+#[path = "../../crates/runtime/src/engine_config.rs"]
 #[allow(dead_code)]
 mod engine_config;
 

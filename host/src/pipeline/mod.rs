@@ -241,7 +241,7 @@ impl Capabilities {
             // Only loaded ids reach an answer, so the label stays a known id.
             let status = serde_json::to_value(inv.status).ok().and_then(|v| v.as_str().map(str::to_string));
             // The kept denials; past them a call carries one line with a count.
-            let kept = crate::runtime::call_state::MAX_DENIALS_KEPT;
+            let kept = crate::runtime::MAX_DENIALS_KEPT;
             let denied = inv.denials.iter().take(kept).map(|d| d.import.as_str());
             self.metrics.invoked(id, status.as_deref().unwrap_or("unknown"), denied);
         }

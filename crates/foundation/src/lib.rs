@@ -1,0 +1,10 @@
+//! Capstan's foundations, the lowest layer, used by every crate above:
+//! the text rules shared by the API and the sandbox ([`text`]), canonical
+//! JSON and its digests ([`canonical`]), the principal strings that name
+//! who acted ([`principal`]), and the database pool with its migrations
+//! ([`store`]).
+
+pub mod canonical;
+pub mod principal;
+pub mod store;
+pub mod text;

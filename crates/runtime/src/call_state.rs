@@ -1,0 +1,156 @@
+//! The data inside each call's `Store`: the grant, the capability being
+//! called, the shared host services, a WASI context that grants nothing,
+//! resource limits, and what the call did (effects started, denials).
+//! Every host import goes through [`CallState::host_call`] before doing
+//! anything (`runtime/host/boundary.rs`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::StoreLimits;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::effects::EffectClass;
+use super::grant::{Denial, Grant};
+use super::host::{Hold, HostServices, LogTally, Setup};
+use super::text::{MAX_DENIAL, clip, escape_controls};
+
+/// Denials one call keeps (and logs); the rest are counted.
+pub const MAX_DENIALS_KEPT: usize = 32;
+
+/// Bytes of guest stdout/stderr kept per call; the rest is dropped.
+const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
+
+/// Static facts about the capability a store is calling.
+#[derive(Debug, Clone)]
+pub struct CallTarget {
+    pub id: String,
+    pub services: Vec<String>,
+}
+
+pub struct CallState {
+    pub(crate) grant: Grant,
+    pub(crate) target: Arc<CallTarget>,
+    pub(crate) services: Arc<HostServices>,
+    /// The services, roots and settings as they were when the call began.
+    pub(crate) setup: Arc<Setup>,
+    pub(crate) limits: StoreLimits,
+    /// Effect imports entered whose effect may have happened: a trap, a
+    /// timeout or an `unavailable` / `internal` answer after one leaves the
+    /// outcome unknown.
+    pub(crate) effects: u32,
+    pub(crate) denials: Vec<Denial>,
+    /// Denials past [`MAX_DENIALS_KEPT`], counted only.
+    pub(crate) denials_dropped: u64,
+    pub(crate) stdout: MemoryOutputPipe,
+    pub(crate) stderr: MemoryOutputPipe,
+    /// Records this call holds until its store is dropped.
+    pub(crate) holds: Vec<Hold>,
+    /// When the call's wall-clock deadline passes; host work that can run
+    /// long (hashing, copying) stops there too.
+    pub(crate) deadline: Instant,
+    /// What the call logged, and how many lines it was not let log.
+    pub(crate) log: LogTally,
+    /// How the last command this call ran or waited for ended, which
+    /// decides the call's status (`succeeded` only for exit code 0).
+    pub(crate) command_end: Option<super::host::CommandEnd>,
+    /// Every host import the call made, when its grant asks for a record.
+    pub(crate) recording: Option<super::host::Recording>,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl CallState {
+    pub(crate) fn new(
+        grant: Grant,
+        target: Arc<CallTarget>,
+        services: Arc<HostServices>,
+        limits: StoreLimits,
+        deadline: Instant,
+    ) -> Self {
+        let stdout = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        // Nothing is inherited or preopened: no env, no args, no directories,
+        // no network. Output goes to in-memory pipes the host logs afterwards.
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let setup = services.setup();
+        let recording = grant.record.then(super::host::Recording::default);
+        CallState {
+            grant,
+            target,
+            services,
+            setup,
+            limits,
+            effects: 0,
+            denials: Vec::new(),
+            denials_dropped: 0,
+            stdout,
+            stderr,
+            holds: Vec::new(),
+            deadline,
+            log: LogTally::default(),
+            command_end: None,
+            recording,
+            wasi,
+            table: ResourceTable::new(),
+        }
+    }
+
+    /// Records a denial that is not about the class (an undeclared service,
+    /// a path out of a root).
+    pub(crate) fn deny(&mut self, import: &str, needed: EffectClass, reason: String) {
+        // A component looping on refused calls gets each refusal, but only
+        // the first ones are logged and kept (each becomes an audit event).
+        if self.denials.len() >= MAX_DENIALS_KEPT {
+            self.denials_dropped += 1;
+            return;
+        }
+        // Reasons quote what the component sent (a path, a name): bounded.
+        let reason = clip(&escape_controls(&reason), MAX_DENIAL).into_owned();
+        tracing::warn!(
+            target: "capstan::denial",
+            capability = %self.target.id,
+            import,
+            needed = %needed,
+            granted = %self.grant.max_class,
+            actor = ?self.grant.actor,
+            run_id = self.grant.run_id.as_deref(),
+            %reason,
+            "host import denied"
+        );
+        self.denials.push(Denial { import: import.to_string(), needed, granted: self.grant.max_class, reason });
+    }
+
+    /// Marks that an effect is about to happen: from here on, a trap, a
+    /// timeout or an error answer other than a refusal leaves the outcome
+    /// unknown rather than failed.
+    pub(crate) fn mark_effect(&mut self) {
+        self.effects += 1;
+    }
+
+    /// Takes back the mark of the effect import that just ended in a
+    /// definite refusal (the service answered 4xx, the store refused the
+    /// change in its transaction): nothing happened through it.
+    pub(crate) fn no_effect(&mut self) {
+        self.effects = self.effects.saturating_sub(1);
+    }
+
+    /// Whether an effect may have happened in this call.
+    pub(crate) fn effect_started(&self) -> bool {
+        self.effects > 0
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}

@@ -1,0 +1,128 @@
+//! `capstan:host/commands` (execute): run a command and wait for it, start
+//! one and answer at once, cancel one. Each is an effect: a process may do
+//! anything once it starts, so a call that ends early after one of these
+//! is `unknown`. A run waits for the end its supervisor enforces (the
+//! command's timeout); if the call itself stops first (its deadline, an
+//! aborted run) the process is stopped with it.
+
+use std::sync::Arc;
+
+use super::super::record::debug;
+use super::archive::Archive;
+use super::process::Process;
+use super::{CommandAct, CommandEnd, CommandRecord, owner_of, prepare::prepare, status};
+use crate::bindings::capstan::host::commands;
+use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, HostError};
+use crate::call_state::CallState;
+use crate::effects::interface::COMMANDS;
+
+/// Stops the process when the call that runs it goes away before it ended.
+struct StopOnDrop(Arc<Process>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if self.0.ended().is_none() {
+            self.0.cancel();
+        }
+    }
+}
+
+impl CallState {
+    /// What the audit log keeps of `act` on `command` (`args` and `env`
+    /// are counts: values are never recorded).
+    fn command_record<'a>(
+        &'a self,
+        act: CommandAct,
+        command: &'a str,
+        args: usize,
+        env: usize,
+        handle: &'a str,
+    ) -> CommandRecord<'a> {
+        CommandRecord {
+            act,
+            actor_kind: self.grant.actor.kind(),
+            principal: &self.grant.principal,
+            capability: &self.target.id,
+            idempotency_key: self.grant.idempotency_key.as_deref(),
+            command,
+            arguments: args,
+            env,
+            handle,
+        }
+    }
+
+    /// Checks `request`, records it in the audit log and starts it for
+    /// this call's owner.
+    async fn start_command(&mut self, request: &CommandRequest) -> Result<Arc<Process>, HostError> {
+        let services = self.services.clone();
+        let host = &services.commands;
+        let Some(command) = host.commands.get(&request.name) else {
+            return Err(HostError::NotFound(format!("no command named {:?} is configured", request.name)));
+        };
+        let spec = prepare(command, request, &self.setup.root_paths, &host.work_dir)?;
+        let handle = format!("cmd_{}", capstan_foundation::store::new_id());
+        let archive =
+            Archive::create(&host.output_dir, &handle, command.archive_limit_bytes, command.output_limit_bytes)
+                .map_err(|e| HostError::Unavailable(format!("cannot open an archive for the output: {e}")))?;
+        let owner = owner_of(&self.grant);
+        let args = request.args.len();
+        let record = self.command_record(CommandAct::Start, &request.name, args, request.env.len(), &handle);
+        host.record(record).await?;
+        // From here the program may run: whatever ends the call early
+        // leaves its outcome unknown.
+        self.mark_effect();
+        let notes = host.notes_dir.clone();
+        let process = Process::spawn(handle, request.name.clone(), owner.clone(), spec, Arc::new(archive), notes)
+            .map_err(|e| HostError::Unavailable(format!("command {} could not be started: {e}", request.name)))?;
+        tracing::info!(target: "capstan::commands", capability = %self.target.id, command = %request.name, args,
+            handle = %process.handle, %owner, "command started");
+        host.keep(process.clone());
+        Ok(process)
+    }
+}
+
+impl commands::Host for CallState {
+    async fn run(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
+        let recorded = self.args(|| debug(&request));
+        self.host_call(COMMANDS, "run", recorded, debug, async |call: &mut CallState| {
+            let process = call.start_command(&request).await?;
+            let _stop = StopOnDrop(process.clone());
+            // The supervisor ends it by its timeout; this waits for that end.
+            let ended = loop {
+                if let Some(ended) = process.wait(std::time::Duration::from_secs(3600)).await {
+                    break ended;
+                }
+            };
+            call.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+            Ok(status(&process))
+        })
+        .await
+    }
+
+    async fn start(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
+        let recorded = self.args(|| debug(&request));
+        self.host_call(COMMANDS, "start", recorded, debug, async |call: &mut CallState| {
+            let process = call.start_command(&request).await?;
+            Ok(status(&process))
+        })
+        .await
+    }
+
+    async fn cancel(&mut self, handle: String) -> Result<CommandStatus, HostError> {
+        let recorded = self.args(|| handle.clone());
+        self.host_call(COMMANDS, "cancel", recorded, debug, async |call: &mut CallState| {
+            let owner = owner_of(&call.grant);
+            let process = call.services.commands.owned(&owner, &handle)?;
+            if process.ended().is_none() {
+                let record = call.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
+                call.services.commands.record(record).await?;
+                call.mark_effect();
+                process.cancel();
+                let left = call.deadline.saturating_duration_since(std::time::Instant::now());
+                process.wait(left).await;
+            }
+            Ok(status(&process))
+        })
+        .await
+    }
+}

@@ -1,0 +1,168 @@
+//! Implementations of the `capstan:host` interfaces, one file each, and the
+//! services they share (outbound clients, file roots, the domain store hook).
+//! Each import is one [`CallState::host_call`](super::call_state::CallState)
+//! (`boundary.rs`): the class check against the call's grant, from the
+//! effect table, and the call's record.
+//!
+//! A new interface touches, in order:
+//! 1. `wit/host/<name>.wit`, its doc opening with `Effect class: <class>.`,
+//!    and an `import` line in `wit/host/imports.wit`;
+//! 2. a row in `HOST_INTERFACES` and a name in `effects::interface`
+//!    (`runtime/effects.rs`; its tests tie both wit files to the table);
+//! 3. a file here implementing the generated `Host` trait, each function
+//!    one `self.host_call(interface::<NAME>, …)`;
+//! 4. the SDK (`guest-sdk/src/host.rs`): a typed helper, its wasm side
+//!    (`host/wasm.rs`, calling the generated import) and its native side
+//!    (`host/native.rs`, answered by the mock);
+//! 5. the SDK's mock host (`guest-sdk/src/testing.rs`): a row in
+//!    `INTERFACE_CLASSES` (checked against the table) and what the mock
+//!    answers;
+//! 6. `docs/authority.md` and `docs/architecture.md`, which list the
+//!    interfaces by class.
+
+mod boundary;
+mod commands;
+mod domain;
+mod files;
+mod holds;
+mod invocation;
+mod log;
+mod outbound;
+mod record;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
+
+pub use commands::{
+    CommandAct, CommandEnd, CommandHost, CommandRecord, CommandRecorder, OUTPUT_ROOT, Outcome as CommandOutcome,
+    owner_of, request_in as commands_request_in, run_owner, task_owner,
+};
+pub use domain::{CallAuthor, DomainStore, HeldRecord};
+pub use files::Roots;
+pub use holds::{HOLD_LEASE, Hold};
+pub use log::{GuestLogBudget, LogTally};
+pub use outbound::Outbound;
+pub use record::HostCall;
+pub(crate) use record::Recording;
+
+use capstan_config::{Config, ServiceConfig};
+
+use super::bindings;
+use super::call_state::CallState;
+
+/// What the operator can change while the host runs — outbound services,
+/// file roots, capabilities' settings — built whole and swapped whole. A
+/// call keeps the one it started with.
+pub struct Setup {
+    pub outbound: Outbound,
+    pub roots: Roots,
+    /// Where each root is.
+    pub root_paths: BTreeMap<String, PathBuf>,
+    /// Non-secret per-capability settings.
+    pub settings: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl Setup {
+    /// Builds (connects nothing: clients are lazy; roots are opened).
+    pub fn build(
+        services: &BTreeMap<String, ServiceConfig>,
+        roots: &BTreeMap<String, PathBuf>,
+        settings: BTreeMap<String, BTreeMap<String, String>>,
+    ) -> anyhow::Result<Setup> {
+        Ok(Setup {
+            outbound: Outbound::new(services)?,
+            roots: Roots::open(roots)?,
+            root_paths: roots.clone(),
+            settings,
+        })
+    }
+
+    fn empty() -> Setup {
+        Setup::build(&BTreeMap::new(), &BTreeMap::new(), BTreeMap::new()).expect("nothing to build")
+    }
+}
+
+/// What host imports reach, shared by every call of one runtime.
+pub struct HostServices {
+    setup: RwLock<Arc<Setup>>,
+    /// Attached once the database is open.
+    pub domain: OnceLock<Arc<dyn DomainStore>>,
+    /// What all calls together may still log this second.
+    pub guest_log: GuestLogBudget,
+    /// The workers blocking file work runs on.
+    pub(crate) file_pool: files::FilePool,
+    /// The operator's commands and the processes running for callers.
+    pub(crate) commands: CommandHost,
+}
+
+/// Lines and bytes one call may log.
+pub fn log_caps() -> (u32, usize) {
+    (log::MAX_CALL_LINES, log::MAX_CALL_BYTES)
+}
+
+impl HostServices {
+    pub fn from_config(config: &Config) -> anyhow::Result<HostServices> {
+        let settings = config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
+        let commands = CommandHost::from_config(config);
+        let setup = Setup::build(&config.services, &with_output_root(&config.roots, &commands)?, settings)?;
+        Ok(HostServices::with(setup, commands))
+    }
+
+    fn with(setup: Setup, commands: CommandHost) -> HostServices {
+        HostServices {
+            setup: RwLock::new(Arc::new(setup)),
+            domain: OnceLock::new(),
+            guest_log: GuestLogBudget::default(),
+            file_pool: files::FilePool::default(),
+            commands,
+        }
+    }
+
+    /// What loading sees: no roots, no services, no store, no settings, no
+    /// commands, so `describe` and pre-initialisation can neither reach nor
+    /// wait on anything outside the sandbox.
+    pub fn isolated() -> HostServices {
+        HostServices::with(Setup::empty(), CommandHost::default())
+    }
+
+    /// The roots `roots` names, and the one command output is archived
+    /// under when commands are configured.
+    pub fn roots_with_output(&self, roots: &BTreeMap<String, PathBuf>) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+        with_output_root(roots, &self.commands)
+    }
+
+    /// The setup calls starting now get.
+    pub fn setup(&self) -> Arc<Setup> {
+        self.setup.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Puts `setup` in place for the calls that start from now on.
+    pub fn replace_setup(&self, setup: Setup) {
+        *self.setup.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(setup);
+    }
+
+    /// Gives `library`, `drafts` and `records` their store. The first
+    /// attachment wins; a runtime serves one database.
+    pub fn attach_domain(&self, domain: Arc<dyn DomainStore>) {
+        let _ = self.domain.set(domain);
+    }
+}
+
+/// `roots` and, when any command is configured, the `command-output` root
+/// its archives are read through (made when missing).
+fn with_output_root(
+    roots: &BTreeMap<String, PathBuf>,
+    commands: &CommandHost,
+) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    let mut all = roots.clone();
+    if let Some(dir) = commands.output_dir() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot make the command output folder {}: {e}", dir.display()))?;
+        all.entry(OUTPUT_ROOT.to_string()).or_insert_with(|| dir.to_path_buf());
+    }
+    Ok(all)
+}
+
+impl bindings::capstan::host::types::Host for CallState {}
+impl bindings::capstan::capability::types::Host for CallState {}
