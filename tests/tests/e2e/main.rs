@@ -1,7 +1,7 @@
 //! Capstan's end-to-end suites, in one test binary, grouped by concern.
 //! Where each host module is exercised end to end:
 //!
-//! | host module (`host/src/`) | suites |
+//! | host module (`crates/*/src/`, `host/src/`) | suites |
 //! |---|---|
 //! | `runtime` (loader, registry, host imports, limits) | `sandbox::*`, `media::release`, `media::qbittorrent` |
 //! | `runtime::host::outbound` | `sandbox::outbound`, `sandbox::outbound_edges`, `media::catalog`, `media::search` |

@@ -7,7 +7,6 @@
 
 use serde_json::{Value, json};
 
-use super::calls::succeeded_with;
 use super::{Outcome, RunState};
 use crate::agent::engine::toolbox::{self, Answered, RunCaller};
 use crate::agent::providers::{Role, ToolCall};
@@ -75,7 +74,7 @@ impl RunState<'_> {
                     return toolbox::from_invocation(
                         &call.id,
                         &self.caller,
-                        &succeeded_with(json!({"findings": sub.final_text})),
+                        &crate::pipeline::Invocation::succeeded_outside(json!({"findings": sub.final_text})),
                         &self.rt.results,
                     );
                 }

@@ -155,7 +155,7 @@ mod tests {
     /// `heading`: each backticked name written with its arguments
     /// (`` `plan.get {id}` ``) or followed by a parenthesis (`` `entity` (kind, ...) ``).
     fn documented(heading: &str) -> Vec<String> {
-        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/domain.md")).unwrap();
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/domain.md")).unwrap();
         let section = page.split("\n## ").find(|s| s.starts_with(heading)).expect("the section is there");
         let section = section.split_once('\n').unwrap().1.replace('\n', " ");
         let spans: Vec<&str> = section.split('`').collect();

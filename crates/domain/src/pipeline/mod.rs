@@ -69,6 +69,30 @@ pub struct Invocation {
     pub(crate) audit_rows: Vec<NewEvent>,
 }
 
+impl Invocation {
+    /// A success no capability call made (a session tool's answer):
+    /// nothing claimed, nothing to audit.
+    pub fn succeeded_outside(output: Value) -> Invocation {
+        Invocation {
+            invocation_id: None,
+            status: Status::Succeeded,
+            output: Some(output),
+            error: None,
+            replayed: false,
+            idempotency_key: String::new(),
+            denials: Vec::new(),
+            finish: None,
+            audit_rows: Vec::new(),
+        }
+    }
+
+    /// A read's audit rows, for the caller of [`Capabilities::invoke_in_run`]
+    /// to write with its own writes (none are left behind).
+    pub fn take_audit_rows(&mut self) -> Vec<NewEvent> {
+        std::mem::take(&mut self.audit_rows)
+    }
+}
+
 /// Why an invoke could not be answered with a status at all.
 #[derive(Debug, thiserror::Error)]
 pub enum InvokeError {
@@ -218,7 +242,7 @@ impl Capabilities {
     /// writes (`agent::runs::StepWrites`), one commit a step instead of
     /// two, before the model sees the result. Crate-private: a caller that
     /// does not commit them would leave reads unaudited.
-    pub(crate) async fn invoke_in_run(
+    pub async fn invoke_in_run(
         &self,
         origin: &Origin,
         id: &str,

@@ -267,7 +267,7 @@ impl Endpoint {
     }
 
     /// The next piece of a streamed answer; `None` when the body ended.
-    pub async fn next_chunk(&self, resp: &mut reqwest::Response) -> Result<Option<axum::body::Bytes>, ProviderError> {
+    pub async fn next_chunk(&self, resp: &mut reqwest::Response) -> Result<Option<bytes::Bytes>, ProviderError> {
         tokio::time::timeout(self.idle_timeout, resp.chunk())
             .await
             .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?

@@ -213,7 +213,7 @@ impl RunState<'_> {
         match invoked {
             Ok(mut inv) => {
                 let mut answered = toolbox::from_invocation(&call.id, &self.caller, &inv, &self.rt.results);
-                answered.audit_rows = std::mem::take(&mut inv.audit_rows);
+                answered.audit_rows = inv.take_audit_rows();
                 Ok(self.ask_for_approval(name, input, answered).await)
             }
             Err(source) => Err(EngineError::Invoke { capability: name.to_string(), source }),
@@ -228,7 +228,12 @@ impl RunState<'_> {
             Ok(Some(r)) => {
                 let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
                     "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});
-                toolbox::from_invocation(&call.id, &self.caller, &succeeded_with(value), &self.rt.results)
+                toolbox::from_invocation(
+                    &call.id,
+                    &self.caller,
+                    &crate::pipeline::Invocation::succeeded_outside(value),
+                    &self.rt.results,
+                )
             }
             Ok(None) => toolbox::failed(&call.id, format!("this run made no write call {id}")),
             Err(e) => toolbox::failed(&call.id, format!("cannot read the ledger: {e}")),
@@ -288,20 +293,6 @@ impl RunState<'_> {
 
     pub(in crate::agent::engine) fn caller(&self) -> &RunCaller {
         &self.caller
-    }
-}
-
-pub(super) fn succeeded_with(output: Value) -> crate::pipeline::Invocation {
-    crate::pipeline::Invocation {
-        invocation_id: None,
-        status: crate::runtime::Status::Succeeded,
-        output: Some(output),
-        error: None,
-        replayed: false,
-        idempotency_key: String::new(),
-        denials: Vec::new(),
-        finish: None,
-        audit_rows: Vec::new(),
     }
 }
 
