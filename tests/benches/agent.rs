@@ -56,9 +56,8 @@ impl Provider for Timed {
 
 async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     let host = TestHost::new();
-    let runtime = host.start().await.unwrap();
     let db = Db::open(&host.config.database_url()).await.unwrap();
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let mut change = serde_json::Map::new();
@@ -144,6 +143,8 @@ async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency:
     let config = WorkerConfig { poll: Duration::from_millis(5), lease: Duration::from_secs(30), concurrency };
     let mut worker = Worker::new(Tasks::new(caps.db().clone()), "bench".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     let baseline = resident_bytes();
     let started = Instant::now();
     let mut ids = Vec::new();

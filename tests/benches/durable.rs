@@ -215,8 +215,7 @@ async fn run(backend: Backend) {
     host.drop_plugin(components::PROBE, "probe.wasm");
     host.config.database_url = Some(fresh_url(backend, host.dir.path()).await);
     let db = Db::open(&host.config.database_url()).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     app.flush_component_events().await.unwrap();
     invokes(&caps, backend, 1, 50).await; // warm-up

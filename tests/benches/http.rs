@@ -77,8 +77,7 @@ fn main() {
     host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
     let (base, key, echo) = rt.block_on(async {
         let db = Db::open(&host.config.database_url()).await.unwrap();
-        let runtime = host.start().await.unwrap();
-        let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+        let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
         app.flush_component_events().await.unwrap();
         let key = capstan::http::keys::create(&db, "bench", &[EffectClass::Read], "bench").await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

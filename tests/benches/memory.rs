@@ -32,9 +32,9 @@ fn main() {
     let before = resident_bytes();
     let host = TestHost::new();
     let (runtime, base, key) = rt.block_on(async {
-        let runtime = host.start().await.unwrap();
         let db = Db::open(&host.config.database_url()).await.unwrap();
-        let app = capstan::app::App::new(runtime.clone(), db.clone(), capstan::store::new_id());
+        let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+        let runtime = app.caps().runtime().clone();
         app.flush_component_events().await.unwrap();
         let key = capstan::http::keys::create(&db, "bench", &[EffectClass::Read], "bench").await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

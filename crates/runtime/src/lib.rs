@@ -41,7 +41,7 @@ pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
 pub use external::{ExternalAnswer, ExternalSet, ExternalTool};
 pub use grant::{Actor, Denial, Grant, Mode, StopSignal};
-pub use host::{HOLD_LEASE, HostCall, run_owner, task_owner};
+pub use host::{HOLD_LEASE, HostCall, HostStores, run_owner, task_owner};
 pub use input_validator::InputValidator;
 pub use invoke::{CallOutcome, CallReport, Failure, Status, TrapKind, VerifyOutcome};
 pub use loader::{LoadError, Loaded, Source};
@@ -87,8 +87,14 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Builds the runtime without loading anything.
-    pub fn new(mut config: Config) -> anyhow::Result<Runtime> {
+    /// Builds the runtime without loading anything, and without the stores
+    /// the domain and command imports reach ([`Runtime::new_with`]).
+    pub fn new(config: Config) -> anyhow::Result<Runtime> {
+        Runtime::new_with(config, None)
+    }
+
+    /// Builds the runtime over `stores` without loading anything.
+    pub fn new_with(mut config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Runtime> {
         // Callers that did not go through the command line get the same
         // resolution: wasmtime's cache, among others, wants absolute paths.
         config.resolve_paths(&std::env::current_dir()?);
@@ -97,7 +103,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::CapabilityComponent::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
-        let services = Arc::new(host::HostServices::from_config(&config)?);
+        let services = Arc::new(host::HostServices::from_config(&config, stores)?);
         let ticker = engine::EpochTicker::start(&engine);
         let builtins_precompiled = !config.compile_builtins && builtins::precompiled_fits(&engine);
         Ok(Runtime {
@@ -121,9 +127,16 @@ impl Runtime {
     }
 
     /// Builds the runtime and loads the built-ins and the directory,
-    /// refusing to start when a core capability is missing or duplicated.
+    /// refusing to start when a core capability is missing or duplicated;
+    /// the domain and command imports have no stores to reach (the sandbox
+    /// alone, as its tests and the command line's checks use it).
     pub async fn start(config: Config) -> anyhow::Result<Arc<Runtime>> {
-        let runtime = Arc::new(Runtime::new(config)?);
+        Runtime::start_with(config, None).await
+    }
+
+    /// [`Runtime::start`] over `stores`: what a host process runs.
+    pub async fn start_with(config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Arc<Runtime>> {
+        let runtime = Arc::new(Runtime::new_with(config, stores)?);
         std::fs::create_dir_all(runtime.config.data_dir())?;
         std::fs::create_dir_all(runtime.config.capabilities_dir())?;
         runtime.rescan(true).await?;
@@ -212,17 +225,6 @@ impl Runtime {
     /// How many times the registry was rebuilt since start.
     pub fn rescan_count(&self) -> u64 {
         self.rescans.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Opens the `library`, `drafts` and `records` imports onto `domain`.
-    pub fn attach_domain(&self, domain: Arc<dyn host::DomainStore>) {
-        self.services.attach_domain(domain);
-    }
-
-    /// Writes every command start and cancel to `recorder` before it
-    /// happens.
-    pub fn attach_command_recorder(&self, recorder: Arc<dyn host::CommandRecorder>) {
-        self.services.commands.attach_recorder(recorder);
     }
 
     /// The current registry snapshot.

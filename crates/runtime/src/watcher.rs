@@ -15,15 +15,31 @@ use super::Runtime;
 /// copied in produces several.
 const QUIET: Duration = Duration::from_millis(300);
 
-/// Keeps the watch alive; dropping it stops watching.
+/// Keeps the watch alive; dropping it stops watching at once, and
+/// [`DirWatcher::stop`] stops it after any rescan under way.
 pub struct DirWatcher {
-    _watcher: notify::RecommendedWatcher,
-    task: tokio::task::JoinHandle<()>,
+    watcher: Option<notify::RecommendedWatcher>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DirWatcher {
+    /// Stops watching and waits for a rescan in progress to end (a
+    /// rescan cut off half-way would leave the registry as it was, but a
+    /// component's audit row could be lost).
+    pub async fn stop(mut self) {
+        // Without the watcher the channel closes, and the loop ends.
+        drop(self.watcher.take());
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
 }
 
 impl Drop for DirWatcher {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -63,5 +79,5 @@ pub fn watch(runtime: Arc<Runtime>) -> anyhow::Result<DirWatcher> {
             }
         }
     });
-    Ok(DirWatcher { _watcher: watcher, task })
+    Ok(DirWatcher { watcher: Some(watcher), task: Some(task) })
 }

@@ -1,9 +1,17 @@
-//! `capstan serve`: the runtime, the directory watcher and the HTTP API,
-//! until Ctrl-C or SIGTERM.
+//! `capstan serve`: the HTTP API over the runtime, beside the background
+//! loops of a serving process (`App::run` with `Role::Serve`), until
+//! Ctrl-C or SIGTERM; then the server drains and every loop is stopped
+//! and joined before the process exits.
+
+use std::time::Duration;
 
 use super::{CommandResult, failed};
+use crate::app::{Role, Running};
 use crate::config::Config;
-use crate::runtime::watcher;
+
+/// How long a stopping process waits for its background loops: a worker's
+/// drain and a little more.
+const STOP_LOOPS_WITHIN: Duration = Duration::from_secs(crate::tasks::worker::DRAIN.as_secs() + 5);
 
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
@@ -15,28 +23,35 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
         closing: None,
     };
     let app = crate::app::App::open(config).await.map_err(failed)?;
-    let capabilities = app.caps().clone();
-    let runtime = capabilities.runtime().clone();
-    let _watch = watcher::watch(runtime.clone()).map_err(failed)?;
-    spawn_heartbeat(capabilities.clone());
-    // What the console set up follows changes made by other processes too.
-    app.follow_setup();
-    // `serve` runs the API and a worker in one process.
-    let worker = std::sync::Arc::new(app.worker(&worker_config));
-    tokio::spawn(worker.run(shutdown()));
-    crate::retention::spawn_schedule(crate::tasks::Tasks::new(capabilities.db().clone()));
-    if worker_config.tasks.pipeline_interval_sec > 0 {
-        let interval = std::time::Duration::from_secs(worker_config.tasks.pipeline_interval_sec);
-        crate::acquisition::spawn_schedule(capabilities.clone(), interval);
-    }
+    let runtime = app.caps().runtime().clone();
+    // Bound first: a port in use stops the start before any loop runs.
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| failed(anyhow::Error::from(e)))?;
+    // `serve` runs the API beside a worker, the watcher and the schedules.
+    let running = app.run(&worker_config, Role::Serve).map_err(failed)?;
     tracing::info!(addr = %bound, capabilities = runtime.snapshot().active.len(), "capstan is serving");
     warn_without_tls(bound, &options);
-    crate::http::serve(listener, app, options, shutdown()).await.map_err(failed)?;
+    let served = crate::http::serve(listener, app, options, shutdown()).await;
+    stop_loops(running).await;
+    served.map_err(failed)?;
     Ok(0)
+}
+
+/// Stops a process's background loops, saying in the log which ended and
+/// which were still running when the bound passed.
+pub(crate) async fn stop_loops(running: Running) {
+    let stopped = running.stop(STOP_LOOPS_WITHIN).await;
+    if stopped.left.is_empty() {
+        tracing::info!(loops = stopped.ended.join(", "), "every background loop stopped");
+    } else {
+        tracing::warn!(
+            left = stopped.left.join(", "),
+            ended = stopped.ended.join(", "),
+            "background loops still running at shutdown were cut off"
+        );
+    }
 }
 
 /// Capstan has no TLS of its own: said once at start, loudly when other
@@ -76,26 +91,4 @@ pub(crate) async fn shutdown() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
-}
-
-/// Tells other processes, every 10 s, that this one's claims are alive,
-/// and turns the running claims of processes that stopped beating unknown.
-pub(crate) fn spawn_heartbeat(capabilities: std::sync::Arc<crate::pipeline::Capabilities>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
-            if let Err(e) = capabilities.ledger().heartbeat().await {
-                tracing::warn!(error = %e, "heartbeat failed");
-            }
-            // A process that died after this one started (a worker killed
-            // beside it, a server restarted quickly) leaves its running
-            // claims behind: they become unknown once its heartbeat lapses,
-            // not only at the next start.
-            match capabilities.ledger().recover_orphans().await {
-                Ok(0) => {}
-                Ok(n) => tracing::warn!(rows = n, "calls of a process that stopped beating are now unknown"),
-                Err(e) => tracing::warn!(error = %e, "cannot look for calls of stopped processes"),
-            }
-        }
-    });
 }

@@ -1,8 +1,6 @@
 //! `capstan worker` (a worker alone against the shared database) and
 //! `capstan tasks list | enqueue | cancel | retry`.
 
-use std::sync::Arc;
-
 use clap::Subcommand;
 
 use super::{CommandResult, exit, failed};
@@ -41,12 +39,11 @@ pub enum TasksCommand {
 
 pub async fn run(config: Config) -> CommandResult {
     let app = crate::app::App::open(config.clone()).await.map_err(failed)?;
-    let capabilities = app.caps().clone();
-    let worker = Arc::new(app.worker(&config));
-    app.follow_setup();
-    super::serve::spawn_heartbeat(capabilities);
-    tracing::info!("worker started");
-    worker.run(super::serve::shutdown()).await;
+    let running = app.run(&config, crate::app::Role::Worker).map_err(failed)?;
+    tracing::info!(loops = running.names().join(", "), "worker started");
+    super::serve::shutdown().await;
+    tracing::info!("worker shutting down");
+    super::serve::stop_loops(running).await;
     Ok(0)
 }
 

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::settings::Settings;
@@ -52,19 +53,20 @@ pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>, settings: &Arc<Se
     worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(caps.clone())));
 }
 
-/// Queues the periodic tasks every `interval` until the process ends.
-pub fn spawn_schedule(caps: Arc<Capabilities>, interval: Duration) {
-    tokio::spawn(async move {
-        let tasks = Tasks::new(caps.db().clone());
-        loop {
-            for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
-                if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
-                    tracing::warn!(error = %e, kind, "cannot queue a scheduled task");
-                }
+/// Queues the periodic tasks every `interval` until `stop` is cancelled.
+pub async fn schedule(caps: Arc<Capabilities>, interval: Duration, stop: CancellationToken) {
+    let tasks = Tasks::new(caps.db().clone());
+    loop {
+        for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
+            if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
+                tracing::warn!(error = %e, kind, "cannot queue a scheduled task");
             }
-            tokio::time::sleep(interval).await;
         }
-    });
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
 }
 
 /// A human decided an approval: an approved organization plan is carried

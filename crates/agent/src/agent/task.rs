@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::engine::{AgentRuntime, RUN_AGENT};
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler, Worker};
@@ -34,19 +35,21 @@ impl TaskHandler for RunAgent {
     }
 }
 
-/// Registers `runAgent` on `worker`, and starts the waker that queues the
-/// task of each waiting run when its next look is due. Must be called
-/// inside a tokio runtime.
+/// Registers `runAgent` on `worker`.
 pub fn register(worker: &mut Worker, runtime: &Arc<AgentRuntime>) {
     worker.handle(RUN_AGENT, Arc::new(RunAgent(runtime.clone())));
-    let waker = Arc::downgrade(runtime);
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            let Some(runtime) = waker.upgrade() else { return };
-            if let Err(e) = runtime.wake_due().await {
-                tracing::warn!(error = %e, "could not wake waiting agent runs");
-            }
+}
+
+/// Queues the task of each waiting run when its next look is due,
+/// checking every second, until `stop` is cancelled.
+pub async fn wake_due_runs(runtime: Arc<AgentRuntime>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
         }
-    });
+        if let Err(e) = runtime.wake_due().await {
+            tracing::warn!(error = %e, "could not wake waiting agent runs");
+        }
+    }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentRuntime;
 use crate::settings::Settings;
@@ -62,23 +63,24 @@ pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<S
     worker.handle(PRUNE_DATA, Arc::new(PruneData { agent: agent.clone(), settings: settings.clone() }));
 }
 
-/// Queues `pruneData` every [`PRUNE_EVERY`] until the process ends (one at
-/// a time: the dedupe key holds while one is queued or running).
-pub fn spawn_schedule(tasks: Tasks) {
-    tokio::spawn(async move {
-        loop {
-            let task = NewTask {
-                kind: PRUNE_DATA.into(),
-                subject: None,
-                payload: json!({}),
-                dedupe_key: Some(PRUNE_DATA.into()),
-                max_attempts: 3,
-                created_by: "retention".into(),
-            };
-            if let Err(e) = tasks.enqueue(&task).await {
-                tracing::warn!(error = %e, "cannot queue pruneData");
-            }
-            tokio::time::sleep(PRUNE_EVERY).await;
+/// Queues `pruneData` every [`PRUNE_EVERY`] until `stop` is cancelled
+/// (one at a time: the dedupe key holds while one is queued or running).
+pub async fn schedule(tasks: Tasks, stop: CancellationToken) {
+    loop {
+        let task = NewTask {
+            kind: PRUNE_DATA.into(),
+            subject: None,
+            payload: json!({}),
+            dedupe_key: Some(PRUNE_DATA.into()),
+            max_attempts: 3,
+            created_by: "retention".into(),
+        };
+        if let Err(e) = tasks.enqueue(&task).await {
+            tracing::warn!(error = %e, "cannot queue pruneData");
         }
-    });
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(PRUNE_EVERY) => {}
+        }
+    }
 }

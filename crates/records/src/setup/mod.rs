@@ -4,8 +4,8 @@
 //! placement. Kept in the database (`setup_entry`), each secret encrypted
 //! like the other secrets. What the file sets wins and is shown as set by
 //! the file; the rest comes from here. [`apply`] merges both and puts the
-//! result in place in the runtime without a restart, and [`spawn_refresh`]
-//! does so in every process when another one changed it. [`probe`] is the
+//! result in place in the runtime without a restart (every process does
+//! so again when another one changed it: the app's `follow_setup` loop). [`probe`] is the
 //! console's Test button: a real request with the form's values or the
 //! saved ones, what it used, and what it found. [`mcp`] keeps the external
 //! MCP servers set up in the console. [`document`]
@@ -478,26 +478,4 @@ pub async fn apply(runtime: &Runtime, store: &SetupStore) -> anyhow::Result<()> 
     let config = runtime.config().clone();
     let effective = store.effective(&config).await?;
     runtime.reconfigure(&effective.services, &effective.roots, effective.settings)
-}
-
-/// Applies the setup now and again whenever it changes in the database (a
-/// change made through another process), checked every few seconds.
-pub fn spawn_refresh(runtime: Arc<Runtime>, store: SetupStore) {
-    tokio::spawn(async move {
-        let mut seen = None;
-        loop {
-            match store.version().await {
-                Ok(version) if Some(version) != seen => {
-                    // Said once per change, not every few seconds.
-                    seen = Some(version);
-                    if let Err(e) = apply(&runtime, &store).await {
-                        tracing::error!(error = %e, "the console's setup cannot be applied; the last good one stays");
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot read the console's setup"),
-            }
-            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-        }
-    });
 }

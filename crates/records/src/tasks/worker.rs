@@ -2,7 +2,12 @@
 //! (another process may run the others), runs each kind's handler while
 //! renewing the lease, and records the outcome (fenced by the lease token)
 //! with its audit event in one commit. A handler that loses its lease is
-//! abandoned; the worker that took the task over finishes it.
+//! abandoned; the worker that took the task over finishes it. Told to
+//! stop, a worker claims nothing more and gives the tasks it runs
+//! [`DRAIN`] to finish; one still running then is cut off and left to its
+//! lease, as if the process had died (another worker takes it over, and
+//! its calls that had begun an effect are found orphaned and recorded
+//! `unknown`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -44,6 +49,18 @@ pub trait TaskHandler: Send + Sync {
     fn run(&self, task: Task) -> HandlerFuture;
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How long a stopping worker waits for the tasks it runs.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
 /// Worker settings.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerConfig {
@@ -79,22 +96,26 @@ impl Worker {
         self.handlers.insert(kind.to_string(), handler);
     }
 
-    /// Runs until `shutdown` resolves; tasks in progress are left to their
-    /// leases (another worker takes them over).
+    /// Runs until `shutdown` resolves, then waits up to [`DRAIN`] for the
+    /// tasks in progress; one still running after that is left to its lease.
     pub async fn run(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         let slots = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
         // Only what this worker can run: another process may know more kinds.
         let kinds: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
+        let mut running = tokio::task::JoinSet::new();
         tokio::pin!(shutdown);
         loop {
+            // Finished tasks leave the set as they end, so it holds only
+            // what is running.
+            while running.try_join_next().is_some() {}
             let permit = tokio::select! {
-                _ = &mut shutdown => return,
+                _ = &mut shutdown => break,
                 permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
             };
             match self.tasks.claim_among(&self.owner, self.config.lease, Some(&kinds)).await {
                 Ok(Some(task)) => {
                     let worker = self.clone();
-                    tokio::spawn(async move {
+                    running.spawn(async move {
                         worker.process(task).await;
                         drop(permit);
                     });
@@ -102,7 +123,7 @@ impl Worker {
                 Ok(None) => {
                     drop(permit);
                     tokio::select! {
-                        _ = &mut shutdown => return,
+                        _ = &mut shutdown => break,
                         _ = tokio::time::sleep(self.config.poll) => {}
                     }
                 }
@@ -112,6 +133,18 @@ impl Worker {
                     tokio::time::sleep(self.config.poll).await;
                 }
             }
+        }
+        if running.is_empty() {
+            return;
+        }
+        tracing::info!(tasks = running.len(), "waiting for the tasks in progress before stopping");
+        let drained = tokio::time::timeout(DRAIN, async { while running.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!(
+                tasks = running.len(),
+                "tasks still running at shutdown are left to their leases; another worker takes them over"
+            );
+            running.shutdown().await;
         }
     }
 
@@ -124,6 +157,8 @@ impl Worker {
                 // The handler runs as its own task so renewals keep their
                 // schedule however busy it is.
                 let mut run = tokio::spawn(handler.run(task.clone()));
+                // A task cut off at shutdown takes its handler with it.
+                let _cut_together = AbortOnDrop(run.abort_handle());
                 let renew_every = self.config.lease / 3;
                 loop {
                     tokio::select! {

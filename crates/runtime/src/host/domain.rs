@@ -1,8 +1,9 @@
 //! `capstan:host/library` (read), `drafts` (propose) and `records`
 //! (execute): the doors to the domain store. The runtime knows the store
-//! only as [`DomainStore`], which the domain implements; it is attached once
-//! the database is open ([`HostServices::attach_domain`]). Before that, or
-//! in a runtime without a database, calls answer `unavailable`.
+//! only as [`DomainStore`], which the domain implements and the host hands
+//! in when it builds the runtime ([`super::HostStores`]). In a runtime
+//! built without one (loading, listing, the sandbox's own tests), calls
+//! answer `unavailable`.
 
 use std::sync::Arc;
 
@@ -81,10 +82,9 @@ pub trait DomainStore: Send + Sync {
 impl CallState {
     fn domain(&self) -> Result<Arc<dyn DomainStore>, HostError> {
         self.services
-            .domain
-            .get()
+            .domain()
             .cloned()
-            .ok_or_else(|| HostError::Unavailable("no domain store is attached to this runtime".into()))
+            .ok_or_else(|| HostError::Unavailable("this runtime was built without the domain store".into()))
     }
 
     /// The store refuses a change in the transaction that would have made

@@ -32,7 +32,7 @@ mod record;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 pub use commands::{
     CommandAct, CommandEnd, CommandHost, CommandRecord, CommandRecorder, OUTPUT_ROOT, Outcome as CommandOutcome,
@@ -83,11 +83,23 @@ impl Setup {
     }
 }
 
+/// What the host imports reach beyond the sandbox, handed to the runtime
+/// when it is built: the domain store behind `library`, `drafts` and
+/// `records`, and the audit log every command start and cancel is written
+/// to before it happens. A runtime without them (loading, listing, tests
+/// of the sandbox alone) answers those imports as unavailable and records
+/// no command.
+#[derive(Clone)]
+pub struct HostStores {
+    pub domain: Arc<dyn DomainStore>,
+    pub commands: Arc<dyn CommandRecorder>,
+}
+
 /// What host imports reach, shared by every call of one runtime.
 pub struct HostServices {
     setup: RwLock<Arc<Setup>>,
-    /// Attached once the database is open.
-    pub domain: OnceLock<Arc<dyn DomainStore>>,
+    /// The domain store, when the runtime was built with one.
+    domain: Option<Arc<dyn DomainStore>>,
     /// What all calls together may still log this second.
     pub guest_log: GuestLogBudget,
     /// The workers blocking file work runs on.
@@ -102,17 +114,18 @@ pub fn log_caps() -> (u32, usize) {
 }
 
 impl HostServices {
-    pub fn from_config(config: &Config) -> anyhow::Result<HostServices> {
+    pub fn from_config(config: &Config, stores: Option<HostStores>) -> anyhow::Result<HostServices> {
         let settings = config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
-        let commands = CommandHost::from_config(config);
+        let (domain, recorder) = stores.map(|s| (s.domain, s.commands)).unzip();
+        let commands = CommandHost::from_config(config, recorder);
         let setup = Setup::build(&config.services, &with_output_root(&config.roots, &commands)?, settings)?;
-        Ok(HostServices::with(setup, commands))
+        Ok(HostServices::with(setup, commands, domain))
     }
 
-    fn with(setup: Setup, commands: CommandHost) -> HostServices {
+    fn with(setup: Setup, commands: CommandHost, domain: Option<Arc<dyn DomainStore>>) -> HostServices {
         HostServices {
             setup: RwLock::new(Arc::new(setup)),
-            domain: OnceLock::new(),
+            domain,
             guest_log: GuestLogBudget::default(),
             file_pool: files::FilePool::default(),
             commands,
@@ -123,7 +136,7 @@ impl HostServices {
     /// commands, so `describe` and pre-initialisation can neither reach nor
     /// wait on anything outside the sandbox.
     pub fn isolated() -> HostServices {
-        HostServices::with(Setup::empty(), CommandHost::default())
+        HostServices::with(Setup::empty(), CommandHost::default(), None)
     }
 
     /// The roots `roots` names, and the one command output is archived
@@ -142,10 +155,9 @@ impl HostServices {
         *self.setup.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(setup);
     }
 
-    /// Gives `library`, `drafts` and `records` their store. The first
-    /// attachment wins; a runtime serves one database.
-    pub fn attach_domain(&self, domain: Arc<dyn DomainStore>) {
-        let _ = self.domain.set(domain);
+    /// The domain store, when the runtime was built with one.
+    pub fn domain(&self) -> Option<&Arc<dyn DomainStore>> {
+        self.domain.as_ref()
     }
 }
 

@@ -113,6 +113,8 @@ fn start_worker(env: &Env, agent: &Arc<AgentRuntime>) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "bounds-test".into(), config);
     capstan::agent::task::register(&mut worker, agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 

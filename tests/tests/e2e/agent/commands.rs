@@ -40,7 +40,10 @@ async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it()
     let base = serve(env.app.clone()).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "commands".into(), config);
-    capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
+    let agent = Arc::new(env.app.new_agent());
+    capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     let invoke = Arc::new(capstan::pipeline::InvokeCapability(env.caps.clone()));
     worker.handle(capstan::pipeline::INVOKE_CAPABILITY, invoke);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -70,6 +70,8 @@ pub(crate) async fn run_with(
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "context-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     // Stopped, not aborted, when the run ends: the worker returns between claims.
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(Arc::new(worker).run(async {
@@ -270,6 +272,8 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "tools-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun {
         goal: "count for me".into(),

@@ -109,8 +109,8 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     .unwrap();
     host.config.mcp.servers.insert("notes".into(), notes);
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime.clone(), db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
 
@@ -286,7 +286,10 @@ async fn paged_to_a_model(app: &Arc<capstan::app::App>, db: &Db, base: &str) {
     set(app, &[("model.script", json!(SCRIPT))]).await;
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(db.clone()), "external-mcp".into(), config);
-    capstan::agent::task::register(&mut worker, &Arc::new(app.new_agent()));
+    let agent = Arc::new(app.new_agent());
+    capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
     let api = Api::new(base).with_key(&key);

@@ -35,6 +35,8 @@ fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "investigate".into(), config);
     capstan::agent::task::register(&mut worker, env.app.agent());
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
@@ -285,6 +287,8 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
     let mut worker = Worker::new(tasks.clone(), "recover".into(), config);
     capstan::agent::task::register(&mut worker, env.app.agent());
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     worker.handle("testMend", Arc::new(Mends));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

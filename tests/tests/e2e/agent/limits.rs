@@ -157,6 +157,8 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "closed-test".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     let handle = tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let new = NewRun {
         goal: "look".into(),

@@ -89,9 +89,9 @@ library = {library:?}
     std::fs::create_dir_all(config.capabilities_dir()).unwrap();
     std::fs::copy(capstan_tests::components::COUNTER_SAFE, config.capabilities_dir().join("safe.wasm")).unwrap();
     let db = Db::open(&config.database_url()).await.unwrap();
-    let runtime = capstan::Runtime::start(config).await.unwrap();
+    let app = capstan::app::App::start(config, db, capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
     capstan_tests::host::accept(&runtime, "test.counter-safe").await;
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let domain = caps.domain();
@@ -232,7 +232,10 @@ fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
     let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.caps, env.app.settings());
-    capstan::agent::task::register(&mut worker, &Arc::new(env.app.new_agent()));
+    let agent = Arc::new(env.app.new_agent());
+    capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 

@@ -81,6 +81,8 @@ pub fn start_worker(env: &Env) {
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "agent-test".into(), config);
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 

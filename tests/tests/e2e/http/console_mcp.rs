@@ -17,8 +17,8 @@ async fn a_newcomer_adds_tests_and_forgets_an_mcp_server_in_the_console() {
     let host = TestHost::new();
     let (_server, url, _calls) = start_server(host.dir.path()).await;
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime.clone(), db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
     let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();

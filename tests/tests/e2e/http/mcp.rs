@@ -80,9 +80,9 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     // Acts on plans: held until the operator accepts it, which nobody does.
     host.drop_plugin(components::PLAN_STEP, "plan-step.wasm");
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
     host.accept(&runtime, "test.counter-safe").await;
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let api = capstan_tests::api::serve(app.clone()).await;

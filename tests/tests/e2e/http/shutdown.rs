@@ -1,6 +1,7 @@
 //! `capstan serve` stops promptly when told to, with a console open: the
 //! event stream a browser holds ends on SIGTERM, the log says the server is
-//! shutting down, and the process exits well within its grace period.
+//! shutting down, every background loop the process started is stopped
+//! and joined, and the process exits cleanly well within its grace period.
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,13 @@ async fn serve_exits_promptly_on_sigterm_with_an_event_stream_open() {
     println!("serve exited {took:?} after SIGTERM with an event stream open");
     assert!(status.is_some(), "serve still running {took:?} after SIGTERM:\n{}", server.log());
     assert!(server.log().contains("shutting down"), "{}", server.log());
+    let status = status.unwrap();
+    assert!(status.success(), "serve exited with {status}:\n{}", server.log());
+    let log = server.log();
+    let stopped = log.lines().find(|l| l.contains("every background loop stopped")).unwrap_or_else(|| panic!("{log}"));
+    for name in ["heartbeat", "setup", "agent-waker", "worker", "watcher", "retention"] {
+        assert!(stopped.contains(name), "{name} is not among the loops stopped: {stopped}");
+    }
     let ended = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("the stream never ended").unwrap();
     // The stream was ended by the shutdown, not left for the grace period to cut.
     assert!(ended.duration_since(told) < grace, "the stream ended only {:?} after SIGTERM", ended.duration_since(told));

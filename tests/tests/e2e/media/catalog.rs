@@ -31,11 +31,16 @@ fn api_key(key: &str) -> Auth {
     Auth::Query { name: "api_key".into(), value: SecretRef(key.into()) }
 }
 
-async fn start(service: Option<ServiceConfig>) -> (TestHost, Arc<Runtime>) {
+fn host_with(service: Option<ServiceConfig>) -> TestHost {
     let mut host = TestHost::new();
     if let Some(service) = service {
         host.config.services.insert("tmdb".into(), service);
     }
+    host
+}
+
+async fn start(service: Option<ServiceConfig>) -> (TestHost, Arc<Runtime>) {
+    let host = host_with(service);
     let runtime = host.start().await.unwrap();
     (host, runtime)
 }
@@ -184,9 +189,9 @@ async fn bad_input_and_a_missing_service_are_clear_before_anything_is_sent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_invoke_path_accepts_each_action_and_refuses_misspelt_fields_by_the_published_schema() {
     let mock = MockTmdb::start(KEY, Catalog::sample()).await;
-    let (host, runtime) = start(Some(tmdb_service(&mock, api_key(KEY)))).await;
+    let host = host_with(Some(tmdb_service(&mock, api_key(KEY))));
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     app.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);

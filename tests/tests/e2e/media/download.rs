@@ -67,8 +67,7 @@ fn error(inv: &Invocation) -> (&str, &str) {
 
 async fn start(backend: Backend, host: TestHost) -> Env {
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     app.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();

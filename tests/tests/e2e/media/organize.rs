@@ -74,9 +74,9 @@ pub(super) async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     let holder = capstan::config::CapabilityConfig { deadline_ms: Some(5_000), ..Default::default() };
     host.config.capabilities.insert("test.plan-step".into(), holder);
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
     host.accept(&runtime, "test.plan-step").await;
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, app, caps, downloads, library }

@@ -81,8 +81,7 @@ pub(super) async fn start_on(backend: Backend, qbt: &QBittorrent, dune: &BuiltTo
     host.config.roots.insert("downloads".into(), qbt.downloads());
     host.config.roots.insert("library".into(), library.path().to_path_buf());
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };

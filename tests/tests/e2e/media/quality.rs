@@ -83,8 +83,7 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
         },
     );
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), "quality-test".into(), config);

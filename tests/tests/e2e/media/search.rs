@@ -103,11 +103,16 @@ fn indexer_service(mock: &MockTorznab, key: &str) -> ServiceConfig {
     }
 }
 
-async fn start(indexers: &[(&str, ServiceConfig)]) -> (TestHost, Arc<Runtime>) {
+fn host_with(indexers: &[(&str, ServiceConfig)]) -> TestHost {
     let mut host = TestHost::new();
     for (name, service) in indexers {
         host.config.services.insert(name.to_string(), service.clone());
     }
+    host
+}
+
+async fn start(indexers: &[(&str, ServiceConfig)]) -> (TestHost, Arc<Runtime>) {
+    let host = host_with(indexers);
     let runtime = host.start().await.unwrap();
     (host, runtime)
 }
@@ -281,9 +286,9 @@ async fn no_indexer_and_bad_input_are_clear_failures() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_invoke_path_checks_search_input_against_the_published_schema() {
     let a = MockTorznab::start(ALPHA_KEY, alpha()).await;
-    let (host, runtime) = start(&[("torznab", indexer_service(&a, ALPHA_KEY))]).await;
+    let host = host_with(&[("torznab", indexer_service(&a, ALPHA_KEY))]);
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     app.flush_component_events().await.unwrap();
     let origin = Origin::cli(EffectClass::Read);

@@ -42,8 +42,7 @@ pub async fn env(backend: Backend) -> Env {
     let mut host = TestHost::new();
     host.config.services.insert("tmdb".into(), tmdb_service(&tmdb));
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, tmdb, db, app, caps }

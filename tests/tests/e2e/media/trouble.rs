@@ -34,6 +34,8 @@ pub(super) fn worker(env: &Env) {
     let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "trouble".into(), config);
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     capstan::agent::task::register(&mut worker, env.app.agent());
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
     let sync = capstan::acquisition::SyncDownloads(env.caps.clone(), env.app.settings().clone());
     worker.handle(capstan::acquisition::SYNC_DOWNLOADS, Arc::new(sync));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));

@@ -81,8 +81,7 @@ async fn env_with(marker: u32, adjust: impl FnOnce(&mut capstan::config::Config)
     adjust(&mut host.config);
     let data = host.config.data_dir();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, app, caps, db, media, data }

@@ -47,8 +47,7 @@ async fn env() -> Env {
     host.drop_plugin(components::PROBE, "probe.wasm");
     let data = host.config.data_dir();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     caps.ledger().heartbeat().await.unwrap();
     Env { _host: host, caps, data }

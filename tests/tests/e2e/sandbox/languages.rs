@@ -65,11 +65,11 @@ async fn serving(min_length: &str) -> (TestHost, Arc<Runtime>, watcher::DirWatch
         let settings = &mut host.config.capabilities.entry(example.id().into()).or_default().settings;
         settings.insert("min_length".into(), min_length.into());
     }
-    let runtime = host.start().await.unwrap();
-    let watch = watcher::watch(runtime.clone()).unwrap();
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     let key = capstan::http::keys::create(&db, "author", &[EffectClass::Execute], "test").await.unwrap();
-    let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
+    let watch = watcher::watch(runtime.clone()).unwrap();
     let api = Api::new(&serve(app).await).with_key(&key);
     (host, runtime, watch, api)
 }
@@ -145,9 +145,14 @@ async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
 
 /// A watched host with a compiled-code cache of its own, so a component
 /// dropped in is really compiled (a Python one takes seconds).
-async fn host_with_an_empty_cache() -> (TestHost, Arc<Runtime>, watcher::DirWatcher) {
+fn with_an_empty_cache() -> TestHost {
     let mut host = TestHost::new();
     host.config.cache_dir = Some(host.dir.path().join("cache"));
+    host
+}
+
+async fn host_with_an_empty_cache() -> (TestHost, Arc<Runtime>, watcher::DirWatcher) {
+    let host = with_an_empty_cache();
     let runtime = host.start().await.unwrap();
     let watch = watcher::watch(runtime.clone()).unwrap();
     (host, runtime, watch)
@@ -237,10 +242,12 @@ fn capabilities_list_shows_a_component_not_compiled_yet_as_compiling() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_shows_a_component_compiling_and_then_loaded() {
     let python = languages::build(Example::Python, "read-capability");
-    let (host, runtime, _watch) = host_with_an_empty_cache().await;
+    let host = with_an_empty_cache();
     let db = Db::open(&Db::default_url(host.dir.path())).await.unwrap();
     capstan::http::session::set_password(&db, "ada", "correct horse battery").await.unwrap();
-    let app = capstan::app::App::new(runtime.clone(), db, capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
+    let runtime = app.caps().runtime().clone();
+    let _watch = watcher::watch(runtime.clone()).unwrap();
     let root = serve(app).await.trim_end_matches("/api/v1").to_string();
     // Signed in before the file is dropped: starting a browser on a busy
     // machine can take longer than the compile.

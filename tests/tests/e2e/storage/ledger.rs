@@ -53,12 +53,11 @@ pub async fn env(backend: Backend) -> Env {
     }
     let url = fresh_url(backend, host.dir.path()).await;
     let db = Db::open(&url).await.unwrap();
-    let runtime = host.start().await.unwrap();
     // Plugins acting on plans or under a policy wait for the operator.
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     for id in ["test.plan-step", "test.counter-safe", "test.counter-verify", "test.counter-never"] {
-        host.accept(&runtime, id).await;
+        host.accept(app.caps().runtime(), id).await;
     }
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
     let caps = app.caps().clone();
     app.flush_component_events().await.unwrap();
     caps.ledger().heartbeat().await.unwrap();
@@ -353,7 +352,7 @@ async fn component_changes_are_audited_once(backend: Backend) {
     assert_eq!(of("component.refused", "junk.wasm"), 1);
     // Scanning again, or another process starting on the same data, adds nothing.
     env.caps.runtime().rescan(false).await.unwrap();
-    let again = capstan::app::App::new(env._host.start().await.unwrap(), env.db.clone(), "second".into());
+    let again = capstan::app::App::start(env._host.config.clone(), env.db.clone(), "second".into()).await.unwrap();
     again.flush_component_events().await.unwrap();
     env.app.flush_component_events().await.unwrap();
     assert_eq!(env.app.audit().list(0, 1000).await.unwrap().len(), events.len());

@@ -31,6 +31,8 @@ async fn start(env: &Env) -> Api {
     let mut worker = Worker::new(Tasks::new(env.db.clone()), "retention".into(), config);
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
     capstan::retention::register(&mut worker, &agent, env.app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();

@@ -243,7 +243,7 @@ async fn a_stored_base_url_goes_with_the_environments_key(backend: Backend) {
     let mut host = capstan_tests::host::TestHost::new();
     host.config.tmdb_environment = TmdbEnvironment::from_lookup(|name| (name == "TMDB_API_KEY").then(|| "x".into()));
     let db = capstan::store::Db::open(&capstan_tests::db::fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::new(host.start().await.unwrap(), db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let admin = Api::new(&serve(app.clone()).await).signed_in(&db, "admin").await;
     let (status, answer) =
         admin.send(reqwest::Method::PATCH, "/settings", json!({"metadata": {"tmdbBaseUrl": tmdb.base_url()}})).await;

@@ -42,16 +42,18 @@ async fn services_are_set_up_tested_and_in_effect_at_once(backend: Backend) {
     // torznab-3 is the file's; the console shows it and leaves it alone.
     let (host, downloads, library) = TestHost::with_a_file_indexer();
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
-    let runtime = host.start().await.unwrap();
-    let app = capstan::app::App::new(runtime, db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     let base = serve(app.clone()).await;
     // Another process on the same database (a worker) follows the changes.
     // (As `capstan worker` does, it shares the data folder and so the master key.)
     let mut other_host = TestHost::new();
     other_host.config = host.config.clone();
-    let other_app = capstan::app::App::new(other_host.start().await.unwrap(), db.clone(), capstan::store::new_id());
-    other_app.follow_setup();
+    let other_app =
+        capstan::app::App::start(other_host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let following = tokio_util::sync::CancellationToken::new();
+    let _stop_following = following.clone().drop_guard();
+    tokio::spawn(other_app.clone().follow_setup(following));
     let other = other_app.caps().clone();
     let admin = Api::new(&base).signed_in(&db, "admin").await;
 
@@ -188,7 +190,7 @@ async fn a_test_tries_the_forms_values_and_says_which_it_used() {
     .await;
     let (host, downloads, library) = TestHost::with_a_file_indexer();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::new(host.start().await.unwrap(), db.clone(), capstan::store::new_id());
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let base = serve(app.clone()).await;
     let admin = Api::new(&base).signed_in(&db, "admin").await;
     let test = |path: &str, body: Value| {

@@ -177,10 +177,71 @@ async fn concurrent_claims_take_each_task_once(backend: Backend) {
     assert_eq!(twice, 0, "a task was claimed more than once or not at all");
 }
 
+/// SIGTERM to `capstan worker` with a task in progress: the task is let
+/// finish and recorded by that worker, every background loop ends, and
+/// the process exits cleanly, well before the task's lease would lapse.
+async fn a_stopped_worker_finishes_its_task_and_every_loop_ends(backend: Backend) {
+    let host = TestHost::new();
+    host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
+    let url = fresh_url(backend, host.dir.path()).await;
+    let config = host.dir.path().join("capstan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n",
+            host.config.data_dir().display().to_string(),
+            shared_cache().display().to_string(),
+            url
+        ),
+    )
+    .unwrap();
+    let db = Db::open(&url).await.unwrap();
+    let tasks = Tasks::new(db.clone());
+    let payload = json!({"capability": "test.probe", "input": {"wait_ms": 1500}});
+    let (task, _) = tasks.enqueue(&new_task(payload, None)).await.unwrap();
+    let log = host.dir.path().join("worker.log");
+    let mut worker = Command::new(capstan_bin())
+        .args(["--config", config.to_str().unwrap(), "worker"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let running = wait_for(&tasks, &task.id, "started", |t| t.status == TaskStatus::Running).await;
+    let told = Command::new("kill").args(["-TERM", &worker.id().to_string()]).status().unwrap();
+    assert!(told.success());
+    let told = Instant::now();
+    let bound = capstan::tasks::worker::DRAIN + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = worker.try_wait().unwrap() {
+            break status;
+        }
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(told.elapsed() < bound, "the worker still runs {:?} after SIGTERM:\n{said}", told.elapsed());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let said = std::fs::read_to_string(&log).unwrap();
+    println!("worker exited {:?} after SIGTERM", told.elapsed());
+    assert!(status.success(), "{status}:\n{said}");
+    let done = tasks.get(&task.id).await.unwrap().unwrap();
+    assert_eq!(done.status, TaskStatus::Succeeded, "{said}");
+    assert_eq!(done.attempts, 1, "finished by the worker that began it, not taken over");
+    let owner = running.lease_owner.unwrap();
+    let events = Audit::new(db).list(0, 1000).await.unwrap();
+    let completed = events.iter().find(|e| e.event.action == "task.succeeded" && e.event.subject == task.id);
+    assert!(completed.is_some_and(|e| e.event.principal.contains(&owner)), "recorded by the stopping worker");
+    let stopped =
+        said.lines().find(|l| l.contains("every background loop stopped")).unwrap_or_else(|| panic!("{said}"));
+    for name in ["heartbeat", "setup", "agent-waker", "worker"] {
+        assert!(stopped.contains(name), "{name} is not among the loops stopped: {stopped}");
+    }
+}
+
 both_backends!(
     dedupe_backoff_cancel_and_retry,
     a_killed_worker_is_replaced_and_the_task_completes_once,
-    concurrent_claims_take_each_task_once
+    concurrent_claims_take_each_task_once,
+    a_stopped_worker_finishes_its_task_and_every_loop_ends
 );
 
 /// Waits until task `id` is dead, and answers it.

@@ -28,7 +28,7 @@ mod run;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use process::Outcome;
@@ -119,13 +119,13 @@ pub struct CommandHost {
     notes_dir: PathBuf,
     processes: Mutex<HashMap<String, Arc<Process>>>,
     /// The audit log starts and cancels are written to first.
-    recorder: OnceLock<Arc<dyn CommandRecorder>>,
+    recorder: Option<Arc<dyn CommandRecorder>>,
 }
 
 impl CommandHost {
     /// The commands `config` names; what a host that died left running
     /// of them is stopped now.
-    pub fn from_config(config: &Config) -> CommandHost {
+    pub fn from_config(config: &Config, recorder: Option<Arc<dyn CommandRecorder>>) -> CommandHost {
         let data = config.data_dir();
         let host = CommandHost {
             commands: config.commands.clone(),
@@ -133,7 +133,7 @@ impl CommandHost {
             work_dir: data.join("command-work"),
             notes_dir: data.join("command-running"),
             processes: Mutex::new(HashMap::new()),
-            recorder: OnceLock::new(),
+            recorder,
         };
         if !host.commands.is_empty() {
             if let Err(e) = std::fs::create_dir_all(&host.notes_dir) {
@@ -171,16 +171,10 @@ impl CommandHost {
         }
     }
 
-    /// Where starts and cancels are recorded before they happen. The
-    /// first attachment wins.
-    pub fn attach_recorder(&self, recorder: Arc<dyn CommandRecorder>) {
-        let _ = self.recorder.set(recorder);
-    }
-
-    /// Records `record` in the audit log, when one is attached; a record
+    /// Records `record` in the audit log, when the runtime has one; a record
     /// that cannot be written keeps the act from happening.
     async fn record(&self, record: CommandRecord<'_>) -> Result<(), HostError> {
-        match self.recorder.get() {
+        match &self.recorder {
             Some(recorder) => recorder.record(record).await.map_err(|e| {
                 HostError::Unavailable(format!("the command could not be recorded, so it did not run: {e}"))
             }),

@@ -1,9 +1,9 @@
 //! The audit of commands: each start and each cancel is written to the
 //! audit log *before* the process is spawned or signalled, so a host that
 //! dies while a command runs has still recorded it. The runtime knows the
-//! log only as [`CommandRecorder`], attached once the database is open
-//! ([`HostServices::attach_command_recorder`](crate::host::HostServices::attach_command_recorder));
-//! a runtime without a database keeps the host log's line only. What is
+//! log only as [`CommandRecorder`], handed in when the runtime is built
+//! ([`HostStores`](crate::host::HostStores)); a runtime built without one
+//! keeps the host log's line only. What is
 //! recorded is the command's name and how many arguments it was given —
 //! never an argument or environment value, which may be anything.
 

@@ -3,10 +3,15 @@
 //! and handed whole to the HTTP server and the task worker. The services
 //! below it are built here and nowhere else, so the API, the worker and the
 //! agent of one process share one database handle, one event stream, one
-//! ledger owner and one agent runtime.
+//! ledger owner and one agent runtime. What the process runs in the
+//! background, and how it stops, is [`run`]'s.
+
+mod run;
 
 use std::sync::Arc;
 use std::time::Duration;
+
+pub use run::{Role, Running, Stopped};
 
 use crate::agent::AgentRuntime;
 use crate::agent::providers::scripted::Scripted;
@@ -18,7 +23,7 @@ use crate::events::Events;
 use crate::external_tools::ExternalServers;
 use crate::ledger::Ledger;
 use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Parts};
-use crate::runtime::Runtime;
+use crate::runtime::{HostStores, Runtime};
 use crate::settings::Settings;
 use crate::setup::SetupStore;
 use crate::store::Db;
@@ -39,15 +44,16 @@ pub struct App {
 }
 
 impl App {
-    /// Builds every service over `runtime` and `db`, `owner` naming this
-    /// process in the ledger, and starts writing the runtime's component
-    /// changes to the audit log. Must be called inside a tokio runtime.
-    pub fn new(runtime: Arc<Runtime>, db: Db, owner: String) -> Arc<App> {
+    /// Builds every service over `db` once, starting the runtime of
+    /// `config` over the stores its imports reach (the domain, the audit
+    /// log of commands), with `owner` naming this process in the ledger,
+    /// and starts writing the runtime's component changes to the audit log.
+    pub async fn start(config: Config, db: Db, owner: String) -> anyhow::Result<Arc<App>> {
         let events = Events::new(db.clone());
         let domain = Domain::with_events(db.clone(), events.clone());
-        runtime.attach_domain(Arc::new(domain.clone()));
         let audit = Audit::new(db.clone());
-        runtime.attach_command_recorder(Arc::new(audit.clone()));
+        let stores = HostStores { domain: Arc::new(domain.clone()), commands: Arc::new(audit.clone()) };
+        let runtime = Runtime::start_with(config, Some(stores)).await?;
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
@@ -61,7 +67,7 @@ impl App {
         }));
         let agent = Arc::new(AgentRuntime::new(caps.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db), external })
+        Ok(Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db), external }))
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -73,8 +79,7 @@ impl App {
         // start here rather than at the first secret.
         crate::settings::MasterKey::load(&config.data_dir())?;
         let db = Db::open(&config.database_url()).await?;
-        let runtime = Runtime::start(config).await?;
-        let app = App::new(runtime, db, crate::store::new_id());
+        let app = App::start(config, db, crate::store::new_id()).await?;
         app.flush_component_events().await?;
         app.caps.ledger().heartbeat().await?;
         let orphans = app.caps.ledger().recover_orphans().await?;
@@ -119,25 +124,6 @@ impl App {
     /// What the console set up: services, roots, naming.
     pub fn setup(&self) -> &SetupStore {
         &self.setup
-    }
-
-    /// Keeps the console's setup in effect as other processes change it:
-    /// services and roots in the runtime, MCP servers in their links.
-    pub fn follow_setup(&self) {
-        crate::setup::spawn_refresh(self.caps.runtime().clone(), self.setup.clone());
-        let (external, setup) = (self.external.clone(), self.setup.clone());
-        let config = self.caps.runtime().config().clone();
-        tokio::spawn(async move {
-            let mut seen = setup.version().await.ok();
-            loop {
-                tokio::time::sleep(Duration::from_secs(3)).await;
-                let now = setup.version().await.ok();
-                if now.is_some() && now != seen {
-                    seen = now;
-                    link_mcp_servers(&external, &setup, &config).await;
-                }
-            }
-        });
     }
 
     /// Links the MCP servers in effect now (after the console changed
