@@ -11,7 +11,7 @@ mod run;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use run::{Role, Running, Stopped};
+pub use run::{ProcessRole, Running, Stopped};
 
 use crate::agent::AgentRuntime;
 use crate::agent::providers::scripted::Scripted;

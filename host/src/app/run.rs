@@ -1,6 +1,6 @@
 //! What one process runs besides answering requests, started in one place
 //! and stopped under one signal. [`App::run`] starts the background loops
-//! of a process's [`Role`]; [`Running::stop`] cancels them together and
+//! of a process's [`ProcessRole`]; [`Running::stop`] cancels them together and
 //! waits, within a bound, until each has ended, naming any that did not.
 //!
 //! | loop | `serve` | `worker` | what it does |
@@ -30,7 +30,7 @@ use crate::pipeline::Capabilities;
 
 /// Which process this is: what it runs besides the services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub enum ProcessRole {
     /// `capstan serve`: the API with a worker, the watcher and the schedules.
     Serve,
     /// `capstan worker`: a worker alone against the shared database.
@@ -91,7 +91,7 @@ impl Running {
 impl App {
     /// Starts the background loops of `role` (the table in this module's
     /// documentation), every one ending when [`Running::stop`] is called.
-    pub fn run(self: &Arc<Self>, config: &Config, role: Role) -> anyhow::Result<Running> {
+    pub fn run(self: &Arc<Self>, config: &Config, role: ProcessRole) -> anyhow::Result<Running> {
         let stop = CancellationToken::new();
         let mut running = Running { stop: stop.clone(), loops: JoinSet::new(), started: Vec::new() };
         running.start("heartbeat", heartbeat(self.caps.clone(), stop.clone()));
@@ -99,7 +99,7 @@ impl App {
         running.start("agent-waker", crate::agent::task::wake_due_runs(self.agent.clone(), stop.clone()));
         let worker = Arc::new(self.worker(config));
         running.start("worker", worker.run(stop.clone().cancelled_owned()));
-        if role == Role::Serve {
+        if role == ProcessRole::Serve {
             let watcher = crate::runtime::watcher::watch(self.caps.runtime().clone())?;
             let until = stop.clone();
             running.start("watcher", async move {

@@ -67,7 +67,7 @@ fn row(l: &Loaded, status: String) -> Row {
 
 /// What `capabilities check` prints on success.
 #[derive(Serialize)]
-struct Checked<'a> {
+struct CheckedFile<'a> {
     descriptor: &'a Descriptor,
     digest: &'a str,
     effect_class: EffectClass,
@@ -145,7 +145,7 @@ async fn check(config: Config, file: &PathBuf) -> CommandResult {
     let runtime = Runtime::new(config).map_err(failed)?;
     match runtime.check(&bytes, file.clone()).await {
         Ok(loaded) => {
-            let out = Checked {
+            let out = CheckedFile {
                 descriptor: &loaded.descriptor,
                 digest: &loaded.digest,
                 effect_class: loaded.imports.class,

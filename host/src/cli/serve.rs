@@ -1,12 +1,12 @@
 //! `capstan serve`: the HTTP API over the runtime, beside the background
-//! loops of a serving process (`App::run` with `Role::Serve`), until
+//! loops of a serving process (`App::run` with `ProcessRole::Serve`), until
 //! Ctrl-C or SIGTERM; then the server drains and every loop is stopped
 //! and joined before the process exits.
 
 use std::time::Duration;
 
 use super::{CommandResult, failed};
-use crate::app::{Role, Running};
+use crate::app::{ProcessRole, Running};
 use crate::config::Config;
 
 /// How long a stopping process waits for its background loops: a worker's
@@ -30,7 +30,7 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
         .map_err(|e| failed(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| failed(anyhow::Error::from(e)))?;
     // `serve` runs the API beside a worker, the watcher and the schedules.
-    let running = app.run(&worker_config, Role::Serve).map_err(failed)?;
+    let running = app.run(&worker_config, ProcessRole::Serve).map_err(failed)?;
     tracing::info!(addr = %bound, capabilities = runtime.snapshot().active.len(), "capstan is serving");
     warn_without_tls(bound, &options);
     let served = crate::http::serve(listener, app, options, shutdown()).await;

@@ -39,7 +39,7 @@ pub enum TasksCommand {
 
 pub async fn run(config: Config) -> CommandResult {
     let app = crate::app::App::open(config.clone()).await.map_err(failed)?;
-    let running = app.run(&config, crate::app::Role::Worker).map_err(failed)?;
+    let running = app.run(&config, crate::app::ProcessRole::Worker).map_err(failed)?;
     tracing::info!(loops = running.names().join(", "), "worker started");
     super::serve::shutdown().await;
     tracing::info!("worker shutting down");

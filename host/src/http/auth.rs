@@ -10,7 +10,7 @@ use axum::http::{Method, header};
 use super::AppState;
 use super::error::ApiError;
 use super::keys::{self, ApiKey};
-use super::session::{self, COOKIE, CSRF_HEADER, Session};
+use super::session::{self, COOKIE, CSRF_HEADER, ConsoleSession};
 
 /// An authenticated API-key caller.
 pub struct KeyAuth(pub ApiKey);
@@ -19,7 +19,7 @@ pub struct KeyAuth(pub ApiKey);
 #[derive(Clone)]
 pub enum Caller {
     Key(ApiKey),
-    Console(Session),
+    Console(ConsoleSession),
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {

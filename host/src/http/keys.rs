@@ -89,7 +89,7 @@ pub async fn revoke(db: &Db, id: &str, by: &str) -> Result<bool, sqlx::Error> {
         .await?
         .rows_affected();
     if changed == 1 {
-        let event = crate::audit::NewEvent {
+        let event = crate::audit::NewAuditEntry {
             actor_kind: "cli".into(),
             principal: by.into(),
             action: "api_key.revoke".into(),

@@ -26,7 +26,7 @@ pub const MAX_NAME: usize = 64;
 
 /// A live console session.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub struct ConsoleSession {
     pub id: String,
     pub admin: String,
     pub csrf_token: String,
@@ -88,8 +88,8 @@ pub async fn any_administrator(db: &Db) -> Result<bool, sqlx::Error> {
 }
 
 /// Opens a session for administrator `name`, whose password was checked.
-pub async fn open(db: &Db, name: &str) -> Result<Session, sqlx::Error> {
-    let session = Session {
+pub async fn open(db: &Db, name: &str) -> Result<ConsoleSession, sqlx::Error> {
+    let session = ConsoleSession {
         id: format!("{}{}", new_id(), new_id()),
         admin: name.to_string(),
         csrf_token: new_id(),
@@ -109,14 +109,14 @@ pub async fn open(db: &Db, name: &str) -> Result<Session, sqlx::Error> {
 }
 
 /// The live session with this id, if any.
-pub async fn find(db: &Db, id: &str) -> Result<Option<Session>, sqlx::Error> {
+pub async fn find(db: &Db, id: &str) -> Result<Option<ConsoleSession>, sqlx::Error> {
     let row: Option<(String, String, i64)> =
         sqlx::query_as("SELECT admin, csrf_token, expires_at FROM console_session WHERE id = $1 AND expires_at > $2")
             .bind(id)
             .bind(now_ms())
             .fetch_optional(&db.pool)
             .await?;
-    Ok(row.map(|(admin, csrf_token, expires_at)| Session { id: id.to_string(), admin, csrf_token, expires_at }))
+    Ok(row.map(|(admin, csrf_token, expires_at)| ConsoleSession { id: id.to_string(), admin, csrf_token, expires_at }))
 }
 
 /// Ends a session.
@@ -131,7 +131,7 @@ fn secure_attribute(https: bool) -> &'static str {
 
 /// The `Set-Cookie` value that carries a session; `https` says whether the
 /// browser's connection was encrypted.
-pub fn cookie(session: &Session, https: bool) -> String {
+pub fn cookie(session: &ConsoleSession, https: bool) -> String {
     format!(
         "{COOKIE}={}; HttpOnly{}; SameSite=Strict; Path=/; Max-Age={}",
         session.id,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::providers::{Block, Message, Role};
-use super::tools::plan::Plan;
+use super::tools::plan::StepPlan;
 
 /// How a host's note to the model begins, beside a user's message: the
 /// words after it are the host's, not the user's.
@@ -44,16 +44,16 @@ pub enum Entry {
     /// The results of the answer's tool calls.
     ToolResults { content: Vec<Block> },
     /// The plan after an `update_plan` call (or `null` when a new request clears it).
-    Plan { plan: Option<Plan> },
+    Plan { plan: Option<StepPlan> },
     /// The history after compaction replaces everything before.
     Compacted { messages: Vec<Message> },
 }
 
 /// What a log says about a run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Session {
+pub struct SessionState {
     pub messages: Vec<Message>,
-    pub plan: Option<Plan>,
+    pub plan: Option<StepPlan>,
     /// The request being answered, and the seq of its latest message.
     pub request: Option<(String, i64)>,
     /// The words of the message that started the task.
@@ -65,7 +65,7 @@ pub struct Session {
     pub last_message_seq: i64,
 }
 
-impl Session {
+impl SessionState {
     /// Applies one entry.
     pub fn apply(&mut self, entry: &Entry) {
         match entry {
@@ -135,7 +135,7 @@ impl SessionLog {
     }
 
     /// Opens (creating) the log and reads what it holds.
-    pub fn open(dir: &Path, run_id: &str) -> std::io::Result<(SessionLog, Session)> {
+    pub fn open(dir: &Path, run_id: &str) -> std::io::Result<(SessionLog, SessionState)> {
         std::fs::create_dir_all(dir)?;
         let path = Self::path(dir, run_id);
         let session = read(&path)?;
@@ -193,13 +193,13 @@ impl SessionLog {
 }
 
 /// Replays a log file; a missing file is an empty session.
-pub fn read(path: &Path) -> std::io::Result<Session> {
+pub fn read(path: &Path) -> std::io::Result<SessionState> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let mut session = Session::default();
+    let mut session = SessionState::default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     for (i, line) in lines.iter().enumerate() {
         match serde_json::from_str::<Entry>(line) {

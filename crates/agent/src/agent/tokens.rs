@@ -3,7 +3,7 @@
 //! (Anthropic, the scripted model) it is an estimate of characters per
 //! token, corrected from what the provider reports it used: each answer's
 //! `input_tokens` against the estimate for that request moves the ratio.
-//! A run counts its requests through [`Measured`], so a message is
+//! A run counts its requests through [`TokenCount`], so a message is
 //! serialised and measured once, not again at every step.
 
 use std::sync::Mutex;
@@ -16,32 +16,32 @@ use super::providers::{Message, ModelRequest};
 /// prose and JSON.
 const START_CHARS_PER_TOKEN: f64 = 3.6;
 
-enum Kind {
+enum Counting {
     Exact(&'static CoreBPE),
     Estimate(Mutex<f64>),
 }
 
 /// Counts tokens the way one provider would.
 pub struct TokenCounter {
-    kind: Kind,
+    kind: Counting,
 }
 
 impl TokenCounter {
     /// The counter for a `model.provider` value.
     pub fn for_provider(provider: &str) -> TokenCounter {
         match provider {
-            "openai-compatible" => TokenCounter { kind: Kind::Exact(tiktoken_rs::o200k_base_singleton()) },
+            "openai-compatible" => TokenCounter { kind: Counting::Exact(tiktoken_rs::o200k_base_singleton()) },
             _ => TokenCounter::estimate(),
         }
     }
 
     /// A calibrated estimate.
     pub fn estimate() -> TokenCounter {
-        TokenCounter { kind: Kind::Estimate(Mutex::new(START_CHARS_PER_TOKEN)) }
+        TokenCounter { kind: Counting::Estimate(Mutex::new(START_CHARS_PER_TOKEN)) }
     }
 
     pub fn is_exact(&self) -> bool {
-        matches!(self.kind, Kind::Exact(_))
+        matches!(self.kind, Counting::Exact(_))
     }
 
     /// Tokens in `text`.
@@ -54,15 +54,15 @@ impl TokenCounter {
     /// characters are what can be kept).
     fn units(&self, text: &str) -> usize {
         match &self.kind {
-            Kind::Exact(bpe) => bpe.encode_ordinary(text).len(),
-            Kind::Estimate(_) => text.chars().count(),
+            Counting::Exact(bpe) => bpe.encode_ordinary(text).len(),
+            Counting::Estimate(_) => text.chars().count(),
         }
     }
 
     fn tokens_in(&self, units: usize) -> usize {
         match &self.kind {
-            Kind::Exact(_) => units,
-            Kind::Estimate(ratio) => {
+            Counting::Exact(_) => units,
+            Counting::Estimate(ratio) => {
                 let ratio = *ratio.lock().unwrap_or_else(|e| e.into_inner());
                 (units as f64 / ratio).ceil() as usize
             }
@@ -72,7 +72,7 @@ impl TokenCounter {
     /// Tokens a whole request takes: the system prompt, each message and
     /// the tool schemas.
     pub fn count_request(&self, request: &ModelRequest) -> usize {
-        self.count_request_measured(request, &[], &mut Measured::default())
+        self.count_request_measured(request, &[], &mut TokenCount::default())
     }
 
     /// [`TokenCounter::count_request`] for a run's next request, measuring
@@ -83,7 +83,7 @@ impl TokenCounter {
         &self,
         request: &ModelRequest,
         tools_key: &[String],
-        measured: &mut Measured,
+        measured: &mut TokenCount,
     ) -> usize {
         let messages = &request.messages;
         // All but the last message are kept: the last may still grow (a
@@ -114,7 +114,7 @@ impl TokenCounter {
     /// Moves the estimate towards what the provider reported for a request
     /// this counter put at `estimated` tokens. Exact counters ignore it.
     pub fn calibrate(&self, estimated: usize, reported: u64) {
-        if let Kind::Estimate(ratio) = &self.kind
+        if let Counting::Estimate(ratio) = &self.kind
             && estimated > 0
             && reported > 0
         {
@@ -128,8 +128,8 @@ impl TokenCounter {
     /// The current characters-per-token ratio of an estimate.
     pub fn chars_per_token(&self) -> Option<f64> {
         match &self.kind {
-            Kind::Exact(_) => None,
-            Kind::Estimate(ratio) => Some(*ratio.lock().unwrap_or_else(|e| e.into_inner())),
+            Counting::Exact(_) => None,
+            Counting::Estimate(ratio) => Some(*ratio.lock().unwrap_or_else(|e| e.into_inner())),
         }
     }
 }
@@ -138,14 +138,14 @@ impl TokenCounter {
 /// [`TokenCounter::count_request_measured`]. Its messages are those of one
 /// history: after compaction replaces the history, [`Measured::forget_messages`].
 #[derive(Debug, Default)]
-pub struct Measured {
+pub struct TokenCount {
     /// Units of each message but the last.
     messages: Vec<usize>,
     /// The key of the tools last measured, and their units.
     tools: Option<(Vec<String>, usize)>,
 }
 
-impl Measured {
+impl TokenCount {
     pub fn forget_messages(&mut self) {
         self.messages.clear();
     }
@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn a_measured_count_matches_a_fresh_one() {
         for counter in [TokenCounter::for_provider("scripted"), TokenCounter::for_provider("openai-compatible")] {
-            let mut measured = Measured::default();
+            let mut measured = TokenCount::default();
             let mut messages = vec![Message::user_text("fetch Dune")];
             let key = vec!["a@1".to_string()];
             for n in 1..6 {

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::{Capabilities, Invocation, InvokeError, Origin, ReadAudit};
-use crate::audit::{Audit, CallBy, NewEvent, RowQueue, calls};
+use crate::audit::{Audit, CallBy, NewAuditEntry, RowQueue, calls};
 use crate::events::Events;
 use crate::ledger::{Finish, finish_in};
 use crate::runtime::{EffectClass, Loaded};
@@ -22,7 +22,7 @@ fn by(origin: &Origin) -> CallBy<'_> {
 /// One commit of the invoke path: a ledger finish, audit rows, an event.
 struct Record {
     finish: Option<Finish>,
-    rows: Vec<NewEvent>,
+    rows: Vec<NewAuditEntry>,
     event: Option<(&'static str, String, Value)>,
 }
 

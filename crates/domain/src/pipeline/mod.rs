@@ -25,9 +25,9 @@ pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
 pub use input_check::{InputCheck, check_input, input_problems};
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
-pub use uncertain::Checked;
+pub use uncertain::ReplayCheck;
 
-use crate::audit::{NewEvent, RowQueue, summarize_input};
+use crate::audit::{NewAuditEntry, RowQueue, summarize_input};
 use crate::authz::Authz;
 use crate::domain::Domain;
 use crate::events::Events;
@@ -66,7 +66,7 @@ pub struct Invocation {
     /// A read's audit rows, not yet written, when the caller commits them
     /// with its own writes ([`Capabilities::invoke_in_run`]).
     #[serde(skip)]
-    pub(crate) audit_rows: Vec<NewEvent>,
+    pub(crate) audit_rows: Vec<NewAuditEntry>,
 }
 
 impl Invocation {
@@ -88,7 +88,7 @@ impl Invocation {
 
     /// A read's audit rows, for the caller of [`Capabilities::invoke_in_run`]
     /// to write with its own writes (none are left behind).
-    pub fn take_audit_rows(&mut self) -> Vec<NewEvent> {
+    pub fn take_audit_rows(&mut self) -> Vec<NewAuditEntry> {
         std::mem::take(&mut self.audit_rows)
     }
 }

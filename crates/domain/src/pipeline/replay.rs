@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::authorize::Authorization;
-use super::{Capabilities, Checked, Invocation, InvokeError, recorded};
+use super::{Capabilities, Invocation, InvokeError, ReplayCheck, recorded};
 use crate::ledger::Record;
 use crate::runtime::{Grant, Loaded, Replay};
 
@@ -27,12 +27,12 @@ impl Capabilities {
                 self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await
             }
             Replay::Verify => match self.verify_open(loaded, input, grant.clone(), record.clone()).await? {
-                Checked::Done(inv) => Ok(Invocation { idempotency_key: key.to_string(), ..inv }),
-                Checked::NotDone => {
+                ReplayCheck::Done(inv) => Ok(Invocation { idempotency_key: key.to_string(), ..inv }),
+                ReplayCheck::NotDone => {
                     let token = self.ledger.reclaim_unknown(&record).await?;
                     self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await
                 }
-                Checked::CannotTell { record, .. } | Checked::Busy(record) => Ok(recorded(key, &record)),
+                ReplayCheck::CannotTell { record, .. } | ReplayCheck::Busy(record) => Ok(recorded(key, &record)),
             },
         }
     }

@@ -19,7 +19,7 @@ use crate::runtime::{EffectClass, Grant, Loaded, Replay, VerifyOutcome};
 
 /// What checking a write with an open outcome found.
 #[derive(Debug)]
-pub enum Checked {
+pub enum ReplayCheck {
     /// It was done: its result, now recorded `succeeded`.
     Done(Invocation),
     /// It was not done: the row is now `failed`, so it may run again.
@@ -36,13 +36,18 @@ const BUSY_WAIT: Duration = Duration::from_secs(120);
 impl Capabilities {
     /// Checks `record`, a write with an open outcome whose input was
     /// `input`, read-only, and settles it from what the check found.
-    pub async fn check_open(&self, origin: &Origin, record: &Record, input: &Value) -> Result<Checked, InvokeError> {
+    pub async fn check_open(
+        &self,
+        origin: &Origin,
+        record: &Record,
+        input: &Value,
+    ) -> Result<ReplayCheck, InvokeError> {
         let Some(record) = self.ledger.take_over(record).await? else {
-            return Ok(Checked::Busy(record.clone()));
+            return Ok(ReplayCheck::Busy(record.clone()));
         };
         let Some(loaded) = self.runtime.snapshot().get(&record.capability_id) else {
             let reason = format!("{} is not loaded, so nothing can check it", record.capability_id);
-            return Ok(Checked::CannotTell { record, reason });
+            return Ok(ReplayCheck::CannotTell { record, reason });
         };
         let grant = origin.grant(EffectClass::Read, Some(record.idempotency_key.clone()));
         self.verify_open(&loaded, input, grant, record).await
@@ -56,21 +61,21 @@ impl Capabilities {
         input: &Value,
         grant: Grant,
         record: Record,
-    ) -> Result<Checked, InvokeError> {
+    ) -> Result<ReplayCheck, InvokeError> {
         match self.runtime.verify(&loaded.descriptor.id, &input.to_string(), grant).await {
             Ok(VerifyOutcome::Done { output }) => {
                 let text = output.to_string();
                 self.ledger.settle_checked(&record, LedgerStatus::Succeeded, Some(&text), None).await?;
                 let settled = Record { status: LedgerStatus::Succeeded, result: Some(text), ..record };
-                Ok(Checked::Done(recorded(&settled.idempotency_key, &settled)))
+                Ok(ReplayCheck::Done(recorded(&settled.idempotency_key, &settled)))
             }
             Ok(VerifyOutcome::NotDone) => {
                 let error = json!({"kind": "not-done", "message": "a read-only check found it was not carried out"});
                 self.ledger.settle_checked(&record, LedgerStatus::Failed, None, Some(&error.to_string())).await?;
-                Ok(Checked::NotDone)
+                Ok(ReplayCheck::NotDone)
             }
-            Ok(VerifyOutcome::CannotTell { reason }) => Ok(Checked::CannotTell { record, reason }),
-            Err(e) => Ok(Checked::CannotTell { record, reason: e.to_string() }),
+            Ok(VerifyOutcome::CannotTell { reason }) => Ok(ReplayCheck::CannotTell { record, reason }),
+            Err(e) => Ok(ReplayCheck::CannotTell { record, reason: e.to_string() }),
         }
     }
 
@@ -92,7 +97,7 @@ impl Capabilities {
             return Ok(None);
         };
         let mut checked = self.check_open(origin, &earlier, input).await?;
-        if let Checked::Busy(running) = &checked {
+        if let ReplayCheck::Busy(running) = &checked {
             // A live process is writing the same thing now (or one that
             // died has not yet missed its heartbeat): wait for it, then
             // judge what it left.
@@ -104,9 +109,9 @@ impl Capabilities {
             }
         }
         match checked {
-            Checked::Done(inv) => Ok(Some(inv)),
-            Checked::NotDone | Checked::Busy(_) => Ok(None),
-            Checked::CannotTell { record, .. } if d.replay == Replay::Safe => {
+            ReplayCheck::Done(inv) => Ok(Some(inv)),
+            ReplayCheck::NotDone | ReplayCheck::Busy(_) => Ok(None),
+            ReplayCheck::CannotTell { record, .. } if d.replay == Replay::Safe => {
                 // Running it again is harmless by the capability's word:
                 // settle the earlier row by running it under its own key.
                 let token = self.ledger.reclaim_unknown(&record).await?;
@@ -115,7 +120,7 @@ impl Capabilities {
                 let inv = self.run_claimed(loaded, input, grant, key, &record.id, &token, authorization).await?;
                 Ok(Some(inv))
             }
-            Checked::CannotTell { record, reason } => {
+            ReplayCheck::CannotTell { record, reason } => {
                 let mut inv = recorded(&key, &record);
                 inv.error = Some(super::CallError {
                     kind: "unknown".into(),

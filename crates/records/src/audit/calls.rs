@@ -4,7 +4,7 @@
 //! sandbox refused while it ran. The invoke path writes them in the same
 //! transaction as its events; their shape is said here.
 
-use super::NewEvent;
+use super::NewAuditEntry;
 
 /// Who made a call, as its rows record it.
 #[derive(Debug, Clone, Copy)]
@@ -23,8 +23,8 @@ pub fn invoked(
     input_summary: &str,
     authorization_id: Option<String>,
     error: Option<String>,
-) -> NewEvent {
-    NewEvent {
+) -> NewAuditEntry {
+    NewAuditEntry {
         actor_kind: by.actor_kind.into(),
         principal: by.principal.into(),
         action: "capability.invoke".into(),
@@ -44,8 +44,8 @@ pub fn denied(
     key: &str,
     input_summary: Option<&str>,
     reason: Option<String>,
-) -> NewEvent {
-    NewEvent {
+) -> NewAuditEntry {
+    NewAuditEntry {
         actor_kind: by.actor_kind.into(),
         principal: by.principal.into(),
         action: "capability.denied".into(),
@@ -54,6 +54,6 @@ pub fn denied(
         idempotency_key: Some(key.into()),
         input_summary: input_summary.map(str::to_string),
         detail: reason,
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     }
 }

@@ -6,16 +6,16 @@
 
 use futures_util::future::BoxFuture;
 
-use super::{Audit, NewEvent};
+use super::{Audit, NewAuditEntry};
 use crate::runtime::host::{CommandAct, CommandRecord, CommandRecorder};
 
 /// The row of one command start or cancel.
-pub fn command_row(record: &CommandRecord<'_>) -> NewEvent {
+pub fn command_row(record: &CommandRecord<'_>) -> NewAuditEntry {
     let (action, outcome) = match record.act {
         CommandAct::Start => ("command.start", "started"),
         CommandAct::Cancel => ("command.cancel", "cancelled"),
     };
-    NewEvent {
+    NewAuditEntry {
         actor_kind: record.actor_kind.into(),
         principal: record.principal.into(),
         action: action.into(),
@@ -24,7 +24,7 @@ pub fn command_row(record: &CommandRecord<'_>) -> NewEvent {
         idempotency_key: record.idempotency_key.map(str::to_string),
         input_summary: Some(format!("args:{},env:{}", record.arguments, record.env)),
         detail: Some(format!("handle {} for capability {}", record.handle, record.capability)),
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     }
 }
 

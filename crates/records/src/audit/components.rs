@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Audit, NewEvent};
+use super::{Audit, NewAuditEntry};
 use crate::runtime::Runtime;
 
 /// Writes one runtime's component changes to the audit log.
@@ -38,14 +38,14 @@ impl ComponentAudit {
     pub async fn flush(&self) -> Result<(), sqlx::Error> {
         let _drain = self.lock.lock().await;
         for event in self.runtime.take_component_events() {
-            let new = NewEvent {
+            let new = NewAuditEntry {
                 actor_kind: "host".into(),
                 principal: "host".into(),
                 action: event.action.into(),
                 outcome: event.action.trim_start_matches("component.").to_string(),
                 subject: event.subject,
                 detail: Some(event.detail),
-                ..NewEvent::default()
+                ..NewAuditEntry::default()
             };
             self.audit.append(&new).await?;
         }

@@ -15,7 +15,7 @@ mod verify;
 pub use calls::CallBy;
 pub use components::ComponentAudit;
 pub use queue::RowQueue;
-pub use verify::Checked;
+pub use verify::ChainCheck;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -30,7 +30,7 @@ const ROWS_PER_INSERT: usize = 64;
 /// One event to append.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NewEvent {
+pub struct NewAuditEntry {
     pub actor_kind: String,
     pub principal: String,
     /// `capability.invoke`, `capability.denied`, `component.loaded`, ...
@@ -48,11 +48,11 @@ pub struct NewEvent {
 /// A stored event.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Event {
+pub struct AuditEntry {
     pub seq: i64,
     pub at: i64,
     #[serde(flatten)]
-    pub event: NewEvent,
+    pub event: NewAuditEntry,
     pub prev_hash: String,
     pub hash: String,
 }
@@ -64,7 +64,7 @@ pub enum Verdict {
     Broken { seq: i64, reason: String },
 }
 
-fn link_hash(seq: i64, at: i64, e: &NewEvent, prev_hash: &str) -> String {
+fn link_hash(seq: i64, at: i64, e: &NewAuditEntry, prev_hash: &str) -> String {
     // A length-prefixed encoding, so no field boundary can be shifted.
     let mut h = Sha256::new();
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -124,14 +124,17 @@ impl Audit {
 
     /// Appends `event` inside `tx` (so it commits or rolls back with the
     /// change it describes).
-    pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewEvent) -> Result<i64, sqlx::Error> {
+    pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewAuditEntry) -> Result<i64, sqlx::Error> {
         let seqs = Self::append_all_in(tx, std::slice::from_ref(event)).await?;
         Ok(seqs[0])
     }
 
     /// Appends `events`, in order, inside `tx`: three statements however
     /// many there are. Answers their seqs.
-    pub async fn append_all_in(tx: &mut Transaction<'_, Any>, events: &[NewEvent]) -> Result<Vec<i64>, sqlx::Error> {
+    pub async fn append_all_in(
+        tx: &mut Transaction<'_, Any>,
+        events: &[NewAuditEntry],
+    ) -> Result<Vec<i64>, sqlx::Error> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
@@ -196,7 +199,7 @@ impl Audit {
     }
 
     /// Appends `event` in its own transaction.
-    pub async fn append(&self, event: &NewEvent) -> Result<i64, sqlx::Error> {
+    pub async fn append(&self, event: &NewAuditEntry) -> Result<i64, sqlx::Error> {
         let event = event.clone();
         self.db
             .write(move |tx| {
@@ -207,7 +210,7 @@ impl Audit {
     }
 
     /// Events after `after`, oldest first, at most `limit`.
-    pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
+    pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
         let rows = sqlx::query("SELECT * FROM audit_event WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(after)
             .bind(limit)
@@ -217,7 +220,7 @@ impl Audit {
     }
 
     /// The newest `limit` events, oldest first.
-    pub async fn latest(&self, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
+    pub async fn latest(&self, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
         let rows = sqlx::query("SELECT * FROM audit_event ORDER BY seq DESC LIMIT $1")
             .bind(limit)
             .fetch_all(&self.db.pool)
@@ -228,11 +231,11 @@ impl Audit {
     }
 }
 
-fn event_from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
-    Ok(Event {
+fn event_from_row(r: &sqlx::any::AnyRow) -> Result<AuditEntry, sqlx::Error> {
+    Ok(AuditEntry {
         seq: r.try_get("seq")?,
         at: r.try_get("at")?,
-        event: NewEvent {
+        event: NewAuditEntry {
             actor_kind: r.try_get("actor_kind")?,
             principal: r.try_get("principal")?,
             action: r.try_get("action")?,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Audit, NewEvent};
+use super::{Audit, NewAuditEntry};
 use crate::store::Db;
 use crate::store::batch::gather;
 
@@ -20,7 +20,7 @@ use crate::store::batch::gather;
 const MAX_CALLERS: usize = 256;
 
 struct Waiting {
-    rows: Vec<NewEvent>,
+    rows: Vec<NewAuditEntry>,
     reply: oneshot::Sender<Result<(), String>>,
 }
 
@@ -40,7 +40,7 @@ impl RowQueue {
     }
 
     /// Appends `rows` in order, answering once they are committed.
-    pub async fn append(&self, rows: Vec<NewEvent>) -> Result<(), sqlx::Error> {
+    pub async fn append(&self, rows: Vec<NewAuditEntry>) -> Result<(), sqlx::Error> {
         let (reply, answer) = oneshot::channel();
         let failed = |why: &str| sqlx::Error::Io(std::io::Error::other(why.to_string()));
         self.queue.send(Waiting { rows, reply }).map_err(|_| failed("the audit queue has stopped"))?;
@@ -56,7 +56,7 @@ async fn append_waiting(db: Db, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
     // One group at a time: rows gather while the last group commits, and
     // the bigger the group, the less each row costs.
     while let Some(callers) = gather(&mut waiting, MAX_CALLERS).await {
-        let rows: Vec<NewEvent> = callers.iter().flat_map(|c| c.rows.iter().cloned()).collect();
+        let rows: Vec<NewAuditEntry> = callers.iter().flat_map(|c| c.rows.iter().cloned()).collect();
         let together = append(&db, rows).await;
         if together.is_ok() || callers.len() == 1 {
             for caller in callers {
@@ -75,7 +75,7 @@ async fn append_waiting(db: Db, mut waiting: mpsc::UnboundedReceiver<Waiting>) {
 
 /// Queues `rows` in the next group commit when called; the answer is the
 /// returned future's.
-fn append(db: &Db, rows: Vec<NewEvent>) -> impl Future<Output = Result<(), String>> + use<> {
+fn append(db: &Db, rows: Vec<NewAuditEntry>) -> impl Future<Output = Result<(), String>> + use<> {
     let rows = Arc::new(rows);
     let written = db.write(move |tx| {
         let rows = rows.clone();

@@ -21,7 +21,7 @@ static CHECKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What a check found, and how much of the chain it read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Checked {
+pub struct ChainCheck {
     #[serde(flatten)]
     pub verdict: Verdict,
     /// Events this check read and hashed.
@@ -40,7 +40,7 @@ impl Audit {
 
     /// Checks what was appended since the checkpoint (everything, the
     /// first time).
-    pub async fn verify_new(&self) -> Result<Checked, sqlx::Error> {
+    pub async fn verify_new(&self) -> Result<ChainCheck, sqlx::Error> {
         let _one = CHECKING.lock().await;
         let checkpoint =
             sqlx::query("SELECT seq, hash FROM audit_checkpoint WHERE id = 1").fetch_optional(&self.db.pool).await?;
@@ -54,15 +54,15 @@ impl Audit {
         if seq > 0 && !unchanged {
             let reason = "it no longer reads as it did when the chain was last verified; run \
                           `capstan audit verify` for a full walk";
-            return Ok(Checked { verdict: Verdict::Broken { seq, reason: reason.into() }, checked: 1, since: seq });
+            return Ok(ChainCheck { verdict: Verdict::Broken { seq, reason: reason.into() }, checked: 1, since: seq });
         }
         self.walk(seq, hash).await
     }
 
     /// Verifies the events after `since`, whose last hash is `prev`.
-    async fn walk(&self, since: i64, mut prev: String) -> Result<Checked, sqlx::Error> {
+    async fn walk(&self, since: i64, mut prev: String) -> Result<ChainCheck, sqlx::Error> {
         let broken =
-            |seq, reason: String, checked| Checked { verdict: Verdict::Broken { seq, reason }, checked, since };
+            |seq, reason: String, checked| ChainCheck { verdict: Verdict::Broken { seq, reason }, checked, since };
         let mut expected_seq = since + 1;
         let mut checked = 0;
         loop {
@@ -110,6 +110,6 @@ impl Audit {
                 })
             })
             .await?;
-        Ok(Checked { verdict: Verdict::Intact { events: reached }, checked, since })
+        Ok(ChainCheck { verdict: Verdict::Intact { events: reached }, checked, since })
     }
 }

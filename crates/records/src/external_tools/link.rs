@@ -62,7 +62,7 @@ pub struct LinkStatus {
 type Session = RunningService<RoleClient, Listener>;
 
 /// One server: its settings, the live session if any, and its status.
-pub struct Link {
+pub struct ServerLink {
     pub name: String,
     pub config: McpServerConfig,
     session: RwLock<Option<Arc<Session>>>,
@@ -92,8 +92,8 @@ fn headers(name: &str, auth: &Auth) -> Result<(Option<String>, HashMap<http::Hea
     }
 }
 
-impl Link {
-    pub fn new(name: String, config: McpServerConfig) -> Arc<Link> {
+impl ServerLink {
+    pub fn new(name: String, config: McpServerConfig) -> Arc<ServerLink> {
         let status = LinkStatus {
             name: name.clone(),
             url: config.url.clone(),
@@ -101,7 +101,7 @@ impl Link {
             detail: String::new(),
             tools: 0,
         };
-        Arc::new(Link {
+        Arc::new(ServerLink {
             name,
             config,
             session: RwLock::new(None),
@@ -207,7 +207,7 @@ fn one_line(text: &str) -> String {
 
 /// One tool of a linked server, as the runtime calls it.
 pub struct LinkedTool {
-    pub link: Arc<Link>,
+    pub link: Arc<ServerLink>,
     /// The tool's name on the server.
     pub name: String,
 }

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpConfig, McpServerConfig};
 use crate::runtime::{ExternalSet, Refusal, Runtime, Snapshot};
-use link::{Link, LinkedTool};
+use link::{LinkedTool, ServerLink};
 
 /// Every configured server's link.
 pub struct ExternalServers {
@@ -33,7 +33,7 @@ pub struct ExternalServers {
 
 /// A link and what ends it.
 struct Running {
-    link: Arc<Link>,
+    link: Arc<ServerLink>,
     stop: CancellationToken,
 }
 
@@ -49,7 +49,7 @@ impl ExternalServers {
     }
 
     fn start_link(&self, name: &str, config: McpServerConfig) {
-        let link = Link::new(name.to_string(), config);
+        let link = ServerLink::new(name.to_string(), config);
         let stop = self.stop.child_token();
         tokio::spawn(keep_linked(self.runtime.clone(), link.clone(), stop.clone()));
         let previous =
@@ -92,7 +92,7 @@ impl ExternalServers {
         self.links().iter().map(|l| l.status()).collect()
     }
 
-    fn links(&self) -> Vec<Arc<Link>> {
+    fn links(&self) -> Vec<Arc<ServerLink>> {
         self.links.lock().unwrap_or_else(|e| e.into_inner()).values().map(|r| r.link.clone()).collect()
     }
 
@@ -131,7 +131,7 @@ impl ExternalServers {
     /// Connects to a server with `config` (saved or not), lists its tools
     /// and says what the host would offer of each, as what class.
     pub async fn try_server(name: &str, config: McpServerConfig) -> Result<String, String> {
-        let trial = Link::new(name.to_string(), config);
+        let trial = ServerLink::new(name.to_string(), config);
         let result = async {
             trial.connect().await?;
             let (listed, over) = trial.list().await?;
@@ -157,7 +157,7 @@ impl ExternalServers {
 
 /// Connects, lists and relists `link`'s server until `stop`, connecting
 /// again after a failure with a growing pause (1 s to a minute).
-async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: CancellationToken) {
+async fn keep_linked(runtime: Arc<Runtime>, link: Arc<ServerLink>, stop: CancellationToken) {
     let mut pause = Duration::from_secs(1);
     let refresh = Duration::from_secs(link.config.refresh_sec);
     while !stop.is_cancelled() {
@@ -199,7 +199,7 @@ async fn keep_linked(runtime: Arc<Runtime>, link: Arc<Link>, stop: CancellationT
 }
 
 /// Lists `link`'s tools and hands them to the runtime.
-async fn publish(runtime: &Runtime, link: &Arc<Link>, stop: &CancellationToken) -> Result<(), String> {
+async fn publish(runtime: &Runtime, link: &Arc<ServerLink>, stop: &CancellationToken) -> Result<(), String> {
     let (listed, over) = link.list().await?;
     if stop.is_cancelled() {
         // Unlinked meanwhile: what this link saw is no longer wanted.

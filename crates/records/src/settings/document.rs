@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::SettingsError;
-use super::registry::{SETTINGS, Spec};
+use super::registry::{SETTINGS, SettingSpec};
 
 /// Areas whose section the document names otherwise: `(area, section)`.
 pub const SECTIONS: &[(&str, &str)] = &[("model", "pi")];
@@ -117,7 +117,8 @@ impl Document {
     /// A name nobody knows, a section that is not an object, or a setting
     /// given twice is refused by the name as given.
     pub fn read(body: &Map<String, Value>, other: &[&str]) -> Result<Document, SettingsError> {
-        let by_name: BTreeMap<String, &'static Spec> = SETTINGS.iter().map(|s| (nested_name(s.key), s)).collect();
+        let by_name: BTreeMap<String, &'static SettingSpec> =
+            SETTINGS.iter().map(|s| (nested_name(s.key), s)).collect();
         let mut doc = Document::default();
         for (name, value) in body {
             if let Some(spec) = super::registry::find(name) {
@@ -138,7 +139,7 @@ impl Document {
 
     fn section(
         &mut self,
-        by_name: &BTreeMap<String, &'static Spec>,
+        by_name: &BTreeMap<String, &'static SettingSpec>,
         path: &str,
         value: &Value,
     ) -> Result<(), SettingsError> {
@@ -158,7 +159,7 @@ impl Document {
         Ok(())
     }
 
-    fn add(&mut self, spec: &Spec, name: &str, value: &Value) -> Result<(), SettingsError> {
+    fn add(&mut self, spec: &SettingSpec, name: &str, value: &Value) -> Result<(), SettingsError> {
         if let Some(earlier) = self.names.get(spec.key) {
             return Err(field(name, format!("{name} and {earlier} both set {}; give it once", spec.key)));
         }
@@ -203,7 +204,7 @@ impl Document {
 
 /// The nested sections as JSON Schema objects (`section → schema`), each
 /// setting's schema from `leaf`; every object must name something.
-pub fn sections_schema(leaf: impl Fn(&Spec) -> Value) -> Map<String, Value> {
+pub fn sections_schema(leaf: impl Fn(&SettingSpec) -> Value) -> Map<String, Value> {
     let mut root = Map::new();
     for spec in SETTINGS {
         let name = nested_name(spec.key);

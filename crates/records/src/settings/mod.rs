@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-pub use registry::{Kind, SETTINGS, Spec};
+pub use registry::{SETTINGS, SettingSpec, ValueKind};
 pub use secrets::{MASTER_KEY_ENV, MasterKey, SecretError};
 
 use crate::store::{Db, now_ms};
@@ -48,7 +48,7 @@ pub struct Settings {
 }
 
 /// The spec of a setting that may be read in plain text.
-fn plain_spec(key: &str) -> Result<&'static Spec, SettingsError> {
+fn plain_spec(key: &str) -> Result<&'static SettingSpec, SettingsError> {
     let spec = registry::find(key).ok_or_else(|| SettingsError::Invalid(format!("unknown setting {key}")))?;
     if spec.is_secret() {
         return Err(SettingsError::Invalid(format!("{key} is a secret; use Settings::secret")));
@@ -58,16 +58,16 @@ fn plain_spec(key: &str) -> Result<&'static Spec, SettingsError> {
 
 /// A stored value, or the default when it is unset (or, written by hand
 /// into the database, is not JSON).
-fn plain_value(spec: &Spec, text: Option<&str>) -> Value {
+fn plain_value(spec: &SettingSpec, text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_else(|| spec.default_value())
 }
 
 /// The non-secret settings as one read saw them ([`Settings::snapshot`]).
-pub struct Snapshot {
+pub struct SettingsSnapshot {
     stored: HashMap<String, String>,
 }
 
-impl Snapshot {
+impl SettingsSnapshot {
     /// The value of a non-secret setting, or its default, as
     /// [`Settings::get`] would have read it.
     pub fn get(&self, key: &str) -> Result<Value, SettingsError> {
@@ -128,10 +128,10 @@ impl Settings {
 
     /// Every non-secret setting as it stands now, read in one statement:
     /// for a caller that needs many (a run's limits are a dozen).
-    pub async fn snapshot(&self) -> Result<Snapshot, SettingsError> {
+    pub async fn snapshot(&self) -> Result<SettingsSnapshot, SettingsError> {
         let mut stored = self.stored().await?;
         stored.retain(|key, _| registry::find(key).is_some_and(|s| !s.is_secret()));
-        Ok(Snapshot { stored })
+        Ok(SettingsSnapshot { stored })
     }
 
     /// The plaintext of a secret setting, for the one request that needs it.

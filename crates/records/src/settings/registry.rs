@@ -8,7 +8,7 @@ use crate::text::{http_url_pattern, not_blank_pattern};
 
 /// What a setting holds.
 #[derive(Debug, Clone, Copy)]
-pub enum Kind {
+pub enum ValueKind {
     Bool,
     Int {
         min: i64,
@@ -33,23 +33,23 @@ pub enum Kind {
 
 /// One known setting.
 #[derive(Debug, Clone, Copy)]
-pub struct Spec {
+pub struct SettingSpec {
     pub key: &'static str,
     /// What the console calls it.
     pub label: &'static str,
-    pub kind: Kind,
+    pub kind: ValueKind,
     /// The default as JSON text (`null` for none).
     pub default: &'static str,
     pub help: &'static str,
 }
 
-impl Spec {
+impl SettingSpec {
     pub fn default_value(&self) -> Value {
         serde_json::from_str(self.default).unwrap_or(Value::Null)
     }
 
     pub fn is_secret(&self) -> bool {
-        matches!(self.kind, Kind::Secret)
+        matches!(self.kind, ValueKind::Secret)
     }
 
     /// Checks `value` against the type and bounds; a script's text also
@@ -57,41 +57,41 @@ impl Spec {
     pub fn check(&self, value: &Value, check_script: super::ScriptCheck) -> Result<(), String> {
         let key = self.key;
         let ok = match (self.kind, value) {
-            (Kind::Bool, Value::Bool(_)) => true,
-            (Kind::Int { min, max }, Value::Number(n)) => {
+            (ValueKind::Bool, Value::Bool(_)) => true,
+            (ValueKind::Int { min, max }, Value::Number(n)) => {
                 let v = n.as_i64().ok_or_else(|| format!("{key} must be a whole number"))?;
                 if v < min || v > max {
                     return Err(format!("{key} must be between {min} and {max}"));
                 }
                 true
             }
-            (Kind::Float { min, max }, Value::Number(n)) => {
+            (ValueKind::Float { min, max }, Value::Number(n)) => {
                 let v = n.as_f64().unwrap_or(f64::NAN);
                 if !(min..=max).contains(&v) {
                     return Err(format!("{key} must be between {min} and {max}"));
                 }
                 true
             }
-            (Kind::Text { max_len }, Value::String(s)) => {
+            (ValueKind::Text { max_len }, Value::String(s)) => {
                 if s.trim().is_empty() || s.chars().count() > max_len {
                     return Err(format!("{key} must be 1 to {max_len} characters"));
                 }
                 true
             }
-            (Kind::Script, Value::String(s)) => {
+            (ValueKind::Script, Value::String(s)) => {
                 if s.chars().count() > 1 << 20 {
                     return Err(format!("{key} must be at most 1 MiB"));
                 }
                 check_script(s).map_err(|e| format!("{key}: {e}"))?;
                 true
             }
-            (Kind::Choice(options), Value::String(s)) => {
+            (ValueKind::Choice(options), Value::String(s)) => {
                 if !options.contains(&s.as_str()) {
                     return Err(format!("{key} must be one of {}", options.join(", ")));
                 }
                 true
             }
-            (Kind::Url, Value::String(s)) => {
+            (ValueKind::Url, Value::String(s)) => {
                 // The document's pattern first, so the two refuse alike.
                 static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
                 let pattern = PATTERN.get_or_init(|| regex::Regex::new(&http_url_pattern()).expect("a valid pattern"));
@@ -101,7 +101,7 @@ impl Spec {
                 }
                 true
             }
-            (Kind::Secret, Value::String(s)) => {
+            (ValueKind::Secret, Value::String(s)) => {
                 if s.is_empty() || s.chars().count() > 4096 {
                     return Err(format!("{key} must be 1 to 4096 characters"));
                 }
@@ -114,25 +114,29 @@ impl Spec {
 
     fn kind_name(&self) -> &'static str {
         match self.kind {
-            Kind::Bool => "true or false",
-            Kind::Int { .. } => "a whole number",
-            Kind::Float { .. } => "a number",
-            Kind::Text { .. } | Kind::Url | Kind::Secret | Kind::Script => "a string",
-            Kind::Choice(_) => "one of its choices",
+            ValueKind::Bool => "true or false",
+            ValueKind::Int { .. } => "a whole number",
+            ValueKind::Float { .. } => "a number",
+            ValueKind::Text { .. } | ValueKind::Url | ValueKind::Secret | ValueKind::Script => "a string",
+            ValueKind::Choice(_) => "one of its choices",
         }
     }
 
     /// How the setting is described in `GET /settings`.
     pub fn describe(&self) -> Value {
         let kind = match self.kind {
-            Kind::Bool => json!({"type": "boolean"}),
-            Kind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
-            Kind::Float { min, max } => json!({"type": "number", "minimum": min, "maximum": max}),
-            Kind::Text { max_len } => json!({"type": "string", "maxLength": max_len, "pattern": not_blank_pattern()}),
-            Kind::Script => json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20}),
-            Kind::Choice(options) => json!({"type": "string", "enum": options}),
-            Kind::Url => json!({"type": "string", "format": "uri", "pattern": http_url_pattern()}),
-            Kind::Secret => json!({"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096}),
+            ValueKind::Bool => json!({"type": "boolean"}),
+            ValueKind::Int { min, max } => json!({"type": "integer", "minimum": min, "maximum": max}),
+            ValueKind::Float { min, max } => json!({"type": "number", "minimum": min, "maximum": max}),
+            ValueKind::Text { max_len } => {
+                json!({"type": "string", "maxLength": max_len, "pattern": not_blank_pattern()})
+            }
+            ValueKind::Script => {
+                json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20})
+            }
+            ValueKind::Choice(options) => json!({"type": "string", "enum": options}),
+            ValueKind::Url => json!({"type": "string", "format": "uri", "pattern": http_url_pattern()}),
+            ValueKind::Secret => json!({"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096}),
         };
         json!({
             "schema": kind,
@@ -144,8 +148,14 @@ impl Spec {
     }
 }
 
-const fn spec(key: &'static str, label: &'static str, kind: Kind, default: &'static str, help: &'static str) -> Spec {
-    Spec { key, label, kind, default, help }
+const fn spec(
+    key: &'static str,
+    label: &'static str,
+    kind: ValueKind,
+    default: &'static str,
+    help: &'static str,
+) -> SettingSpec {
+    SettingSpec { key, label, kind, default, help }
 }
 
 /// The areas settings are shown in, by key prefix, in the order shown.
@@ -168,210 +178,222 @@ fn group_of(key: &str) -> &'static str {
 const MAX: i64 = i64::MAX / 2;
 
 /// Every setting, in the order they are shown.
-pub const SETTINGS: &[Spec] = &[
+pub const SETTINGS: &[SettingSpec] = &[
     spec(
         "automation.enabled",
         "Automation on",
-        Kind::Bool,
+        ValueKind::Bool,
         "true",
         "Master switch: off denies every automated execute call.",
     ),
     spec(
         "automation.read_only_reconcile",
         "Read-only reconcile",
-        Kind::Bool,
+        ValueKind::Bool,
         "false",
         "While on, automated execute calls are denied.",
     ),
     spec(
         "model.provider",
         "Provider",
-        Kind::Choice(&["scripted", "anthropic", "openai-compatible"]),
+        ValueKind::Choice(&["scripted", "anthropic", "openai-compatible"]),
         "\"scripted\"",
         "Which model drives agent runs.",
     ),
     spec(
         "model.base_url",
         "API base URL",
-        Kind::Url,
+        ValueKind::Url,
         "null",
         "The provider's API base URL; the provider's public endpoint when unset.",
     ),
-    spec("model.model", "Model name", Kind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
+    spec("model.model", "Model name", ValueKind::Text { max_len: 200 }, "null", "The model name sent to the provider."),
     spec(
         "model.thinking_level",
         "Extended reasoning",
-        Kind::Choice(&["off", "low", "medium", "high"]),
+        ValueKind::Choice(&["off", "low", "medium", "high"]),
         "\"off\"",
         "How much extended reasoning to ask for.",
     ),
     spec(
         "model.context_budget",
         "Context window (tokens)",
-        Kind::Int { min: 1024, max: 10_000_000 },
+        ValueKind::Int { min: 1024, max: 10_000_000 },
         "200000",
         "The context window in tokens.",
     ),
     spec(
         "model.compaction.enabled",
         "Compact long conversations",
-        Kind::Bool,
+        ValueKind::Bool,
         "true",
         "Compact the conversation when it nears the context budget.",
     ),
     spec(
         "model.compaction.threshold_ratio",
         "Compact at (share of the window)",
-        Kind::Float { min: 0.1, max: 0.95 },
+        ValueKind::Float { min: 0.1, max: 0.95 },
         "0.8",
         "Share of the context budget at which to compact.",
     ),
     spec(
         "model.price_input_usd_per_mtok",
         "Input price (USD per million tokens)",
-        Kind::Float { min: 0.0, max: 1.0e4 },
+        ValueKind::Float { min: 0.0, max: 1.0e4 },
         "0.0",
         "Price of a million input tokens, for cost budgets.",
     ),
     spec(
         "model.price_output_usd_per_mtok",
         "Output price (USD per million tokens)",
-        Kind::Float { min: 0.0, max: 1.0e4 },
+        ValueKind::Float { min: 0.0, max: 1.0e4 },
         "0.0",
         "Price of a million output tokens, for cost budgets.",
     ),
     spec(
         "model.script",
         "Script (scripted provider)",
-        Kind::Script,
+        ValueKind::Script,
         "null",
         "For the scripted provider: a JSON script file's text; the built-in demo when unset.",
     ),
-    spec("model.api_key", "API key", Kind::Secret, "null", "The provider's API key; decrypted only for a request."),
-    spec("agent.max_tool_calls", "Tool calls per run", Kind::Int { min: 1, max: 10_000 }, "50", "Tool calls per run."),
+    spec(
+        "model.api_key",
+        "API key",
+        ValueKind::Secret,
+        "null",
+        "The provider's API key; decrypted only for a request.",
+    ),
+    spec(
+        "agent.max_tool_calls",
+        "Tool calls per run",
+        ValueKind::Int { min: 1, max: 10_000 },
+        "50",
+        "Tool calls per run.",
+    ),
     spec(
         "agent.max_duration_sec",
         "Time per run (seconds)",
-        Kind::Int { min: 1, max: 604_800 },
+        ValueKind::Int { min: 1, max: 604_800 },
         "1800",
         "Wall-clock time per run, in seconds.",
     ),
     spec(
         "agent.max_tokens_per_run",
         "Tokens per run",
-        Kind::Int { min: 1, max: MAX },
+        ValueKind::Int { min: 1, max: MAX },
         "500000",
         "Model tokens per run.",
     ),
     spec(
         "agent.max_cost_usd_per_run",
         "Cost per run (USD)",
-        Kind::Float { min: 0.0, max: 1.0e6 },
+        ValueKind::Float { min: 0.0, max: 1.0e6 },
         "5.0",
         "Model cost per run, in US dollars.",
     ),
     spec(
         "agent.max_tools",
         "Tools offered at first",
-        Kind::Int { min: 0, max: 1000 },
+        ValueKind::Int { min: 0, max: 1000 },
         "0",
         "Tools offered on the first request; 0 offers every allowed tool.",
     ),
     spec(
         "agent.goal_poll_sec",
         "Check what a run touched every (seconds)",
-        Kind::Int { min: 1, max: 86_400 },
+        ValueKind::Int { min: 1, max: 86_400 },
         "30",
         "How often a waiting run checks what it touched.",
     ),
     spec(
         "agent.goal_wait_hours",
         "Wait for it to settle (hours)",
-        Kind::Int { min: 0, max: 720 },
+        ValueKind::Int { min: 0, max: 720 },
         "48",
         "How long a run waits for what it touched to settle.",
     ),
     spec(
         "agent.auto_investigate",
         "Investigate what goes wrong",
-        Kind::Bool,
+        ValueKind::Bool,
         "false",
         "Start one bounded, read-only agent run for each new decision about a failed or stalled download or an ambiguous identity; its conclusion is added to the decision.",
     ),
     spec(
         "agent.investigate_max_tool_calls",
         "Tool calls per investigation",
-        Kind::Int { min: 1, max: 100 },
+        ValueKind::Int { min: 1, max: 100 },
         "8",
         "Tool calls one investigation may make; it also has at most 10 minutes (or the time per run, if shorter).",
     ),
     spec(
         "agent.auto_investigate_mode",
         "What an investigation may do",
-        Kind::Choice(&["investigate", "recover"]),
+        ValueKind::Choice(&["investigate", "recover"]),
         "investigate",
         "investigate: read and report. recover: also recheck or resume the download and retry its task, each only within a standing grant; the outcome is then checked against qBittorrent before the decision is closed.",
     ),
     spec(
         "agent.investigate_max_attempts",
         "Recovery attempts per problem",
-        Kind::Int { min: 1, max: 20 },
+        ValueKind::Int { min: 1, max: 20 },
         "2",
         "How many times the same problem (the same download, say) is recovered automatically before it is left to you.",
     ),
     spec(
         "agent.recover_verify_sec",
         "Check a recovery for (seconds)",
-        Kind::Int { min: 30, max: 86_400 },
+        ValueKind::Int { min: 30, max: 86_400 },
         "600",
         "How long after a recovery run Capstan watches for the download to move again before it asks you.",
     ),
     spec(
         "budget.max_runs_per_day",
         "Runs per day",
-        Kind::Int { min: 0, max: 1_000_000 },
+        ValueKind::Int { min: 0, max: 1_000_000 },
         "100",
         "Agent runs started per day.",
     ),
     spec(
         "budget.max_cost_usd_per_day",
         "Model cost per day (USD)",
-        Kind::Float { min: 0.0, max: 1.0e7 },
+        ValueKind::Float { min: 0.0, max: 1.0e7 },
         "50.0",
         "Model cost per day, in US dollars.",
     ),
     spec(
         "acquisition.stalled_after_minutes",
         "A download is stalled after (minutes without progress)",
-        Kind::Int { min: 1, max: 10_080 },
+        ValueKind::Int { min: 1, max: 10_080 },
         "60",
         "How long a download may go without progress before a decision asks about it; a paused or queued one is never stalled.",
     ),
     spec(
         "library.poster_base_url",
         "Posters from",
-        Kind::Url,
+        ValueKind::Url,
         "null",
         "Where the console loads TMDB posters from: TMDB's image host with a size (https://image.tmdb.org/t/p/w92 when unset), or a mirror of it; the poster's path is added to it.",
     ),
     spec(
         "data.cleanup_enabled",
         "Clean up old records",
-        Kind::Bool,
+        ValueKind::Bool,
         "true",
         "Prune receipts of calls made outside any agent run once they are older than data.retention_days; off keeps everything. Writes whose outcome is open and the audit log are never pruned.",
     ),
     spec(
         "data.retention_days",
         "Keep records for (days)",
-        Kind::Int { min: 0, max: 3650 },
+        ValueKind::Int { min: 0, max: 3650 },
         "30",
         "How long receipts of calls made outside any agent run are kept; 0 keeps them for ever, as turning cleanup off does.",
     ),
 ];
 
 /// The spec of `key`, if it is a known setting.
-pub fn find(key: &str) -> Option<&'static Spec> {
+pub fn find(key: &str) -> Option<&'static SettingSpec> {
     SETTINGS.iter().find(|s| s.key == key)
 }
 

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::kinds::{self, Kind, ServiceEntry};
+use super::kinds::{self, ServiceEntry, ServiceKind};
 use super::{SetupError, SetupStore, secret_name, upsert_in};
 use crate::config::Config;
 use crate::settings::SettingsError;
@@ -160,7 +160,7 @@ impl SetupStore {
         }
         // The URL is checked as the service will use it; the key is not
         // needed for that.
-        let service = kinds::service_config(Kind::Tmdb, &entry, "").map_err(|e| field(first, e))?;
+        let service = kinds::service_config(ServiceKind::Tmdb, &entry, "").map_err(|e| field(first, e))?;
         service.validate("tmdb").map_err(|e| {
             let name = format!("{METADATA}.{TMDB_BASE_URL}");
             ChangeError::Field { message: e.replace("services.tmdb.base_url", &name), field: name }

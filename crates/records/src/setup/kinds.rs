@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Auth, OperationRule, SecretRef, ServiceConfig, TmdbEnvironment};
 
 /// The names a service set up in the console may have, and their kind.
-pub const SERVICE_NAMES: &[(&str, Kind)] = &[
-    ("tmdb", Kind::Tmdb),
-    ("torznab", Kind::Torznab),
-    ("torznab-2", Kind::Torznab),
-    ("torznab-3", Kind::Torznab),
-    ("qbittorrent", Kind::Qbittorrent),
+pub const SERVICE_NAMES: &[(&str, ServiceKind)] = &[
+    ("tmdb", ServiceKind::Tmdb),
+    ("torznab", ServiceKind::Torznab),
+    ("torznab-2", ServiceKind::Torznab),
+    ("torznab-3", ServiceKind::Torznab),
+    ("qbittorrent", ServiceKind::Qbittorrent),
 ];
 
 /// The roots a newcomer sets up.
@@ -23,14 +23,14 @@ pub const ROOT_NAMES: &[&str] = &["downloads", "library"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum ServiceKind {
     Tmdb,
     Torznab,
     Qbittorrent,
 }
 
 /// The kind a service name has, if the console may set it up.
-pub fn kind_of(name: &str) -> Option<Kind> {
+pub fn kind_of(name: &str) -> Option<ServiceKind> {
     SERVICE_NAMES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
 }
 
@@ -49,11 +49,11 @@ pub struct ServiceEntry {
 }
 
 /// The default base URL of a kind.
-pub fn default_base(kind: Kind) -> &'static str {
+pub fn default_base(kind: ServiceKind) -> &'static str {
     match kind {
-        Kind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
-        Kind::Torznab => "",
-        Kind::Qbittorrent => "http://127.0.0.1:8080",
+        ServiceKind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
+        ServiceKind::Torznab => "",
+        ServiceKind::Qbittorrent => "http://127.0.0.1:8080",
     }
 }
 
@@ -81,18 +81,18 @@ pub fn reference_pattern() -> String {
 }
 
 /// The outbound service an entry becomes with its secret.
-pub fn service_config(kind: Kind, entry: &ServiceEntry, secret: &str) -> Result<ServiceConfig, String> {
+pub fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &str) -> Result<ServiceConfig, String> {
     let secret = SecretRef(secret.to_string());
     let (auth, operations) = match kind {
-        Kind::Tmdb => match entry.token_kind.as_deref().unwrap_or("apiKey") {
+        ServiceKind::Tmdb => match entry.token_kind.as_deref().unwrap_or("apiKey") {
             "apiKey" => (Auth::Query { name: "api_key".into(), value: secret }, Vec::new()),
             "readToken" => {
                 (Auth::Header { name: "Authorization".into(), value: secret, prefix: "Bearer ".into() }, Vec::new())
             }
             other => return Err(format!("tokenKind {other:?} is not apiKey or readToken")),
         },
-        Kind::Torznab => (Auth::Query { name: "apikey".into(), value: secret }, Vec::new()),
-        Kind::Qbittorrent => {
+        ServiceKind::Torznab => (Auth::Query { name: "apikey".into(), value: secret }, Vec::new()),
+        ServiceKind::Qbittorrent => {
             let username = entry.username.clone().filter(|u| !u.trim().is_empty()).ok_or("username is needed")?;
             let auth = Auth::FormLogin {
                 path: "/api/v2/auth/login".into(),
@@ -124,7 +124,7 @@ pub fn tmdb_service(
     env: &TmdbEnvironment,
 ) -> Option<Result<ServiceConfig, String>> {
     match entry {
-        Some((entry, Some(secret))) => Some(service_config(Kind::Tmdb, entry, secret)),
+        Some((entry, Some(secret))) => Some(service_config(ServiceKind::Tmdb, entry, secret)),
         Some((entry, None)) => {
             let from_env = ServiceEntry { base_url: entry.base_url.clone(), username: None, token_kind: None };
             Some(Ok(with_auth(&from_env, env.auth()?)))

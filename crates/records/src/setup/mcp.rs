@@ -32,7 +32,7 @@ pub struct McpServerEntry {
 /// Where a server in effect is configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Source {
+pub enum ServerSource {
     File,
     Console,
 }
@@ -93,9 +93,9 @@ impl SetupStore {
     pub async fn mcp_servers(
         &self,
         config: &Config,
-    ) -> Result<BTreeMap<String, (McpServerConfig, Source)>, SetupError> {
-        let mut out: BTreeMap<String, (McpServerConfig, Source)> =
-            config.mcp.servers.iter().map(|(n, s)| (n.clone(), (s.clone(), Source::File))).collect();
+    ) -> Result<BTreeMap<String, (McpServerConfig, ServerSource)>, SetupError> {
+        let mut out: BTreeMap<String, (McpServerConfig, ServerSource)> =
+            config.mcp.servers.iter().map(|(n, s)| (n.clone(), (s.clone(), ServerSource::File))).collect();
         for (name, body, secret) in self.rows("mcp").await? {
             let Ok(entry) = serde_json::from_value::<McpServerEntry>(body) else { continue };
             if out.contains_key(&name) {
@@ -104,7 +104,7 @@ impl SetupStore {
             let token = secret.map(|s| self.decrypt_mcp(&name, &s)).transpose()?;
             let server = server_config(&entry, token);
             if server.validate(&name).is_ok() {
-                out.insert(name, (server, Source::Console));
+                out.insert(name, (server, ServerSource::Console));
             }
         }
         Ok(out)

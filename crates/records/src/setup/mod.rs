@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-pub use kinds::{Kind, ServiceEntry};
+pub use kinds::{ServiceEntry, ServiceKind};
 
 use crate::config::{Config, ServiceConfig, TmdbEnvironment};
 use crate::runtime::Runtime;
@@ -201,7 +201,7 @@ impl SetupStore {
     /// while the environment holds its credential.
     async fn service_secret(
         &self,
-        kind: Kind,
+        kind: ServiceKind,
         name: &str,
         secret: Option<&str>,
         env: &TmdbEnvironment,
@@ -213,8 +213,8 @@ impl SetupStore {
         }
         match self.row("service", name).await?.and_then(|(_, s)| s) {
             Some(stored) => Ok(Some(stored)),
-            None if kind == Kind::Tmdb && env.credential.is_some() => Ok(None),
-            None if kind == Kind::Tmdb => Err(SetupError::Invalid(format!(
+            None if kind == ServiceKind::Tmdb && env.credential.is_some() => Ok(None),
+            None if kind == ServiceKind::Tmdb => Err(SetupError::Invalid(format!(
                 "{name} needs its key or read token (or Capstan started with {} or {})",
                 crate::config::TMDB_API_KEY_ENV,
                 crate::config::TMDB_ACCESS_TOKEN_ENV
@@ -283,7 +283,7 @@ impl SetupStore {
             };
             let plain = secret.map(|s| self.decrypt(&name, &s)).transpose()?;
             let service = match (kind, plain) {
-                (Kind::Tmdb, plain) => kinds::tmdb_service(Some((&entry, plain.as_deref())), env),
+                (ServiceKind::Tmdb, plain) => kinds::tmdb_service(Some((&entry, plain.as_deref())), env),
                 (kind, Some(plain)) => Some(kinds::service_config(kind, &entry, &plain)),
                 (_, None) => None,
             };
@@ -364,14 +364,14 @@ impl SetupStore {
                     v["secretSet"] = json!(secret);
                     v
                 }
-                (None, None) if *kind == Kind::Tmdb && env.credential.is_some() => {
+                (None, None) if *kind == ServiceKind::Tmdb && env.credential.is_some() => {
                     json!({"name": name, "kind": kind, "source": "environment", "baseUrl": env.base(), "secretSet": false})
                 }
                 (None, None) => {
                     json!({"name": name, "kind": kind, "source": "unset", "baseUrl": kinds::default_base(*kind), "secretSet": false})
                 }
             };
-            if *kind == Kind::Tmdb && !config.services.contains_key(*name) {
+            if *kind == ServiceKind::Tmdb && !config.services.contains_key(*name) {
                 view["fromEnvironment"] = json!(tmdb_from_environment(env, stored.get(*name)));
             }
             services.push(view);

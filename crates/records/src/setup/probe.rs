@@ -12,14 +12,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Kind, ServiceEntry, SetupError, SetupStore, kinds};
+use super::{ServiceEntry, ServiceKind, SetupError, SetupStore, kinds};
 use crate::config::{Config, ServiceConfig};
 use crate::runtime::Runtime;
 use crate::runtime::host::Outbound;
 
 /// What a test found, and with what.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Found {
+pub struct ProbeResult {
     pub ok: bool,
     pub found: String,
     /// The values the test used, in words: the form's (not saved), the
@@ -27,12 +27,12 @@ pub struct Found {
     pub used: String,
 }
 
-fn found(ok: bool, found: impl Into<String>) -> Found {
-    Found { ok, found: found.into(), used: String::new() }
+fn found(ok: bool, found: impl Into<String>) -> ProbeResult {
+    ProbeResult { ok, found: found.into(), used: String::new() }
 }
 
-impl Found {
-    fn using(mut self, used: impl Into<String>) -> Found {
+impl ProbeResult {
+    fn using(mut self, used: impl Into<String>) -> ProbeResult {
         self.used = used.into();
         self
     }
@@ -46,11 +46,11 @@ pub struct Form {
 }
 
 /// What a service's secret is called on its form.
-fn secret_word(kind: Kind) -> &'static str {
+fn secret_word(kind: ServiceKind) -> &'static str {
     match kind {
-        Kind::Tmdb => "key",
-        Kind::Torznab => "API key",
-        Kind::Qbittorrent => "password",
+        ServiceKind::Tmdb => "key",
+        ServiceKind::Torznab => "API key",
+        ServiceKind::Qbittorrent => "password",
     }
 }
 
@@ -60,7 +60,7 @@ async fn trial(
     config: &Config,
     store: &SetupStore,
     name: &str,
-    kind: Kind,
+    kind: ServiceKind,
     form: Option<Form>,
 ) -> Result<(ServiceConfig, String), String> {
     let said = |e: SetupError| e.to_string();
@@ -101,12 +101,12 @@ async fn trial(
         }
         (None, Some(stored)) => (kinds::service_config(kind, &entry, &stored)?, format!("the saved {word}")),
         (None, None) => match (kind, kinds::tmdb_service(Some((&entry, None)), env), env.credential) {
-            (Kind::Tmdb, Some(service), Some(variable)) => (service?, format!("the key from {variable}")),
+            (ServiceKind::Tmdb, Some(service), Some(variable)) => (service?, format!("the key from {variable}")),
             _ => return Err(format!("{name} needs its {word}: type it in the form")),
         },
     };
     service.validate(name)?;
-    let user = entry.username.as_deref().filter(|_| kind == Kind::Qbittorrent);
+    let user = entry.username.as_deref().filter(|_| kind == ServiceKind::Qbittorrent);
     let user = user.map(|u| format!(" as {u}")).unwrap_or_default();
     Ok((service.clone(), format!("the form's values, not saved ({}{user}, with {with})", service.base_url)))
 }
@@ -123,7 +123,7 @@ fn attribute<'a>(xml: &'a str, tag: &str, attr: &str) -> Option<&'a str> {
     element[at..].split('"').next()
 }
 
-fn torznab_caps(body: &str) -> Found {
+fn torznab_caps(body: &str) -> ProbeResult {
     if body.contains("<error") {
         let said = attribute(body, "error", "description").unwrap_or("an error");
         return found(false, format!("the indexer refused: {said}"));
@@ -147,7 +147,7 @@ fn torznab_caps(body: &str) -> Found {
 }
 
 /// Tests service `name` with the form's values, or as it is in effect.
-pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Option<Form>) -> Found {
+pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Option<Form>) -> ProbeResult {
     let config = runtime.config().clone();
     let Some(kind) = kinds::kind_of(name) else { return found(false, format!("no service {name} can be set up here")) };
     let from_form = if form.is_some() { "the form's values" } else { "the saved setup" };
@@ -159,15 +159,15 @@ pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Op
 }
 
 /// Makes the test's one request to `service` and says what it found.
-async fn request(name: &str, kind: Kind, service: ServiceConfig) -> Found {
+async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> ProbeResult {
     let outbound = match Outbound::new(&BTreeMap::from([(name.to_string(), service)])) {
         Ok(o) => o,
         Err(e) => return found(false, e.to_string()),
     };
     let (path, query): (&str, Vec<(&str, &str)>) = match kind {
-        Kind::Tmdb => ("/configuration", vec![]),
-        Kind::Torznab => ("/api", vec![("t", "caps")]),
-        Kind::Qbittorrent => ("/api/v2/app/version", vec![]),
+        ServiceKind::Tmdb => ("/configuration", vec![]),
+        ServiceKind::Torznab => ("/api", vec![("t", "caps")]),
+        ServiceKind::Qbittorrent => ("/api/v2/app/version", vec![]),
     };
     let (status, body) = match outbound.host_request(name, "GET", path, &query).await {
         Ok(answer) => answer,
@@ -175,7 +175,7 @@ async fn request(name: &str, kind: Kind, service: ServiceConfig) -> Found {
     };
     let body = String::from_utf8_lossy(&body);
     match (kind, status) {
-        (Kind::Tmdb, 200) => {
+        (ServiceKind::Tmdb, 200) => {
             let images = serde_json::from_str::<serde_json::Value>(&body)
                 .ok()
                 .and_then(|v| v["images"]["secure_base_url"].as_str().map(str::to_string));
@@ -187,10 +187,10 @@ async fn request(name: &str, kind: Kind, service: ServiceConfig) -> Found {
                 ),
             )
         }
-        (Kind::Tmdb, 401) => found(false, "TMDB refused the credential: check the API key or read token"),
-        (Kind::Torznab, 200) => torznab_caps(&body),
-        (Kind::Qbittorrent, 200) => found(true, format!("qBittorrent {}", body.trim())),
-        (Kind::Qbittorrent, 403) => found(false, "qBittorrent refused the login: check the user and password"),
+        (ServiceKind::Tmdb, 401) => found(false, "TMDB refused the credential: check the API key or read token"),
+        (ServiceKind::Torznab, 200) => torznab_caps(&body),
+        (ServiceKind::Qbittorrent, 200) => found(true, format!("qBittorrent {}", body.trim())),
+        (ServiceKind::Qbittorrent, 403) => found(false, "qBittorrent refused the login: check the user and password"),
         (_, status) => {
             found(false, format!("{name} answered HTTP {status}: {}", body.chars().take(200).collect::<String>()))
         }
@@ -211,7 +211,7 @@ fn writable(dir: &Path) -> Result<(), String> {
 /// Tests the roots: those in the form (a path of `form`, by root name),
 /// each checked as saving it would check it, and the others as they are
 /// in effect.
-pub async fn roots(runtime: &Runtime, form: BTreeMap<String, String>) -> Found {
+pub async fn roots(runtime: &Runtime, form: BTreeMap<String, String>) -> ProbeResult {
     let config = runtime.config().clone();
     let mut roots = runtime.root_paths();
     let mut used = Vec::new();

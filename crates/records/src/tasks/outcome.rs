@@ -4,7 +4,7 @@
 //! unaudited, nor an audited outcome unrecorded.
 
 use super::{Task, TaskError, TaskStatus, Tasks, backoff};
-use crate::audit::{Audit, NewEvent};
+use crate::audit::{Audit, NewAuditEntry};
 use crate::store::now_ms;
 
 /// A value bound to a task statement run through the group commit.
@@ -19,20 +19,20 @@ pub(super) fn text(value: &str) -> Bind {
 }
 
 /// The audit row of an outcome recorded by `principal` (a worker).
-fn outcome_event(task: &Task, status: TaskStatus, principal: &str, error: Option<&str>) -> NewEvent {
+fn outcome_event(task: &Task, status: TaskStatus, principal: &str, error: Option<&str>) -> NewAuditEntry {
     let action = match status {
         TaskStatus::Succeeded => "task.succeeded",
         TaskStatus::Dead => "task.dead",
         _ => "task.failed",
     };
-    NewEvent {
+    NewAuditEntry {
         actor_kind: "task".into(),
         principal: principal.to_string(),
         action: action.into(),
         subject: task.id.clone(),
         outcome: if status == TaskStatus::Succeeded { "succeeded" } else { "failed" }.into(),
         detail: error.map(|e| format!("attempt {}: {e}", task.attempts)),
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     }
 }
 
@@ -109,7 +109,7 @@ impl Tasks {
         &self,
         sql: &'static str,
         binds: Vec<Bind>,
-        event: Option<NewEvent>,
+        event: Option<NewAuditEntry>,
     ) -> Result<u64, sqlx::Error> {
         self.db
             .write(move |tx| {

@@ -35,8 +35,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 pub use commands::{
-    CommandAct, CommandEnd, CommandHost, CommandRecord, CommandRecorder, OUTPUT_ROOT, Outcome as CommandOutcome,
-    owner_of, request_in as commands_request_in, run_owner, task_owner,
+    CommandAct, CommandEnd, CommandHost, CommandOutcome, CommandRecord, CommandRecorder, OUTPUT_ROOT, owner_of,
+    request_in as commands_request_in, run_owner, task_owner,
 };
 pub use domain::{CallAuthor, DomainStore, HeldRecord};
 pub use files::Roots;

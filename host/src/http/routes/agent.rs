@@ -87,7 +87,7 @@ pub async fn start(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListQuery {
+pub struct RunsQuery {
     limit: Option<i64>,
 }
 
@@ -100,7 +100,7 @@ pub struct ListQuery {
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
     let runs = state.agent().runs().list(limit).await.map_err(run_error)?;

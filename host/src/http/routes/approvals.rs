@@ -191,7 +191,7 @@ async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<Valu
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListQuery {
+pub struct ApprovalsQuery {
     status: Option<String>,
 }
 
@@ -203,7 +203,7 @@ pub struct ListQuery {
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    ApiQuery(q): ApiQuery<ApprovalsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
     let approvals = state.caps().authz().approvals(status).await?;

@@ -14,7 +14,7 @@ use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Page {
+pub struct AuditPage {
     after: Option<i64>,
     limit: Option<i64>,
     /// The newest this many events (of those after `after`) instead of a page.
@@ -31,7 +31,7 @@ pub struct Page {
 pub async fn list(
     State(state): State<AppState>,
     KeyAuth(_): KeyAuth,
-    ApiQuery(page): ApiQuery<Page>,
+    ApiQuery(page): ApiQuery<AuditPage>,
 ) -> Result<Json<Value>, ApiError> {
     let after = in_range("after", page.after, 0, 0, i64::MAX)?;
     let limit = in_range("limit", page.limit, 100, 1, 1000)?;

@@ -25,7 +25,7 @@ use crate::runtime::EffectClass;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ListQuery {
+pub struct DecisionsQuery {
     status: Option<String>,
     kind: Option<String>,
     subject: Option<String>,
@@ -71,7 +71,7 @@ pub struct DecisionPage {
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    ApiQuery(q): ApiQuery<DecisionsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let status = one_of("status", q.status.as_deref(), DECISION_STATUSES)?;
     let limit = in_range("limit", q.limit, 50, 1, 500)?;

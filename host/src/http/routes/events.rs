@@ -30,7 +30,7 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Page {
+pub struct EventsPage {
     after: Option<i64>,
     limit: Option<i64>,
 }
@@ -77,7 +77,7 @@ pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     headers: HeaderMap,
-    ApiQuery(page): ApiQuery<Page>,
+    ApiQuery(page): ApiQuery<EventsPage>,
 ) -> Result<Response, ApiError> {
     let limit = in_range("limit", page.limit, 100, 1, 1000)?;
     if let Some(after) = page.after {

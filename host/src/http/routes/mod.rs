@@ -18,7 +18,7 @@ pub mod setup;
 pub mod setup_mcp;
 pub mod titles;
 
-use crate::audit::NewEvent;
+use crate::audit::NewAuditEntry;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::ApiError;
@@ -37,14 +37,14 @@ pub(crate) async fn audit_change(
         Caller::Console(_) => "console-admin",
         Caller::Key(_) => "api-key",
     };
-    let event = NewEvent {
+    let event = NewAuditEntry {
         actor_kind: actor_kind.into(),
         principal: caller.principal(),
         action: action.into(),
         subject: subject.into(),
         outcome: outcome.into(),
         detail,
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     };
     state.app.audit().append(&event).await?;
     Ok(())

@@ -12,7 +12,7 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::openapi::ErrorBody;
 use crate::http::session;
-use crate::http::signin::Refusal;
+use crate::http::signin::SignInRefusal;
 use crate::http::transport::Transport;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -43,25 +43,25 @@ pub async fn login(
     let signed_in = state.signin.sign_in(&state.app, client, &body.name, &body.password).await;
     let s = match signed_in {
         Ok(s) => s,
-        Err(Refusal::Wrong) => {
+        Err(SignInRefusal::Wrong) => {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong name or password"));
         }
-        Err(Refusal::NoAdministrator) => {
+        Err(SignInRefusal::NoAdministrator) => {
             let message = "no administrator has a password yet; on the server, run \
                            `capstan admin set-password --name admin` (it reads the password from standard input), \
                            then sign in";
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "no_administrator", message));
         }
-        Err(Refusal::Paused(wait)) => {
+        Err(SignInRefusal::Paused(wait)) => {
             let seconds = wait.as_secs_f64().ceil() as u64;
             let message = format!("too many failed sign-ins; try again in {} s", seconds.max(1));
             return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_attempts", message).retry_after(seconds));
         }
-        Err(Refusal::Busy) => {
+        Err(SignInRefusal::Busy) => {
             let message = "too many sign-ins at once; try again in a moment";
             return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "busy", message).retry_after(1));
         }
-        Err(Refusal::Sql(e)) => return Err(e.into()),
+        Err(SignInRefusal::Sql(e)) => return Err(e.into()),
     };
     let body = Json(json!({ "admin": s.admin, "csrfToken": s.csrf_token, "expiresAt": s.expires_at }));
     Ok(([(header::SET_COOKIE, session::cookie(&s, transport.https))], body).into_response())

@@ -59,7 +59,7 @@ pub struct SettingsChange;
 /// A setting's schema in a change: its own, with `null` beside its type (a
 /// reset) — so a refusal names what is wrong rather than "none matched" —
 /// and the other spellings its values take.
-fn change_schema(spec: &crate::settings::Spec) -> Value {
+fn change_schema(spec: &crate::settings::SettingSpec) -> Value {
     let mut value = spec.describe()["schema"].clone();
     if let Some(kind) = value.get("type").cloned() {
         value["type"] = json!([kind, "null"]);

@@ -21,7 +21,7 @@ use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::http::schema::WrittenOut;
-use crate::setup::probe::{self, Found};
+use crate::setup::probe::{self, ProbeResult};
 use crate::setup::{LibraryEntry, ServiceEntry, SetupError, kinds};
 
 pub(super) fn setup_error(e: SetupError) -> ApiError {
@@ -248,7 +248,7 @@ pub async fn remove_service(
 #[utoipa::path(post, path = "/api/v1/setup/services/{name}/test", tag = "setup", security(("consoleSession" = [])),
     params(ServiceName),
     request_body(content = Option<ServiceChange>, description = "The form's values; none tests the saved setup"),
-    responses((status = 200, description = "What the request found, and with what", body = Found),
+    responses((status = 200, description = "What the request found, and with what", body = ProbeResult),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such service can be set up here", body = ErrorBody),
@@ -258,7 +258,7 @@ pub async fn test_service(
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
     body: Option<ApiJson<ServiceChange>>,
-) -> Result<Json<Found>, ApiError> {
+) -> Result<Json<ProbeResult>, ApiError> {
     console_only(&caller)?;
     // The names PUT and DELETE take; any other is not a service here.
     if crate::setup::kinds::kind_of(&name).is_none() {
@@ -349,14 +349,14 @@ pub async fn remove_root(
 /// into the library. A body gives the form's folders (saved or not).
 #[utoipa::path(post, path = "/api/v1/setup/roots/test", tag = "setup", security(("consoleSession" = [])),
     request_body(content = Option<RootsTrial>, description = "The form's folders; none tests the saved ones"),
-    responses((status = 200, description = "What the look found, and at which folders", body = Found),
+    responses((status = 200, description = "What the look found, and at which folders", body = ProbeResult),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody)))]
 pub async fn test_roots(
     State(state): State<AppState>,
     caller: Caller,
     body: Option<ApiJson<RootsTrial>>,
-) -> Result<Json<Found>, ApiError> {
+) -> Result<Json<ProbeResult>, ApiError> {
     console_only(&caller)?;
     let mut form = std::collections::BTreeMap::new();
     if let Some(ApiJson(RootsTrial { downloads, library })) = body {

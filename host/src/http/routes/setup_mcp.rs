@@ -22,8 +22,8 @@ use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::http::schema::WrittenOut;
-use crate::setup::mcp::{McpServerEntry, Source, server_config};
-use crate::setup::probe::Found;
+use crate::setup::mcp::{McpServerEntry, ServerSource, server_config};
+use crate::setup::probe::ProbeResult;
 use crate::setup::{SetupError, kinds};
 
 /// A server's name in a path: what `[mcp.<name>]` takes.
@@ -161,7 +161,7 @@ pub async fn remove(
 #[utoipa::path(post, path = "/api/v1/setup/mcp/{name}/test", tag = "setup", security(("consoleSession" = [])),
     params(ServerName),
     request_body(content = Option<McpServerChange>, description = "The form's values; none tests the saved setup"),
-    responses((status = 200, description = "What the connection found, and with what", body = Found),
+    responses((status = 200, description = "What the connection found, and with what", body = ProbeResult),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such server is set up", body = ErrorBody),
@@ -171,14 +171,14 @@ pub async fn test(
     caller: Caller,
     ApiPath(ServerName { name }): ApiPath<ServerName>,
     body: Option<ApiJson<McpServerChange>>,
-) -> Result<Json<Found>, ApiError> {
+) -> Result<Json<ProbeResult>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
     let servers = state.app.setup().mcp_servers(&config).await.map_err(setup_error)?;
     let (server, used) = match (body, servers.get(&name)) {
-        (None, Some((server, Source::File))) => (server.clone(), "as capstan.toml sets it"),
+        (None, Some((server, ServerSource::File))) => (server.clone(), "as capstan.toml sets it"),
         // A form is checked as saving it would be, and the file's setup tried.
-        (Some(ApiJson(form)), Some((server, Source::File))) => {
+        (Some(ApiJson(form)), Some((server, ServerSource::File))) => {
             server_config(&form.entry()?, None).validate(&name).map_err(|m| setup_error(SetupError::Invalid(m)))?;
             (server.clone(), "as capstan.toml sets it; the form's values are not used")
         }
@@ -203,7 +203,7 @@ pub async fn test(
         Ok(found) => (true, found),
         Err(reason) => (false, reason),
     };
-    Ok(Json(Found { ok, found, used: format!("{url}, {used}") }))
+    Ok(Json(ProbeResult { ok, found, used: format!("{url}, {used}") }))
 }
 
 /// The bearer token a saved server sends, if any.

@@ -15,15 +15,15 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use hasher::PasswordPool;
-use throttle::{ClientKey, Paused, Throttle, Verdict};
+use throttle::{ClientKey, Paused, Throttle, ThrottleVerdict};
 
-use super::session::{self, Session};
+use super::session::{self, ConsoleSession};
 use crate::app::App;
-use crate::audit::NewEvent;
+use crate::audit::NewAuditEntry;
 
 /// Why a sign-in did not open a session.
 #[derive(Debug)]
-pub enum Refusal {
+pub enum SignInRefusal {
     /// The name or the password is wrong (the answer does not say which).
     Wrong,
     /// No administrator has a password yet, so nobody can sign in.
@@ -35,9 +35,9 @@ pub enum Refusal {
     Sql(sqlx::Error),
 }
 
-impl From<sqlx::Error> for Refusal {
+impl From<sqlx::Error> for SignInRefusal {
     fn from(e: sqlx::Error) -> Self {
-        Refusal::Sql(e)
+        SignInRefusal::Sql(e)
     }
 }
 
@@ -50,24 +50,36 @@ pub struct SignIn {
 
 impl SignIn {
     /// Checks `name` and `password` from `client` and opens a session.
-    pub async fn sign_in(&self, app: &App, client: IpAddr, name: &str, password: &str) -> Result<Session, Refusal> {
+    pub async fn sign_in(
+        &self,
+        app: &App,
+        client: IpAddr,
+        name: &str,
+        password: &str,
+    ) -> Result<ConsoleSession, SignInRefusal> {
         let refused = self.attempt(app, client, name, password).await;
         let outcome = match &refused {
             Ok(_) => "succeeded",
-            Err(Refusal::Wrong) => "failed",
-            Err(Refusal::NoAdministrator) => "no_administrator",
-            Err(Refusal::Paused(_)) => "paused",
-            Err(Refusal::Busy) => "busy",
-            Err(Refusal::Sql(_)) => "error",
+            Err(SignInRefusal::Wrong) => "failed",
+            Err(SignInRefusal::NoAdministrator) => "no_administrator",
+            Err(SignInRefusal::Paused(_)) => "paused",
+            Err(SignInRefusal::Busy) => "busy",
+            Err(SignInRefusal::Sql(_)) => "error",
         };
         app.caps().metrics().signed_in(outcome);
         refused
     }
 
-    async fn attempt(&self, app: &App, client: IpAddr, name: &str, password: &str) -> Result<Session, Refusal> {
+    async fn attempt(
+        &self,
+        app: &App,
+        client: IpAddr,
+        name: &str,
+        password: &str,
+    ) -> Result<ConsoleSession, SignInRefusal> {
         let key = ClientKey::of(client);
-        if let Verdict::Wait(wait) = self.throttle.attempt(key, name, Instant::now()) {
-            return Err(Refusal::Paused(wait));
+        if let ThrottleVerdict::Wait(wait) = self.throttle.attempt(key, name, Instant::now()) {
+            return Err(SignInRefusal::Paused(wait));
         }
         let db = app.caps().db();
         let matched = match self.check(db, name, password).await {
@@ -82,18 +94,18 @@ impl SignIn {
             audit_pause(app, client, name, &paused).await;
         }
         if !matched {
-            return Err(Refusal::Wrong);
+            return Err(SignInRefusal::Wrong);
         }
         Ok(session::open(db, name).await?)
     }
 
     /// Whether `password` is `name`'s, after the same work either way.
-    async fn check(&self, db: &crate::store::Db, name: &str, password: &str) -> Result<bool, Refusal> {
+    async fn check(&self, db: &crate::store::Db, name: &str, password: &str) -> Result<bool, SignInRefusal> {
         let stored = session::stored_hash(db, name).await?;
         if stored.is_none() && !session::any_administrator(db).await? {
-            return Err(Refusal::NoAdministrator);
+            return Err(SignInRefusal::NoAdministrator);
         }
-        self.pool.verify(stored, password).await.map_err(|hasher::Busy| Refusal::Busy)
+        self.pool.verify(stored, password).await.map_err(|hasher::Busy| SignInRefusal::Busy)
     }
 }
 
@@ -107,14 +119,14 @@ async fn audit_pause(app: &App, client: IpAddr, name: &str, paused: &Paused) {
         }
     };
     let detail = format!("{failures} failed sign-ins; {whose} is paused for {} s", pause.as_secs());
-    let event = NewEvent {
+    let event = NewAuditEntry {
         actor_kind: "http-client".into(),
         principal: format!("client:{client}"),
         action: "session.sign_in_paused".into(),
         subject: name.chars().take(64).collect(),
         outcome: "paused".into(),
         detail: Some(detail),
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     };
     if let Err(e) = app.audit().append(&event).await {
         tracing::warn!(error = %e, "could not record a sign-in pause in the audit log");

@@ -67,7 +67,7 @@ impl Record {
 
 /// Whether an attempt may go ahead.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ThrottleVerdict {
     /// It may; report how it went with [`Throttle::finished`].
     Go,
     /// Not now: try again after this long.
@@ -96,25 +96,25 @@ pub struct Throttle {
 impl Throttle {
     /// Whether `client` may try to sign in as `account` now; a `Go` counts
     /// as an attempt in flight until [`Throttle::finished`].
-    pub fn attempt(&self, client: ClientKey, account: &str, now: Instant) -> Verdict {
+    pub fn attempt(&self, client: ClientKey, account: &str, now: Instant) -> ThrottleVerdict {
         let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
         let Records { clients, accounts } = &mut *records;
         let clean = clients.get(&client).is_none_or(|c| c.failures == 0 && c.in_flight == 0);
         let client_record = entry(clients, client, now);
         if let Some(wait) = client_record.paused(now) {
-            return Verdict::Wait(wait);
+            return ThrottleVerdict::Wait(wait);
         }
         let left = CLIENT_FREE.saturating_sub(client_record.failures).max(1);
         if client_record.in_flight >= left {
-            return Verdict::Wait(Duration::from_secs(1));
+            return ThrottleVerdict::Wait(Duration::from_secs(1));
         }
         let account_paused = accounts.get(account).and_then(|a| a.paused(now));
         if let Some(wait) = account_paused.filter(|_| !clean) {
-            return Verdict::Wait(wait);
+            return ThrottleVerdict::Wait(wait);
         }
         client_record.in_flight += 1;
         entry(accounts, account.to_string(), now).in_flight += 1;
-        Verdict::Go
+        ThrottleVerdict::Go
     }
 
     /// How an attempt that was let go ended; the pauses it began, if any.
@@ -195,7 +195,7 @@ mod tests {
     }
 
     fn fail_once(t: &Throttle, c: ClientKey, account: &str, now: Instant) -> Vec<Paused> {
-        assert_eq!(t.attempt(c, account, now), Verdict::Go);
+        assert_eq!(t.attempt(c, account, now), ThrottleVerdict::Go);
         t.finished(c, account, false, now)
     }
 
@@ -208,19 +208,19 @@ mod tests {
         }
         let paused = fail_once(&t, client(1), "admin", now);
         assert_eq!(paused, vec![Paused::Client { failures: CLIENT_FREE + 1, pause: Duration::from_secs(1) }]);
-        assert_eq!(t.attempt(client(1), "admin", now), Verdict::Wait(Duration::from_secs(1)));
+        assert_eq!(t.attempt(client(1), "admin", now), ThrottleVerdict::Wait(Duration::from_secs(1)));
         let later = now + Duration::from_secs(1);
         let paused = fail_once(&t, client(1), "admin", later);
         assert_eq!(paused, vec![Paused::Client { failures: CLIENT_FREE + 2, pause: Duration::from_secs(2) }]);
         // Another client is not held back by the first one's failures.
-        assert_eq!(t.attempt(client(2), "admin", later), Verdict::Go);
+        assert_eq!(t.attempt(client(2), "admin", later), ThrottleVerdict::Go);
     }
 
     #[test]
     fn concurrent_attempts_get_no_more_tries_than_a_sequence() {
         let t = Throttle::default();
         let now = Instant::now();
-        let went = (0..50).filter(|_| t.attempt(client(1), "admin", now) == Verdict::Go).count();
+        let went = (0..50).filter(|_| t.attempt(client(1), "admin", now) == ThrottleVerdict::Go).count();
         assert_eq!(went, CLIENT_FREE as usize);
     }
 
@@ -236,10 +236,10 @@ mod tests {
         assert!(account_paused);
         // A client that failed waits; a fresh one may try, and its success
         // clears the account.
-        assert!(matches!(t.attempt(client(0), "admin", now), Verdict::Wait(_)));
-        assert_eq!(t.attempt(client(200), "admin", now), Verdict::Go);
+        assert!(matches!(t.attempt(client(0), "admin", now), ThrottleVerdict::Wait(_)));
+        assert_eq!(t.attempt(client(200), "admin", now), ThrottleVerdict::Go);
         assert!(t.finished(client(200), "admin", true, now).is_empty());
-        assert_eq!(t.attempt(client(0), "admin", now), Verdict::Go);
+        assert_eq!(t.attempt(client(0), "admin", now), ThrottleVerdict::Go);
     }
 
     #[test]
@@ -250,7 +250,7 @@ mod tests {
             fail_once(&t, client(1), "admin", now);
         }
         let much_later = now + FORGET_AFTER + Duration::from_secs(1);
-        assert_eq!(t.attempt(client(1), "admin", much_later), Verdict::Go);
+        assert_eq!(t.attempt(client(1), "admin", much_later), ThrottleVerdict::Go);
         for n in 0..(MAX_RECORDS + 50) {
             let c = ClientKey::of(IpAddr::from([10, (n >> 16) as u8, (n >> 8) as u8, n as u8]));
             fail_once(&t, c, &format!("name{n}"), now);

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use capstan::audit::{Audit, NewEvent, RowQueue, Verdict};
+use capstan::audit::{Audit, NewAuditEntry, RowQueue, Verdict};
 use capstan::store::Db;
 use capstan_tests::both_backends;
 use capstan_tests::db::{Backend, fresh_url};
@@ -71,14 +71,14 @@ async fn a_failing_write_fails_alone_and_its_batch_mates_are_kept(backend: Backe
 }
 
 /// Writer `w`'s `i`th audit row.
-fn appended(w: usize, i: usize) -> NewEvent {
-    NewEvent {
+fn appended(w: usize, i: usize) -> NewAuditEntry {
+    NewAuditEntry {
         actor_kind: "cli".into(),
         principal: format!("writer-{w}"),
         action: "test.append".into(),
         subject: format!("{w}/{i}"),
         outcome: "succeeded".into(),
-        ..NewEvent::default()
+        ..NewAuditEntry::default()
     }
 }
 

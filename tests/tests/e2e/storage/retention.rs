@@ -117,7 +117,7 @@ async fn deleting_a_run_removes_it_and_keeps_what_has_an_open_outcome(backend: B
     // Once the write is settled, the task removes the rest.
     let operator = Origin::cli(EffectClass::Execute);
     let checked = env.caps.check_open(&operator, &left[0], &json!({"label": "second"})).await.unwrap();
-    assert!(matches!(checked, capstan::pipeline::Checked::Done(_)), "{checked:?}");
+    assert!(matches!(checked, capstan::pipeline::ReplayCheck::Done(_)), "{checked:?}");
     assert_eq!(prune(&env).await["runsRemoved"], 1);
     assert_eq!(api.get(&format!("/agent/runs/{kept}")).await.0, 404);
     assert!(capstan::ledger::for_run(&env.db, &kept).await.unwrap().is_empty());

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::EngineError;
 use crate::agent::runs::{Investigation, Run, Runs};
-use crate::settings::Snapshot;
+use crate::settings::SettingsSnapshot;
 use crate::store::now_ms;
 
 /// The per-run limits and prices in force when the run started a step.
@@ -28,7 +28,7 @@ pub struct RunLimits {
     pub goal_wait: Duration,
 }
 
-fn number(settings: &Snapshot, key: &str) -> Result<f64, EngineError> {
+fn number(settings: &SettingsSnapshot, key: &str) -> Result<f64, EngineError> {
     let value = settings.get(key).map_err(|e| EngineError::setting(key, e))?;
     value.as_f64().ok_or_else(|| EngineError::setting(key, "is not a number"))
 }
@@ -43,7 +43,7 @@ impl RunLimits {
         self
     }
 
-    pub fn load(settings: &Snapshot) -> Result<RunLimits, EngineError> {
+    pub fn load(settings: &SettingsSnapshot) -> Result<RunLimits, EngineError> {
         let n = |key: &'static str| number(settings, key);
         let flag = settings
             .get("model.compaction.enabled")
@@ -92,7 +92,11 @@ impl RunLimits {
 
 /// Whether the day's budgets allow a run to start (the day is UTC); the
 /// count of runs applies only to a `first_start`, the day's cost to every one.
-pub async fn day_allows(settings: &Snapshot, runs: &Runs, first_start: bool) -> Result<Option<String>, EngineError> {
+pub async fn day_allows(
+    settings: &SettingsSnapshot,
+    runs: &Runs,
+    first_start: bool,
+) -> Result<Option<String>, EngineError> {
     let max_runs = number(settings, "budget.max_runs_per_day")? as i64;
     let max_cost = number(settings, "budget.max_cost_usd_per_day")?;
     let day_start = now_ms() - now_ms().rem_euclid(86_400_000);

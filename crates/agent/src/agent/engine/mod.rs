@@ -31,7 +31,7 @@ use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::Capabilities;
 use crate::runtime::{Actor, Mode};
-use crate::settings::{Settings, Snapshot};
+use crate::settings::{Settings, SettingsSnapshot};
 use crate::tasks::{NewTask, Tasks};
 use budget::RunLimits;
 pub use error::EngineError;
@@ -185,7 +185,7 @@ impl AgentRuntime {
 
     /// The tokenizer of the configured provider (an estimate for one fixed
     /// by the embedder).
-    fn token_counter(&self, settings: &Snapshot) -> TokenCounter {
+    fn token_counter(&self, settings: &SettingsSnapshot) -> TokenCounter {
         if self.provider.is_some() {
             return TokenCounter::estimate();
         }
@@ -193,7 +193,7 @@ impl AgentRuntime {
         TokenCounter::for_provider(name.as_ref().and_then(|v| v.as_str()).unwrap_or("scripted"))
     }
 
-    async fn provider(&self, settings: &Snapshot) -> Result<Arc<dyn Provider>, EngineError> {
+    async fn provider(&self, settings: &SettingsSnapshot) -> Result<Arc<dyn Provider>, EngineError> {
         if let Some(p) = &self.provider {
             return Ok(p.clone());
         }
@@ -252,17 +252,17 @@ impl AgentRuntime {
             state.final_text.clone()
         };
         match outcome {
-            turn::Outcome::Aborted(reason) => {
+            turn::TurnOutcome::Aborted(reason) => {
                 return self.finish(run_id, RunStatus::Cancelled, Some(&reason), &final_text).await;
             }
-            turn::Outcome::OverBudget(reason) => {
+            turn::TurnOutcome::OverBudget(reason) => {
                 let run = self.runs.get(run_id).await?;
                 return self.end_over_budget(&run, &reason, &final_text).await;
             }
-            turn::Outcome::Failed(reason) => {
+            turn::TurnOutcome::Failed(reason) => {
                 return self.finish(run_id, RunStatus::Failed, Some(&reason), &final_text).await;
             }
-            turn::Outcome::Idle => {}
+            turn::TurnOutcome::Idle => {}
         }
         // Execute mode waits for what it touched to settle. It holds no
         // worker while it waits: the waker queues its task again at

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use crate::agent::providers::{Block, ToolCall, ToolSpec};
 use crate::agent::tools::discovery::{self, Discovery};
-use crate::agent::tools::plan::{self, Plan, UPDATE_PLAN};
+use crate::agent::tools::plan::{self, StepPlan, UPDATE_PLAN};
 use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
-use crate::audit::NewEvent;
+use crate::audit::NewAuditEntry;
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Loaded, Mode, Status};
 
@@ -177,7 +177,7 @@ pub struct Answered {
     pub replayed: bool,
     /// The audit rows of a read the call made, not yet written: they
     /// commit with the step's writes, before the model sees the result.
-    pub audit_rows: Vec<NewEvent>,
+    pub audit_rows: Vec<NewAuditEntry>,
 }
 
 impl Answered {
@@ -359,7 +359,7 @@ pub async fn read_command_output(
 
 /// Applies the `update_plan` calls of one response: the new plan when
 /// exactly one valid call was made, and an answer for each call.
-pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<Plan>, Vec<Answered>) {
+pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<StepPlan>, Vec<Answered>) {
     let inputs: Vec<&Value> = calls.iter().map(|(_, v)| *v).collect();
     let (plan, outcomes) = plan::apply(&inputs);
     let answers = calls

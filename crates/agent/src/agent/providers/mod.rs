@@ -174,7 +174,7 @@ pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<d
 /// read here.
 pub async fn from_snapshot(
     settings: &crate::settings::Settings,
-    values: &crate::settings::Snapshot,
+    values: &crate::settings::SettingsSnapshot,
 ) -> Result<Box<dyn Provider>, ProviderError> {
     let text = |v: serde_json::Value| v.as_str().map(str::to_string);
     let get = |key: &'static str| values.get(key).map_err(|e| ProviderError::Invalid(format!("setting {key}: {e}")));

@@ -18,7 +18,7 @@ pub use gate::{BlockReason, Blocked};
 pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunStatus};
 pub use step::StepWrites;
 
-use crate::agent::tools::plan::Plan;
+use crate::agent::tools::plan::StepPlan;
 use crate::events::Events;
 use crate::store::{Db, new_id, now_ms};
 
@@ -278,7 +278,7 @@ impl Runs {
 
     /// Records the run's current plan (`None`: it has none) and announces
     /// it as an `agent.plan` event, in one transaction.
-    pub async fn set_plan(&self, id: &str, plan: Option<&Plan>) -> Result<(), RunError> {
+    pub async fn set_plan(&self, id: &str, plan: Option<&StepPlan>) -> Result<(), RunError> {
         let text = plan.map(|p| serde_json::to_string(p).unwrap_or_default());
         let mut tx = self.db.begin_write().await?;
         sqlx::query("UPDATE agent_run SET plan = $2, updated_at = $3 WHERE id = $1")

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::agent::tools::plan::Plan;
+use crate::agent::tools::plan::StepPlan;
 
 /// `queued → running → waiting → succeeded | failed | nothing_done |
 /// cancelled | budget_exceeded`. `nothing_done`: an execute run whose goal
@@ -163,7 +163,7 @@ pub struct Run {
     pub investigation: Option<Investigation>,
     /// The model's current plan for its task (its notes, not proof).
     #[schema(value_type = Option<Object>)]
-    pub plan: Option<Plan>,
+    pub plan: Option<StepPlan>,
     /// Set when the run was deleted while some of its writes still had an
     /// open outcome: it is kept until they are settled.
     pub deleted_at: Option<i64>,

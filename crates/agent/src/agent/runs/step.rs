@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Run, RunError, Runs, append_events_in};
-use crate::audit::{Audit, NewEvent};
+use crate::audit::{Audit, NewAuditEntry};
 use crate::store::now_ms;
 
 /// Writes of a step waiting for their commit.
@@ -24,7 +24,7 @@ pub struct StepWrites {
     /// Run events `(kind, payload)`, appended in order.
     pub events: Vec<(&'static str, Value)>,
     /// Audit rows of the step's reads (`Capabilities::invoke_in_run`).
-    pub audit_rows: Vec<NewEvent>,
+    pub audit_rows: Vec<NewAuditEntry>,
 }
 
 impl StepWrites {

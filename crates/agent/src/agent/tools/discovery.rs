@@ -67,7 +67,7 @@ fn score(d: &Descriptor, search: &str) -> u32 {
 
 /// One search's answer.
 #[derive(Debug, Clone, Serialize)]
-pub struct Found {
+pub struct ToolSearch {
     pub name: String,
     pub summary: String,
 }
@@ -108,14 +108,14 @@ impl Discovery {
     }
 
     /// `search_tools`: ranked matches, remembered as candidates.
-    pub fn search(&mut self, search: &str, limit: usize) -> Vec<Found> {
+    pub fn search(&mut self, search: &str, limit: usize) -> Vec<ToolSearch> {
         let mut ranked: Vec<(u32, &Descriptor)> =
             self.catalog.iter().map(|d| (score(d, search), d)).filter(|(s, _)| *s > 0).collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-        let found: Vec<Found> = ranked
+        let found: Vec<ToolSearch> = ranked
             .into_iter()
             .take(limit.clamp(1, MAX_RESULTS))
-            .map(|(_, d)| Found { name: d.id.clone(), summary: d.summary.clone() })
+            .map(|(_, d)| ToolSearch { name: d.id.clone(), summary: d.summary.clone() })
             .collect();
         for f in found.iter().rev() {
             self.candidates.retain(|c| c != &f.name);
@@ -190,7 +190,7 @@ mod tests {
         ]
     }
 
-    fn names(found: &[Found]) -> Vec<&str> {
+    fn names(found: &[ToolSearch]) -> Vec<&str> {
         found.iter().map(|f| f.name.as_str()).collect()
     }
 

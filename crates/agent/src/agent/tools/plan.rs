@@ -35,7 +35,7 @@ pub struct Step {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Plan {
+pub struct StepPlan {
     pub goal: String,
     pub steps: Vec<Step>,
 }
@@ -67,8 +67,8 @@ pub fn tool_spec() -> ToolSpec {
 }
 
 /// Checks one proposed plan.
-pub fn validate(input: &Value) -> Result<Plan, String> {
-    let plan: Plan = serde_json::from_value(input.clone()).map_err(|e| format!("update_plan: {e}"))?;
+pub fn validate(input: &Value) -> Result<StepPlan, String> {
+    let plan: StepPlan = serde_json::from_value(input.clone()).map_err(|e| format!("update_plan: {e}"))?;
     if plan.goal.trim().is_empty() {
         return Err("update_plan: the goal must not be empty".into());
     }
@@ -97,7 +97,7 @@ pub fn validate(input: &Value) -> Result<Plan, String> {
 
 /// Applies the `update_plan` calls of one model response: the new plan (if
 /// exactly one valid call), and one result text per call in order.
-pub fn apply(inputs: &[&Value]) -> (Option<Plan>, Vec<Result<String, String>>) {
+pub fn apply(inputs: &[&Value]) -> (Option<StepPlan>, Vec<Result<String, String>>) {
     if inputs.len() > 1 {
         let refusal =
             format!("update_plan was called {} times in one response; none was applied — call it once", inputs.len());
@@ -111,7 +111,7 @@ pub fn apply(inputs: &[&Value]) -> (Option<Plan>, Vec<Result<String, String>>) {
 }
 
 /// The plan as it is shown to the model on every request.
-pub fn render(plan: &Plan) -> String {
+pub fn render(plan: &StepPlan) -> String {
     let mut out = format!("Current plan — goal: {}\n", plan.goal);
     for (i, step) in plan.steps.iter().enumerate() {
         let mark = match step.status {

@@ -43,7 +43,7 @@ pub enum Shown {
 
 /// One page of a kept result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Page {
+pub struct ResultPage {
     pub text: String,
     /// Where the next page starts; `None` at the end.
     pub next_offset: Option<usize>,
@@ -142,7 +142,7 @@ impl ResultStore {
         result_id: &str,
         offset: usize,
         limit: usize,
-    ) -> Result<Page, String> {
+    ) -> Result<ResultPage, String> {
         let runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         let unknown = || {
             format!(
@@ -162,7 +162,7 @@ impl ResultStore {
         let limit = limit.clamp(1, PREVIEW_CHARS * 4);
         let text = chars_slice(&kept.text, offset, limit);
         let end = offset + text.chars().count();
-        Ok(Page { text, next_offset: (end < kept.chars).then_some(end), total_chars: kept.chars })
+        Ok(ResultPage { text, next_offset: (end < kept.chars).then_some(end), total_chars: kept.chars })
     }
 
     /// The run's privileges dropped (it ended, or was cancelled): nothing

@@ -31,7 +31,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use process::Outcome;
+pub use process::CommandOutcome;
 pub use record::{CommandAct, CommandRecord, CommandRecorder};
 
 use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, ExecutionOutcome, HostError, Pair};
@@ -54,7 +54,7 @@ const MAX_READ: u32 = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandEnd {
-    pub outcome: Outcome,
+    pub outcome: CommandOutcome,
     pub exit_code: Option<i32>,
 }
 
@@ -65,8 +65,8 @@ impl CommandEnd {
     pub fn status(&self) -> crate::Status {
         use crate::Status;
         match (self.outcome, self.exit_code) {
-            (Outcome::Exited, Some(0)) => Status::Succeeded,
-            (Outcome::Unknown, _) => Status::Unknown,
+            (CommandOutcome::Exited, Some(0)) => Status::Succeeded,
+            (CommandOutcome::Unknown, _) => Status::Unknown,
             _ => Status::Failed,
         }
     }
@@ -74,14 +74,16 @@ impl CommandEnd {
     /// Why it is not a success, in words; `None` when it is.
     pub fn failure(&self) -> Option<String> {
         match (self.outcome, self.exit_code) {
-            (Outcome::Exited, Some(0)) => None,
-            (Outcome::Exited, Some(code)) => Some(format!("the command exited with code {code}")),
-            (Outcome::Exited, None) => Some("the command was ended by a signal".into()),
-            (Outcome::KilledAfterTimeout, _) => {
+            (CommandOutcome::Exited, Some(0)) => None,
+            (CommandOutcome::Exited, Some(code)) => Some(format!("the command exited with code {code}")),
+            (CommandOutcome::Exited, None) => Some("the command was ended by a signal".into()),
+            (CommandOutcome::KilledAfterTimeout, _) => {
                 Some("the command ran out of time and was stopped; what it did before stays done".into())
             }
-            (Outcome::Cancelled, _) => Some("the command was cancelled; what it did before stays done".into()),
-            (Outcome::Unknown, _) => Some("the command's end cannot be confirmed: it did not stop when told".into()),
+            (CommandOutcome::Cancelled, _) => Some("the command was cancelled; what it did before stays done".into()),
+            (CommandOutcome::Unknown, _) => {
+                Some("the command's end cannot be confirmed: it did not stop when told".into())
+            }
         }
     }
 }
@@ -284,10 +286,10 @@ fn status(process: &Process) -> CommandStatus {
         None => (ExecutionOutcome::Running, None, process.started.elapsed()),
         Some(e) => {
             let outcome = match e.outcome {
-                Outcome::Exited => ExecutionOutcome::Exited,
-                Outcome::KilledAfterTimeout => ExecutionOutcome::KilledAfterTimeout,
-                Outcome::Cancelled => ExecutionOutcome::Cancelled,
-                Outcome::Unknown => ExecutionOutcome::Unknown,
+                CommandOutcome::Exited => ExecutionOutcome::Exited,
+                CommandOutcome::KilledAfterTimeout => ExecutionOutcome::KilledAfterTimeout,
+                CommandOutcome::Cancelled => ExecutionOutcome::Cancelled,
+                CommandOutcome::Unknown => ExecutionOutcome::Unknown,
             };
             (outcome, e.exit_code, e.duration)
         }
@@ -297,7 +299,7 @@ fn status(process: &Process) -> CommandStatus {
         name: process.name.clone(),
         outcome,
         exit_code,
-        timed_out: ended.is_some_and(|e| e.outcome == Outcome::KilledAfterTimeout),
+        timed_out: ended.is_some_and(|e| e.outcome == CommandOutcome::KilledAfterTimeout),
         duration_ms: duration.as_millis() as u64,
         output_bytes: written.bytes,
         output_truncated: written.truncated,

@@ -14,7 +14,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use std::time::Duration;
 
-use super::process::Spec;
+use super::process::ProcessSpec;
 use crate::bindings::capstan::host::types::{CommandRequest, HostError};
 use capstan_config::{CommandConfig, MAX_FREE_ARGS};
 
@@ -25,7 +25,7 @@ pub(super) fn prepare(
     request: &CommandRequest,
     roots: &BTreeMap<String, PathBuf>,
     work_dir: &Path,
-) -> Result<Spec, HostError> {
+) -> Result<ProcessSpec, HostError> {
     let name = &request.name;
     let invalid = |why: String| HostError::Invalid(format!("command {name}: {why}"));
     if command.free {
@@ -86,7 +86,7 @@ pub(super) fn prepare(
     };
     let mut args = command.args.clone();
     args.extend(request.args.iter().cloned());
-    Ok(Spec {
+    Ok(ProcessSpec {
         program: command.program.clone(),
         args,
         env,

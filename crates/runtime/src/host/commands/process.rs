@@ -32,7 +32,7 @@ const LAST_READ: Duration = Duration::from_secs(1);
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum CommandOutcome {
     /// By itself; `exit_code` is `None` when a signal it did not get from
     /// the host ended it.
     Exited,
@@ -43,13 +43,13 @@ pub enum Outcome {
 
 #[derive(Debug, Clone, Copy)]
 pub struct Ended {
-    pub outcome: Outcome,
+    pub outcome: CommandOutcome,
     pub exit_code: Option<i32>,
     pub duration: Duration,
 }
 
 /// What to run.
-pub struct Spec {
+pub struct ProcessSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -77,7 +77,7 @@ impl Process {
         handle: String,
         name: String,
         owner: String,
-        spec: Spec,
+        spec: ProcessSpec,
         archive: Arc<Archive>,
         notes: PathBuf,
     ) -> std::io::Result<Arc<Process>> {
@@ -170,7 +170,7 @@ impl Process {
 async fn supervise(
     child: &mut tokio::process::Child,
     family: Option<u64>,
-    spec: &Spec,
+    spec: &ProcessSpec,
     mut cancel: watch::Receiver<bool>,
     started: Instant,
 ) -> (Ended, Option<Instant>) {
@@ -181,10 +181,10 @@ async fn supervise(
         tokio::select! {
             status = child.wait() => {
                 let exit_code = status.ok().and_then(|s| s.code());
-                return (Ended { outcome: Outcome::Exited, exit_code, duration: started.elapsed() }, None);
+                return (Ended { outcome: CommandOutcome::Exited, exit_code, duration: started.elapsed() }, None);
             }
-            () = &mut timeout => break Outcome::KilledAfterTimeout,
-            _ = cancel.wait_for(|c| *c) => break Outcome::Cancelled,
+            () = &mut timeout => break CommandOutcome::KilledAfterTimeout,
+            _ = cancel.wait_for(|c| *c) => break CommandOutcome::Cancelled,
             // Who belongs to it is read while it runs: a descendant whose
             // parent exits between two readings is still known as its.
             _ = track.tick() => {
@@ -208,7 +208,7 @@ async fn supervise(
             tokio::time::timeout(AFTER_KILL, child.wait()).await.is_ok()
         }
     };
-    let outcome = if ended { stopped } else { Outcome::Unknown };
+    let outcome = if ended { stopped } else { CommandOutcome::Unknown };
     (Ended { outcome, exit_code: None, duration: started.elapsed() }, Some(told))
 }
 

@@ -12,7 +12,7 @@ use crate::agent::engine::EngineError;
 use crate::agent::providers::Block;
 use crate::agent::session_log::HOST_NOTE;
 use crate::ledger::{LedgerError, Record};
-use crate::pipeline::{Checked, input_digest};
+use crate::pipeline::{ReplayCheck, input_digest};
 
 impl RunState<'_> {
     /// Checks the run's writes whose outcome is open; the note for the
@@ -36,12 +36,12 @@ impl RunState<'_> {
                     .await
                     .map_err(|source| EngineError::Invoke { capability: record.capability_id.clone(), source })?
                 {
-                    Checked::Done(_) => ("done", "a check found it carried out; its result is recorded"),
-                    Checked::NotDone => ("not_done", "a check found it was not carried out; it may be made again"),
-                    Checked::CannotTell { .. } => {
+                    ReplayCheck::Done(_) => ("done", "a check found it carried out; its result is recorded"),
+                    ReplayCheck::NotDone => ("not_done", "a check found it was not carried out; it may be made again"),
+                    ReplayCheck::CannotTell { .. } => {
                         ("unknown", "nobody can tell whether it was carried out; check its effect before repeating it")
                     }
-                    Checked::Busy(_) => ("running", "it is still running"),
+                    ReplayCheck::Busy(_) => ("running", "it is still running"),
                 },
             };
             lines.push(format!("- {what}: {outcome} — {said}."));

@@ -7,11 +7,11 @@
 
 use serde_json::{Value, json};
 
-use super::{Outcome, RunState};
+use super::{RunState, TurnOutcome};
 use crate::agent::engine::toolbox::{self, Answered, RunCaller};
 use crate::agent::providers::{Role, ToolCall};
-use crate::agent::session_log::{Entry, Session};
-use crate::agent::tokens::Measured;
+use crate::agent::session_log::{Entry, SessionState};
+use crate::agent::tokens::TokenCount;
 use crate::agent::tools::discovery::Discovery;
 use crate::runtime::Actor;
 use crate::store::new_id;
@@ -47,7 +47,7 @@ impl RunState<'_> {
             limits: self.limits,
             counter: self.counter.clone(),
             log: None,
-            session: Session::default(),
+            session: SessionState::default(),
             discovery: Discovery::new(toolbox::catalog(
                 &self.rt.caps,
                 Actor::Subagent,
@@ -58,7 +58,7 @@ impl RunState<'_> {
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
-            measured: Measured::default(),
+            measured: TokenCount::default(),
             offered: (Vec::new(), std::sync::Arc::from([])),
         };
         let request_id = sub.caller.request_id.clone();
@@ -69,7 +69,7 @@ impl RunState<'_> {
                 Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
             };
             match Box::pin(sub.step(&run)).await {
-                Ok(Outcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {
+                Ok(TurnOutcome::Idle) if sub.session.messages.last().is_some_and(|m| m.role == Role::Assistant) => {
                     // The findings are the parent's to keep and read.
                     return toolbox::from_invocation(
                         &call.id,
@@ -78,7 +78,7 @@ impl RunState<'_> {
                         &self.rt.results,
                     );
                 }
-                Ok(Outcome::Idle) => continue,
+                Ok(TurnOutcome::Idle) => continue,
                 Ok(other) => return toolbox::failed(&call.id, format!("the subagent stopped: {other:?}")),
                 Err(e) => return toolbox::failed(&call.id, format!("the subagent failed: {e}")),
             }

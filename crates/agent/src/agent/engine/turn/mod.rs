@@ -16,10 +16,10 @@ use super::{AgentRuntime, EngineError};
 use crate::agent::compaction::{self, Compaction};
 use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider, StopReason, StreamEvent, ToolSpec};
 use crate::agent::runs::{Run, StepWrites};
-use crate::agent::session_log::{Entry, Session, SessionLog};
-use crate::agent::tokens::{Measured, TokenCounter};
+use crate::agent::session_log::{Entry, SessionLog, SessionState};
+use crate::agent::tokens::{TokenCount, TokenCounter};
 use crate::agent::tools::discovery::{self, Discovery};
-use crate::agent::tools::plan::{self, Plan};
+use crate::agent::tools::plan::{self, StepPlan};
 use crate::runtime::{Actor, Mode};
 use crate::store::new_id;
 
@@ -31,7 +31,7 @@ mod usage;
 
 /// How far a call to [`RunState::answer_pending_requests`] got.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum TurnOutcome {
     /// Every request so far is answered.
     Idle,
     Aborted(String),
@@ -54,7 +54,7 @@ pub struct RunState<'a> {
     /// Shared with subagents: one calibration, one compaction policy.
     counter: Arc<TokenCounter>,
     log: Option<SessionLog>,
-    session: Session,
+    session: SessionState,
     discovery: Discovery,
     /// What the last search enabled and left out, told to the model.
     discovery_note: Option<String>,
@@ -66,7 +66,7 @@ pub struct RunState<'a> {
     committed_run: Option<Run>,
     /// What the requests so far measured, so a step measures only what
     /// is new.
-    measured: Measured,
+    measured: TokenCount,
     /// The tools last offered, built once while what is offered stays the
     /// same: each capability's id and digest, and the specs (the session
     /// tools after them, fixed by the actor).
@@ -84,7 +84,7 @@ impl<'a> RunState<'a> {
         counter: Arc<TokenCounter>,
         limits: RunLimits,
         log: SessionLog,
-        session: Session,
+        session: SessionState,
     ) -> RunState<'a> {
         let (request_id, turn) = session.request.clone().unwrap_or_default();
         let catalog = toolbox::catalog(&rt.caps, actor, mode, run.capability_allowlist.as_deref());
@@ -103,7 +103,7 @@ impl<'a> RunState<'a> {
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
-            measured: Measured::default(),
+            measured: TokenCount::default(),
             offered: (Vec::new(), Arc::from([])),
         }
     }
@@ -143,7 +143,7 @@ impl<'a> RunState<'a> {
 
     /// Records a new plan (or none), and for the run itself — not a
     /// subagent — shows it on the run's record with an `agent.plan` event.
-    async fn record_plan(&mut self, plan: Option<Plan>) -> Result<(), EngineError> {
+    async fn record_plan(&mut self, plan: Option<StepPlan>) -> Result<(), EngineError> {
         self.record(Entry::Plan { plan: plan.clone() }).await?;
         if self.log.is_some() {
             self.rt.runs.set_plan(&self.run_id, plan.as_ref()).await?;
@@ -159,7 +159,7 @@ impl<'a> RunState<'a> {
     /// Answers requests until none is left, the run is aborted, a budget
     /// is spent or the model fails; what it logged is durable when it
     /// returns.
-    pub async fn answer_pending_requests(&mut self) -> Result<Outcome, EngineError> {
+    pub async fn answer_pending_requests(&mut self) -> Result<TurnOutcome, EngineError> {
         let outcome = self.answer_requests().await;
         let settled = self.settle_log().await;
         let outcome = outcome?;
@@ -176,7 +176,7 @@ impl<'a> RunState<'a> {
         Ok(())
     }
 
-    async fn answer_requests(&mut self) -> Result<Outcome, EngineError> {
+    async fn answer_requests(&mut self) -> Result<TurnOutcome, EngineError> {
         // A request logged before its message was marked taken (a crash in
         // between) is taken now.
         let taken = self.session.last_message_seq;
@@ -186,7 +186,7 @@ impl<'a> RunState<'a> {
             // A run aborted meanwhile lets its calls go as they stand
             // (`snapshot`); only a run that goes on settles them here.
             if let Some(reason) = self.abort_reason().await {
-                return Ok(Outcome::Aborted(reason));
+                return Ok(TurnOutcome::Aborted(reason));
             }
             let answers = super::resume::reconcile(self, &pending).await?;
             self.record(Entry::ToolResults { content: answers }).await?;
@@ -207,18 +207,18 @@ impl<'a> RunState<'a> {
                 None => self.rt.runs.get(&self.run_id).await?,
             };
             if let Some(reason) = closed_reason(&run) {
-                return Ok(Outcome::Aborted(reason));
+                return Ok(TurnOutcome::Aborted(reason));
             }
             let awaiting_model =
                 self.session.messages.last().is_some_and(|m| m.role == crate::agent::providers::Role::User);
             if awaiting_model {
                 match self.step(&run).await? {
-                    Outcome::Idle => continue,
+                    TurnOutcome::Idle => continue,
                     other => return Ok(other),
                 }
             }
             if !self.take_next_message().await? {
-                return Ok(Outcome::Idle);
+                return Ok(TurnOutcome::Idle);
             }
         }
     }
@@ -298,9 +298,9 @@ impl<'a> RunState<'a> {
 
     /// One model request and the tool calls it makes; `run` as it was just
     /// read.
-    async fn step(&mut self, run: &Run) -> Result<Outcome, EngineError> {
+    async fn step(&mut self, run: &Run) -> Result<TurnOutcome, EngineError> {
         if let Some(reason) = self.limits.exceeded(run, 0) {
-            return Ok(Outcome::OverBudget(reason));
+            return Ok(TurnOutcome::OverBudget(reason));
         }
         let mut request = self.request();
         let estimated = match self.fit(&request).await {
@@ -310,7 +310,7 @@ impl<'a> RunState<'a> {
             }
             Ok((None, tokens)) => tokens,
             // What cannot fit ends the run; the engine's own failures do not.
-            Err(EngineError::Compaction(reason)) => return Ok(Outcome::Failed(reason)),
+            Err(EngineError::Compaction(reason)) => return Ok(TurnOutcome::Failed(reason)),
             Err(e) => return Err(e),
         };
         // The step's writes: the last streamed text and the answer's cost
@@ -337,11 +337,11 @@ impl<'a> RunState<'a> {
                 } else {
                     ""
                 };
-                return Ok(Outcome::Failed(format!(
+                return Ok(TurnOutcome::Failed(format!(
                     "the model answered twice with neither text nor a tool call{hint}"
                 )));
             }
-            return Ok(Outcome::Idle);
+            return Ok(TurnOutcome::Idle);
         }
         self.empty_answers = 0;
         let mut content = completion.reasoning.clone();
@@ -356,14 +356,14 @@ impl<'a> RunState<'a> {
             self.record(Entry::Assistant { content }).await?;
             self.rt.runs.commit_step(&self.run_id, writes).await?;
             self.final_text = completion.text;
-            return Ok(Outcome::Idle);
+            return Ok(TurnOutcome::Idle);
         }
         // Synced with the results: one sync a step.
         self.record_unsynced(Entry::Assistant { content })?;
         let (answers, over, run) = self.answer_calls(&completion.tool_calls, writes).await?;
         self.committed_run = run;
         self.record_results(answers).await?;
-        Ok(over.map(Outcome::OverBudget).unwrap_or(Outcome::Idle))
+        Ok(over.map(TurnOutcome::OverBudget).unwrap_or(TurnOutcome::Idle))
     }
 
     /// Makes the request fit the context window: compacts the history at
@@ -403,7 +403,7 @@ impl<'a> RunState<'a> {
         &self,
         request: &ModelRequest,
         writes: &mut StepWrites,
-    ) -> Result<Result<Completion, Outcome>, EngineError> {
+    ) -> Result<Result<Completion, TurnOutcome>, EngineError> {
         let (tx, rx) = mpsc::unbounded_channel();
         // Forwarded beside the answer in this task: the stream ends when
         // the answer is done (or dropped on an abort), and so does this.
@@ -420,8 +420,8 @@ impl<'a> RunState<'a> {
         }
         Ok(match answer {
             Ok(Ok(completion)) => Ok(completion),
-            Ok(Err(e)) => Err(Outcome::Failed(format!("the model request failed: {e}"))),
-            Err(reason) => Err(Outcome::Aborted(reason)),
+            Ok(Err(e)) => Err(TurnOutcome::Failed(format!("the model request failed: {e}"))),
+            Err(reason) => Err(TurnOutcome::Aborted(reason)),
         })
     }
 
