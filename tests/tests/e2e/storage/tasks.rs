@@ -102,25 +102,31 @@ async fn wait_for(
     panic!("task {id} never {what}");
 }
 
-async fn a_killed_worker_is_replaced_and_the_task_completes_once(backend: Backend) {
+/// A host with the probe component, a `capstan.toml` for a worker over a
+/// fresh database (with `extra` appended), and one task queued that probes
+/// for `wait_ms`.
+async fn probe_queued(
+    backend: Backend,
+    extra: &str,
+    wait_ms: u64,
+) -> (TestHost, std::path::PathBuf, Db, capstan::tasks::Task) {
     let host = TestHost::new();
     host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
     let url = fresh_url(backend, host.dir.path()).await;
     let config = host.dir.path().join("capstan.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n[tasks]\nlease_ms = 2000\n",
-            host.config.data_dir().display().to_string(),
-            shared_cache().display().to_string(),
-            url
-        ),
-    )
-    .unwrap();
+    let data = host.config.data_dir().display().to_string();
+    let cache = shared_cache().display().to_string();
+    let text = format!("data_dir = {data:?}\ncache_dir = {cache:?}\ndatabase_url = {url:?}\n{extra}");
+    std::fs::write(&config, text).unwrap();
     let db = Db::open(&url).await.unwrap();
+    let payload = json!({"capability": "test.probe", "input": {"wait_ms": wait_ms}});
+    let (task, _) = Tasks::new(db.clone()).enqueue(&new_task(payload, None)).await.unwrap();
+    (host, config, db, task)
+}
+
+async fn a_killed_worker_is_replaced_and_the_task_completes_once(backend: Backend) {
+    let (_host, config, db, task) = probe_queued(backend, "[tasks]\nlease_ms = 2000\n", 3000).await;
     let tasks = Tasks::new(db.clone());
-    let payload = json!({"capability": "test.probe", "input": {"wait_ms": 3000}});
-    let (task, _) = tasks.enqueue(&new_task(payload, None)).await.unwrap();
 
     let first = start_worker(&config);
     let running = wait_for(&tasks, &task.id, "started", |t| t.status == TaskStatus::Running).await;
@@ -181,24 +187,8 @@ async fn concurrent_claims_take_each_task_once(backend: Backend) {
 /// finish and recorded by that worker, every background loop ends, and
 /// the process exits cleanly, well before the task's lease would lapse.
 async fn a_stopped_worker_finishes_its_task_and_every_loop_ends(backend: Backend) {
-    let host = TestHost::new();
-    host.drop_plugin(components::PROBE_LITE, "probe-lite.wasm");
-    let url = fresh_url(backend, host.dir.path()).await;
-    let config = host.dir.path().join("capstan.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n",
-            host.config.data_dir().display().to_string(),
-            shared_cache().display().to_string(),
-            url
-        ),
-    )
-    .unwrap();
-    let db = Db::open(&url).await.unwrap();
+    let (host, config, db, task) = probe_queued(backend, "", 1500).await;
     let tasks = Tasks::new(db.clone());
-    let payload = json!({"capability": "test.probe", "input": {"wait_ms": 1500}});
-    let (task, _) = tasks.enqueue(&new_task(payload, None)).await.unwrap();
     let log = host.dir.path().join("worker.log");
     let mut worker = Command::new(capstan_bin())
         .args(["--config", config.to_str().unwrap(), "worker"])
