@@ -20,7 +20,7 @@
 //! | `events` | `http::events`, `agent::runs` |
 //! | `metrics` | `http::operations` |
 //! | `config`, `cli` | `cli::*` |
-//! | `app` (the composition root) | every suite that builds a host (`App::new`) |
+//! | `app` (the composition root) | every suite that builds a host (`App::start`) |
 //! | `canonical`, `text` | unit tests beside them; `storage::ledger` (keys), `http::fuzz` (blank texts), `http::bounds` (URLs) |
 //! | `principal` | `authority::approvals` (self-approval), `agent::media` (who asked) |
 //!
