@@ -131,8 +131,9 @@ fn layers_point_down() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates").canonicalize().unwrap();
     let workspace = crates.parent().unwrap().to_path_buf();
     let src = src.canonicalize().unwrap();
-    let roots = [src.clone(), crates.join("foundation/src"), crates.join("records/src"), crates.join("domain/src")];
-    let roots: Vec<PathBuf> = roots.into_iter().chain([crates.join("agent/src")]).collect();
+    let roots: Vec<PathBuf> = std::iter::once(src.clone())
+        .chain(["foundation", "records", "domain", "agent"].map(|name| crates.join(name).join("src")))
+        .collect();
     let declared: Vec<String> = roots
         .iter()
         .flat_map(|root| {

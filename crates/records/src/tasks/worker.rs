@@ -165,8 +165,8 @@ impl Worker {
                         result = &mut run => break result.unwrap_or_else(|e| Err(format!("the handler failed: {e}").into())),
                         _ = tokio::time::sleep(renew_every) => {
                             if let Err(e) = self.tasks.renew(&task, self.config.lease).await {
+                                // Returning drops `_cut_together`, which aborts the handler.
                                 tracing::warn!(task = %task.id, error = %e, "lease lost; abandoning the task");
-                                run.abort();
                                 return;
                             }
                         }
