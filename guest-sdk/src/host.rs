@@ -43,31 +43,9 @@ pub enum Level {
     Error,
 }
 
-/// Who started the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Actor {
-    ConsoleAdmin,
-    ApiKey,
-    Agent,
-    Subagent,
-    Task,
-    Cli,
-}
-
-impl Actor {
-    /// The actor's name as the host writes it: `console-admin`, `api-key`,
-    /// `agent`, `subagent`, `task`, `cli`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Actor::ConsoleAdmin => "console-admin",
-            Actor::ApiKey => "api-key",
-            Actor::Agent => "agent",
-            Actor::Subagent => "subagent",
-            Actor::Task => "task",
-            Actor::Cli => "cli",
-        }
-    }
-}
+/// Who started the call: the host's actor kinds, from the contract both
+/// sides compile (`as_str` gives the name the host writes).
+pub use capstan_contract::ActorKind as Actor;
 
 /// Facts about the current call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,9 +196,28 @@ pub mod files {
     }
 }
 
-/// The domain store.
+/// The domain store. [`call`] runs one of the contract's operations
+/// (`capstan_contract::ops`) with typed arguments and answer; `query`,
+/// `create_draft` and `transition` take any name with JSON, for operations
+/// the contract does not know yet.
 pub mod domain {
+    use capstan_contract::ops::{Carrier, Operation};
+
     use super::{HostError, backend};
+
+    /// Runs the domain operation `O` (`call::<PlanGet>(&ById::new(id))`),
+    /// through the interface that carries it.
+    pub fn call<O: Operation>(args: &O::Args) -> Result<O::Answer, HostError> {
+        let text =
+            serde_json::to_string(args).map_err(|e| HostError::Invalid(format!("arguments of {}: {e}", O::NAME)))?;
+        let answer = match O::CARRIER {
+            Carrier::Library => backend::library_query(O::NAME, &text)?,
+            Carrier::Drafts => backend::drafts_create(O::NAME, &text)?,
+            Carrier::Records => backend::records_transition(O::NAME, &text)?,
+        };
+        serde_json::from_str(&answer)
+            .map_err(|e| HostError::Internal(format!("the host's answer to {} is not its contract's: {e}", O::NAME)))
+    }
 
     /// A named query with JSON parameters (read class).
     pub fn query(name: &str, params: &serde_json::Value) -> Result<serde_json::Value, HostError> {

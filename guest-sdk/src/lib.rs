@@ -25,6 +25,7 @@ pub mod qbittorrent;
 pub mod testing;
 
 pub use capability::{__describe, __invoke, __verify, Capability, Failure, Label, Meta, Outcome, Replay, Verification};
+pub use capstan_contract as contract;
 pub use host::HostError;
 pub use schemars;
 pub use schemars::JsonSchema;

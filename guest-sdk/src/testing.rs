@@ -8,6 +8,8 @@
 
 #[path = "testing/files.rs"]
 mod files;
+#[path = "testing/records.rs"]
+pub mod records;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,36 +21,14 @@ use crate::{Capability, Failure};
 
 pub(crate) use files::MockFiles;
 
-/// Effect classes, lowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Class {
-    Read,
-    Preview,
-    Propose,
-    Execute,
-}
+/// Effect classes, lowest first: the host's, from the contract.
+pub use capstan_contract::EffectClass as Class;
 
-/// The class of each `capstan:host` interface the helpers call, as the
-/// host's effect table (`HOST_INTERFACES`) says; the host's tests check
-/// the two agree.
-pub const INTERFACE_CLASSES: &[(&str, Class)] = &[
-    ("log", Class::Read),
-    ("invocation", Class::Read),
-    ("outbound-read", Class::Read),
-    ("files-read", Class::Read),
-    ("library", Class::Read),
-    ("drafts", Class::Propose),
-    ("records", Class::Execute),
-    ("outbound-write", Class::Execute),
-    ("files-write", Class::Execute),
-    ("commands-read", Class::Read),
-    ("commands", Class::Execute),
-];
-
-/// The class of interface `name` (the highest when it is not listed, so a
-/// mistake only refuses).
+/// The class of `capstan:host` interface `name` (`files-write`, ...), from
+/// the host's effect table (the highest when it is not listed, so a mistake
+/// only refuses).
 pub(crate) fn class_of(name: &str) -> Class {
-    INTERFACE_CLASSES.iter().find(|(n, _)| *n == name).map_or(Class::Execute, |(_, c)| *c)
+    capstan_contract::effects::interface_class(&format!("capstan:host/{name}"))
 }
 
 type ServiceHandler = Box<dyn FnMut(&Request) -> Result<Response, HostError>>;

@@ -5,7 +5,7 @@ use capstan::domain::NewEntity;
 /// Dune: Part Two (2024), TMDB 693134.
 pub fn dune_part_two() -> NewEntity {
     NewEntity {
-        kind: "movie".into(),
+        kind: capstan::domain::EntityKind::Movie,
         tmdb_id: Some(693134),
         title: "Dune: Part Two".into(),
         original_title: None,

@@ -303,7 +303,7 @@ pub fn deliver_the_data(caps: Arc<Capabilities>, sync: bool) -> tokio::task::Joi
                 let _ = capstan::acquisition::enqueue(&tasks, sweep, None, serde_json::json!({}), sweep).await;
             }
             for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
-                if download.status != "queued" && !rechecked.contains(&download.id) {
+                if download.status != capstan::domain::DownloadStatus::Queued && !rechecked.contains(&download.id) {
                     let input = serde_json::json!({"downloadTaskId": download.id});
                     let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
                     if inv.is_ok_and(|i| i.error.is_none()) {

@@ -8,10 +8,10 @@
 //! be identified as the slot's entity, the slot must still be wanted); this
 //! component only asks and reports its answer.
 
+use capstan_sdk::contract::ops::drafts::{AcquisitionPlanDraft, NewPlan};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 #[cfg(test)]
 mod tests;
@@ -44,20 +44,6 @@ pub struct PlanOutput {
     pub title: Option<String>,
     /// The torrent's infohash, when the release has one.
     pub infohash: Option<String>,
-}
-
-/// The plan record as the domain store answers it; only what is reported.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PlanRecord {
-    id: String,
-    status: String,
-    revision: i64,
-    payload_hash: String,
-    slot_id: String,
-    source_release_id: String,
-    #[serde(default)]
-    payload: serde_json::Value,
 }
 
 /// The capability.
@@ -99,19 +85,18 @@ impl Capability for DownloadPlan {
     fn invoke(input: PlanInput) -> Result<Outcome<PlanOutput>, Failure> {
         required("sourceReleaseId", &input.source_release_id)?;
         required("slotId", &input.slot_id)?;
-        let draft = json!({
-            "slotId": input.slot_id.trim(),
-            "sourceReleaseId": input.source_release_id.trim(),
-        });
-        let answer = domain::create_draft("acquisition-plan", &draft)?;
-        let plan: PlanRecord = serde_json::from_value(answer)
-            .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected plan: {e}")))?;
+        let plan = domain::call::<AcquisitionPlanDraft>(&NewPlan {
+            slot_id: input.slot_id.trim().to_string(),
+            source_release_id: input.source_release_id.trim().to_string(),
+            note: None,
+        })?;
+        // The payload is what the store froze of the release.
         let text = |key: &str| plan.payload.get(key).and_then(|v| v.as_str()).map(String::from);
         Ok(Outcome::Succeeded(PlanOutput {
             title: text("title"),
             infohash: text("infohash"),
             id: plan.id,
-            status: plan.status,
+            status: plan.status.as_str().to_string(),
             revision: plan.revision,
             payload_hash: plan.payload_hash,
             slot_id: plan.slot_id,

@@ -3,17 +3,24 @@
 //! as the same kind of failure.
 
 use capstan_sdk::HostError;
-use capstan_sdk::testing::{Called, Class, MockHost, descriptor, invoke};
+use capstan_sdk::contract::ops::drafts::NewPlan;
+use capstan_sdk::contract::records::Plan;
+use capstan_sdk::contract::status::PlanStatus;
+use capstan_sdk::testing::{Called, Class, MockHost, descriptor, invoke, records};
 use serde_json::{Value, json};
 
 use crate::DownloadPlan;
 
 fn plan_record() -> Value {
-    json!({
-        "id": "plan-1", "slotId": "slot-1", "sourceReleaseId": "rel-1", "status": "draft",
-        "payload": {"title": "Dune.Part.Two.2024.2160p", "infohash": "ab".repeat(20)},
-        "payloadHash": "h1", "revision": 1, "slotRevision": 3, "createdBy": "cli:op",
-        "createdAt": 1, "updatedAt": 1,
+    let payload = json!({"title": "Dune.Part.Two.2024.2160p", "infohash": "ab".repeat(20)});
+    json!(Plan {
+        slot_id: "slot-1".into(),
+        source_release_id: "rel-1".into(),
+        status: PlanStatus::Draft,
+        payload_hash: "h1".into(),
+        slot_revision: 3,
+        created_by: "cli:op".into(),
+        ..records::plan("plan-1", payload)
     })
 }
 
@@ -23,7 +30,9 @@ fn drafts_an_acquisition_plan_and_reports_what_an_approval_binds_to() {
         .with_grant(Class::Propose)
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("drafts", "acquisition-plan"));
-            assert_eq!(arg, &json!({"slotId": "slot-1", "sourceReleaseId": "rel-1"}));
+            let asked: NewPlan = serde_json::from_value(arg.clone()).unwrap();
+            let wanted = NewPlan { slot_id: "slot-1".into(), source_release_id: "rel-1".into(), note: None };
+            assert_eq!(asked, wanted, "trimmed ids, no note");
             Ok(plan_record())
         })
         .install();

@@ -11,11 +11,13 @@
 //! Replay `never`: a request whose outcome is unknown is left for a human,
 //! not sent again.
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::DownloadGet;
+use capstan_sdk::contract::status::DownloadStatus;
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, Torrent};
+use capstan_sdk::qbittorrent::{Client, DownloadStatus as TorrentStatus, Torrent};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 #[cfg(test)]
 mod tests;
@@ -31,8 +33,10 @@ pub enum Action {
     Resume,
 }
 
-/// The statuses a download is repaired from.
-pub const REPAIRABLE: &[&str] = &["missing", "failed", "stalled", "paused"];
+/// The statuses (as qBittorrent reports the torrent) a download is
+/// repaired from.
+pub const REPAIRABLE: &[TorrentStatus] =
+    &[TorrentStatus::Missing, TorrentStatus::Failed, TorrentStatus::Stalled, TorrentStatus::Paused];
 
 /// Which download to recheck.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -64,13 +68,6 @@ pub struct RecheckOutput {
     pub progress: f64,
     /// qBittorrent's own state name, e.g. `checkingUP`.
     pub client_state: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DownloadRecord {
-    client_hash: String,
-    status: String,
 }
 
 /// The capability.
@@ -116,19 +113,18 @@ impl Capability for DownloadRecheck {
         if id.is_empty() {
             return Err(Failure::InvalidInput("downloadTaskId must not be empty".into()));
         }
-        let record = domain::query("download.get", &json!({ "id": id }))?;
-        let download: DownloadRecord = serde_json::from_value(record)
-            .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected download: {e}")))?;
-        if download.status == "removed" {
+        let download = domain::call::<DownloadGet>(&ById::new(id))?;
+        if download.status == DownloadStatus::Removed {
             return Err(Failure::Conflict(format!("download {id} was removed; there is nothing to repair")));
         }
         let hash = download.client_hash.as_str();
         let client = Client::connect()?;
         let before = held(&client, hash, id)?;
-        let status = before.status().as_str();
+        let status = before.status();
         if !REPAIRABLE.contains(&status) && !before.state().is_checking() {
             return Err(Failure::Conflict(format!(
-                "qBittorrent reports download {id} {status}; there is nothing to repair (only a missing, failed, stalled or paused one)"
+                "qBittorrent reports download {id} {}; there is nothing to repair (only a missing, failed, stalled or paused one)",
+                status.as_str()
             )));
         }
         let stopped = before.state().is_stopped();
@@ -148,7 +144,7 @@ impl Capability for DownloadRecheck {
                     "the torrent of download {id} is paused (by a person or a share limit); resume it in qBittorrent if that is wanted"
                 )));
             }
-            Action::Resume if status == "paused" || before.state().is_checking() => (false, false),
+            Action::Resume if status == TorrentStatus::Paused || before.state().is_checking() => (false, false),
             Action::Resume => {
                 client.resume(&[hash])?;
                 (false, true)

@@ -4,8 +4,10 @@
 //! when the download or the torrent is gone.
 
 use capstan_sdk::HostError;
+use capstan_sdk::contract::records::DownloadTask;
+use capstan_sdk::contract::status::DownloadStatus;
 use capstan_sdk::host::Response;
-use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+use capstan_sdk::testing::{Called, MockHost, descriptor, invoke, records};
 use serde_json::{Value, json};
 
 use crate::DownloadRecheck;
@@ -19,15 +21,15 @@ fn ok(body: impl Into<Vec<u8>>) -> Response {
 /// A qBittorrent holding one torrent in `state` (or none) and the download
 /// task `dl-1` pointing at it.
 fn install(state: Option<&'static str>) {
-    install_recorded(state, "missing", 0.25)
+    install_recorded(state, DownloadStatus::Missing, 0.25)
 }
 
 /// As [`install`], with the task recorded in `recorded` and the torrent at `progress`.
-fn install_recorded(state: Option<&'static str>, recorded: &'static str, progress: f64) {
+fn install_recorded(state: Option<&'static str>, recorded: DownloadStatus, progress: f64) {
     MockHost::new("download.recheck")
         .with_domain(move |iface, name, arg| match (iface, name, arg["id"].as_str()) {
             ("library", "download.get", Some("dl-1")) => {
-                Ok(json!({"id": "dl-1", "planId": "p1", "clientHash": HASH, "status": recorded, "progress": 0.0}))
+                Ok(json!(DownloadTask { status: recorded, ..records::download("dl-1", "p1", HASH) }))
             }
             (_, _, id) => Err(HostError::NotFound(format!("no download task {}", id.unwrap_or("?")))),
         })
@@ -129,12 +131,12 @@ fn resume_starts_an_errored_or_stalled_torrent_only() {
 #[test]
 fn a_healthy_or_removed_download_has_nothing_to_repair() {
     for (state, progress) in [("downloading", 0.5), ("uploading", 1.0), ("queuedDL", 0.0)] {
-        install_recorded(Some(state), "downloading", progress);
+        install_recorded(Some(state), DownloadStatus::Downloading, progress);
         let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap_err();
         assert!(failure.to_string().contains("nothing to repair"), "{state}: {failure}");
         assert!(posts().is_empty(), "{state}");
     }
-    install_recorded(Some("missingFiles"), "removed", 0.0);
+    install_recorded(Some("missingFiles"), DownloadStatus::Removed, 0.0);
     let failure = invoke::<DownloadRecheck>(json!({"downloadTaskId": "dl-1"})).unwrap_err();
     assert!(failure.to_string().contains("was removed"), "{failure}");
     assert!(posts().is_empty());

@@ -5,17 +5,28 @@
 
 use std::collections::HashMap;
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{DownloadGet, DownloadsList, DownloadsListed};
+use capstan_sdk::contract::records::DownloadTask;
+use capstan_sdk::contract::status::DownloadStatus;
 use capstan_sdk::host::domain;
 use capstan_sdk::qbittorrent::{Client, Torrent, TorrentFilter};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 #[cfg(test)]
 mod tests;
 
 /// Download statuses that qBittorrent still decides; the default listing.
-pub const ACTIVE_STATUSES: &[&str] = &["queued", "downloading", "stalled", "paused", "missing", "failed", "completed"];
+pub const ACTIVE_STATUSES: &[DownloadStatus] = &[
+    DownloadStatus::Queued,
+    DownloadStatus::Downloading,
+    DownloadStatus::Stalled,
+    DownloadStatus::Paused,
+    DownloadStatus::Missing,
+    DownloadStatus::Failed,
+    DownloadStatus::Completed,
+];
 /// Most tasks read in one call.
 pub const MAX_TASKS: usize = 500;
 /// Hashes per `torrents/info` request, to keep the URL short.
@@ -68,21 +79,7 @@ pub struct StatusOutput {
     pub downloads: Vec<DownloadState>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DownloadRecord {
-    id: String,
-    client_hash: String,
-    #[serde(default)]
-    progress: f64,
-}
-
-fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, Failure> {
-    serde_json::from_value(value)
-        .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected download: {e}")))
-}
-
-fn tasks(input: &StatusInput) -> Result<Vec<DownloadRecord>, Failure> {
+fn tasks(input: &StatusInput) -> Result<Vec<DownloadTask>, Failure> {
     match &input.download_task_ids {
         Some(ids) => {
             if ids.is_empty() {
@@ -93,13 +90,13 @@ fn tasks(input: &StatusInput) -> Result<Vec<DownloadRecord>, Failure> {
             if ids.len() > MAX_TASKS {
                 return Err(Failure::InvalidInput(format!("at most {MAX_TASKS} downloadTaskIds per call")));
             }
-            ids.iter().map(|id| decode(domain::query("download.get", &json!({ "id": id.trim() }))?)).collect()
+            ids.iter().map(|id| Ok(domain::call::<DownloadGet>(&ById::new(id.trim()))?)).collect()
         }
         None => {
             let mut all = Vec::new();
             for status in ACTIVE_STATUSES {
-                let listed = domain::query("downloads.list", &json!({ "status": status, "limit": MAX_TASKS }))?;
-                all.extend(decode::<Vec<DownloadRecord>>(listed)?);
+                let listed = DownloadsListed { status: Some(*status), limit: MAX_TASKS as i64 };
+                all.extend(domain::call::<DownloadsList>(&listed)?);
             }
             all.truncate(MAX_TASKS);
             Ok(all)
@@ -165,7 +162,7 @@ impl Capability for DownloadStatusCapability {
                 None => DownloadState {
                     download_task_id: task.id,
                     client_hash: task.client_hash,
-                    status: "missing".into(),
+                    status: DownloadStatus::Missing.as_str().into(),
                     progress: task.progress,
                     content_path: None,
                     client_state: None,

@@ -3,8 +3,11 @@
 //! every active download, and nothing is ever written.
 
 use capstan_sdk::HostError;
+use capstan_sdk::contract::ops::queries::DownloadsListed;
+use capstan_sdk::contract::records::DownloadTask;
+use capstan_sdk::contract::status::DownloadStatus;
 use capstan_sdk::host::Response;
-use capstan_sdk::testing::{Called, Class, MockHost, invoke};
+use capstan_sdk::testing::{Called, Class, MockHost, invoke, records};
 use serde_json::{Value, json};
 
 use crate::DownloadStatusCapability;
@@ -17,8 +20,8 @@ fn ok(body: impl Into<Vec<u8>>) -> Response {
     Response { status: 200, headers: Vec::new(), body: body.into() }
 }
 
-fn task(n: u8, status: &str) -> Value {
-    json!({"id": format!("dl-{n}"), "planId": format!("p{n}"), "clientHash": hash(n), "status": status, "progress": 0.5})
+fn task(n: u8, status: DownloadStatus) -> Value {
+    json!(DownloadTask { status, progress: 0.5, ..records::download(&format!("dl-{n}"), &format!("p{n}"), &hash(n)) })
 }
 
 /// qBittorrent holds torrents 1 (seeding, done) and 2 (downloading); task 3's
@@ -28,15 +31,20 @@ fn install() {
         .with_grant(Class::Read)
         .with_domain(|iface, name, arg| match (iface, name) {
             ("library", "download.get") => match arg["id"].as_str() {
-                Some("dl-1") => Ok(task(1, "downloading")),
-                Some("dl-3") => Ok(task(3, "downloading")),
+                Some("dl-1") => Ok(task(1, DownloadStatus::Downloading)),
+                Some("dl-3") => Ok(task(3, DownloadStatus::Downloading)),
                 other => Err(HostError::NotFound(format!("no download task {}", other.unwrap_or("?")))),
             },
-            ("library", "downloads.list") => Ok(match arg["status"].as_str() {
-                Some("downloading") => json!([task(2, "downloading")]),
-                Some("completed") => json!([task(1, "completed")]),
-                _ => json!([]),
-            }),
+            ("library", "downloads.list") => {
+                let listed: DownloadsListed = serde_json::from_value(arg.clone()).unwrap();
+                assert_eq!(listed.limit, crate::MAX_TASKS as i64, "as many as one call reads");
+                Ok(match listed.status {
+                    Some(DownloadStatus::Downloading) => json!([task(2, DownloadStatus::Downloading)]),
+                    Some(DownloadStatus::Completed) => json!([task(1, DownloadStatus::Completed)]),
+                    Some(_) => json!([]),
+                    None => panic!("the listing names a status"),
+                })
+            }
             other => panic!("unexpected domain call {other:?}"),
         })
         .with_service("qbittorrent", |req| match req.path.as_str() {

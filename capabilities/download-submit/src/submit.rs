@@ -11,11 +11,14 @@
 //! between adding and recording, or a repeated request) never adds it
 //! twice: by infohash when the plan has one, else by the plan's tag.
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{DownloadForPlan, PlanGet};
+use capstan_sdk::contract::ops::transitions::{PlanRef, PlanReserve, PlanSubmit, PlanSubmitted};
+use capstan_sdk::contract::status::PlanStatus;
 use capstan_sdk::host::{Level, domain, log, setting};
 use capstan_sdk::qbittorrent::{AddTorrent, Client, Torrent, TorrentFilter};
 use capstan_sdk::{Failure, HostError, Verification};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::source;
 use crate::{SubmitInput, SubmitOutput};
@@ -23,11 +26,9 @@ use crate::{SubmitInput, SubmitOutput};
 /// The category used when the operator sets none.
 pub const DEFAULT_CATEGORY: &str = "capstan";
 
-/// The part of a plan record this flow reads.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A plan and what it froze about its release.
 struct PlanRecord {
-    status: String,
+    status: PlanStatus,
     payload: Payload,
 }
 
@@ -43,13 +44,6 @@ struct Payload {
     magnet_url: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DownloadRecord {
-    id: String,
-    client_hash: String,
-}
-
 fn plan_id(input: &SubmitInput) -> Result<&str, Failure> {
     let id = input.plan_id.trim();
     if id.is_empty() {
@@ -58,13 +52,11 @@ fn plan_id(input: &SubmitInput) -> Result<&str, Failure> {
     Ok(id)
 }
 
-fn decode<T: serde::de::DeserializeOwned>(what: &str, value: serde_json::Value) -> Result<T, Failure> {
-    serde_json::from_value(value)
-        .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected {what}: {e}")))
-}
-
 fn plan(id: &str) -> Result<PlanRecord, Failure> {
-    decode("plan", domain::query("plan.get", &json!({ "id": id }))?)
+    let plan = domain::call::<PlanGet>(&ById::new(id))?;
+    let payload = serde_json::from_value(plan.payload)
+        .map_err(|e| Failure::Internal(format!("plan {id}'s payload is not a release's: {e}")))?;
+    Ok(PlanRecord { status: plan.status, payload })
 }
 
 /// The tag that marks a plan's torrent in qBittorrent.
@@ -128,7 +120,7 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
     let tag = plan_tag(id);
     let step = match existing(&client, infohash.as_deref(), &tag)? {
         Some(torrent) => Step::Held(torrent),
-        None if plan.status == "submitted" => {
+        None if plan.status == PlanStatus::Submitted => {
             // Recorded as submitted, yet gone from qBittorrent: someone
             // removed it. Adding it back is a new decision, not a retry.
             return Err(Failure::Conflict(format!(
@@ -139,7 +131,7 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
     };
     // A conflict here (the slot moved on, the plan ended) stops everything
     // before anything is added.
-    domain::transition("plan.reserve", &json!({ "planId": id }))?;
+    domain::call::<PlanReserve>(&PlanRef { plan_id: id.to_string() })?;
 
     let (client_hash, added) = match step {
         Step::Held(torrent) => (torrent.hash, false),
@@ -163,8 +155,8 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
         }
     };
 
-    let answer = domain::transition("plan.submitted", &json!({ "planId": id, "clientHash": client_hash }))?;
-    let download: DownloadRecord = decode("download", answer.get("download").cloned().unwrap_or_default())?;
+    let submitted = domain::call::<PlanSubmitted>(&PlanSubmit { plan_id: id.to_string(), client_hash })?;
+    let download = submitted.download;
     Ok(SubmitOutput {
         plan_id: id.to_string(),
         download_task_id: download.id,
@@ -183,12 +175,12 @@ pub fn verify(input: &SubmitInput) -> Result<Verification<SubmitOutput>, Failure
         Err(Failure::NotFound(m)) => return Err(Failure::NotFound(m)),
         Err(e) => return Ok(Verification::CannotTell(format!("cannot read plan {id}: {e}"))),
     };
-    if plan.status != "submitted" {
+    if plan.status != PlanStatus::Submitted {
         return Ok(Verification::NotDone);
     }
-    let download = match domain::query("download.for-plan", &json!({ "id": id })) {
-        Ok(value) if !value.is_null() => decode::<DownloadRecord>("download", value)?,
-        Ok(_) => return Ok(Verification::CannotTell(format!("plan {id} is submitted but has no download task"))),
+    let download = match domain::call::<DownloadForPlan>(&ById::new(id)) {
+        Ok(Some(download)) => download,
+        Ok(None) => return Ok(Verification::CannotTell(format!("plan {id} is submitted but has no download task"))),
         Err(e) => return Ok(Verification::CannotTell(format!("cannot read plan {id}'s download: {e}"))),
     };
     let held = Client::connect().and_then(|client| client.torrent(&download.client_hash));

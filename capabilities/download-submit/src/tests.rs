@@ -8,8 +8,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use capstan_sdk::contract::records::Plan;
+use capstan_sdk::contract::status::PlanStatus;
 use capstan_sdk::host::{Request, Response};
-use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+use capstan_sdk::testing::{Called, MockHost, descriptor, invoke, records};
 use capstan_sdk::{Capability, HostError, Verification};
 use serde_json::{Value, json};
 
@@ -17,9 +19,8 @@ use crate::{DownloadSubmit, SubmitInput};
 
 const HASH: &str = "0123456789abcdef0123456789abcdef01234567";
 
-#[derive(Default)]
 struct World {
-    plan_status: String,
+    plan_status: PlanStatus,
     torrents: Vec<String>,
     adds: Vec<String>,
     reserve_conflict: bool,
@@ -65,25 +66,25 @@ fn domain(
 ) -> Result<Value, HostError> {
     let mut w = world.borrow_mut();
     assert_eq!(arg.get("planId").or(arg.get("id")), Some(&json!("p1")), "{iface} {name} {arg}");
-    let plan = |status: &str| json!({"id": "p1", "status": status, "payload": payload, "revision": 2});
-    let download = json!({"id": "dl-1", "planId": "p1", "clientHash": HASH, "status": "queued", "progress": 0.0});
+    let plan = |status: PlanStatus| json!(Plan { status, ..records::plan("p1", payload.clone()) });
+    let download = json!(records::download("dl-1", "p1", HASH));
     match (iface, name) {
-        ("library", "plan.get") => Ok(plan(&w.plan_status)),
-        ("library", "download.for-plan") if w.plan_status == "submitted" => Ok(download),
+        ("library", "plan.get") => Ok(plan(w.plan_status)),
+        ("library", "download.for-plan") if w.plan_status == PlanStatus::Submitted => Ok(download),
         ("library", "download.for-plan") => Ok(Value::Null),
         ("records", "plan.reserve") if w.reserve_conflict => {
             Err(HostError::Conflict("slot s1 changed since the plan was drafted; draft a new plan".into()))
         }
         ("records", "plan.reserve") => {
-            if w.plan_status == "draft" {
-                w.plan_status = "reserved".into();
+            if w.plan_status == PlanStatus::Draft {
+                w.plan_status = PlanStatus::Reserved;
             }
-            Ok(plan(&w.plan_status))
+            Ok(plan(w.plan_status))
         }
         ("records", "plan.submitted") => {
             assert_eq!(arg["clientHash"], HASH);
-            w.plan_status = "submitted".into();
-            Ok(json!({"plan": plan("submitted"), "download": download}))
+            w.plan_status = PlanStatus::Submitted;
+            Ok(json!({"plan": plan(PlanStatus::Submitted), "download": download}))
         }
         other => panic!("unexpected domain call {other:?}"),
     }
@@ -99,7 +100,14 @@ fn install(world: &Rc<RefCell<World>>, payload: Value, setup: impl FnOnce(MockHo
 }
 
 fn world(status: &str) -> Rc<RefCell<World>> {
-    Rc::new(RefCell::new(World { plan_status: status.into(), ..World::default() }))
+    let plan_status = PlanStatus::parse(status).unwrap();
+    Rc::new(RefCell::new(World {
+        plan_status,
+        torrents: Vec::new(),
+        adds: Vec::new(),
+        reserve_conflict: false,
+        qbittorrent_down: false,
+    }))
 }
 
 fn submit() -> Result<Value, capstan_sdk::Failure> {
@@ -197,7 +205,7 @@ fn an_indexer_s_link_is_fetched_as_that_indexer_and_uploaded_as_a_file() {
         assert!(!body.contains("magnet:") && !body.contains("redacted"), "no magnet, no link: {body}");
         assert!(body.contains("name=\"category\"\r\n\r\nmovies\r\n"));
         assert!(body.contains("name=\"savepath\"\r\n\r\n/srv/downloads/movies\r\n"));
-        assert_eq!(world.borrow().plan_status, "submitted");
+        assert_eq!(world.borrow().plan_status, PlanStatus::Submitted);
     }
 }
 
@@ -238,7 +246,7 @@ fn an_indexer_refusing_the_link_fails_with_the_reason_and_adds_nothing() {
         let failure = submit().unwrap_err().to_string();
         assert!(failure.starts_with(kind) && failure.contains(hint), "{status}: {failure}");
         assert!(world.borrow().adds.is_empty(), "nothing reached qBittorrent");
-        assert_eq!(world.borrow().plan_status, "draft", "the plan was not reserved, so it can be retried");
+        assert_eq!(world.borrow().plan_status, PlanStatus::Draft, "the plan was not reserved, so it can be retried");
     }
 }
 
@@ -284,7 +292,7 @@ fn a_release_with_nothing_to_add_is_invalid_input_and_reserves_nothing() {
     let failure = submit().unwrap_err();
     assert!(failure.to_string().starts_with("invalid input"), "{failure}");
     assert!(failure.to_string().contains("neither an infohash nor a download link"), "{failure}");
-    assert_eq!(world.borrow().plan_status, "draft");
+    assert_eq!(world.borrow().plan_status, PlanStatus::Draft);
 }
 
 #[test]
@@ -294,7 +302,7 @@ fn verify_answers_from_the_plan_and_qbittorrent() {
     install(&world, json!({"infohash": HASH}), |h| h);
     assert_eq!(DownloadSubmit::verify(input()).unwrap(), Verification::NotDone);
 
-    world.borrow_mut().plan_status = "submitted".into();
+    world.borrow_mut().plan_status = PlanStatus::Submitted;
     world.borrow_mut().torrents.push(HASH.into());
     match DownloadSubmit::verify(input()).unwrap() {
         Verification::Done(out) => {

@@ -12,12 +12,17 @@ pub mod matching;
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::drafts::{DecisionDraft, IdentityMatch, IdentityMatchDraft, OpenDecision};
+use capstan_sdk::contract::ops::queries::{ByKind, EntitiesList, EntityGet, ReleaseGet};
+use capstan_sdk::contract::records::{Entity, SourceRelease};
+use capstan_sdk::contract::status::{EntityKind, IdentityStatus};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use matching::{EntityFacts, ReleaseFacts, Scored, Verdict};
+use matching::{ReleaseFacts, Scored, Verdict};
 
 /// One entity to consider.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -104,14 +109,14 @@ impl Capability for IdentityResolve {
         if input.candidates.as_ref().is_some_and(Vec::is_empty) {
             return Err(Failure::InvalidInput("candidates, when given, must name at least one entity".into()));
         }
-        let release = domain::query("release.get", &json!({ "id": release_id }))?;
+        let release = domain::call::<ReleaseGet>(&ById::new(release_id))?;
         let facts = release_facts(&release)?;
         let entities = candidates(&facts, input.candidates.as_deref())?;
         let mut scored: Vec<Scored> = entities.iter().map(|e| matching::score(&facts, e)).collect();
         scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.entity_id.cmp(&b.entity_id)));
         let best = scored.first().map_or(0.0, |s| s.score);
         let mut evidence = json!({
-            "release": { "id": release_id, "title": release["title"], "parsed": facts },
+            "release": { "id": release_id, "title": release.title, "parsed": facts },
             "candidates": scored,
             "rule": format!(
                 "resolved when one candidate scores at least {} and leads the next by {}",
@@ -123,10 +128,12 @@ impl Capability for IdentityResolve {
             Verdict::Resolved(i) => {
                 let winner = &scored[i];
                 evidence["matched"] = json!(winner.matched);
-                domain::create_draft(
-                    "identity-match",
-                    &json!({ "releaseId": release_id, "entityId": winner.entity_id, "status": "resolved", "evidence": evidence }),
-                )?;
+                domain::call::<IdentityMatchDraft>(&IdentityMatch {
+                    release_id: release_id.to_string(),
+                    entity_id: Some(winner.entity_id.clone()),
+                    status: IdentityStatus::Resolved,
+                    evidence: evidence.clone(),
+                })?;
                 ResolveOutput {
                     status: Status::Resolved,
                     entity_id: Some(winner.entity_id.clone()),
@@ -136,23 +143,22 @@ impl Capability for IdentityResolve {
                 }
             }
             Verdict::Ambiguous(close) => {
-                domain::create_draft(
-                    "identity-match",
-                    &json!({ "releaseId": release_id, "status": "ambiguous", "evidence": evidence }),
-                )?;
+                domain::call::<IdentityMatchDraft>(&IdentityMatch {
+                    release_id: release_id.to_string(),
+                    entity_id: None,
+                    status: IdentityStatus::Ambiguous,
+                    evidence: evidence.clone(),
+                })?;
                 let mut options: Vec<Value> = close.iter().map(|&i| choose(release_id, &scored[i])).collect();
                 options.push(json!({ "id": "none", "label": "None of these", "action": "dismiss" }));
-                let opened = domain::create_draft(
-                    "decision",
-                    &json!({
-                        "kind": "identity_ambiguous",
-                        "subject": release_id,
-                        "options": options,
-                        "evidence": evidence,
-                        "dedupeKey": format!("identity_ambiguous:{release_id}"),
-                    }),
-                )?;
-                let decision_id = opened["decision"]["id"].as_str().map(str::to_string);
+                let opened = domain::call::<DecisionDraft>(&OpenDecision {
+                    kind: "identity_ambiguous".into(),
+                    subject: Some(release_id.to_string()),
+                    options: Value::Array(options),
+                    evidence: evidence.clone(),
+                    dedupe_key: format!("identity_ambiguous:{release_id}"),
+                })?;
+                let decision_id = Some(opened.decision.id().to_string());
                 ResolveOutput { status: Status::Ambiguous, entity_id: None, score: best, evidence, decision_id }
             }
             Verdict::Unmatched => {
@@ -182,8 +188,8 @@ fn choose(release_id: &str, candidate: &Scored) -> Value {
 /// The title, year and kind the release name states: the stored parsed
 /// fields when the release was recorded with them, otherwise what the
 /// release-name parser reads from its title.
-fn release_facts(release: &Value) -> Result<ReleaseFacts, Failure> {
-    let parsed = &release["parsed"];
+fn release_facts(release: &SourceRelease) -> Result<ReleaseFacts, Failure> {
+    let parsed = &release.parsed;
     let stored_title = parsed["title"].as_str().filter(|t| !t.trim().is_empty());
     let (title, year, season, episode) = match stored_title {
         Some(title) => (
@@ -193,8 +199,7 @@ fn release_facts(release: &Value) -> Result<ReleaseFacts, Failure> {
             parsed["kind"] == "episode" || parsed["episodes"].as_array().is_some_and(|e| !e.is_empty()),
         ),
         None => {
-            let name = release["title"].as_str().unwrap_or_default();
-            let info = release_name::parse::inspect(name);
+            let info = release_name::parse::inspect(&release.title);
             let title = info.title.clone().unwrap_or_default();
             let episode = info.kind == release_name::parse::Kind::Episode;
             (title, info.year.map(i64::from), info.season.map(i64::from), episode)
@@ -203,37 +208,21 @@ fn release_facts(release: &Value) -> Result<ReleaseFacts, Failure> {
     if title.trim().is_empty() {
         return Err(Failure::InvalidInput(format!(
             "release {} has no title to match: {:?}",
-            release["id"].as_str().unwrap_or_default(),
-            release["title"].as_str().unwrap_or_default()
+            release.id, release.title
         )));
     }
-    let kind = if season.is_some() || episode { "tv" } else { "movie" };
+    let kind = if season.is_some() || episode { EntityKind::Tv } else { EntityKind::Movie };
     Ok(ReleaseFacts { title, year, kind, season })
-}
-
-fn entity_facts(entity: &Value) -> EntityFacts {
-    let text = |field: &str| entity[field].as_str().map(str::to_string);
-    EntityFacts {
-        id: text("id").unwrap_or_default(),
-        kind: text("kind").unwrap_or_default(),
-        title: text("title").unwrap_or_default(),
-        original_title: text("originalTitle"),
-        year: entity["year"].as_i64(),
-    }
 }
 
 /// The entities to score: those named, or the library's (only series when
 /// the release is clearly an episode or season).
-fn candidates(facts: &ReleaseFacts, named: Option<&[Candidate]>) -> Result<Vec<EntityFacts>, Failure> {
+fn candidates(facts: &ReleaseFacts, named: Option<&[Candidate]>) -> Result<Vec<Entity>, Failure> {
     if let Some(named) = named {
-        return named
-            .iter()
-            .map(|c| Ok(entity_facts(&domain::query("entity.get", &json!({ "id": c.entity_id }))?)))
-            .collect();
+        return named.iter().map(|c| Ok(domain::call::<EntityGet>(&ById::new(&c.entity_id))?)).collect();
     }
-    let params = if facts.kind == "tv" { json!({ "kind": "tv", "limit": 1000 }) } else { json!({ "limit": 1000 }) };
-    let listed = domain::query("entities.list", &params)?;
-    Ok(listed.as_array().map(|list| list.iter().map(entity_facts).collect()).unwrap_or_default())
+    let kind = (facts.kind == EntityKind::Tv).then_some(EntityKind::Tv);
+    Ok(domain::call::<EntitiesList>(&ByKind { kind, limit: 1000 })?)
 }
 
 capstan_sdk::export_capability!(IdentityResolve);

@@ -4,6 +4,8 @@
 //! that combines them. Pure functions; the capability decides what to do
 //! with the scores.
 
+use capstan_sdk::contract::records::Entity;
+use capstan_sdk::contract::status::EntityKind;
 use serde::Serialize;
 
 /// What the release name says about whom it is for.
@@ -13,18 +15,8 @@ pub struct ReleaseFacts {
     pub title: String,
     pub year: Option<i64>,
     /// `movie`, or `tv` when the name carries a season or episodes.
-    pub kind: &'static str,
+    pub kind: EntityKind,
     pub season: Option<i64>,
-}
-
-/// The parts of an entity the match looks at.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EntityFacts {
-    pub id: String,
-    pub kind: String,
-    pub title: String,
-    pub original_title: Option<String>,
-    pub year: Option<i64>,
 }
 
 /// One candidate's score and the fields that produced it.
@@ -126,7 +118,7 @@ fn round(score: f64) -> f64 {
 /// the kind 0.1. A title that is not (nearly) the same scores 0 whatever
 /// else agrees; a movie year more than one off, or the wrong kind, costs
 /// more than it could add.
-pub fn score(release: &ReleaseFacts, entity: &EntityFacts) -> Scored {
+pub fn score(release: &ReleaseFacts, entity: &Entity) -> Scored {
     let wanted = normalize(&release.title);
     let mut matched = Vec::new();
     let mut mismatched = Vec::new();
@@ -154,11 +146,11 @@ pub fn score(release: &ReleaseFacts, entity: &EntityFacts) -> Scored {
             }
             // Release years follow the premiere in one country, catalogues
             // another: one year apart is the same film.
-            (Some(a), Some(b)) if entity.kind == "movie" && (a - b).abs() == 1 => {
+            (Some(a), Some(b)) if entity.kind == EntityKind::Movie && (a - b).abs() == 1 => {
                 matched.push("yearWithinOne".into());
                 total += 0.15;
             }
-            (Some(_), Some(_)) if entity.kind == "movie" => {
+            (Some(_), Some(_)) if entity.kind == EntityKind::Movie => {
                 mismatched.push("yearDiffers".into());
                 total -= 0.4;
             }
@@ -177,7 +169,7 @@ pub fn score(release: &ReleaseFacts, entity: &EntityFacts) -> Scored {
         entity_id: entity.id.clone(),
         title: entity.title.clone(),
         year: entity.year,
-        kind: entity.kind.clone(),
+        kind: entity.kind.as_str().to_string(),
         score: round(total.max(0.0)),
         matched,
         mismatched,
@@ -208,6 +200,8 @@ pub fn decide(sorted: &[Scored]) -> Verdict {
 
 #[cfg(test)]
 mod tests {
+    use capstan_sdk::testing::records;
+
     use super::*;
 
     #[test]
@@ -221,13 +215,14 @@ mod tests {
         assert_eq!(normalize("The"), vec!["the"]);
     }
 
-    fn movie(id: &str, title: &str, year: i64) -> EntityFacts {
-        EntityFacts { id: id.into(), kind: "movie".into(), title: title.into(), original_title: None, year: Some(year) }
+    fn movie(id: &str, title: &str, year: i64) -> Entity {
+        Entity { title: title.into(), year: Some(year), ..records::entity(id) }
     }
 
     #[test]
     fn a_movie_year_one_off_still_matches_but_further_does_not() {
-        let release = ReleaseFacts { title: "Parasite".into(), year: Some(2020), kind: "movie", season: None };
+        let release =
+            ReleaseFacts { title: "Parasite".into(), year: Some(2020), kind: EntityKind::Movie, season: None };
         let near = score(&release, &movie("a", "Parasite", 2019));
         assert!(near.score >= ACCEPT && near.matched.contains(&"yearWithinOne".to_string()), "{near:?}");
         let far = score(&release, &movie("b", "Parasite", 1982));

@@ -7,6 +7,12 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{
+    self, ByKind, DownloadForPlan, OrganizationsForDownload, PlansList, PlansListed,
+};
+use capstan_sdk::contract::records::{Entity, Slot};
+use capstan_sdk::contract::status::{self, PlanStatus};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
@@ -19,12 +25,34 @@ pub enum Kind {
     Tv,
 }
 
+impl Kind {
+    /// The entity kind the store writes.
+    fn recorded(self) -> status::EntityKind {
+        match self {
+            Kind::Movie => status::EntityKind::Movie,
+            Kind::Tv => status::EntityKind::Tv,
+        }
+    }
+}
+
+// The slot statuses a caller may filter by (not `unwanted`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SlotStatus {
     Wanted,
     Reserved,
     Satisfied,
+}
+
+impl SlotStatus {
+    /// The slot status the store's records carry.
+    fn recorded(self) -> status::SlotStatus {
+        match self {
+            SlotStatus::Wanted => status::SlotStatus::Wanted,
+            SlotStatus::Reserved => status::SlotStatus::Reserved,
+            SlotStatus::Satisfied => status::SlotStatus::Satisfied,
+        }
+    }
 }
 
 /// Input: optional filters.
@@ -127,44 +155,37 @@ impl Capability for InventoryQuery {
         if input.search.is_some() && words.is_empty() {
             return Err(Failure::InvalidInput("search must contain a word".into()));
         }
-        let mut params = json!({ "limit": 1000 });
-        if let Some(kind) = input.kind {
-            params["kind"] = json!(kind);
-        }
-        let inventory = domain::query("inventory", &params)?;
-        let status = input.status.map(|s| json!(s));
+        let kind = input.kind.map(Kind::recorded);
+        let inventory = domain::call::<queries::InventoryQuery>(&ByKind { kind, limit: 1000 })?;
+        let status = input.status.map(SlotStatus::recorded);
         let mut items = Vec::new();
         let mut counts = json!({ "wanted": 0, "reserved": 0, "satisfied": 0 });
-        for entry in inventory["items"].as_array().into_iter().flatten() {
+        for entry in inventory.items {
             if items.len() as u32 >= limit {
                 break;
             }
-            let entity = &entry["entity"];
-            if !words.is_empty() && !matches_search(entity, &words) {
+            let entity = entry.entity;
+            if !words.is_empty() && !matches_search(&entity, &words) {
                 continue;
             }
-            let slots: Vec<&Value> = entry["slots"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|s| status.as_ref().is_none_or(|st| s["status"] == *st))
-                .collect();
+            let slots: Vec<Slot> = entry.slots.into_iter().map(slot).collect::<Result<_, _>>()?;
+            let slots: Vec<Slot> = slots.into_iter().filter(|s| status.is_none_or(|st| s.status == st)).collect();
             if status.is_some() && slots.is_empty() {
                 continue;
             }
             let mut views = Vec::new();
             for slot in slots {
-                if let Some(n) = counts.get_mut(slot["status"].as_str().unwrap_or_default()) {
+                if let Some(n) = counts.get_mut(slot.status.as_str()) {
                     *n = json!(n.as_i64().unwrap_or(0) + 1);
                 }
                 views.push(slot_view(slot)?);
             }
             items.push(Item {
-                entity_id: text(entity, "id"),
-                kind: text(entity, "kind"),
-                title: text(entity, "title"),
-                year: entity["year"].as_i64(),
-                tmdb_id: entity["tmdbId"].as_i64(),
+                entity_id: entity.id,
+                kind: entity.kind.as_str().to_string(),
+                title: entity.title,
+                year: entity.year,
+                tmdb_id: entity.tmdb_id,
                 slots: views,
             });
         }
@@ -172,8 +193,12 @@ impl Capability for InventoryQuery {
     }
 }
 
-fn text(v: &Value, field: &str) -> String {
-    v[field].as_str().unwrap_or_default().to_string()
+/// The slot record in an inventory entry's slot, which also carries what is
+/// happening to it (`download`, `waitingPlan`): the contract leaves that
+/// JSON, and this capability reads only the slot's own fields.
+fn slot(shown: Value) -> Result<Slot, Failure> {
+    serde_json::from_value(shown)
+        .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected inventory slot: {e}")))
 }
 
 fn words(text: &str) -> Vec<String> {
@@ -181,9 +206,9 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// Every search word appears in the title or the original title.
-fn matches_search(entity: &Value, wanted: &[String]) -> bool {
-    ["title", "originalTitle"].iter().any(|field| {
-        let have = words(entity[*field].as_str().unwrap_or_default());
+fn matches_search(entity: &Entity, wanted: &[String]) -> bool {
+    [Some(&entity.title), entity.original_title.as_ref()].into_iter().flatten().any(|title| {
+        let have = words(title);
         wanted.iter().all(|w| have.contains(w))
     })
 }
@@ -191,31 +216,28 @@ fn matches_search(entity: &Value, wanted: &[String]) -> bool {
 /// A slot with its plan, download and organization. The plan shown is the
 /// one that holds the slot (reserved or submitted) when there is one: a
 /// newer cancelled draft says less about the slot than the live plan.
-fn slot_view(slot: &Value) -> Result<SlotView, Failure> {
-    let plans = domain::query("plans.list", &json!({ "slotId": slot["id"], "limit": 20 }))?;
-    let plans = plans.as_array().cloned().unwrap_or_default();
-    let live = plans.iter().find(|p| p["status"] == "submitted" || p["status"] == "reserved");
+fn slot_view(slot: Slot) -> Result<SlotView, Failure> {
+    let listed = PlansListed { slot_id: Some(slot.id.clone()), limit: 20, ..PlansListed::default() };
+    let plans = domain::call::<PlansList>(&listed)?;
+    let live = plans.iter().find(|p| matches!(p.status, PlanStatus::Submitted | PlanStatus::Reserved));
     let plan = live.or(plans.first());
     let download = match plan {
-        Some(p) => domain::query("download.for-plan", &json!({ "id": p["id"] }))?,
-        None => Value::Null,
+        Some(p) => domain::call::<DownloadForPlan>(&ById::new(&p.id))?,
+        None => None,
     };
-    let organization = if download.is_null() {
-        None
-    } else {
-        let list = domain::query("organizations.for-download", &json!({ "id": download["id"] }))?;
-        list.as_array()
-            .and_then(|l| l.first())
-            .map(|o| json!({ "id": o["id"], "status": o["status"], "mode": o["mode"] }))
+    let organization = match &download {
+        Some(d) => domain::call::<OrganizationsForDownload>(&ById::new(&d.id))?
+            .first()
+            .map(|o| json!({ "id": o.id, "status": o.status, "mode": o.mode })),
+        None => None,
     };
     Ok(SlotView {
-        id: text(slot, "id"),
-        season: slot["season"].as_i64(),
-        quality: text(slot, "quality"),
-        status: text(slot, "status"),
-        plan: plan.map(|p| json!({ "id": p["id"], "status": p["status"], "sourceReleaseId": p["sourceReleaseId"] })),
-        download: (!download.is_null())
-            .then(|| json!({ "id": download["id"], "status": download["status"], "progress": download["progress"] })),
+        id: slot.id,
+        season: slot.season,
+        quality: slot.quality,
+        status: slot.status.as_str().to_string(),
+        plan: plan.map(|p| json!({ "id": p.id, "status": p.status, "sourceReleaseId": p.source_release_id })),
+        download: download.map(|d| json!({ "id": d.id, "status": d.status, "progress": d.progress })),
         organization,
     })
 }

@@ -10,6 +10,11 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::drafts::NewEntity;
+use capstan_sdk::contract::ops::transitions::{
+    TitleChange, TitleChangeRecord, TitleUnwant, TitleUnwantRecord, TitleWantRecord, WantTitle, WantedTitle,
+};
+use capstan_sdk::contract::status::EntityKind;
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use capstan_tmdb::MediaKind;
@@ -70,22 +75,31 @@ pub struct WantOutput {
 }
 
 /// The entity the library records, from TMDB's details.
-fn entity_of(details: &Details) -> Value {
-    let seasons: Vec<Value> =
-        details.seasons.iter().map(|s| json!({"number": s.season_number, "episodeCount": s.episode_count})).collect();
-    json!({
-        "kind": match details.kind { MediaKind::Movie => "movie", MediaKind::Tv => "tv" },
-        "tmdbId": details.tmdb_id,
-        "title": details.title,
-        "originalTitle": details.original_title,
-        "year": details.year,
-        "seasons": seasons,
+fn entity_of(details: &Details) -> Result<NewEntity, Failure> {
+    let tmdb_id = i64::try_from(details.tmdb_id)
+        .map_err(|_| Failure::InvalidInput(format!("TMDB id {} is out of range", details.tmdb_id)))?;
+    Ok(NewEntity {
+        kind: match details.kind {
+            MediaKind::Movie => EntityKind::Movie,
+            MediaKind::Tv => EntityKind::Tv,
+        },
+        tmdb_id: Some(tmdb_id),
+        title: details.title.clone(),
+        original_title: details.original_title.clone(),
+        year: details.year.map(i64::from),
+        seasons: details
+            .seasons
+            .iter()
+            .map(|s| json!({"number": s.season_number, "episodeCount": s.episode_count}))
+            .collect(),
     })
 }
 
-fn answer(v: Value) -> Result<Outcome<WantOutput>, Failure> {
-    let slots = v["slots"].as_array().cloned().unwrap_or_default();
-    Ok(Outcome::Succeeded(WantOutput { entity: v["entity"].clone(), slots }))
+/// What the `title.*` transitions answer: the entity and its slots. The
+/// contract leaves this answer JSON, so it is read here into its records.
+fn answer(title: WantedTitle) -> Result<Outcome<WantOutput>, Failure> {
+    let slots = title.slots.iter().map(|slot| json!(slot)).collect();
+    Ok(Outcome::Succeeded(WantOutput { entity: json!(title.entity), slots }))
 }
 
 fn non_empty(what: &str, v: &str) -> Result<(), Failure> {
@@ -135,25 +149,24 @@ impl Capability for LibraryWant {
                 let LookupOutput::Details(details) = capstan_tmdb::catalog::details(kind, tmdb_id, None)? else {
                     return Err(Failure::Internal("TMDB details came back as something else".into()));
                 };
-                let args = json!({
-                    "entity": entity_of(&details),
-                    "quality": quality,
-                    "profile": profile,
-                    "seasons": seasons,
-                });
-                answer(domain::transition("title.want", &args)?)
+                let args = WantTitle {
+                    entity: entity_of(&details)?,
+                    quality,
+                    profile,
+                    seasons: seasons.map(|seasons| seasons.into_iter().map(i64::from).collect()),
+                };
+                answer(domain::call::<TitleWantRecord>(&args)?)
             }
             WantInput::Change { entity_id, quality, profile } => {
                 non_empty("entityId", &entity_id)?;
-                let mut args = json!({ "entityId": entity_id, "quality": quality });
-                if let Some(p) = profile {
-                    args["profile"] = if p.trim().is_empty() { Value::Null } else { Value::from(p) };
-                }
-                answer(domain::transition("title.change", &args)?)
+                // An empty profile clears it (`null`); none leaves it be.
+                let profile = profile.map(|p| (!p.trim().is_empty()).then_some(p));
+                answer(domain::call::<TitleChangeRecord>(&TitleChange { entity_id, quality, profile })?)
             }
             WantInput::Remove { entity_id, season } => {
                 non_empty("entityId", &entity_id)?;
-                answer(domain::transition("title.unwant", &json!({ "entityId": entity_id, "season": season }))?)
+                let season = season.map(i64::from);
+                answer(domain::call::<TitleUnwantRecord>(&TitleUnwant { entity_id, season })?)
             }
         }
     }

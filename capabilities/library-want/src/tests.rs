@@ -5,8 +5,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use capstan_sdk::contract::ops::transitions::{TitleChange, TitleUnwant, WantTitle};
+use capstan_sdk::contract::records::{Entity, Slot};
+use capstan_sdk::contract::status::SlotStatus;
 use capstan_sdk::host::{Request, Response};
-use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+use capstan_sdk::testing::{Called, MockHost, descriptor, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
@@ -31,6 +34,34 @@ fn tmdb(req: &Request) -> Result<Response, HostError> {
     Ok(Response { status, headers: vec![], body: body.to_string().into_bytes() })
 }
 
+/// The entity the store answers for a transition's arguments: the one
+/// recorded from `title.want`'s, or the one named.
+fn entity_for(name: &str, arg: &Value) -> Entity {
+    match name {
+        "title.want" => {
+            let WantTitle { entity, .. } = serde_json::from_value(arg.clone()).unwrap();
+            Entity {
+                kind: entity.kind,
+                tmdb_id: entity.tmdb_id,
+                title: entity.title,
+                original_title: entity.original_title,
+                year: entity.year,
+                seasons: json!(entity.seasons),
+                ..records::entity("e1")
+            }
+        }
+        "title.change" => {
+            let TitleChange { entity_id, .. } = serde_json::from_value(arg.clone()).unwrap();
+            records::entity(&entity_id)
+        }
+        "title.unwant" => {
+            let TitleUnwant { entity_id, .. } = serde_json::from_value(arg.clone()).unwrap();
+            records::entity(&entity_id)
+        }
+        other => panic!("unexpected transition {other}"),
+    }
+}
+
 /// Installs the mock; returns what the store was asked.
 fn install() -> Rc<RefCell<Vec<(String, Value)>>> {
     let asked = Rc::new(RefCell::new(Vec::new()));
@@ -43,7 +74,9 @@ fn install() -> Rc<RefCell<Vec<(String, Value)>>> {
             if arg["entityId"] == "taken" {
                 return Err(HostError::Conflict("Dune: Part Two (2024) is already wanted".into()));
             }
-            Ok(json!({"entity": arg.get("entity").cloned().unwrap_or(json!({"id": arg["entityId"]})), "slots": [{"id": "s1"}]}))
+            let entity = entity_for(name, arg);
+            let slot = records::slot("s1", &entity.id);
+            Ok(json!({"entity": entity, "slots": [slot]}))
         })
         .install();
     asked
@@ -58,18 +91,27 @@ fn call(input: Value) -> Result<Value, Failure> {
 #[test]
 fn adding_records_the_catalogues_entity_and_the_seasons_asked_for() {
     let asked = install();
-    call(json!({"action": "add", "tmdbId": 693134, "kind": "movie", "quality": "2160p", "profile": "quality.movies"}))
-        .unwrap();
+    let out = call(
+        json!({"action": "add", "tmdbId": 693134, "kind": "movie", "quality": "2160p", "profile": "quality.movies"}),
+    )
+    .unwrap();
     let (name, arg) = asked.borrow()[0].clone();
     assert_eq!(name, "title.want");
-    assert_eq!(arg["entity"]["title"], "Dune: Part Two");
-    assert_eq!(arg["entity"]["year"], 2024);
-    assert_eq!((arg["quality"].as_str(), arg["profile"].as_str()), (Some("2160p"), Some("quality.movies")));
+    let want: WantTitle = serde_json::from_value(arg).unwrap();
+    assert_eq!((want.entity.kind.as_str(), want.entity.tmdb_id), ("movie", Some(693134)));
+    assert_eq!(want.entity.title, "Dune: Part Two");
+    assert_eq!(want.entity.year, Some(2024));
+    assert_eq!((want.quality.as_str(), want.profile.as_deref()), ("2160p", Some("quality.movies")));
+    assert_eq!(want.seasons, None);
+    assert_eq!(out["entity"]["title"], "Dune: Part Two", "the entity the store recorded");
+    let slot: Slot = serde_json::from_value(out["slots"][0].clone()).unwrap();
+    assert_eq!((slot.id.as_str(), slot.status), ("s1", SlotStatus::Wanted), "the slots the store opened");
 
     call(json!({"action": "add", "tmdbId": 1399, "kind": "tv", "quality": "1080p", "seasons": [2]})).unwrap();
     let (_, arg) = asked.borrow()[1].clone();
-    assert_eq!(arg["entity"]["seasons"][2], json!({"number": 2, "episodeCount": 10}));
-    assert_eq!(arg["seasons"], json!([2]));
+    let want: WantTitle = serde_json::from_value(arg).unwrap();
+    assert_eq!(want.entity.seasons[2], json!({"number": 2, "episodeCount": 10}));
+    assert_eq!(want.seasons, Some(vec![2]));
 }
 
 #[test]
@@ -95,12 +137,19 @@ fn an_unknown_title_a_conflict_and_bad_input_are_clear() {
 fn change_and_remove_name_their_transitions_and_an_empty_profile_clears_it() {
     let asked = install();
     call(json!({"action": "change", "entityId": "e1", "profile": ""})).unwrap();
+    call(json!({"action": "change", "entityId": "e1", "quality": "720p"})).unwrap();
     call(json!({"action": "remove", "entityId": "e1", "season": 3})).unwrap();
     let asked = asked.borrow();
     assert_eq!(asked[0].0, "title.change");
     assert_eq!(asked[0].1["profile"], Value::Null);
-    assert!(asked[0].1.as_object().unwrap().contains_key("profile"));
-    assert_eq!((asked[1].0.as_str(), asked[1].1["season"].as_u64()), ("title.unwant", Some(3)));
+    assert!(asked[0].1.as_object().unwrap().contains_key("profile"), "null clears, absent leaves: {}", asked[0].1);
+    let change: TitleChange = serde_json::from_value(asked[0].1.clone()).unwrap();
+    assert_eq!((change.quality, change.profile), (None, Some(None)));
+    let change: TitleChange = serde_json::from_value(asked[1].1.clone()).unwrap();
+    assert_eq!((change.quality.as_deref(), change.profile), (Some("720p"), None), "the profile is left as it is");
+    assert_eq!(asked[2].0, "title.unwant");
+    let unwant: TitleUnwant = serde_json::from_value(asked[2].1.clone()).unwrap();
+    assert_eq!((unwant.entity_id.as_str(), unwant.season), ("e1", Some(3)));
 }
 
 #[test]

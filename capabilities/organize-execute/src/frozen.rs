@@ -12,17 +12,18 @@ use std::collections::BTreeMap;
 
 use capstan_organize::content::{self, MediaFile};
 use capstan_organize::{DOWNLOADS, Item, LIBRARY, Mode};
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{ArtifactGet, DownloadGet, OrganizationGet};
+use capstan_sdk::contract::status::{DownloadStatus, OrganizationStatus};
 use capstan_sdk::host::{HostError, domain, files};
 use capstan_sdk::{Failure, serde_json};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 /// An organization and its frozen plan.
 #[derive(Debug, Clone)]
 pub struct Frozen {
     pub id: String,
-    /// `planned`, `running`, `succeeded` or `failed`.
-    pub status: String,
+    pub status: OrganizationStatus,
     pub revision: i64,
     pub download_id: String,
     pub mode: Mode,
@@ -31,6 +32,7 @@ pub struct Frozen {
     pub items: Vec<Item>,
 }
 
+/// The plan artifact's body, as the `organization-plan` draft froze it.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Body {
@@ -39,29 +41,22 @@ struct Body {
     items: Vec<Item>,
 }
 
-fn text(v: &Value, key: &str) -> Result<String, Failure> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| Failure::Internal(format!("the domain store answered without {key}")))
-}
-
 impl Frozen {
     /// Reads organization `id` and its plan artifact.
     pub fn load(id: &str) -> Result<Frozen, Failure> {
-        let org = domain::query("organization.get", &json!({ "id": id }))?;
-        let artifact = domain::query("artifact.get", &json!({ "id": text(&org, "planArtifactId")? }))?;
-        let body: Body = serde_json::from_value(artifact.get("body").cloned().unwrap_or(Value::Null))
+        let org = domain::call::<OrganizationGet>(&ById::new(id))?;
+        let artifact = domain::call::<ArtifactGet>(&ById::new(&org.plan_artifact_id))?;
+        let body: Body = serde_json::from_value(artifact.body)
             .map_err(|e| Failure::Internal(format!("organization {id}'s plan is not an organization plan: {e}")))?;
         let mode = Mode::parse(&body.mode)
             .ok_or_else(|| Failure::Internal(format!("organization {id} has unknown mode {:?}", body.mode)))?;
         Ok(Frozen {
             id: id.to_string(),
-            status: text(&org, "status")?,
-            revision: org.get("revision").and_then(Value::as_i64).unwrap_or(0),
+            status: org.status,
+            revision: org.revision,
             download_id: body.download_task_id,
             mode,
-            fingerprint: text(&artifact, "payloadHash")?,
+            fingerprint: artifact.payload_hash,
             items: body.items,
         })
     }
@@ -82,17 +77,18 @@ impl Frozen {
     /// During a resumed move, a planned source may already be gone: that is
     /// fine when its destination holds a file of the planned size.
     pub fn check_files(&self) -> Result<(), Failure> {
-        let download = domain::query("download.get", &json!({ "id": self.download_id }))?;
-        let status = text(&download, "status")?;
-        let resumable = self.status == "running" && status == "importing";
-        if status != "completed" && !resumable {
+        let download = domain::call::<DownloadGet>(&ById::new(&self.download_id))?;
+        let status = download.status;
+        let running = self.status == OrganizationStatus::Running;
+        let resumable = running && status == DownloadStatus::Importing;
+        if status != DownloadStatus::Completed && !resumable {
             return Err(Failure::Conflict(format!(
                 "download {} is {status}; only a completed download can be organized",
                 self.download_id
             )));
         }
-        let content_path = download.get("contentPath").and_then(Value::as_str).unwrap_or_default();
-        let resumed_move = self.mode == Mode::Move && self.status == "running";
+        let content_path = download.content_path.as_deref().unwrap_or_default();
+        let resumed_move = self.mode == Mode::Move && running;
         let current = match content::media_files(content_path) {
             Ok(found) => found,
             Err(Failure::NotFound(_)) if resumed_move => Vec::new(),

@@ -17,10 +17,13 @@ pub mod place;
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::transitions::{
+    OrganizationFinish, OrganizationFinishRecord, OrganizationStart, OrganizationStartRecord,
+};
+use capstan_sdk::contract::status::OrganizationStatus;
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay, Verification};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use frozen::Frozen;
 use place::{Existing, Placed};
@@ -49,7 +52,7 @@ pub struct ExecuteOutput {
 pub struct OrganizeExecute;
 
 fn output(org: &Frozen, items: Vec<Placed>) -> ExecuteOutput {
-    ExecuteOutput { organization_id: org.id.clone(), status: "succeeded".into(), items }
+    ExecuteOutput { organization_id: org.id.clone(), status: OrganizationStatus::Succeeded.as_str().into(), items }
 }
 
 fn already_placed(org: &Frozen) -> Result<Vec<Placed>, Failure> {
@@ -125,7 +128,7 @@ impl Capability for OrganizeExecute {
         }
         let org = Frozen::load(id)?;
         org.check_fingerprint(&input.fingerprint)?;
-        if org.status == "succeeded" {
+        if org.status == OrganizationStatus::Succeeded {
             // Running a finished organization again changes nothing.
             return Ok(Outcome::Succeeded(output(&org, already_placed(&org)?)));
         }
@@ -136,10 +139,13 @@ impl Capability for OrganizeExecute {
             .iter()
             .map(|item| Ok(place::existing(item)? == Existing::Absent))
             .collect::<Result<Vec<bool>, Failure>>()?;
-        domain::transition("organization.start", &json!({ "id": org.id, "fingerprint": org.fingerprint }))?;
+        domain::call::<OrganizationStartRecord>(&OrganizationStart {
+            id: org.id.clone(),
+            fingerprint: org.fingerprint.clone(),
+        })?;
         match run(&org, &waiting) {
             Ok(items) => {
-                domain::transition("organization.finish", &json!({ "id": org.id }))?;
+                domain::call::<OrganizationFinishRecord>(&OrganizationFinish { id: org.id.clone(), error: None })?;
                 Ok(Outcome::Succeeded(output(&org, items)))
             }
             Err(failure) => {
@@ -147,7 +153,8 @@ impl Capability for OrganizeExecute {
                 // and can be planned again; files already placed stay and
                 // count as done next time.
                 let error = failure.to_string();
-                domain::transition("organization.finish", &json!({ "id": org.id, "error": error }))
+                let finish = OrganizationFinish { id: org.id.clone(), error: Some(error.clone()) };
+                domain::call::<OrganizationFinishRecord>(&finish)
                     .map_err(|e| Failure::Unavailable(format!("{error}; recording the failure also failed: {e}")))?;
                 Err(failure)
             }
@@ -164,7 +171,7 @@ impl Capability for OrganizeExecute {
     /// `cannot-tell` would leave a human to do what a re-run does.
     fn verify(input: ExecuteInput) -> Result<Verification<ExecuteOutput>, Failure> {
         let org = Frozen::load(input.plan_id.trim())?;
-        if org.status != "succeeded" || org.check_fingerprint(&input.fingerprint).is_err() {
+        if org.status != OrganizationStatus::Succeeded || org.check_fingerprint(&input.fingerprint).is_err() {
             return Ok(Verification::NotDone);
         }
         match already_placed(&org) {

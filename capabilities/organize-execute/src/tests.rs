@@ -8,7 +8,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
 
-use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
+use capstan_sdk::contract::ops::transitions::{OrganizationFinish, OrganizationStart};
+use capstan_sdk::contract::records::{Artifact, DownloadTask, Organization};
+use capstan_sdk::contract::status::{DownloadStatus, OrganizationStatus, OrganizeMode};
+use capstan_sdk::testing::{Called, MockHost, descriptor, invoke, records};
 use capstan_sdk::{Failure, HostError, Verification};
 use serde_json::{Value, json};
 
@@ -18,38 +21,69 @@ const SOURCE: &str = "Dune.Part.Two.2024.2160p/Dune.Part.Two.2024.2160p.mkv";
 const DESTINATION: &str = "Dune - Part Two (2024)/Dune - Part Two (2024) Bluray-2160p.mkv";
 
 /// The store's state: organization status and every transition applied.
-#[derive(Default)]
 struct Store {
-    status: String,
+    status: OrganizationStatus,
     transitions: Vec<(String, Value)>,
+    /// A file someone deletes just as the organization starts.
+    lost_on_start: Option<std::path::PathBuf>,
 }
 
-fn domain(mode: &str, size: u64) -> Rc<RefCell<Store>> {
-    let store = Rc::new(RefCell::new(Store { status: "planned".into(), ..Store::default() }));
+fn domain(mode: OrganizeMode, size: u64) -> Rc<RefCell<Store>> {
+    let store = Rc::new(RefCell::new(Store {
+        status: OrganizationStatus::Planned,
+        transitions: Vec::new(),
+        lost_on_start: None,
+    }));
     let state = store.clone();
-    let mode = mode.to_string();
+    let items = json!([{"source": SOURCE, "destination": DESTINATION, "size": size}]);
+    // The artifact holds what the `organization-plan` draft froze.
+    let body = json!({"downloadTaskId": "dl-1", "mode": mode, "items": items});
+    let organization = move |status: OrganizationStatus| {
+        json!(Organization {
+            plan_artifact_id: "art-1".into(),
+            mode,
+            status,
+            ..records::organization("org-1", "dl-1", items.clone())
+        })
+    };
     let handler = move |iface: &str, name: &str, arg: &Value| -> Result<Value, HostError> {
         let mut s = state.borrow_mut();
         match (iface, name) {
-            ("library", "organization.get") if arg["id"] == "org-1" => Ok(json!({
-                "id": "org-1", "planArtifactId": "art-1", "status": s.status, "revision": 1, "downloadTaskId": "dl-1"})),
+            ("library", "organization.get") if arg["id"] == "org-1" => Ok(organization(s.status)),
             ("library", "organization.get") => Err(HostError::NotFound("no organization".into())),
-            ("library", "artifact.get") => Ok(json!({"id": "art-1", "payloadHash": "fp-1", "body": {
-                "downloadTaskId": "dl-1", "mode": mode,
-                "items": [{"source": SOURCE, "destination": DESTINATION, "size": size}]}})),
-            ("library", "download.get") => {
-                let status = if s.status == "running" { "importing" } else { "completed" };
-                Ok(json!({"id": "dl-1", "status": status, "contentPath": "Dune.Part.Two.2024.2160p"}))
+            ("library", "artifact.get") if arg["id"] == "art-1" => {
+                Ok(json!(Artifact { payload_hash: "fp-1".into(), ..records::artifact("art-1", body.clone()) }))
+            }
+            ("library", "download.get") if arg["id"] == "dl-1" => {
+                let status = match s.status {
+                    OrganizationStatus::Running => DownloadStatus::Importing,
+                    _ => DownloadStatus::Completed,
+                };
+                Ok(json!(DownloadTask {
+                    status,
+                    progress: 1.0,
+                    content_path: Some("Dune.Part.Two.2024.2160p".into()),
+                    ..records::download("dl-1", "plan-1", "hash")
+                }))
             }
             ("records", "organization.start") => {
-                s.status = "running".into();
+                let start: OrganizationStart = serde_json::from_value(arg.clone()).unwrap();
+                assert_eq!(start.id, "org-1");
+                s.status = OrganizationStatus::Running;
                 s.transitions.push((name.into(), arg.clone()));
-                Ok(json!({"id": "org-1", "status": "running"}))
+                if let Some(lost) = s.lost_on_start.take() {
+                    std::fs::remove_file(lost).unwrap();
+                }
+                Ok(organization(s.status))
             }
             ("records", "organization.finish") => {
-                s.status = if arg.get("error").is_some() { "failed" } else { "succeeded" }.into();
+                let finish: OrganizationFinish = serde_json::from_value(arg.clone()).unwrap();
+                s.status = match finish.error {
+                    Some(_) => OrganizationStatus::Failed,
+                    None => OrganizationStatus::Succeeded,
+                };
                 s.transitions.push((name.into(), arg.clone()));
-                Ok(json!({"id": "org-1", "status": s.status}))
+                Ok(organization(s.status))
             }
             _ => Err(HostError::NotFound(format!("{iface} {name}"))),
         }
@@ -63,7 +97,7 @@ fn roots(downloads: &Path, library: &Path) {
     mock.with_root("downloads", downloads).with_root("library", library).install();
 }
 
-fn setup(mode: &str, library_in: Option<&Path>) -> (tempfile::TempDir, tempfile::TempDir, Rc<RefCell<Store>>) {
+fn setup(mode: OrganizeMode, library_in: Option<&Path>) -> (tempfile::TempDir, tempfile::TempDir, Rc<RefCell<Store>>) {
     let downloads = tempfile::tempdir().unwrap();
     let library = match library_in {
         Some(dir) => tempfile::tempdir_in(dir).unwrap(),
@@ -97,7 +131,7 @@ fn names(store: &Rc<RefCell<Store>>) -> Vec<String> {
 
 #[test]
 fn a_hardlink_plan_links_the_file_and_finishes_the_organization() {
-    let (downloads, library, store) = setup("hardlink", None);
+    let (downloads, library, store) = setup(OrganizeMode::Hardlink, None);
     let out = call("fp-1").unwrap();
     assert_eq!(out["status"], "succeeded");
     assert_eq!(
@@ -107,7 +141,9 @@ fn a_hardlink_plan_links_the_file_and_finishes_the_organization() {
     let placed = std::fs::metadata(library.path().join(DESTINATION)).unwrap();
     assert_eq!(placed.ino(), std::fs::metadata(downloads.path().join(SOURCE)).unwrap().ino());
     assert_eq!(names(&store), ["organization.start", "organization.finish"]);
-    assert_eq!(store.borrow().transitions[0].1, json!({"id": "org-1", "fingerprint": "fp-1"}));
+    let start: OrganizationStart = serde_json::from_value(store.borrow().transitions[0].1.clone()).unwrap();
+    assert_eq!(start, OrganizationStart { id: "org-1".into(), fingerprint: "fp-1".into() });
+    assert_eq!(store.borrow().status, OrganizationStatus::Succeeded);
 
     // Once succeeded, running it again changes nothing and says so.
     let again = call("fp-1").unwrap();
@@ -119,7 +155,7 @@ fn a_hardlink_plan_links_the_file_and_finishes_the_organization() {
 
 #[test]
 fn a_stale_fingerprint_or_changed_download_creates_nothing() {
-    let (downloads, library, store) = setup("copy", None);
+    let (downloads, library, store) = setup(OrganizeMode::Copy, None);
     let Err(Failure::Conflict(m)) = call("fp-old") else { panic!("expected a conflict") };
     assert!(m.contains("planned again"), "{m}");
     // A new episode, sample-sized or not, is not what was approved.
@@ -138,7 +174,7 @@ fn a_stale_fingerprint_or_changed_download_creates_nothing() {
 
 #[test]
 fn copies_are_verified_and_an_identical_file_counts_as_done_but_another_is_never_overwritten() {
-    let (downloads, library, store) = setup("copy", None);
+    let (downloads, library, store) = setup(OrganizeMode::Copy, None);
     let target = library.path().join(DESTINATION);
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     std::fs::write(&target, vec![7u8; 8192]).unwrap();
@@ -160,10 +196,22 @@ fn copies_are_verified_and_an_identical_file_counts_as_done_but_another_is_never
 }
 
 #[test]
+fn a_failed_placement_is_recorded_with_its_error() {
+    let (downloads, library, store) = setup(OrganizeMode::Hardlink, None);
+    store.borrow_mut().lost_on_start = Some(downloads.path().join(SOURCE));
+    let failure = call("fp-1").unwrap_err();
+    assert_eq!(names(&store), ["organization.start", "organization.finish"]);
+    let finish: OrganizationFinish = serde_json::from_value(store.borrow().transitions[1].1.clone()).unwrap();
+    assert_eq!(finish, OrganizationFinish { id: "org-1".into(), error: Some(failure.to_string()) });
+    assert_eq!(store.borrow().status, OrganizationStatus::Failed);
+    assert!(!library.path().join(DESTINATION).exists());
+}
+
+#[test]
 fn an_interrupted_move_resumes_and_finishes() {
-    let (downloads, library, store) = setup("move", None);
+    let (downloads, library, store) = setup(OrganizeMode::Move, None);
     // An earlier attempt started, moved the file, and died before finishing.
-    store.borrow_mut().status = "running".into();
+    store.borrow_mut().status = OrganizationStatus::Running;
     let target = library.path().join(DESTINATION);
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     std::fs::rename(downloads.path().join(SOURCE), &target).unwrap();
@@ -171,7 +219,7 @@ fn an_interrupted_move_resumes_and_finishes() {
     assert!(matches!(verdict, Ok(Verification::NotDone)), "a running organization is re-run to finish it");
     let out = call("fp-1").unwrap();
     assert_eq!(out["items"][0]["method"], "move");
-    assert_eq!(store.borrow().status, "succeeded");
+    assert_eq!(store.borrow().status, OrganizationStatus::Succeeded);
 }
 
 #[test]
@@ -184,7 +232,7 @@ fn a_hardlink_across_devices_becomes_a_verified_copy() {
         eprintln!("skipped: no second file system to link across");
         return;
     }
-    let (downloads, library, _store) = setup("hardlink", Some(shm));
+    let (downloads, library, _store) = setup(OrganizeMode::Hardlink, Some(shm));
     let out = call("fp-1").unwrap();
     assert_eq!(out["items"][0]["method"], "copy");
     assert_eq!(out["items"][0]["verified"], true);

@@ -15,10 +15,11 @@ use capstan_organize::naming::{EPISODE_TEMPLATE, MOVIE_TEMPLATE, Template};
 use capstan_organize::plan::{self, Templates};
 use capstan_organize::subject::Subject;
 use capstan_organize::{Item, Mode};
+use capstan_sdk::contract::ops::drafts::{NewOrganizationPlan, OrganizationPlanDraft};
+use capstan_sdk::contract::status::{DownloadStatus, OrganizeMode};
 use capstan_sdk::host::{domain, setting};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 #[cfg(test)]
 mod tests;
@@ -77,8 +78,23 @@ pub fn templates() -> Result<Templates, Failure> {
     })
 }
 
-fn field<'a>(v: &'a Value, key: &str) -> Result<&'a Value, Failure> {
-    v.get(key).ok_or_else(|| Failure::Internal(format!("the domain store answered without {key}")))
+/// The contract's name for `mode`.
+fn organize_mode(mode: Mode) -> OrganizeMode {
+    match mode {
+        Mode::Hardlink => OrganizeMode::Hardlink,
+        Mode::Copy => OrganizeMode::Copy,
+        Mode::Move => OrganizeMode::Move,
+    }
+}
+
+/// The draft that freezes `items` for download `download_id`.
+fn draft(download_id: &str, mode: Mode, items: &[Item]) -> Result<NewOrganizationPlan, Failure> {
+    let items = items
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::Internal(format!("cannot write the plan's items: {e}")))?;
+    Ok(NewOrganizationPlan { download_task_id: download_id.to_string(), mode: organize_mode(mode), items })
 }
 
 impl Capability for OrganizePlan {
@@ -116,7 +132,8 @@ impl Capability for OrganizePlan {
         let mode = mode(input.mode)?;
         let templates = templates()?;
         let subject = Subject::load(id)?;
-        if subject.status != "completed" {
+        // An unknown status is not completed either.
+        if subject.status != DownloadStatus::Completed {
             return Err(Failure::Conflict(format!(
                 "download {id} is {}; only a completed download can be organized",
                 subject.status
@@ -128,19 +145,11 @@ impl Capability for OrganizePlan {
             .ok_or_else(|| Failure::Conflict(format!("download {id} has no content path yet")))?;
         let media = content::media_files(&content_path)?;
         let items = plan::items(&subject, &media, &templates)?;
-        let drafted = domain::create_draft(
-            "organization-plan",
-            &json!({ "downloadTaskId": subject.download_id, "mode": mode, "items": items }),
-        )?;
-        let organization = field(&drafted, "organization")?;
-        let artifact = field(&drafted, "artifact")?;
-        let text = |v: &Value, key: &str| -> Result<String, Failure> {
-            Ok(field(v, key)?.as_str().unwrap_or_default().to_string())
-        };
+        let drafted = domain::call::<OrganizationPlanDraft>(&draft(&subject.download_id, mode, &items)?)?;
         Ok(Outcome::Succeeded(PlanOutput {
-            organization_id: text(organization, "id")?,
-            fingerprint: text(artifact, "payloadHash")?,
-            revision: field(organization, "revision")?.as_i64().unwrap_or(0),
+            organization_id: drafted.organization.id,
+            fingerprint: drafted.artifact.payload_hash,
+            revision: drafted.organization.revision,
             mode,
             items,
         }))

@@ -4,7 +4,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use capstan_sdk::testing::{Called, Class, MockHost, descriptor, invoke};
+use capstan_sdk::contract::ops::drafts::{NewOrganizationPlan, OrganizationPlanned};
+use capstan_sdk::contract::records::{Artifact, DownloadTask, Entity, SourceRelease};
+use capstan_sdk::contract::status::{DownloadStatus, IdentityStatus, OrganizeMode};
+use capstan_sdk::testing::{Called, Class, MockHost, descriptor, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
@@ -17,29 +20,52 @@ type Drafted = Rc<RefCell<Vec<Value>>>;
 
 /// A domain store holding one download of `kind` with `status`; drafted
 /// plans are recorded in the returned cell.
-fn store(kind: &str, status: &str, content: &str, parsed: Value) -> (Handler, Drafted) {
+fn store(kind: &str, status: DownloadStatus, content: &str, parsed: Value) -> (Handler, Drafted) {
     let drafted = Rc::new(RefCell::new(Vec::new()));
     let seen = drafted.clone();
-    let (kind, status, content) = (kind.to_string(), status.to_string(), content.to_string());
+    let tv = kind == "tv";
+    let download = DownloadTask {
+        status,
+        progress: 1.0,
+        content_path: Some(content.to_string()),
+        ..records::download("dl-1", "plan-1", "hash")
+    };
+    let payload = json!({
+        "entityId": "ent-1", "season": if tv { json!(2) } else { Value::Null },
+        "quality": "2160p", "sourceReleaseId": "rel-1", "title": "whatever"});
+    let plan = records::plan("plan-1", payload);
+    let entity = if tv {
+        Entity {
+            kind: capstan_sdk::contract::status::EntityKind::Tv,
+            title: "Severance".into(),
+            year: Some(2022),
+            seasons: json!([{"number": 2, "episodeCount": 10}]),
+            ..records::entity("ent-1")
+        }
+    } else {
+        Entity { title: "Dune: Part Two".into(), year: Some(2024), ..records::entity("ent-1") }
+    };
+    let release = SourceRelease {
+        parsed,
+        entity_id: Some("ent-1".into()),
+        identity_status: IdentityStatus::Resolved,
+        ..records::release("rel-1", "the release")
+    };
     let handler = move |iface: &str, name: &str, arg: &Value| -> Result<Value, HostError> {
         match (iface, name) {
-            ("library", "download.get") if arg["id"] == "dl-1" => {
-                Ok(json!({"id": "dl-1", "planId": "plan-1", "status": status, "contentPath": content}))
-            }
+            ("library", "download.get") if arg["id"] == "dl-1" => Ok(json!(download)),
             ("library", "download.get") => Err(HostError::NotFound(format!("no download {}", arg["id"]))),
-            ("library", "plan.get") => Ok(json!({"id": "plan-1", "payload": {
-                "entityId": "ent-1", "season": if kind == "tv" { json!(2) } else { Value::Null },
-                "quality": "2160p", "sourceReleaseId": "rel-1", "title": "whatever"}})),
-            ("library", "entity.get") if kind == "tv" => {
-                Ok(json!({"id": "ent-1", "kind": "tv", "title": "Severance", "year": 2022}))
-            }
-            ("library", "entity.get") => {
-                Ok(json!({"id": "ent-1", "kind": "movie", "title": "Dune: Part Two", "year": 2024}))
-            }
-            ("library", "release.get") => Ok(json!({"id": "rel-1", "parsed": parsed})),
+            ("library", "plan.get") if arg["id"] == "plan-1" => Ok(json!(plan)),
+            ("library", "entity.get") if arg["id"] == "ent-1" => Ok(json!(entity)),
+            ("library", "release.get") if arg["id"] == "rel-1" => Ok(json!(release)),
             ("drafts", "organization-plan") => {
+                let new: NewOrganizationPlan = serde_json::from_value(arg.clone()).unwrap();
                 seen.borrow_mut().push(arg.clone());
-                Ok(json!({"organization": {"id": "org-1", "revision": 1}, "artifact": {"payloadHash": "f1"}}))
+                let items = json!(new.items);
+                let body = json!({"downloadTaskId": new.download_task_id, "mode": new.mode, "items": items});
+                let organization = records::organization("org-1", &new.download_task_id, items);
+                let artifact = Artifact { payload_hash: "f1".into(), ..records::artifact("art-1", body) };
+                Ok(json!(OrganizationPlanned { organization, artifact }))
             }
             _ => Err(HostError::NotFound(format!("{iface} {name}"))),
         }
@@ -73,7 +99,7 @@ fn a_movie_folder_becomes_one_templated_item_without_samples_or_extras() {
     write(downloads.path(), &format!("{folder}/Dune.nfo"), 100);
     let (handler, drafted) = store(
         "movie",
-        "completed",
+        DownloadStatus::Completed,
         folder,
         json!({"source": "Blu-ray", "screen_size": "2160p", "release_group": "FLUX"}),
     );
@@ -94,8 +120,12 @@ fn a_movie_folder_becomes_one_templated_item_without_samples_or_extras() {
         json!([{"source": format!("{folder}/Dune.Part.Two.2024.2160p.BluRay.x265-FLUX.mkv"), "destination": destination, "size": 50_000}])
     );
     // What was frozen is exactly what the caller was shown.
-    let frozen = drafted.borrow()[0].clone();
-    assert_eq!(frozen, json!({"downloadTaskId": "dl-1", "mode": "hardlink", "items": out["items"]}));
+    let frozen: NewOrganizationPlan = serde_json::from_value(drafted.borrow()[0].clone()).unwrap();
+    let shown = out["items"].as_array().unwrap().clone();
+    assert_eq!(
+        frozen,
+        NewOrganizationPlan { download_task_id: "dl-1".into(), mode: OrganizeMode::Hardlink, items: shown }
+    );
     // Planning touches no file.
     assert_eq!(std::fs::read_dir(library.path()).unwrap().count(), 0);
 }
@@ -107,7 +137,8 @@ fn a_season_pack_names_every_episode_and_honours_the_mode_setting() {
     for e in 1..=3 {
         write(downloads.path(), &format!("{pack}/Severance.S02E0{e}.1080p.WEB-DL-NTb.mkv"), 10_000 + e);
     }
-    let (handler, _) = store("tv", "completed", pack, json!({"source": "Web", "screen_size": "1080p", "season": 2}));
+    let (handler, _) =
+        store("tv", DownloadStatus::Completed, pack, json!({"source": "Web", "screen_size": "1080p", "season": 2}));
     MockHost::new("organize.plan")
         .with_setting("mode", "copy")
         .with_root("downloads", downloads.path())
@@ -134,7 +165,7 @@ fn a_season_pack_names_every_episode_and_honours_the_mode_setting() {
 fn bad_templates_unfinished_downloads_and_missing_content_are_clear_failures() {
     let downloads = tempfile::tempdir().unwrap();
     write(downloads.path(), "Dune.mkv", 1000);
-    let (handler, drafted) = store("movie", "completed", "Dune.mkv", json!({}));
+    let (handler, drafted) = store("movie", DownloadStatus::Completed, "Dune.mkv", json!({}));
     MockHost::new("organize.plan")
         .with_setting("movie_template", "{Movie Title} {Resolution}")
         .with_root("downloads", downloads.path())
@@ -146,23 +177,23 @@ fn bad_templates_unfinished_downloads_and_missing_content_are_clear_failures() {
     assert!(m.contains("movie_template") && m.contains("{Resolution}"), "{m}");
     assert!(drafted.borrow().is_empty(), "nothing is drafted from a bad template");
 
-    let (handler, _) = store("movie", "downloading", "Dune.mkv", json!({}));
+    let (handler, _) = store("movie", DownloadStatus::Downloading, "Dune.mkv", json!({}));
     MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
     let Err(Failure::Conflict(m)) = call(json!({"downloadTaskId": "dl-1"})) else { panic!("expected a conflict") };
     assert!(m.contains("downloading"), "{m}");
 
-    let (handler, _) = store("movie", "completed", "Gone.Movie.2020", json!({}));
+    let (handler, _) = store("movie", DownloadStatus::Completed, "Gone.Movie.2020", json!({}));
     MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
     assert!(matches!(call(json!({"downloadTaskId": "dl-1"})), Err(Failure::NotFound(_))));
     assert!(matches!(call(json!({"downloadTaskId": "nope"})), Err(Failure::NotFound(_))));
     assert!(matches!(call(json!({"downloadTaskId": " "})), Err(Failure::InvalidInput(_))));
 
-    let (handler, _) = store("movie", "completed", "./", json!({}));
+    let (handler, _) = store("movie", DownloadStatus::Completed, "./", json!({}));
     MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
     let Err(Failure::Conflict(m)) = call(json!({"downloadTaskId": "dl-1"})) else { panic!("expected a conflict") };
     assert!(m.contains("whole downloads root"), "{m}");
 
-    let (handler, _) = store("movie", "completed", "../etc", json!({}));
+    let (handler, _) = store("movie", DownloadStatus::Completed, "../etc", json!({}));
     MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
     assert!(matches!(call(json!({"downloadTaskId": "dl-1"})), Err(Failure::Denied(_))));
 }

@@ -7,10 +7,11 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::transitions::{PolicyPublish, PolicyPublishRecord};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Input: which revision of which policy.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -60,7 +61,10 @@ impl Capability for PolicyApply {
         if input.revision < 1 {
             return Err(Failure::InvalidInput(format!("revision {} is not a revision number", input.revision)));
         }
-        let policy = domain::transition("policy.publish", &json!({ "name": name, "revision": input.revision }))?;
+        // The policy record belongs to the host's policy store: the contract
+        // answers it as JSON.
+        let policy =
+            domain::call::<PolicyPublishRecord>(&PolicyPublish { name: name.to_string(), revision: input.revision })?;
         Ok(Outcome::Succeeded(ApplyOutput {
             name: policy["name"].as_str().unwrap_or_default().to_string(),
             revision: policy["revision"].as_i64().unwrap_or_default(),

@@ -1,5 +1,6 @@
 //! Native tests through the SDK's mock host.
 
+use capstan_sdk::contract::ops::transitions::PolicyPublish;
 use capstan_sdk::testing::{Called, MockHost, invoke};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
@@ -10,10 +11,13 @@ fn install() {
     MockHost::new("policy.apply")
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "policy.publish"));
-            match (arg["name"].as_str(), arg["revision"].as_i64()) {
-                (Some("quality.movies"), Some(2)) => Ok(json!({"name": "quality.movies", "revision": 2,
+            // The arguments are the contract's; the policy record answered
+            // is the host's own JSON.
+            let PolicyPublish { name, revision } = serde_json::from_value(arg.clone()).unwrap();
+            match (name.as_str(), revision) {
+                ("quality.movies", 2) => Ok(json!({"name": "quality.movies", "revision": 2,
                     "status": "published", "body": {"preferredResolutions": ["2160p"]}, "createdBy": "cli:op"})),
-                (name, rev) => Err(HostError::NotFound(format!("no policy revision {name:?}@{rev:?}"))),
+                (name, rev) => Err(HostError::NotFound(format!("no policy revision {name:?}@{rev}"))),
             }
         })
         .install();

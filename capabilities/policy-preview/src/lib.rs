@@ -9,6 +9,10 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{ByName, EntityGet, PolicyGet, ReleasesForEntity, SlotsList, SlotsListed};
+use capstan_sdk::contract::records::Slot;
+use capstan_sdk::contract::status::SlotStatus;
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, HostError, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
@@ -106,7 +110,8 @@ impl Capability for PolicyPreview {
                 problems.join("; ")
             )));
         }
-        let (current, current_revision, note) = match domain::query("policy.get", &json!({ "name": name })) {
+        let (current, current_revision, note) = match domain::call::<PolicyGet>(&ByName { name: name.to_string() }) {
+            // The policy record is still JSON in the contract.
             Ok(policy) => match serde_json::from_value::<QualityProfile>(policy["body"].clone()) {
                 Ok(p) => (Some(p), policy["revision"].as_i64(), None),
                 Err(e) => (
@@ -123,9 +128,9 @@ impl Capability for PolicyPreview {
             Err(e) => return Err(e.into()),
         };
         let proposed = input.body;
-        let wanted = domain::query("slots.list", &json!({ "status": "wanted", "limit": 1000 }))?;
+        let wanted = domain::call::<SlotsList>(&SlotsListed { status: Some(SlotStatus::Wanted), limit: 1000 })?;
         let mut slots = Vec::new();
-        for slot in wanted.as_array().into_iter().flatten() {
+        for slot in &wanted {
             slots.push(slot_diff(slot, current.as_ref(), &proposed)?);
         }
         let releases = slots.iter().flat_map(|s| &s.releases);
@@ -141,19 +146,20 @@ impl Capability for PolicyPreview {
     }
 }
 
-fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityProfile) -> Result<SlotDiff, Failure> {
-    let entity_id = slot["entityId"].as_str().unwrap_or_default();
-    let entity = domain::query("entity.get", &json!({ "id": entity_id }))?;
-    let releases = domain::query("releases.for-entity", &json!({ "id": entity_id }))?;
-    let season = slot["season"].as_i64();
+fn slot_diff(slot: &Slot, current: Option<&QualityProfile>, proposed: &QualityProfile) -> Result<SlotDiff, Failure> {
+    let entity = domain::call::<EntityGet>(&ById::new(&slot.entity_id))?;
+    let releases = domain::call::<ReleasesForEntity>(&ById::new(&slot.entity_id))?;
+    let season = slot.season;
     // A season slot only cares about releases of that season, packs that
     // hold it, and releases that do not say which season they are.
+    // `offer` reads a release record's `title`, `parsed` and `size` as JSON.
     let offers: Vec<(String, Offer)> = releases
-        .as_array()
         .into_iter()
-        .flatten()
-        .filter(|r| season.is_none_or(|s| covers_season(&r["parsed"], s) != Some(false)))
-        .map(|r| (r["id"].as_str().unwrap_or_default().to_string(), offer(r)))
+        .filter(|r| season.is_none_or(|s| covers_season(&r.parsed, s) != Some(false)))
+        .map(|r| {
+            let offered = offer(&json!(r));
+            (r.id, offered)
+        })
         .collect();
     let accept_all = Judgement { acceptable: true, reasons: Vec::new() };
     let diffs = offers
@@ -179,11 +185,11 @@ fn slot_diff(slot: &Value, current: Option<&QualityProfile>, proposed: &QualityP
     let current_preferred = preferred(current, &offers).cloned();
     let proposed_preferred = preferred(Some(proposed), &offers).cloned();
     Ok(SlotDiff {
-        slot_id: slot["id"].as_str().unwrap_or_default().to_string(),
-        entity_id: entity_id.to_string(),
-        title: entity["title"].as_str().unwrap_or_default().to_string(),
+        slot_id: slot.id.clone(),
+        entity_id: slot.entity_id.clone(),
+        title: entity.title,
         season,
-        quality: slot["quality"].as_str().unwrap_or_default().to_string(),
+        quality: slot.quality.clone(),
         preferred_changed: current_preferred != proposed_preferred,
         current_preferred,
         proposed_preferred,

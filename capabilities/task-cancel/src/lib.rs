@@ -6,10 +6,11 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::{ById, transitions};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Input: the task.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -54,7 +55,8 @@ impl Capability for TaskCancel {
         if id.is_empty() {
             return Err(Failure::InvalidInput("taskId must not be empty".into()));
         }
-        let task: Value = domain::transition("task.cancel", &json!({ "id": id }))?;
+        // A task record is still JSON in the contract.
+        let task: Value = domain::call::<transitions::TaskCancelRecord>(&ById::new(id))?;
         Ok(Outcome::Succeeded(CancelOutput {
             id: task["id"].as_str().unwrap_or_default().to_string(),
             kind: task["kind"].as_str().unwrap_or_default().to_string(),

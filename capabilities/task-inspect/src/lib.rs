@@ -6,10 +6,12 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{TaskGet, TasksList, TasksListed};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Input: `{taskId}` for one task, or `{subjectId?, limit?}` for a list.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -95,18 +97,15 @@ impl Capability for TaskInspect {
             if id.trim().is_empty() {
                 return Err(Failure::InvalidInput("taskId must not be empty".into()));
             }
-            let task = domain::query("task.get", &json!({ "id": id.trim() }))?;
+            let task = domain::call::<TaskGet>(&ById::new(id.trim()))?;
             return Ok(Outcome::Succeeded(InspectOutput { tasks: vec![view(&task)] }));
         }
         let limit = input.limit.unwrap_or(20);
         if !(1..=200).contains(&limit) {
             return Err(Failure::InvalidInput(format!("limit {limit} is not between 1 and 200")));
         }
-        let mut params = json!({ "limit": limit });
-        if let Some(subject) = &input.subject_id {
-            params["subjectId"] = json!(subject);
-        }
-        let tasks = domain::query("tasks.list", &params)?;
+        let listed = TasksListed { subject_id: input.subject_id, limit: i64::from(limit) };
+        let tasks = domain::call::<TasksList>(&listed)?;
         let tasks = tasks.as_array().into_iter().flatten().map(view).collect();
         Ok(Outcome::Succeeded(InspectOutput { tasks }))
     }

@@ -18,7 +18,7 @@ fn install() {
             "task.get" if arg["id"] == "t1" => Ok(dead_task()),
             "task.get" => Err(HostError::NotFound(format!("no task {}", arg["id"]))),
             "tasks.list" => {
-                assert_eq!(arg["subjectId"], "plan-1");
+                assert_eq!((&arg["subjectId"], &arg["limit"]), (&json!("plan-1"), &json!(5)));
                 Ok(json!([dead_task()]))
             }
             other => panic!("unexpected query {other}"),

@@ -7,10 +7,11 @@
 #[cfg(test)]
 mod tests;
 
+use capstan_sdk::contract::ops::{ById, transitions};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Input: the task.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -55,7 +56,8 @@ impl Capability for TaskRetry {
         if id.is_empty() {
             return Err(Failure::InvalidInput("taskId must not be empty".into()));
         }
-        let task: Value = domain::transition("task.retry", &json!({ "id": id }))?;
+        // A task record is still JSON in the contract.
+        let task: Value = domain::call::<transitions::TaskRetryRecord>(&ById::new(id))?;
         Ok(Outcome::Succeeded(RetryOutput {
             id: task["id"].as_str().unwrap_or_default().to_string(),
             kind: task["kind"].as_str().unwrap_or_default().to_string(),

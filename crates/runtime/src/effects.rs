@@ -5,92 +5,7 @@
 //! one place that says what an import may do; host functions consult it
 //! through [`EffectClass`].
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
-/// Effect classes, ordered: read < preview < propose < execute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EffectClass {
-    Read,
-    Preview,
-    Propose,
-    Execute,
-}
-
-impl EffectClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EffectClass::Read => "read",
-            EffectClass::Preview => "preview",
-            EffectClass::Propose => "propose",
-            EffectClass::Execute => "execute",
-        }
-    }
-
-    /// Parses `read | preview | propose | execute`.
-    pub fn parse(text: &str) -> Option<EffectClass> {
-        match text {
-            "read" => Some(EffectClass::Read),
-            "preview" => Some(EffectClass::Preview),
-            "propose" => Some(EffectClass::Propose),
-            "execute" => Some(EffectClass::Execute),
-            _ => None,
-        }
-    }
-
-    /// Whether an import of this class is an effect: it changes something,
-    /// so a call that traps after it may have done something.
-    pub fn is_effect(self) -> bool {
-        self >= EffectClass::Propose
-    }
-}
-
-impl fmt::Display for EffectClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The names of the host interfaces, as components import them (without
-/// the version).
-pub mod interface {
-    pub const TYPES: &str = "capstan:host/types";
-    pub const LOG: &str = "capstan:host/log";
-    pub const INVOCATION: &str = "capstan:host/invocation";
-    pub const OUTBOUND_READ: &str = "capstan:host/outbound-read";
-    pub const FILES_READ: &str = "capstan:host/files-read";
-    pub const LIBRARY: &str = "capstan:host/library";
-    pub const DRAFTS: &str = "capstan:host/drafts";
-    pub const RECORDS: &str = "capstan:host/records";
-    pub const OUTBOUND_WRITE: &str = "capstan:host/outbound-write";
-    pub const FILES_WRITE: &str = "capstan:host/files-write";
-    pub const COMMANDS_READ: &str = "capstan:host/commands-read";
-    pub const COMMANDS: &str = "capstan:host/commands";
-    pub const CAPABILITY_TYPES: &str = "capstan:capability/types";
-}
-
-/// The host interfaces and their classes: the one place an interface's
-/// class is said. The loader checks imports against it and every host
-/// import asks it ([`interface_class`]) before doing anything. `types`
-/// interfaces carry only type definitions and have no effect; they count as
-/// read.
-pub const HOST_INTERFACES: &[(&str, EffectClass)] = &[
-    (interface::TYPES, EffectClass::Read),
-    (interface::LOG, EffectClass::Read),
-    (interface::INVOCATION, EffectClass::Read),
-    (interface::OUTBOUND_READ, EffectClass::Read),
-    (interface::FILES_READ, EffectClass::Read),
-    (interface::LIBRARY, EffectClass::Read),
-    (interface::DRAFTS, EffectClass::Propose),
-    (interface::RECORDS, EffectClass::Execute),
-    (interface::OUTBOUND_WRITE, EffectClass::Execute),
-    (interface::FILES_WRITE, EffectClass::Execute),
-    (interface::COMMANDS_READ, EffectClass::Read),
-    (interface::COMMANDS, EffectClass::Execute),
-    (interface::CAPABILITY_TYPES, EffectClass::Read),
-];
+pub use capstan_contract::effects::{EffectClass, HOST_INTERFACES, class_of, interface, interface_class};
 
 /// WASI interfaces a component may import. They are linked with a context
 /// that grants nothing: no preopened directories, no environment, no
@@ -142,20 +57,6 @@ pub fn wasi_http_refusal(name: &str) -> String {
          --disable http (and fetch-event), componentize-py without the wasi:http world, Rust \
          without a wasi:http client crate"
     )
-}
-
-/// The class of the host interface `name` (versions ignored), or `None` when
-/// it is no host interface.
-pub fn class_of(name: &str) -> Option<EffectClass> {
-    let bare = name.split('@').next().unwrap_or(name);
-    HOST_INTERFACES.iter().find(|(n, _)| *n == bare).map(|(_, c)| *c)
-}
-
-/// The class of host interface `name`, one of the [`interface`] names. A
-/// name missing from the table would be a host bug; it is treated as the
-/// highest class, so the mistake can only refuse.
-pub fn interface_class(name: &str) -> EffectClass {
-    class_of(name).unwrap_or(EffectClass::Execute)
 }
 
 /// What the static check learned about a component's imports.
@@ -276,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn the_imports_world_and_the_sdk_mock_follow_the_table() {
+    fn the_imports_world_follows_the_table() {
         let worlds = world_imports();
         let world: Vec<&str> = worlds
             .iter()
@@ -294,14 +195,16 @@ mod tests {
             .collect();
         table.sort();
         assert_eq!(world, table.iter().map(|(n, _)| *n).collect::<Vec<_>>(), "imports.wit against HOST_INTERFACES");
+    }
 
-        let mut sdk: Vec<(&str, &str)> = capstan_sdk::testing::INTERFACE_CLASSES
-            .iter()
-            .map(|(n, c)| (*n, format!("{c:?}").to_lowercase().leak() as &str))
-            .collect();
-        sdk.sort();
-        let table: Vec<(&str, &str)> = table.iter().map(|(n, c)| (*n, c.as_str())).collect();
-        assert_eq!(sdk, table, "the SDK mock host's classes against HOST_INTERFACES");
+    #[test]
+    fn the_wit_actor_kinds_are_the_contracts() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit/host/invocation.wit");
+        let text = std::fs::read_to_string(path).unwrap();
+        let cases = text.split("enum actor-kind {").nth(1).unwrap().split('}').next().unwrap();
+        let wit: Vec<&str> = cases.split(',').map(str::trim).filter(|c| !c.is_empty()).collect();
+        let contract: Vec<&str> = capstan_contract::ActorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(wit, contract, "wit/host/invocation.wit's actor-kind against the contract's ActorKind");
     }
 
     /// The host interfaces each world of `wit/` imports, by world name.

@@ -6,31 +6,9 @@ use serde::Serialize;
 
 use super::effects::EffectClass;
 
-/// Who started the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Actor {
-    ConsoleAdmin,
-    ApiKey,
-    Agent,
-    Subagent,
-    Task,
-    Cli,
-}
-
-impl Actor {
-    /// The actor's name in the audit log and events.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Actor::ConsoleAdmin => "console-admin",
-            Actor::ApiKey => "api-key",
-            Actor::Agent => "agent",
-            Actor::Subagent => "subagent",
-            Actor::Task => "task",
-            Actor::Cli => "cli",
-        }
-    }
-}
+/// Who started the call: the contract's actor kinds, which components
+/// read from `capstan:host/invocation`.
+pub use capstan_contract::ActorKind as Actor;
 
 /// The call's mode: a normal call, or one inside a plan-only run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

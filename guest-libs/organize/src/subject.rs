@@ -4,8 +4,11 @@
 //! name). Everything a naming template can ask for comes from here.
 
 use capstan_sdk::Failure;
+use capstan_sdk::contract::ops::ById;
+use capstan_sdk::contract::ops::queries::{DownloadGet, EntityGet, PlanGet, ReleaseGet};
+use capstan_sdk::contract::status::{DownloadStatus, EntityKind};
 use capstan_sdk::host::domain;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A movie or a series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,8 +21,7 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subject {
     pub download_id: String,
-    /// `queued`, `downloading`, ..., `completed`, `importing`, `imported`.
-    pub status: String,
+    pub status: DownloadStatus,
     /// The content under the `downloads` root, once the client reported it.
     pub content_path: Option<String>,
     pub kind: Kind,
@@ -36,10 +38,6 @@ pub struct Subject {
     pub release_episodes: Vec<u32>,
 }
 
-fn get(query: &str, id: &str) -> Result<Value, Failure> {
-    Ok(domain::query(query, &json!({ "id": id }))?)
-}
-
 fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
 }
@@ -51,15 +49,15 @@ fn field(v: &Value, key: &str) -> Result<String, Failure> {
 impl Subject {
     /// Reads download `id` and everything it refers to.
     pub fn load(id: &str) -> Result<Subject, Failure> {
-        let download = get("download.get", id)?;
-        let plan = get("plan.get", &field(&download, "planId")?)?;
-        let payload = plan.get("payload").cloned().unwrap_or(Value::Null);
-        let entity = get("entity.get", &field(&payload, "entityId")?)?;
-        let release = get("release.get", &field(&payload, "sourceReleaseId")?)?;
-        let parsed = release.get("parsed").cloned().unwrap_or(Value::Null);
-        let kind = match text(&entity, "kind").as_deref() {
-            Some("tv") => Kind::Tv,
-            _ => Kind::Movie,
+        let download = domain::call::<DownloadGet>(&ById::new(id))?;
+        let plan = domain::call::<PlanGet>(&ById::new(&download.plan_id))?;
+        let payload = plan.payload;
+        let entity = domain::call::<EntityGet>(&ById::new(field(&payload, "entityId")?))?;
+        let release = domain::call::<ReleaseGet>(&ById::new(field(&payload, "sourceReleaseId")?))?;
+        let parsed = release.parsed;
+        let kind = match entity.kind {
+            EntityKind::Tv => Kind::Tv,
+            EntityKind::Movie => Kind::Movie,
         };
         let season = payload
             .get("season")
@@ -72,13 +70,13 @@ impl Subject {
             .map(|list| list.iter().filter_map(Value::as_u64).map(|e| e as u32).collect())
             .unwrap_or_default();
         Ok(Subject {
-            download_id: field(&download, "id")?,
-            status: field(&download, "status")?,
-            content_path: text(&download, "contentPath"),
+            download_id: download.id,
+            status: download.status,
+            content_path: download.content_path.map(|p| p.trim().to_string()).filter(|p| !p.is_empty()),
             kind,
-            title: field(&entity, "title")?,
-            original_title: text(&entity, "originalTitle"),
-            year: entity.get("year").and_then(Value::as_i64),
+            title: entity.title.trim().to_string(),
+            original_title: entity.original_title.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()),
+            year: entity.year,
             season,
             quality_full: quality_full(&parsed, text(&payload, "quality").as_deref()),
             release_group: text(&parsed, "release_group"),

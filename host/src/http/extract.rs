@@ -146,6 +146,18 @@ pub fn one_of<'a>(name: &str, value: Option<&'a str>, choices: &[&str]) -> Resul
     }
 }
 
+/// Query parameter `name` as one of a status's or kind's names.
+pub fn named<T: capstan_contract::status::Named>(name: &str, value: Option<&str>) -> Result<Option<T>, ApiError> {
+    value
+        .map(|v| {
+            T::parse(v).map_err(|_| {
+                let message = format!("{name} must be one of {}, not {v:?}", T::NAMES.join(", "));
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message).about(name)
+            })
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

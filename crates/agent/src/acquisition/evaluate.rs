@@ -21,6 +21,7 @@ use capstan_quality::{QualityProfile, covers_season, offer, preferred};
 use super::call;
 use crate::authz::{Authz, AuthzError};
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
+use crate::domain::{IdentityStatus, SlotStatus};
 use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
 use crate::pipeline::failed_attempt;
@@ -133,7 +134,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         if given_up.contains(&release.id) {
             continue;
         }
-        if release.identity_status == "unresolved" {
+        if release.identity_status == IdentityStatus::Unresolved {
             let input = json!({ "sourceReleaseId": release.id, "candidates": [{ "entityId": entity.id }] });
             let resolved = call(caps, task, "identity.resolve", input).await?;
             if resolved.status != Status::Succeeded {
@@ -141,7 +142,8 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
             }
             release = domain.release(&release.id).await.map_err(|e| e.to_string())?;
         }
-        let ours = release.identity_status == "resolved" && release.entity_id.as_deref() == Some(entity.id.as_str());
+        let ours = release.identity_status == IdentityStatus::Resolved
+            && release.entity_id.as_deref() == Some(entity.id.as_str());
         if ours && fits(slot, &release.parsed) {
             candidates.push((item.get("seeders").and_then(Value::as_i64).unwrap_or(0), release));
         }
@@ -221,10 +223,10 @@ impl TaskHandler for EvaluateAcquisition {
             };
             let slots = match &payload.slot_id {
                 Some(id) => vec![caps.domain().slot(id).await.map_err(|e| e.to_string())?],
-                None => caps.domain().slots_with_status("wanted", 50).await.map_err(|e| e.to_string())?,
+                None => caps.domain().slots_with_status(SlotStatus::Wanted, 50).await.map_err(|e| e.to_string())?,
             };
             let mut results = Vec::new();
-            for slot in slots.iter().filter(|s| s.status == "wanted") {
+            for slot in slots.iter().filter(|s| s.status == SlotStatus::Wanted) {
                 results.push(evaluate_slot(&caps, &task, slot).await?);
             }
             Ok(json!({ "slots": results }))
@@ -243,7 +245,7 @@ mod tests {
             season,
             quality: quality.into(),
             profile: None,
-            status: "wanted".into(),
+            status: SlotStatus::Wanted,
             revision: 1,
             created_at: 0,
         }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{VERIFY_AND_IMPORT, call, enqueue};
 use crate::domain::DomainError;
+use crate::domain::DownloadStatus;
 use crate::pipeline::Capabilities;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
@@ -64,7 +65,12 @@ impl TaskHandler for SyncDownloads {
                     item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
                 let before = caps.domain().download(id).await.ok().map(|d| d.progress);
                 let view = client_view(&item);
-                let recorded = caps.domain().update_download(id, status, progress, path.as_deref(), Some(&view)).await;
+                let recorded = match DownloadStatus::parse(status) {
+                    Ok(status) => {
+                        caps.domain().update_download(id, status, progress, path.as_deref(), Some(&view)).await
+                    }
+                    Err(unknown) => Err(DomainError::Invalid(unknown.to_string())),
+                };
                 if let Ok((download, _)) = &recorded {
                     let seen = super::watch::Seen {
                         client_state: item.get("clientState").and_then(Value::as_str),
@@ -76,7 +82,7 @@ impl TaskHandler for SyncDownloads {
                 }
                 match recorded {
                     Ok((_, Some(change))) => {
-                        if change.to == "completed" {
+                        if change.to == DownloadStatus::Completed {
                             let key = format!("{VERIFY_AND_IMPORT}:{id}");
                             enqueue(&tasks, VERIFY_AND_IMPORT, Some(id), json!({ "downloadTaskId": id }), &key)
                                 .await

@@ -20,7 +20,7 @@
 
 use serde_json::{Value, json};
 
-use crate::domain::{Answer, Decision, DomainError, DownloadTask};
+use crate::domain::{Answer, Decision, DomainError, DownloadStatus, DownloadTask};
 use crate::pipeline::Capabilities;
 use crate::settings::Settings;
 use crate::store::now_ms;
@@ -29,7 +29,13 @@ use crate::store::now_ms;
 const BY: &str = "system:syncDownloads";
 
 /// Statuses in which a download is getting somewhere, or got there.
-const MOVING: &[&str] = &["downloading", "queued", "completed", "importing", "imported"];
+const MOVING: &[DownloadStatus] = &[
+    DownloadStatus::Downloading,
+    DownloadStatus::Queued,
+    DownloadStatus::Completed,
+    DownloadStatus::Importing,
+    DownloadStatus::Imported,
+];
 
 fn failed_root(download: &str) -> String {
     format!("download_failed:{download}")
@@ -68,11 +74,13 @@ fn not_started(download: &DownloadTask, client_state: Option<&str>) -> Option<&'
     if download.progress > 0.0 {
         return None;
     }
-    match (client_state, download.status.as_str()) {
+    match (client_state, download.status) {
         (Some("metaDL" | "forcedMetaDL"), _) => {
             Some("qBittorrent is still fetching the torrent's metadata and has found no peer to get it from")
         }
-        (None, "missing") => Some("qBittorrent does not hold the torrent: it was never added, or was removed"),
+        (None, DownloadStatus::Missing) => {
+            Some("qBittorrent does not hold the torrent: it was never added, or was removed")
+        }
         _ => None,
     }
 }
@@ -102,17 +110,19 @@ pub async fn download_seen(
     seen: &Seen<'_>,
 ) -> Result<(), DomainError> {
     let domain = caps.domain();
-    let status = download.status.as_str();
+    let status = download.status;
     let lost = seen.progress_before.filter(|before| download.progress + 1e-9 < *before);
     let not_started = not_started(download, seen.client_state);
     let seen = facts(download, seen);
 
     let failed = failed_root(&download.id);
     let problem = match (status, lost) {
-        ("missing", _) if not_started.is_some() => None,
-        ("missing" | "failed", _) => Some(format!("qBittorrent reports the download {status}")),
+        (DownloadStatus::Missing, _) if not_started.is_some() => None,
+        (DownloadStatus::Missing | DownloadStatus::Failed, _) => {
+            Some(format!("qBittorrent reports the download {status}"))
+        }
         // A check in progress counts the pieces again from nothing.
-        (_, Some(before)) if status != "queued" => Some(format!(
+        (_, Some(before)) if status != DownloadStatus::Queued => Some(format!(
             "the data is gone: qBittorrent now has {:.0}% of it, it had {:.0}%",
             download.progress * 100.0,
             before * 100.0
@@ -134,7 +144,7 @@ pub async fn download_seen(
     let stalled = stalled_root(&download.id);
     let minutes = settings.get("acquisition.stalled_after_minutes").await.ok().and_then(|v| v.as_i64()).unwrap_or(60);
     let idle_ms = now_ms() - download.progress_at;
-    let stallable = matches!(status, "downloading" | "stalled") || not_started.is_some();
+    let stallable = matches!(status, DownloadStatus::Downloading | DownloadStatus::Stalled) || not_started.is_some();
     if stallable && idle_ms >= minutes * 60_000 {
         let wait = json!({"id": "wait", "label": "Keep waiting", "action": "dismiss"});
         // Resuming starts a torrent the client holds and stopped; one it is
@@ -158,7 +168,7 @@ pub async fn download_seen(
             .await?;
     } else if let Some(open) = domain.undecided_of_root(&stalled).await? {
         let before = open.evidence.pointer("/download/progress").and_then(Value::as_f64).unwrap_or(0.0);
-        let done = matches!(status, "completed" | "importing" | "imported");
+        let done = matches!(status, DownloadStatus::Completed | DownloadStatus::Importing | DownloadStatus::Imported);
         if download.progress > before || done {
             clear(caps, &open, seen).await?;
         }

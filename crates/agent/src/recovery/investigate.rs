@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::agent::AgentRuntime;
 use crate::agent::engine::investigation::RECOVER_BY;
 use crate::agent::runs::{Investigation, NewRun, RunMode};
+use crate::domain::DecisionStatus;
 use crate::domain::{Decision, DomainError};
 use crate::pipeline::{Capabilities, Origin};
 use crate::runtime::{Actor, EffectClass};
@@ -113,7 +114,7 @@ impl TaskHandler for InvestigateDecision {
             }
             // Investigating already: an attempt that stopped before its run
             // was recorded; the unique run per decision settles it below.
-            if !matches!(decision.status.as_str(), "open" | "investigating") {
+            if !matches!(decision.status, DecisionStatus::Open | DecisionStatus::Investigating) {
                 return skip("the decision is no longer open");
             }
             if decision.evidence.get("openedByRun").is_some() {
@@ -135,7 +136,7 @@ impl TaskHandler for InvestigateDecision {
                 if attempted >= limit {
                     let evidence = json!({"autoRecover": {"skipped": "attempts_exhausted", "attempts": attempted,
                         "suggestion": format!("{root} was recovered automatically {attempted} times and came back; look at it yourself")}});
-                    match caps.domain().advance_decision(&decision.id, "awaiting_user", &evidence).await {
+                    match caps.domain().advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
                         Ok(_) | Err(DomainError::Conflict(_)) => {}
                         Err(e) => return Err(HandlerError::Retry(e.to_string())),
                     }
@@ -178,13 +179,13 @@ impl TaskHandler for InvestigateDecision {
             };
             // Investigating before the run starts: a quick run that ends
             // must find it so, and hand it back to a human.
-            if decision.status == "open" {
+            if decision.status == DecisionStatus::Open {
                 let mut evidence =
                     json!({"investigation": {"by": if acting { RECOVER_BY } else { BY }, "maxToolCalls": calls}});
                 if let (Some(into), Some(from)) = (evidence.as_object_mut(), plan.as_object()) {
                     into.extend(from.clone());
                 }
-                match caps.domain().advance_decision(&decision.id, "investigating", &evidence).await {
+                match caps.domain().advance_decision(&decision.id, DecisionStatus::Investigating, &evidence).await {
                     Ok(_) => {}
                     Err(DomainError::Conflict(_)) => return skip("the decision changed meanwhile"),
                     Err(e) => return Err(HandlerError::Retry(e.to_string())),

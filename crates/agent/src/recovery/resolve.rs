@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::{Decision, DomainError};
+use crate::domain::{DecisionStatus, PlanStatus};
 use crate::pipeline::{Capabilities, Origin, failed_attempt};
 use crate::runtime::{EffectClass, Status};
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskError, TaskHandler, Tasks};
@@ -42,7 +43,8 @@ impl TaskHandler for ResolveDecision {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit resolveDecision: {e}")))?;
             let decision = caps.domain().decision(&payload.decision_id).await.map_err(domain_failure)?;
-            let Some(resolution) = decision.resolution.clone().filter(|_| decision.status == "resolved") else {
+            let Some(resolution) = decision.resolution.clone().filter(|_| decision.status == DecisionStatus::Resolved)
+            else {
                 return Err(HandlerError::GiveUp(format!(
                     "decision {} is {}, not resolved",
                     decision.id, decision.status
@@ -184,7 +186,7 @@ async fn give_up(caps: &Capabilities, tasks: &Tasks, decision: &Decision, action
         Some(why) => format!("another release was chosen after the submit failed: {why}"),
         None => "another release was chosen".to_string(),
     };
-    let ended = match domain.end_plan(plan_id, "failed", &reason).await {
+    let ended = match domain.end_plan(plan_id, PlanStatus::Failed, &reason).await {
         Ok(plan) => json!(plan.status),
         Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
         // Ended or submitted meanwhile: the slot is looked at all the same.

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use crate::agent::AgentRuntime;
 use crate::agent::engine::investigation::RECOVER_BY;
 use crate::domain::{Answer, Author, Decision, DomainError};
+use crate::domain::{ArtifactKind, DecisionStatus, DownloadStatus};
 use crate::pipeline::{Capabilities, Origin};
 use crate::settings::Settings;
 use crate::store::now_ms;
@@ -63,7 +64,7 @@ async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> 
     body["summary"] = Value::from(text.as_str());
     body["recovery"] = json!({"verified": true, "facts": facts});
     let by = Author { principal: RECOVER_BY.into(), run_id: Some(run.id.clone()), capability: None };
-    let report = domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body).await;
+    let report = domain.create_artifact(&by, ArtifactKind::Report, Some(&format!("run:{}", run.id)), &body).await;
     let report = report.map_err(|e| e.to_string())?;
     agent.runs().set_outcome(&run.id, Some(&report.id), &text).await.map_err(|e| e.to_string())
 }
@@ -115,9 +116,11 @@ async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &
 
     let Some(download) = decision.subject.as_deref() else { return (Some(false), json!({"why": "no subject"})) };
     if let Ok(stored) = caps.domain().download(download).await {
-        match stored.status.as_str() {
-            "importing" | "imported" => return (Some(true), json!({"download": download, "status": stored.status})),
-            "removed" => return (Some(false), json!({"download": download, "status": "removed"})),
+        match stored.status {
+            DownloadStatus::Importing | DownloadStatus::Imported => {
+                return (Some(true), json!({"download": download, "status": stored.status}));
+            }
+            DownloadStatus::Removed => return (Some(false), json!({"download": download, "status": stored.status})),
             _ => {}
         }
     }
@@ -126,8 +129,9 @@ async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &
         Ok(inv) => inv.output.and_then(|o| o.pointer("/downloads/0").cloned()).unwrap_or(Value::Null),
         Err(e) => json!({"error": e.to_string()}),
     };
-    let status = seen.get("status").and_then(Value::as_str).unwrap_or_default();
-    let verdict = matches!(status, "queued" | "downloading" | "completed").then_some(true);
+    let status = seen.get("status").and_then(Value::as_str).and_then(|s| DownloadStatus::parse(s).ok());
+    let moving = [DownloadStatus::Queued, DownloadStatus::Downloading, DownloadStatus::Completed];
+    let verdict = status.is_some_and(|s| moving.contains(&s)).then_some(true);
     (verdict, json!({"download": download, "client": seen, "seenAt": now_ms()}))
 }
 
@@ -157,7 +161,7 @@ impl TaskHandler for VerifyRecovery {
                     Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
                     Err(e) => return Err(HandlerError::GiveUp(e.to_string())),
                 };
-                if matches!(decision.status.as_str(), "resolved" | "dismissed") {
+                if decision.status.is_final() {
                     return Ok(json!({"decisionId": decision.id, "verified": false, "why": "answered meanwhile"}));
                 }
                 let (verdict, seen) = facts(&caps, &task, &decision, &retried).await;
@@ -185,7 +189,7 @@ impl TaskHandler for VerifyRecovery {
                     };
                     let evidence = json!({"autoRecover": {"outcome": outcome, "runId": payload.run_id, "facts": seen,
                         "suggestion": "look at the download in qBittorrent; Force recheck once its files are back, or leave it"}});
-                    match caps.domain().advance_decision(&decision.id, "awaiting_user", &evidence).await {
+                    match caps.domain().advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
                         Ok(_) | Err(DomainError::Conflict(_)) => {}
                         Err(e) => return Err(HandlerError::Retry(e.to_string())),
                     }

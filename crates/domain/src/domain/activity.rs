@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Domain, DomainError, Slot};
+use super::{Domain, DomainError, PlanStatus, Slot, SlotStatus};
 
 impl Domain {
     /// `slot` as the Library shows it: the slot itself, with `download`
@@ -14,9 +14,9 @@ impl Domain {
     /// while a drafted plan waits for an approval.
     pub async fn slot_with_activity(&self, slot: &Slot) -> Result<Value, DomainError> {
         let mut shown = serde_json::to_value(slot).map_err(|e| DomainError::Invalid(e.to_string()))?;
-        match slot.status.as_str() {
-            "reserved" => {
-                let submitted = self.plans(Some("submitted"), Some(&slot.id), 1).await?;
+        match slot.status {
+            SlotStatus::Reserved => {
+                let submitted = self.plans(Some(PlanStatus::Submitted), Some(&slot.id), 1).await?;
                 if let Some(plan) = submitted.first()
                     && let Some(d) = self.download_for_plan(&plan.id).await?
                 {
@@ -33,10 +33,10 @@ impl Domain {
                     });
                 }
             }
-            "wanted" => {
+            SlotStatus::Wanted => {
                 // The sweep drafts a plan and stops when nothing lets it
                 // submit on its own: someone has to approve it.
-                let drafts = self.plans(Some("draft"), Some(&slot.id), 1).await?;
+                let drafts = self.plans(Some(PlanStatus::Draft), Some(&slot.id), 1).await?;
                 if let Some(plan) = drafts.first() {
                     shown["waitingPlan"] = json!({
                         "id": plan.id,

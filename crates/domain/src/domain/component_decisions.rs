@@ -18,7 +18,10 @@
 //!   effect (`recovery::resolve` refuses one labelled above propose and
 //!   caps the call's grant at propose).
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use capstan_contract::ops::drafts::DecisionOpened;
+use capstan_contract::ops::queries::{DecisionOutline, SeenDecision};
 
 use super::{Decision, Domain, DomainError};
 
@@ -41,13 +44,13 @@ fn invalid(message: String) -> DomainError {
 }
 
 /// What a component is told of a decision.
-fn view(decision: &Decision) -> Value {
-    json!({
-        "id": decision.id,
-        "kind": decision.kind,
-        "subject": decision.subject,
-        "status": decision.status,
-        "dedupeKey": decision.dedupe_key,
+fn view(decision: &Decision) -> SeenDecision {
+    SeenDecision::Outline(DecisionOutline {
+        id: decision.id.clone(),
+        kind: decision.kind.clone(),
+        subject: decision.subject.clone(),
+        status: decision.status,
+        dedupe_key: Some(decision.dedupe_key.clone()),
     })
 }
 
@@ -104,8 +107,8 @@ fn check_shape(
 
 impl Domain {
     /// Opens a decision for the component of `capability` (or finds the one
-    /// it opened under `dedupe_key`), by the rules above. Answers
-    /// `{decision: {id, kind, subject, status, dedupeKey}, created}`.
+    /// it opened under `dedupe_key`), by the rules above. The component is
+    /// told the decision's outline and its dedupe key.
     pub async fn open_component_decision(
         &self,
         capability: &str,
@@ -114,7 +117,7 @@ impl Domain {
         options: &Value,
         evidence: &Value,
         dedupe_key: &str,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<DecisionOpened, DomainError> {
         check_shape(kind, subject, evidence, options, dedupe_key)?;
         let taken = || {
             DomainError::Conflict(format!("the dedupe key {dedupe_key:?} is taken by a decision another opener made"))
@@ -123,7 +126,7 @@ impl Domain {
             if found.opened_by.as_deref() != Some(capability) {
                 return Err(taken());
             }
-            return Ok(json!({"decision": view(&found), "created": false}));
+            return Ok(DecisionOpened { decision: view(&found), created: false });
         }
         let undecided: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM decision WHERE opened_by = $1 AND status NOT IN ('resolved', 'dismissed')",
@@ -143,13 +146,14 @@ impl Domain {
         if decision.opened_by.as_deref() != Some(capability) {
             return Err(taken());
         }
-        Ok(json!({"decision": view(&decision), "created": created}))
+        Ok(DecisionOpened { decision: view(&decision), created })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_component_decision_of_its_own_kind_and_key_is_accepted() {

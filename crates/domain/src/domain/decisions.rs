@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use sqlx::{Any, Transaction};
 
 use super::decision_options;
-use super::{DECISION_STATUSES, Decision, Domain, DomainError, one_of, require};
+use super::model::ReadRow;
+use super::{Decision, DecisionStatus, Domain, DomainError, require};
 use crate::events::Events;
 use crate::store::{is_unique_violation, new_id, now_ms};
 use crate::tasks::{NewTask, Tasks};
@@ -39,7 +40,7 @@ fn acts(option: &Value) -> bool {
 /// What a decision's list is narrowed to.
 #[derive(Debug, Clone, Default)]
 pub struct DecisionFilter<'a> {
-    pub status: Option<&'a str>,
+    pub status: Option<DecisionStatus>,
     pub kind: Option<&'a str>,
     pub subject: Option<&'a str>,
     /// Only decisions listed after the one created at this time with this
@@ -79,10 +80,6 @@ fn merge(into: &mut Value, from: &Value) {
         _ if from.is_object() => *into = from.clone(),
         _ => {}
     }
-}
-
-fn is_final(status: &str) -> bool {
-    matches!(status, "resolved" | "dismissed")
 }
 
 impl Domain {
@@ -146,7 +143,8 @@ impl Domain {
                     };
                     Tasks::enqueue_in(&mut tx, &investigate).await?;
                 }
-                let payload = json!({"decisionId": id, "kind": kind, "status": "open", "dedupeKey": dedupe_key});
+                let payload =
+                    json!({"decisionId": id, "kind": kind, "status": DecisionStatus::Open, "dedupeKey": dedupe_key});
                 let seq = Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
                 tx.commit().await?;
                 self.events.announce(seq);
@@ -180,19 +178,18 @@ impl Domain {
     }
 
     /// Decisions, newest first, optionally in one status.
-    pub async fn decisions(&self, status: Option<&str>, limit: i64) -> Result<Vec<Decision>, DomainError> {
+    pub async fn decisions(&self, status: Option<DecisionStatus>, limit: i64) -> Result<Vec<Decision>, DomainError> {
         self.decisions_where(&DecisionFilter { status, ..DecisionFilter::default() }, limit).await
     }
 
     /// Decisions matching `filter`, newest first (latest created first; the
     /// same millisecond by id).
     pub async fn decisions_where(&self, filter: &DecisionFilter<'_>, limit: i64) -> Result<Vec<Decision>, DomainError> {
-        if let Some(status) = filter.status {
-            one_of(status, DECISION_STATUSES, "decision status")?;
-        }
         let mut sql = String::from("SELECT * FROM decision WHERE 1 = 1");
         let mut values: Vec<String> = Vec::new();
-        for (column, value) in [("status", filter.status), ("kind", filter.kind), ("subject", filter.subject)] {
+        for (column, value) in
+            [("status", filter.status.map(DecisionStatus::as_str)), ("kind", filter.kind), ("subject", filter.subject)]
+        {
             if let Some(value) = value {
                 values.push(value.to_string());
                 sql.push_str(&format!(" AND {column} = ${}", values.len()));
@@ -246,7 +243,7 @@ impl Domain {
         moved_at: i64,
     ) -> Result<Option<Decision>, DomainError> {
         let past = self.decisions_of_root(root).await?;
-        if past.iter().any(|d| !is_final(&d.status)) {
+        if past.iter().any(|d| !d.status.is_final()) {
             return Ok(None);
         }
         if past.last().is_some_and(|last| last.updated_at >= moved_at) {
@@ -259,15 +256,24 @@ impl Domain {
 
     /// The undecided decision for root cause `root`, if there is one.
     pub async fn undecided_of_root(&self, root: &str) -> Result<Option<Decision>, DomainError> {
-        Ok(self.decisions_of_root(root).await?.into_iter().find(|d| !is_final(&d.status)))
+        Ok(self.decisions_of_root(root).await?.into_iter().find(|d| !d.status.is_final()))
     }
 
     /// Moves an undecided decision to `investigating` or `awaiting_user`,
     /// merging `evidence` into what it holds.
-    pub async fn advance_decision(&self, id: &str, status: &str, evidence: &Value) -> Result<Decision, DomainError> {
-        one_of(status, &["investigating", "awaiting_user"], "a decision may be moved to status")?;
+    pub async fn advance_decision(
+        &self,
+        id: &str,
+        status: DecisionStatus,
+        evidence: &Value,
+    ) -> Result<Decision, DomainError> {
+        if !matches!(status, DecisionStatus::Investigating | DecisionStatus::AwaitingUser) {
+            return Err(DomainError::Invalid(format!(
+                "a decision may be moved to investigating or awaiting_user, not {status}"
+            )));
+        }
         let current = self.decision(id).await?;
-        if is_final(&current.status) {
+        if current.status.is_final() {
             return Err(DomainError::Conflict(format!("decision {id} is already {}", current.status)));
         }
         let mut merged = current.evidence.clone();
@@ -277,7 +283,7 @@ impl Domain {
             "UPDATE decision SET status = $1, evidence = $2, updated_at = $3 \
              WHERE id = $4 AND updated_at = $5 AND status NOT IN ('resolved', 'dismissed')",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(merged.to_string())
         .bind(now_ms().max(current.updated_at + 1))
         .bind(id)
@@ -311,22 +317,24 @@ impl Domain {
                         max_attempts: 5,
                         created_by: by.to_string(),
                     });
-                    ("resolved", json!({"optionId": option_id, "option": option}))
+                    (DecisionStatus::Resolved, json!({"optionId": option_id, "option": option}))
                 } else {
                     let execution = json!({"action": option["action"], "outcome": "nothing to do"});
-                    ("resolved", json!({"optionId": option_id, "option": option, "execution": execution}))
+                    (DecisionStatus::Resolved, json!({"optionId": option_id, "option": option, "execution": execution}))
                 }
             }
-            Answer::Dismiss => ("dismissed", json!({"dismissed": true})),
-            Answer::Cleared { facts } => ("resolved", json!({"cleared": true, "facts": facts})),
-            Answer::Recovered { execution } => ("resolved", json!({"recovered": true, "execution": execution})),
+            Answer::Dismiss => (DecisionStatus::Dismissed, json!({"dismissed": true})),
+            Answer::Cleared { facts } => (DecisionStatus::Resolved, json!({"cleared": true, "facts": facts})),
+            Answer::Recovered { execution } => {
+                (DecisionStatus::Resolved, json!({"recovered": true, "execution": execution}))
+            }
         };
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
             "UPDATE decision SET status = $1, resolution = $2, resolved_by = $3, updated_at = $4 \
              WHERE id = $5 AND status NOT IN ('resolved', 'dismissed')",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(resolution.to_string())
         .bind(by)
         .bind(now_ms().max(current.updated_at + 1))
@@ -348,7 +356,8 @@ impl Domain {
     /// repeated attempt learns it was already done.
     pub async fn record_execution(&self, id: &str, execution: &Value) -> Result<Decision, DomainError> {
         let current = self.decision(id).await?;
-        let Some(mut resolution) = current.resolution.clone().filter(|_| current.status == "resolved") else {
+        let Some(mut resolution) = current.resolution.clone().filter(|_| current.status == DecisionStatus::Resolved)
+        else {
             return Err(DomainError::Conflict(format!("decision {id} is {}, not resolved", current.status)));
         };
         if resolution.get("execution").is_some() {
@@ -368,7 +377,7 @@ impl Domain {
         if changed == 0 {
             return Err(DomainError::Conflict(format!("decision {id} changed meanwhile; nothing was recorded")));
         }
-        self.announce_decision(tx, &current, "resolved").await
+        self.announce_decision(tx, &current, DecisionStatus::Resolved).await
     }
 
     /// Writes `decision.updated` for `before`'s decision, now `status`, in
@@ -377,7 +386,7 @@ impl Domain {
         &self,
         mut tx: Transaction<'static, Any>,
         before: &Decision,
-        status: &str,
+        status: DecisionStatus,
     ) -> Result<Decision, DomainError> {
         let payload = json!({"decisionId": before.id, "kind": before.kind, "from": before.status, "status": status});
         let subject = before.subject.as_deref();

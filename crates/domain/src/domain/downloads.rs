@@ -4,14 +4,15 @@
 
 use serde_json::json;
 
-use super::{DOWNLOAD_STATUSES, Domain, DomainError, DownloadTask, one_of, require};
+use super::model::ReadRow;
+use super::{Domain, DomainError, DownloadStatus, DownloadTask, require};
 use crate::store::now_ms;
 
 /// A status change worth telling others about.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusChange {
-    pub from: String,
-    pub to: String,
+    pub from: DownloadStatus,
+    pub to: DownloadStatus,
 }
 
 impl Domain {
@@ -35,11 +36,14 @@ impl Domain {
     }
 
     /// Download tasks, most recently changed first, optionally in one status.
-    pub async fn downloads(&self, status: Option<&str>, limit: i64) -> Result<Vec<DownloadTask>, DomainError> {
-        if let Some(status) = status {
-            one_of(status, DOWNLOAD_STATUSES, "download status")?;
-        }
-        let rows = self.filtered("download_task", &[("status", status)], "updated_at DESC, id", limit).await?;
+    pub async fn downloads(
+        &self,
+        status: Option<DownloadStatus>,
+        limit: i64,
+    ) -> Result<Vec<DownloadTask>, DomainError> {
+        let rows = self
+            .filtered("download_task", &[("status", status.map(DownloadStatus::as_str))], "updated_at DESC, id", limit)
+            .await?;
         Ok(rows.iter().map(DownloadTask::from_row).collect::<Result<_, _>>()?)
     }
 
@@ -52,12 +56,11 @@ impl Domain {
     pub async fn update_download(
         &self,
         id: &str,
-        status: &str,
+        status: DownloadStatus,
         progress: f64,
         content_path: Option<&str>,
         view: Option<&ClientView<'_>>,
     ) -> Result<(DownloadTask, Option<StatusChange>), DomainError> {
-        one_of(status, DOWNLOAD_STATUSES, "download status")?;
         require((0.0..=1.0).contains(&progress), || format!("progress {progress} is not between 0 and 1"))?;
         let mut tx = self.db.begin_write().await?;
         let current = sqlx::query("SELECT * FROM download_task WHERE id = $1")
@@ -72,7 +75,8 @@ impl Domain {
         if let Some(view) = view {
             record_client_view(&mut tx, id, view).await?;
         }
-        if matches!(current.status.as_str(), "importing" | "imported" | "removed") && current.status != status {
+        let organizing = [DownloadStatus::Importing, DownloadStatus::Imported, DownloadStatus::Removed];
+        if organizing.contains(&current.status) && current.status != status {
             tx.commit().await?;
             return Err(DomainError::Conflict(format!(
                 "download {id} is {}; the client's status no longer changes it",
@@ -85,19 +89,19 @@ impl Domain {
             "UPDATE download_task SET status = $1, progress = $2, content_path = COALESCE($3, content_path), \
              updated_at = $4, progress_at = $5 WHERE id = $6 AND status = $7",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(progress)
         .bind(content_path)
         .bind(now)
         .bind(if moved { now } else { current.progress_at })
         .bind(id)
-        .bind(&current.status)
+        .bind(current.status.as_str())
         .execute(&mut *tx)
         .await?
         .rows_affected();
         // Another writer moved it first: their change is the one reported.
-        let change = (changed == 1 && current.status != status)
-            .then(|| StatusChange { from: current.status.clone(), to: status.to_string() });
+        let change =
+            (changed == 1 && current.status != status).then_some(StatusChange { from: current.status, to: status });
         let mut seq = None;
         if let Some(change) = &change {
             let payload = json!({

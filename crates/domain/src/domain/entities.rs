@@ -2,27 +2,10 @@
 //! slots that say what the library wants of them.
 
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::{Domain, DomainError, Entity, SLOT_STATUSES, Slot, one_of, require};
+use super::model::ReadRow;
+use super::{Domain, DomainError, Entity, EntityKind, NewEntity, Slot, SlotStatus, require};
 use crate::store::{new_id, now_ms};
-
-/// An entity to record; an existing one with the same kind and TMDB id is
-/// updated instead.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewEntity {
-    pub kind: String,
-    #[serde(default)]
-    pub tmdb_id: Option<i64>,
-    pub title: String,
-    #[serde(default)]
-    pub original_title: Option<String>,
-    #[serde(default)]
-    pub year: Option<i64>,
-    #[serde(default)]
-    pub seasons: Vec<Value>,
-}
 
 /// A slot to open on an entity.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,13 +39,13 @@ impl Domain {
     }
 
     /// Entities, newest first, optionally of one kind.
-    pub async fn entities(&self, kind: Option<&str>, limit: i64) -> Result<Vec<Entity>, DomainError> {
+    pub async fn entities(&self, kind: Option<EntityKind>, limit: i64) -> Result<Vec<Entity>, DomainError> {
         let limit = limit.clamp(1, 1000);
         // Two statements rather than `$1 IS NULL`, which PostgreSQL cannot type.
         let rows = match kind {
             Some(kind) => {
                 sqlx::query("SELECT * FROM media_entity WHERE kind = $1 ORDER BY created_at DESC, id LIMIT $2")
-                    .bind(kind)
+                    .bind(kind.as_str())
                     .bind(limit)
                     .fetch_all(&self.db.pool)
                     .await?
@@ -81,9 +64,9 @@ impl Domain {
     pub async fn want(&self, new: &NewSlot) -> Result<Slot, DomainError> {
         let entity = self.entity(&new.entity_id).await?;
         require(!new.quality.trim().is_empty(), || "quality must not be empty".into())?;
-        match (entity.kind.as_str(), new.season) {
-            ("movie", Some(_)) => return Err(DomainError::Invalid("a movie slot has no season".into())),
-            ("tv", None) => return Err(DomainError::Invalid("a series slot names a season".into())),
+        match (entity.kind, new.season) {
+            (EntityKind::Movie, Some(_)) => return Err(DomainError::Invalid("a movie slot has no season".into())),
+            (EntityKind::Tv, None) => return Err(DomainError::Invalid("a series slot names a season".into())),
             (_, Some(s)) if s < 0 => return Err(DomainError::Invalid("season must not be negative".into())),
             _ => {}
         }
@@ -127,10 +110,9 @@ impl Domain {
     }
 
     /// Slots in one status, oldest first.
-    pub async fn slots_with_status(&self, status: &str, limit: i64) -> Result<Vec<Slot>, DomainError> {
-        one_of(status, SLOT_STATUSES, "slot status")?;
+    pub async fn slots_with_status(&self, status: SlotStatus, limit: i64) -> Result<Vec<Slot>, DomainError> {
         let rows = sqlx::query("SELECT * FROM media_slot WHERE status = $1 ORDER BY created_seq, id LIMIT $2")
-            .bind(status)
+            .bind(status.as_str())
             .bind(limit.clamp(1, 1000))
             .fetch_all(&self.db.pool)
             .await?;
@@ -143,13 +125,12 @@ pub(super) async fn upsert_entity_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     new: &NewEntity,
 ) -> Result<String, DomainError> {
-    one_of(&new.kind, &["movie", "tv"], "kind")?;
     require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
     let seasons = serde_json::to_string(&new.seasons).map_err(|e| DomainError::Invalid(e.to_string()))?;
     let now = now_ms();
     let existing = match new.tmdb_id {
         Some(tmdb) => sqlx::query("SELECT id FROM media_entity WHERE kind = $1 AND tmdb_id = $2")
-            .bind(&new.kind)
+            .bind(new.kind.as_str())
             .bind(tmdb)
             .fetch_optional(&mut **tx)
             .await?
@@ -178,7 +159,7 @@ pub(super) async fn upsert_entity_in(
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
             )
             .bind(&id)
-            .bind(&new.kind)
+            .bind(new.kind.as_str())
             .bind(new.tmdb_id)
             .bind(new.title.trim())
             .bind(&new.original_title)

@@ -26,17 +26,15 @@ mod releases;
 mod submit_failures;
 mod titles;
 
+pub use capstan_contract::ops::drafts::{NewEntity, NewOrganizationPlan, NewPlan, NewRelease};
+pub use capstan_contract::ops::transitions::WantTitle;
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
 pub use decision_options::{OPTION_ACTIONS, find as decision_option};
 pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
 pub use downloads::ClientView;
-pub use entities::{NewEntity, NewSlot};
+pub use entities::NewSlot;
 pub use model::*;
-pub use organizations::NewOrganizationPlan;
-pub use plans::NewPlan;
-pub use releases::NewRelease;
 pub use submit_failures::SUBMIT_FAILED;
-pub use titles::WantTitle;
 
 use serde_json::Value;
 use sqlx::any::AnyRow;
@@ -155,8 +153,4 @@ pub fn payload_hash(payload: &Value) -> String {
 
 fn require(cond: bool, message: impl FnOnce() -> String) -> Result<(), DomainError> {
     if cond { Ok(()) } else { Err(DomainError::Invalid(message())) }
-}
-
-fn one_of(value: &str, allowed: &[&str], what: &str) -> Result<(), DomainError> {
-    require(allowed.contains(&value), || format!("{what} {value:?} is not one of {}", allowed.join(", ")))
 }

@@ -4,41 +4,31 @@
 //! fingerprint; finishing it marks the download imported and the slot
 //! satisfied in the same transaction.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::model::ReadRow;
 use super::{
-    ARTIFACT_KINDS, Artifact, Author, Domain, DomainError, ORGANIZE_MODES, Organization, one_of, payload_hash, require,
+    Artifact, ArtifactKind, Author, Domain, DomainError, DownloadStatus, NewOrganizationPlan, Organization,
+    OrganizationStatus, payload_hash, require,
 };
 use crate::store::{new_id, now_ms};
-
-/// An organization plan to freeze.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewOrganizationPlan {
-    pub download_task_id: String,
-    pub mode: String,
-    /// `[{ "source": ..., "destination": ..., ... }]`, as the planner worked them out.
-    pub items: Vec<Value>,
-}
 
 impl Domain {
     /// Stores an artifact; its payload hash is the fingerprint of `body`.
     pub async fn create_artifact(
         &self,
         by: &Author,
-        kind: &str,
+        kind: ArtifactKind,
         subject: Option<&str>,
         body: &Value,
     ) -> Result<Artifact, DomainError> {
-        one_of(kind, ARTIFACT_KINDS, "artifact kind")?;
         let id = new_id();
         sqlx::query(
             "INSERT INTO artifact (id, kind, subject, body, payload_hash, created_by, run_id, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(&id)
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(subject)
         .bind(body.to_string())
         .bind(payload_hash(body))
@@ -63,12 +53,18 @@ impl Domain {
     /// Artifacts, newest first, optionally of one kind or about one subject.
     pub async fn artifacts(
         &self,
-        kind: Option<&str>,
+        kind: Option<ArtifactKind>,
         subject: Option<&str>,
         limit: i64,
     ) -> Result<Vec<Artifact>, DomainError> {
-        let rows =
-            self.filtered("artifact", &[("kind", kind), ("subject", subject)], "created_at DESC, id", limit).await?;
+        let rows = self
+            .filtered(
+                "artifact",
+                &[("kind", kind.map(ArtifactKind::as_str)), ("subject", subject)],
+                "created_at DESC, id",
+                limit,
+            )
+            .await?;
         Ok(rows.iter().map(Artifact::from_row).collect::<Result<_, _>>()?)
     }
 
@@ -81,10 +77,9 @@ impl Domain {
         by: &Author,
         new: &NewOrganizationPlan,
     ) -> Result<(Organization, Artifact), DomainError> {
-        one_of(&new.mode, ORGANIZE_MODES, "mode")?;
         require(!new.items.is_empty(), || "an organization plan needs at least one item".into())?;
         let download = self.download(&new.download_task_id).await?;
-        require(matches!(download.status.as_str(), "completed" | "importing"), || {
+        require(matches!(download.status, DownloadStatus::Completed | DownloadStatus::Importing), || {
             format!("download {} is {}; only a completed download can be organized", download.id, download.status)
         })?;
         let body = json!({ "downloadTaskId": download.id, "mode": new.mode, "items": new.items });
@@ -96,7 +91,7 @@ impl Domain {
                 return Ok((open.clone(), artifact));
             }
         }
-        let artifact = self.create_artifact(by, "plan", Some(&download.id), &body).await?;
+        let artifact = self.create_artifact(by, ArtifactKind::Plan, Some(&download.id), &body).await?;
         let items = Value::Array(new.items.clone()).to_string();
         let now = now_ms();
         let id = match open {
@@ -105,7 +100,7 @@ impl Domain {
                     "UPDATE organization SET plan_artifact_id = $1, mode = $2, items = $3, revision = revision + 1,                      updated_at = $4 WHERE id = $5 AND revision = $6 AND status = 'planned'",
                 )
                 .bind(&artifact.id)
-                .bind(&new.mode)
+                .bind(new.mode.as_str())
                 .bind(&items)
                 .bind(now)
                 .bind(&open.id)
@@ -126,7 +121,7 @@ impl Domain {
                 .bind(&id)
                 .bind(&download.id)
                 .bind(&artifact.id)
-                .bind(&new.mode)
+                .bind(new.mode.as_str())
                 .bind(&items)
                 .bind(&by.principal)
                 .bind(now)
@@ -173,9 +168,9 @@ impl Domain {
         if artifact.payload_hash != fingerprint {
             return Err(DomainError::Conflict(format!("organization {id} was planned with another fingerprint")));
         }
-        match org.status.as_str() {
-            "planned" => {}
-            "running" => return Ok(org),
+        match org.status {
+            OrganizationStatus::Planned => {}
+            OrganizationStatus::Running => return Ok(org),
             other => return Err(DomainError::Conflict(format!("organization {id} is {other}; it cannot start"))),
         }
         let now = now_ms();
@@ -198,7 +193,7 @@ impl Domain {
         .bind(&org.download_task_id)
         .execute(&mut *tx)
         .await?;
-        let payload = json!({ "organizationId": id, "downloadTaskId": org.download_task_id, "status": "running" });
+        let payload = json!({ "organizationId": id, "downloadTaskId": org.download_task_id, "status": OrganizationStatus::Running });
         let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;
         self.events.announce(seq);
@@ -209,9 +204,9 @@ impl Domain {
     /// (download back to completed, so it can be planned again).
     pub async fn finish_organization(&self, id: &str, error: Option<&str>) -> Result<Organization, DomainError> {
         let org = self.organization(id).await?;
-        let status = if error.is_some() { "failed" } else { "succeeded" };
-        match org.status.as_str() {
-            "running" => {}
+        let status = if error.is_some() { OrganizationStatus::Failed } else { OrganizationStatus::Succeeded };
+        match org.status {
+            OrganizationStatus::Running => {}
             s if s == status => return Ok(org),
             other => return Err(DomainError::Conflict(format!("organization {id} is {other}, not running"))),
         }
@@ -223,7 +218,7 @@ impl Domain {
             "UPDATE organization SET status = $1, error = $2, revision = revision + 1, updated_at = $3 \
              WHERE id = $4 AND status = 'running'",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(error)
         .bind(now)
         .bind(id)
@@ -233,9 +228,9 @@ impl Domain {
         if changed == 0 {
             return Err(DomainError::Conflict(format!("organization {id} changed while finishing")));
         }
-        let download_status = if error.is_some() { "completed" } else { "imported" };
+        let download_status = if error.is_some() { DownloadStatus::Completed } else { DownloadStatus::Imported };
         sqlx::query("UPDATE download_task SET status = $1, updated_at = $2 WHERE id = $3")
-            .bind(download_status)
+            .bind(download_status.as_str())
             .bind(now)
             .bind(&download.id)
             .execute(&mut *tx)

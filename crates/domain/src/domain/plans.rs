@@ -4,22 +4,15 @@
 //! download task the client now holds. Each step bumps the plan's revision,
 //! so an approval given for one revision cannot be used for another.
 
-use serde::Deserialize;
 use serde_json::json;
 use sqlx::{Any, Transaction};
 
-use super::{Author, Domain, DomainError, DownloadTask, PLAN_STATUSES, Plan, Slot, one_of, payload_hash};
+use super::model::ReadRow;
+use super::{
+    Author, Domain, DomainError, DownloadTask, IdentityStatus, NewPlan, Plan, PlanStatus, Slot, SlotStatus,
+    payload_hash,
+};
 use crate::store::{new_id, now_ms};
-
-/// A plan to draft.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewPlan {
-    pub slot_id: String,
-    pub source_release_id: String,
-    #[serde(default)]
-    pub note: Option<String>,
-}
 
 async fn plan_in(tx: &mut Transaction<'_, Any>, id: &str) -> Result<Plan, DomainError> {
     sqlx::query("SELECT * FROM acquisition_plan WHERE id = $1")
@@ -44,14 +37,14 @@ async fn slot_in(tx: &mut Transaction<'_, Any>, id: &str) -> Result<Slot, Domain
 async fn set_plan_status(
     tx: &mut Transaction<'_, Any>,
     plan: &Plan,
-    status: &str,
+    status: PlanStatus,
     reason: Option<&str>,
 ) -> Result<(), DomainError> {
     sqlx::query(
         "UPDATE acquisition_plan SET status = $1, reason = COALESCE($2, reason), revision = revision + 1, updated_at = $3 \
          WHERE id = $4 AND revision = $5",
     )
-    .bind(status)
+    .bind(status.as_str())
     .bind(reason)
     .bind(now_ms())
     .bind(&plan.id)
@@ -61,9 +54,9 @@ async fn set_plan_status(
     Ok(())
 }
 
-async fn set_slot_status(tx: &mut Transaction<'_, Any>, slot: &Slot, status: &str) -> Result<(), DomainError> {
+async fn set_slot_status(tx: &mut Transaction<'_, Any>, slot: &Slot, status: SlotStatus) -> Result<(), DomainError> {
     sqlx::query("UPDATE media_slot SET status = $1, revision = revision + 1, updated_at = $2 WHERE id = $3")
-        .bind(status)
+        .bind(status.as_str())
         .bind(now_ms())
         .bind(&slot.id)
         .execute(&mut **tx)
@@ -84,12 +77,12 @@ impl Domain {
     pub async fn draft_plan(&self, by: &Author, new: &NewPlan) -> Result<Plan, DomainError> {
         let slot = self.slot(&new.slot_id).await?;
         let release = self.release(&new.source_release_id).await?;
-        if slot.status != "wanted" {
+        if slot.status != SlotStatus::Wanted {
             return Err(DomainError::Conflict(format!("slot {} is {}, not wanted", slot.id, slot.status)));
         }
-        match (release.identity_status.as_str(), release.entity_id.as_deref()) {
-            ("resolved", Some(entity)) if entity == slot.entity_id => {}
-            ("resolved", Some(entity)) => {
+        match (release.identity_status, release.entity_id.as_deref()) {
+            (IdentityStatus::Resolved, Some(entity)) if entity == slot.entity_id => {}
+            (IdentityStatus::Resolved, Some(entity)) => {
                 return Err(DomainError::Conflict(format!(
                     "release {} is identified as entity {entity}, not the slot's entity {}",
                     release.id, slot.entity_id
@@ -168,20 +161,20 @@ impl Domain {
     pub async fn reserve_plan(&self, plan_id: &str) -> Result<Plan, DomainError> {
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
-        match plan.status.as_str() {
-            "draft" => {}
-            "reserved" | "submitted" => return Ok(plan),
+        match plan.status {
+            PlanStatus::Draft => {}
+            PlanStatus::Reserved | PlanStatus::Submitted => return Ok(plan),
             other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot be reserved"))),
         }
         let slot = slot_in(&mut tx, &plan.slot_id).await?;
-        if slot.revision != plan.slot_revision || slot.status != "wanted" {
+        if slot.revision != plan.slot_revision || slot.status != SlotStatus::Wanted {
             return Err(DomainError::Conflict(format!(
                 "slot {} changed since the plan was drafted (revision {} → {}, status {}); draft a new plan",
                 slot.id, plan.slot_revision, slot.revision, slot.status
             )));
         }
-        set_slot_status(&mut tx, &slot, "reserved").await?;
-        set_plan_status(&mut tx, &plan, "reserved", None).await?;
+        set_slot_status(&mut tx, &slot, SlotStatus::Reserved).await?;
+        set_plan_status(&mut tx, &plan, PlanStatus::Reserved, None).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
         let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
@@ -196,9 +189,9 @@ impl Domain {
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
         let mut seq = None;
-        match plan.status.as_str() {
-            "reserved" => {
-                set_plan_status(&mut tx, &plan, "submitted", None).await?;
+        match plan.status {
+            PlanStatus::Reserved => {
+                set_plan_status(&mut tx, &plan, PlanStatus::Submitted, None).await?;
                 let submitted = plan_in(&mut tx, plan_id).await?;
                 seq = Some(self.emit(&mut tx, "plan.changed", plan_id, changed(&submitted)).await?);
                 let now = now_ms();
@@ -213,7 +206,7 @@ impl Domain {
                 .execute(&mut *tx)
                 .await?;
             }
-            "submitted" => {}
+            PlanStatus::Submitted => {}
             other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}, not reserved"))),
         }
         let plan = plan_in(&mut tx, plan_id).await?;
@@ -232,16 +225,18 @@ impl Domain {
     /// Ends a plan that has not been submitted (`failed` or `cancelled`),
     /// giving its slot back when it held one; a decision about its failed
     /// submit is cleared.
-    pub async fn end_plan(&self, plan_id: &str, status: &str, reason: &str) -> Result<Plan, DomainError> {
-        one_of(status, &["failed", "cancelled"], "final plan status")?;
+    pub async fn end_plan(&self, plan_id: &str, status: PlanStatus, reason: &str) -> Result<Plan, DomainError> {
+        if !matches!(status, PlanStatus::Failed | PlanStatus::Cancelled) {
+            return Err(DomainError::Invalid(format!("a plan ends failed or cancelled, not {status}")));
+        }
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
-        match plan.status.as_str() {
-            "draft" => {}
-            "reserved" => {
+        match plan.status {
+            PlanStatus::Draft => {}
+            PlanStatus::Reserved => {
                 let slot = slot_in(&mut tx, &plan.slot_id).await?;
-                if slot.status == "reserved" {
-                    set_slot_status(&mut tx, &slot, "wanted").await?;
+                if slot.status == SlotStatus::Reserved {
+                    set_slot_status(&mut tx, &slot, SlotStatus::Wanted).await?;
                 }
             }
             other => {
@@ -272,15 +267,17 @@ impl Domain {
     /// Plans, newest first, filtered by status and/or slot.
     pub async fn plans(
         &self,
-        status: Option<&str>,
+        status: Option<PlanStatus>,
         slot_id: Option<&str>,
         limit: i64,
     ) -> Result<Vec<Plan>, DomainError> {
-        if let Some(status) = status {
-            one_of(status, PLAN_STATUSES, "plan status")?;
-        }
         let rows = self
-            .filtered("acquisition_plan", &[("status", status), ("slot_id", slot_id)], "created_at DESC, id", limit)
+            .filtered(
+                "acquisition_plan",
+                &[("status", status.map(PlanStatus::as_str)), ("slot_id", slot_id)],
+                "created_at DESC, id",
+                limit,
+            )
             .await?;
         Ok(rows.iter().map(Plan::from_row).collect::<Result<_, _>>()?)
     }

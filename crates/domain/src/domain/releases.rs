@@ -2,32 +2,11 @@
 //! torrent seen on two indexers is one release, and the identity match that
 //! says which entity a release is for.
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Domain, DomainError, SourceRelease, one_of, require};
+use super::model::ReadRow;
+use super::{Domain, DomainError, IdentityStatus, NewRelease, SourceRelease, require};
 use crate::store::{new_id, now_ms};
-
-/// A release to record.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewRelease {
-    pub indexer: String,
-    pub title: String,
-    #[serde(default)]
-    pub parsed: Value,
-    #[serde(default)]
-    pub size: Option<i64>,
-    #[serde(default)]
-    pub infohash: Option<String>,
-    /// The indexer's `.torrent` link (or, from releases recorded before
-    /// magnets were kept apart, a magnet).
-    #[serde(default)]
-    pub download_url: Option<String>,
-    /// The indexer's magnet link, trackers and all.
-    #[serde(default)]
-    pub magnet_url: Option<String>,
-}
 
 /// A v1 infohash in lowercase hex, or why it is not one.
 pub fn normalize_infohash(hash: &str) -> Result<String, DomainError> {
@@ -119,11 +98,11 @@ impl Domain {
         &self,
         release_id: &str,
         entity_id: Option<&str>,
-        status: &str,
+        status: IdentityStatus,
         evidence: &Value,
     ) -> Result<SourceRelease, DomainError> {
-        one_of(status, &["resolved", "ambiguous"], "identity status")?;
-        require((status == "resolved") == entity_id.is_some(), || {
+        require(status != IdentityStatus::Unresolved, || "an identity match is resolved or ambiguous".into())?;
+        require((status == IdentityStatus::Resolved) == entity_id.is_some(), || {
             "a resolved identity names an entity; an ambiguous one does not".into()
         })?;
         if let Some(entity) = entity_id {
@@ -133,7 +112,7 @@ impl Domain {
             "UPDATE source_release SET entity_id = $1, identity_status = $2, evidence = $3, updated_at = $4 WHERE id = $5",
         )
         .bind(entity_id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(evidence.to_string())
         .bind(now_ms())
         .bind(release_id)

@@ -19,7 +19,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Decision, Domain, DomainError, Plan};
+use super::{Answer, Decision, DecisionStatus, Domain, DomainError, Plan};
 use crate::store::now_ms;
 
 /// The kind of decision a failed submit opens.
@@ -84,7 +84,7 @@ impl Domain {
         let past = self.decisions_of_root(&root(plan_id)).await?;
         // Someone who said "leave it" is asked again only for a new reason.
         if let Some(last) = past.last()
-            && last.status == "dismissed"
+            && last.status == DecisionStatus::Dismissed
             && last.evidence.get("reason").and_then(Value::as_str) == Some(reason)
         {
             return Ok(None);

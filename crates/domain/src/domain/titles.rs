@@ -7,12 +7,14 @@
 //! cancels the plans not yet handed to the client; it is refused only while
 //! the client is still working on a download for it.
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::Row;
 
 use super::entities::upsert_entity_in;
-use super::{Domain, DomainError, NewEntity, Slot, require};
+use super::model::ReadRow;
+use capstan_contract::ops::transitions::WantedTitle;
+
+use super::{Domain, DomainError, NewEntity, Slot, SlotStatus, WantTitle, require};
 use crate::store::{new_id, now_ms};
 
 /// Why a plan ended when its title stopped being wanted.
@@ -20,23 +22,6 @@ const NO_LONGER_WANTED: &str = "the title is no longer wanted";
 
 /// Longest quality or profile name.
 const MAX_NAME: usize = 64;
-
-/// A title to want.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WantTitle {
-    /// The entity as the catalogue describes it.
-    pub entity: NewEntity,
-    /// `2160p`, `1080p`, ...
-    pub quality: String,
-    /// A `quality.*` policy that judges releases for it.
-    #[serde(default)]
-    pub profile: Option<String>,
-    /// For a series: the seasons to want (default: every season after the
-    /// specials).
-    #[serde(default)]
-    pub seasons: Option<Vec<i64>>,
-}
 
 fn check_names(quality: Option<&str>, profile: Option<&str>) -> Result<(), DomainError> {
     if let Some(q) = quality {
@@ -72,7 +57,7 @@ pub(super) fn named(title: &str, year: Option<i64>, season: Option<i64>) -> Stri
 
 impl Domain {
     /// Wants a title: records the entity and opens its slots, all or none.
-    pub async fn want_title(&self, w: &WantTitle) -> Result<Value, DomainError> {
+    pub async fn want_title(&self, w: &WantTitle) -> Result<WantedTitle, DomainError> {
         check_names(Some(&w.quality), w.profile.as_deref())?;
         let seasons: Vec<Option<i64>> = match (w.entity.kind.as_str(), &w.seasons) {
             ("movie", None) => vec![None],
@@ -105,9 +90,9 @@ impl Domain {
         let mut opened = Vec::new();
         for season in &seasons {
             if let Some(slot) = existing.iter().find(|s| s.season == *season) {
-                let state = match slot.status.as_str() {
-                    "satisfied" => "is already in the library",
-                    "reserved" => "is already being fetched",
+                let state = match slot.status {
+                    SlotStatus::Satisfied => "is already in the library",
+                    SlotStatus::Reserved => "is already being fetched",
                     _ => "is already wanted",
                 };
                 let name = named(w.entity.title.trim(), w.entity.year, *season);
@@ -132,7 +117,7 @@ impl Domain {
         let entity = self.entity(&entity_id).await?;
         let slots: Vec<Slot> =
             self.slots_for_entity(&entity_id).await?.into_iter().filter(|s| opened.contains(&s.id)).collect();
-        Ok(json!({ "entity": entity, "slots": slots }))
+        Ok(WantedTitle { entity, slots })
     }
 
     /// Moves a title's wanted slots to another quality and/or profile
@@ -142,7 +127,7 @@ impl Domain {
         entity_id: &str,
         quality: Option<&str>,
         profile: Option<Option<&str>>,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<WantedTitle, DomainError> {
         check_names(quality, profile.flatten())?;
         require(quality.is_some() || profile.is_some(), || "say what to change: quality or profile".into())?;
         let entity = self.entity(entity_id).await?;
@@ -167,14 +152,14 @@ impl Domain {
             )));
         }
         tx.commit().await?;
-        Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
+        Ok(WantedTitle { entity, slots: self.slots_for_entity(entity_id).await? })
     }
 
     /// Stops wanting a title (or one season of it): its slots become
     /// `unwanted` and the plans not yet handed to the client are cancelled.
     /// Only a download the client is still working on is in the way (a
     /// conflict that says what to do); one that failed or is gone is not.
-    pub async fn unwant_title(&self, entity_id: &str, season: Option<i64>) -> Result<Value, DomainError> {
+    pub async fn unwant_title(&self, entity_id: &str, season: Option<i64>) -> Result<WantedTitle, DomainError> {
         let entity = self.entity(entity_id).await?;
         let mut tx = self.db.begin_write().await?;
         let slots = sqlx::query("SELECT * FROM media_slot WHERE entity_id = $1 AND status IN ('wanted', 'reserved')")
@@ -189,7 +174,7 @@ impl Domain {
                 named(&entity.title, entity.year, season)
             )));
         }
-        for slot in slots.iter().filter(|s| s.status == "reserved") {
+        for slot in slots.iter().filter(|s| s.status == SlotStatus::Reserved) {
             let live = sqlx::query(
                 "SELECT d.status, d.progress FROM download_task d JOIN acquisition_plan p ON p.id = d.plan_id \
                  WHERE p.slot_id = $1 AND p.status = 'submitted' AND d.status NOT IN ('failed', 'missing', 'removed')",
@@ -251,6 +236,6 @@ impl Domain {
             let facts = json!({"planId": plan, "status": "cancelled", "reason": NO_LONGER_WANTED, "seenAt": now});
             self.clear_submit_decision(plan, facts, "system:unwant").await?;
         }
-        Ok(json!({ "entity": entity, "slots": self.slots_for_entity(entity_id).await? }))
+        Ok(WantedTitle { entity, slots: self.slots_for_entity(entity_id).await? })
     }
 }

@@ -72,7 +72,7 @@ impl Origin {
     }
 
     pub fn actor_kind(&self) -> &'static str {
-        self.actor.kind()
+        self.actor.as_str()
     }
 
     /// The idempotency scope: the user request within a run (identical

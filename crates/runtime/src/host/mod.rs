@@ -7,16 +7,16 @@
 //! A new interface touches, in order:
 //! 1. `wit/host/<name>.wit`, its doc opening with `Effect class: <class>.`,
 //!    and an `import` line in `wit/host/imports.wit`;
-//! 2. a row in `HOST_INTERFACES` and a name in `effects::interface`
-//!    (`runtime/effects.rs`; its tests tie both wit files to the table);
+//! 2. a row in `HOST_INTERFACES` and a name in `effects::interface`, both
+//!    in the contract crate (`guest-libs/contract/src/effects.rs`, which the
+//!    SDK's mock host reads too); `runtime/effects.rs`'s tests tie both wit
+//!    files to the table;
 //! 3. a file here implementing the generated `Host` trait, each function
 //!    one `self.host_call(interface::<NAME>, …)`;
 //! 4. the SDK (`guest-sdk/src/host.rs`): a typed helper, its wasm side
 //!    (`host/wasm.rs`, calling the generated import) and its native side
 //!    (`host/native.rs`, answered by the mock);
-//! 5. the SDK's mock host (`guest-sdk/src/testing.rs`): a row in
-//!    `INTERFACE_CLASSES` (checked against the table) and what the mock
-//!    answers;
+//! 5. what the SDK's mock host (`guest-sdk/src/testing.rs`) answers;
 //! 6. `docs/authority.md` and `docs/architecture.md`, which list the
 //!    interfaces by class.
 

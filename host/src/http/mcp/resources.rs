@@ -14,7 +14,7 @@ use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceCon
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::domain::DecisionFilter;
+use crate::domain::{DecisionFilter, DecisionStatus};
 use crate::runtime::EffectClass;
 
 const DECISIONS: &str = "capstan://decisions/awaiting";
@@ -58,7 +58,7 @@ pub async fn read(app: &App, ceiling: Option<EffectClass>, uri: &str) -> Result<
         DECISIONS => {
             let domain = app.caps().domain();
             let mut awaiting = Vec::new();
-            for status in ["awaiting_user", "open"] {
+            for status in [DecisionStatus::AwaitingUser, DecisionStatus::Open] {
                 let filter = DecisionFilter { status: Some(status), kind: None, subject: None, after: None };
                 awaiting.extend(domain.decisions_where(&filter, MOST).await.map_err(|e| failed(&e))?);
             }
@@ -66,7 +66,7 @@ pub async fn read(app: &App, ceiling: Option<EffectClass>, uri: &str) -> Result<
             awaiting.truncate(MOST as usize);
             json!({ "decisions": awaiting })
         }
-        LIBRARY => app.caps().domain().inventory(None, MOST).await.map_err(|e| failed(&e))?,
+        LIBRARY => json!(app.caps().domain().inventory(None, MOST).await.map_err(|e| failed(&e))?),
         AUDIT => json!(app.audit().verify_new().await.map_err(|e| failed(&e))?),
         _ => return Err(unknown()),
     };

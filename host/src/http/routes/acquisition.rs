@@ -15,10 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::library::domain_error;
+use crate::domain::{PlanStatus, SlotStatus};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
-use crate::http::extract::{ApiQuery, in_range, one_of};
+use crate::http::extract::{ApiQuery, in_range, named};
 use crate::http::openapi::ErrorBody;
 use crate::http::schema::WrittenOut;
 use crate::pipeline::{Invocation, Origin};
@@ -91,7 +92,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<PlanQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = in_range("limit", q.limit, 100, 1, 500)?;
-    let status = one_of("status", q.status.as_deref(), crate::domain::PLAN_STATUSES)?;
+    let status = named::<PlanStatus>("status", q.status.as_deref())?;
     let plans = state.caps().domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "plans": plans })))
 }
@@ -128,7 +129,7 @@ pub async fn create(
         (None, Some(entity)) => {
             domain.entity(entity).await.map_err(domain_error)?;
             let slots = domain.slots_for_entity(entity).await.map_err(domain_error)?;
-            slots.into_iter().filter(|s| s.status == "wanted").map(|s| s.id).collect()
+            slots.into_iter().filter(|s| s.status == SlotStatus::Wanted).map(|s| s.id).collect()
         }
         _ => {
             return Err(ApiError::new(

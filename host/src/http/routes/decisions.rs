@@ -15,11 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::library::domain_error;
-use crate::domain::{Answer, DECISION_STATUSES, Decision, DecisionFilter, DomainError};
+use crate::domain::{Answer, Decision, DecisionFilter, DecisionStatus, DomainError};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
-use crate::http::extract::{ApiPath, ApiQuery, in_range, one_of};
+use crate::http::extract::{ApiPath, ApiQuery, in_range, named};
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
 
@@ -73,7 +73,7 @@ pub async fn list(
     _caller: Caller,
     ApiQuery(q): ApiQuery<DecisionsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let status = one_of("status", q.status.as_deref(), DECISION_STATUSES)?;
+    let status = named::<DecisionStatus>("status", q.status.as_deref())?;
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
     let after = q.after.as_deref().map(cursor).transpose()?;
     let filter = DecisionFilter { status, kind: q.kind.as_deref(), subject: q.subject.as_deref(), after };

@@ -16,7 +16,7 @@ use crate::domain::DomainError;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiPath, ApiQuery, in_range, one_of};
+use crate::http::extract::{ApiPath, ApiQuery, in_range, named};
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
 use crate::tasks::{TaskError, Tasks};
@@ -56,8 +56,8 @@ pub async fn library(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<LibraryQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let kind = one_of("kind", q.kind.as_deref(), &["movie", "tv"])?;
+) -> Result<Json<capstan_contract::ops::queries::Inventory>, ApiError> {
+    let kind = named::<crate::domain::EntityKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     let inventory = state.caps().domain().inventory(kind, limit).await.map_err(domain_error)?;
     Ok(Json(inventory))
@@ -84,7 +84,7 @@ pub async fn artifacts(
     _caller: Caller,
     ApiQuery(q): ApiQuery<ArtifactQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let kind = one_of("kind", q.kind.as_deref(), crate::domain::ARTIFACT_KINDS)?;
+    let kind = named::<crate::domain::ArtifactKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     let list = state.caps().domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(json!({ "artifacts": list })))

@@ -98,7 +98,12 @@ async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: 
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(tasks_of(&env, &id).await, 1, "messages did not start the run to end it again");
     assert_eq!(statuses(&api, &id).await, ["budget_exceeded"]);
-    let reports = env.caps.domain().artifacts(Some("report"), Some(&format!("run:{id}")), 100).await.unwrap();
+    let reports = env
+        .caps
+        .domain()
+        .artifacts(Some(capstan::domain::ArtifactKind::Report), Some(&format!("run:{id}")), 100)
+        .await
+        .unwrap();
     assert_eq!(reports.len(), 1, "one report, not one a second");
 
     let (status, _) = settings_patch(&env, json!({"budget.max_runs_per_day": 5})).await;

@@ -155,7 +155,7 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     let caused = open(&env, "d2", json!({"problem": "x", "openedByRun": "run-9"})).await;
     assert_eq!(investigations(&env, &caused).await[0]["why"], "an agent run caused it");
     assert!(runs_for(&env, &caused).await.is_empty());
-    assert_eq!(env.caps.domain().decision(&caused).await.unwrap().status, "open");
+    assert_eq!(env.caps.domain().decision(&caused).await.unwrap().status, capstan::domain::DecisionStatus::Open);
 }
 
 /// An ambiguous identity, as `identity.resolve` finds it: one decision and
@@ -170,7 +170,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     let domain = env.caps.domain();
     for (tmdb, year) in [(8587, 1994), (420818, 2019)] {
         let lion = NewEntity {
-            kind: "movie".into(),
+            kind: capstan::domain::EntityKind::Movie,
             tmdb_id: Some(tmdb),
             title: "The Lion King".into(),
             original_title: None,
@@ -217,7 +217,13 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
         magnet_url: None,
     };
     let remake = domain.record_release(&remake).await.unwrap();
-    let chosen = domain.entities(Some("movie"), 10).await.unwrap().into_iter().find(|e| e.year == Some(2019)).unwrap();
+    let chosen = domain
+        .entities(Some(capstan::domain::EntityKind::Movie), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.year == Some(2019))
+        .unwrap();
     let settling = json!({"scripts": [{"match": ["investigate"], "steps": [{"tools": [{"name": "identity.resolve",
         "input": {"sourceReleaseId": remake.id, "candidates": [{"entityId": chosen.id}]}}]}],
         "finalText": "The 2019 film: the release is 2160p WEB-DL, which the 1994 film never had."}]});

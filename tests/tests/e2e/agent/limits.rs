@@ -59,7 +59,7 @@ async fn time_token_and_cost_budgets_end_a_run_and_the_days_cost_stops_the_next(
     let decision_for = |id: String| {
         let caps = env.caps.clone();
         async move {
-            let open = caps.domain().decisions(Some("open"), 100).await.unwrap();
+            let open = caps.domain().decisions(Some(capstan::domain::DecisionStatus::Open), 100).await.unwrap();
             assert!(open.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())));
         }
     };

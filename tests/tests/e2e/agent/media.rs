@@ -112,7 +112,15 @@ library = {library:?}
         })
         .await
         .unwrap();
-    domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({"by": "test"})).await.unwrap();
+    domain
+        .match_identity(
+            &release.id,
+            Some(&entity.id),
+            capstan::domain::IdentityStatus::Resolved,
+            &json!({"by": "test"}),
+        )
+        .await
+        .unwrap();
     let script = json!({"scripts": [
         {"match": ["fetch"], "steps": [
             {"text": "Planning the download.", "tools": [{"name": "download.plan", "input": {"sourceReleaseId": release.id, "slotId": slot.id}}]},
@@ -268,7 +276,7 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     assert_eq!(imported.len(), 1, "{body}");
     let organization = imported[0]["organizations"][0]["id"].as_str().unwrap();
     let record = env.caps.domain().organization(organization).await.unwrap();
-    assert_eq!(record.status, "succeeded");
+    assert_eq!(record.status, capstan::domain::OrganizationStatus::Succeeded);
     assert_eq!(torrents(&qbt).await.len(), 1);
     let statuses = run_statuses(&env, &run.id).await;
     assert_eq!(statuses, ["running", "waiting", "succeeded"], "it waited for the import");

@@ -32,7 +32,10 @@ async fn a_run_with_a_draft(
     let run = agent.runs().create(&new).await.unwrap();
     let domain = env.caps.domain();
     let (slot, release) = crate::storage::domain::wanted_movie(domain, hash).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let by = capstan::domain::Author {
         principal: format!("agent:{}", run.id),
         run_id: Some(run.id.clone()),
@@ -132,7 +135,11 @@ async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend
     assert_eq!(body["run"]["status"], "waiting", "{body}");
 
     // The download fails for good: that settles it, and the run ends.
-    env.caps.domain().update_download(&download.id, "failed", 0.0, None, None).await.unwrap();
+    env.caps
+        .domain()
+        .update_download(&download.id, capstan::domain::DownloadStatus::Failed, 0.0, None, None)
+        .await
+        .unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "failed", "{body}");
     assert_eq!(report(&body)["verified"]["plans"][0]["outcome"], "failed", "{body}");

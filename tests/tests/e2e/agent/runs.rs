@@ -261,7 +261,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("tool calls"));
-    let decisions = env.caps.domain().decisions(Some("open"), 10).await.unwrap();
+    let decisions = env.caps.domain().decisions(Some(capstan::domain::DecisionStatus::Open), 10).await.unwrap();
     assert!(
         decisions.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())),
         "{decisions:?}"

@@ -26,7 +26,10 @@ pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan)
     let key_id = key.split('_').nth(1).unwrap().to_string();
     let domain = env.caps.domain();
     let (slot, release) = wanted_movie(domain, hash).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let plan = domain
         .draft_plan(
             &Author::new(format!("key:{key_id}")),
@@ -81,7 +84,7 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     // Approved: one call goes through and uses the approval up.
     let inv = call(json!({"planId": plan.id})).await;
     assert_eq!(inv["status"], "succeeded", "{inv}");
-    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "reserved");
+    assert_eq!(domain.plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Reserved);
     let used = keyed.json(&decide).await;
     assert_eq!(used["status"], "consumed");
     assert_eq!(used["consumedBy"], inv["invocationId"]);
@@ -137,7 +140,7 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
 
     let (_, inv) = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": {"planId": plan.id}})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
-    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, "draft");
+    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
     let still = keyed.json(&decide).await;
     assert_eq!(still["status"], "approved", "the approval was not used up: {still}");
 }
@@ -148,10 +151,13 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let domain = env.caps.domain().clone();
     let task = Author::new("task:verifyAndImport");
     let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
-    domain.update_download(&download.id, "completed", 1.0, Some("/downloads/x"), None).await.unwrap();
+    domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, Some("/downloads/x"), None)
+        .await
+        .unwrap();
     let organize = |destination: &str| NewOrganizationPlan {
         download_task_id: download.id.clone(),
-        mode: "hardlink".into(),
+        mode: capstan::domain::OrganizeMode::Hardlink,
         items: vec![json!({"source": "x.mkv", "destination": destination})],
     };
     let (org, artifact) = domain.plan_organization(&task, &organize("Movies/X (2024).mkv")).await.unwrap();
@@ -251,7 +257,7 @@ async fn an_unused_approval_can_be_revoked_and_then_authorises_nothing(backend: 
     assert_eq!((status, revoked["status"].as_str()), (200, Some("revoked")), "{revoked}");
     let inv = call().await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
-    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "draft");
+    assert_eq!(domain.plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
     assert_eq!(revokes().await, 2);
 
     // A used approval cannot be revoked, nor a rejected one.
@@ -354,7 +360,7 @@ async fn an_approval_held_by_a_call_whose_process_died_is_given_back(backend: Ba
     assert_eq!(inv["invocationId"], row.as_str(), "a safe call settles the earlier row under its own key");
     let used = keyed.json(&url).await;
     assert_eq!((used["status"].as_str(), used["consumedBy"].as_str()), (Some("consumed"), Some(row.as_str())));
-    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, "reserved");
+    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Reserved);
 }
 
 both_backends!(
@@ -372,7 +378,10 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
     let env = env(backend).await;
     let domain = env.caps.domain().clone();
     let (slot, release) = wanted_movie(&domain, &"7".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let planner = Author::new("task:evaluateAcquisition");
     let plan = domain
         .draft_plan(&planner, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })

@@ -112,7 +112,7 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
     let mut downloads = Vec::new();
     for (n, (tmdb, title)) in [(438631, "Dune"), (329865, "Arrival")].into_iter().enumerate() {
         let entity = NewEntity {
-            kind: "movie".into(),
+            kind: capstan::domain::EntityKind::Movie,
             tmdb_id: Some(tmdb),
             title: title.into(),
             original_title: None,
@@ -133,7 +133,10 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
             magnet_url: None,
         };
         let release = domain.record_release(&release).await.unwrap();
-        domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({})).await.unwrap();
+        domain
+            .match_identity(&release.id, Some(&entity.id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+            .await
+            .unwrap();
         let by = Author::new("admin:test");
         let new = NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None };
         let plan = domain.draft_plan(&by, &new).await.unwrap();

@@ -242,7 +242,10 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     // yet, so it waits among the drafts until an administrator asks.
     let domain = env.caps.domain();
     let (slot, release) = crate::storage::domain::wanted_movie(domain, &"b".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let sweep = capstan::domain::Author::new("task:evaluateAcquisition");
     let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
     let swept = domain.draft_plan(&sweep, &new).await.unwrap();

@@ -46,7 +46,7 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     browser
         .wait_text("#add-done", "said what it granted", |t| t.contains("Granted download.submit and organize.execute"))
         .await;
-    let dune = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
+    let dune = env.caps.domain().entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
     let grants = env.caps.authz().grants().await.unwrap();
     let mut granted: Vec<(&str, &[String])> =
         grants.iter().map(|g| (g.action.as_str(), g.scope.entity_ids.as_slice())).collect();
@@ -87,7 +87,7 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
             t.contains("Shōgun (2024)") && t.contains("season 1 1080p wanted")
         })
         .await;
-    let slots = env.caps.domain().slots_with_status("wanted", 100).await.unwrap();
+    let slots = env.caps.domain().slots_with_status(capstan::domain::SlotStatus::Wanted, 100).await.unwrap();
     assert_eq!(slots.iter().filter(|s| s.season == Some(0)).count(), 0, "the specials were not wanted");
     let season_one = slots.into_iter().find(|s| s.season == Some(1)).unwrap();
     browser.wait_text("#add-done", "announced the series", |t| t.contains("Wanted: Shōgun (2024)")).await;
@@ -108,7 +108,10 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
         .await
         .unwrap();
     let series = season_one.entity_id.clone();
-    domain.match_identity(&release.id, Some(&series), "resolved", &serde_json::json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&series), capstan::domain::IdentityStatus::Resolved, &serde_json::json!({}))
+        .await
+        .unwrap();
     let sweep = capstan::domain::Author::new("task:evaluateAcquisition");
     let new = capstan::domain::NewPlan { slot_id: season_one.id.clone(), source_release_id: release.id, note: None };
     let plan = domain.draft_plan(&sweep, &new).await.unwrap();
@@ -129,7 +132,10 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
         seeds: Some(3),
         eta_seconds: Some(600),
     };
-    domain.update_download(&download.id, "downloading", 0.42, None, Some(&view)).await.unwrap();
+    domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Downloading, 0.42, None, Some(&view))
+        .await
+        .unwrap();
     browser.click("nav button[data-tab=library]").await;
     let shown = browser.wait_text(&row, "showed the download", |t| t.contains("downloading 42%")).await;
     for said in ["1.5 MB/s", "3 seeds", "10 min left", "qBittorrent: downloading", "season 1 1080p being fetched"] {
@@ -137,7 +143,7 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     }
 
     // Stop wanting the movie.
-    let movie = env.caps.domain().entities(Some("movie"), 10).await.unwrap().remove(0);
+    let movie = env.caps.domain().entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
     browser.click(&format!("#library tr[data-entity-id='{}'] .unwant", movie.id)).await;
     browser.wait_text("#library", "gave it up", |t| t.contains("2160p not wanted")).await;
     browser.close().await;

@@ -167,7 +167,10 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     // A denied call on a plan asks an administrator to approve that plan.
     let domain = caps.domain();
     let (slot, release) = crate::storage::domain::wanted_movie(domain, &"d".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let sweep = capstan::domain::Author::new("task:evaluateAcquisition");
     let new = capstan::domain::NewPlan { slot_id: slot.id, source_release_id: release.id, note: None };
     let plan = domain.draft_plan(&sweep, &new).await.unwrap();
@@ -182,7 +185,11 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
         pending.iter().map(|a| (a.id.as_str(), a.plan_id.as_str(), a.requested_by.clone())).collect::<Vec<_>>(),
         [(approval_id.as_str(), plan.id.as_str(), format!("mcp:{key_id}"))]
     );
-    assert_eq!(domain.plan(&plan.id).await.unwrap().status, "draft", "nothing was submitted");
+    assert_eq!(
+        domain.plan(&plan.id).await.unwrap().status,
+        capstan::domain::PlanStatus::Draft,
+        "nothing was submitted"
+    );
 
     // With a grant the call runs once, recorded as the key's over MCP.
     capstan_tests::grants::allow_everything(&caps).await;

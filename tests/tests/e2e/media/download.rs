@@ -147,7 +147,7 @@ pub(super) async fn wanted(
 ) -> (Slot, SourceRelease) {
     let entity = domain
         .upsert_entity(&NewEntity {
-            kind: "movie".into(),
+            kind: capstan::domain::EntityKind::Movie,
             tmdb_id: Some(438631),
             title: "Dune".into(),
             original_title: None,
@@ -172,7 +172,15 @@ pub(super) async fn wanted(
         })
         .await
         .unwrap();
-    domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({"tmdb": 438631})).await.unwrap();
+    domain
+        .match_identity(
+            &release.id,
+            Some(&entity.id),
+            capstan::domain::IdentityStatus::Resolved,
+            &json!({"tmdb": 438631}),
+        )
+        .await
+        .unwrap();
     (slot, release)
 }
 
@@ -232,7 +240,11 @@ async fn a_plan_becomes_one_torrent_however_often_it_is_submitted_and_completes_
     );
     assert_eq!((plan["status"].as_str(), plan["infohash"].as_str()), (Some("draft"), Some(dune.info_hash.as_str())));
     let plan_id = plan["id"].as_str().unwrap().to_string();
-    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "wanted", "a draft reserves nothing");
+    assert_eq!(
+        env.domain().slot(&slot.id).await.unwrap().status,
+        capstan::domain::SlotStatus::Wanted,
+        "a draft reserves nothing"
+    );
     assert!(torrents(&qbt, None).await.is_empty());
 
     let first = output(env.invoke(&operator(), "download.submit", json!({"planId": plan_id})).await);
@@ -241,7 +253,7 @@ async fn a_plan_becomes_one_torrent_however_often_it_is_submitted_and_completes_
     let held = tagged_torrents(&qbt, &tag).await;
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!((held[0].hash.as_str(), held[0].category.as_str()), (dune.info_hash.as_str(), "movies"));
-    assert_eq!(env.domain().plan(&plan_id).await.unwrap().status, "submitted");
+    assert_eq!(env.domain().plan(&plan_id).await.unwrap().status, capstan::domain::PlanStatus::Submitted);
     let task = env.domain().download_for_plan(&plan_id).await.unwrap().expect("a download task is recorded");
     assert_eq!(
         (task.id.as_str(), task.client_hash.as_str()),
@@ -271,7 +283,7 @@ async fn a_plan_becomes_one_torrent_however_often_it_is_submitted_and_completes_
     assert_eq!(done["progress"], 1.0);
     assert_eq!(done["contentPath"].as_str(), Some(dune.files[0].to_str().unwrap()));
     // Reading wrote nothing: the store still has what submit recorded.
-    assert_eq!(env.domain().download(&task.id).await.unwrap().status, "queued");
+    assert_eq!(env.domain().download(&task.id).await.unwrap().status, capstan::domain::DownloadStatus::Queued);
 
     // The default listing includes it.
     let all = output(env.invoke(&Origin::cli(EffectClass::Read), "download.status", json!({})).await);
@@ -300,7 +312,7 @@ async fn a_slot_that_moved_on_or_a_caller_without_authority_adds_nothing() {
     let key = Origin { actor: capstan::runtime::Actor::ApiKey, principal: "key:k-unused".into(), ..operator() };
     let denied = env.invoke(&key, "download.submit", json!({"planId": taken.id})).await;
     assert_eq!(error(&denied).0, "denied");
-    assert_eq!(domain.plan(&taken.id).await.unwrap().status, "draft");
+    assert_eq!(domain.plan(&taken.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
 
     // Another plan took the slot: the late one is a conflict.
     domain.reserve_plan(&taken.id).await.unwrap();
@@ -308,7 +320,7 @@ async fn a_slot_that_moved_on_or_a_caller_without_authority_adds_nothing() {
     let (kind, message) = error(&refused);
     assert_eq!(kind, "conflict");
     assert!(message.contains("changed since the plan was drafted"), "{message}");
-    assert_eq!(domain.plan(&late.id).await.unwrap().status, "draft");
+    assert_eq!(domain.plan(&late.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
     assert!(torrents(&qbt, None).await.is_empty(), "qBittorrent got nothing");
 }
 
@@ -345,7 +357,7 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
     let domain = env.domain();
     let series = domain
         .upsert_entity(&NewEntity {
-            kind: "tv".into(),
+            kind: capstan::domain::EntityKind::Tv,
             tmdb_id: Some(1396),
             title: "Tidewater".into(),
             original_title: None,
@@ -374,7 +386,15 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
             magnet_url: None,
         };
         let release = domain.record_release(&new).await.unwrap();
-        domain.match_identity(&release.id, Some(&series.id), "resolved", &json!({"tmdb": 1396})).await.unwrap();
+        domain
+            .match_identity(
+                &release.id,
+                Some(&series.id),
+                capstan::domain::IdentityStatus::Resolved,
+                &json!({"tmdb": 1396}),
+            )
+            .await
+            .unwrap();
         releases.push(release);
     }
     let plan = |release: &SourceRelease| json!({"sourceReleaseId": release.id, "slotId": season_two.id});

@@ -83,8 +83,8 @@ async fn an_import_that_fails_for_good_is_asked_about_once_and_cleared_by_the_ne
     );
     let resolution = closed.resolution.unwrap();
     assert_eq!(resolution["facts"]["imported"], true, "{resolution}");
-    assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
-    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "satisfied");
+    assert_eq!(env.domain().download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
+    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
     assert_eq!(env.domain().decisions_of_root(&root).await.unwrap().len(), 1, "nothing new was opened");
 }
 

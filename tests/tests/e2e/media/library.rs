@@ -29,7 +29,7 @@ async fn call(caps: &Capabilities, id: &str, input: Value) -> Result<Value, Stri
 
 async fn movie(domain: &Domain, tmdb: i64, title: &str, year: i64) -> String {
     let new = NewEntity {
-        kind: "movie".into(),
+        kind: capstan::domain::EntityKind::Movie,
         tmdb_id: Some(tmdb),
         title: title.into(),
         original_title: None,
@@ -114,12 +114,15 @@ async fn inventory_query_shows_each_slots_plan_and_download(backend: Backend) {
     let agent = Author::new("task:evaluateAcquisition");
     let (slot, rel) = wanted_movie(domain, &"c".repeat(40)).await;
     movie(domain, 603, "The Matrix", 1999).await;
-    domain.match_identity(&rel.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&rel.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let new = NewPlan { slot_id: slot.id.clone(), source_release_id: rel.id.clone(), note: None };
     let plan = domain.draft_plan(&agent, &new).await.unwrap();
     domain.reserve_plan(&plan.id).await.unwrap();
     let (_, download) = domain.mark_submitted(&plan.id, &"c".repeat(40)).await.unwrap();
-    domain.update_download(&download.id, "downloading", 0.25, None, None).await.unwrap();
+    domain.update_download(&download.id, capstan::domain::DownloadStatus::Downloading, 0.25, None, None).await.unwrap();
 
     let out = call(&env.caps, "inventory.query", json!({"search": "dune"})).await.unwrap();
     let items = out["items"].as_array().unwrap();
@@ -213,12 +216,18 @@ async fn policy_preview_reports_the_difference_and_policy_apply_publishes_it(bac
     let (slot, web) = wanted_movie(domain, &"d".repeat(40)).await;
     let bluray = release(domain, "Dune.Part.Two.2024.1080p.BluRay.x264-GRP", 'e', 12_000_000_000).await;
     for r in [&web, &bluray] {
-        domain.match_identity(&r.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+        domain
+            .match_identity(&r.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+            .await
+            .unwrap();
     }
     // Releases resolved elsewhere are not this entity's.
     let other = movie(domain, 603, "The Matrix", 1999).await;
     let matrix = release(domain, "The.Matrix.1999.2160p.BluRay.x265-GRP", 'f', 30_000_000_000).await;
-    domain.match_identity(&matrix.id, Some(&other), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&matrix.id, Some(&other), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let mut listed: Vec<String> =
         domain.releases_for_entity(&slot.entity_id).await.unwrap().into_iter().map(|r| r.id).collect();
     // Both were recorded within the same millisecond: compare as a set.

@@ -82,7 +82,7 @@ async fn a_download_stuck_at_its_metadata_or_never_added_is_stalled(backend: Bac
     for _ in 0..2 {
         sync(&env).await;
     }
-    assert_eq!(env.domain().download(&other).await.unwrap().status, "missing");
+    assert_eq!(env.domain().download(&other).await.unwrap().status, capstan::domain::DownloadStatus::Missing);
     assert!(env.domain().decisions_of_root(&failed).await.unwrap().is_empty(), "nothing of it was lost");
     assert!(env.domain().decisions_of_root(&stalled).await.unwrap().is_empty(), "not yet a minute");
     two_minutes_pass(&env, &other).await;

@@ -119,14 +119,25 @@ pub(super) async fn completed_download(domain: &Domain, content_path: &str) -> (
         })
         .await
         .unwrap();
-    domain.match_identity(&release.id, Some(&entity.id), "resolved", &json!({"tmdb": 693134})).await.unwrap();
+    domain
+        .match_identity(
+            &release.id,
+            Some(&entity.id),
+            capstan::domain::IdentityStatus::Resolved,
+            &json!({"tmdb": 693134}),
+        )
+        .await
+        .unwrap();
     let plan = domain
         .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
         .await
         .unwrap();
     domain.reserve_plan(&plan.id).await.unwrap();
     let (_, download) = domain.mark_submitted(&plan.id, &hash).await.unwrap();
-    let (download, _) = domain.update_download(&download.id, "completed", 1.0, Some(content_path), None).await.unwrap();
+    let (download, _) = domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, Some(content_path), None)
+        .await
+        .unwrap();
     (slot, download)
 }
 
@@ -150,7 +161,7 @@ async fn a_completed_movie_is_hardlinked_into_the_library_and_satisfies_its_slot
     );
     assert!(env.library_is_empty(), "planning places nothing");
     let org_id = plan["organizationId"].as_str().unwrap();
-    assert_eq!(env.domain().organization(org_id).await.unwrap().status, "planned");
+    assert_eq!(env.domain().organization(org_id).await.unwrap().status, capstan::domain::OrganizationStatus::Planned);
 
     let input = json!({"planId": org_id, "fingerprint": plan["fingerprint"]});
     let done = env.invoke("organize.execute", input.clone()).await;
@@ -163,9 +174,9 @@ async fn a_completed_movie_is_hardlinked_into_the_library_and_satisfies_its_slot
     assert_eq!(placed.ino(), source.ino(), "the library file is the download's file under a second name");
     assert_eq!(placed.nlink(), 2);
 
-    assert_eq!(env.domain().organization(org_id).await.unwrap().status, "succeeded");
-    assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
-    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "satisfied");
+    assert_eq!(env.domain().organization(org_id).await.unwrap().status, capstan::domain::OrganizationStatus::Succeeded);
+    assert_eq!(env.domain().download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
+    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
 
     // A new request for the same organization finds it done and changes nothing.
     let again = env.invoke("organize.execute", input).await;
@@ -197,7 +208,10 @@ async fn copy_mode_copies_and_move_mode_moves() {
         } else {
             assert!(!source.exists(), "a move takes the file out of the download");
         }
-        assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
+        assert_eq!(
+            env.domain().download(&download.id).await.unwrap().status,
+            capstan::domain::DownloadStatus::Imported
+        );
     }
 }
 
@@ -233,8 +247,8 @@ async fn a_plan_that_is_no_longer_current_is_a_conflict_and_creates_nothing() {
 
     assert!(env.library_is_empty(), "nothing was created");
     let org = env.domain().organization(first["organizationId"].as_str().unwrap()).await.unwrap();
-    assert_eq!(org.status, "planned");
-    assert_eq!(env.domain().download(&download.id).await.unwrap().status, "completed");
+    assert_eq!(org.status, capstan::domain::OrganizationStatus::Planned);
+    assert_eq!(env.domain().download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Completed);
 
     // A file of another content already at the destination is never overwritten.
     let names: Vec<&str> =
@@ -282,7 +296,10 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
     write(env.downloads.parent().unwrap(), "secret/Dune.mkv", &[5u8; 4096]);
     let (_, download) = completed_download(env.domain(), FOLDER).await;
     for path in ["../secret", "../secret/Dune.mkv", "/etc", "Dune/../../secret"] {
-        env.domain().update_download(&download.id, "completed", 1.0, Some(path), None).await.unwrap();
+        env.domain()
+            .update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, Some(path), None)
+            .await
+            .unwrap();
         let (kind, message) = failure(&env.invoke("organize.plan", json!({"downloadTaskId": download.id})).await);
         assert_eq!(kind, "denied", "{path}: {message}");
     }
@@ -291,7 +308,10 @@ async fn a_content_path_outside_the_downloads_root_is_refused_and_an_unfinished_
 
     // A download the client has not finished is not organized yet.
     dune_on_disk(&env);
-    env.domain().update_download(&download.id, "downloading", 0.5, Some(FOLDER), None).await.unwrap();
+    env.domain()
+        .update_download(&download.id, capstan::domain::DownloadStatus::Downloading, 0.5, Some(FOLDER), None)
+        .await
+        .unwrap();
     let (kind, message) = failure(&env.invoke("organize.plan", json!({"downloadTaskId": download.id})).await);
     assert_eq!(kind, "conflict");
     assert!(message.contains("downloading"), "{message}");
@@ -317,7 +337,7 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
         tokio::spawn(async move { env.invoke("test.plan-step", start).await })
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while env.domain().organization(&org_id).await.unwrap().status != "running" {
+    while env.domain().organization(&org_id).await.unwrap().status != capstan::domain::OrganizationStatus::Running {
         assert!(std::time::Instant::now() < deadline, "the holder never started the organization");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -330,7 +350,7 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
     let finish = env.invoke("test.plan-step", json!({"finishOrganization": org_id})).await;
     assert_eq!(failure(&finish).0, "conflict");
     assert!(env.library_is_empty(), "nothing was placed while the other call held it");
-    assert_eq!(env.domain().organization(&org_id).await.unwrap().status, "running");
+    assert_eq!(env.domain().organization(&org_id).await.unwrap().status, capstan::domain::OrganizationStatus::Running);
 
     // The holder is stopped at its deadline; the organization is free and
     // the next call finishes it.
@@ -339,8 +359,11 @@ async fn an_organization_another_call_is_carrying_out_is_refused_until_that_call
     let done = env.invoke("organize.execute", execute).await;
     assert_eq!(done.status, Status::Succeeded, "{:?}", done.error);
     assert_eq!(std::fs::read(env.library.join(PLACED)).unwrap(), vec![9u8; 64 * 1024]);
-    assert_eq!(env.domain().organization(&org_id).await.unwrap().status, "succeeded");
-    assert_eq!(env.domain().download(&download.id).await.unwrap().status, "imported");
+    assert_eq!(
+        env.domain().organization(&org_id).await.unwrap().status,
+        capstan::domain::OrganizationStatus::Succeeded
+    );
+    assert_eq!(env.domain().download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
 }
 
 both_backends!(

@@ -153,7 +153,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
         if matches!(now.status.as_str(), "completed" | "importing" | "imported") {
             break;
         }
-        if !rechecked && now.status != "queued" {
+        if !rechecked && now.status != capstan::domain::DownloadStatus::Queued {
             let inv = env
                 .caps
                 .invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &json!({"downloadTaskId": download.id}))
@@ -169,13 +169,13 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     let deadline = Instant::now() + DEADLINE;
     let organization = loop {
         let orgs = env.caps.domain().organizations_for_download(&download.id).await.unwrap();
-        if let Some(org) = orgs.iter().find(|o| o.status == "succeeded") {
+        if let Some(org) = orgs.iter().find(|o| o.status == capstan::domain::OrganizationStatus::Succeeded) {
             break org.clone();
         }
         assert!(Instant::now() < deadline, "no organization succeeded: {orgs:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    assert_eq!(organization.mode, "hardlink");
+    assert_eq!(organization.mode, capstan::domain::OrganizeMode::Hardlink);
     let destination = organization.items[0]["destination"].as_str().unwrap();
     assert!(destination.starts_with("Dune - Part Two (2024)/Dune - Part Two (2024)"), "{destination}");
     assert!(destination.ends_with(".mkv"), "{destination}");
@@ -185,8 +185,11 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
         let source = std::fs::metadata(&dune.files[0]).unwrap();
         assert_eq!((placed.dev(), placed.ino()), (source.dev(), source.ino()), "a hardlink of the download");
     }
-    assert_eq!(env.caps.domain().download(&download.id).await.unwrap().status, "imported");
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "satisfied");
+    assert_eq!(
+        env.caps.domain().download(&download.id).await.unwrap().status,
+        capstan::domain::DownloadStatus::Imported
+    );
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
 
     // Each change was told once.
     let events = env.caps.events().list(0, 1000).await.unwrap();
@@ -248,7 +251,7 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
     // passed its Test): the sweep is queued and hands it over.
     env.indexer.serve_torrent(0, dune.bytes.clone());
     capstan::acquisition::cause_may_have_cleared(&env.caps, "a service passed its test").await;
-    wait_for_plan(&env, &plan_id, "submitted", |p| p.status == "submitted").await;
+    wait_for_plan(&env, &plan_id, "submitted", |p| p.status == capstan::domain::PlanStatus::Submitted).await;
     let plan = env.caps.domain().plan(&plan_id).await.unwrap();
     assert_eq!((plan.submit_failures, plan.retry_at), (0, None));
     let decision = env.caps.domain().decision(&asked[0].id).await.unwrap();
@@ -256,7 +259,7 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
         (decision.status.as_str(), decision.resolved_by.as_deref()),
         ("resolved", Some("system:download.submit"))
     );
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "reserved");
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Reserved);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -271,8 +274,8 @@ async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
     let outcome = &evaluated.result.clone().unwrap()["slots"][0];
     assert_eq!(outcome["outcome"], "planned", "{outcome}");
     let plan = env.caps.domain().plan(outcome["planId"].as_str().unwrap()).await.unwrap();
-    assert_eq!(plan.status, "draft");
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, "wanted");
+    assert_eq!(plan.status, capstan::domain::PlanStatus::Draft);
+    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Wanted);
     assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
     // Nothing else was opened: no refusal on record, no decision, no download.
     let audit = env.app.audit().list(0, 1000).await.unwrap();
@@ -303,7 +306,15 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
         })
         .await
         .unwrap();
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"by": "alice"})).await.unwrap();
+    domain
+        .match_identity(
+            &release.id,
+            Some(&slot.entity_id),
+            capstan::domain::IdentityStatus::Resolved,
+            &json!({"by": "alice"}),
+        )
+        .await
+        .unwrap();
     let mine = domain
         .draft_plan(
             &Author::new("admin:alice"),
@@ -322,6 +333,6 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
         "{outcome}"
     );
     assert_eq!(outcome["draftedBy"], "admin:alice");
-    assert_eq!(domain.plan(&mine.id).await.unwrap().status, "draft");
+    assert_eq!(domain.plan(&mine.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
     assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
 }

@@ -87,7 +87,9 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     // No grant: the run only investigates, and the decision says why.
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let first = sync_until(&env, &root, "a download_failed decision", |d| !d.is_empty()).await.remove(0);
-    let first = until(&env, &first.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    let first =
+        until(&env, &first.id, "came back to a human", |d| d.status == capstan::domain::DecisionStatus::AwaitingUser)
+            .await;
     assert_eq!(first.evidence["autoRecover"]["degraded"], true, "{:?}", first.evidence);
     assert!(first.evidence["autoRecover"]["suggestion"].as_str().unwrap().contains("grant"));
     assert!(first.evidence["agentInvestigation"]["conclusion"].is_string());
@@ -108,7 +110,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     env.caps.authz().create_grant(&grant, "admin:alice").await.unwrap();
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let second = sync_until(&env, &root, "a second occurrence", |d| d.len() == 2).await.remove(1);
-    let second = until(&env, &second.id, "was closed", |d| d.status == "resolved").await;
+    let second = until(&env, &second.id, "was closed", |d| d.status == capstan::domain::DecisionStatus::Resolved).await;
     assert_eq!(second.resolved_by.as_deref(), Some("system:auto-recover"));
     let execution = &second.resolution.as_ref().unwrap()["execution"];
     assert_eq!((execution["kind"].as_str(), execution["verified"].as_bool()), (Some("agent_recover"), Some(true)));
@@ -148,11 +150,13 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     // and a human is asked at once, not after the verification window.
     wait_for_status(&env, &task, "completed after the recovery", |d| d["status"] == "completed").await;
     sync_until(&env, &root, "the recovery recorded", |_| true).await;
-    assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    assert_eq!(env.domain().download(&task).await.unwrap().status, capstan::domain::DownloadStatus::Completed);
     settings(&env, json!({"agent.investigate_max_tool_calls": 1})).await;
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let third = sync_until(&env, &root, "a third occurrence", |d| d.len() == 3).await.remove(2);
-    let third = until(&env, &third.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    let third =
+        until(&env, &third.id, "came back to a human", |d| d.status == capstan::domain::DecisionStatus::AwaitingUser)
+            .await;
     let recover = &third.evidence["autoRecover"];
     assert_eq!(recover["attempt"], 2, "{:?}", third.evidence);
     assert!(recover["outcome"].as_str().unwrap().contains("budget_exceeded"), "{recover}");
@@ -165,10 +169,12 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     env.domain().answer_decision(&third.id, &answered, "admin:alice").await.unwrap();
     wait_for_status(&env, &task, "completed by the human's recheck", |d| d["status"] == "completed").await;
     sync_until(&env, &root, "the download recorded completed again", |_| true).await;
-    assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    assert_eq!(env.domain().download(&task).await.unwrap().status, capstan::domain::DownloadStatus::Completed);
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let fourth = sync_until(&env, &root, "a fourth occurrence", |d| d.len() == 4).await.remove(3);
-    let fourth = until(&env, &fourth.id, "came back to a human", |d| d.status == "awaiting_user").await;
+    let fourth =
+        until(&env, &fourth.id, "came back to a human", |d| d.status == capstan::domain::DecisionStatus::AwaitingUser)
+            .await;
     assert_eq!(fourth.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", fourth.evidence);
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run WHERE decision_id = $1")
         .bind(&fourth.id)

@@ -104,7 +104,7 @@ async fn a_failed_submit_is_asked_about_tried_again_and_cleared(backend: Backend
     assert!(plan.last_failure.as_deref().is_some_and(|r| r.contains("401")), "{plan:?}");
     let first_wait = plan.retry_at.expect("a backoff") - now_ms();
     assert!((4 * 60_000..=5 * 60_000).contains(&first_wait), "about five minutes, not {first_wait} ms");
-    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "wanted");
+    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Wanted);
 
     let asked = decisions(&env, &plan_id).await;
     assert_eq!(asked.len(), 1, "{asked:?}");
@@ -192,13 +192,16 @@ async fn a_failed_submit_can_give_up_its_release_or_the_title(backend: Backend) 
         })
         .await
         .unwrap();
-    env.domain().match_identity(&second.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    env.domain()
+        .match_identity(&second.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let (next_plan, _) = plan_and_submit(&env, &slot.id, &second.id).await;
     let asked = decisions(&env, &next_plan).await.remove(0);
     env.domain().answer_decision(&asked.id, &Answer::Resolve { option_id: "unwant" }, &admin()).await.unwrap();
     let done = carried_out(&env, &asked.id).await;
     assert_eq!(done["outcome"], "no longer wanted", "{done}");
-    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, "unwanted");
+    assert_eq!(env.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Unwanted);
     let plan = env.domain().plan(&next_plan).await.unwrap();
     assert_eq!((plan.status.as_str(), plan.reason.as_deref()), ("cancelled", Some("the title is no longer wanted")));
 }

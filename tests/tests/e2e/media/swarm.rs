@@ -54,9 +54,9 @@ async fn a_wanted_movie_is_downloaded_from_a_real_swarm_and_imported(backend: Ba
         if let Some(download) = env.caps.domain().download_for_plan(&plan.id).await.unwrap()
             && seen.last() != Some(&download.status)
         {
-            seen.push(download.status.clone());
+            seen.push(download.status);
         }
-        if now.status == "satisfied" {
+        if now.status == capstan::domain::SlotStatus::Satisfied {
             break;
         }
         assert!(started.elapsed() < DEADLINE, "never imported; the download went {seen:?}");

@@ -119,7 +119,7 @@ async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
     let alien = json!({"tmdbId": 438631, "kind": "movie", "quality": "1080p"});
     let (status, refused) = keyed.post("/library/titles", alien.clone()).await;
     assert_eq!(status, 403, "{refused}");
-    let library = env.caps.domain().inventory(None, 100).await.unwrap();
+    let library = serde_json::to_value(env.caps.domain().inventory(None, 100).await.unwrap()).unwrap();
     assert!(!library.to_string().contains("\"Dune\""), "nothing was added: {library}");
     env.caps.authz().create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:admin").await.unwrap();
     assert_eq!(keyed.post("/library/titles", alien).await.0, 201);

@@ -114,7 +114,7 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
     wait_for_status(&env, &task, "completed", |d| d["status"] == "completed").await;
     let root = format!("download_failed:{task}");
     sync_until(&env, &root, "the download recorded completed", |_| true).await;
-    assert_eq!(env.domain().download(&task).await.unwrap().status, "completed");
+    assert_eq!(env.domain().download(&task).await.unwrap().status, capstan::domain::DownloadStatus::Completed);
     assert!(env.domain().decisions_of_root(&root).await.unwrap().is_empty(), "nothing is wrong yet");
 
     // The data disappears while the client is down.
@@ -169,7 +169,10 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
     assert_eq!(again[1].dedupe_key, format!("{root}#2"));
     std::fs::write(&dune.files[0], &contents).unwrap();
     output(env.invoke(&operator(), "download.recheck", json!({"downloadTaskId": task})).await);
-    let cleared = sync_until(&env, &root, "the second occurrence cleared", |d| d[1].status == "resolved").await;
+    let cleared = sync_until(&env, &root, "the second occurrence cleared", |d| {
+        d[1].status == capstan::domain::DecisionStatus::Resolved
+    })
+    .await;
     assert_eq!(cleared[1].resolved_by.as_deref(), Some("system:syncDownloads"));
     let facts = &cleared[1].resolution.as_ref().unwrap()["facts"];
     let moving = ["queued", "downloading", "completed"];

@@ -45,7 +45,10 @@ pub async fn wanted_movie(domain: &Domain, hash: &str) -> (Slot, SourceRelease) 
 pub async fn submitted_download(domain: &Domain, hash: &str) -> (Slot, DownloadTask) {
     let task = Author::new("task:syncDownloads");
     let (slot, release) = wanted_movie(domain, hash).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let plan = domain
         .draft_plan(&task, &NewPlan { slot_id: slot.id.clone(), source_release_id: release.id.clone(), note: None })
         .await
@@ -73,14 +76,22 @@ async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(ba
     let message = conflict(domain.draft_plan(&agent, &new).await);
     assert!(message.contains("resolve it"), "{message}");
 
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({"tmdb": 693134})).await.unwrap();
+    domain
+        .match_identity(
+            &release.id,
+            Some(&slot.entity_id),
+            capstan::domain::IdentityStatus::Resolved,
+            &json!({"tmdb": 693134}),
+        )
+        .await
+        .unwrap();
     let first = domain.draft_plan(&agent, &new).await.unwrap();
     assert_eq!((first.status.as_str(), first.revision, first.slot_revision), ("draft", 1, slot.revision));
     assert_eq!(first.created_by, "key:k1");
     assert_eq!(first.payload["infohash"], "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     // Drafting the same thing again is the same draft; a draft reserves nothing.
     assert_eq!(domain.draft_plan(&agent, &new).await.unwrap().id, first.id);
-    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "wanted");
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Wanted);
 
     // A second plan for the same slot, drafted at the same revision.
     let other = domain
@@ -95,7 +106,10 @@ async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(ba
         })
         .await
         .unwrap();
-    domain.match_identity(&other.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&other.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let second = domain
         .draft_plan(&agent, &NewPlan { slot_id: slot.id.clone(), source_release_id: other.id.clone(), note: None })
         .await
@@ -109,19 +123,19 @@ async fn a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against(ba
     // The other plan was made against the old slot revision.
     let message = conflict(domain.reserve_plan(&second.id).await);
     assert!(message.contains("changed since the plan was drafted"), "{message}");
-    assert_eq!(domain.plan(&second.id).await.unwrap().status, "draft");
+    assert_eq!(domain.plan(&second.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
 
     // Submitting records one download task, however often it is repeated.
     let (submitted, download) = domain.mark_submitted(&first.id, &"A".repeat(40)).await.unwrap();
-    assert_eq!(submitted.status, "submitted");
+    assert_eq!(submitted.status, capstan::domain::PlanStatus::Submitted);
     let (_, again) = domain.mark_submitted(&first.id, &"a".repeat(40)).await.unwrap();
     assert_eq!(again.id, download.id);
-    assert_eq!(download.status, "queued");
+    assert_eq!(download.status, capstan::domain::DownloadStatus::Queued);
     // A submitted plan cannot be cancelled.
-    conflict(domain.end_plan(&first.id, "cancelled", "changed my mind").await);
+    conflict(domain.end_plan(&first.id, capstan::domain::PlanStatus::Cancelled, "changed my mind").await);
     // Cancelling the other draft leaves the reserved slot alone.
-    domain.end_plan(&second.id, "cancelled", "another release won").await.unwrap();
-    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "reserved");
+    domain.end_plan(&second.id, capstan::domain::PlanStatus::Cancelled, "another release won").await.unwrap();
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Reserved);
 }
 
 async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(backend: Backend) {
@@ -131,20 +145,32 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     let (slot, download) = submitted_download(&domain, &"c".repeat(40)).await;
 
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune Part Two (2024)/Dune Part Two (2024).mkv"})];
-    let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "hardlink".into(), items };
+    let organize = NewOrganizationPlan {
+        download_task_id: download.id.clone(),
+        mode: capstan::domain::OrganizeMode::Hardlink,
+        items,
+    };
     // Nothing to organize before the download completes.
     assert!(matches!(domain.plan_organization(&task, &organize).await, Err(DomainError::Invalid(_))));
 
-    let (_, change) = domain.update_download(&download.id, "downloading", 0.5, None, None).await.unwrap();
-    assert_eq!(change.unwrap().to, "downloading");
-    let (_, change) =
-        domain.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune"), None).await.unwrap();
-    assert_eq!(change.unwrap().from, "downloading");
-    let (done, change) = domain.update_download(&download.id, "completed", 1.0, None, None).await.unwrap();
+    let (_, change) = domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Downloading, 0.5, None, None)
+        .await
+        .unwrap();
+    assert_eq!(change.unwrap().to, capstan::domain::DownloadStatus::Downloading);
+    let (_, change) = domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, Some("/downloads/Dune"), None)
+        .await
+        .unwrap();
+    assert_eq!(change.unwrap().from, capstan::domain::DownloadStatus::Downloading);
+    let (done, change) = domain
+        .update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, None, None)
+        .await
+        .unwrap();
     assert!(change.is_none(), "the same status twice is one change");
     assert_eq!(done.content_path.as_deref(), Some("/downloads/Dune"));
     assert!(matches!(
-        domain.update_download(&download.id, "completed", 1.5, None, None).await,
+        domain.update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.5, None, None).await,
         Err(DomainError::Invalid(_))
     ));
 
@@ -155,17 +181,17 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
 
     let message = conflict(domain.start_organization(&org.id, "not-the-fingerprint").await);
     assert!(message.contains("fingerprint"), "{message}");
-    assert_eq!(domain.organization(&org.id).await.unwrap().status, "planned");
+    assert_eq!(domain.organization(&org.id).await.unwrap().status, capstan::domain::OrganizationStatus::Planned);
     domain.start_organization(&org.id, &artifact.payload_hash).await.unwrap();
-    assert_eq!(domain.download(&download.id).await.unwrap().status, "importing");
+    assert_eq!(domain.download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Importing);
     // While importing, the client's view no longer moves the record.
-    conflict(domain.update_download(&download.id, "completed", 1.0, None, None).await);
+    conflict(domain.update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, None, None).await);
     let finished = domain.finish_organization(&org.id, None).await.unwrap();
-    assert_eq!(finished.status, "succeeded");
-    assert_eq!(domain.download(&download.id).await.unwrap().status, "imported");
-    assert_eq!(domain.slot(&slot.id).await.unwrap().status, "satisfied");
+    assert_eq!(finished.status, capstan::domain::OrganizationStatus::Succeeded);
+    assert_eq!(domain.download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
+    assert_eq!(domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
     // An imported download no longer changes.
-    conflict(domain.update_download(&download.id, "missing", 0.0, None, None).await);
+    conflict(domain.update_download(&download.id, capstan::domain::DownloadStatus::Missing, 0.0, None, None).await);
 
     // Each change was published once, in order.
     let log = capstan::events::Events::new(domain.db().clone()).list(0, 100).await.unwrap();
@@ -251,7 +277,7 @@ async fn slots_keep_their_opening_order(backend: Backend) {
     let domain = open(backend, dir.path()).await;
     let series = domain
         .upsert_entity(&NewEntity {
-            kind: "tv".into(),
+            kind: capstan::domain::EntityKind::Tv,
             tmdb_id: Some(1399),
             title: "Game of Thrones".into(),
             original_title: None,
@@ -284,9 +310,12 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     let (here, there) = (Domain::new(Db::open(&url).await.unwrap()), Domain::new(Db::open(&url).await.unwrap()));
     let task = Author::new("task:syncDownloads");
     let (_, download) = submitted_download(&here, &"e".repeat(40)).await;
-    here.update_download(&download.id, "completed", 1.0, Some("/downloads/Dune"), None).await.unwrap();
+    here.update_download(&download.id, capstan::domain::DownloadStatus::Completed, 1.0, Some("/downloads/Dune"), None)
+        .await
+        .unwrap();
     let items = vec![json!({"source": "Dune.mkv", "destination": "Dune (2024)/Dune (2024).mkv"})];
-    let organize = NewOrganizationPlan { download_task_id: download.id.clone(), mode: "copy".into(), items };
+    let organize =
+        NewOrganizationPlan { download_task_id: download.id.clone(), mode: capstan::domain::OrganizeMode::Copy, items };
     let (org, _) = here.plan_organization(&task, &organize).await.unwrap();
     let later = capstan::store::now_ms() + 60_000;
 

@@ -22,7 +22,12 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
     let domain = env.caps.domain().clone();
     let (slot, _) = wanted_movie(&domain, &"1".repeat(40)).await;
     let evidence = domain
-        .create_artifact(&Author::new("test"), "evidence", Some(&slot.entity_id), &json!({"matched": "title"}))
+        .create_artifact(
+            &Author::new("test"),
+            capstan::domain::ArtifactKind::Evidence,
+            Some(&slot.entity_id),
+            &json!({"matched": "title"}),
+        )
         .await
         .unwrap();
 
@@ -91,7 +96,10 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
 
     // Plans are listed for any reader, drafts among them.
     let (slot, release) = wanted_movie(&domain, &"2".repeat(40)).await;
-    domain.match_identity(&release.id, Some(&slot.entity_id), "resolved", &json!({})).await.unwrap();
+    domain
+        .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
+        .await
+        .unwrap();
     let new = capstan::domain::NewPlan { slot_id: slot.id.clone(), source_release_id: release.id, note: None };
     let draft = domain.draft_plan(&Author::new("task:evaluateAcquisition"), &new).await.unwrap();
     let (status, listed) = reader.get("/acquisition-plans?status=draft").await;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::agent::runs::{Run, RunStatus};
 use crate::domain::{Answer, Domain, DomainError, VERIFY_RECOVERY};
+use crate::domain::{DecisionStatus, IdentityStatus};
 use crate::tasks::{NewTask, Tasks};
 
 /// Who starts recovery runs.
@@ -30,7 +31,7 @@ pub async fn ended(domain: &Domain, tasks: &Tasks, run: &Run, status: RunStatus,
         "status": status.as_str(),
         "toolCalls": calls,
     }});
-    let next = if recovering { "investigating" } else { "awaiting_user" };
+    let next = if recovering { DecisionStatus::Investigating } else { DecisionStatus::AwaitingUser };
     let decision = match domain.advance_decision(&investigation.decision_id, next, &evidence).await {
         Ok(decision) => Some(decision),
         // Answered meanwhile: that answer stands.
@@ -64,7 +65,7 @@ pub async fn ended(domain: &Domain, tasks: &Tasks, run: &Run, status: RunStatus,
 async fn identity_settled(domain: &Domain, run: &Run, decision: &crate::domain::Decision) {
     let Some(release) = decision.subject.as_deref() else { return };
     let Ok(found) = domain.release(release).await else { return };
-    if found.identity_status != "resolved" {
+    if found.identity_status != IdentityStatus::Resolved {
         return;
     }
     let facts = json!({"release": release, "identityStatus": found.identity_status, "entityId": found.entity_id});

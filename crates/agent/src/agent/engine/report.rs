@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::verdict::Activity;
 use crate::agent::runs::{Run, RunStatus};
 use crate::domain::{Artifact, Author, Domain, DomainError, Plan};
+use crate::domain::{ArtifactKind, DownloadStatus, OrganizationStatus, PlanStatus};
 use crate::store::Db;
 
 /// Where one touched plan stands.
@@ -89,16 +90,16 @@ async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
 async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainError> {
     let title = plan.payload.get("title").cloned().unwrap_or(Value::Null);
     let mut entry = json!({"planId": plan.id, "planStatus": plan.status, "title": title});
-    let standing = match plan.status.as_str() {
-        "draft" => {
+    let standing = match plan.status {
+        PlanStatus::Draft => {
             let say = human_say(db, &plan.id).await?;
             if let Standing::AwaitingApproval(approval) = &say {
                 entry["approvalId"] = Value::from(approval.clone());
             }
             say
         }
-        "reserved" => Standing::InFlight,
-        "failed" | "cancelled" => Standing::Failed,
+        PlanStatus::Reserved => Standing::InFlight,
+        PlanStatus::Failed | PlanStatus::Cancelled => Standing::Failed,
         _ => match domain.download_for_plan(&plan.id).await? {
             None => Standing::InFlight,
             Some(download) => {
@@ -109,10 +110,10 @@ async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainEr
                     .iter()
                     .map(|o| json!({"id": o.id, "status": o.status, "mode": o.mode, "items": o.items}))
                     .collect();
-                if organizations.iter().any(|o| o.status == "succeeded") {
+                if organizations.iter().any(|o| o.status == OrganizationStatus::Succeeded) {
                     Standing::Imported
-                } else if matches!(download.status.as_str(), "failed" | "removed")
-                    || organizations.iter().any(|o| o.status == "failed")
+                } else if matches!(download.status, DownloadStatus::Failed | DownloadStatus::Removed)
+                    || organizations.iter().any(|o| o.status == OrganizationStatus::Failed)
                 {
                     Standing::Failed
                 } else {
@@ -125,7 +126,7 @@ async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainEr
         Standing::AwaitingHuman => "draft: waiting for a human to approve",
         Standing::AwaitingApproval(_) => "draft: a human has been asked to approve it",
         Standing::Rejected => "draft: a human rejected it",
-        Standing::InFlight if plan.status == "submitted" => "submitted, not yet in the library",
+        Standing::InFlight if plan.status == PlanStatus::Submitted => "submitted, not yet in the library",
         Standing::InFlight => "in progress",
         Standing::Imported => "imported into the library",
         Standing::Failed => "failed",
@@ -165,7 +166,7 @@ pub struct Ending<'a> {
 /// Writes the AgentGoalReport artifact for `run`.
 pub async fn write(domain: &Domain, run: &Run, ending: &Ending<'_>) -> Result<Artifact, DomainError> {
     let by = Author { principal: crate::principal::agent(&run.id), run_id: Some(run.id.clone()), capability: None };
-    domain.create_artifact(&by, "report", Some(&format!("run:{}", run.id)), &body(run, ending)).await
+    domain.create_artifact(&by, ArtifactKind::Report, Some(&format!("run:{}", run.id)), &body(run, ending)).await
 }
 
 /// The AgentGoalReport's body: how the run ended, or — for a run that has

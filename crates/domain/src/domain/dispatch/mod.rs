@@ -4,10 +4,11 @@
 //! are the contract capability authors write against; `docs/domain.md`
 //! lists them, and a test holds that list to these tables.
 
+use capstan_contract::ops::Carrier;
+use capstan_contract::ops::queries::{Inventory, InventoryItem};
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 mod drafts;
 mod queries;
@@ -17,18 +18,47 @@ pub use drafts::DRAFTS;
 pub use queries::QUERIES;
 pub use transitions::TRANSITIONS;
 
-use super::{Author, Domain, DomainError};
+use super::{Author, Domain, DomainError, EntityKind};
 use crate::authz::AuthzError;
 use crate::tasks::TaskError;
 
-/// What carries an operation out: the store, who asks, the operation's
-/// name and its JSON arguments.
-type Handler = for<'a> fn(&'a Domain, &'a Author, &'a str, &'a str) -> BoxFuture<'a, Result<Value, DomainError>>;
+/// What carries an operation out: the store, who asks, and the
+/// operation's JSON arguments.
+type Handler = for<'a> fn(&'a Domain, &'a Author, &'a str) -> BoxFuture<'a, Result<Value, DomainError>>;
 
 /// One named query, draft kind or transition and what carries it out.
 pub struct Operation {
     pub name: &'static str,
+    /// The host interface the contract says carries it.
+    pub carrier: Carrier,
     run: Handler,
+}
+
+/// Serves the contract's operation `$op`: its arguments read from JSON
+/// (unknown fields refused), `$body` run with them, and its answer, which
+/// must be the contract's answer type, written back as JSON.
+macro_rules! serve {
+    ($op:ty, |$domain:pat_param, $by:pat_param, $args:ident| $body:expr) => {
+        $crate::domain::dispatch::Operation::new(
+            <$op as capstan_contract::Operation>::NAME,
+            <$op as capstan_contract::Operation>::CARRIER,
+            |$domain, $by, text| {
+                Box::pin(async move {
+                    let $args: <$op as capstan_contract::Operation>::Args =
+                        $crate::domain::dispatch::args(<$op as capstan_contract::Operation>::NAME, text)?;
+                    let answer: <$op as capstan_contract::Operation>::Answer = $body;
+                    $crate::domain::dispatch::answer(answer)
+                })
+            },
+        )
+    };
+}
+pub(crate) use serve;
+
+impl Operation {
+    pub(crate) const fn new(name: &'static str, carrier: Carrier, run: Handler) -> Operation {
+        Operation { name, carrier, run }
+    }
 }
 
 /// The names of a table, in order.
@@ -46,7 +76,7 @@ async fn run(
     text: &str,
 ) -> Result<Value, DomainError> {
     match table.iter().find(|op| op.name == name) {
-        Some(op) => (op.run)(domain, by, op.name, text).await,
+        Some(op) => (op.run)(domain, by, text).await,
         None => Err(DomainError::NotFound(format!("no {what} {name:?}; known: {}", names(table).join(", ")))),
     }
 }
@@ -58,31 +88,6 @@ pub(crate) fn args<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Dom
 
 pub(crate) fn answer<T: serde::Serialize>(value: T) -> Result<Value, DomainError> {
     serde_json::to_value(value).map_err(|e| DomainError::Invalid(e.to_string()))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct ById {
-    id: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct Listing {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    slot_id: Option<String>,
-    #[serde(default)]
-    subject_id: Option<String>,
-    #[serde(default = "default_limit")]
-    limit: i64,
-}
-
-fn default_limit() -> i64 {
-    100
 }
 
 pub(crate) fn from_authz(e: AuthzError) -> DomainError {
@@ -127,24 +132,17 @@ impl Domain {
 
     /// What the library holds and wants: entities with their slots, each
     /// with what is happening to it (`activity`).
-    pub async fn inventory(&self, kind: Option<&str>, limit: i64) -> Result<Value, DomainError> {
+    pub async fn inventory(&self, kind: Option<EntityKind>, limit: i64) -> Result<Inventory, DomainError> {
         let mut items = Vec::new();
         for entity in self.entities(kind, limit).await? {
             let mut slots = Vec::new();
             for slot in self.slots_for_entity(&entity.id).await? {
                 slots.push(self.slot_with_activity(&slot).await?);
             }
-            items.push(json!({ "entity": answer(&entity)?, "slots": slots }));
+            items.push(InventoryItem { entity, slots });
         }
-        Ok(json!({ "items": items }))
+        Ok(Inventory { items })
     }
-}
-
-/// A field that may be absent (`None`), `null` (`Some(None)`) or set.
-pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 #[cfg(test)]
@@ -184,6 +182,51 @@ mod tests {
             documented.sort();
             names.sort();
             assert_eq!(documented, names, "docs/domain.md's {heading} against the dispatch table");
+        }
+    }
+
+    #[test]
+    fn each_table_holds_the_operations_its_interface_carries() {
+        for (table, carrier) in
+            [(QUERIES, Carrier::Library), (DRAFTS, Carrier::Drafts), (TRANSITIONS, Carrier::Records)]
+        {
+            for op in table {
+                assert_eq!(op.carrier, carrier, "{} is in the wrong table", op.name);
+            }
+        }
+    }
+
+    /// The bullet of `docs/domain.md`'s records that starts with `record`.
+    fn record_bullet(record: &str) -> String {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/domain.md")).unwrap();
+        let records = page.split("\n## ").find(|s| s.starts_with("Records")).expect("the records section");
+        let start = format!("- **{record}**");
+        let bullet = records.split("\n- ").map(|b| format!("- {b}")).find(|b| b.starts_with(&start));
+        bullet.unwrap_or_else(|| panic!("docs/domain.md has no record {record}")).replace('\n', " ")
+    }
+
+    #[test]
+    fn the_documented_statuses_are_the_contracts() {
+        use capstan_contract::status::*;
+        let lists: [(&str, &[&str]); 8] = [
+            ("Slot", SlotStatus::NAMES),
+            ("Source release", IdentityStatus::NAMES),
+            ("Acquisition plan", PlanStatus::NAMES),
+            ("Download task", DownloadStatus::NAMES),
+            ("Artifact", ArtifactKind::NAMES),
+            ("Organization", OrganizationStatus::NAMES),
+            ("Organization", OrganizeMode::NAMES),
+            ("Decision", DecisionStatus::NAMES),
+        ];
+        for (record, names) in lists {
+            let bullet = record_bullet(record);
+            // Words written in code spans: `draft → reserved` names two.
+            let spans = bullet.split('`').skip(1).step_by(2);
+            let words: Vec<&str> =
+                spans.flat_map(|span| span.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))).collect();
+            for name in names {
+                assert!(words.contains(name), "docs/domain.md's {record} does not name `{name}`");
+            }
         }
     }
 

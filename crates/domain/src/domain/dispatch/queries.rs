@@ -1,199 +1,72 @@
 //! The `library` queries: reads of the domain store.
 
-use serde::Deserialize;
-use serde_json::Value;
+use capstan_contract::ops::queries::{
+    ArtifactGet, DecisionOutline, DecisionsList, DownloadForPlan, DownloadGet, DownloadsList, EntitiesList, EntityGet,
+    InventoryQuery, OrganizationGet, OrganizationsForDownload, PlanGet, PlansList, PolicyGet, ReleaseByInfohash,
+    ReleaseGet, ReleasesForEntity, SeenDecision, SlotGet, SlotsForEntity, SlotsList, TaskGet, TasksList,
+};
+use capstan_contract::status::SlotStatus;
 
-use super::{ById, Listing, Operation, answer, args, from_authz};
+use super::{Operation, answer, from_authz, serve};
 use crate::authz::Authz;
-use crate::domain::DomainError;
+use crate::domain::{Decision, DomainError};
 use crate::tasks::Tasks;
 
 /// Every `library` query (read).
 pub const QUERIES: &[Operation] = &[
-    Operation {
-        name: "entity.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.entity(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "entities.list",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                answer(domain.entities(l.kind.as_deref(), l.limit).await?)
+    serve!(EntityGet, |domain, _, a| domain.entity(&a.id).await?),
+    serve!(EntitiesList, |domain, _, a| domain.entities(a.kind, a.limit).await?),
+    serve!(SlotGet, |domain, _, a| domain.slot(&a.id).await?),
+    serve!(SlotsForEntity, |domain, _, a| domain.slots_for_entity(&a.id).await?),
+    serve!(SlotsList, |domain, _, a| {
+        domain.slots_with_status(a.status.unwrap_or(SlotStatus::Wanted), a.limit).await?
+    }),
+    serve!(ReleaseGet, |domain, _, a| domain.release(&a.id).await?),
+    serve!(ReleaseByInfohash, |domain, _, a| domain.release_by_infohash(&a.infohash).await?),
+    serve!(ReleasesForEntity, |domain, _, a| domain.releases_for_entity(&a.id).await?),
+    serve!(PlanGet, |domain, _, a| domain.plan(&a.id).await?),
+    serve!(PlansList, |domain, _, a| domain.plans(a.status, a.slot_id.as_deref(), a.limit).await?),
+    serve!(DownloadGet, |domain, _, a| domain.download(&a.id).await?),
+    serve!(DownloadForPlan, |domain, _, a| domain.download_for_plan(&a.id).await?),
+    serve!(DownloadsList, |domain, _, a| domain.downloads(a.status, a.limit).await?),
+    serve!(OrganizationGet, |domain, _, a| domain.organization(&a.id).await?),
+    serve!(OrganizationsForDownload, |domain, _, a| domain.organizations_for_download(&a.id).await?),
+    serve!(ArtifactGet, |domain, _, a| domain.artifact(&a.id).await?),
+    serve!(DecisionsList, |domain, by, a| {
+        // A component sees all of the decisions it opened and only the
+        // outline of the rest: evidence, options and answers carry what
+        // other openers (and the host) found and what a human chose, which
+        // is not a reader's to learn.
+        let decisions = domain.decisions(a.status, a.limit).await?;
+        decisions
+            .into_iter()
+            .map(|d| match &by.capability {
+                Some(asker) if d.opened_by.as_deref() != Some(asker.as_str()) => SeenDecision::Outline(outline(&d)),
+                _ => SeenDecision::Whole(Box::new(d)),
             })
-        },
-    },
-    Operation {
-        name: "slot.get",
-        run: |domain, _, name, text| Box::pin(async move { answer(domain.slot(&args::<ById>(name, text)?.id).await?) }),
-    },
-    Operation {
-        name: "slots.for-entity",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.slots_for_entity(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "slots.list",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                answer(domain.slots_with_status(l.status.as_deref().unwrap_or("wanted"), l.limit).await?)
-            })
-        },
-    },
-    Operation {
-        name: "release.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.release(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "release.by-infohash",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct ByHash {
-                    infohash: String,
-                }
-                let hash = args::<ByHash>(name, text)?.infohash;
-                answer(domain.release_by_infohash(&hash).await?)
-            })
-        },
-    },
-    Operation {
-        name: "releases.for-entity",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.releases_for_entity(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "plan.get",
-        run: |domain, _, name, text| Box::pin(async move { answer(domain.plan(&args::<ById>(name, text)?.id).await?) }),
-    },
-    Operation {
-        name: "plans.list",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                answer(domain.plans(l.status.as_deref(), l.slot_id.as_deref(), l.limit).await?)
-            })
-        },
-    },
-    Operation {
-        name: "download.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.download(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "download.for-plan",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.download_for_plan(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "downloads.list",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                answer(domain.downloads(l.status.as_deref(), l.limit).await?)
-            })
-        },
-    },
-    Operation {
-        name: "organization.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.organization(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "organizations.for-download",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.organizations_for_download(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "artifact.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.artifact(&args::<ById>(name, text)?.id).await?) })
-        },
-    },
-    Operation {
-        name: "decisions.list",
-        run: |domain, by, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                let decisions = domain.decisions(l.status.as_deref(), l.limit).await?;
-                // A component sees all of the decisions it opened and only the
-                // outline of the rest: evidence, options and answers carry
-                // what other openers (and the host) found and what a human
-                // chose, which is not a reader's to learn.
-                let seen = decisions
-                    .iter()
-                    .map(|d| match &by.capability {
-                        Some(asker) if d.opened_by.as_deref() != Some(asker.as_str()) => Ok(outline(d)),
-                        _ => answer(d),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Value::Array(seen))
-            })
-        },
-    },
-    Operation {
-        name: "inventory",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                domain.inventory(l.kind.as_deref(), l.limit).await
-            })
-        },
-    },
-    Operation {
-        name: "policy.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct ByName {
-                    name: String,
-                }
-                let policy_name = args::<ByName>(name, text)?.name;
-                let policy = Authz::new(domain.db.clone()).published_policy(&policy_name).await.map_err(from_authz)?;
-                answer(policy)
-            })
-        },
-    },
-    Operation {
-        name: "task.get",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let id = args::<ById>(name, text)?.id;
-                let task = Tasks::new(domain.db.clone()).get(&id).await?;
-                answer(task.ok_or_else(|| DomainError::NotFound(format!("no task {id}")))?)
-            })
-        },
-    },
-    Operation {
-        name: "tasks.list",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let l: Listing = args(name, text)?;
-                answer(Tasks::new(domain.db.clone()).list(l.subject_id.as_deref(), l.limit.clamp(1, 1000)).await?)
-            })
-        },
-    },
+            .collect()
+    }),
+    serve!(InventoryQuery, |domain, _, a| domain.inventory(a.kind, a.limit).await?),
+    serve!(PolicyGet, |domain, _, a| {
+        answer(Authz::new(domain.db.clone()).published_policy(&a.name).await.map_err(from_authz)?)?
+    }),
+    serve!(TaskGet, |domain, _, a| {
+        let task = Tasks::new(domain.db.clone()).get(&a.id).await?;
+        answer(task.ok_or_else(|| DomainError::NotFound(format!("no task {}", a.id)))?)?
+    }),
+    serve!(TasksList, |domain, _, a| {
+        answer(Tasks::new(domain.db.clone()).list(a.subject_id.as_deref(), a.limit.clamp(1, 1000)).await?)?
+    }),
 ];
 
 /// What a component may see of a decision another opener made.
-fn outline(decision: &crate::domain::Decision) -> Value {
-    serde_json::json!({
-        "id": decision.id,
-        "kind": decision.kind,
-        "subject": decision.subject,
-        "status": decision.status,
-    })
+fn outline(decision: &Decision) -> DecisionOutline {
+    DecisionOutline {
+        id: decision.id.clone(),
+        kind: decision.kind.clone(),
+        subject: decision.subject.clone(),
+        status: decision.status,
+        // Another opener's key is not the reader's to learn.
+        dedupe_key: None,
+    }
 }

@@ -1,173 +1,51 @@
 //! The `records` transitions: state changes.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use capstan_contract::ops::transitions::{
+    DownloadUpdateRecord, DownloadUpdated, OrganizationFinishRecord, OrganizationStartRecord, PlanCancel, PlanEnd,
+    PlanFail, PlanReserve, PlanSubmitted, PolicyPublishRecord, Submitted, TaskCancelRecord, TaskRetryRecord,
+    TitleChangeRecord, TitleUnwantRecord, TitleWantRecord,
+};
+use capstan_contract::status::PlanStatus;
 
-use super::{ById, Operation, answer, args, from_authz, from_tasks, present};
+use super::{Operation, answer, from_authz, from_tasks, serve};
 use crate::authz::Authz;
-use crate::domain::{Domain, DomainError, WantTitle};
+use crate::domain::{Domain, DomainError, Plan};
 use crate::tasks::Tasks;
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PlanStep {
-    plan_id: String,
-    #[serde(default)]
-    client_hash: Option<String>,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 /// `plan.fail` and `plan.cancel`: the plan ends `status`, with its reason.
-async fn end_plan(domain: &Domain, name: &str, text: &str, status: &str) -> Result<Value, DomainError> {
-    let step: PlanStep = args(name, text)?;
-    answer(domain.end_plan(&step.plan_id, status, step.reason.as_deref().unwrap_or("no reason given")).await?)
+async fn end_plan(domain: &Domain, end: &PlanEnd, status: PlanStatus) -> Result<Plan, DomainError> {
+    domain.end_plan(&end.plan_id, status, end.reason.as_deref().unwrap_or("no reason given")).await
 }
 
 /// Every `records` transition (execute).
 pub const TRANSITIONS: &[Operation] = &[
-    Operation {
-        name: "plan.reserve",
-        run: |domain, _, name, text| {
-            Box::pin(async move { answer(domain.reserve_plan(&args::<PlanStep>(name, text)?.plan_id).await?) })
-        },
-    },
-    Operation {
-        name: "plan.submitted",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let step: PlanStep = args(name, text)?;
-                let hash =
-                    step.client_hash.ok_or_else(|| DomainError::Invalid("plan.submitted needs clientHash".into()))?;
-                let (plan, download) = domain.mark_submitted(&step.plan_id, &hash).await?;
-                Ok(json!({ "plan": answer(plan)?, "download": answer(download)? }))
-            })
-        },
-    },
-    Operation { name: "plan.fail", run: |domain, _, name, text| Box::pin(end_plan(domain, name, text, "failed")) },
-    Operation { name: "plan.cancel", run: |domain, _, name, text| Box::pin(end_plan(domain, name, text, "cancelled")) },
-    Operation {
-        name: "download.update",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(rename_all = "camelCase", deny_unknown_fields)]
-                struct Update {
-                    id: String,
-                    status: String,
-                    progress: f64,
-                    #[serde(default)]
-                    content_path: Option<String>,
-                }
-                let u: Update = args(name, text)?;
-                let (download, change) =
-                    domain.update_download(&u.id, &u.status, u.progress, u.content_path.as_deref(), None).await?;
-                Ok(json!({ "download": answer(download)?, "changed": change.is_some() }))
-            })
-        },
-    },
-    Operation {
-        name: "organization.start",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Start {
-                    id: String,
-                    fingerprint: String,
-                }
-                let s: Start = args(name, text)?;
-                answer(domain.start_organization(&s.id, &s.fingerprint).await?)
-            })
-        },
-    },
-    Operation {
-        name: "organization.finish",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Finish {
-                    id: String,
-                    #[serde(default)]
-                    error: Option<String>,
-                }
-                let f: Finish = args(name, text)?;
-                answer(domain.finish_organization(&f.id, f.error.as_deref()).await?)
-            })
-        },
-    },
-    Operation {
-        name: "policy.publish",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Publish {
-                    name: String,
-                    revision: i64,
-                }
-                let p: Publish = args(name, text)?;
-                answer(Authz::new(domain.db.clone()).publish_policy(&p.name, p.revision).await.map_err(from_authz)?)
-            })
-        },
-    },
-    Operation {
-        name: "title.want",
-        run: |domain, _, name, text| Box::pin(async move { domain.want_title(&args::<WantTitle>(name, text)?).await }),
-    },
-    Operation {
-        name: "title.change",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(rename_all = "camelCase", deny_unknown_fields)]
-                struct Change {
-                    entity_id: String,
-                    #[serde(default)]
-                    quality: Option<String>,
-                    /// Absent: unchanged; `null`: cleared.
-                    #[serde(default, deserialize_with = "present")]
-                    profile: Option<Option<String>>,
-                }
-                let c: Change = args(name, text)?;
-                let profile = c.profile.as_ref().map(|p| p.as_deref());
-                domain.change_title(&c.entity_id, c.quality.as_deref(), profile).await
-            })
-        },
-    },
-    Operation {
-        name: "title.unwant",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                #[derive(Deserialize)]
-                #[serde(rename_all = "camelCase", deny_unknown_fields)]
-                struct Unwant {
-                    entity_id: String,
-                    #[serde(default)]
-                    season: Option<i64>,
-                }
-                let u: Unwant = args(name, text)?;
-                domain.unwant_title(&u.entity_id, u.season).await
-            })
-        },
-    },
-    Operation {
-        name: "task.retry",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let id = args::<ById>(name, text)?.id;
-                answer(Tasks::new(domain.db.clone()).retry(&id).await.map_err(from_tasks)?)
-            })
-        },
-    },
-    Operation {
-        name: "task.cancel",
-        run: |domain, _, name, text| {
-            Box::pin(async move {
-                let id = args::<ById>(name, text)?.id;
-                answer(Tasks::new(domain.db.clone()).cancel(&id).await.map_err(from_tasks)?)
-            })
-        },
-    },
+    serve!(PlanReserve, |domain, _, a| domain.reserve_plan(&a.plan_id).await?),
+    serve!(PlanSubmitted, |domain, _, a| {
+        let (plan, download) = domain.mark_submitted(&a.plan_id, &a.client_hash).await?;
+        Submitted { plan, download }
+    }),
+    serve!(PlanFail, |domain, _, a| end_plan(domain, &a, PlanStatus::Failed).await?),
+    serve!(PlanCancel, |domain, _, a| end_plan(domain, &a, PlanStatus::Cancelled).await?),
+    serve!(DownloadUpdateRecord, |domain, _, a| {
+        let (download, change) =
+            domain.update_download(&a.id, a.status, a.progress, a.content_path.as_deref(), None).await?;
+        DownloadUpdated { download, changed: change.is_some() }
+    }),
+    serve!(OrganizationStartRecord, |domain, _, a| domain.start_organization(&a.id, &a.fingerprint).await?),
+    serve!(OrganizationFinishRecord, |domain, _, a| domain.finish_organization(&a.id, a.error.as_deref()).await?),
+    serve!(PolicyPublishRecord, |domain, _, a| {
+        answer(Authz::new(domain.db.clone()).publish_policy(&a.name, a.revision).await.map_err(from_authz)?)?
+    }),
+    serve!(TitleWantRecord, |domain, _, a| domain.want_title(&a).await?),
+    serve!(TitleChangeRecord, |domain, _, a| {
+        let profile = a.profile.as_ref().map(|p| p.as_deref());
+        domain.change_title(&a.entity_id, a.quality.as_deref(), profile).await?
+    }),
+    serve!(TitleUnwantRecord, |domain, _, a| domain.unwant_title(&a.entity_id, a.season).await?),
+    serve!(TaskRetryRecord, |domain, _, a| answer(
+        Tasks::new(domain.db.clone()).retry(&a.id).await.map_err(from_tasks)?
+    )?),
+    serve!(TaskCancelRecord, |domain, _, a| answer(
+        Tasks::new(domain.db.clone()).cancel(&a.id).await.map_err(from_tasks)?
+    )?),
 ];

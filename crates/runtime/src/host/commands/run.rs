@@ -40,7 +40,7 @@ impl CallState {
     ) -> CommandRecord<'a> {
         CommandRecord {
             act,
-            actor_kind: self.grant.actor.kind(),
+            actor_kind: self.grant.actor.as_str(),
             principal: &self.grant.principal,
             capability: &self.target.id,
             idempotency_key: self.grant.idempotency_key.as_deref(),

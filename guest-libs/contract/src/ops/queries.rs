@@ -1,0 +1,194 @@
+//! The `library` queries: reads of the domain store.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ById, default_limit, is_default_limit, operation};
+use crate::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Slot, SourceRelease};
+use crate::status::{DecisionStatus, DownloadStatus, EntityKind, PlanStatus, SlotStatus};
+
+/// Entities, optionally of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ByKind {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<EntityKind>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// Slots in one status (`wanted` when not said), oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SlotsListed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<SlotStatus>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// Plans, newest first, optionally in one status or for one slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlansListed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<PlanStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_id: Option<String>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// Downloads, most recently changed first, optionally in one status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DownloadsListed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<DownloadStatus>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// Decisions, newest first, optionally in one status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionsListed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<DecisionStatus>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// Tasks, newest first, optionally about one subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TasksListed {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_id: Option<String>,
+    #[serde(default = "default_limit", skip_serializing_if = "is_default_limit")]
+    pub limit: i64,
+}
+
+/// A release by its v1 infohash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByInfohash {
+    pub infohash: String,
+}
+
+/// A published policy by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByName {
+    pub name: String,
+}
+
+/// A decision as a component sees it: whole when it opened the decision,
+/// else only its outline (evidence, options and answers carry what other
+/// openers found and what a human chose).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SeenDecision {
+    Whole(Box<Decision>),
+    Outline(DecisionOutline),
+}
+
+impl SeenDecision {
+    /// The decision's id, whatever is seen of it.
+    pub fn id(&self) -> &str {
+        match self {
+            SeenDecision::Whole(decision) => &decision.id,
+            SeenDecision::Outline(outline) => &outline.id,
+        }
+    }
+}
+
+/// What anyone may see of a decision; its opener is told its dedupe key too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionOutline {
+    pub id: String,
+    pub kind: String,
+    pub subject: Option<String>,
+    pub status: DecisionStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_key: Option<String>,
+}
+
+/// What the library holds and wants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    pub items: Vec<InventoryItem>,
+}
+
+/// An entity with its slots, each with what is happening to it: the slot's
+/// fields, and `download` or `waitingPlan` while something is under way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InventoryItem {
+    pub entity: Entity,
+    pub slots: Vec<Value>,
+}
+
+/// Every list answers [`DEFAULT_LIMIT`](super::DEFAULT_LIMIT) records when
+/// the caller names no limit, and filters nothing.
+macro_rules! unfiltered {
+    ($($list:ident { $($field:ident),* }),+) => {
+        $(impl Default for $list {
+            fn default() -> $list {
+                $list { $($field: None,)* limit: default_limit() }
+            }
+        })+
+    };
+}
+
+unfiltered!(
+    ByKind { kind },
+    SlotsListed { status },
+    PlansListed { status, slot_id },
+    DownloadsListed { status },
+    DecisionsListed { status },
+    TasksListed { subject_id }
+);
+
+operation!(EntityGet = "entity.get" via Library: ById => Entity);
+operation!(EntitiesList = "entities.list" via Library: ByKind => Vec<Entity>);
+operation!(SlotGet = "slot.get" via Library: ById => Slot);
+operation!(
+    /// The slots of the entity `id`.
+    SlotsForEntity = "slots.for-entity" via Library: ById => Vec<Slot>
+);
+operation!(SlotsList = "slots.list" via Library: SlotsListed => Vec<Slot>);
+operation!(ReleaseGet = "release.get" via Library: ById => SourceRelease);
+operation!(ReleaseByInfohash = "release.by-infohash" via Library: ByInfohash => Option<SourceRelease>);
+operation!(
+    /// The releases identified as the entity `id`.
+    ReleasesForEntity = "releases.for-entity" via Library: ById => Vec<SourceRelease>
+);
+operation!(PlanGet = "plan.get" via Library: ById => Plan);
+operation!(PlansList = "plans.list" via Library: PlansListed => Vec<Plan>);
+operation!(DownloadGet = "download.get" via Library: ById => DownloadTask);
+operation!(
+    /// The download of the plan `id`, once it was submitted.
+    DownloadForPlan = "download.for-plan" via Library: ById => Option<DownloadTask>
+);
+operation!(DownloadsList = "downloads.list" via Library: DownloadsListed => Vec<DownloadTask>);
+operation!(OrganizationGet = "organization.get" via Library: ById => Organization);
+operation!(
+    /// The organizations of the download `id`.
+    OrganizationsForDownload = "organizations.for-download" via Library: ById => Vec<Organization>
+);
+operation!(ArtifactGet = "artifact.get" via Library: ById => Artifact);
+operation!(DecisionsList = "decisions.list" via Library: DecisionsListed => Vec<SeenDecision>);
+operation!(InventoryQuery = "inventory" via Library: ByKind => Inventory);
+operation!(
+    /// The published policy `name` (the policy record, as JSON).
+    PolicyGet = "policy.get" via Library: ByName => Value
+);
+operation!(
+    /// The task `id` (the task record, as JSON).
+    TaskGet = "task.get" via Library: ById => Value
+);
+operation!(
+    /// Tasks (task records, as JSON).
+    TasksList = "tasks.list" via Library: TasksListed => Value
+);

@@ -1,0 +1,228 @@
+//! The statuses and kinds domain records carry. Each is an enum whose
+//! names are what the database stores and what JSON carries; code compares
+//! the enums, never the text.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A status or kind text that is none of the known names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being named (`plan status`, `organize mode`, ...).
+    pub what: &'static str,
+    pub text: String,
+    pub known: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown {} {:?}; known: {}", self.what, self.text, self.known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// A closed set of names: a status or a kind.
+pub trait Named: Sized + Copy + 'static {
+    /// Every name, in order.
+    const NAMES: &'static [&'static str];
+    fn as_str(self) -> &'static str;
+    /// The value named `text`, or a refusal listing the names.
+    fn parse(text: &str) -> Result<Self, UnknownName>;
+}
+
+/// Declares a closed set of names: the enum, its text both ways, every
+/// value and every name.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident ($what:literal) { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        // Every name is its variant in snake case (a test holds serde's
+        // names to `as_str`); OpenAPI schemas read this, not per-variant
+        // renames.
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in the order the record moves through them.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Every name, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            /// The name the database stores and JSON carries.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The value named `text`, or a refusal listing the names.
+            pub fn parse(text: &str) -> Result<$name, UnknownName> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownName { what: $what, text: text.to_string(), known: Self::NAMES }),
+                }
+            }
+        }
+
+        impl Named for $name {
+            const NAMES: &'static [&'static str] = $name::NAMES;
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+            fn parse(text: &str) -> Result<$name, UnknownName> {
+                $name::parse(text)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownName;
+            fn from_str(text: &str) -> Result<$name, UnknownName> {
+                $name::parse(text)
+            }
+        }
+
+    };
+}
+
+names! {
+    /// What an entity is.
+    EntityKind ("entity kind") {
+        Movie = "movie",
+        Tv = "tv",
+    }
+}
+
+names! {
+    /// What is wanted for a title: wanted → reserved (a plan holds it) →
+    /// satisfied (an organization put it in the library), or unwanted.
+    SlotStatus ("slot status") {
+        Wanted = "wanted",
+        Reserved = "reserved",
+        Satisfied = "satisfied",
+        Unwanted = "unwanted",
+    }
+}
+
+names! {
+    /// A plan: draft → reserved → submitted, or failed / cancelled.
+    PlanStatus ("plan status") {
+        Draft = "draft",
+        Reserved = "reserved",
+        Submitted = "submitted",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
+names! {
+    /// What a download can be, as mapped from the client's states.
+    DownloadStatus ("download status") {
+        Queued = "queued",
+        Downloading = "downloading",
+        Stalled = "stalled",
+        Paused = "paused",
+        /// The client no longer knows the torrent.
+        Missing = "missing",
+        Failed = "failed",
+        Completed = "completed",
+        Importing = "importing",
+        Imported = "imported",
+        Removed = "removed",
+    }
+}
+
+names! {
+    /// Putting a download into the library: planned → running → succeeded
+    /// or failed.
+    OrganizationStatus ("organization status") {
+        Planned = "planned",
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+    }
+}
+
+names! {
+    /// A question for a human: open → investigating → awaiting_user →
+    /// resolved | dismissed (the last two final).
+    DecisionStatus ("decision status") {
+        Open = "open",
+        Investigating = "investigating",
+        AwaitingUser = "awaiting_user",
+        Resolved = "resolved",
+        Dismissed = "dismissed",
+    }
+}
+
+impl DecisionStatus {
+    /// Whether the decision is answered and stays so.
+    pub fn is_final(self) -> bool {
+        matches!(self, DecisionStatus::Resolved | DecisionStatus::Dismissed)
+    }
+}
+
+names! {
+    /// Whom a release is for: not yet known, one title, or several
+    /// candidates a human must choose between.
+    IdentityStatus ("identity status") {
+        Unresolved = "unresolved",
+        Resolved = "resolved",
+        Ambiguous = "ambiguous",
+    }
+}
+
+names! {
+    /// How an organization places files in the library.
+    OrganizeMode ("organize mode") {
+        Hardlink = "hardlink",
+        Copy = "copy",
+        Move = "move",
+    }
+}
+
+names! {
+    /// A stored document: a frozen plan, a report, or evidence.
+    ArtifactKind ("artifact kind") {
+        Plan = "plan",
+        Report = "report",
+        Evidence = "evidence",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both_ways<T: Named + serde::Serialize + serde::de::DeserializeOwned + PartialEq + fmt::Debug>(all: &[T]) {
+        for value in all {
+            assert_eq!(T::parse(value.as_str()).as_ref(), Ok(value));
+            assert_eq!(serde_json::to_value(value).unwrap(), value.as_str(), "serde's name of {value:?}");
+            assert_eq!(&serde_json::from_value::<T>(value.as_str().into()).unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn names_go_both_ways_and_json_carries_the_name() {
+        both_ways(EntityKind::ALL);
+        both_ways(SlotStatus::ALL);
+        both_ways(PlanStatus::ALL);
+        both_ways(DownloadStatus::ALL);
+        both_ways(OrganizationStatus::ALL);
+        both_ways(DecisionStatus::ALL);
+        both_ways(IdentityStatus::ALL);
+        both_ways(OrganizeMode::ALL);
+        both_ways(ArtifactKind::ALL);
+        let refused = PlanStatus::parse("done").unwrap_err().to_string();
+        assert_eq!(refused, "unknown plan status \"done\"; known: draft, reserved, submitted, failed, cancelled");
+    }
+}
