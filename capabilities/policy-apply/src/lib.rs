@@ -66,10 +66,10 @@ impl Capability for PolicyApply {
         let policy =
             domain::call::<PolicyPublishRecord>(&PolicyPublish { name: name.to_string(), revision: input.revision })?;
         Ok(Outcome::Succeeded(ApplyOutput {
-            name: policy["name"].as_str().unwrap_or_default().to_string(),
-            revision: policy["revision"].as_i64().unwrap_or_default(),
-            status: policy["status"].as_str().unwrap_or_default().to_string(),
-            body: policy["body"].clone(),
+            name: policy.name,
+            revision: policy.revision,
+            status: policy.status.as_str().to_string(),
+            body: policy.body,
         }))
     }
 }

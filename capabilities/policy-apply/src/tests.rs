@@ -1,7 +1,8 @@
 //! Native tests through the SDK's mock host.
 
 use capstan_sdk::contract::ops::transitions::PolicyPublish;
-use capstan_sdk::testing::{Called, MockHost, invoke};
+use capstan_sdk::contract::records::Policy;
+use capstan_sdk::testing::{Called, MockHost, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
@@ -11,12 +12,12 @@ fn install() {
     MockHost::new("policy.apply")
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "policy.publish"));
-            // The arguments are the contract's; the policy record answered
-            // is the host's own JSON.
             let PolicyPublish { name, revision } = serde_json::from_value(arg.clone()).unwrap();
             match (name.as_str(), revision) {
-                ("quality.movies", 2) => Ok(json!({"name": "quality.movies", "revision": 2,
-                    "status": "published", "body": {"preferredResolutions": ["2160p"]}, "createdBy": "cli:op"})),
+                ("quality.movies", 2) => {
+                    let body = json!({"preferredResolutions": ["2160p"]});
+                    Ok(json!(Policy { revision: 2, ..records::policy("quality.movies", body) }))
+                }
                 (name, rev) => Err(HostError::NotFound(format!("no policy revision {name:?}@{rev}"))),
             }
         })

@@ -111,12 +111,11 @@ impl Capability for PolicyPreview {
             )));
         }
         let (current, current_revision, note) = match domain::call::<PolicyGet>(&ByName { name: name.to_string() }) {
-            // The policy record is still JSON in the contract.
-            Ok(policy) => match serde_json::from_value::<QualityProfile>(policy["body"].clone()) {
-                Ok(p) => (Some(p), policy["revision"].as_i64(), None),
+            Ok(policy) => match serde_json::from_value::<QualityProfile>(policy.body) {
+                Ok(p) => (Some(p), Some(policy.revision), None),
                 Err(e) => (
                     None,
-                    policy["revision"].as_i64(),
+                    Some(policy.revision),
                     Some(format!(
                         "the published body is not a quality profile ({e}); compared as accepting everything"
                     )),

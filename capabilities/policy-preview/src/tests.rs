@@ -20,7 +20,7 @@ fn install(published: Option<Value>) {
             match name {
                 "policy.get" => published
                     .clone()
-                    .map(|body| json!({"name": arg["name"], "revision": 1, "status": "published", "body": body}))
+                    .map(|body| json!(records::policy(arg["name"].as_str().unwrap(), body)))
                     .ok_or_else(|| HostError::NotFound("no published policy".into())),
                 "slots.list" => {
                     assert_eq!((&arg["status"], &arg["limit"]), (&json!("wanted"), &json!(1000)));

@@ -1,7 +1,9 @@
 //! Native tests through the SDK's mock host: the transition is asked for,
 //! and the store's refusal reaches the caller as a conflict.
 
-use capstan_sdk::testing::{Called, MockHost, invoke};
+use capstan_sdk::contract::records::Task;
+use capstan_sdk::contract::status::TaskStatus;
+use capstan_sdk::testing::{Called, MockHost, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
@@ -12,8 +14,12 @@ fn install() {
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "task.cancel"));
             match arg["id"].as_str() {
-                Some("t-queued") => Ok(json!({"id": "t-queued", "kind": "syncDownloads", "status": "cancelled", "attempts": 0, "maxAttempts": 3})),
-                Some("t-succeeded") => Err(HostError::Conflict("task t-succeeded is succeeded and cannot be cancelled".into())),
+                Some("t-queued") => {
+                    Ok(json!(Task { status: TaskStatus::Cancelled, ..records::task("t-queued", "syncDownloads") }))
+                }
+                Some("t-succeeded") => {
+                    Err(HostError::Conflict("task t-succeeded is succeeded and cannot be cancelled".into()))
+                }
                 _ => Err(HostError::NotFound("no task".into())),
             }
         })

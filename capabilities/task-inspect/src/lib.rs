@@ -8,10 +8,10 @@ mod tests;
 
 use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::{TaskGet, TasksList, TasksListed};
+use capstan_sdk::contract::records::Task;
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Input: `{taskId}` for one task, or `{subjectId?, limit?}` for a list.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -54,19 +54,18 @@ pub struct InspectOutput {
     pub tasks: Vec<TaskView>,
 }
 
-/// A task row from `task.get`/`tasks.list` as a [`TaskView`].
-pub fn view(task: &Value) -> TaskView {
-    let text = |f: &str| task[f].as_str().map(str::to_string);
+/// A task from `task.get`/`tasks.list` as a [`TaskView`].
+pub fn view(task: Task) -> TaskView {
     TaskView {
-        id: text("id").unwrap_or_default(),
-        kind: text("kind").unwrap_or_default(),
-        subject: text("subject"),
-        status: text("status").unwrap_or_default(),
-        attempts: task["attempts"].as_i64().unwrap_or(0),
-        max_attempts: task["maxAttempts"].as_i64().unwrap_or(0),
-        last_error: text("lastError"),
-        run_after: task["runAfter"].as_i64().unwrap_or(0),
-        updated_at: task["updatedAt"].as_i64().unwrap_or(0),
+        id: task.id,
+        kind: task.kind,
+        subject: task.subject,
+        status: task.status.as_str().to_string(),
+        attempts: task.attempts,
+        max_attempts: task.max_attempts,
+        last_error: task.last_error,
+        run_after: task.run_after,
+        updated_at: task.updated_at,
     }
 }
 
@@ -98,7 +97,7 @@ impl Capability for TaskInspect {
                 return Err(Failure::InvalidInput("taskId must not be empty".into()));
             }
             let task = domain::call::<TaskGet>(&ById::new(id.trim()))?;
-            return Ok(Outcome::Succeeded(InspectOutput { tasks: vec![view(&task)] }));
+            return Ok(Outcome::Succeeded(InspectOutput { tasks: vec![view(task)] }));
         }
         let limit = input.limit.unwrap_or(20);
         if !(1..=200).contains(&limit) {
@@ -106,7 +105,7 @@ impl Capability for TaskInspect {
         }
         let listed = TasksListed { subject_id: input.subject_id, limit: i64::from(limit) };
         let tasks = domain::call::<TasksList>(&listed)?;
-        let tasks = tasks.as_array().into_iter().flatten().map(view).collect();
+        let tasks = tasks.into_iter().map(view).collect();
         Ok(Outcome::Succeeded(InspectOutput { tasks }))
     }
 }

@@ -1,14 +1,23 @@
 //! Native tests through the SDK's mock host.
 
-use capstan_sdk::testing::{Called, Class, MockHost, invoke};
+use capstan_sdk::contract::records::Task;
+use capstan_sdk::contract::status::TaskStatus;
+use capstan_sdk::testing::{Called, Class, MockHost, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
 use crate::TaskInspect;
 
 fn dead_task() -> Value {
-    json!({"id": "t1", "kind": "submitDownload", "subject": "plan-1", "status": "dead", "attempts": 3,
-           "maxAttempts": 3, "runAfter": 5, "lastError": "qbittorrent unreachable", "updatedAt": 9})
+    json!(Task {
+        subject: Some("plan-1".into()),
+        status: TaskStatus::Dead,
+        attempts: 3,
+        run_after: 5,
+        last_error: Some("qbittorrent unreachable".into()),
+        updated_at: 9,
+        ..records::task("t1", "submitDownload")
+    })
 }
 
 fn install() {

@@ -11,7 +11,6 @@ use capstan_sdk::contract::ops::{ById, transitions};
 use capstan_sdk::host::domain;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Input: the task.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -56,14 +55,13 @@ impl Capability for TaskRetry {
         if id.is_empty() {
             return Err(Failure::InvalidInput("taskId must not be empty".into()));
         }
-        // A task record is still JSON in the contract.
-        let task: Value = domain::call::<transitions::TaskRetryRecord>(&ById::new(id))?;
+        let task = domain::call::<transitions::TaskRetryRecord>(&ById::new(id))?;
         Ok(Outcome::Succeeded(RetryOutput {
-            id: task["id"].as_str().unwrap_or_default().to_string(),
-            kind: task["kind"].as_str().unwrap_or_default().to_string(),
-            status: task["status"].as_str().unwrap_or_default().to_string(),
-            attempts: task["attempts"].as_i64().unwrap_or(0),
-            max_attempts: task["maxAttempts"].as_i64().unwrap_or(0),
+            id: task.id,
+            kind: task.kind,
+            status: task.status.as_str().to_string(),
+            attempts: task.attempts,
+            max_attempts: task.max_attempts,
         }))
     }
 }

@@ -1,7 +1,7 @@
 //! Native tests through the SDK's mock host: the transition is asked for,
 //! and the store's refusal reaches the caller as a conflict.
 
-use capstan_sdk::testing::{Called, MockHost, invoke};
+use capstan_sdk::testing::{Called, MockHost, invoke, records};
 use capstan_sdk::{Failure, HostError};
 use serde_json::{Value, json};
 
@@ -12,7 +12,7 @@ fn install() {
         .with_domain(|iface, name, arg| {
             assert_eq!((iface, name), ("records", "task.retry"));
             match arg["id"].as_str() {
-                Some("t-dead") => Ok(json!({"id": "t-dead", "kind": "syncDownloads", "status": "queued", "attempts": 0, "maxAttempts": 3})),
+                Some("t-dead") => Ok(json!(records::task("t-dead", "syncDownloads"))),
                 Some("t-running") => Err(HostError::Conflict("task t-running is running and cannot be retried".into())),
                 _ => Err(HostError::NotFound("no task".into())),
             }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::status::{
     ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, IdentityStatus, OrganizationStatus, OrganizeMode,
-    PlanStatus, SlotStatus,
+    PlanStatus, PolicyStatus, SlotStatus, TaskStatus,
 };
 
 /// A movie or a series, as the catalog knows it.
@@ -172,4 +172,49 @@ pub struct Decision {
     pub opened_by: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// A durable task the worker runs (a sync, an import, a decision carried
+/// out, an agent run's turn).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    pub kind: String,
+    pub subject: Option<String>,
+    pub payload: Value,
+    pub status: TaskStatus,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub run_after: i64,
+    pub dedupe_key: Option<String>,
+    pub lease_owner: Option<String>,
+    /// Proves the lease to the worker that holds it; never handed out.
+    #[serde(skip)]
+    pub lease_token: Option<String>,
+    pub lease_expires_at: Option<i64>,
+    pub result: Option<Value>,
+    pub last_error: Option<String>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One revision of a policy (`quality.movies`, ...).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    pub name: String,
+    pub revision: i64,
+    pub status: PolicyStatus,
+    pub body: Value,
+    pub created_by: String,
+}
+
+impl Policy {
+    /// What the policy governs: its body's `kind`, else the first part of
+    /// its name (`quality.movies` is a `quality` policy).
+    pub fn kind(&self) -> &str {
+        self.body.get("kind").and_then(|k| k.as_str()).unwrap_or_else(|| self.name.split('.').next().unwrap_or(""))
+    }
 }

@@ -199,6 +199,29 @@ names! {
     }
 }
 
+names! {
+    /// A durable task: queued → running → succeeded, or failed (to be tried
+    /// again), dead (no attempts left) or cancelled.
+    TaskStatus ("task status") {
+        Queued = "queued",
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Dead = "dead",
+        Cancelled = "cancelled",
+    }
+}
+
+names! {
+    /// A policy revision: a draft, the published one, or one a later
+    /// publication superseded.
+    PolicyStatus ("policy status") {
+        Draft = "draft",
+        Published = "published",
+        Superseded = "superseded",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +245,8 @@ mod tests {
         both_ways(IdentityStatus::ALL);
         both_ways(OrganizeMode::ALL);
         both_ways(ArtifactKind::ALL);
+        both_ways(TaskStatus::ALL);
+        both_ways(PolicyStatus::ALL);
         let refused = PlanStatus::parse("done").unwrap_err().to_string();
         assert_eq!(refused, "unknown plan status \"done\"; known: draft, reserved, submitted, failed, cancelled");
     }

@@ -1,13 +1,15 @@
 //! Whole domain records for a mock host to answer with: each filled with
 //! plain values a test then changes where it matters
-//! (`Plan { status: PlanStatus::Draft, ..records::plan("p1") }`). The host
+//! (`Plan { status: PlanStatus::Submitted, ..records::plan("p1", payload) }`). The host
 //! answers whole records, so a capability reading them through the
 //! contract needs whole records from the mock too.
 
-use capstan_contract::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Slot, SourceRelease};
+use capstan_contract::records::{
+    Artifact, Decision, DownloadTask, Entity, Organization, Plan, Policy, Slot, SourceRelease, Task,
+};
 use capstan_contract::status::{
     ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, IdentityStatus, OrganizationStatus, OrganizeMode,
-    PlanStatus, SlotStatus,
+    PlanStatus, PolicyStatus, SlotStatus, TaskStatus,
 };
 use serde_json::{Value, json};
 
@@ -142,4 +144,32 @@ pub fn decision(id: &str, kind: &str) -> Decision {
         created_at: 0,
         updated_at: 0,
     }
+}
+
+/// A queued task of `kind`, with one attempt of three left unused.
+pub fn task(id: &str, kind: &str) -> Task {
+    Task {
+        id: id.into(),
+        kind: kind.into(),
+        subject: None,
+        payload: json!({}),
+        status: TaskStatus::Queued,
+        attempts: 0,
+        max_attempts: 3,
+        run_after: 0,
+        dedupe_key: None,
+        lease_owner: None,
+        lease_token: None,
+        lease_expires_at: None,
+        result: None,
+        last_error: None,
+        created_by: "system:test".into(),
+        created_at: 0,
+        updated_at: 0,
+    }
+}
+
+/// The published revision 1 of the policy `name` with `body`.
+pub fn policy(name: &str, body: Value) -> Policy {
+    Policy { name: name.into(), revision: 1, status: PolicyStatus::Published, body, created_by: "admin:test".into() }
 }

@@ -2,50 +2,15 @@
 //! supersedes the revision published before. Grants bound to a revision
 //! stop authorising anything once it is no longer the published one.
 
-use serde::Serialize;
 use sqlx::Row;
 
 use super::{Authz, AuthzError};
 use crate::store::now_ms;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyStatus {
-    Draft,
-    Published,
-    Superseded,
-}
-
-impl PolicyStatus {
-    fn parse(s: &str) -> Result<PolicyStatus, sqlx::Error> {
-        Ok(match s {
-            "draft" => PolicyStatus::Draft,
-            "published" => PolicyStatus::Published,
-            "superseded" => PolicyStatus::Superseded,
-            other => return Err(sqlx::Error::Decode(format!("unknown policy status {other}").into())),
-        })
-    }
-}
-
-/// One revision of a policy.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Policy {
-    pub name: String,
-    pub revision: i64,
-    pub status: PolicyStatus,
-    pub body: serde_json::Value,
-    pub created_by: String,
-}
-
-impl Policy {
-    /// What the policy governs: its body's `kind`, else the first part of
-    /// its name (`quality.movies` is a `quality` policy). A grant for
-    /// `policy.<kind>` is bound to the published policy of that kind.
-    pub fn kind(&self) -> &str {
-        self.body.get("kind").and_then(|k| k.as_str()).unwrap_or_else(|| self.name.split('.').next().unwrap_or(""))
-    }
-}
+/// Policy revisions and their statuses: the contract's, which guests read
+/// through `policy.get`.
+pub use capstan_contract::records::Policy;
+pub use capstan_contract::status::PolicyStatus;
 
 fn from_row(r: &sqlx::any::AnyRow) -> Result<Policy, sqlx::Error> {
     let status: String = r.try_get("status")?;
@@ -53,7 +18,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Policy, sqlx::Error> {
     Ok(Policy {
         name: r.try_get("name")?,
         revision: r.try_get("revision")?,
-        status: PolicyStatus::parse(&status)?,
+        status: PolicyStatus::parse(&status).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
         body: serde_json::from_str(&body).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
         created_by: r.try_get("created_by")?,
     })

@@ -12,7 +12,6 @@ pub mod worker;
 
 use std::time::Duration;
 
-use serde::Serialize;
 use sqlx::{Any, Row, Transaction};
 
 use outcome::{Bind, text};
@@ -21,95 +20,38 @@ pub use worker::{HandlerError, HandlerFuture, TaskHandler, Worker, WorkerConfig}
 
 use crate::store::{Backend, Db, new_id, now_ms};
 
-/// Task statuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskStatus {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Dead,
-    Cancelled,
-}
-
-impl TaskStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Queued => "queued",
-            TaskStatus::Running => "running",
-            TaskStatus::Succeeded => "succeeded",
-            TaskStatus::Failed => "failed",
-            TaskStatus::Dead => "dead",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-
-    fn parse(s: &str) -> Result<TaskStatus, sqlx::Error> {
-        Ok(match s {
-            "queued" => TaskStatus::Queued,
-            "running" => TaskStatus::Running,
-            "succeeded" => TaskStatus::Succeeded,
-            "failed" => TaskStatus::Failed,
-            "dead" => TaskStatus::Dead,
-            "cancelled" => TaskStatus::Cancelled,
-            other => return Err(sqlx::Error::Decode(format!("unknown task status {other}").into())),
-        })
-    }
-}
-
-/// A task row.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    pub id: String,
-    pub kind: String,
-    pub subject: Option<String>,
-    pub payload: serde_json::Value,
-    pub status: TaskStatus,
-    pub attempts: i64,
-    pub max_attempts: i64,
-    pub run_after: i64,
-    pub dedupe_key: Option<String>,
-    pub lease_owner: Option<String>,
-    #[serde(skip)]
-    pub lease_token: Option<String>,
-    pub lease_expires_at: Option<i64>,
-    pub result: Option<serde_json::Value>,
-    pub last_error: Option<String>,
-    pub created_by: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
+/// Task statuses and the task record: the contract's, which guests read
+/// through `task.get` and friends.
+pub use capstan_contract::records::Task;
+pub use capstan_contract::status::TaskStatus;
 
 fn json_col(r: &sqlx::any::AnyRow, col: &str) -> Result<Option<serde_json::Value>, sqlx::Error> {
     let text: Option<String> = r.try_get(col)?;
     text.map(|t| serde_json::from_str(&t).map_err(|e| sqlx::Error::Decode(Box::new(e)))).transpose()
 }
 
-impl Task {
-    fn from_row(r: &sqlx::any::AnyRow) -> Result<Task, sqlx::Error> {
-        let status: String = r.try_get("status")?;
-        Ok(Task {
-            id: r.try_get("id")?,
-            kind: r.try_get("kind")?,
-            subject: r.try_get("subject")?,
-            payload: json_col(r, "payload")?.unwrap_or(serde_json::Value::Null),
-            status: TaskStatus::parse(&status)?,
-            attempts: r.try_get("attempts")?,
-            max_attempts: r.try_get("max_attempts")?,
-            run_after: r.try_get("run_after")?,
-            dedupe_key: r.try_get("dedupe_key")?,
-            lease_owner: r.try_get("lease_owner")?,
-            lease_token: r.try_get("lease_token")?,
-            lease_expires_at: r.try_get("lease_expires_at")?,
-            result: json_col(r, "result")?,
-            last_error: r.try_get("last_error")?,
-            created_by: r.try_get("created_by")?,
-            created_at: r.try_get("created_at")?,
-            updated_at: r.try_get("updated_at")?,
-        })
-    }
+/// A task read from its row.
+fn task_from_row(r: &sqlx::any::AnyRow) -> Result<Task, sqlx::Error> {
+    let status: String = r.try_get("status")?;
+    Ok(Task {
+        id: r.try_get("id")?,
+        kind: r.try_get("kind")?,
+        subject: r.try_get("subject")?,
+        payload: json_col(r, "payload")?.unwrap_or(serde_json::Value::Null),
+        status: TaskStatus::parse(&status).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        attempts: r.try_get("attempts")?,
+        max_attempts: r.try_get("max_attempts")?,
+        run_after: r.try_get("run_after")?,
+        dedupe_key: r.try_get("dedupe_key")?,
+        lease_owner: r.try_get("lease_owner")?,
+        lease_token: r.try_get("lease_token")?,
+        lease_expires_at: r.try_get("lease_expires_at")?,
+        result: json_col(r, "result")?,
+        last_error: r.try_get("last_error")?,
+        created_by: r.try_get("created_by")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
 }
 
 /// A task to enqueue.
@@ -205,7 +147,7 @@ impl Tasks {
 
     pub async fn get(&self, id: &str) -> Result<Option<Task>, sqlx::Error> {
         let row = sqlx::query("SELECT * FROM task WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
-        row.map(|r| Task::from_row(&r)).transpose()
+        row.map(|r| task_from_row(&r)).transpose()
     }
 
     /// Tasks, newest first, optionally only those about `subject`.
@@ -225,7 +167,7 @@ impl Tasks {
                     .await?
             }
         };
-        rows.iter().map(Task::from_row).collect()
+        rows.iter().map(task_from_row).collect()
     }
 
     /// As [`Tasks::list`], leaving out the tasks of the kinds in `fold`
@@ -256,7 +198,7 @@ impl Tasks {
         }
         let rows = list.bind(limit).fetch_all(&self.db.pool).await?;
         let hidden = count.fetch_one(&self.db.pool).await?;
-        Ok((rows.iter().map(Task::from_row).collect::<Result<_, _>>()?, hidden))
+        Ok((rows.iter().map(task_from_row).collect::<Result<_, _>>()?, hidden))
     }
 
     /// Takes the next ready task (queued and due, or running with a lapsed

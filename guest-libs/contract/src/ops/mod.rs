@@ -3,10 +3,8 @@
 //! dispatches by these types (`capstan-domain`'s `dispatch`) and the SDK
 //! calls them by these types (`capstan_sdk::host::domain::call`), so both
 //! sides compile against the same fields. Arguments refuse unknown fields.
-//!
-//! Some answers are still JSON values: the task and policy records belong
-//! to the host's own stores, and a few answers (a title wanted, a decision
-//! opened) vary with who asks.
+//! JSON values remain only where the shape belongs to whoever wrote it (a
+//! plan's payload, a policy's body, a slot's activity in the inventory).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

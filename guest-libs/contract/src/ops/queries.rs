@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ById, default_limit, is_default_limit, operation};
-use crate::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Slot, SourceRelease};
+use crate::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Policy, Slot, SourceRelease, Task};
 use crate::status::{DecisionStatus, DownloadStatus, EntityKind, PlanStatus, SlotStatus};
 
 /// Entities, optionally of one kind.
@@ -181,14 +181,8 @@ operation!(ArtifactGet = "artifact.get" via Library: ById => Artifact);
 operation!(DecisionsList = "decisions.list" via Library: DecisionsListed => Vec<SeenDecision>);
 operation!(InventoryQuery = "inventory" via Library: ByKind => Inventory);
 operation!(
-    /// The published policy `name` (the policy record, as JSON).
-    PolicyGet = "policy.get" via Library: ByName => Value
+    /// The published revision of the policy `name`.
+    PolicyGet = "policy.get" via Library: ByName => Policy
 );
-operation!(
-    /// The task `id` (the task record, as JSON).
-    TaskGet = "task.get" via Library: ById => Value
-);
-operation!(
-    /// Tasks (task records, as JSON).
-    TasksList = "tasks.list" via Library: TasksListed => Value
-);
+operation!(TaskGet = "task.get" via Library: ById => Task);
+operation!(TasksList = "tasks.list" via Library: TasksListed => Vec<Task>);

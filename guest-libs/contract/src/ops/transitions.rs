@@ -1,10 +1,9 @@
 //! The `records` transitions: state changes.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::{ById, operation, present};
-use crate::records::{DownloadTask, Entity, Organization, Plan, Slot};
+use crate::records::{DownloadTask, Entity, Organization, Plan, Policy, Slot, Task};
 use crate::status::DownloadStatus;
 
 /// The plan a step applies to.
@@ -130,8 +129,8 @@ operation!(DownloadUpdateRecord = "download.update" via Records: DownloadUpdate 
 operation!(OrganizationStartRecord = "organization.start" via Records: OrganizationStart => Organization);
 operation!(OrganizationFinishRecord = "organization.finish" via Records: OrganizationFinish => Organization);
 operation!(
-    /// Answers the published policy record, as JSON.
-    PolicyPublishRecord = "policy.publish" via Records: PolicyPublish => Value
+    /// Answers the revision now published.
+    PolicyPublishRecord = "policy.publish" via Records: PolicyPublish => Policy
 );
 /// A title's entity and every slot it has, after a change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,10 +146,10 @@ operation!(
 operation!(TitleChangeRecord = "title.change" via Records: TitleChange => WantedTitle);
 operation!(TitleUnwantRecord = "title.unwant" via Records: TitleUnwant => WantedTitle);
 operation!(
-    /// Answers the task record, as JSON.
-    TaskRetryRecord = "task.retry" via Records: ById => Value
+    /// Queues a failed, dead or cancelled task again.
+    TaskRetryRecord = "task.retry" via Records: ById => Task
 );
 operation!(
-    /// Answers the task record, as JSON.
-    TaskCancelRecord = "task.cancel" via Records: ById => Value
+    /// Cancels a queued or running task.
+    TaskCancelRecord = "task.cancel" via Records: ById => Task
 );

@@ -7,7 +7,7 @@ use capstan_contract::ops::queries::{
 };
 use capstan_contract::status::SlotStatus;
 
-use super::{Operation, answer, from_authz, serve};
+use super::{Operation, from_authz, serve};
 use crate::authz::Authz;
 use crate::domain::{Decision, DomainError};
 use crate::tasks::Tasks;
@@ -48,14 +48,14 @@ pub const QUERIES: &[Operation] = &[
     }),
     serve!(InventoryQuery, |domain, _, a| domain.inventory(a.kind, a.limit).await?),
     serve!(PolicyGet, |domain, _, a| {
-        answer(Authz::new(domain.db.clone()).published_policy(&a.name).await.map_err(from_authz)?)?
+        Authz::new(domain.db.clone()).published_policy(&a.name).await.map_err(from_authz)?
     }),
     serve!(TaskGet, |domain, _, a| {
         let task = Tasks::new(domain.db.clone()).get(&a.id).await?;
-        answer(task.ok_or_else(|| DomainError::NotFound(format!("no task {}", a.id)))?)?
+        task.ok_or_else(|| DomainError::NotFound(format!("no task {}", a.id)))?
     }),
     serve!(TasksList, |domain, _, a| {
-        answer(Tasks::new(domain.db.clone()).list(a.subject_id.as_deref(), a.limit.clamp(1, 1000)).await?)?
+        Tasks::new(domain.db.clone()).list(a.subject_id.as_deref(), a.limit.clamp(1, 1000)).await?
     }),
 ];
 

@@ -7,7 +7,7 @@ use capstan_contract::ops::transitions::{
 };
 use capstan_contract::status::PlanStatus;
 
-use super::{Operation, answer, from_authz, from_tasks, serve};
+use super::{Operation, from_authz, from_tasks, serve};
 use crate::authz::Authz;
 use crate::domain::{Domain, DomainError, Plan};
 use crate::tasks::Tasks;
@@ -34,7 +34,7 @@ pub const TRANSITIONS: &[Operation] = &[
     serve!(OrganizationStartRecord, |domain, _, a| domain.start_organization(&a.id, &a.fingerprint).await?),
     serve!(OrganizationFinishRecord, |domain, _, a| domain.finish_organization(&a.id, a.error.as_deref()).await?),
     serve!(PolicyPublishRecord, |domain, _, a| {
-        answer(Authz::new(domain.db.clone()).publish_policy(&a.name, a.revision).await.map_err(from_authz)?)?
+        Authz::new(domain.db.clone()).publish_policy(&a.name, a.revision).await.map_err(from_authz)?
     }),
     serve!(TitleWantRecord, |domain, _, a| domain.want_title(&a).await?),
     serve!(TitleChangeRecord, |domain, _, a| {
@@ -42,10 +42,6 @@ pub const TRANSITIONS: &[Operation] = &[
         domain.change_title(&a.entity_id, a.quality.as_deref(), profile).await?
     }),
     serve!(TitleUnwantRecord, |domain, _, a| domain.unwant_title(&a.entity_id, a.season).await?),
-    serve!(TaskRetryRecord, |domain, _, a| answer(
-        Tasks::new(domain.db.clone()).retry(&a.id).await.map_err(from_tasks)?
-    )?),
-    serve!(TaskCancelRecord, |domain, _, a| answer(
-        Tasks::new(domain.db.clone()).cancel(&a.id).await.map_err(from_tasks)?
-    )?),
+    serve!(TaskRetryRecord, |domain, _, a| Tasks::new(domain.db.clone()).retry(&a.id).await.map_err(from_tasks)?),
+    serve!(TaskCancelRecord, |domain, _, a| Tasks::new(domain.db.clone()).cancel(&a.id).await.map_err(from_tasks)?),
 ];
