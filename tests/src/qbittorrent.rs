@@ -58,8 +58,22 @@ impl QBittorrent {
             profile,
         };
         std::fs::create_dir_all(qbt.downloads()).unwrap();
-        qbt.write_config(free_port());
-        qbt.launch().await;
+        let listen_port = free_port();
+        qbt.write_config(listen_port);
+        // A port found free can be taken by another process before
+        // qBittorrent binds it: start again on other ports, a few times.
+        for _ in 0..3 {
+            match qbt.spawn_and_wait().await {
+                Ok(()) => break,
+                Err(log) if log.contains("already in use") => {
+                    qbt.webui_port = free_port();
+                    qbt.write_config(free_port());
+                }
+                Err(log) => panic!("{PROGRAM} exited during startup:\n{log}"),
+            }
+        }
+        assert!(qbt.child.is_some(), "{PROGRAM} found no free port:\n{}", qbt.log_tail());
+        qbt.connect().await;
         qbt
     }
 
@@ -188,6 +202,15 @@ impl QBittorrent {
     }
 
     async fn launch(&mut self) {
+        if let Err(log) = self.spawn_and_wait().await {
+            panic!("{PROGRAM} exited during startup:\n{log}");
+        }
+        self.connect().await;
+    }
+
+    /// Starts qBittorrent and waits until its WebUI answers; its output's
+    /// tail when it exits first.
+    async fn spawn_and_wait(&mut self) -> Result<(), String> {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).unwrap();
         let mut command = Command::new(PROGRAM);
         command
@@ -202,7 +225,11 @@ impl QBittorrent {
             command.arg("--confirm-legal-notice");
         }
         self.child = Some(command.spawn().unwrap_or_else(|e| panic!("cannot start {PROGRAM}: {e}; {INSTALL_HINT}")));
-        self.wait_until_answering().await;
+        self.wait_until_answering().await
+    }
+
+    /// Logs in and reads the versions.
+    async fn connect(&mut self) {
         let client = self.login().await;
         let base = self.base_url();
         let get = |path: &'static str| {
@@ -214,18 +241,19 @@ impl QBittorrent {
     }
 
     /// Polls until the WebUI answers anything (403 before login counts: it
-    /// is up). Fails with qBittorrent's own output if it exits or never
-    /// answers.
-    async fn wait_until_answering(&mut self) {
+    /// is up). Answers qBittorrent's own output if it exits (and forgets
+    /// the child); fails if it never answers.
+    async fn wait_until_answering(&mut self) -> Result<(), String> {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
         let url = format!("{}/api/v2/app/webapiVersion", self.base_url());
         let deadline = Instant::now() + START_DEADLINE;
         loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("{PROGRAM} exited during startup ({status}):\n{}", self.log_tail());
+                self.child = None;
+                return Err(format!("({status}) {}", self.log_tail()));
             }
             if client.get(&url).send().await.is_ok() {
-                return;
+                return Ok(());
             }
             if Instant::now() > deadline {
                 panic!("{PROGRAM} did not answer on {url} within {START_DEADLINE:?}:\n{}", self.log_tail());

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::StoreLimits;
 use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -30,13 +30,56 @@ pub struct CallTarget {
     pub services: Vec<String>,
 }
 
+/// The call's memory and table limits, remembering whether it refused a
+/// memory growth: a call that traps after one ran over its memory cap, told
+/// by this flag rather than by the trap's message.
+pub(crate) struct CallLimiter {
+    limits: StoreLimits,
+    pub(crate) refused_memory: bool,
+}
+
+impl ResourceLimiter for CallLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let grown = self.limits.memory_growing(current, desired, maximum);
+        if !matches!(grown, Ok(true)) {
+            self.refused_memory = true;
+        }
+        grown
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.refused_memory = true;
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
+
 pub struct CallState {
     pub(crate) grant: Grant,
     pub(crate) target: Arc<CallTarget>,
     pub(crate) services: Arc<HostServices>,
     /// The services, roots and settings as they were when the call began.
     pub(crate) setup: Arc<Setup>,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: CallLimiter,
     /// Effect imports entered whose effect may have happened: a trap, a
     /// timeout or an `unavailable` / `internal` answer after one leaves the
     /// outcome unknown.
@@ -88,7 +131,7 @@ impl CallState {
             target,
             services,
             setup,
-            limits,
+            limits: CallLimiter { limits, refused_memory: false },
             effects: 0,
             denials: Vec::new(),
             denials_dropped: 0,

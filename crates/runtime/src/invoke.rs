@@ -209,7 +209,7 @@ fn classify(e: &wasmtime::Error, store: &Store<CallState>) -> (TrapKind, String)
         _ => {}
     }
     let text = format!("{e:#}");
-    if text.contains("growing memory") || text.contains("memory.grow") {
+    if store.data().limits.refused_memory {
         return (TrapKind::MemoryCap, "the call went over its memory cap".into());
     }
     let stderr = String::from_utf8_lossy(&store.data().stderr.contents()).into_owned();
@@ -317,7 +317,7 @@ pub(crate) async fn call(
         Ok(Ok(result)) => outcome(result, limits.output_bytes),
         // Every slot of the instance pool is in use: the host is busy, the
         // capability did nothing wrong.
-        Ok(Err(e)) if format!("{e:#}").contains("maximum concurrent limit") => CallOutcome::Failed {
+        Ok(Err(e)) if pool_is_full(&e) => CallOutcome::Failed {
             failure: Failure {
                 kind: "unavailable".into(),
                 message: "the host is running as many calls as it can at once; try again shortly".into(),
@@ -411,5 +411,39 @@ pub(crate) async fn verify(
         Ok(Ok(Err(f))) => VerifyOutcome::CannotTell { reason: format!("verify failed: {}", failure(f).message) },
         Ok(Err(e)) => VerifyOutcome::CannotTell { reason: classify(&e, &store).1 },
         Err(_) => VerifyOutcome::CannotTell { reason: "verify ran past its deadline".into() },
+    }
+}
+
+/// Whether instantiating failed because every slot of the instance pool is
+/// in use (wasmtime's typed error, not its message).
+fn pool_is_full(e: &wasmtime::Error) -> bool {
+    e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+
+    /// The smallest component: its preamble alone.
+    const EMPTY_COMPONENT: &[u8] = &[0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+    #[test]
+    fn a_full_instance_pool_is_told_from_other_failures() {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(1);
+        let mut config = Config::new();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).unwrap();
+        let component = Component::new(&engine, EMPTY_COMPONENT).unwrap();
+        let linker = Linker::<()>::new(&engine);
+        let mut first = Store::new(&engine, ());
+        linker.instantiate(&mut first, &component).unwrap();
+        let mut second = Store::new(&engine, ());
+        let full = linker.instantiate(&mut second, &component).unwrap_err();
+        assert!(super::pool_is_full(&full), "{full:#}");
+        drop(first);
+        linker.instantiate(&mut second, &component).unwrap();
+        assert!(!super::pool_is_full(&wasmtime::Error::msg("a trap")));
     }
 }

@@ -251,13 +251,23 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
     // passed its Test): the sweep is queued and hands it over.
     env.indexer.serve_torrent(0, dune.bytes.clone());
     capstan::acquisition::cause_may_have_cleared(&env.caps, "a service passed its test").await;
-    wait_for_plan(&env, &plan_id, "submitted", |p| p.status == capstan::domain::PlanStatus::Submitted).await;
-    let plan = env.caps.domain().plan(&plan_id).await.unwrap();
-    assert_eq!((plan.submit_failures, plan.retry_at), (0, None));
-    let decision = env.caps.domain().decision(&asked[0].id).await.unwrap();
+    // The submit's success is recorded after the plan turns submitted:
+    // wait for the failures to be cleared too.
+    let cleared = |p: &capstan::domain::Plan| {
+        p.status == capstan::domain::PlanStatus::Submitted && (p.submit_failures, p.retry_at) == (0, None)
+    };
+    wait_for_plan(&env, &plan_id, "submitted with its failures cleared", cleared).await;
+    let started = Instant::now();
+    let decision = loop {
+        let decision = env.caps.domain().decision(&asked[0].id).await.unwrap();
+        if decision.status.is_final() || started.elapsed() > DEADLINE {
+            break decision;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(
-        (decision.status.as_str(), decision.resolved_by.as_deref()),
-        ("resolved", Some("system:download.submit"))
+        (decision.status, decision.resolved_by.as_deref()),
+        (capstan::domain::DecisionStatus::Resolved, Some("system:download.submit"))
     );
     assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Reserved);
 }
