@@ -79,7 +79,7 @@ impl Api {
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        Self::answer(self.request(reqwest::Method::GET, path)).await
+        self.answer(self.request(reqwest::Method::GET, path)).await
     }
 
     /// The body of a GET that must answer 200.
@@ -97,11 +97,21 @@ impl Api {
     /// `method` with `body` as JSON; `Value::Null` sends no body at all.
     pub async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
         let request = self.request(method, path);
-        Self::answer(if body.is_null() { request } else { request.json(&body) }).await
+        self.answer(if body.is_null() { request } else { request.json(&body) }).await
     }
 
-    async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
-        let resp = request.send().await.unwrap();
-        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    /// Sends `request` and holds its answer to the OpenAPI document.
+    async fn answer(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+        let request = request.build().unwrap();
+        let (method, url) = (request.method().to_string(), request.url().clone());
+        let resp = self.http.execute(request).await.unwrap();
+        let status = resp.status().as_u16();
+        let body = resp.json().await.unwrap_or(Value::Null);
+        let origin = url.origin().ascii_serialization();
+        let document = crate::openapi::Document::of(&origin).await;
+        if let Some(mismatch) = document.mismatch(&method, url.path(), status, &body) {
+            panic!("{mismatch}\nthe body: {body}");
+        }
+        (status, body)
     }
 }

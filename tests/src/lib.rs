@@ -26,6 +26,7 @@ pub mod mock_router;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;
+pub mod openapi;
 pub mod proxy;
 pub mod qbittorrent;
 pub mod swarm;

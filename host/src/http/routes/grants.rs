@@ -71,7 +71,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<
 /// Creates an automation grant.
 #[utoipa::path(post, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
     request_body = NewGrant,
-    responses((status = 201, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 201, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "The policy revision the grant names does not exist", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,

@@ -38,3 +38,28 @@ async fn a_third_party_validator_finds_the_openapi_document_valid() {
     assert!(out.status.success(), "openapi-spec-validator found problems with the served document:\n{text}");
     assert!(text.trim_end().ends_with(": OK"), "openapi-spec-validator said something unexpected:\n{text}");
 }
+
+/// The suites' client holds every answer to the document
+/// (`capstan_tests::openapi`); here it is shown to catch what it should.
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_the_document_does_not_describe_are_caught() {
+    let env = env(Backend::Sqlite).await;
+    let base = serve(env.app.clone()).await;
+    let origin = base.trim_end_matches("/api/v1");
+    let doc = capstan_tests::openapi::Document::of(origin).await;
+    let page = serde_json::json!({"decisions": [], "next": null});
+    assert_eq!(doc.mismatch("GET", "/api/v1/decisions", 200, &page), None);
+    let wrong = serde_json::json!({"decisions": "none", "next": null});
+    let caught = doc.mismatch("GET", "/api/v1/decisions", 200, &wrong).expect("a wrong body is caught");
+    assert!(caught.contains("/api/v1/decisions") && caught.contains("decisions"), "{caught}");
+    let status = serde_json::json!({"status": "pondering"});
+    let decision =
+        doc.mismatch("GET", "/api/v1/decisions", 200, &serde_json::json!({"decisions": [status], "next": null}));
+    assert!(decision.is_some(), "a decision with an unknown status is caught");
+    let unlisted = doc.mismatch("GET", "/api/v1/decisions", 418, &serde_json::Value::Null).expect("418 is not listed");
+    assert!(unlisted.contains("does not list"), "{unlisted}");
+    // A parameter segment matches any id; a route the document lacks is
+    // not the document's to judge.
+    assert!(doc.mismatch("GET", "/api/v1/decisions/d1", 418, &serde_json::Value::Null).is_some());
+    assert_eq!(doc.mismatch("GET", "/api/v1/no-such-route", 404, &serde_json::Value::Null), None);
+}
