@@ -1,8 +1,9 @@
 //! The data inside each call's `Store`: the grant, the capability being
 //! called, the shared host services, a WASI context that grants nothing,
 //! resource limits, and what the call did (effects started, denials).
-//! Every host import goes through [`CallState::host_call`] before doing
-//! anything (`runtime/host/boundary.rs`).
+//! Every host import goes through `host_call` before doing anything
+//! (`runtime/host/boundary.rs`), on its family's view of this state
+//! (`runtime/host/views.rs`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +15,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::effects::EffectClass;
 use super::grant::{Denial, Grant};
-use super::host::{Hold, HostServices, LogTally, Setup};
+use super::host::{CommandEnd, Hold, HostServices, LogTally, Recording, Setup};
 use super::text::{MAX_DENIAL, clip, escape_controls};
 
 /// Denials one call keeps (and logs); the rest are counted.
@@ -73,13 +74,19 @@ impl ResourceLimiter for CallLimiter {
     }
 }
 
-pub struct CallState {
+/// What every host import reaches, whatever its interface: who calls under
+/// which grant, the setup the call started with, its deadline, and what the
+/// call has done so far (effects entered, denials, the record). The
+/// interface families see this and their own few parts (`host/views.rs`),
+/// never the whole [`CallState`].
+pub struct CallCore {
     pub(crate) grant: Grant,
     pub(crate) target: Arc<CallTarget>,
-    pub(crate) services: Arc<HostServices>,
     /// The services, roots and settings as they were when the call began.
     pub(crate) setup: Arc<Setup>,
-    pub(crate) limits: CallLimiter,
+    /// When the call's wall-clock deadline passes; host work that can run
+    /// long (hashing, copying, waiting for a command) stops there too.
+    pub(crate) deadline: Instant,
     /// Effect imports entered whose effect may have happened: a trap, a
     /// timeout or an `unavailable` / `internal` answer after one leaves the
     /// outcome unknown.
@@ -87,20 +94,24 @@ pub struct CallState {
     pub(crate) denials: Vec<Denial>,
     /// Denials past [`MAX_DENIALS_KEPT`], counted only.
     pub(crate) denials_dropped: u64,
+    /// Every host import the call made, when its grant asks for a record.
+    pub(crate) recording: Option<Recording>,
+}
+
+/// The data inside one call's `Store`.
+pub struct CallState {
+    pub(crate) core: CallCore,
+    pub(crate) services: Arc<HostServices>,
+    pub(crate) limits: CallLimiter,
     pub(crate) stdout: MemoryOutputPipe,
     pub(crate) stderr: MemoryOutputPipe,
     /// Records this call holds until its store is dropped.
     pub(crate) holds: Vec<Hold>,
-    /// When the call's wall-clock deadline passes; host work that can run
-    /// long (hashing, copying) stops there too.
-    pub(crate) deadline: Instant,
     /// What the call logged, and how many lines it was not let log.
     pub(crate) log: LogTally,
     /// How the last command this call ran or waited for ended, which
     /// decides the call's status (`succeeded` only for exit code 0).
-    pub(crate) command_end: Option<super::host::CommandEnd>,
-    /// Every host import the call made, when its grant asks for a record.
-    pub(crate) recording: Option<super::host::Recording>,
+    pub(crate) command_end: Option<CommandEnd>,
     wasi: WasiCtx,
     table: ResourceTable,
 }
@@ -125,28 +136,25 @@ impl CallState {
             .allow_ip_name_lookup(false)
             .build();
         let setup = services.setup();
-        let recording = grant.record.then(super::host::Recording::default);
+        let recording = grant.record.then(Recording::default);
+        let core =
+            CallCore { grant, target, setup, deadline, effects: 0, denials: Vec::new(), denials_dropped: 0, recording };
         CallState {
-            grant,
-            target,
+            core,
             services,
-            setup,
             limits: CallLimiter { limits, refused_memory: false },
-            effects: 0,
-            denials: Vec::new(),
-            denials_dropped: 0,
             stdout,
             stderr,
             holds: Vec::new(),
-            deadline,
             log: LogTally::default(),
             command_end: None,
-            recording,
             wasi,
             table: ResourceTable::new(),
         }
     }
+}
 
+impl CallCore {
     /// Records a denial that is not about the class (an undeclared service,
     /// a path out of a root).
     pub(crate) fn deny(&mut self, import: &str, needed: EffectClass, reason: String) {

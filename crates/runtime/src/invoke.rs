@@ -179,10 +179,10 @@ fn log_stdio(store: &mut Store<CallState>) {
     let state = store.data_mut();
     for (stream, lines) in [("stdout", out), ("stderr", err)] {
         for line in lines {
-            if !state.may_log(line.len()) {
+            if !state.log_view().may_log(line.len()) {
                 continue;
             }
-            let id = state.target.id.as_str();
+            let id = state.core.target.id.as_str();
             match stream {
                 "stdout" => tracing::info!(target: "capstan::guest::stdout", capability = id, "{line}"),
                 _ => tracing::warn!(target: "capstan::guest::stderr", capability = id, "{line}"),
@@ -192,7 +192,7 @@ fn log_stdio(store: &mut Store<CallState>) {
     if state.log.dropped > 0 {
         tracing::warn!(
             target: "capstan::guest",
-            capability = %state.target.id,
+            capability = %state.core.target.id,
             dropped = state.log.dropped,
             "log lines dropped: a call keeps {} lines and {} bytes, the host 1 MiB a second",
             super::host::log_caps().0,
@@ -340,23 +340,23 @@ async fn finish_report(mut report: CallReport, store: &mut Store<CallState>, sta
     for hold in std::mem::take(&mut store.data_mut().holds) {
         hold.release().await;
     }
-    if let Some(recording) = store.data_mut().recording.take() {
+    if let Some(recording) = store.data_mut().core.recording.take() {
         report.host_calls = recording.calls;
         report.host_calls_dropped = recording.dropped;
     }
     let state = store.data();
-    report.effect_started = state.effect_started();
+    report.effect_started = state.core.effect_started();
     report.command = state.command_end;
-    report.denials = state.denials.clone();
-    if state.denials_dropped > 0 {
-        let last = state.denials.last().cloned();
+    report.denials = state.core.denials.clone();
+    if state.core.denials_dropped > 0 {
+        let last = state.core.denials.last().cloned();
         report.denials.push(Denial {
             import: last.as_ref().map_or_else(String::new, |d| d.import.clone()),
             needed: last.as_ref().map_or(super::effects::EffectClass::Read, |d| d.needed),
-            granted: state.grant.max_class,
-            reason: format!("{} more denials in this call were not kept", state.denials_dropped),
+            granted: state.core.grant.max_class,
+            reason: format!("{} more denials in this call were not kept", state.core.denials_dropped),
         });
-        tracing::warn!(target: "capstan::denial", capability = %state.target.id, dropped = state.denials_dropped, "denials not kept");
+        tracing::warn!(target: "capstan::denial", capability = %state.core.target.id, dropped = state.core.denials_dropped, "denials not kept");
     }
     report.elapsed_us = started.elapsed().as_micros() as u64;
     report

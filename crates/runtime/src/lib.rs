@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 
 pub use call_state::{CallState, MAX_DENIALS_KEPT};
 pub use compiling::Compiling;
@@ -102,7 +102,7 @@ impl Runtime {
         let engine = engine::build(config.max_memory_bytes(), &config.cache_dir())?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        bindings::CapabilityComponent::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        host::add_to_linker(&mut linker)?;
         let services = Arc::new(host::HostServices::from_config(&config, stores)?);
         let ticker = engine::EpochTicker::start(&engine);
         let builtins_precompiled = !config.compile_builtins && builtins::precompiled_fits(&engine);

@@ -1,49 +1,54 @@
 //! The one way into a host import. Every function of every `capstan:host`
-//! interface is [`CallState::host_call`]: it checks the interface's class
-//! (from the effect table, `runtime/effects.rs`) against the call's grant,
+//! interface is one [`host_call!`] on its family's view (`views.rs`): it
+//! checks the interface's class (from the effect table,
+//! `runtime/effects.rs`) against the call's grant,
 //! records a refusal as a denial, runs the import only when its class is
 //! open, and records the call — arguments and answer — when the grant asks
-//! for a record. The class check is private to this file, so an import
-//! cannot skip it or make it twice; `boundary_tests` checks that each
-//! import is one `host_call`.
+//! for a record. Nothing else calls the class check, so an import cannot
+//! skip it or make it twice; `boundary_tests` checks that each import is
+//! one `host_call!`.
 
 use crate::bindings::capstan::host::types::HostError;
-use crate::call_state::CallState;
+use crate::call_state::CallCore;
 use crate::effects::interface_class;
 
-impl CallState {
-    /// Runs function `function` of host interface `import`: the class
-    /// check, then `body` when the class is open, then the record.
-    /// `recorded` is the arguments as [`CallState::args`] gave them (taken
-    /// before `body` may move them); `shown` says a success in the record.
-    pub(crate) async fn host_call<T>(
-        &mut self,
-        import: &'static str,
-        function: &'static str,
-        recorded: Option<String>,
-        shown: impl FnOnce(&T) -> String,
-        body: impl AsyncFnOnce(&mut CallState) -> Result<T, HostError>,
-    ) -> Result<T, HostError> {
-        let result = match self.class_open(import) {
-            Ok(()) => body(self).await,
+/// Runs function `function` of host interface `import` on `view` (an
+/// identifier: the import's `self`): the class check, then `body` with
+/// `call` bound to the view when the class is open, then the record.
+/// `recorded` is the arguments as [`CallCore::args`] gave them (taken
+/// before `body` may move them); `shown` says a success in the record.
+///
+/// A macro rather than a function taking an async closure: the body runs
+/// inline in the import's own future, which the bindings require to be
+/// `Send`, and that check cannot see through a closure generic over a
+/// view that borrows the call.
+macro_rules! host_call {
+    ($view:ident, $import:expr, $function:expr, $recorded:expr, $shown:expr, |$call:ident| $body:expr $(,)?) => {{
+        let import: &'static str = $import;
+        let result = match $crate::host::boundary::class_open($crate::host::views::HostView::core($view), import) {
+            Ok(()) => {
+                let $call = &mut *$view;
+                async { $body }.await
+            }
             Err(denied) => Err(denied),
         };
-        self.record(import, function, recorded, &result, shown);
+        $crate::host::views::HostView::core($view).record(import, $function, $recorded, &result, $shown);
         result
-    }
+    }};
+}
+pub(crate) use host_call;
 
-    /// Refuses host interface `import` unless this call's grant opens its
-    /// class. A refusal is logged as a structured event and kept in the
-    /// call report.
-    fn class_open(&mut self, import: &str) -> Result<(), HostError> {
-        let class = interface_class(import);
-        if self.grant.allows(class) {
-            return Ok(());
-        }
-        let reason = format!("{import} needs the {class} class but this call is granted only {}", self.grant.max_class);
-        self.deny(import, class, reason.clone());
-        Err(HostError::Denied(reason))
+/// Refuses host interface `import` unless this call's grant opens its
+/// class. A refusal is logged as a structured event and kept in the call
+/// report. Called by [`host_call!`] alone.
+pub(crate) fn class_open(core: &mut CallCore, import: &str) -> Result<(), HostError> {
+    let class = interface_class(import);
+    if core.grant.allows(class) {
+        return Ok(());
     }
+    let reason = format!("{import} needs the {class} class but this call is granted only {}", core.grant.max_class);
+    core.deny(import, class, reason.clone());
+    Err(HostError::Denied(reason))
 }
 
 #[cfg(test)]
@@ -53,7 +58,7 @@ mod boundary_tests {
 
     use std::path::Path;
 
-    /// The `async fn`s of every `impl … Host for CallState` block under
+    /// The `async fn`s of every `impl … Host for …` block under
     /// `runtime/host`, with their bodies.
     fn imports() -> Vec<(String, String)> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/host");
@@ -67,7 +72,7 @@ mod boundary_tests {
             let text = std::fs::read_to_string(&path).unwrap();
             for block in text.split("\nimpl ").skip(1) {
                 let (head, rest) = block.split_once('{').unwrap_or((block, ""));
-                if !(head.contains("Host for CallState")) {
+                if !head.contains("Host for ") {
                     continue;
                 }
                 // The block ends at the first `}` at the start of a line.
@@ -87,7 +92,7 @@ mod boundary_tests {
         let imports = imports();
         assert!(imports.len() >= 20, "found only {} imports: the scan is broken", imports.len());
         for (name, body) in imports {
-            let through = body.matches("host_call(").count() + body.matches("send_recorded(").count();
+            let through = body.matches("host_call!(").count() + body.matches("send_recorded(").count();
             assert_eq!(through, 1, "{name} must go through host_call exactly once:\n{body}");
         }
     }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use super::boundary::host_call;
+use super::views::DomainView;
 use crate::bindings::capstan::host::types::HostError;
 use crate::bindings::capstan::host::{drafts, library, records};
-use crate::call_state::CallState;
 use crate::effects::interface;
 
 /// A record a transition takes for the rest of its call (see `holds`).
@@ -79,10 +80,9 @@ pub trait DomainStore: Send + Sync {
     fn release<'a>(&'a self, record: &'a HeldRecord, holder: &'a str) -> BoxFuture<'a, Result<(), HostError>>;
 }
 
-impl CallState {
+impl DomainView<'_> {
     fn domain(&self) -> Result<Arc<dyn DomainStore>, HostError> {
-        self.services
-            .domain()
+        self.store
             .cloned()
             .ok_or_else(|| HostError::Unavailable("this runtime was built without the domain store".into()))
     }
@@ -91,98 +91,80 @@ impl CallState {
     /// it: a refusal leaves nothing done.
     fn refused_in_store(&mut self, answer: &Result<String, HostError>) {
         if matches!(answer, Err(HostError::Invalid(_) | HostError::Conflict(_) | HostError::NotFound(_))) {
-            self.no_effect();
+            self.core.no_effect();
         }
     }
 
     fn author(&self) -> CallAuthor<'_> {
         CallAuthor {
-            principal: &self.grant.principal,
-            run_id: self.grant.run_id.as_deref(),
-            capability: &self.target.id,
+            principal: &self.core.grant.principal,
+            run_id: self.core.grant.run_id.as_deref(),
+            capability: &self.core.target.id,
         }
     }
 }
 
-impl library::Host for CallState {
+impl library::Host for DomainView<'_> {
     async fn query(&mut self, name: String, params: String) -> Result<String, HostError> {
-        let recorded = self.args(|| format!("{name} {params}"));
-        self.host_call(
-            interface::LIBRARY,
-            "query",
-            recorded,
-            |answer: &String| answer.clone(),
-            async |call: &mut CallState| call.domain()?.query(call.author(), &name, &params).await,
-        )
-        .await
+        let recorded = self.core.args(|| format!("{name} {params}"));
+        host_call!(self, interface::LIBRARY, "query", recorded, |answer: &String| answer.clone(), |call| call
+            .domain()?
+            .query(call.author(), &name, &params)
+            .await,)
     }
 }
 
-impl drafts::Host for CallState {
+impl drafts::Host for DomainView<'_> {
     async fn create(&mut self, kind: String, draft: String) -> Result<String, HostError> {
-        let recorded = self.args(|| format!("{kind} {draft}"));
-        self.host_call(
-            interface::DRAFTS,
-            "create",
-            recorded,
-            |answer: &String| answer.clone(),
-            async |call: &mut CallState| {
-                let domain = call.domain()?;
-                call.mark_effect();
-                let answer = domain.create_draft(call.author(), &kind, &draft).await;
-                call.refused_in_store(&answer);
-                answer
-            },
-        )
-        .await
+        let recorded = self.core.args(|| format!("{kind} {draft}"));
+        host_call!(self, interface::DRAFTS, "create", recorded, |answer: &String| answer.clone(), |call| {
+            let domain = call.domain()?;
+            call.core.mark_effect();
+            let answer = domain.create_draft(call.author(), &kind, &draft).await;
+            call.refused_in_store(&answer);
+            answer
+        },)
     }
 }
 
-impl records::Host for CallState {
+impl records::Host for DomainView<'_> {
     async fn transition(&mut self, name: String, args: String) -> Result<String, HostError> {
-        let recorded = self.args(|| format!("{name} {args}"));
-        self.host_call(
-            interface::RECORDS,
-            "transition",
-            recorded,
-            |answer: &String| answer.clone(),
-            async |call: &mut CallState| {
-                let domain = call.domain()?;
-                // Refused before anything changes while another call holds the record.
-                let hold = match domain.held_by(&name, &args) {
-                    Some(record) if call.holds.iter().any(|h| h.record() == &record) => None,
-                    Some(record) => match super::Hold::take(domain.clone(), record.clone()).await {
-                        Ok(Some(hold)) => Some(hold),
-                        Ok(None) => {
-                            return Err(HostError::Conflict(format!(
-                                "{} {} is being carried out by another call; try again when that call has finished",
-                                record.kind, record.id
-                            )));
-                        }
-                        // Missing: the transition below says so.
-                        Err(HostError::NotFound(_)) => None,
-                        Err(e) => return Err(e),
-                    },
-                    None => None,
-                };
-                call.mark_effect();
-                match domain.transition(call.author(), &name, &args).await {
-                    Ok(answer) => {
-                        call.holds.extend(hold);
-                        Ok(answer)
+        let recorded = self.core.args(|| format!("{name} {args}"));
+        host_call!(self, interface::RECORDS, "transition", recorded, |answer: &String| answer.clone(), |call| {
+            let domain = call.domain()?;
+            // Refused before anything changes while another call holds the record.
+            let hold = match domain.held_by(&name, &args) {
+                Some(record) if call.holds.iter().any(|h| h.record() == &record) => None,
+                Some(record) => match super::Hold::take(domain.clone(), record.clone()).await {
+                    Ok(Some(hold)) => Some(hold),
+                    Ok(None) => {
+                        return Err(HostError::Conflict(format!(
+                            "{} {} is being carried out by another call; try again when that call has finished",
+                            record.kind, record.id
+                        )));
                     }
-                    Err(e) => {
-                        // A refused start holds nothing.
-                        if let Some(hold) = hold {
-                            hold.release().await;
-                        }
-                        let refused = Err(e);
-                        call.refused_in_store(&refused);
-                        refused
-                    }
+                    // Missing: the transition below says so.
+                    Err(HostError::NotFound(_)) => None,
+                    Err(e) => return Err(e),
+                },
+                None => None,
+            };
+            call.core.mark_effect();
+            match domain.transition(call.author(), &name, &args).await {
+                Ok(answer) => {
+                    call.holds.extend(hold);
+                    Ok(answer)
                 }
-            },
-        )
-        .await
+                Err(e) => {
+                    // A refused start holds nothing.
+                    if let Some(hold) = hold {
+                        hold.release().await;
+                    }
+                    let refused = Err(e);
+                    call.refused_in_store(&refused);
+                    refused
+                }
+            }
+        },)
     }
 }

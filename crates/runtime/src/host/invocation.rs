@@ -3,12 +3,13 @@
 //! answer with: were the interface ever refused, a call would get an empty
 //! context, the epoch and no setting.
 
+use super::boundary::host_call;
 use crate::bindings::capstan::host::invocation::{ActorKind, CallContext, Host};
-use crate::call_state::CallState;
+use crate::call_state::CallCore;
 use crate::effects::interface;
 use crate::grant::{Actor, Mode};
 
-impl CallState {
+impl CallCore {
     fn call_context(&self) -> CallContext {
         CallContext {
             capability_id: self.target.id.clone(),
@@ -32,15 +33,11 @@ impl CallState {
     }
 }
 
-impl Host for CallState {
+impl Host for CallCore {
     async fn context(&mut self) -> CallContext {
         let args = self.args(String::new);
         let shown = |context: &CallContext| format!("{context:?}");
-        let context = self
-            .host_call(interface::INVOCATION, "context", args, shown, async |call: &mut CallState| {
-                Ok(call.call_context())
-            })
-            .await;
+        let context = host_call!(self, interface::INVOCATION, "context", args, shown, |call| Ok(call.call_context()));
         context.unwrap_or_else(|_| CallContext {
             capability_id: String::new(),
             run_id: None,
@@ -54,23 +51,19 @@ impl Host for CallState {
 
     async fn now_ms(&mut self) -> u64 {
         let args = self.args(String::new);
-        let now = self
-            .host_call(interface::INVOCATION, "now-ms", args, u64::to_string, async |_: &mut CallState| {
-                let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-                Ok(since.map_or(0, |d| d.as_millis() as u64))
-            })
-            .await;
+        let now = host_call!(self, interface::INVOCATION, "now-ms", args, u64::to_string, |_call| {
+            let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            Ok(since.map_or(0, |d| d.as_millis() as u64))
+        });
         now.unwrap_or(0)
     }
 
     async fn setting(&mut self, name: String) -> Option<String> {
         let args = self.args(|| format!("{name:?}"));
         let shown = |value: &Option<String>| format!("{value:?}");
-        let value = self
-            .host_call(interface::INVOCATION, "setting", args, shown, async |call: &mut CallState| {
-                Ok(call.setup.settings.get(&call.target.id).and_then(|s| s.get(&name)).cloned())
-            })
-            .await;
+        let value = host_call!(self, interface::INVOCATION, "setting", args, shown, |call| {
+            Ok(call.setup.settings.get(&call.target.id).and_then(|s| s.get(&name)).cloned())
+        });
         value.ok().flatten()
     }
 }

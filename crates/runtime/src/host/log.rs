@@ -6,9 +6,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::boundary::host_call;
+use super::views::LogView;
 use crate::bindings::capstan::host::log::{Host, Level};
 use crate::bindings::capstan::host::types::HostError;
-use crate::call_state::CallState;
 use crate::effects::interface;
 use crate::text::{clip, escape_controls};
 
@@ -45,12 +46,11 @@ pub struct LogTally {
     pub dropped: u32,
 }
 
-impl CallState {
+impl LogView<'_> {
     /// Whether a line of `len` bytes fits this call's and the host's allowance.
     pub(crate) fn may_log(&mut self, len: usize) -> bool {
-        let tally = &mut self.log;
-        let fits =
-            tally.lines < MAX_CALL_LINES && tally.bytes + len <= MAX_CALL_BYTES && self.services.guest_log.take(len);
+        let tally = &mut *self.tally;
+        let fits = tally.lines < MAX_CALL_LINES && tally.bytes + len <= MAX_CALL_BYTES && self.budget.take(len);
         if fits {
             tally.lines += 1;
             tally.bytes += len;
@@ -61,33 +61,27 @@ impl CallState {
     }
 }
 
-impl Host for CallState {
+impl Host for LogView<'_> {
     async fn write(&mut self, level: Level, message: String) {
         let message = clip(&escape_controls(&message), MAX_MESSAGE).into_owned();
-        let args = self.args(|| {
+        let args = self.core.args(|| {
             let level = format!("{level:?}");
             format!("{}: {message}", level.rsplit("::").next().unwrap_or("").to_lowercase())
         });
         // A line refused (its class) or over the allowance is not logged;
         // the record says which.
-        let written = self
-            .host_call(
-                interface::LOG,
-                "write",
-                args,
-                |_| String::new(),
-                async |call: &mut CallState| match call.may_log(message.len()) {
-                    true => Ok(()),
-                    false => Err(HostError::TooLarge("over the call's log allowance; the line was dropped".into())),
-                },
-            )
-            .await;
+        let written = host_call!(self, interface::LOG, "write", args, |_| String::new(), |call| match call
+            .may_log(message.len())
+        {
+            true => Ok(()),
+            false => Err(HostError::TooLarge("over the call's log allowance; the line was dropped".into())),
+        },);
         if written.is_err() {
             return;
         }
-        let capability = self.target.id.as_str();
-        let run_id = self.grant.run_id.as_deref();
-        let task_id = self.grant.task_id.as_deref();
+        let capability = self.core.target.id.as_str();
+        let run_id = self.core.grant.run_id.as_deref();
+        let task_id = self.core.grant.task_id.as_deref();
         match level {
             Level::Trace => tracing::trace!(target: "capstan::guest", capability, run_id, task_id, "{message}"),
             Level::Debug => tracing::debug!(target: "capstan::guest", capability, run_id, task_id, "{message}"),

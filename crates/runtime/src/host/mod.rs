@@ -1,8 +1,8 @@
 //! Implementations of the `capstan:host` interfaces, one file each, and the
 //! services they share (outbound clients, file roots, the domain store hook).
-//! Each import is one [`CallState::host_call`](super::call_state::CallState)
-//! (`boundary.rs`): the class check against the call's grant, from the
-//! effect table, and the call's record.
+//! Each import is one `host_call!` (`boundary.rs`) on its family's view of
+//! the call (`views.rs`): the class check against the call's grant, from
+//! the effect table, and the call's record.
 //!
 //! A new interface touches, in order:
 //! 1. `wit/host/<name>.wit`, its doc opening with `Effect class: <class>.`,
@@ -11,8 +11,10 @@
 //!    in the contract crate (`guest-libs/contract/src/effects.rs`, which the
 //!    SDK's mock host reads too); `runtime/effects.rs`'s tests tie both wit
 //!    files to the table;
-//! 3. a file here implementing the generated `Host` trait, each function
-//!    one `self.host_call(interface::<NAME>, …)`;
+//! 3. a file here implementing the generated `Host` trait on its family's
+//!    view, each function one `host_call!(self, interface::<NAME>, …)`, and
+//!    its line in `views::add_to_linker` (with a view of its own only when
+//!    it is a new family with parts of its own);
 //! 4. the SDK (`guest-sdk/src/host.rs`): a typed helper, its wasm side
 //!    (`host/wasm.rs`, calling the generated import) and its native side
 //!    (`host/native.rs`, answered by the mock);
@@ -29,6 +31,7 @@ mod invocation;
 mod log;
 mod outbound;
 mod record;
+mod views;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,11 +48,12 @@ pub use log::{GuestLogBudget, LogTally};
 pub use outbound::Outbound;
 pub use record::HostCall;
 pub(crate) use record::Recording;
+pub(crate) use views::add_to_linker;
 
 use capstan_config::{Config, ServiceConfig};
 
 use super::bindings;
-use super::call_state::CallState;
+use super::call_state::CallCore;
 
 /// What the operator can change while the host runs — outbound services,
 /// file roots, capabilities' settings — built whole and swapped whole. A
@@ -176,5 +180,5 @@ fn with_output_root(
     Ok(all)
 }
 
-impl bindings::capstan::host::types::Host for CallState {}
-impl bindings::capstan::capability::types::Host for CallState {}
+impl bindings::capstan::host::types::Host for CallCore {}
+impl bindings::capstan::capability::types::Host for CallCore {}

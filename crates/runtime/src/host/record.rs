@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use serde::Serialize;
 
 use crate::bindings::capstan::host::types::HostError;
-use crate::call_state::CallState;
+use crate::call_state::CallCore;
 use crate::text::{clip, escape_controls};
 
 /// Host calls one recorded call keeps; the rest are counted.
@@ -55,7 +55,7 @@ pub(crate) fn error_text(e: &HostError) -> String {
     format!("{kind}: {message}")
 }
 
-impl CallState {
+impl CallCore {
     /// Whether this call keeps a record of its host calls.
     pub(crate) fn recording(&self) -> bool {
         self.recording.is_some()

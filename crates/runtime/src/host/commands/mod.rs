@@ -35,7 +35,6 @@ pub use process::CommandOutcome;
 pub use record::{CommandAct, CommandRecord, CommandRecorder};
 
 use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, ExecutionOutcome, HostError, Pair};
-use crate::call_state::CallState;
 use crate::grant::Grant;
 use capstan_config::{CommandConfig, Config};
 use process::Process;
@@ -270,11 +269,11 @@ impl CommandHost {
     }
 }
 
-impl CallState {
+impl super::views::FilesView<'_> {
     /// Whether a file import's `path` in root `root` leads to another
     /// caller's command output ([`CommandHost::hides`]).
     pub(in crate::host) fn hides_output(&self, root: &str, path: &Path) -> bool {
-        root == OUTPUT_ROOT && self.services.commands.hides(&owner_of(&self.grant), path)
+        root == OUTPUT_ROOT && self.commands.hides(&owner_of(&self.core.grant), path)
     }
 }
 

@@ -7,13 +7,14 @@
 
 use std::sync::Arc;
 
+use super::super::boundary::host_call;
 use super::super::record::debug;
+use super::super::views::CommandsView;
 use super::archive::Archive;
 use super::process::Process;
 use super::{CommandAct, CommandEnd, CommandRecord, owner_of, prepare::prepare, status};
 use crate::bindings::capstan::host::commands;
 use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, HostError};
-use crate::call_state::CallState;
 use crate::effects::interface::COMMANDS;
 
 /// Stops the process when the call that runs it goes away before it ended.
@@ -27,7 +28,7 @@ impl Drop for StopOnDrop {
     }
 }
 
-impl CallState {
+impl CommandsView<'_> {
     /// What the audit log keeps of `act` on `command` (`args` and `env`
     /// are counts: values are never recorded).
     fn command_record<'a>(
@@ -40,10 +41,10 @@ impl CallState {
     ) -> CommandRecord<'a> {
         CommandRecord {
             act,
-            actor_kind: self.grant.actor.as_str(),
-            principal: &self.grant.principal,
-            capability: &self.target.id,
-            idempotency_key: self.grant.idempotency_key.as_deref(),
+            actor_kind: self.core.grant.actor.as_str(),
+            principal: &self.core.grant.principal,
+            capability: &self.core.target.id,
+            idempotency_key: self.core.grant.idempotency_key.as_deref(),
             command,
             arguments: args,
             env,
@@ -54,37 +55,36 @@ impl CallState {
     /// Checks `request`, records it in the audit log and starts it for
     /// this call's owner.
     async fn start_command(&mut self, request: &CommandRequest) -> Result<Arc<Process>, HostError> {
-        let services = self.services.clone();
-        let host = &services.commands;
+        let host = self.host;
         let Some(command) = host.commands.get(&request.name) else {
             return Err(HostError::NotFound(format!("no command named {:?} is configured", request.name)));
         };
-        let spec = prepare(command, request, &self.setup.root_paths, &host.work_dir)?;
+        let spec = prepare(command, request, &self.core.setup.root_paths, &host.work_dir)?;
         let handle = format!("cmd_{}", capstan_foundation::store::new_id());
         let archive =
             Archive::create(&host.output_dir, &handle, command.archive_limit_bytes, command.output_limit_bytes)
                 .map_err(|e| HostError::Unavailable(format!("cannot open an archive for the output: {e}")))?;
-        let owner = owner_of(&self.grant);
+        let owner = owner_of(&self.core.grant);
         let args = request.args.len();
         let record = self.command_record(CommandAct::Start, &request.name, args, request.env.len(), &handle);
         host.record(record).await?;
         // From here the program may run: whatever ends the call early
         // leaves its outcome unknown.
-        self.mark_effect();
+        self.core.mark_effect();
         let notes = host.notes_dir.clone();
         let process = Process::spawn(handle, request.name.clone(), owner.clone(), spec, Arc::new(archive), notes)
             .map_err(|e| HostError::Unavailable(format!("command {} could not be started: {e}", request.name)))?;
-        tracing::info!(target: "capstan::commands", capability = %self.target.id, command = %request.name, args,
+        tracing::info!(target: "capstan::commands", capability = %self.core.target.id, command = %request.name, args,
             handle = %process.handle, %owner, "command started");
         host.keep(process.clone());
         Ok(process)
     }
 }
 
-impl commands::Host for CallState {
+impl commands::Host for CommandsView<'_> {
     async fn run(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
-        let recorded = self.args(|| debug(&request));
-        self.host_call(COMMANDS, "run", recorded, debug, async |call: &mut CallState| {
+        let recorded = self.core.args(|| debug(&request));
+        host_call!(self, COMMANDS, "run", recorded, debug, |call| {
             let process = call.start_command(&request).await?;
             let _stop = StopOnDrop(process.clone());
             // The supervisor ends it by its timeout; this waits for that end.
@@ -93,36 +93,33 @@ impl commands::Host for CallState {
                     break ended;
                 }
             };
-            call.command_end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
+            *call.end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
             Ok(status(&process))
         })
-        .await
     }
 
     async fn start(&mut self, request: CommandRequest) -> Result<CommandStatus, HostError> {
-        let recorded = self.args(|| debug(&request));
-        self.host_call(COMMANDS, "start", recorded, debug, async |call: &mut CallState| {
+        let recorded = self.core.args(|| debug(&request));
+        host_call!(self, COMMANDS, "start", recorded, debug, |call| {
             let process = call.start_command(&request).await?;
             Ok(status(&process))
         })
-        .await
     }
 
     async fn cancel(&mut self, handle: String) -> Result<CommandStatus, HostError> {
-        let recorded = self.args(|| handle.clone());
-        self.host_call(COMMANDS, "cancel", recorded, debug, async |call: &mut CallState| {
-            let owner = owner_of(&call.grant);
-            let process = call.services.commands.owned(&owner, &handle)?;
+        let recorded = self.core.args(|| handle.clone());
+        host_call!(self, COMMANDS, "cancel", recorded, debug, |call| {
+            let owner = owner_of(&call.core.grant);
+            let process = call.host.owned(&owner, &handle)?;
             if process.ended().is_none() {
                 let record = call.command_record(CommandAct::Cancel, &process.name, 0, 0, &handle);
-                call.services.commands.record(record).await?;
-                call.mark_effect();
+                call.host.record(record).await?;
+                call.core.mark_effect();
                 process.cancel();
-                let left = call.deadline.saturating_duration_since(std::time::Instant::now());
+                let left = call.core.deadline.saturating_duration_since(std::time::Instant::now());
                 process.wait(left).await;
             }
             Ok(status(&process))
         })
-        .await
     }
 }

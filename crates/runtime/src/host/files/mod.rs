@@ -18,10 +18,11 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
+use super::boundary::host_call;
 use super::record::debug;
+use super::views::FilesView;
 use crate::bindings::capstan::host::types::{FileInfo, HostError};
 use crate::bindings::capstan::host::{files_read, files_write};
-use crate::call_state::CallState;
 use crate::effects::{interface, interface_class};
 
 const READ: &str = interface::FILES_READ;
@@ -114,9 +115,10 @@ struct Side {
     shown: String,
 }
 
-impl CallState {
+impl FilesView<'_> {
     fn root(&self, name: &str) -> Result<Arc<Dir>, HostError> {
-        self.setup
+        self.core
+            .setup
             .roots
             .dirs
             .get(name)
@@ -128,7 +130,7 @@ impl CallState {
     fn path(&mut self, import: &str, path: &str) -> Result<PathBuf, HostError> {
         confined(path).inspect_err(|e| {
             if let HostError::Denied(reason) = e {
-                self.deny(import, interface_class(import), reason.clone());
+                self.core.deny(import, interface_class(import), reason.clone());
             }
         })
     }
@@ -150,155 +152,110 @@ impl CallState {
         import: &str,
         job: impl FnOnce(&pool::Stop) -> Result<T, HostError> + Send + 'static,
     ) -> Result<T, HostError> {
-        let result = self.services.clone().file_pool.run(self.deadline, job).await;
+        let result = self.pool.run(self.core.deadline, job).await;
         if let Err(HostError::Denied(why)) = &result {
-            self.deny(import, interface_class(import), why.clone());
+            self.core.deny(import, interface_class(import), why.clone());
         }
         result
     }
 }
 
-impl files_read::Host for CallState {
+impl files_read::Host for FilesView<'_> {
     async fn stat(&mut self, root: String, path: String) -> Result<FileInfo, HostError> {
-        let args = self.args(|| format!("{root}:{path}"));
-        self.host_call(READ, "stat", args, debug, async |call: &mut CallState| {
+        let args = self.core.args(|| format!("{root}:{path}"));
+        host_call!(self, READ, "stat", args, debug, |call| {
             let side = call.side(READ, &root, path)?;
             call.on_pool(READ, move |_| read::stat(&side.dir, &side.rel, side.shown)).await
         })
-        .await
     }
 
     async fn list(&mut self, root: String, path: String, limit: u32) -> Result<Vec<FileInfo>, HostError> {
-        let args = self.args(|| format!("{root}:{path} limit {limit}"));
-        self.host_call(
-            READ,
-            "list",
-            args,
-            |entries: &Vec<FileInfo>| format!("{} entries", entries.len()),
-            async |call: &mut CallState| {
-                let side = call.side(READ, &root, path)?;
-                // Command output is listed whole and then cut to the limit, so
-                // other callers' archives take none of this caller's places.
-                let read_up_to = if root == super::OUTPUT_ROOT { usize::MAX } else { limit as usize };
-                let (entries, skipped) = call
-                    .on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, read_up_to, stop))
-                    .await?;
-                let entries: Vec<FileInfo> = entries
-                    .into_iter()
-                    .filter(|e| !call.hides_output(&root, Path::new(&e.path)))
-                    .take(limit as usize)
-                    .collect();
-                if !skipped.is_empty() {
-                    tracing::warn!(
-                        target: "capstan::files",
-                        capability = %call.target.id,
-                        root,
-                        skipped = skipped.len(),
-                        entries = %skipped.join("; "),
-                        "a listing left out entries it may not show"
-                    );
-                    for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
-                        call.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
-                    }
+        let args = self.core.args(|| format!("{root}:{path} limit {limit}"));
+        host_call!(self, READ, "list", args, |entries: &Vec<FileInfo>| format!("{} entries", entries.len()), |call| {
+            let side = call.side(READ, &root, path)?;
+            // Command output is listed whole and then cut to the limit, so
+            // other callers' archives take none of this caller's places.
+            let read_up_to = if root == super::OUTPUT_ROOT { usize::MAX } else { limit as usize };
+            let (entries, skipped) =
+                call.on_pool(READ, move |stop| read::list(&side.dir, &side.rel, &side.shown, read_up_to, stop)).await?;
+            let entries: Vec<FileInfo> = entries
+                .into_iter()
+                .filter(|e| !call.hides_output(&root, Path::new(&e.path)))
+                .take(limit as usize)
+                .collect();
+            if !skipped.is_empty() {
+                tracing::warn!(
+                    target: "capstan::files",
+                    capability = %call.core.target.id,
+                    root,
+                    skipped = skipped.len(),
+                    entries = %skipped.join("; "),
+                    "a listing left out entries it may not show"
+                );
+                for entry in skipped.iter().filter(|s| s.ends_with("(leads outside the root)")) {
+                    call.core.deny(READ, interface_class(READ), format!("list of {root} left out {entry}"));
                 }
-                Ok(entries)
-            },
-        )
-        .await
+            }
+            Ok(entries)
+        },)
     }
 
     async fn sha256(&mut self, root: String, path: String) -> Result<String, HostError> {
-        let args = self.args(|| format!("{root}:{path}"));
-        self.host_call(
-            READ,
-            "sha256",
-            args,
-            |hash: &String| hash.clone(),
-            async |call: &mut CallState| {
-                let side = call.side(READ, &root, path)?;
-                call.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
-            },
-        )
-        .await
+        let args = self.core.args(|| format!("{root}:{path}"));
+        host_call!(self, READ, "sha256", args, |hash: &String| hash.clone(), |call| {
+            let side = call.side(READ, &root, path)?;
+            call.on_pool(READ, move |stop| read::sha256(&side.dir, &side.rel, &side.shown, stop)).await
+        },)
     }
 }
 
-impl files_write::Host for CallState {
+impl files_write::Host for FilesView<'_> {
     async fn mkdir(&mut self, root: String, path: String) -> Result<(), HostError> {
-        let args = self.args(|| format!("{root}:{path}"));
-        self.host_call(
-            WRITE,
-            "mkdir",
-            args,
-            |_| String::new(),
-            async |call: &mut CallState| {
-                let side = call.side(WRITE, &root, path)?;
-                call.mark_effect();
-                call.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e)))
-                    .await
-            },
-        )
-        .await
+        let args = self.core.args(|| format!("{root}:{path}"));
+        host_call!(self, WRITE, "mkdir", args, |_| String::new(), |call| {
+            let side = call.side(WRITE, &root, path)?;
+            call.core.mark_effect();
+            call.on_pool(WRITE, move |_| side.dir.create_dir_all(&side.rel).map_err(|e| io_error(&side.shown, e))).await
+        },)
     }
 
     async fn hardlink(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        self.host_call(
-            WRITE,
-            "hardlink",
-            args,
-            |_| String::new(),
-            async |call: &mut CallState| {
-                let from = call.side(WRITE, &sr, s)?;
-                let to = call.side(WRITE, &tr, t)?;
-                call.mark_effect();
-                call.on_pool(WRITE, move |_| {
-                    place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
-                })
-                .await
-            },
-        )
-        .await
+        let args = self.core.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        host_call!(self, WRITE, "hardlink", args, |_| String::new(), |call| {
+            let from = call.side(WRITE, &sr, s)?;
+            let to = call.side(WRITE, &tr, t)?;
+            call.core.mark_effect();
+            call.on_pool(WRITE, move |_| {
+                place::hardlink(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown)
+            })
+            .await
+        },)
     }
 
     async fn copy(&mut self, sr: String, s: String, tr: String, t: String) -> Result<u64, HostError> {
-        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        self.host_call(
-            WRITE,
-            "copy",
-            args,
-            |bytes| format!("{bytes} bytes"),
-            async |call: &mut CallState| {
-                let from = call.side(WRITE, &sr, s)?;
-                let to = call.side(WRITE, &tr, t)?;
-                call.mark_effect();
-                call.on_pool(WRITE, move |stop| {
-                    place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-                })
-                .await
-            },
-        )
-        .await
+        let args = self.core.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        host_call!(self, WRITE, "copy", args, |bytes| format!("{bytes} bytes"), |call| {
+            let from = call.side(WRITE, &sr, s)?;
+            let to = call.side(WRITE, &tr, t)?;
+            call.core.mark_effect();
+            call.on_pool(WRITE, move |stop| {
+                place::copy(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+            })
+            .await
+        },)
     }
 
     async fn move_(&mut self, sr: String, s: String, tr: String, t: String) -> Result<(), HostError> {
-        let args = self.args(|| format!("{sr}:{s} -> {tr}:{t}"));
-        self.host_call(
-            WRITE,
-            "move",
-            args,
-            |_| String::new(),
-            async |call: &mut CallState| {
-                let from = call.side(WRITE, &sr, s)?;
-                let to = call.side(WRITE, &tr, t)?;
-                call.mark_effect();
-                call.on_pool(WRITE, move |stop| {
-                    place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
-                })
-                .await
-            },
-        )
-        .await
+        let args = self.core.args(|| format!("{sr}:{s} -> {tr}:{t}"));
+        host_call!(self, WRITE, "move", args, |_| String::new(), |call| {
+            let from = call.side(WRITE, &sr, s)?;
+            let to = call.side(WRITE, &tr, t)?;
+            call.core.mark_effect();
+            call.on_pool(WRITE, move |stop| {
+                place::move_(&from.dir, &from.rel, &from.shown, &to.dir, &to.rel, &to.shown, stop)
+            })
+            .await
+        },)
     }
 }
 

@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 
 use reqwest::header::{HeaderName, HeaderValue};
 
+use super::boundary::host_call;
 use crate::bindings::capstan::host::types::{HostError, Pair, Request, Response};
 use crate::bindings::capstan::host::{outbound_read, outbound_write};
-use crate::call_state::CallState;
+use crate::call_state::CallCore;
 use crate::effects::{EffectClass, interface, interface_class};
 use capstan_config::{Auth, ServiceConfig};
 
@@ -147,7 +148,7 @@ fn check_names(service: &Service, req: &Request, decoded: &str) -> Result<(), Ho
     Ok(())
 }
 
-impl CallState {
+impl CallCore {
     async fn send(&mut self, import: &str, req: Request) -> Result<Response, HostError> {
         let class = interface_class(import);
         if !self.target.services.contains(&req.service) {
@@ -215,7 +216,7 @@ impl CallState {
     }
 }
 
-impl CallState {
+impl CallCore {
     /// Sends `req` through `import`, recording it when the call keeps a
     /// record: the request as the component asked for it (the host's
     /// credentials are never part of it) and the status and size answered.
@@ -227,20 +228,17 @@ impl CallState {
             format!("{} {} {}{query} ({body} body bytes)", req.service, req.method, req.path)
         });
         let shown = |r: &Response| format!("status {}, {} body bytes", r.status, r.body.len());
-        self.host_call(import, "send", args, shown, async |call: &mut CallState| {
-            CallState::send(call, import, req).await
-        })
-        .await
+        host_call!(self, import, "send", args, shown, |call| CallCore::send(call, import, req).await)
     }
 }
 
-impl outbound_read::Host for CallState {
+impl outbound_read::Host for CallCore {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
         self.send_recorded(interface::OUTBOUND_READ, req).await
     }
 }
 
-impl outbound_write::Host for CallState {
+impl outbound_write::Host for CallCore {
     async fn send(&mut self, req: Request) -> Result<Response, HostError> {
         self.send_recorded(interface::OUTBOUND_WRITE, req).await
     }
