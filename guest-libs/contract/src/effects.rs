@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Effect classes, ordered: read < preview < propose < execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum EffectClass {
     Read,

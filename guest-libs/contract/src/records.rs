@@ -12,6 +12,7 @@ use crate::status::{
 
 /// A movie or a series, as the catalog knows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Entity {
     pub id: String,
@@ -21,11 +22,13 @@ pub struct Entity {
     pub original_title: Option<String>,
     pub year: Option<i64>,
     /// `[{ "number": 1, "episodeCount": 10 }, ...]` for series, `[]` for movies.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub seasons: Value,
 }
 
 /// What is wanted for an entity: a movie at a quality, or a season.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Slot {
     pub id: String,
@@ -57,6 +60,7 @@ pub struct SourceRelease {
 
 /// A plan to fetch one release into one slot.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub id: String,
@@ -109,6 +113,7 @@ pub struct DownloadTask {
 
 /// A stored document: a frozen plan, a report, or evidence.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     pub id: String,
@@ -177,6 +182,7 @@ pub struct Decision {
 /// A durable task the worker runs (a sync, an import, a decision carried
 /// out, an agent run's turn).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
@@ -202,6 +208,7 @@ pub struct Task {
 
 /// One revision of a policy (`quality.movies`, ...).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
     pub name: String,

@@ -76,8 +76,10 @@ fn whole_numbers_as_integers(value: &mut Value) {
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);
-            // i64::MAX as f64 rounds up to 2^63, which is out of range.
-            if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
+            // i64::MAX as f64 rounds up to 2^63, which is out of range; and
+            // -2^63 is what a number just below i64::MIN (which serde_json
+            // could not read as an integer) rounds to, so it is left a float.
+            if f.fract() == 0.0 && f > i64::MIN as f64 && f < i64::MAX as f64 {
                 *n = Number::from(f as i64);
             }
         }
@@ -168,5 +170,9 @@ mod tests {
         whole_numbers_as_integers(&mut v);
         assert_eq!(v, serde_json::json!({"a": 5, "b": [1.5, -2], "c": 1e30, "d": "7.0"}));
         assert!(v["a"].is_i64());
+        // Below i64::MIN: read as a float that rounds to -2^63, and left one.
+        let mut below: serde_json::Value = serde_json::from_str("-9223372036854775809").unwrap();
+        whole_numbers_as_integers(&mut below);
+        assert!(below.is_f64(), "{below}");
     }
 }

@@ -33,6 +33,11 @@ pub fn only_false() -> Object {
     ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([false])).build()
 }
 
+/// The boolean `true` and nothing else.
+pub fn only_true() -> Object {
+    ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([true])).build()
+}
+
 /// A body whose schema is written out as JSON (with `oneOf`, say), which
 /// the derive cannot give. Its `ToSchema` is a placeholder
 /// ([`placeholder`]); the document's `complete` puts `json()` in its place.

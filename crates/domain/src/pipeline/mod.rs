@@ -38,7 +38,7 @@ use crate::store::Db;
 use finish::{invocation_from, recorded};
 
 /// An error a caller should see as a failed call, with its kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CallError {
     /// `invalid-input`, `not-found`, `conflict`, `denied`, `unavailable`, `internal`, or a trap kind.
     pub kind: String,
@@ -46,18 +46,24 @@ pub struct CallError {
 }
 
 /// What one invoke produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Invocation {
     /// The ledger row, for propose/execute calls.
     pub invocation_id: Option<String>,
+    #[schema(schema_with = status_schema)]
     pub status: Status,
+    /// What the capability answered, in the shape its descriptor's output
+    /// schema gives.
     pub output: Option<Value>,
     pub error: Option<CallError>,
     /// True when the result was recorded earlier and nothing ran now.
     pub replayed: bool,
     pub idempotency_key: String,
+    /// The host imports that refused the call: `{import, needed, granted,
+    /// reason}` each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub denials: Vec<Denial>,
     /// How a call that ran now ended, written to its ledger row together
     /// with its audit rows when it is answered.
@@ -67,6 +73,19 @@ pub struct Invocation {
     /// with its own writes ([`Capabilities::invoke_in_run`]).
     #[serde(skip)]
     pub(crate) audit_rows: Vec<NewAuditEntry>,
+}
+
+/// [`Status`] in the document: the runtime's type, named here.
+fn status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["succeeded", "failed", "pending", "unknown"]))
+        .description(Some(
+            "How the call ended: `pending` when its effect is under way, `unknown` when an effect started \
+             and its outcome is not known",
+        ))
+        .build()
 }
 
 impl Invocation {

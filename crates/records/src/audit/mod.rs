@@ -28,7 +28,7 @@ use crate::store::{Db, now_ms};
 const ROWS_PER_INSERT: usize = 64;
 
 /// One event to append.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewAuditEntry {
     pub actor_kind: String,
@@ -46,7 +46,7 @@ pub struct NewAuditEntry {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub seq: i64,
@@ -58,7 +58,7 @@ pub struct AuditEntry {
 }
 
 /// The result of checking the chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub enum Verdict {
     Intact { events: i64 },
     Broken { seq: i64, reason: String },

@@ -20,7 +20,7 @@ const PAGE: i64 = 1000;
 static CHECKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What a check found, and how much of the chain it read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct ChainCheck {
     #[serde(flatten)]
     pub verdict: Verdict,

@@ -57,7 +57,7 @@ pub trait PlanSource: Sync {
 }
 
 /// A stored approval. `stale` is computed when read.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     pub id: String,

@@ -133,7 +133,7 @@ fn policy_revision_id_schema() -> utoipa::openapi::Object {
 }
 
 /// A stored grant.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutomationGrant {
     pub id: String,

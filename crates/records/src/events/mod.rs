@@ -23,11 +23,12 @@ const CHANNEL: &str = "capstan_events";
 const ROWS_PER_INSERT: usize = 64;
 
 /// One stored event.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Event {
     pub seq: i64,
     pub kind: String,
     pub subject: Option<String>,
+    /// What happened, in the shape its kind gives it.
     pub payload: Value,
     pub at: i64,
 }

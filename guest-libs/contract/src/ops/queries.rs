@@ -117,6 +117,7 @@ pub struct DecisionOutline {
 
 /// What the library holds and wants.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Inventory {
     pub items: Vec<InventoryItem>,
 }
@@ -124,8 +125,10 @@ pub struct Inventory {
 /// An entity with its slots, each with what is happening to it: the slot's
 /// fields, and `download` or `waitingPlan` while something is under way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InventoryItem {
     pub entity: Entity,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub slots: Vec<Value>,
 }
 

@@ -134,6 +134,7 @@ operation!(
 );
 /// A title's entity and every slot it has, after a change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WantedTitle {
     pub entity: Entity,
     pub slots: Vec<Slot>,

@@ -11,18 +11,18 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::library::domain_error;
-use crate::domain::{PlanStatus, SlotStatus};
+use crate::domain::{Plan, PlanStatus, SlotStatus};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::{ApiQuery, in_range, named};
 use crate::http::openapi::ErrorBody;
 use crate::http::schema::WrittenOut;
-use crate::pipeline::{Invocation, Origin};
+use crate::pipeline::{CallError, Invocation, Origin};
 use crate::runtime::{EffectClass, Status};
 
 pub const PLAN_CAPABILITY: &str = "download.plan";
@@ -78,29 +78,83 @@ pub struct PlanQuery {
 }
 
 /// Acquisition plans, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PlanList {
+    plans: Vec<Plan>,
+}
+
+/// Acquisition plans, newest first.
 #[utoipa::path(get, path = "/api/v1/acquisition-plans", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("status" = Option<String>, Query, pattern = "^(draft|reserved|submitted|failed|cancelled)$",
                 description = "draft, reserved, submitted, failed or cancelled"),
            ("slotId" = Option<String>, Query, description = "Plans for this slot"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "At most this many (default 100)")),
-    responses((status = 200, description = "{plans: [...]}", body = serde_json::Value),
+    responses((status = 200, description = "The plans", body = PlanList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<PlanQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PlanList>, ApiError> {
     let limit = in_range("limit", q.limit, 100, 1, 500)?;
     let status = named::<PlanStatus>("status", q.status.as_deref())?;
     let plans = state.caps().domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
-    Ok(Json(json!({ "plans": plans })))
+    Ok(Json(PlanList { plans }))
 }
 
-fn reason(inv: &Invocation) -> Value {
-    match &inv.error {
-        Some(e) => json!({ "kind": e.kind, "message": e.message }),
-        None => json!({ "kind": "status", "message": format!("the call ended {:?}", inv.status) }),
+/// What came of a request: the plan and its submit, or why no slot took
+/// the release.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcquisitionOutcome {
+    /// True when the plan was handed to the download client.
+    submitted: bool,
+    /// The drafted plan's id, when one was drafted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    plan_id: Option<String>,
+    /// `download.plan`'s answer: the plan's id, status, revision,
+    /// payloadHash, slotId, sourceReleaseId, title and infohash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    plan: Option<Value>,
+    /// The `download.submit` call, when a plan was drafted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    submit: Option<Invocation>,
+    /// Why it was not submitted, per slot tried; empty once it was.
+    reasons: Vec<SlotRefusal>,
+}
+
+/// Why a slot did not take the release, or (without a slot) why none was tried.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlotRefusal {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    slot_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    stage: Option<AcquisitionStage>,
+    reason: CallError,
+}
+
+/// The call that refused: drafting the plan, or submitting it.
+#[derive(Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AcquisitionStage {
+    Plan,
+    Submit,
+}
+
+impl SlotRefusal {
+    fn at(slot: &str, stage: AcquisitionStage, inv: &Invocation) -> SlotRefusal {
+        let reason = inv.error.clone().unwrap_or_else(|| CallError {
+            kind: "status".into(),
+            message: format!("the call ended {:?}", inv.status),
+        });
+        SlotRefusal { slot_id: Some(slot.to_string()), stage: Some(stage), reason }
     }
 }
 
@@ -113,7 +167,7 @@ async fn call(state: &AppState, origin: &Origin, id: &str, input: Value) -> Resu
 #[utoipa::path(post, path = "/api/v1/acquisition-plans", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
     request_body = AcquisitionRequest,
-    responses((status = 200, description = "{submitted, planId?, plan?, submit?, reasons?}", body = serde_json::Value),
+    responses((status = 200, description = "Whether it was submitted: the plan and the submit call, or why not", body = AcquisitionOutcome),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "No such slot or entity", body = ErrorBody),
@@ -122,7 +176,7 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<AcquisitionRequest>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AcquisitionOutcome>, ApiError> {
     let domain = state.caps().domain();
     let slots: Vec<String> = match (&body.slot_id, &body.entity_id) {
         (Some(slot), None) => vec![domain.slot(slot).await.map_err(domain_error)?.id],
@@ -149,7 +203,7 @@ pub async fn create(
         }
         let planned = call(&state, &origin, PLAN_CAPABILITY, input).await?;
         if planned.status != Status::Succeeded {
-            reasons.push(json!({ "slotId": slot, "stage": "plan", "reason": reason(&planned) }));
+            reasons.push(SlotRefusal::at(&slot, AcquisitionStage::Plan, &planned));
             continue;
         }
         let plan = planned.output.clone().unwrap_or(Value::Null);
@@ -158,16 +212,18 @@ pub async fn create(
         };
         let submitted = call(&state, &origin, SUBMIT_CAPABILITY, json!({ "planId": plan_id })).await?;
         let ok = submitted.status == Status::Succeeded;
-        return Ok(Json(json!({
-            "submitted": ok,
-            "planId": plan_id,
-            "plan": plan,
-            "submit": submitted,
-            "reasons": if ok { vec![] } else { vec![json!({ "slotId": slot, "stage": "submit", "reason": reason(&submitted) })] },
-        })));
+        let reasons = if ok { vec![] } else { vec![SlotRefusal::at(&slot, AcquisitionStage::Submit, &submitted)] };
+        return Ok(Json(AcquisitionOutcome {
+            submitted: ok,
+            plan_id: Some(plan_id),
+            plan: Some(plan),
+            submit: Some(submitted),
+            reasons,
+        }));
     }
     if reasons.is_empty() {
-        reasons.push(json!({ "reason": { "kind": "no-slot", "message": "the entity has no wanted slot" } }));
+        let reason = CallError { kind: "no-slot".into(), message: "the entity has no wanted slot".into() };
+        reasons.push(SlotRefusal { slot_id: None, stage: None, reason });
     }
-    Ok(Json(json!({ "submitted": false, "reasons": reasons })))
+    Ok(Json(AcquisitionOutcome { submitted: false, plan_id: None, plan: None, submit: None, reasons }))
 }

@@ -10,13 +10,14 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::agent::StartError;
 use crate::agent::engine::EngineError;
 use crate::agent::runs::Deleted;
-use crate::agent::runs::{NewRun, Run, RunError, RunMode, RunStatus};
+use crate::agent::runs::{NewRun, Run, RunError, RunEvent, RunMessage, RunMode, RunStatus};
+use crate::domain::Artifact;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -92,19 +93,25 @@ pub struct RunsQuery {
 }
 
 /// Runs, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct RunList {
+    items: Vec<Run>,
+}
+
+/// Runs, newest first.
 #[utoipa::path(get, path = "/api/v1/agent/runs", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("limit" = Option<i64>, Query, minimum = 1, maximum = 500, description = "At most this many runs (default 50)")),
-    responses((status = 200, description = "{items: [run]}", body = serde_json::Value),
+    responses((status = 200, description = "The runs", body = RunList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<RunsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunList>, ApiError> {
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
-    let runs = state.agent().runs().list(limit).await.map_err(run_error)?;
-    Ok(Json(json!({ "items": runs })))
+    let items = state.agent().runs().list(limit).await.map_err(run_error)?;
+    Ok(Json(RunList { items }))
 }
 
 #[derive(Deserialize)]
@@ -115,12 +122,44 @@ pub struct RunQuery {
 }
 
 /// A run with its events after `afterSeq`, its messages and its report.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    run: Run,
+    /// By seq, after `afterSeq`.
+    events: Vec<RunEvent>,
+    /// The last event's seq (`afterSeq` when there were none): where the
+    /// next read goes on from.
+    next_seq: i64,
+    messages: Vec<RunMessage>,
+    /// Null while a run that is not waiting has no report yet.
+    report: Option<RunReport>,
+}
+
+/// A run's report: where a waiting run stands now, or the one an ended run
+/// ended with.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum RunReport {
+    /// A waiting run's, built from the records as they are now.
+    Current {
+        #[schema(schema_with = crate::http::schema::only_true)]
+        current: bool,
+        /// The AgentGoalReport's body as it would be now.
+        #[schema(value_type = Object)]
+        body: Value,
+    },
+    /// The AgentGoalReport artifact the run ended with.
+    Ended(Artifact),
+}
+
+/// A run with its events after `afterSeq`, its messages and its report.
 #[utoipa::path(get, path = "/api/v1/agent/runs/{id}", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Run id"),
            ("afterSeq" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Events after this run seq"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many events (default 200)")),
-    responses((status = 200, description = "{run, events, nextSeq, messages, report}: a waiting run's report is where it stands now (`current: true`)", body = serde_json::Value),
+    responses((status = 200, description = "The run, its events, messages and report: a waiting run's report is where it stands now (`current: true`)", body = RunDetail),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody)))]
 pub async fn get(
@@ -128,7 +167,7 @@ pub async fn get(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(q): ApiQuery<RunQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunDetail>, ApiError> {
     let runs = state.agent().runs();
     let after = in_range("afterSeq", q.after_seq, 0, 0, i64::MAX)?;
     let limit = in_range("limit", q.limit, 200, 1, 1000)?;
@@ -145,15 +184,15 @@ pub async fn get(
     let report = match &run.report_id {
         _ if run.status == RunStatus::Waiting => {
             let body = state.agent().current_report(&run).await.map_err(ApiError::internal)?;
-            Some(json!({"current": true, "body": body}))
+            Some(RunReport::Current { current: true, body })
         }
         Some(report) => {
             let artifact = state.caps().domain().artifact(report).await.map_err(super::library::domain_error)?;
-            Some(serde_json::to_value(artifact).map_err(ApiError::internal)?)
+            Some(RunReport::Ended(artifact))
         }
         None => None,
     };
-    Ok(Json(json!({"run": run, "events": events, "nextSeq": next, "messages": messages, "report": report})))
+    Ok(Json(RunDetail { run, events, next_seq: next, messages, report }))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -226,13 +265,32 @@ pub async fn abort(
     Ok(Json(run))
 }
 
+/// What deleting a run did.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDeleted {
+    run_id: String,
+    deleted: RunRemoval,
+    /// Its writes whose outcome is open, which keep it (0 when gone).
+    open_writes: i64,
+}
+
+/// `gone`: nothing of the run remains; `kept`: it is marked deleted and
+/// goes once its writes with an open outcome are settled.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunRemoval {
+    Gone,
+    Kept,
+}
+
 /// Deletes an ended run: its messages, its events, its session log and the
 /// receipts of its writes whose outcome is known go now; a run with writes
 /// whose outcome is open is kept, marked deleted, until they are settled.
 #[utoipa::path(delete, path = "/api/v1/agent/runs/{id}", tag = "agent",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Run id")),
-    responses((status = 200, description = "{runId, deleted: \"gone\" | \"kept\", openWrites}", body = serde_json::Value),
+    responses((status = 200, description = "Whether the run is gone or kept for its open writes", body = RunDeleted),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key has no execute scope", body = ErrorBody),
               (status = 404, description = "No such run", body = ErrorBody),
@@ -241,18 +299,18 @@ pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunDeleted>, ApiError> {
     caller.origin(EffectClass::Execute, "deleting an agent run", String::new())?;
     let deleted = match state.agent().delete(&id).await {
         Ok(deleted) => deleted,
         Err(EngineError::Run(e)) => return Err(run_error(e)),
         Err(e) => return Err(ApiError::internal(e)),
     };
-    let (word, open) = match deleted {
-        Deleted::Gone => ("gone", 0),
-        Deleted::Kept { open } => ("kept", open),
+    let (removal, word, open) = match deleted {
+        Deleted::Gone => (RunRemoval::Gone, "gone", 0),
+        Deleted::Kept { open } => (RunRemoval::Kept, "kept", open),
     };
     let detail = format!("{word}; writes with an open outcome kept: {open}");
     super::audit_change(&state, &caller, "agent_run.delete", &id, "succeeded", Some(detail)).await?;
-    Ok(Json(json!({"runId": id, "deleted": word, "openWrites": open})))
+    Ok(Json(RunDeleted { run_id: id, deleted: removal, open_writes: open }))
 }

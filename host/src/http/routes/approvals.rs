@@ -13,10 +13,11 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::grants::authz_error;
+use crate::authz::Approval;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -40,12 +41,12 @@ pub struct ApprovalRequest {
 /// Asks for an approval of a plan as it stands.
 #[utoipa::path(post, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
     request_body = ApprovalRequest,
-    responses((status = 201, description = "The pending approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "The record changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 201, description = "The pending approval", body = ApprovalView), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "The record changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn request(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<ApprovalRequest>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ApprovalView>), ApiError> {
     if let Some(id) = &body.capability_id {
         let tag = format!("plan:{}", body.plan_type);
         let snapshot = state.caps().runtime().snapshot();
@@ -134,13 +135,13 @@ impl utoipa::ToSchema for ApprovalChange {}
 #[utoipa::path(patch, path = "/api/v1/approvals/{id}", tag = "authorization", security(("consoleSession" = [])),
     params(("id" = String, Path, description = "Approval id")),
     request_body = ApprovalChange,
-    responses((status = 200, description = "The decided or revoked approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Already decided or used, expired, or the plan changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The decided or revoked approval", body = ApprovalView), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Already decided or used, expired, or the plan changed", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn change(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ApprovalChange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalView>, ApiError> {
     let admin = match &caller {
         Caller::Console(_) => caller.principal(),
         Caller::Key(_) => {
@@ -176,7 +177,7 @@ pub async fn change(
 /// Revokes an approval nobody has used. Like a rejection it is sent to no
 /// run: a run waiting on it finds the plan refused when it next looks at
 /// what it touched, and ends as on a rejection.
-async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<Value>, ApiError> {
+async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<ApprovalView>, ApiError> {
     let approval = state.caps().authz().revoke_approval(state.caps().domain(), id).await.map_err(authz_error)?;
     let detail = format!(
         "{} plan {} for {} (it was {})",
@@ -196,27 +197,45 @@ pub struct ApprovalsQuery {
 }
 
 /// Approvals, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ApprovalList {
+    approvals: Vec<ApprovalView>,
+}
+
+/// Approvals, newest first.
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
     params(("status" = Option<String>, Query, pattern = "^(pending|approved|rejected|consumed|expired|revoked)$",
                 description = "pending, approved, rejected, consumed, expired or revoked")),
-    responses((status = 200, description = "The approvals", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+    responses((status = 200, description = "The approvals", body = ApprovalList), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<ApprovalsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalList>, ApiError> {
     let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
     let approvals = state.caps().authz().approvals(status).await?;
     let mut shown = Vec::with_capacity(approvals.len());
     for approval in approvals {
         shown.push(with_summary(&state, approval).await?);
     }
-    Ok(Json(json!({ "approvals": shown })))
+    Ok(Json(ApprovalList { approvals: shown }))
+}
+
+/// An approval with what a person judges its plan by.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ApprovalView {
+    #[serde(flatten)]
+    approval: Approval,
+    /// The plan as a person judges it (its title, release and status; an
+    /// acquisition's size, quality and indexer, an organization's files)
+    /// while the approval can still be decided or used; null otherwise.
+    #[schema(value_type = Option<Object>)]
+    plan: Option<Value>,
 }
 
 /// An approval with `plan`, what a person judges it by, while it can still
 /// be decided or used (the others keep only what they were).
-async fn with_summary(state: &AppState, approval: crate::authz::Approval) -> Result<Value, ApiError> {
+async fn with_summary(state: &AppState, approval: Approval) -> Result<ApprovalView, ApiError> {
     let open = matches!(approval.status.as_str(), "pending" | "approved") && !approval.stale;
     let summary = match open {
         true => state
@@ -227,20 +246,18 @@ async fn with_summary(state: &AppState, approval: crate::authz::Approval) -> Res
             .map_err(ApiError::internal)?,
         false => None,
     };
-    let mut shown = json!(approval);
-    shown["plan"] = summary.unwrap_or(Value::Null);
-    Ok(shown)
+    Ok(ApprovalView { approval, plan: summary })
 }
 
 /// One approval, marked stale when its plan has changed.
 #[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "authorization", security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Approval id")),
-    responses((status = 200, description = "The approval", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody)))]
+    responses((status = 200, description = "The approval", body = ApprovalView), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody)))]
 pub async fn get(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalView>, ApiError> {
     let approval = state.caps().authz().approval(state.caps().domain(), &id).await.map_err(authz_error)?;
     Ok(Json(with_summary(&state, approval).await?))
 }

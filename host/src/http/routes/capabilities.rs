@@ -2,8 +2,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::http::AppState;
 use crate::http::auth::{Caller, KeyAuth};
@@ -11,23 +11,77 @@ use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
 use crate::pipeline::{Invocation, InvokeError};
+use crate::runtime::{Compiling, Descriptor, EffectClass, Refusal, Source};
+
+/// What the runtime holds: the capabilities that can be called, and the
+/// components held back, refused or still compiling.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct CapabilityList {
+    capabilities: Vec<ActiveCapability>,
+    held: Vec<HeldCapability>,
+    /// Files the loader refused: `{file, reason}` each.
+    #[schema(value_type = Vec<Object>)]
+    refused: Vec<Refusal>,
+    /// Files being compiled in the background: `{file, bytes, startedMs}`
+    /// each.
+    #[schema(value_type = Vec<Object>)]
+    compiling: Vec<Compiling>,
+}
+
+/// A capability that can be called.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveCapability {
+    /// What the component says of itself: `id`, `version`, `label` (its
+    /// effect class), `summary`, `description`, `tags`, `aliases`,
+    /// `input_schema`, `output_schema`, `replay` and `services`.
+    #[schema(value_type = Object)]
+    descriptor: Descriptor,
+    /// SHA-256 of the component's bytes, hex.
+    digest: String,
+    /// The highest class among its imports.
+    effect_class: EffectClass,
+    /// Where it came from: `{kind, path}`, the kind `built-in`,
+    /// `directory`, `retained` or `external`.
+    #[schema(value_type = Object)]
+    source: Source,
+}
+
+/// A replacement waiting for `capstan capabilities accept`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HeldCapability {
+    id: String,
+    /// SHA-256 of the waiting component's bytes, hex.
+    digest: String,
+    reason: String,
+}
 
 /// The active, held, refused and compiling components.
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "Active, held, refused and compiling components", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<Value> {
+    responses((status = 200, description = "Active, held, refused and compiling components", body = CapabilityList), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<CapabilityList> {
     let snapshot = state.caps().runtime().snapshot();
-    let active: Vec<Value> = snapshot
+    let capabilities = snapshot
         .active
         .values()
-        .map(|l| json!({ "descriptor": l.descriptor, "digest": l.digest, "effectClass": l.imports.class, "source": l.source }))
+        .map(|l| ActiveCapability {
+            descriptor: l.descriptor.clone(),
+            digest: l.digest.clone(),
+            effect_class: l.imports.class,
+            source: l.source.clone(),
+        })
         .collect();
-    let held: Vec<Value> = snapshot
+    let held = snapshot
         .held
         .iter()
-        .map(|(id, h)| json!({ "id": id, "digest": h.candidate.digest, "reason": h.reason }))
+        .map(|(id, h)| HeldCapability { id: id.clone(), digest: h.candidate.digest.clone(), reason: h.reason.clone() })
         .collect();
-    Json(json!({ "capabilities": active, "held": held, "refused": snapshot.refused, "compiling": snapshot.compiling }))
+    Json(CapabilityList {
+        capabilities,
+        held,
+        refused: snapshot.refused.clone(),
+        compiling: snapshot.compiling.clone(),
+    })
 }
 
 /// The invoke request body.
@@ -48,7 +102,7 @@ pub struct InvokeBody {
 #[utoipa::path(post, path = "/api/v1/capabilities/{id}/invoke", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Capability id, e.g. release.inspect")),
     request_body = InvokeBody,
-    responses((status = 200, description = "The invocation: status, output or error", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The invocation: status, output or error", body = Invocation), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn invoke(
     State(state): State<AppState>,
     caller: Caller,

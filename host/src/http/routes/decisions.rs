@@ -72,7 +72,7 @@ pub async fn list(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<DecisionsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DecisionPage>, ApiError> {
     let status = named::<DecisionStatus>("status", q.status.as_deref())?;
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
     let after = q.after.as_deref().map(cursor).transpose()?;
@@ -82,7 +82,7 @@ pub async fn list(
         Some(last) if decisions.len() as i64 == limit => Some(format!("{}.{}", last.created_at, last.id)),
         _ => None,
     };
-    Ok(Json(json!(DecisionPage { decisions, next })))
+    Ok(Json(DecisionPage { decisions, next }))
 }
 
 /// One decision.
@@ -96,8 +96,8 @@ pub async fn get(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.caps().domain().decision(&id).await.map_err(domain_error)?)))
+) -> Result<Json<Decision>, ApiError> {
+    Ok(Json(state.caps().domain().decision(&id).await.map_err(domain_error)?))
 }
 
 /// How a decision is answered.
@@ -161,7 +161,7 @@ pub async fn answer(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<DecisionAnswer>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Decision>, ApiError> {
     caller.origin(EffectClass::Execute, "answering a decision", crate::store::new_id())?;
     let (answer, action) = match &body {
         DecisionAnswer::Resolved { option_id } => (Answer::Resolve { option_id: option_id.trim() }, "decision.resolve"),
@@ -188,7 +188,7 @@ pub async fn answer(
         }
         other => domain_error(other),
     })?;
-    Ok(Json(json!(decision)))
+    Ok(Json(decision))
 }
 
 /// Why the option `answer` chooses may not be carried out, if it may not

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::events::{Event, Events};
@@ -65,13 +65,23 @@ fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result
     )
 }
 
+/// A page of the event log, oldest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct EventPage {
+    events: Vec<Event>,
+    /// The last event's seq, else the `after` asked for: the `after` of the
+    /// following page; null when neither is known.
+    next: Option<i64>,
+}
+
 /// The event log, as a stream or a JSON page.
 #[utoipa::path(get, path = "/api/v1/events", tag = "events",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("after" = Option<i64>, Query, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Sequence number to start after"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "JSON page size (default 100)"),
            ("Last-Event-ID" = Option<i64>, Header, minimum = 0, maximum = 9_223_372_036_854_775_807_i64, description = "Resume a stream after this sequence number")),
-    responses((status = 200, description = "A JSON page {events, next}, or text/event-stream", body = serde_json::Value),
+    responses((status = 200, description = "A JSON page, or with `Accept: text/event-stream` a stream of the events as they come",
+                content((EventPage = "application/json"), (String = "text/event-stream"))),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -99,7 +109,7 @@ pub async fn list(
     if !streaming {
         let list = events.list(page.after.unwrap_or(0), limit).await?;
         let next = list.last().map(|e| e.seq).or(page.after);
-        return Ok(Json(json!({ "events": list, "next": next })).into_response());
+        return Ok(Json(EventPage { events: list, next }).into_response());
     }
     let resume = last_event_id.or(page.after);
     // A new subscriber without a position starts with what happens next.

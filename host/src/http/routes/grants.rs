@@ -11,10 +11,12 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::authz::{AuthzError, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant, wildcard_prefix};
+use crate::authz::{
+    AuthzError, AutomationGrant, MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, NewGrant, wildcard_prefix,
+};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -53,30 +55,53 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
     }
 }
 
+/// Every automation grant, and the bounds a new one must keep.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct GrantList {
+    grants: Vec<AutomationGrant>,
+    limits: GrantLimits,
+}
+
+/// The bounds a new grant must keep, so a form can hold to them.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantLimits {
+    daily_invocations: Bounds,
+    daily_bytes: Bounds,
+    expires_in_days: Bounds,
+}
+
+/// The least and the most a number may be, both allowed.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Bounds {
+    minimum: i64,
+    maximum: i64,
+}
+
 /// Every automation grant.
 #[utoipa::path(get, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
-    responses((status = 200, description = "The grants", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    responses((status = 200, description = "The grants", body = GrantList), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<GrantList>, ApiError> {
     admin_only(&caller)?;
     let grants = state.caps().authz().grants().await?;
-    // The bounds a new grant must keep, so a form can hold to them.
-    let limits = json!({
-        "dailyInvocations": { "minimum": 1, "maximum": MAX_DAILY_INVOCATIONS },
-        "dailyBytes": { "minimum": 1, "maximum": MAX_DAILY_BYTES },
-        "expiresInDays": { "minimum": 1, "maximum": MAX_GRANT_DAYS },
-    });
-    Ok(Json(json!({ "grants": grants, "limits": limits })))
+    let up_to = |maximum| Bounds { minimum: 1, maximum };
+    let limits = GrantLimits {
+        daily_invocations: up_to(MAX_DAILY_INVOCATIONS),
+        daily_bytes: up_to(MAX_DAILY_BYTES),
+        expires_in_days: up_to(MAX_GRANT_DAYS),
+    };
+    Ok(Json(GrantList { grants, limits }))
 }
 
 /// Creates an automation grant.
 #[utoipa::path(post, path = "/api/v1/automation-grants", tag = "authorization", security(("consoleSession" = [])),
     request_body = NewGrant,
-    responses((status = 201, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "The policy revision the grant names does not exist", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 201, description = "The grant", body = AutomationGrant), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "The policy revision the grant names does not exist", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(mut body): ApiJson<NewGrant>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<AutomationGrant>), ApiError> {
     let by = admin_only(&caller)?;
     // A grant names every capability (`*`), a `prefix.*` wildcard, a policy
     // tag, or a capability that is loaded now; a mistyped id would be a
@@ -139,7 +164,7 @@ pub async fn create(
     let grant = state.caps().authz().create_grant(&body, &by).await.map_err(authz_error)?;
     let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);
     super::audit_change(&state, &caller, "grant.create", &grant.id, "succeeded", Some(detail)).await?;
-    Ok((StatusCode::CREATED, Json(json!(grant))))
+    Ok((StatusCode::CREATED, Json(grant)))
 }
 
 /// A change to a grant: revoke it, or shorten its expiry or budgets.
@@ -199,13 +224,13 @@ pub fn binding_rules() -> Value {
 #[utoipa::path(patch, path = "/api/v1/automation-grants/{id}", tag = "authorization", security(("consoleSession" = [])),
     params(("id" = String, Path, description = "Grant id")),
     request_body = GrantChange,
-    responses((status = 200, description = "The grant", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Revoked, or changed meanwhile", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The grant", body = AutomationGrant), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 404, description = "Not found", body = ErrorBody), (status = 409, description = "Revoked, or changed meanwhile", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(change): ApiJson<GrantChange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AutomationGrant>, ApiError> {
     admin_only(&caller)?;
     let authz = state.caps().authz();
     let (grant, action) = if change.revoke {
@@ -219,5 +244,5 @@ pub async fn update(
     };
     let detail = format!("{} calls a day until {}", grant.daily_invocations, grant.expires_at);
     super::audit_change(&state, &caller, action, &grant.id, "succeeded", Some(detail)).await?;
-    Ok(Json(json!(grant)))
+    Ok(Json(grant))
 }

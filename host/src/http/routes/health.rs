@@ -11,15 +11,92 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::http::AppState;
-use crate::tasks::Tasks;
+
+/// The host can do its work, or can do it once a worker is alive.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    status: HealthStatus,
+    database: DatabaseUp,
+    workers: Workers,
+    tasks: TaskQueue,
+}
+
+/// `degraded`: tasks are ready and no process is alive to take them.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    Ok,
+    Degraded,
+}
+
+/// The database answered.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseUp {
+    #[schema(schema_with = crate::http::schema::only_true)]
+    ok: bool,
+    /// `sqlite` or `postgres`.
+    backend: &'static str,
+    /// How long `SELECT 1` took, to the hundredth of a millisecond.
+    latency_ms: f64,
+}
+
+/// The server and worker processes alive by their heartbeats.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Workers {
+    live_processes: i64,
+    /// Said when tasks are ready and no process is alive to take them.
+    note: Option<&'static str>,
+}
+
+/// How the task queue stands.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskQueue {
+    /// Queued and due: a worker would take them now.
+    ready: i64,
+    /// Queued for later (a retry's backoff, say).
+    scheduled: i64,
+    running: i64,
+    /// How long the longest-waiting ready task has waited.
+    oldest_ready_ms: Option<i64>,
+}
+
+/// The host cannot do its work: its database does not answer, or its
+/// tables cannot be read.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct HealthFailing {
+    #[schema(schema_with = failing_schema)]
+    status: &'static str,
+    database: DatabaseDown,
+}
+
+/// The database did not answer, or answered without its tables.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DatabaseDown {
+    #[schema(schema_with = crate::http::schema::only_false)]
+    ok: bool,
+    /// `sqlite` or `postgres`.
+    backend: &'static str,
+    /// What failed, without internals; the server log has the rest.
+    error: &'static str,
+}
+
+/// The text `failing` and nothing else.
+fn failing_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["failing"])).build()
+}
 
 /// Whether the host can do its work.
 #[utoipa::path(get, path = "/api/v1/health", tag = "health",
-    responses((status = 200, description = "The database answers; `status` is ok or degraded", body = serde_json::Value),
-              (status = 503, description = "The database does not answer", body = serde_json::Value)))]
+    responses((status = 200, description = "The database answers; `status` is ok or degraded", body = Health),
+              (status = 503, description = "The database does not answer", body = HealthFailing)))]
 pub async fn health(State(state): State<AppState>) -> Response {
     let db = state.caps().db();
     let started = Instant::now();
@@ -29,18 +106,18 @@ pub async fn health(State(state): State<AppState>) -> Response {
         crate::store::Backend::Sqlite => "sqlite",
         crate::store::Backend::Postgres => "postgres",
     };
+    let failing = |error| {
+        let body = HealthFailing { status: "failing", database: DatabaseDown { ok: false, backend, error } };
+        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    };
     if let Err(e) = answered {
         tracing::error!(error = %e, "health check: the database did not answer");
-        let body = json!({
-            "status": "failing",
-            "database": { "ok": false, "backend": backend, "error": "the database did not answer; see the server log" },
-        });
-        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+        return failing("the database did not answer; see the server log");
     }
     // Grouping the queue grows with the task table: checks that arrive
     // together share one read.
     let ledger = state.caps().ledger().clone();
-    let tasks = Tasks::new(db.clone());
+    let tasks = state.app.tasks().clone();
     let read = state
         .health_read
         .get(|| async move {
@@ -53,21 +130,23 @@ pub async fn health(State(state): State<AppState>) -> Response {
         Ok(read) => read,
         Err(e) => {
             tracing::error!(error = %e, "health check: cannot read the heartbeats or the queue");
-            let body = json!({ "status": "failing", "database": { "ok": false, "backend": backend,
-                "error": "the database answered but its tables could not be read; see the server log" } });
-            return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+            return failing("the database answered but its tables could not be read; see the server log");
         }
     };
     let stalled = queue.ready > 0 && processes == 0;
-    let body = json!({
-        "status": if stalled { "degraded" } else { "ok" },
-        "database": { "ok": true, "backend": backend, "latencyMs": (latency_ms * 100.0).round() / 100.0 },
-        "workers": {
-            "liveProcesses": processes,
-            "note": if stalled { Some("tasks are ready but no server or worker process is alive to take them") } else { None },
+    let body = Health {
+        status: if stalled { HealthStatus::Degraded } else { HealthStatus::Ok },
+        database: DatabaseUp { ok: true, backend, latency_ms: (latency_ms * 100.0).round() / 100.0 },
+        workers: Workers {
+            live_processes: processes,
+            note: stalled.then_some("tasks are ready but no server or worker process is alive to take them"),
         },
-        "tasks": { "ready": queue.ready, "scheduled": queue.scheduled, "running": queue.running,
-                   "oldestReadyMs": queue.oldest_ready_ms },
-    });
+        tasks: TaskQueue {
+            ready: queue.ready,
+            scheduled: queue.scheduled,
+            running: queue.running,
+            oldest_ready_ms: queue.oldest_ready_ms,
+        },
+    };
     (StatusCode::OK, Json(body)).into_response()
 }

@@ -9,17 +9,17 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use capstan_contract::ops::queries::Inventory;
+use serde::{Deserialize, Serialize};
 
-use crate::domain::DomainError;
+use crate::domain::{Artifact, DomainError};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiPath, ApiQuery, in_range, named};
 use crate::http::openapi::ErrorBody;
 use crate::runtime::EffectClass;
-use crate::tasks::{TaskError, Tasks};
+use crate::tasks::{Task, TaskError};
 
 pub(crate) fn domain_error(e: DomainError) -> ApiError {
     match e {
@@ -50,13 +50,13 @@ pub struct LibraryQuery {
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("kind" = Option<String>, Query, pattern = "^(movie|tv)$", description = "movie or tv"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many entities (default 100)")),
-    responses((status = 200, description = "{items: [{entity, slots}]}", body = serde_json::Value),
+    responses((status = 200, description = "The entities, each with its slots", body = Inventory),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn library(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<LibraryQuery>,
-) -> Result<Json<capstan_contract::ops::queries::Inventory>, ApiError> {
+) -> Result<Json<Inventory>, ApiError> {
     let kind = named::<crate::domain::EntityKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     let inventory = state.caps().domain().inventory(kind, limit).await.map_err(domain_error)?;
@@ -71,39 +71,44 @@ pub struct ArtifactQuery {
     limit: Option<i64>,
 }
 
+/// The artifacts asked for, newest first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ArtifactList {
+    artifacts: Vec<Artifact>,
+}
+
 /// Artifacts, newest first.
 #[utoipa::path(get, path = "/api/v1/artifacts", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("kind" = Option<String>, Query, pattern = "^(plan|report|evidence)$", description = "plan, report or evidence"),
            ("subject" = Option<String>, Query, description = "The record the artifact is about"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many (default 100)")),
-    responses((status = 200, description = "{artifacts}", body = serde_json::Value),
+    responses((status = 200, description = "The artifacts", body = ArtifactList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn artifacts(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<ArtifactQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ArtifactList>, ApiError> {
     let kind = named::<crate::domain::ArtifactKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     let list = state.caps().domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
-    Ok(Json(json!({ "artifacts": list })))
+    Ok(Json(ArtifactList { artifacts: list }))
 }
 
 /// One artifact.
 #[utoipa::path(get, path = "/api/v1/artifacts/{id}", tag = "library",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Artifact id")),
-    responses((status = 200, description = "The artifact", body = serde_json::Value),
+    responses((status = 200, description = "The artifact", body = Artifact),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody)))]
 pub async fn artifact(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let artifact = state.caps().domain().artifact(&id).await.map_err(domain_error)?;
-    Ok(Json(json!(artifact)))
+) -> Result<Json<Artifact>, ApiError> {
+    Ok(Json(state.caps().domain().artifact(&id).await.map_err(domain_error)?))
 }
 
 #[derive(Deserialize)]
@@ -116,59 +121,69 @@ pub struct TaskQuery {
     sweeps: bool,
 }
 
+/// Durable tasks, newest first, and how many of the background sweeps'
+/// own tasks were left out of them.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskList {
+    tasks: Vec<Task>,
+    /// Sweep tasks that did not fail, left out unless asked for.
+    folded_sweeps: i64,
+}
+
 /// Durable tasks, newest first, optionally about one subject.
 #[utoipa::path(get, path = "/api/v1/tasks", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("subjectId" = Option<String>, Query, description = "Only tasks about this record"),
            ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "At most this many (default 100)"),
            ("sweeps" = Option<bool>, Query, description = "Also the background sweeps' own tasks that did not fail (left out by default unless subjectId is given)")),
-    responses((status = 200, description = "{tasks, foldedSweeps}: the tasks, and how many sweep tasks were left out", body = serde_json::Value),
+    responses((status = 200, description = "The tasks, and how many sweep tasks were left out", body = TaskList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn tasks(
     State(state): State<AppState>,
     _caller: Caller,
     ApiQuery(q): ApiQuery<TaskQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let tasks = Tasks::new(state.caps().db().clone());
+) -> Result<Json<TaskList>, ApiError> {
+    let tasks = state.app.tasks();
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // Asked about one record, every task about it is wanted.
     let sweeps = [crate::acquisition::SWEEP_KINDS, &[crate::retention::PRUNE_DATA]].concat();
     let fold: &[&str] = if q.sweeps || q.subject_id.is_some() { &[] } else { &sweeps };
     let (list, folded) = tasks.list_folding(q.subject_id.as_deref(), limit, fold).await?;
-    Ok(Json(json!({ "tasks": list, "foldedSweeps": folded })))
+    Ok(Json(TaskList { tasks: list, folded_sweeps: folded }))
 }
 
 /// One task.
 #[utoipa::path(get, path = "/api/v1/tasks/{id}", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, description = "The task", body = serde_json::Value),
+    responses((status = 200, description = "The task", body = Task),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody)))]
 pub async fn task(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    let task = Tasks::new(state.caps().db().clone()).get(&id).await?;
-    Ok(Json(json!(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?)))
+) -> Result<Json<Task>, ApiError> {
+    let task = state.app.tasks().get(&id).await?;
+    Ok(Json(task.ok_or_else(|| ApiError::not_found(format!("no task {id}")))?))
 }
 
-async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) -> Result<Json<Value>, ApiError> {
+async fn change_task(state: &AppState, caller: &Caller, id: &str, action: &str) -> Result<Json<Task>, ApiError> {
     caller.origin(EffectClass::Execute, &format!("{action} of a task"), crate::store::new_id())?;
-    let tasks = Tasks::new(state.caps().db().clone());
+    let tasks = state.app.tasks();
     let result = if action == "cancel" { tasks.cancel(id).await } else { tasks.retry(id).await };
     let outcome = if result.is_ok() { "succeeded" } else { "failed" };
     let detail = result.as_ref().err().map(|e| e.to_string());
     super::audit_change(state, caller, &format!("task.{action}"), id, outcome, detail).await?;
-    Ok(Json(json!(result.map_err(task_error)?)))
+    Ok(Json(result.map_err(task_error)?))
 }
 
 /// Cancels a queued or running task.
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/cancel", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, description = "The cancelled task", body = serde_json::Value),
+    responses((status = 200, description = "The cancelled task", body = Task),
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody),
               (status = 409, description = "The task already finished", body = ErrorBody)))]
@@ -176,7 +191,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Task>, ApiError> {
     change_task(&state, &caller, &id, "cancel").await
 }
 
@@ -184,7 +199,7 @@ pub async fn cancel(
 #[utoipa::path(post, path = "/api/v1/tasks/{id}/retry", tag = "tasks",
     security(("apiKey" = []), ("consoleSession" = [])),
     params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, description = "The queued task", body = serde_json::Value),
+    responses((status = 200, description = "The queued task", body = Task),
               (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
               (status = 404, description = "Not found", body = ErrorBody),
               (status = 409, description = "The task cannot be retried now", body = ErrorBody)))]
@@ -192,6 +207,6 @@ pub async fn retry(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Task>, ApiError> {
     change_task(&state, &caller, &id, "retry").await
 }

@@ -4,8 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::http::AppState;
 use crate::http::auth::Caller;
@@ -24,12 +23,24 @@ pub struct Login {
     password: String,
 }
 
+/// A console session begun: whose it is, the token its changes carry, and
+/// when it ends.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStarted {
+    admin: String,
+    /// Sent back as the `X-CSRF-Token` header with every change.
+    csrf_token: String,
+    /// Milliseconds since the epoch.
+    expires_at: i64,
+}
+
 /// Logs a console administrator in: sets the session cookie and returns
 /// the CSRF token. A wrong name and a wrong password are answered alike;
 /// repeated failures pause the client (and an account's failing clients)
 /// for longer each time, answered 429 with `Retry-After`.
 #[utoipa::path(post, path = "/api/v1/session", tag = "session", request_body = Login,
-    responses((status = 200, description = "The session's administrator, CSRF token and expiry", body = serde_json::Value),
+    responses((status = 200, description = "The session's administrator, CSRF token and expiry", body = SessionStarted),
               (status = 401, description = "Wrong name or password, or no administrator has a password yet (code no_administrator)", body = ErrorBody),
               (status = 403, description = "Sent from another site's page", body = ErrorBody),
               (status = 422, description = "Invalid body", body = ErrorBody),
@@ -63,8 +74,9 @@ pub async fn login(
         }
         Err(SignInRefusal::Sql(e)) => return Err(e.into()),
     };
-    let body = Json(json!({ "admin": s.admin, "csrfToken": s.csrf_token, "expiresAt": s.expires_at }));
-    Ok(([(header::SET_COOKIE, session::cookie(&s, transport.https))], body).into_response())
+    let cookie = session::cookie(&s, transport.https);
+    let body = SessionStarted { admin: s.admin, csrf_token: s.csrf_token, expires_at: s.expires_at };
+    Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
 
 /// Ends the console session.

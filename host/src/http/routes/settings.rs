@@ -10,6 +10,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::http::AppState;
@@ -42,13 +43,37 @@ fn change_error(e: ChangeError) -> ApiError {
     }
 }
 
+/// Every setting's value, and what each one is.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SettingsDescribed {
+    /// Setting key → its value (the default when unset); a secret's is
+    /// `{"set": true | false}` and nothing else.
+    #[schema(value_type = Object)]
+    settings: Value,
+    /// Setting key → what it is: `{schema, default, help, label, group}`,
+    /// `schema` being the JSON Schema its values keep.
+    #[schema(value_type = Object)]
+    schema: Value,
+    /// The groups' names, in the order the console shows them.
+    groups: Vec<&'static str>,
+}
+
+/// Every setting's value after a change.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SettingsValues {
+    /// Setting key → its value (the default when unset); a secret's is
+    /// `{"set": true | false}` and nothing else.
+    #[schema(value_type = Object)]
+    settings: Value,
+}
+
 /// Every setting's value and what it is; secrets show only whether they are set.
 #[utoipa::path(get, path = "/api/v1/settings", tag = "settings", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "Values and their schema", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let values = state.app.settings().all().await.map_err(settings_error)?;
-    let groups: Vec<&str> = crate::settings::registry::GROUPS.iter().map(|(_, name)| *name).collect();
-    Ok(Json(json!({ "settings": values, "schema": Settings::describe(), "groups": groups })))
+    responses((status = 200, description = "Values and their schema", body = SettingsDescribed), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<SettingsDescribed>, ApiError> {
+    let settings = state.app.settings().all().await.map_err(settings_error)?;
+    let groups = crate::settings::registry::GROUPS.iter().map(|(_, name)| *name).collect();
+    Ok(Json(SettingsDescribed { settings, schema: Settings::describe(), groups }))
 }
 
 /// Setting keys and their new values (`null` resets one or clears a
@@ -102,12 +127,12 @@ impl utoipa::ToSchema for SettingsChange {}
 /// Changes settings, all or none; `null` resets one.
 #[utoipa::path(patch, path = "/api/v1/settings", tag = "settings", security(("consoleSession" = [])),
     request_body = SettingsChange,
-    responses((status = 200, description = "The settings after the change", body = serde_json::Value), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 409, description = "TMDB's connection is set in capstan.toml", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
+    responses((status = 200, description = "The settings after the change", body = SettingsValues), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody), (status = 409, description = "TMDB's connection is set in capstan.toml", body = ErrorBody), (status = 422, description = "Invalid body", body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(changes): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SettingsValues>, ApiError> {
     if let Caller::Key(_) = caller {
         return Err(ApiError::forbidden("settings are changed from a console session, not with an API key"));
     }
@@ -131,6 +156,6 @@ pub async fn update(
     if changed.tmdb || !changed.settings.is_empty() {
         crate::acquisition::cause_may_have_cleared(state.caps(), "settings changed").await;
     }
-    let values = state.app.settings().all().await.map_err(settings_error)?;
-    Ok(Json(json!({ "settings": values })))
+    let settings = state.app.settings().all().await.map_err(settings_error)?;
+    Ok(Json(SettingsValues { settings }))
 }

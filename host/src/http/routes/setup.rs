@@ -11,7 +11,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::openapi::path::{Parameter, ParameterIn};
 
@@ -40,8 +40,38 @@ pub(super) fn console_only(caller: &Caller) -> Result<(), ApiError> {
     }
 }
 
+/// What the Services page shows: every service, root and MCP server the
+/// console can set up, where each one's value comes from, and the
+/// library's naming. Secrets only say whether they are set.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetupView {
+    /// TMDB, the Torznab indexers and qBittorrent: `{name, kind, source,
+    /// baseUrl, secretSet}` each, with what the console stored for it
+    /// (`username`, `tokenKind`); TMDB, unless capstan.toml sets it, with
+    /// `fromEnvironment`, the environment variables it takes.
+    #[schema(value_type = Vec<Object>)]
+    services: Value,
+    /// `downloads` and `library`: `{name, path, source}` each, the path
+    /// null while unset.
+    #[schema(value_type = Vec<Object>)]
+    roots: Value,
+    /// The naming templates and how files reach the library, as the
+    /// console stored them (`{}` when it stored none).
+    #[schema(value_type = Object)]
+    library: Value,
+    /// The fields of `library` that capstan.toml sets instead.
+    #[schema(value_type = Vec<String>)]
+    library_from_file: Value,
+    /// Every external MCP server in effect: its `name`, `source`, link
+    /// `status`, the tools `offered`, `held` and `refused`, and what the
+    /// console `stored` for it (never its token).
+    #[schema(value_type = Vec<Object>)]
+    mcp_servers: Vec<Value>,
+}
+
 /// Stores a change, puts the setup in effect, and audits it.
-async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str) -> Result<Json<Value>, ApiError> {
+async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str) -> Result<Json<SetupView>, ApiError> {
     crate::setup::apply(state.caps().runtime(), state.app.setup())
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
@@ -50,11 +80,17 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
     view(state).await
 }
 
-pub(super) async fn view(state: &AppState) -> Result<Json<Value>, ApiError> {
+pub(super) async fn view(state: &AppState) -> Result<Json<SetupView>, ApiError> {
     let config = state.caps().runtime().config().clone();
-    let mut view = state.app.setup().view(&config).await.map_err(setup_error)?;
-    view["mcpServers"] = Value::Array(mcp_servers(state, &config).await?);
-    Ok(Json(view))
+    // The setup store's view, its parts moved into the page as they are.
+    let mut stored = state.app.setup().view(&config).await.map_err(setup_error)?;
+    Ok(Json(SetupView {
+        services: stored["services"].take(),
+        roots: stored["roots"].take(),
+        library: stored["library"].take(),
+        library_from_file: stored["libraryFromFile"].take(),
+        mcp_servers: mcp_servers(state, &config).await?,
+    }))
 }
 
 /// Every external MCP server in effect: where it is set, what the console
@@ -89,9 +125,9 @@ async fn mcp_servers(state: &AppState, config: &crate::config::Config) -> Result
 
 /// Every service and root the console sets up, and the library's naming.
 #[utoipa::path(get, path = "/api/v1/setup", tag = "setup", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "{services, roots, library, libraryFromFile, mcpServers}", body = serde_json::Value),
+    responses((status = 200, description = "The services, roots, library naming and MCP servers", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<SetupView>, ApiError> {
     view(&state).await
 }
 
@@ -201,7 +237,7 @@ fn name_parameter<'a>(description: &str, names: impl Iterator<Item = &'a str>) -
 #[utoipa::path(put, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
     params(ServiceName),
     request_body = ServiceChange,
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such service can be set up here", body = ErrorBody),
@@ -212,7 +248,7 @@ pub async fn put_service(
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
     ApiJson(body): ApiJson<ServiceChange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
     let entry = body.entry()?;
@@ -228,7 +264,7 @@ pub async fn put_service(
 /// Forgets a service the console set up.
 #[utoipa::path(delete, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
     params(ServiceName),
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "Not set up in the console", body = ErrorBody)))]
@@ -236,7 +272,7 @@ pub async fn remove_service(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("service", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.service.remove", &name).await
@@ -310,7 +346,7 @@ fn absolute_path() -> utoipa::openapi::Object {
 #[utoipa::path(put, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
     params(RootName),
     request_body = RootChange,
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such root can be set up here", body = ErrorBody),
@@ -321,7 +357,7 @@ pub async fn put_root(
     caller: Caller,
     ApiPath(RootName { name }): ApiPath<RootName>,
     ApiJson(body): ApiJson<RootChange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
     state.app.setup().put_root(&config, &name, &body.path, &caller.principal()).await.map_err(setup_error)?;
@@ -331,7 +367,7 @@ pub async fn put_root(
 /// Forgets a root the console set.
 #[utoipa::path(delete, path = "/api/v1/setup/roots/{name}", tag = "setup", security(("consoleSession" = [])),
     params(RootName),
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "Not set up in the console", body = ErrorBody)))]
@@ -339,7 +375,7 @@ pub async fn remove_root(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(RootName { name }): ApiPath<RootName>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("root", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.root.remove", &name).await
@@ -369,7 +405,7 @@ pub async fn test_roots(
 /// Sets the library's naming templates, how files reach it, and where downloads go.
 #[utoipa::path(put, path = "/api/v1/setup/library", tag = "setup", security(("consoleSession" = [])),
     request_body = LibraryEntry,
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 422, description = "Invalid", body = ErrorBody)))]
@@ -377,7 +413,7 @@ pub async fn put_library(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<LibraryEntry>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     state.app.setup().put_library(&body, &caller.principal()).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.library", "library").await

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::openapi::path::{Parameter, ParameterIn};
 
-use super::setup::{ascii_url, console_only, setup_error, view};
+use super::setup::{SetupView, ascii_url, console_only, setup_error, view};
 use crate::config::ToolClass;
 use crate::external_tools::ExternalServers;
 use crate::http::AppState;
@@ -107,7 +107,7 @@ impl utoipa::PartialSchema for McpServerChange {
 impl utoipa::ToSchema for McpServerChange {}
 
 /// Links the servers anew here, audits the change and answers the setup.
-async fn changed(state: &AppState, caller: &Caller, action: &str, name: &str) -> Result<Json<Value>, ApiError> {
+async fn changed(state: &AppState, caller: &Caller, action: &str, name: &str) -> Result<Json<SetupView>, ApiError> {
     state.app.relink_mcp_servers().await;
     super::audit_change(state, caller, action, name, "succeeded", None).await?;
     view(state).await
@@ -117,7 +117,7 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, name: &str) ->
 #[utoipa::path(put, path = "/api/v1/setup/mcp/{name}", tag = "setup", security(("consoleSession" = [])),
     params(ServerName),
     request_body = McpServerChange,
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 409, description = "Set in capstan.toml", body = ErrorBody),
@@ -127,7 +127,7 @@ pub async fn put(
     caller: Caller,
     ApiPath(ServerName { name }): ApiPath<ServerName>,
     ApiJson(body): ApiJson<McpServerChange>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     let config = state.caps().runtime().config().clone();
     let setup = state.app.setup();
@@ -141,7 +141,7 @@ pub async fn put(
 /// Forgets an MCP server the console set up; its tools are offered no more.
 #[utoipa::path(delete, path = "/api/v1/setup/mcp/{name}", tag = "setup", security(("consoleSession" = [])),
     params(ServerName),
-    responses((status = 200, description = "The setup after the change", body = serde_json::Value),
+    responses((status = 200, description = "The setup after the change", body = SetupView),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "Not set up in the console", body = ErrorBody)))]
@@ -149,7 +149,7 @@ pub async fn remove(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(ServerName { name }): ApiPath<ServerName>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("mcp", &name).await.map_err(setup_error)?;
     changed(&state, &caller, "setup.mcp.removed", &name).await

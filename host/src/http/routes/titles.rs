@@ -12,10 +12,12 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use capstan_contract::ops::transitions::WantedTitle;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::openapi::path::{Parameter, ParameterIn};
 
+use crate::authz::Policy;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -32,7 +34,7 @@ async fn want(
     caller: &Caller,
     input: Value,
     created: bool,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
     let origin = caller.origin(EffectClass::Execute, "changing what the library wants", crate::store::new_id())?;
     let inv = match state.caps().invoke(&origin, CAPABILITY, &input).await {
         Ok(inv) => inv,
@@ -42,7 +44,12 @@ async fn want(
     match (inv.status, &inv.error) {
         (Status::Succeeded, _) => {
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-            Ok((status, Json(inv.output.unwrap_or(Value::Null))))
+            // The capability answers the contract's record as JSON; read
+            // back, it is the same document.
+            let title: WantedTitle = serde_json::from_value(inv.output.unwrap_or(Value::Null)).map_err(|e| {
+                ApiError::internal(format!("{CAPABILITY} answered something other than the title and its slots: {e}"))
+            })?;
+            Ok((status, Json(title)))
         }
         (Status::Failed, Some(e)) => {
             let (status, code) = match e.kind.as_str() {
@@ -146,7 +153,7 @@ impl utoipa::ToSchema for NewTitle {}
 /// Wants a movie or a series' seasons.
 #[utoipa::path(post, path = "/api/v1/library/titles", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
     request_body = NewTitle,
-    responses((status = 201, description = "{entity, slots}: the entity and the slots opened", body = serde_json::Value),
+    responses((status = 201, description = "The entity and the slots opened", body = WantedTitle),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key's scopes, or no grant or approval covers an automated caller", body = ErrorBody),
               (status = 404, description = "TMDB has no such title", body = ErrorBody),
@@ -157,7 +164,7 @@ pub async fn add(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewTitle>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
     let input = json!({"action": "add", "tmdbId": body.tmdb_id, "kind": body.kind, "quality": body.quality,
         "profile": body.profile, "seasons": body.seasons});
     want(&state, &caller, input, true).await
@@ -256,7 +263,7 @@ impl utoipa::IntoParams for EntityPath {
 #[utoipa::path(patch, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
     params(EntityPath),
     request_body = TitleChange,
-    responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
+    responses((status = 200, description = "The entity and its slots after the change", body = WantedTitle),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not allowed for this caller", body = ErrorBody),
               (status = 404, description = "No such entity, or nothing of it is wanted", body = ErrorBody),
@@ -267,7 +274,7 @@ pub async fn change(
     caller: Caller,
     ApiPath(entity): ApiPath<EntityPath>,
     ApiJson(body): ApiJson<TitleChange>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
     let entity_id = entity.id()?;
     let input = match body {
         TitleChange::Stop(_) => json!({"action": "remove", "entityId": entity_id}),
@@ -304,7 +311,7 @@ impl utoipa::IntoParams for RemoveQuery {
 /// Stops wanting a title, or one season of it.
 #[utoipa::path(delete, path = "/api/v1/library/titles/{entityId}", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
     params(EntityPath, RemoveQuery),
-    responses((status = 200, description = "{entity, slots} after the change", body = serde_json::Value),
+    responses((status = 200, description = "The entity and its slots after the change", body = WantedTitle),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not allowed for this caller", body = ErrorBody),
               (status = 404, description = "No such entity, or nothing of it is wanted", body = ErrorBody),
@@ -314,17 +321,22 @@ pub async fn remove(
     caller: Caller,
     ApiPath(entity): ApiPath<EntityPath>,
     ApiQuery(q): ApiQuery<RemoveQuery>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
     let entity_id = entity.id()?;
     want(&state, &caller, json!({"action": "remove", "entityId": entity_id, "season": q.season}), false).await
+}
+
+/// Every revision of every policy, by name, the newest revision first.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct PolicyList {
+    policies: Vec<Policy>,
 }
 
 /// Every revision of every policy (quality profiles among them), newest
 /// first.
 #[utoipa::path(get, path = "/api/v1/policies", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "{policies: [{name, revision, status, body, createdBy}]}", body = serde_json::Value),
+    responses((status = 200, description = "The policies' revisions", body = PolicyList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let policies = state.caps().authz().policies().await?;
-    Ok(Json(json!({ "policies": policies })))
+pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<PolicyList>, ApiError> {
+    Ok(Json(PolicyList { policies: state.caps().authz().policies().await? }))
 }
