@@ -208,3 +208,38 @@ fn super_chains_that_reach_the_root_are_found() {
     assert!(names("use super::super::effects::X;", 3).is_empty(), "still inside the top module");
     assert_eq!(names("use super::{ledger, tasks::T};", 1), ["ledger", "tasks"]);
 }
+
+/// The task queue and the authorisation records are built once, by the
+/// domain store the composition root builds (`crates/domain/src/domain`),
+/// and handed out from there: a handle built elsewhere is a second way in
+/// that the composition root does not see. The one exception is
+/// `capstan tasks`, a one-shot command that opens the database alone.
+#[test]
+fn tasks_and_authz_are_built_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // This file names them in its search.
+    let allowed = ["crates/domain/src/domain/mod.rs", "host/src/cli/worker.rs", "host/src/layers.rs"];
+    let mut files = Vec::new();
+    for dir in ["host/src", "crates"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files {
+        let shown = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
+        // The stores' own files build themselves (their unit tests).
+        if shown.starts_with("crates/records/src/tasks/") || shown.starts_with("crates/records/src/authz/") {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            if (line.contains("Tasks::new(") || line.contains("Authz::new(")) && !allowed.contains(&shown.as_str()) {
+                found.push(format!("{shown}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "built outside the domain store; take it from `Domain::tasks`/`Domain::authz`:\n{}",
+        found.join("\n")
+    );
+}

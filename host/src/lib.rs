@@ -21,8 +21,9 @@
 //! `layers_point_down` reads the sources and names any import that does
 //! not. Lowest first:
 //!
-//! 1. `text`, `canonical`, `principal`, `store` — foundations: text rules,
-//!    canonical JSON and digests, principal strings, the database pool.
+//! 1. `text`, `canonical`, `principal`, `store`, `background` — foundations:
+//!    text rules, canonical JSON and digests, principal strings, the
+//!    database pool, a service's own tasks.
 //! 2. `config` — what the operator configured in the file.
 //! 3. `runtime` — the sandbox: components, host imports and their classes.
 //!    The domain store is reached through the `DomainStore` trait it

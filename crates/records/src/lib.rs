@@ -22,5 +22,5 @@ pub mod setup;
 pub mod tasks;
 
 pub(crate) use capstan_config as config;
-pub(crate) use capstan_foundation::{canonical, principal, store, text};
+pub(crate) use capstan_foundation::{background, canonical, principal, store, text};
 pub(crate) use capstan_runtime as runtime;

@@ -16,7 +16,6 @@ pub use run::{ProcessRole, Running, Stopped};
 use crate::agent::AgentRuntime;
 use crate::agent::providers::scripted::Scripted;
 use crate::audit::{Audit, ComponentAudit};
-use crate::authz::Authz;
 use crate::config::Config;
 use crate::domain::Domain;
 use crate::events::Events;
@@ -59,15 +58,16 @@ impl App {
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
         let caps = Arc::new(Capabilities::new(Parts {
             ledger: Ledger::new(db.clone(), owner),
-            authz: Authz::new(db.clone()),
+            authz: domain.authz().clone(),
             runtime,
             db: db.clone(),
             domain,
             events,
         }));
+        let tasks = caps.domain().tasks().clone();
         let agent = Arc::new(AgentRuntime::new(caps.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Ok(Arc::new(App { caps, settings, audit, components, setup, agent, tasks: Tasks::new(db), external }))
+        Ok(Arc::new(App { caps, settings, audit, components, setup, agent, tasks, external }))
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -136,6 +136,39 @@ impl App {
     /// fixes its model provider (tests, benchmarks).
     pub fn new_agent(&self) -> AgentRuntime {
         AgentRuntime::new(self.caps.clone(), self.settings.clone())
+    }
+
+    /// Ends the tasks the services started for themselves — the audit
+    /// writer of component changes (writing what it has left), the links
+    /// to external MCP servers, the event listener — waiting up to
+    /// `within` for all of them. Answers those still running then. Called
+    /// after [`App::run`]'s loops have stopped, as the process ends.
+    pub async fn close(&self, within: Duration) -> Vec<&'static str> {
+        let mut closing = tokio::task::JoinSet::new();
+        let components = self.components.clone();
+        closing.spawn(async move {
+            components.close().await;
+            "component-audit"
+        });
+        let external = self.external.clone();
+        closing.spawn(async move {
+            external.close().await;
+            "mcp-links"
+        });
+        let events = self.caps.events().clone();
+        closing.spawn(async move {
+            events.close().await;
+            "event-listener"
+        });
+        let mut left = vec!["component-audit", "mcp-links", "event-listener"];
+        let _ = tokio::time::timeout(within, async {
+            while let Some(Ok(closed)) = closing.join_next().await {
+                left.retain(|name| *name != closed);
+            }
+        })
+        .await;
+        closing.abort_all();
+        left
     }
 
     /// Writes the component changes seen so far to the audit log now (the

@@ -14,8 +14,12 @@
 //! | `acquisition` | when `pipeline_interval_sec` > 0 | – | queues the download sweep |
 //!
 //! The services' own tasks (the audit writer of component changes, the
-//! links to external MCP servers, the event listener) belong to the
-//! services and end with them.
+//! links to external MCP servers, the event listener) are started by the
+//! services themselves, so a host embedded without `run` (a test, a
+//! one-shot command) has them too; each service keeps them in a
+//! `background::Background`, and [`App::close`] ends them all after the
+//! loops have stopped (the `serve` and `worker` commands say in the log
+//! that every one stopped, or which were cut off).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -6,12 +6,16 @@
 use std::time::Duration;
 
 use super::{CommandResult, failed};
-use crate::app::{ProcessRole, Running};
+use crate::app::{App, ProcessRole, Running};
 use crate::config::Config;
 
 /// How long a stopping process waits for its background loops: a worker's
 /// drain and a little more.
 const STOP_LOOPS_WITHIN: Duration = Duration::from_secs(crate::tasks::worker::DRAIN.as_secs() + 5);
+
+/// How long a stopping process waits for the services' own tasks: the last
+/// audit writes and the MCP links letting go of their servers.
+const CLOSE_SERVICES_WITHIN: Duration = Duration::from_secs(5);
 
 pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let addr = listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:4380".into());
@@ -33,15 +37,28 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
     let running = app.run(&worker_config, ProcessRole::Serve).map_err(failed)?;
     tracing::info!(addr = %bound, capabilities = runtime.snapshot().active.len(), "capstan is serving");
     warn_without_tls(bound, &options);
-    let served = crate::http::serve(listener, app, options, shutdown()).await;
-    stop_loops(running).await;
+    let served = crate::http::serve(listener, app.clone(), options, shutdown()).await;
+    stop_process(&app, running).await;
     served.map_err(failed)?;
     Ok(0)
 }
 
+/// Stops a process's background loops, then the services' own tasks,
+/// saying in the log which ended and which were still running when the
+/// bound passed.
+pub(crate) async fn stop_process(app: &App, running: Running) {
+    stop_loops(running).await;
+    let left = app.close(CLOSE_SERVICES_WITHIN).await;
+    if left.is_empty() {
+        tracing::info!(tasks = "component-audit, mcp-links, event-listener", "every service task stopped");
+    } else {
+        tracing::warn!(left = left.join(", "), "service tasks still running at shutdown were cut off");
+    }
+}
+
 /// Stops a process's background loops, saying in the log which ended and
 /// which were still running when the bound passed.
-pub(crate) async fn stop_loops(running: Running) {
+async fn stop_loops(running: Running) {
     let stopped = running.stop(STOP_LOOPS_WITHIN).await;
     if stopped.left.is_empty() {
         tracing::info!(loops = stopped.ended.join(", "), "every background loop stopped");

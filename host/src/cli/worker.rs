@@ -43,7 +43,7 @@ pub async fn run(config: Config) -> CommandResult {
     tracing::info!(loops = running.names().join(", "), "worker started");
     super::serve::shutdown().await;
     tracing::info!("worker shutting down");
-    super::serve::stop_loops(running).await;
+    super::serve::stop_process(&app, running).await;
     Ok(0)
 }
 

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use capstan_quality::{QualityProfile, covers_season, offer, preferred};
 
 use super::call;
-use crate::authz::{Authz, AuthzError};
+use crate::authz::AuthzError;
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::domain::{IdentityStatus, SlotStatus};
 use crate::pipeline::Capabilities;
@@ -97,7 +97,7 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
 /// nothing is acquired against a policy nobody can read.
 async fn quality_profile(caps: &Capabilities, slot: &Slot) -> Result<Result<Option<QualityProfile>, String>, String> {
     let Some(name) = slot.profile.as_deref() else { return Ok(Ok(None)) };
-    let policy = match Authz::new(caps.db().clone()).published_policy(name).await {
+    let policy = match caps.authz().published_policy(name).await {
         Ok(policy) => policy,
         Err(AuthzError::NotFound(..)) => return Ok(Err(format!("policy {name} has no published revision"))),
         Err(e) => return Err(e.to_string()),

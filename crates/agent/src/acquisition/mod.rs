@@ -55,7 +55,7 @@ pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>, settings: &Arc<Se
 
 /// Queues the periodic tasks every `interval` until `stop` is cancelled.
 pub async fn schedule(caps: Arc<Capabilities>, interval: Duration, stop: CancellationToken) {
-    let tasks = Tasks::new(caps.db().clone());
+    let tasks = caps.domain().tasks().clone();
     loop {
         for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
             if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
@@ -78,7 +78,7 @@ pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Appr
     let organization = caps.domain().organization(&approval.plan_id).await.map_err(|e| e.to_string())?;
     let download = organization.download_task_id;
     let key = format!("{VERIFY_AND_IMPORT}:{download}");
-    let tasks = Tasks::new(caps.db().clone());
+    let tasks = caps.domain().tasks().clone();
     enqueue(&tasks, VERIFY_AND_IMPORT, Some(&download), serde_json::json!({ "downloadTaskId": download }), &key)
         .await
         .map_err(|e| e.to_string())?;
@@ -102,7 +102,7 @@ pub async fn cause_may_have_cleared(caps: &Capabilities, what: &str) {
         return;
     }
     tracing::info!(plans = freed, what, "failed submits are tried again");
-    let tasks = Tasks::new(caps.db().clone());
+    let tasks = caps.domain().tasks().clone();
     let empty = Value::Object(Default::default());
     if let Err(e) = enqueue(&tasks, EVALUATE_ACQUISITION, None, empty, EVALUATE_ACQUISITION).await {
         tracing::warn!(error = %e, "could not queue the sweep after a change");

@@ -17,7 +17,7 @@ use crate::pipeline::Capabilities;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::settings::Settings;
-use crate::tasks::{Task, TaskHandler, Tasks, worker::HandlerFuture};
+use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
 pub const STATUS_CAPABILITY: &str = "download.status";
 
@@ -52,7 +52,7 @@ impl TaskHandler for SyncDownloads {
             }
             let output = inv.output.unwrap_or(Value::Null);
             let items = output.get("downloads").and_then(Value::as_array).cloned().unwrap_or_default();
-            let tasks = Tasks::new(caps.db().clone());
+            let tasks = caps.domain().tasks().clone();
             let mut changes = Vec::new();
             for item in items {
                 let (Some(id), Some(status)) =

@@ -104,7 +104,7 @@ async fn carry_out(
         };
     }
     let action = option.get("action").and_then(Value::as_str).unwrap_or_default();
-    let tasks = Tasks::new(caps.db().clone());
+    let tasks = caps.domain().tasks().clone();
     match action {
         "retry" => {
             let id = option.get("taskId").and_then(Value::as_str).unwrap_or_default();

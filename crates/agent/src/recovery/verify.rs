@@ -87,7 +87,7 @@ async fn recovery_calls(caps: &Capabilities, run_id: &str) -> Result<(Vec<String
 /// succeeded, `Some(false)` when one ended without succeeding, `None` while
 /// one is still to run.
 async fn retried_facts(caps: &Capabilities, retried: &[String]) -> (Option<bool>, Value) {
-    let tasks = crate::tasks::Tasks::new(caps.db().clone());
+    let tasks = caps.domain().tasks().clone();
     let mut seen = Vec::new();
     let mut verdict = Some(true);
     for id in retried {

@@ -40,8 +40,10 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 
+use crate::authz::Authz;
 use crate::events::Events;
 use crate::store::Db;
+use crate::tasks::Tasks;
 
 /// Why a domain operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +91,11 @@ impl Author {
 pub struct Domain {
     db: Db,
     events: Events,
+    /// The task queue and the authorisation records over the same
+    /// database: built here once, and handed out to everything above the
+    /// domain rather than built again.
+    tasks: Tasks,
+    authz: Authz,
 }
 
 impl Domain {
@@ -96,12 +103,23 @@ impl Domain {
     /// runtime.
     pub fn new(db: Db) -> Domain {
         let events = Events::new(db.clone());
-        Domain { db, events }
+        Domain::with_events(db, events)
     }
 
     /// A store announcing its events through `events`, shared with readers.
     pub fn with_events(db: Db, events: Events) -> Domain {
-        Domain { db, events }
+        Domain { tasks: Tasks::new(db.clone()), authz: Authz::new(db.clone()), db, events }
+    }
+
+    /// The task queue over this store's database.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// The authorisation records (grants, approvals, policies) over this
+    /// store's database.
+    pub fn authz(&self) -> &Authz {
+        &self.authz
     }
 
     /// Appends a change event inside the change's transaction.

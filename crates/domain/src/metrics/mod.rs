@@ -108,7 +108,13 @@ impl Metrics {
 
     /// Every metric in the Prometheus text format, the shared ones read
     /// from `db` now; every status in `run_statuses` is shown, 0 when none.
-    pub async fn render(&self, db: &Db, ledger: &Ledger, run_statuses: &[&str]) -> Result<String, sqlx::Error> {
+    pub async fn render(
+        &self,
+        db: &Db,
+        ledger: &Ledger,
+        tasks: &Tasks,
+        run_statuses: &[&str],
+    ) -> Result<String, sqlx::Error> {
         let mut registry = Registry::with_prefix("capstan");
         registry.register(
             "invocations",
@@ -126,7 +132,7 @@ impl Metrics {
             "Console sign-in attempts by outcome (paused and busy ones were refused before any check)",
             self.sign_ins.clone(),
         );
-        shared_state(&mut registry, db, ledger, run_statuses).await?;
+        shared_state(&mut registry, db, ledger, tasks, run_statuses).await?;
         let mut text = String::new();
         encode(&mut text, &registry).map_err(|e| sqlx::Error::Protocol(format!("cannot encode the metrics: {e}")))?;
         Ok(text)
@@ -138,6 +144,7 @@ async fn shared_state(
     registry: &mut Registry,
     db: &Db,
     ledger: &Ledger,
+    tasks: &Tasks,
     run_statuses: &[&str],
 ) -> Result<(), sqlx::Error> {
     let ledger_rows = grouped(db, "SELECT status, COUNT(*) FROM capability_invocation GROUP BY status").await?;
@@ -147,7 +154,7 @@ async fn shared_state(
     let runs = grouped(db, "SELECT status, COUNT(*) FROM agent_run GROUP BY status").await?;
     registry.register("agent_runs", "Agent runs by status", status_gauges(run_statuses, runs));
 
-    let queue = Tasks::new(db.clone()).queue().await?;
+    let queue = tasks.queue().await?;
     let tasks: Family<TaskLabels, Gauge> = Family::default();
     for (kind, statuses) in &queue.by_kind {
         for (status, n) in statuses {

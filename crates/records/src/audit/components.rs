@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::{Audit, NewAuditEntry};
+use crate::background::Background;
 use crate::runtime::Runtime;
 
 /// Writes one runtime's component changes to the audit log.
@@ -15,23 +16,35 @@ pub struct ComponentAudit {
     audit: Audit,
     /// Serialises draining, so a flush also waits for a drain under way.
     lock: Arc<tokio::sync::Mutex<()>>,
+    /// The writer that follows the runtime.
+    background: Background,
 }
 
 impl ComponentAudit {
     /// Starts writing `runtime`'s component changes to `audit` as they
     /// come. Must be called inside a tokio runtime.
     pub fn start(runtime: Arc<Runtime>, audit: Audit) -> ComponentAudit {
-        let writer = ComponentAudit { runtime, audit, lock: Arc::new(tokio::sync::Mutex::new(())) };
-        let background = writer.clone();
-        tokio::spawn(async move {
+        let background = Background::default();
+        let writer = ComponentAudit { runtime, audit, lock: Arc::new(tokio::sync::Mutex::new(())), background };
+        let follower = writer.clone();
+        writer.background.spawn(async move {
             loop {
-                background.runtime.component_events_changed().await;
-                if let Err(e) = background.flush().await {
+                follower.runtime.component_events_changed().await;
+                if let Err(e) = follower.flush().await {
                     tracing::error!(error = %e, "could not audit a component change");
                 }
             }
         });
         writer
+    }
+
+    /// Stops following the runtime, then writes what is left: nothing the
+    /// runtime saw before the process stops goes unaudited.
+    pub async fn close(&self) {
+        self.background.close().await;
+        if let Err(e) = self.flush().await {
+            tracing::error!(error = %e, "could not audit the last component changes");
+        }
     }
 
     /// Writes the changes waiting in the runtime now.

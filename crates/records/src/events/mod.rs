@@ -14,6 +14,7 @@ use serde_json::Value;
 use sqlx::{Any, Row, Transaction};
 use tokio::sync::broadcast;
 
+use crate::background::Background;
 use crate::store::{Backend, Db, now_ms, values_placeholders};
 
 /// The PostgreSQL channel appends notify.
@@ -49,6 +50,8 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
 pub struct Events {
     db: Db,
     news: Arc<broadcast::Sender<i64>>,
+    /// The listener for other processes' appends (PostgreSQL).
+    background: Background,
 }
 
 impl Events {
@@ -56,11 +59,16 @@ impl Events {
     /// listening for other processes' appends.
     pub fn new(db: Db) -> Events {
         let (news, _) = broadcast::channel(256);
-        let events = Events { db, news: Arc::new(news) };
+        let events = Events { db, news: Arc::new(news), background: Background::default() };
         if events.db.backend == Backend::Postgres {
-            tokio::spawn(listen(events.db.url.clone(), events.news.clone()));
+            events.background.spawn(listen(events.db.url.clone(), events.news.clone()));
         }
         events
+    }
+
+    /// Stops listening for other processes' appends.
+    pub async fn close(&self) {
+        self.background.close().await;
     }
 
     /// Removes, inside `tx`, the events of kind `<prefix>*` about

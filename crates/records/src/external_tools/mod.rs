@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::background::Background;
 use crate::config::{McpConfig, McpServerConfig};
 use crate::runtime::{ExternalSet, Refusal, Runtime, Snapshot};
 use link::{LinkedTool, ServerLink};
@@ -28,7 +29,8 @@ use link::{LinkedTool, ServerLink};
 pub struct ExternalServers {
     runtime: Arc<Runtime>,
     links: Mutex<BTreeMap<String, Running>>,
-    stop: CancellationToken,
+    /// Every link's task; closing it ends them all.
+    background: Background,
 }
 
 /// A link and what ends it.
@@ -41,7 +43,7 @@ impl ExternalServers {
     /// Starts a link to every server of `config` over `runtime`; they run
     /// until reconciled away or the process ends.
     pub fn start(runtime: Arc<Runtime>, config: &McpConfig) -> Arc<ExternalServers> {
-        let servers = Arc::new(ExternalServers { runtime, links: Mutex::default(), stop: CancellationToken::new() });
+        let servers = Arc::new(ExternalServers { runtime, links: Mutex::default(), background: Background::default() });
         for (name, server) in &config.servers {
             servers.start_link(name, server.clone());
         }
@@ -50,8 +52,8 @@ impl ExternalServers {
 
     fn start_link(&self, name: &str, config: McpServerConfig) {
         let link = ServerLink::new(name.to_string(), config);
-        let stop = self.stop.child_token();
-        tokio::spawn(keep_linked(self.runtime.clone(), link.clone(), stop.clone()));
+        let stop = self.background.stopping().child_token();
+        self.background.spawn_watching(keep_linked(self.runtime.clone(), link.clone(), stop.clone()));
         let previous =
             self.links.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), Running { link, stop });
         if let Some(previous) = previous {
@@ -85,6 +87,11 @@ impl ExternalServers {
         for name in changed {
             self.start_link(&name, servers[&name].clone());
         }
+    }
+
+    /// Ends every link, waiting until each has let go of its server.
+    pub async fn close(&self) {
+        self.background.close().await;
     }
 
     /// Where each server stands.

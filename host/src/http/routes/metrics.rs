@@ -32,7 +32,10 @@ pub async fn metrics(State(state): State<AppState>, mut parts: Parts) -> Result<
         .metrics_read
         .get(|| async move {
             let runs: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-            caps.metrics().render(caps.db(), caps.ledger(), &runs).await.map_err(|e| e.to_string())
+            caps.metrics()
+                .render(caps.db(), caps.ledger(), caps.domain().tasks(), &runs)
+                .await
+                .map_err(|e| e.to_string())
         })
         .await
         .map_err(ApiError::internal)?;

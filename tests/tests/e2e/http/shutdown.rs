@@ -1,7 +1,9 @@
 //! `capstan serve` stops promptly when told to, with a console open: the
 //! event stream a browser holds ends on SIGTERM, the log says the server is
 //! shutting down, every background loop the process started is stopped
-//! and joined, and the process exits cleanly well within its grace period.
+//! and joined, then the services' own tasks (the component audit writer,
+//! the MCP links, the event listener), and the process exits cleanly well
+//! within its grace period.
 
 use std::time::{Duration, Instant};
 
@@ -55,6 +57,9 @@ async fn serve_exits_promptly_on_sigterm_with_an_event_stream_open() {
     for name in ["heartbeat", "setup", "agent-waker", "worker", "watcher", "retention"] {
         assert!(stopped.contains(name), "{name} is not among the loops stopped: {stopped}");
     }
+    // Then the services' own tasks, none cut off.
+    assert!(log.contains("every service task stopped"), "the services' tasks were not all stopped:\n{log}");
+    assert!(!log.contains("cut off"), "{log}");
     let ended = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("the stream never ended").unwrap();
     // The stream was ended by the shutdown, not left for the grace period to cut.
     assert!(ended.duration_since(told) < grace, "the stream ended only {:?} after SIGTERM", ended.duration_since(told));

@@ -88,7 +88,7 @@ impl AgentRuntime {
     pub fn new(caps: Arc<Capabilities>, settings: Arc<Settings>) -> AgentRuntime {
         let session_dir = session_dir(&caps.runtime().config().data_dir());
         let runs = Runs::new(caps.db().clone(), caps.events().clone());
-        let tasks = Tasks::new(caps.db().clone());
+        let tasks = caps.domain().tasks().clone();
         AgentRuntime {
             caps,
             settings,

@@ -68,15 +68,15 @@ pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touch
     }
     let mut out = Vec::new();
     for plan in plans {
-        out.push(stand(domain, db, plan).await?);
+        out.push(stand(domain, plan).await?);
     }
     Ok(out)
 }
 
 /// Where the human's say on a draft stands: the newest approval asked for
 /// the acquisition plan, if any.
-async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
-    let newest = crate::authz::Authz::new(db.clone()).newest_approval("acquisition", plan_id).await?;
+async fn human_say(authz: &crate::authz::Authz, plan_id: &str) -> Result<Standing, DomainError> {
+    let newest = authz.newest_approval("acquisition", plan_id).await?;
     Ok(match newest {
         Some(a) if matches!(a.status.as_str(), "pending" | "approved") && a.expires_at > crate::store::now_ms() => {
             Standing::AwaitingApproval(a.id)
@@ -87,12 +87,12 @@ async fn human_say(db: &Db, plan_id: &str) -> Result<Standing, DomainError> {
     })
 }
 
-async fn stand(domain: &Domain, db: &Db, plan: Plan) -> Result<Touched, DomainError> {
+async fn stand(domain: &Domain, plan: Plan) -> Result<Touched, DomainError> {
     let title = plan.payload.get("title").cloned().unwrap_or(Value::Null);
     let mut entry = json!({"planId": plan.id, "planStatus": plan.status, "title": title});
     let standing = match plan.status {
         PlanStatus::Draft => {
-            let say = human_say(db, &plan.id).await?;
+            let say = human_say(domain.authz(), &plan.id).await?;
             if let Standing::AwaitingApproval(approval) = &say {
                 entry["approvalId"] = Value::from(approval.clone());
             }

@@ -8,9 +8,7 @@ use capstan_contract::ops::queries::{
 use capstan_contract::status::SlotStatus;
 
 use super::{Operation, from_authz, serve};
-use crate::authz::Authz;
 use crate::domain::{Decision, DomainError};
-use crate::tasks::Tasks;
 
 /// Every `library` query (read).
 pub const QUERIES: &[Operation] = &[
@@ -47,16 +45,12 @@ pub const QUERIES: &[Operation] = &[
             .collect()
     }),
     serve!(InventoryQuery, |domain, _, a| domain.inventory(a.kind, a.limit).await?),
-    serve!(PolicyGet, |domain, _, a| {
-        Authz::new(domain.db.clone()).published_policy(&a.name).await.map_err(from_authz)?
-    }),
+    serve!(PolicyGet, |domain, _, a| { domain.authz.published_policy(&a.name).await.map_err(from_authz)? }),
     serve!(TaskGet, |domain, _, a| {
-        let task = Tasks::new(domain.db.clone()).get(&a.id).await?;
+        let task = domain.tasks.get(&a.id).await?;
         task.ok_or_else(|| DomainError::NotFound(format!("no task {}", a.id)))?
     }),
-    serve!(TasksList, |domain, _, a| {
-        Tasks::new(domain.db.clone()).list(a.subject_id.as_deref(), a.limit.clamp(1, 1000)).await?
-    }),
+    serve!(TasksList, |domain, _, a| { domain.tasks.list(a.subject_id.as_deref(), a.limit.clamp(1, 1000)).await? }),
 ];
 
 /// What a component may see of a decision another opener made.

@@ -8,9 +8,7 @@ use capstan_contract::ops::transitions::{
 use capstan_contract::status::PlanStatus;
 
 use super::{Operation, from_authz, from_tasks, serve};
-use crate::authz::Authz;
 use crate::domain::{Domain, DomainError, Plan};
-use crate::tasks::Tasks;
 
 /// `plan.fail` and `plan.cancel`: the plan ends `status`, with its reason.
 async fn end_plan(domain: &Domain, end: &PlanEnd, status: PlanStatus) -> Result<Plan, DomainError> {
@@ -34,7 +32,7 @@ pub const TRANSITIONS: &[Operation] = &[
     serve!(OrganizationStartRecord, |domain, _, a| domain.start_organization(&a.id, &a.fingerprint).await?),
     serve!(OrganizationFinishRecord, |domain, _, a| domain.finish_organization(&a.id, a.error.as_deref()).await?),
     serve!(PolicyPublishRecord, |domain, _, a| {
-        Authz::new(domain.db.clone()).publish_policy(&a.name, a.revision).await.map_err(from_authz)?
+        domain.authz.publish_policy(&a.name, a.revision).await.map_err(from_authz)?
     }),
     serve!(TitleWantRecord, |domain, _, a| domain.want_title(&a).await?),
     serve!(TitleChangeRecord, |domain, _, a| {
@@ -42,6 +40,6 @@ pub const TRANSITIONS: &[Operation] = &[
         domain.change_title(&a.entity_id, a.quality.as_deref(), profile).await?
     }),
     serve!(TitleUnwantRecord, |domain, _, a| domain.unwant_title(&a.entity_id, a.season).await?),
-    serve!(TaskRetryRecord, |domain, _, a| Tasks::new(domain.db.clone()).retry(&a.id).await.map_err(from_tasks)?),
-    serve!(TaskCancelRecord, |domain, _, a| Tasks::new(domain.db.clone()).cancel(&a.id).await.map_err(from_tasks)?),
+    serve!(TaskRetryRecord, |domain, _, a| domain.tasks.retry(&a.id).await.map_err(from_tasks)?),
+    serve!(TaskCancelRecord, |domain, _, a| domain.tasks.cancel(&a.id).await.map_err(from_tasks)?),
 ];
