@@ -91,6 +91,14 @@ macro_rules! names {
             }
         }
 
+        // What a database column's text is read through.
+        impl TryFrom<String> for $name {
+            type Error = UnknownName;
+            fn try_from(text: String) -> Result<$name, UnknownName> {
+                $name::parse(&text)
+            }
+        }
+
     };
 }
 
@@ -168,6 +176,34 @@ impl DecisionStatus {
     /// Whether the decision is answered and stays so.
     pub fn is_final(self) -> bool {
         matches!(self, DecisionStatus::Resolved | DecisionStatus::Dismissed)
+    }
+}
+
+names! {
+    /// A human's say on one plan: pending → approved | rejected; an
+    /// approved one is consumed by the call it let through; a pending one
+    /// past its expiry is expired; a pending or approved one can be
+    /// revoked.
+    ApprovalStatus ("approval status") {
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
+        Consumed = "consumed",
+        Expired = "expired",
+        Revoked = "revoked",
+    }
+}
+
+impl ApprovalStatus {
+    /// Whether the approval may still let a call through (pending or
+    /// approved), expiry and staleness aside.
+    pub fn is_open(self) -> bool {
+        matches!(self, ApprovalStatus::Pending | ApprovalStatus::Approved)
+    }
+
+    /// Whether a human said no (rejected, or took an approval back).
+    pub fn is_refusal(self) -> bool {
+        matches!(self, ApprovalStatus::Rejected | ApprovalStatus::Revoked)
     }
 }
 

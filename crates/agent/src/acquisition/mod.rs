@@ -72,7 +72,7 @@ pub async fn schedule(caps: Arc<Capabilities>, interval: Duration, stop: Cancell
 /// A human decided an approval: an approved organization plan is carried
 /// out by its download's `verifyAndImport`, queued again now.
 pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Approval) -> Result<(), String> {
-    if approval.status != "approved" || approval.plan_type != "organization" {
+    if approval.status != crate::authz::ApprovalStatus::Approved || approval.plan_type != "organization" {
         return Ok(());
     }
     let organization = caps.domain().organization(&approval.plan_id).await.map_err(|e| e.to_string())?;

@@ -19,7 +19,7 @@ pub use verify::ChainCheck;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, FromRow, Row, Transaction};
 
 use crate::store::{Db, now_ms};
 
@@ -28,7 +28,7 @@ use crate::store::{Db, now_ms};
 const ROWS_PER_INSERT: usize = 64;
 
 /// One event to append.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct NewAuditEntry {
     pub actor_kind: String,
@@ -46,12 +46,13 @@ pub struct NewAuditEntry {
 }
 
 /// A stored event.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub seq: i64,
     pub at: i64,
     #[serde(flatten)]
+    #[sqlx(flatten)]
     pub event: NewAuditEntry,
     pub prev_hash: String,
     pub hash: String,
@@ -216,7 +217,7 @@ impl Audit {
             .bind(limit)
             .fetch_all(&self.db.pool)
             .await?;
-        rows.iter().map(event_from_row).collect()
+        rows.iter().map(AuditEntry::from_row).collect()
     }
 
     /// The newest `limit` events, oldest first.
@@ -225,30 +226,10 @@ impl Audit {
             .bind(limit)
             .fetch_all(&self.db.pool)
             .await?;
-        let mut events = rows.iter().map(event_from_row).collect::<Result<Vec<_>, _>>()?;
+        let mut events = rows.iter().map(AuditEntry::from_row).collect::<Result<Vec<_>, _>>()?;
         events.reverse();
         Ok(events)
     }
-}
-
-fn event_from_row(r: &sqlx::any::AnyRow) -> Result<AuditEntry, sqlx::Error> {
-    Ok(AuditEntry {
-        seq: r.try_get("seq")?,
-        at: r.try_get("at")?,
-        event: NewAuditEntry {
-            actor_kind: r.try_get("actor_kind")?,
-            principal: r.try_get("principal")?,
-            action: r.try_get("action")?,
-            subject: r.try_get("subject")?,
-            outcome: r.try_get("outcome")?,
-            authorization_id: r.try_get("authorization_id")?,
-            idempotency_key: r.try_get("idempotency_key")?,
-            input_summary: r.try_get("input_summary")?,
-            detail: r.try_get("detail")?,
-        },
-        prev_hash: r.try_get("prev_hash")?,
-        hash: r.try_get("hash")?,
-    })
 }
 
 #[cfg(test)]

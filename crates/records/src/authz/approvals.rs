@@ -11,7 +11,9 @@
 //! and not consumed); revoked, it authorises nothing.
 
 use serde::Serialize;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, FromRow, Transaction};
+
+pub use capstan_contract::status::ApprovalStatus;
 
 use super::{Authz, AuthzError};
 use crate::store::{new_id, now_ms};
@@ -19,9 +21,6 @@ use crate::store::{new_id, now_ms};
 /// The plan types approvals can bind, and the capability tag that marks a
 /// capability acting on one (`plan:acquisition` → input `planId`).
 pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
-
-/// Every status an approval can have.
-pub const APPROVAL_STATUSES: &[&str] = &["pending", "approved", "rejected", "consumed", "expired", "revoked"];
 
 /// The built-in capability that carries out a plan of `plan_type`: what an
 /// approval authorises when its request names no capability.
@@ -57,7 +56,7 @@ pub trait PlanSource: Sync {
 }
 
 /// A stored approval. `stale` is computed when read.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     pub id: String,
@@ -69,37 +68,22 @@ pub struct Approval {
     pub revision: i64,
     /// `pending`, `approved`, `rejected`, `consumed`, `expired` (pending
     /// past its expiry when the plan was asked about again) or `revoked`.
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ApprovalStatus,
     pub requested_by: String,
     pub plan_creator: String,
     pub decided_by: Option<String>,
     pub expires_at: i64,
     pub consumed_by: Option<String>,
+    /// Computed when read: the plan moved on since the approval was asked.
+    #[sqlx(skip)]
     pub stale: bool,
-}
-
-fn from_row(r: &sqlx::any::AnyRow) -> Result<Approval, sqlx::Error> {
-    Ok(Approval {
-        id: r.try_get("id")?,
-        plan_type: r.try_get("plan_type")?,
-        plan_id: r.try_get("plan_id")?,
-        capability_id: r.try_get("capability_id")?,
-        payload_hash: r.try_get("payload_hash")?,
-        revision: r.try_get("revision")?,
-        status: r.try_get("status")?,
-        requested_by: r.try_get("requested_by")?,
-        plan_creator: r.try_get("plan_creator")?,
-        decided_by: r.try_get("decided_by")?,
-        expires_at: r.try_get("expires_at")?,
-        consumed_by: r.try_get("consumed_by")?,
-        stale: false,
-    })
 }
 
 /// Why an approval that is neither pending nor approved cannot be revoked.
 fn not_revocable(approval: &Approval) -> String {
-    match (approval.status.as_str(), &approval.consumed_by) {
-        ("consumed", Some(by)) => format!(
+    match (approval.status, &approval.consumed_by) {
+        (ApprovalStatus::Consumed, Some(by)) => format!(
             "approval {} was used by invocation {by}; only an unused one can be revoked (a call that does not \
              succeed gives it back)",
             approval.id
@@ -118,7 +102,7 @@ impl Authz {
             .bind(id)
             .fetch_optional(&self.db.pool)
             .await?
-            .map(|r| from_row(&r))
+            .map(|r| Approval::from_row(&r))
             .transpose()?
             .ok_or_else(|| AuthzError::NotFound("approval", id.to_string()))
     }
@@ -127,8 +111,7 @@ impl Authz {
     pub async fn approval(&self, plans: &impl PlanSource, id: &str) -> Result<Approval, AuthzError> {
         let mut approval = self.approval_row(id).await?;
         let plan = plans.plan_state(&approval.plan_type, &approval.plan_id).await?;
-        approval.stale = matches!(approval.status.as_str(), "pending" | "approved")
-            && !plan.as_ref().is_some_and(|p| matches(&approval, p));
+        approval.stale = approval.status.is_open() && !plan.as_ref().is_some_and(|p| matches(&approval, p));
         Ok(approval)
     }
 
@@ -173,7 +156,7 @@ impl Authz {
         .fetch_optional(&self.db.pool)
         .await?
         {
-            return Ok(from_row(&row)?);
+            return Ok(Approval::from_row(&row)?);
         }
         // A request nobody decided in time ends `expired`, so the plan can be
         // asked about again.
@@ -219,7 +202,7 @@ impl Authz {
                 .bind(now)
                 .fetch_one(&self.db.pool)
                 .await?;
-                Ok(from_row(&row)?)
+                Ok(Approval::from_row(&row)?)
             }
             Err(e) => Err(e.into()),
         }
@@ -232,15 +215,15 @@ impl Authz {
         &self,
         plans: &impl PlanSource,
         id: &str,
-        status: &str,
+        status: ApprovalStatus,
         payload_hash: &str,
         admin: &str,
     ) -> Result<Approval, AuthzError> {
-        if !matches!(status, "approved" | "rejected") {
-            return Err(AuthzError::Invalid(format!("status {status:?} is not approved or rejected")));
+        if !matches!(status, ApprovalStatus::Approved | ApprovalStatus::Rejected) {
+            return Err(AuthzError::Invalid(format!("status {status} is not approved or rejected")));
         }
         let approval = self.approval(plans, id).await?;
-        if approval.status != "pending" {
+        if approval.status != ApprovalStatus::Pending {
             return Err(AuthzError::Conflict(format!("approval {id} is already {}", approval.status)));
         }
         if approval.expires_at <= now_ms() {
@@ -268,7 +251,7 @@ impl Authz {
             "UPDATE approval SET status = $1, decided_by = $2, updated_at = $3 \
              WHERE id = $4 AND status = 'pending' AND expires_at > $3 AND payload_hash = $5",
         )
-        .bind(status)
+        .bind(status.as_str())
         .bind(admin)
         .bind(now_ms())
         .bind(id)
@@ -304,7 +287,7 @@ impl Authz {
         .fetch_all(&self.db.pool)
         .await?;
         for row in rows {
-            let approval = from_row(&row)?;
+            let approval = Approval::from_row(&row)?;
             if matches(&approval, &plan) {
                 return Ok(Some(approval));
             }
@@ -322,7 +305,7 @@ impl Authz {
         .bind(plan_id)
         .fetch_optional(&self.db.pool)
         .await?;
-        row.as_ref().map(from_row).transpose()
+        row.as_ref().map(Approval::from_row).transpose()
     }
 
     /// Takes an approved, unexpired approval for the call it authorises —
@@ -387,7 +370,7 @@ impl Authz {
     pub async fn revoke_approval(&self, plans: &impl PlanSource, id: &str) -> Result<Approval, AuthzError> {
         let approval = self.approval(plans, id).await?;
         let now = now_ms();
-        if !matches!(approval.status.as_str(), "pending" | "approved") {
+        if !approval.status.is_open() {
             return Err(AuthzError::Conflict(not_revocable(&approval)));
         }
         if approval.expires_at <= now {
@@ -414,11 +397,11 @@ impl Authz {
     }
 
     /// Approvals, newest first, optionally in one status.
-    pub async fn approvals(&self, status: Option<&str>) -> Result<Vec<Approval>, sqlx::Error> {
+    pub async fn approvals(&self, status: Option<ApprovalStatus>) -> Result<Vec<Approval>, sqlx::Error> {
         let rows = match status {
             Some(s) => {
                 sqlx::query("SELECT * FROM approval WHERE status = $1 ORDER BY created_at DESC LIMIT 500")
-                    .bind(s)
+                    .bind(s.as_str())
                     .fetch_all(&self.db.pool)
                     .await?
             }
@@ -428,6 +411,6 @@ impl Authz {
                     .await?
             }
         };
-        rows.iter().map(from_row).collect()
+        rows.iter().map(Approval::from_row).collect()
     }
 }

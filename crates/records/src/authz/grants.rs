@@ -8,7 +8,7 @@
 //! widened.
 
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
+use sqlx::FromRow;
 
 use super::{Authz, AuthzError};
 use crate::store::{new_id, now_ms};
@@ -58,6 +58,14 @@ pub struct GrantScope {
     pub media_kinds: Vec<String>,
     #[serde(default)]
     pub capabilities: Vec<String>,
+}
+
+// The stored scope is its JSON.
+impl TryFrom<String> for GrantScope {
+    type Error = serde_json::Error;
+    fn try_from(json: String) -> Result<GrantScope, serde_json::Error> {
+        serde_json::from_str(&json)
+    }
 }
 
 /// A grant to create.
@@ -133,13 +141,14 @@ fn policy_revision_id_schema() -> utoipa::openapi::Object {
 }
 
 /// A stored grant.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct AutomationGrant {
     pub id: String,
     pub action: String,
     pub policy_name: Option<String>,
     pub policy_revision: Option<i64>,
+    #[sqlx(try_from = "String")]
     pub scope: GrantScope,
     pub daily_invocations: i64,
     pub daily_bytes: i64,
@@ -148,24 +157,6 @@ pub struct AutomationGrant {
     pub reason: Option<String>,
     pub created_by: String,
     pub created_at: i64,
-}
-
-fn from_row(r: &sqlx::any::AnyRow) -> Result<AutomationGrant, sqlx::Error> {
-    let scope: String = r.try_get("scope")?;
-    Ok(AutomationGrant {
-        id: r.try_get("id")?,
-        action: r.try_get("action")?,
-        policy_name: r.try_get("policy_name")?,
-        policy_revision: r.try_get("policy_revision")?,
-        scope: serde_json::from_str(&scope).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-        daily_invocations: r.try_get("daily_invocations")?,
-        daily_bytes: r.try_get("daily_bytes")?,
-        expires_at: r.try_get("expires_at")?,
-        revoked_at: r.try_get("revoked_at")?,
-        reason: r.try_get("reason")?,
-        created_by: r.try_get("created_by")?,
-        created_at: r.try_get("created_at")?,
-    })
 }
 
 /// The capability a call is for, as grants see it: its id and the
@@ -271,13 +262,13 @@ impl Authz {
     pub async fn grant(&self, id: &str) -> Result<Option<AutomationGrant>, sqlx::Error> {
         let row =
             sqlx::query("SELECT * FROM automation_grant WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
-        row.map(|r| from_row(&r)).transpose()
+        row.map(|r| AutomationGrant::from_row(&r)).transpose()
     }
 
     pub async fn grants(&self) -> Result<Vec<AutomationGrant>, sqlx::Error> {
         let rows =
             sqlx::query("SELECT * FROM automation_grant ORDER BY created_at, id").fetch_all(&self.db.pool).await?;
-        rows.iter().map(from_row).collect()
+        rows.iter().map(AutomationGrant::from_row).collect()
     }
 
     /// Revokes a grant now; one already revoked is a conflict and changes

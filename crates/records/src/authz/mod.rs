@@ -13,7 +13,7 @@ mod policies;
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, Transaction};
 
-pub use approvals::{APPROVAL_STATUSES, APPROVAL_TTL_MS, Approval, PLAN_TYPES, PlanSource, PlanState};
+pub use approvals::{APPROVAL_TTL_MS, Approval, ApprovalStatus, PLAN_TYPES, PlanSource, PlanState};
 pub use grants::{
     AutomationGrant, Callee, DEFAULT_DAILY_BYTES, DEFAULT_DAILY_INVOCATIONS, DEFAULT_GRANT_DAYS, GrantScope,
     MAX_DAILY_BYTES, MAX_DAILY_INVOCATIONS, MAX_GRANT_DAYS, MAX_REASON_CHARS, NewGrant, POLICY_REVISION_ID_PATTERN,

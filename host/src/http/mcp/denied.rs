@@ -33,7 +33,7 @@ pub async fn next_step(caps: &Capabilities, d: &Descriptor, input: &Value, by: &
         return Some(Next { said: format!("{grant}."), meta: Vec::new() });
     };
     match caps.authz().request_approval(caps.domain(), plan_type, plan_id, Some(&d.id), by).await {
-        Ok(approval) if approval.status == "pending" => Some(Next {
+        Ok(approval) if approval.status == crate::authz::ApprovalStatus::Pending => Some(Next {
             said: format!(
                 "{grant}, or approve this {plan_type} plan: approval {} was requested and waits on the console's \
                  Approvals tab. Call again once it is approved; until then the call is refused the same way.",

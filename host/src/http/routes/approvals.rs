@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::grants::authz_error;
-use crate::authz::Approval;
+use crate::authz::{Approval, ApprovalStatus};
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
-use crate::http::extract::{ApiPath, ApiQuery, one_of};
+use crate::http::extract::{ApiPath, ApiQuery, named};
 use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -151,8 +151,8 @@ pub async fn change(
         }
     };
     let (status, payload_hash) = match &body {
-        ApprovalChange::Approved { payload_hash } => ("approved", payload_hash),
-        ApprovalChange::Rejected { payload_hash } => ("rejected", payload_hash),
+        ApprovalChange::Approved { payload_hash } => (ApprovalStatus::Approved, payload_hash),
+        ApprovalChange::Rejected { payload_hash } => (ApprovalStatus::Rejected, payload_hash),
         ApprovalChange::Revoked {} => return revoke(&state, &caller, &id).await,
     };
     let approval = state
@@ -162,7 +162,8 @@ pub async fn change(
         .await
         .map_err(authz_error)?;
     let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
-    super::audit_change(&state, &caller, "approval.decide", &approval.id, &approval.status, Some(detail)).await?;
+    super::audit_change(&state, &caller, "approval.decide", &approval.id, approval.status.as_str(), Some(detail))
+        .await?;
     // The decision stands either way; a run that is not told can be sent a
     // message, and an approved import is queued again.
     if let Err(e) = state.agent().approval_decided(&approval).await {
@@ -212,7 +213,7 @@ pub async fn list(
     _caller: Caller,
     ApiQuery(q): ApiQuery<ApprovalsQuery>,
 ) -> Result<Json<ApprovalList>, ApiError> {
-    let status = one_of("status", q.status.as_deref(), crate::authz::APPROVAL_STATUSES)?;
+    let status = named::<ApprovalStatus>("status", q.status.as_deref())?;
     let approvals = state.caps().authz().approvals(status).await?;
     let mut shown = Vec::with_capacity(approvals.len());
     for approval in approvals {
@@ -236,7 +237,7 @@ pub struct ApprovalView {
 /// An approval with `plan`, what a person judges it by, while it can still
 /// be decided or used (the others keep only what they were).
 async fn with_summary(state: &AppState, approval: Approval) -> Result<ApprovalView, ApiError> {
-    let open = matches!(approval.status.as_str(), "pending" | "approved") && !approval.stale;
+    let open = approval.status.is_open() && !approval.stale;
     let summary = match open {
         true => state
             .caps()

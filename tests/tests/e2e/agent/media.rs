@@ -193,7 +193,7 @@ async fn denied_and_waiting_for_approval(env: &Env, qbt: &QBittorrent, id: &str)
     let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
     assert!(torrents(qbt).await.is_empty(), "nothing reached qBittorrent");
-    let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+    let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let asked: Vec<_> = pending.iter().filter(|a| a.requested_by == format!("agent:{id}")).collect();
     assert_eq!(asked.len(), 1, "the run asked a human once: {pending:?}");
     assert_eq!(asked[0].plan_type, "acquisition");
@@ -299,7 +299,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     // The finished download's organization needs a human too: the import asks, and goes on once approved.
     let started = Instant::now();
     let organization = loop {
-        let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+        let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
         if let Some(a) = pending.iter().find(|a| a.plan_type == "organization") {
             assert_eq!(a.requested_by, "task:verifyAndImport");
             break a.id.clone();
@@ -319,7 +319,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     assert_eq!(torrents(&qbt).await.len(), 1, "one add, under the approval");
     let used = env.caps.authz().approval(env.caps.domain(), &approval).await.unwrap();
-    assert_eq!(used.status, "consumed", "{used:?}");
+    assert_eq!(used.status, capstan::authz::ApprovalStatus::Consumed, "{used:?}");
     let body = report(&env, &run).await;
     let imported = body["verified"]["imported"].as_array().unwrap();
     assert_eq!(imported.len(), 1, "{body}");

@@ -244,7 +244,7 @@ async fn a_run_waiting_on_a_human_is_answered(backend: Backend, answer: fn(&caps
     agent.wake(&run.id, "admin:test").await.unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
     assert_eq!(body["run"]["status"], "waiting", "{body}");
-    let pending = env.caps.authz().approvals(Some("pending")).await.unwrap();
+    let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let approval = pending.iter().find(|a| a.requested_by == format!("agent:{}", run.id)).expect("asked a human");
     let denied = events_of(&body, "agent.tool_call").into_iter().find(|e| e["payload"]["phase"] == "denied").cloned();
     assert!(denied.is_some(), "{body}");

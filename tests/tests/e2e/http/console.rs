@@ -231,7 +231,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text("nav button[data-tab=approvals]", "counted what waits", |t| t == "Approvals (1)").await;
     browser.click("#approvals button.decide-approved").await;
     browser.wait_text(&approval_row, "showed it approved", |t| t.contains("approved by admin:bob")).await;
-    let approvals = env.caps.authz().approvals(Some("approved")).await.unwrap();
+    let approvals = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Approved)).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(
         (approvals[0].plan_id.as_str(), approvals[0].decided_by.as_deref()),
@@ -269,7 +269,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text("#approvals", "took the revoked approval off", |t| !t.contains(&plan.id)).await;
     browser.wait_text("#drafts", "listed the plan again", |t| t.contains(&plan.id)).await;
     let revoked = env.caps.authz().approval(domain, asked["id"].as_str().unwrap()).await.unwrap();
-    assert_eq!(revoked.status, "revoked");
+    assert_eq!(revoked.status, capstan::authz::ApprovalStatus::Revoked);
     let covering = env.caps.authz().covering_approval(domain, "acquisition", &plan.id, "download.submit").await;
     assert!(covering.unwrap().is_none(), "nothing authorises the plan's submission now");
 

@@ -179,7 +179,7 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert_eq!(result["isError"], true, "{result}");
     let approval_id = result["meta"]["capstan/approvalId"].as_str().unwrap_or_else(|| panic!("{result}")).to_string();
     assert!(result["text"].as_str().unwrap().contains("Approvals tab"), "{result}");
-    let pending = caps.authz().approvals(Some("pending")).await.unwrap();
+    let pending = caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let key_id = execute.strip_prefix("cap_").unwrap().split('_').next().unwrap();
     assert_eq!(
         pending.iter().map(|a| (a.id.as_str(), a.plan_id.as_str(), a.requested_by.clone())).collect::<Vec<_>>(),

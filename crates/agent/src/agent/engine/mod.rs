@@ -297,7 +297,7 @@ impl AgentRuntime {
     /// aborted is told it may go on (a message, which wakes it). A
     /// rejection is not sent: the run already ended saying it waits.
     pub async fn approval_decided(&self, approval: &crate::authz::Approval) -> Result<usize, StartError> {
-        if approval.status != "approved" {
+        if approval.status != crate::authz::ApprovalStatus::Approved {
             return Ok(0);
         }
         let text = format!(

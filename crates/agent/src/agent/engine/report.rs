@@ -78,11 +78,9 @@ pub async fn touched(domain: &Domain, db: &Db, run_id: &str) -> Result<Vec<Touch
 async fn human_say(authz: &crate::authz::Authz, plan_id: &str) -> Result<Standing, DomainError> {
     let newest = authz.newest_approval("acquisition", plan_id).await?;
     Ok(match newest {
-        Some(a) if matches!(a.status.as_str(), "pending" | "approved") && a.expires_at > crate::store::now_ms() => {
-            Standing::AwaitingApproval(a.id)
-        }
+        Some(a) if a.status.is_open() && a.expires_at > crate::store::now_ms() => Standing::AwaitingApproval(a.id),
         // A revoked approval is a human's no as a rejection is.
-        Some(a) if matches!(a.status.as_str(), "rejected" | "revoked") => Standing::Rejected,
+        Some(a) if a.status.is_refusal() => Standing::Rejected,
         _ => Standing::AwaitingHuman,
     })
 }

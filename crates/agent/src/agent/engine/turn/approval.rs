@@ -52,7 +52,7 @@ impl RunState<'_> {
         if let Block::ToolResult { content, .. } = &mut answered.block {
             let mut told: Value = serde_json::from_str(content).unwrap_or_else(|_| json!({"status": "denied"}));
             told["approval"] = json!({"id": approval.id, "status": approval.status});
-            told["note"] = Value::from(if approval.status == "pending" {
+            told["note"] = Value::from(if approval.status == crate::authz::ApprovalStatus::Pending {
                 "A human has been asked to approve this plan; the run is told when they do. Do not retry before then."
             } else {
                 "This plan's approval is already given; the call was refused for another reason (see error)."
