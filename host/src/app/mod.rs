@@ -138,39 +138,6 @@ impl App {
         AgentRuntime::new(self.caps.clone(), self.settings.clone())
     }
 
-    /// Ends the tasks the services started for themselves — the audit
-    /// writer of component changes (writing what it has left), the links
-    /// to external MCP servers, the event listener — waiting up to
-    /// `within` for all of them. Answers those still running then. Called
-    /// after [`App::run`]'s loops have stopped, as the process ends.
-    pub async fn close(&self, within: Duration) -> Vec<&'static str> {
-        let mut closing = tokio::task::JoinSet::new();
-        let components = self.components.clone();
-        closing.spawn(async move {
-            components.close().await;
-            "component-audit"
-        });
-        let external = self.external.clone();
-        closing.spawn(async move {
-            external.close().await;
-            "mcp-links"
-        });
-        let events = self.caps.events().clone();
-        closing.spawn(async move {
-            events.close().await;
-            "event-listener"
-        });
-        let mut left = vec!["component-audit", "mcp-links", "event-listener"];
-        let _ = tokio::time::timeout(within, async {
-            while let Some(Ok(closed)) = closing.join_next().await {
-                left.retain(|name| *name != closed);
-            }
-        })
-        .await;
-        closing.abort_all();
-        left
-    }
-
     /// Writes the component changes seen so far to the audit log now (the
     /// background writer may not get to them before a short-lived process
     /// exits).

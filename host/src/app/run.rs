@@ -93,6 +93,22 @@ impl Running {
 }
 
 impl App {
+    /// Ends the tasks the services started for themselves — the audit
+    /// writer of component changes (writing what it has left), the links
+    /// to external MCP servers, the event listener — waiting up to
+    /// `within` for all of them, as [`Running::stop`] waits for the loops.
+    /// Called after [`App::run`]'s loops have stopped, as the process ends.
+    pub async fn close(&self, within: Duration) -> Stopped {
+        let mut closing = Running { stop: CancellationToken::new(), loops: JoinSet::new(), started: Vec::new() };
+        let components = self.components.clone();
+        closing.start("component-audit", async move { components.close().await });
+        let external = self.external.clone();
+        closing.start("mcp-links", async move { external.close().await });
+        let events = self.caps.events().clone();
+        closing.start("event-listener", async move { events.close().await });
+        closing.stop(within).await
+    }
+
     /// Starts the background loops of `role` (the table in this module's
     /// documentation), every one ending when [`Running::stop`] is called.
     pub fn run(self: &Arc<Self>, config: &Config, role: ProcessRole) -> anyhow::Result<Running> {

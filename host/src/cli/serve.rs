@@ -48,11 +48,11 @@ pub async fn run(config: Config, listen: Option<String>) -> CommandResult {
 /// bound passed.
 pub(crate) async fn stop_process(app: &App, running: Running) {
     stop_loops(running).await;
-    let left = app.close(CLOSE_SERVICES_WITHIN).await;
-    if left.is_empty() {
-        tracing::info!(tasks = "component-audit, mcp-links, event-listener", "every service task stopped");
+    let closed = app.close(CLOSE_SERVICES_WITHIN).await;
+    if closed.left.is_empty() {
+        tracing::info!(tasks = closed.ended.join(", "), "every service task stopped");
     } else {
-        tracing::warn!(left = left.join(", "), "service tasks still running at shutdown were cut off");
+        tracing::warn!(left = closed.left.join(", "), "service tasks still running at shutdown were cut off");
     }
 }
 
