@@ -27,7 +27,7 @@ use capstan::agent::runs::{NewRun, RunMode};
 use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
-use capstan::tasks::{Tasks, Worker, WorkerConfig};
+use capstan::tasks::{Worker, WorkerConfig};
 use capstan_tests::host::TestHost;
 use capstan_tests::load::resident_bytes;
 use serde_json::{Value, json};
@@ -59,7 +59,8 @@ async fn setup() -> (TestHost, Arc<capstan::app::App>, Arc<Capabilities>) {
     let db = Db::open(&host.config.database_url()).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
     let mut change = serde_json::Map::new();
     change.insert("budget.max_runs_per_day".into(), json!(1_000_000));
     change.insert("agent.max_tool_calls".into(), json!(10_000));
@@ -93,7 +94,7 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
             investigation: None,
         };
         let run = agent.runs().create(&new).await.unwrap();
-        let commits = app.caps().db().group_commits();
+        let commits = app.services().db.group_commits();
         let started = Instant::now();
         agent.drive(&run.id).await.unwrap();
         let total = started.elapsed().as_micros() as u64;
@@ -102,7 +103,7 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
         assert_eq!(ended.status.as_str(), "succeeded", "the {steps}-step run ended early: {:?}", ended.error);
         assert_eq!(ended.tool_calls, steps as i64, "the {steps}-step run made every call");
         outside_us.push((total - timed.inside_us.load(Ordering::Relaxed)) as f64);
-        commits_per_step = (app.caps().db().group_commits() - commits) as f64 / steps as f64;
+        commits_per_step = (app.services().db.group_commits() - commits) as f64 / steps as f64;
     }
     outside_us.sort_by(f64::total_cmp);
     (outside_us, commits_per_step)
@@ -138,10 +139,9 @@ async fn loop_overhead(app: &Arc<capstan::app::App>) {
 }
 
 async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency: usize) {
-    let caps = app.caps();
     let agent = Arc::new(app.new_agent());
     let config = WorkerConfig { poll: Duration::from_millis(5), lease: Duration::from_secs(30), concurrency };
-    let mut worker = Worker::new(Tasks::new(caps.db().clone()), "bench".into(), config);
+    let mut worker = Worker::new(app.tasks().clone(), "bench".into(), config);
     capstan::agent::task::register(&mut worker, &agent);
     // The waker a process runs beside its worker (`App::run`).
     tokio::spawn(capstan::agent::task::wake_due_runs(agent.clone(), Default::default()));
@@ -183,10 +183,10 @@ async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency:
 }
 
 async fn sse_fan_out(app: &Arc<capstan::app::App>, subscribers: usize, events: usize) {
-    let caps = app.caps();
+    let svc = app.services();
     let base = capstan_tests::api::serve(app.clone()).await;
-    let key = capstan::http::keys::create(caps.db(), "bench", &[EffectClass::Read], "bench").await.unwrap();
-    let head = caps.events().head().await.unwrap();
+    let key = capstan::http::keys::create(&svc.db, "bench", &[EffectClass::Read], "bench").await.unwrap();
+    let head = svc.events.head().await.unwrap();
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(subscribers * events)));
     let ready = Arc::new(tokio::sync::Barrier::new(subscribers + 1));
     let mut tasks = Vec::new();
@@ -221,7 +221,7 @@ async fn sse_fan_out(app: &Arc<capstan::app::App>, subscribers: usize, events: u
     ready.wait().await;
     let started = Instant::now();
     for n in 0..events {
-        caps.events().publish("bench.tick", None, &json!({"n": n, "sentUs": epoch_micros()})).await.unwrap();
+        svc.events.publish("bench.tick", None, &json!({"n": n, "sentUs": epoch_micros()})).await.unwrap();
     }
     for t in tasks {
         t.await.unwrap();

@@ -18,11 +18,10 @@
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo bench -p capstan-tests --bench durable` for SQLite only.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use capstan::ledger::{Claim, ClaimRequest, Ledger};
-use capstan::pipeline::{Capabilities, Origin};
+use capstan::pipeline::{Origin, Services};
 use capstan::runtime::{EffectClass, Status};
 use capstan::store::Db;
 use capstan_tests::components;
@@ -33,12 +32,12 @@ use serde_json::json;
 /// Makes every benchmarked input different.
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per_caller: usize) {
-    let commits = caps.db().group_commits();
+async fn invokes(svc: &Services, backend: Backend, callers: usize, per_caller: usize) {
+    let commits = svc.db.group_commits();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..callers {
-        let caps = caps.clone();
+        let caps = svc.caps.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(per_caller);
             for _ in 0..per_caller {
@@ -63,7 +62,7 @@ async fn invokes(caps: &Arc<Capabilities>, backend: Backend, callers: usize, per
     let at = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
     let n = callers * per_caller;
     let secs = started.elapsed().as_secs_f64();
-    let per_commit = n as f64 / (caps.db().group_commits() - commits) as f64;
+    let per_commit = n as f64 / (svc.db.group_commits() - commits) as f64;
     println!(
         "{backend:?}: execute invokes, {callers} caller(s): {:>8.0}/s ({n} in {secs:.2} s; {per_commit:.2} invokes per group commit; latency p50 {:.2} ms, p99 {:.2} ms)",
         n as f64 / secs,
@@ -216,11 +215,11 @@ async fn run(backend: Backend) {
     host.config.database_url = Some(fresh_url(backend, host.dir.path()).await);
     let db = Db::open(&host.config.database_url()).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let caps = app.caps().clone();
+    let svc = app.services().clone();
     app.flush_component_events().await.unwrap();
-    invokes(&caps, backend, 1, 50).await; // warm-up
-    invokes(&caps, backend, 1, 1_000).await;
-    invokes(&caps, backend, 8, 250).await;
+    invokes(&svc, backend, 1, 50).await; // warm-up
+    invokes(&svc, backend, 1, 1_000).await;
+    invokes(&svc, backend, 8, 250).await;
     contention(&db, backend, true).await;
     contention(&db, backend, false).await;
 }

@@ -2,7 +2,7 @@
 //! hour long, with daily budgets no test reaches.
 
 use capstan::authz::NewGrant;
-use capstan::pipeline::Capabilities;
+use capstan::pipeline::Services;
 
 /// A grant for `action` lasting an hour.
 pub fn for_an_hour(action: &str) -> NewGrant {
@@ -20,6 +20,6 @@ pub fn for_an_hour(action: &str) -> NewGrant {
 }
 
 /// Lets every automated caller execute anything for an hour.
-pub async fn allow_everything(caps: &Capabilities) {
-    caps.authz().create_grant(&for_an_hour("*"), "admin:test").await.unwrap();
+pub async fn allow_everything(svc: &Services) {
+    svc.authz.create_grant(&for_an_hour("*"), "admin:test").await.unwrap();
 }

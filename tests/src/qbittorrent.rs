@@ -13,12 +13,11 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use capstan::pipeline::{Capabilities, Origin};
+use capstan::pipeline::{Origin, Services};
 use capstan::runtime::EffectClass;
 use tempfile::TempDir;
 
@@ -321,19 +320,19 @@ pub(crate) fn free_port() -> u16 {
 /// disk (once per download), every half second until aborted. With
 /// `sync`, it also queues the `syncDownloads` sweep each time, as the
 /// schedule of `capstan serve` would.
-pub fn deliver_the_data(caps: Arc<Capabilities>, sync: bool) -> tokio::task::JoinHandle<()> {
+pub fn deliver_the_data(svc: Services, sync: bool) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let tasks = capstan::tasks::Tasks::new(caps.db().clone());
+        let tasks = svc.domain.tasks().clone();
         let sweep = capstan::acquisition::SYNC_DOWNLOADS;
         let mut rechecked = std::collections::HashSet::new();
         loop {
             if sync {
                 let _ = capstan::acquisition::enqueue(&tasks, sweep, None, serde_json::json!({}), sweep).await;
             }
-            for download in caps.domain().downloads(None, 50).await.unwrap_or_default() {
+            for download in svc.domain.downloads(None, 50).await.unwrap_or_default() {
                 if download.status != capstan::domain::DownloadStatus::Queued && !rechecked.contains(&download.id) {
                     let input = serde_json::json!({"downloadTaskId": download.id});
-                    let inv = caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
+                    let inv = svc.caps.invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &input).await;
                     if inv.is_ok_and(|i| i.error.is_none()) {
                         rechecked.insert(download.id);
                     }

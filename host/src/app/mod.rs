@@ -21,7 +21,7 @@ use crate::domain::Domain;
 use crate::events::Events;
 use crate::external_tools::ExternalServers;
 use crate::ledger::Ledger;
-use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Parts};
+use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Services, Stores};
 use crate::runtime::{HostStores, Runtime};
 use crate::settings::Settings;
 use crate::setup::SetupStore;
@@ -30,8 +30,8 @@ use crate::tasks::{Tasks, Worker, WorkerConfig};
 
 /// One process's services.
 pub struct App {
-    /// The invoke path, with what invoking needs.
-    caps: Arc<Capabilities>,
+    /// The invoke path and the stores, each built once here.
+    svc: Services,
     settings: Arc<Settings>,
     audit: Audit,
     components: ComponentAudit,
@@ -56,18 +56,18 @@ impl App {
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
-        let caps = Arc::new(Capabilities::new(Parts {
+        let stores = Stores {
             ledger: Ledger::new(db.clone(), owner),
             authz: domain.authz().clone(),
-            runtime,
             db: db.clone(),
             domain,
             events,
-        }));
-        let tasks = caps.domain().tasks().clone();
-        let agent = Arc::new(AgentRuntime::new(caps.clone(), settings.clone()));
+        };
+        let svc = Services::new(runtime, stores);
+        let tasks = svc.domain.tasks().clone();
+        let agent = Arc::new(AgentRuntime::new(svc.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Ok(Arc::new(App { caps, settings, audit, components, setup, agent, tasks, external }))
+        Ok(Arc::new(App { svc, settings, audit, components, setup, agent, tasks, external }))
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -81,22 +81,28 @@ impl App {
         let db = Db::open(&config.database_url()).await?;
         let app = App::start(config, db, crate::store::new_id()).await?;
         app.flush_component_events().await?;
-        app.caps.ledger().heartbeat().await?;
-        let orphans = app.caps.ledger().recover_orphans().await?;
+        app.svc.ledger.heartbeat().await?;
+        let orphans = app.svc.ledger.recover_orphans().await?;
         if orphans > 0 {
             tracing::warn!(orphans, "claims of a process that died are now unknown");
         }
         // Services and roots set up in the console, beside the file's.
-        if let Err(e) = crate::setup::apply(app.caps.runtime(), &app.setup).await {
+        if let Err(e) = crate::setup::apply(app.svc.caps.runtime(), &app.setup).await {
             tracing::error!(error = %e, "the console's setup cannot be applied; only capstan.toml's is in effect");
         }
-        link_mcp_servers(&app.external, &app.setup, app.caps.runtime().config()).await;
+        link_mcp_servers(&app.external, &app.setup, app.svc.caps.runtime().config()).await;
         Ok(app)
     }
 
-    /// The invoke path, and the services it holds.
+    /// The one invoke path.
     pub fn caps(&self) -> &Arc<Capabilities> {
-        &self.caps
+        &self.svc.caps
+    }
+
+    /// The invoke path and the stores, as built here: what routes and
+    /// task handlers act through.
+    pub fn services(&self) -> &Services {
+        &self.svc
     }
 
     /// Starts, messages and aborts runs; drives them on the worker.
@@ -129,13 +135,13 @@ impl App {
     /// Links the MCP servers in effect now (after the console changed
     /// them, in this process).
     pub async fn relink_mcp_servers(&self) {
-        link_mcp_servers(&self.external, &self.setup, self.caps.runtime().config()).await;
+        link_mcp_servers(&self.external, &self.setup, self.svc.caps.runtime().config()).await;
     }
 
     /// Another agent runtime over the same services, for an embedder that
     /// fixes its model provider (tests, benchmarks).
     pub fn new_agent(&self) -> AgentRuntime {
-        AgentRuntime::new(self.caps.clone(), self.settings.clone())
+        AgentRuntime::new(self.svc.clone(), self.settings.clone())
     }
 
     /// Writes the component changes seen so far to the audit log now (the
@@ -152,13 +158,13 @@ impl App {
             concurrency: config.tasks.concurrency,
             ..WorkerConfig::default()
         };
-        let owner = self.caps.ledger().owner().to_string();
+        let owner = self.svc.ledger.owner().to_string();
         let mut worker = Worker::new(self.tasks.clone(), owner, worker_config);
-        crate::acquisition::register(&mut worker, &self.caps, &self.settings);
+        crate::acquisition::register(&mut worker, &self.svc, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
         crate::recovery::register(&mut worker, &self.agent, &self.settings);
         crate::retention::register(&mut worker, &self.agent, &self.settings);
-        worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.caps.clone())));
+        worker.handle(INVOKE_CAPABILITY, Arc::new(InvokeCapability(self.svc.caps.clone())));
         worker
     }
 }

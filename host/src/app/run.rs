@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::App;
 use crate::config::Config;
-use crate::pipeline::Capabilities;
+use crate::ledger::Ledger;
 
 /// Which process this is: what it runs besides the services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl App {
         closing.start("component-audit", async move { components.close().await });
         let external = self.external.clone();
         closing.start("mcp-links", async move { external.close().await });
-        let events = self.caps.events().clone();
+        let events = self.svc.events.clone();
         closing.start("event-listener", async move { events.close().await });
         closing.stop(within).await
     }
@@ -114,13 +114,13 @@ impl App {
     pub fn run(self: &Arc<Self>, config: &Config, role: ProcessRole) -> anyhow::Result<Running> {
         let stop = CancellationToken::new();
         let mut running = Running { stop: stop.clone(), loops: JoinSet::new(), started: Vec::new() };
-        running.start("heartbeat", heartbeat(self.caps.clone(), stop.clone()));
+        running.start("heartbeat", heartbeat(self.svc.ledger.clone(), stop.clone()));
         running.start("setup", self.clone().follow_setup(stop.clone()));
         running.start("agent-waker", crate::agent::task::wake_due_runs(self.agent.clone(), stop.clone()));
         let worker = Arc::new(self.worker(config));
         running.start("worker", worker.run(stop.clone().cancelled_owned()));
         if role == ProcessRole::Serve {
-            let watcher = crate::runtime::watcher::watch(self.caps.runtime().clone())?;
+            let watcher = crate::runtime::watcher::watch(self.svc.caps.runtime().clone())?;
             let until = stop.clone();
             running.start("watcher", async move {
                 until.cancelled().await;
@@ -129,7 +129,7 @@ impl App {
             running.start("retention", crate::retention::schedule(self.tasks.clone(), stop.clone()));
             if config.tasks.pipeline_interval_sec > 0 {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);
-                running.start("acquisition", crate::acquisition::schedule(self.caps.clone(), interval, stop.clone()));
+                running.start("acquisition", crate::acquisition::schedule(self.svc.clone(), interval, stop.clone()));
             }
         }
         Ok(running)
@@ -146,7 +146,7 @@ impl App {
                 Ok(now) if Some(now) != seen => {
                     // Said once per change, not every few seconds.
                     seen = Some(now);
-                    if let Err(e) = crate::setup::apply(self.caps.runtime(), &self.setup).await {
+                    if let Err(e) = crate::setup::apply(self.svc.caps.runtime(), &self.setup).await {
                         tracing::error!(error = %e, "the console's setup cannot be applied; the last good one stays");
                     }
                     self.relink_mcp_servers().await;
@@ -164,20 +164,20 @@ impl App {
 
 /// Tells other processes, every 10 s, that this one's claims are alive,
 /// and turns the running claims of processes that stopped beating unknown.
-async fn heartbeat(caps: Arc<Capabilities>, stop: CancellationToken) {
+async fn heartbeat(ledger: Ledger, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        if let Err(e) = caps.ledger().heartbeat().await {
+        if let Err(e) = ledger.heartbeat().await {
             tracing::warn!(error = %e, "heartbeat failed");
         }
         // A process that died after this one started (a worker killed
         // beside it, a server restarted quickly) leaves its running claims
         // behind: they become unknown once its heartbeat lapses, not only
         // at the next start.
-        match caps.ledger().recover_orphans().await {
+        match ledger.recover_orphans().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(rows = n, "calls of a process that stopped beating are now unknown"),
             Err(e) => tracing::warn!(error = %e, "cannot look for calls of stopped processes"),

@@ -104,9 +104,9 @@ pub async fn run(config: Config, cmd: &LibraryCommand) -> CommandResult {
             want(config, json!({"action": "remove", "entityId": entity_id, "season": season}), *json).await
         }
         LibraryCommand::List { kind, json } => {
-            let capabilities = crate::app::App::open(config).await.map_err(failed)?.caps().clone();
+            let app = crate::app::App::open(config).await.map_err(failed)?;
             let kind = kind.as_deref().map(crate::domain::EntityKind::parse).transpose().map_err(failed)?;
-            let inventory = capabilities.domain().inventory(kind, 1000).await.map_err(failed)?;
+            let inventory = app.services().domain.inventory(kind, 1000).await.map_err(failed)?;
             let inventory = serde_json::to_value(inventory).map_err(failed)?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&inventory).map_err(failed)?);

@@ -57,13 +57,13 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(caller.clone());
         }
         if let Some(token) = bearer(parts) {
-            return match keys::authenticate(state.caps().db(), &state.keys, token.trim()).await? {
+            return match keys::authenticate(&state.services().db, &state.keys, token.trim()).await? {
                 Some(key) => Ok(Caller::Key(key)),
                 None => Err(ApiError::unauthorized()),
             };
         }
         let Some(id) = session_cookie(parts) else { return Err(ApiError::unauthorized()) };
-        let Some(s) = session::find(state.caps().db(), &id).await? else { return Err(ApiError::unauthorized()) };
+        let Some(s) = session::find(&state.services().db, &id).await? else { return Err(ApiError::unauthorized()) };
         let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         if writes {
             let presented = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());

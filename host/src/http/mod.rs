@@ -36,7 +36,7 @@ use utoipa_axum::routes;
 
 use crate::agent::AgentRuntime;
 use crate::app::App;
-use crate::pipeline::Capabilities;
+use crate::pipeline::{Capabilities, Services};
 use error::ApiError;
 
 /// Largest request body accepted.
@@ -79,9 +79,14 @@ impl AppState {
 }
 
 impl AppState {
-    /// The invoke path and the services it holds.
+    /// The one invoke path.
     pub fn caps(&self) -> &Arc<Capabilities> {
         self.app.caps()
+    }
+
+    /// The invoke path and the stores.
+    pub fn services(&self) -> &Services {
+        self.app.services()
     }
 
     /// Starts, messages and aborts runs; the loop itself runs on a worker.

@@ -11,8 +11,6 @@
 //! the releases it accepts — judged exactly as `policy.preview` judges —
 //! else the most seeded.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,13 +20,13 @@ use super::call;
 use crate::authz::AuthzError;
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::domain::{IdentityStatus, SlotStatus};
-use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
+use crate::pipeline::Services;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
-pub struct EvaluateAcquisition(pub Arc<Capabilities>);
+pub struct EvaluateAcquisition(pub Services);
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -68,9 +66,9 @@ fn search_input(entity: &Entity, slot: &Slot) -> Value {
     input
 }
 
-async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Option<SourceRelease>, String> {
+async fn record(svc: &Services, task: &Task, found: &Value) -> Result<Option<SourceRelease>, String> {
     let Some(title) = found.get("title").and_then(Value::as_str) else { return Ok(None) };
-    let inspected = call(caps, task, "release.inspect", json!({ "name": title })).await?;
+    let inspected = call(svc, task, "release.inspect", json!({ "name": title })).await?;
     let parsed = if inspected.status == Status::Succeeded { inspected.output.unwrap_or_default() } else { json!({}) };
     let new = NewRelease {
         indexer: found["indexers"].get(0).and_then(Value::as_str).unwrap_or("torznab").to_string(),
@@ -84,7 +82,7 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
         download_url: found.get("download_url").and_then(Value::as_str).map(str::to_string),
         magnet_url: found.get("magnet_url").and_then(Value::as_str).map(str::to_string),
     };
-    match caps.domain().record_release(&new).await {
+    match svc.domain.record_release(&new).await {
         Ok(release) => Ok(Some(release)),
         // A listing without a usable hash or link is skipped, not fatal.
         Err(crate::domain::DomainError::Invalid(_)) => Ok(None),
@@ -95,9 +93,9 @@ async fn record(caps: &Capabilities, task: &Task, found: &Value) -> Result<Optio
 /// The published quality profile the slot names, if it names one; `Err`
 /// (inner) when it names a policy that is unpublished or not a profile, so
 /// nothing is acquired against a policy nobody can read.
-async fn quality_profile(caps: &Capabilities, slot: &Slot) -> Result<Result<Option<QualityProfile>, String>, String> {
+async fn quality_profile(svc: &Services, slot: &Slot) -> Result<Result<Option<QualityProfile>, String>, String> {
     let Some(name) = slot.profile.as_deref() else { return Ok(Ok(None)) };
-    let policy = match caps.authz().published_policy(name).await {
+    let policy = match svc.authz.published_policy(name).await {
         Ok(policy) => policy,
         Err(AuthzError::NotFound(..)) => return Ok(Err(format!("policy {name} has no published revision"))),
         Err(e) => return Err(e.to_string()),
@@ -111,16 +109,16 @@ async fn quality_profile(caps: &Capabilities, slot: &Slot) -> Result<Result<Opti
     }
 }
 
-async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
-    let domain = caps.domain();
+async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
+    let domain = &svc.domain;
     let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
-    let searched = call(caps, task, "release.search", search_input(&entity, slot)).await?;
+    let searched = call(svc, task, "release.search", search_input(&entity, slot)).await?;
     if searched.status != Status::Succeeded {
         return Ok(
             json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failed_attempt("release.search", &searched).to_string() }),
         );
     }
-    let profile = match quality_profile(caps, slot).await? {
+    let profile = match quality_profile(svc, slot).await? {
         Ok(profile) => profile,
         Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
     };
@@ -130,13 +128,13 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     let given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
     let mut candidates: Vec<(i64, SourceRelease)> = Vec::new();
     for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
-        let Some(mut release) = record(caps, task, item).await? else { continue };
+        let Some(mut release) = record(svc, task, item).await? else { continue };
         if given_up.contains(&release.id) {
             continue;
         }
         if release.identity_status == IdentityStatus::Unresolved {
             let input = json!({ "sourceReleaseId": release.id, "candidates": [{ "entityId": entity.id }] });
-            let resolved = call(caps, task, "identity.resolve", input).await?;
+            let resolved = call(svc, task, "identity.resolve", input).await?;
             if resolved.status != Status::Succeeded {
                 continue;
             }
@@ -164,8 +162,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
         let outcome = if candidates.is_empty() || profile.is_none() { "no-match" } else { "none-acceptable" };
         return Ok(json!({ "slotId": slot.id, "outcome": outcome, "candidates": candidates.len() }));
     };
-    let planned =
-        call(caps, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
+    let planned = call(svc, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
     if planned.status != Status::Succeeded {
         return Ok(
             json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failed_attempt("download.plan", &planned).to_string() }),
@@ -192,10 +189,10 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
     }
     // A background sweep submits only under a standing authorisation; it
     // never asks and never leaves a refusal behind.
-    if !caps.is_authorized(&Origin::task(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
+    if !svc.caps.is_authorized(&Origin::task(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
         return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id }));
     }
-    let submitted = call(caps, task, "download.submit", submit).await?;
+    let submitted = call(svc, task, "download.submit", submit).await?;
     match submitted.status {
         Status::Succeeded => {}
         // Counted on the plan and asked about by the invoke path; the other
@@ -213,7 +210,7 @@ async fn evaluate_slot(caps: &Capabilities, task: &Task, slot: &Slot) -> Result<
 
 impl TaskHandler for EvaluateAcquisition {
     fn run(&self, task: Task) -> HandlerFuture {
-        let caps = self.0.clone();
+        let svc = self.0.clone();
         Box::pin(async move {
             let payload: Payload = if task.payload.as_object().is_some_and(|o| o.is_empty()) {
                 Payload::default()
@@ -222,12 +219,12 @@ impl TaskHandler for EvaluateAcquisition {
                     .map_err(|e| HandlerError::GiveUp(format!("payload does not fit evaluateAcquisition: {e}")))?
             };
             let slots = match &payload.slot_id {
-                Some(id) => vec![caps.domain().slot(id).await.map_err(|e| e.to_string())?],
-                None => caps.domain().slots_with_status(SlotStatus::Wanted, 50).await.map_err(|e| e.to_string())?,
+                Some(id) => vec![svc.domain.slot(id).await.map_err(|e| e.to_string())?],
+                None => svc.domain.slots_with_status(SlotStatus::Wanted, 50).await.map_err(|e| e.to_string())?,
             };
             let mut results = Vec::new();
             for slot in slots.iter().filter(|s| s.status == SlotStatus::Wanted) {
-                results.push(evaluate_slot(&caps, &task, slot).await?);
+                results.push(evaluate_slot(&svc, &task, slot).await?);
             }
             Ok(json!({ "slots": results }))
         })

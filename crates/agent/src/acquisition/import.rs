@@ -5,14 +5,12 @@
 //! saying so without calling, so no refusal is left behind; the approval
 //! queues the task again.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::call;
-use crate::pipeline::Capabilities;
 use crate::pipeline::Origin;
+use crate::pipeline::Services;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
@@ -20,7 +18,7 @@ use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 pub const PLAN_CAPABILITY: &str = "organize.plan";
 pub const EXECUTE_CAPABILITY: &str = "organize.execute";
 
-pub struct VerifyAndImport(pub Arc<Capabilities>);
+pub struct VerifyAndImport(pub Services);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -30,12 +28,12 @@ struct Payload {
 
 impl TaskHandler for VerifyAndImport {
     fn run(&self, task: Task) -> HandlerFuture {
-        let caps = self.0.clone();
+        let svc = self.0.clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit verifyAndImport: {e}")))?;
             let planned =
-                call(&caps, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
+                call(&svc, &task, PLAN_CAPABILITY, json!({ "downloadTaskId": payload.download_task_id })).await?;
             if planned.status != Status::Succeeded {
                 return Err(failed_attempt(PLAN_CAPABILITY, &planned));
             }
@@ -46,22 +44,27 @@ impl TaskHandler for VerifyAndImport {
                 return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint").into());
             };
             let input = json!({ "planId": organization, "fingerprint": fingerprint });
-            if !caps.is_authorized(&Origin::task(&task), EXECUTE_CAPABILITY, &input).await.map_err(|e| e.to_string())? {
+            if !svc
+                .caps
+                .is_authorized(&Origin::task(&task), EXECUTE_CAPABILITY, &input)
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 // A human is asked; their approval queues this task again (`super::approval_decided`).
                 let by = crate::principal::task(&task.kind);
-                let approval = caps
-                    .authz()
-                    .request_approval(caps.domain(), "organization", organization, Some(EXECUTE_CAPABILITY), &by)
+                let approval = svc
+                    .authz
+                    .request_approval(&svc.domain, "organization", organization, Some(EXECUTE_CAPABILITY), &by)
                     .await
                     .map_err(|e| format!("cannot ask for an approval of organization {organization}: {e}"))?;
                 return Ok(json!({
                     "organizationId": organization, "status": "awaiting-authorization", "approvalId": approval.id
                 }));
             }
-            let executed = call(&caps, &task, EXECUTE_CAPABILITY, input).await?;
+            let executed = call(&svc, &task, EXECUTE_CAPABILITY, input).await?;
             match executed.status {
                 Status::Succeeded => {
-                    if let Err(e) = super::watch::import_succeeded(&caps, organization).await {
+                    if let Err(e) = super::watch::import_succeeded(&svc, organization).await {
                         tracing::warn!(organization, error = %e, "cannot close the decision about a failed import");
                     }
                     Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output }))
@@ -75,7 +78,7 @@ impl TaskHandler for VerifyAndImport {
                     if status == Status::Failed && for_good {
                         let (download, error) = (&payload.download_task_id, failure.to_string());
                         if let Err(e) =
-                            super::watch::import_failed(&caps, organization, download, &task.id, &error).await
+                            super::watch::import_failed(&svc, organization, download, &task.id, &error).await
                         {
                             tracing::warn!(organization, error = %e, "cannot open a decision about a failed import");
                         }

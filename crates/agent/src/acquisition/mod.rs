@@ -35,7 +35,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::pipeline::{Capabilities, Invocation, Origin};
+use crate::pipeline::{Invocation, Origin, Services};
 use crate::settings::Settings;
 use crate::tasks::{NewTask, Task, Tasks, Worker};
 
@@ -47,15 +47,15 @@ pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
 pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION];
 
 /// Gives `worker` the pipeline's handlers.
-pub fn register(worker: &mut Worker, caps: &Arc<Capabilities>, settings: &Arc<Settings>) {
-    worker.handle(EVALUATE_ACQUISITION, Arc::new(evaluate::EvaluateAcquisition(caps.clone())));
-    worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(caps.clone(), settings.clone())));
-    worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(caps.clone())));
+pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
+    worker.handle(EVALUATE_ACQUISITION, Arc::new(evaluate::EvaluateAcquisition(svc.clone())));
+    worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(svc.clone(), settings.clone())));
+    worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(svc.clone())));
 }
 
 /// Queues the periodic tasks every `interval` until `stop` is cancelled.
-pub async fn schedule(caps: Arc<Capabilities>, interval: Duration, stop: CancellationToken) {
-    let tasks = caps.domain().tasks().clone();
+pub async fn schedule(svc: Services, interval: Duration, stop: CancellationToken) {
+    let tasks = svc.domain.tasks().clone();
     loop {
         for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
             if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
@@ -71,14 +71,14 @@ pub async fn schedule(caps: Arc<Capabilities>, interval: Duration, stop: Cancell
 
 /// A human decided an approval: an approved organization plan is carried
 /// out by its download's `verifyAndImport`, queued again now.
-pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Approval) -> Result<(), String> {
+pub async fn approval_decided(svc: &Services, approval: &crate::authz::Approval) -> Result<(), String> {
     if approval.status != crate::authz::ApprovalStatus::Approved || approval.plan_type != "organization" {
         return Ok(());
     }
-    let organization = caps.domain().organization(&approval.plan_id).await.map_err(|e| e.to_string())?;
+    let organization = svc.domain.organization(&approval.plan_id).await.map_err(|e| e.to_string())?;
     let download = organization.download_task_id;
     let key = format!("{VERIFY_AND_IMPORT}:{download}");
-    let tasks = caps.domain().tasks().clone();
+    let tasks = svc.domain.tasks().clone();
     enqueue(&tasks, VERIFY_AND_IMPORT, Some(&download), serde_json::json!({ "downloadTaskId": download }), &key)
         .await
         .map_err(|e| e.to_string())?;
@@ -90,8 +90,8 @@ pub async fn approval_decided(caps: &Capabilities, approval: &crate::authz::Appr
 /// out a backoff may be tried now, and the sweep is queued to try them.
 /// Best effort: a store that cannot be reached leaves the backoffs to run
 /// out by themselves.
-pub async fn cause_may_have_cleared(caps: &Capabilities, what: &str) {
-    let freed = match caps.domain().retry_submits_now().await {
+pub async fn cause_may_have_cleared(svc: &Services, what: &str) {
+    let freed = match svc.domain.retry_submits_now().await {
         Ok(freed) => freed,
         Err(e) => {
             tracing::warn!(error = %e, what, "could not let failed submits be tried again");
@@ -102,7 +102,7 @@ pub async fn cause_may_have_cleared(caps: &Capabilities, what: &str) {
         return;
     }
     tracing::info!(plans = freed, what, "failed submits are tried again");
-    let tasks = caps.domain().tasks().clone();
+    let tasks = svc.domain.tasks().clone();
     let empty = Value::Object(Default::default());
     if let Err(e) = enqueue(&tasks, EVALUATE_ACQUISITION, None, empty, EVALUATE_ACQUISITION).await {
         tracing::warn!(error = %e, "could not queue the sweep after a change");
@@ -132,6 +132,6 @@ pub async fn enqueue(
 }
 
 /// Calls a capability for `task`; an error only when no status came back.
-async fn call(caps: &Capabilities, task: &Task, id: &str, input: Value) -> Result<Invocation, String> {
-    caps.invoke(&Origin::task(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
+async fn call(svc: &Services, task: &Task, id: &str, input: Value) -> Result<Invocation, String> {
+    svc.caps.invoke(&Origin::task(task), id, &input).await.map_err(|e| format!("{id}: {e}"))
 }

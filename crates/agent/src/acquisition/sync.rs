@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{VERIFY_AND_IMPORT, call, enqueue};
 use crate::domain::DomainError;
 use crate::domain::DownloadStatus;
-use crate::pipeline::Capabilities;
+use crate::pipeline::Services;
 use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::settings::Settings;
@@ -21,11 +21,11 @@ use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
 pub const STATUS_CAPABILITY: &str = "download.status";
 
-pub struct SyncDownloads(pub Arc<Capabilities>, pub Arc<Settings>);
+pub struct SyncDownloads(pub Services, pub Arc<Settings>);
 
 /// `path` relative to the `downloads` root, when it lies under it.
-fn relative_to_downloads(caps: &Capabilities, path: &str) -> Option<String> {
-    let roots = caps.runtime().root_paths();
+fn relative_to_downloads(svc: &Services, path: &str) -> Option<String> {
+    let roots = svc.caps.runtime().root_paths();
     let relative = Path::new(path).strip_prefix(roots.get("downloads")?).ok()?;
     let text = relative.to_str()?.to_string();
     (!text.is_empty()).then_some(text)
@@ -44,15 +44,15 @@ fn client_view(item: &Value) -> crate::domain::ClientView<'_> {
 
 impl TaskHandler for SyncDownloads {
     fn run(&self, task: Task) -> HandlerFuture {
-        let (caps, settings) = (self.0.clone(), self.1.clone());
+        let (svc, settings) = (self.0.clone(), self.1.clone());
         Box::pin(async move {
-            let inv = call(&caps, &task, STATUS_CAPABILITY, json!({})).await?;
+            let inv = call(&svc, &task, STATUS_CAPABILITY, json!({})).await?;
             if inv.status != Status::Succeeded {
                 return Err(failed_attempt(STATUS_CAPABILITY, &inv));
             }
             let output = inv.output.unwrap_or(Value::Null);
             let items = output.get("downloads").and_then(Value::as_array).cloned().unwrap_or_default();
-            let tasks = caps.domain().tasks().clone();
+            let tasks = svc.domain.tasks().clone();
             let mut changes = Vec::new();
             for item in items {
                 let (Some(id), Some(status)) =
@@ -61,14 +61,11 @@ impl TaskHandler for SyncDownloads {
                     continue;
                 };
                 let progress = item.get("progress").and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 1.0);
-                let path =
-                    item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&caps, p));
-                let before = caps.domain().download(id).await.ok().map(|d| d.progress);
+                let path = item.get("contentPath").and_then(Value::as_str).and_then(|p| relative_to_downloads(&svc, p));
+                let before = svc.domain.download(id).await.ok().map(|d| d.progress);
                 let view = client_view(&item);
                 let recorded = match DownloadStatus::parse(status) {
-                    Ok(status) => {
-                        caps.domain().update_download(id, status, progress, path.as_deref(), Some(&view)).await
-                    }
+                    Ok(status) => svc.domain.update_download(id, status, progress, path.as_deref(), Some(&view)).await,
                     Err(unknown) => Err(DomainError::Invalid(unknown.to_string())),
                 };
                 if let Ok((download, _)) = &recorded {
@@ -76,7 +73,7 @@ impl TaskHandler for SyncDownloads {
                         client_state: item.get("clientState").and_then(Value::as_str),
                         progress_before: before,
                     };
-                    if let Err(e) = super::watch::download_seen(&caps, &settings, download, &seen).await {
+                    if let Err(e) = super::watch::download_seen(&svc, &settings, download, &seen).await {
                         tracing::warn!(download = %id, error = %e, "cannot record what went wrong with a download");
                     }
                 }

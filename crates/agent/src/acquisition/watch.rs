@@ -21,7 +21,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::{Answer, Decision, DomainError, DownloadStatus, DownloadTask};
-use crate::pipeline::Capabilities;
+use crate::pipeline::Services;
 use crate::settings::Settings;
 use crate::store::now_ms;
 
@@ -94,8 +94,8 @@ fn recheck(download: &str) -> Value {
     })
 }
 
-async fn clear(caps: &Capabilities, decision: &Decision, facts: Value) -> Result<(), DomainError> {
-    match caps.domain().answer_decision(&decision.id, &Answer::Cleared { facts }, BY).await {
+async fn clear(svc: &Services, decision: &Decision, facts: Value) -> Result<(), DomainError> {
+    match svc.domain.answer_decision(&decision.id, &Answer::Cleared { facts }, BY).await {
         // Answered meanwhile by someone else: their answer stands.
         Ok(_) | Err(DomainError::Conflict(_)) => Ok(()),
         Err(e) => Err(e),
@@ -104,12 +104,12 @@ async fn clear(caps: &Capabilities, decision: &Decision, facts: Value) -> Result
 
 /// Looks at a download as the sync just recorded it.
 pub async fn download_seen(
-    caps: &Capabilities,
+    svc: &Services,
     settings: &Settings,
     download: &DownloadTask,
     seen: &Seen<'_>,
 ) -> Result<(), DomainError> {
-    let domain = caps.domain();
+    let domain = &svc.domain;
     let status = download.status;
     let lost = seen.progress_before.filter(|before| download.progress + 1e-9 < *before);
     let not_started = not_started(download, seen.client_state);
@@ -138,7 +138,7 @@ pub async fn download_seen(
     } else if MOVING.contains(&status)
         && let Some(open) = domain.undecided_of_root(&failed).await?
     {
-        clear(caps, &open, seen.clone()).await?;
+        clear(svc, &open, seen.clone()).await?;
     }
 
     let stalled = stalled_root(&download.id);
@@ -170,7 +170,7 @@ pub async fn download_seen(
         let before = open.evidence.pointer("/download/progress").and_then(Value::as_f64).unwrap_or(0.0);
         let done = matches!(status, DownloadStatus::Completed | DownloadStatus::Importing | DownloadStatus::Imported);
         if download.progress > before || done {
-            clear(caps, &open, seen).await?;
+            clear(svc, &open, seen).await?;
         }
     }
     Ok(())
@@ -178,7 +178,7 @@ pub async fn download_seen(
 
 /// An import that failed and will not be tried again by itself.
 pub async fn import_failed(
-    caps: &Capabilities,
+    svc: &Services,
     organization: &str,
     download: &str,
     task_id: &str,
@@ -190,16 +190,16 @@ pub async fn import_failed(
         {"id": "dismiss", "label": "Leave it", "action": "dismiss"}
     ]);
     let evidence = json!({"organizationId": organization, "downloadTaskId": download, "error": error});
-    caps.domain().open_occurrence(&root, "import_failed", organization, &options, &evidence, now_ms()).await?;
+    svc.domain.open_occurrence(&root, "import_failed", organization, &options, &evidence, now_ms()).await?;
     Ok(())
 }
 
 /// An import that succeeded: a failure asked about before has cleared.
-pub async fn import_succeeded(caps: &Capabilities, organization: &str) -> Result<(), DomainError> {
+pub async fn import_succeeded(svc: &Services, organization: &str) -> Result<(), DomainError> {
     let root = format!("import_failed:{organization}");
-    if let Some(open) = caps.domain().undecided_of_root(&root).await? {
+    if let Some(open) = svc.domain.undecided_of_root(&root).await? {
         let facts = json!({"organizationId": organization, "imported": true, "seenAt": now_ms()});
-        match caps.domain().answer_decision(&open.id, &Answer::Cleared { facts }, "system:verifyAndImport").await {
+        match svc.domain.answer_decision(&open.id, &Answer::Cleared { facts }, "system:verifyAndImport").await {
             Ok(_) | Err(DomainError::Conflict(_)) => {}
             Err(e) => return Err(e),
         }

@@ -20,7 +20,7 @@ use crate::agent::engine::investigation::RECOVER_BY;
 use crate::agent::runs::{Investigation, NewRun, RunMode};
 use crate::domain::DecisionStatus;
 use crate::domain::{Decision, DomainError};
-use crate::pipeline::{Capabilities, Origin};
+use crate::pipeline::{Origin, Services};
 use crate::runtime::{Actor, EffectClass};
 use crate::settings::Settings;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
@@ -45,11 +45,11 @@ fn root_of(decision: &Decision) -> &str {
 /// How a recovery of `decision` would be authorised: the recheck it would
 /// make, judged as the run's own call will be. `None` when covered, else
 /// why not.
-async fn recovery_refused(caps: &Capabilities, decision: &Decision) -> Result<Option<String>, HandlerError> {
+async fn recovery_refused(svc: &Services, decision: &Decision) -> Result<Option<String>, HandlerError> {
     let action = if decision.kind == "download_stalled" { "resume" } else { "recheck" };
     let input = json!({"downloadTaskId": decision.subject, "action": action});
     let origin = Origin { actor: Actor::Agent, principal: RECOVER_BY.into(), ..Origin::cli(EffectClass::Execute) };
-    match caps.is_authorized(&origin, "download.recheck", &input).await {
+    match svc.caps.is_authorized(&origin, "download.recheck", &input).await {
         Ok(true) => Ok(None),
         Ok(false) => Ok(Some("no standing grant covers download.recheck for this download".into())),
         Err(e) => Ok(Some(format!("download.recheck cannot be used: {e}"))),
@@ -102,8 +102,8 @@ impl TaskHandler for InvestigateDecision {
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit investigateDecision: {e}")))?;
-            let caps = agent.capabilities().clone();
-            let decision = match caps.domain().decision(&payload.decision_id).await {
+            let svc = agent.services().clone();
+            let decision = match svc.domain.decision(&payload.decision_id).await {
                 Ok(d) => d,
                 Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
                 Err(e) => return Err(HandlerError::GiveUp(e.to_string())),
@@ -126,8 +126,7 @@ impl TaskHandler for InvestigateDecision {
             let mut acting = false;
             if recover {
                 let root = root_of(&decision).to_string();
-                let past =
-                    caps.domain().decisions_of_root(&root).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+                let past = svc.domain.decisions_of_root(&root).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
                 let attempted = past
                     .iter()
                     .filter(|d| d.id != decision.id && d.evidence.pointer("/autoRecover/attempt").is_some())
@@ -136,13 +135,13 @@ impl TaskHandler for InvestigateDecision {
                 if attempted >= limit {
                     let evidence = json!({"autoRecover": {"skipped": "attempts_exhausted", "attempts": attempted,
                         "suggestion": format!("{root} was recovered automatically {attempted} times and came back; look at it yourself")}});
-                    match caps.domain().advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
+                    match svc.domain.advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
                         Ok(_) | Err(DomainError::Conflict(_)) => {}
                         Err(e) => return Err(HandlerError::Retry(e.to_string())),
                     }
                     return skip("attempts_exhausted");
                 }
-                match recovery_refused(&caps, &decision).await? {
+                match recovery_refused(&svc, &decision).await? {
                     None => {
                         acting = true;
                         plan = json!({"autoRecover": {"attempt": attempted + 1}});
@@ -155,7 +154,7 @@ impl TaskHandler for InvestigateDecision {
             }
             let calls = setting(&settings, "agent.investigate_max_tool_calls").await?.as_i64().unwrap_or(8);
             let seconds = setting(&settings, "agent.max_duration_sec").await?.as_i64().unwrap_or(MAX_SECONDS);
-            let snapshot = caps.runtime().snapshot();
+            let snapshot = svc.caps.runtime().snapshot();
             let mut allowlist: Vec<String> = snapshot
                 .active
                 .values()
@@ -185,7 +184,7 @@ impl TaskHandler for InvestigateDecision {
                 if let (Some(into), Some(from)) = (evidence.as_object_mut(), plan.as_object()) {
                     into.extend(from.clone());
                 }
-                match caps.domain().advance_decision(&decision.id, DecisionStatus::Investigating, &evidence).await {
+                match svc.domain.advance_decision(&decision.id, DecisionStatus::Investigating, &evidence).await {
                     Ok(_) => {}
                     Err(DomainError::Conflict(_)) => return skip("the decision changed meanwhile"),
                     Err(e) => return Err(HandlerError::Retry(e.to_string())),

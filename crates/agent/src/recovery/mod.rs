@@ -22,8 +22,8 @@ pub use verify::VerifyRecovery;
 
 /// Gives `worker` the handlers of this layer.
 pub fn register(worker: &mut Worker, agent: &Arc<AgentRuntime>, settings: &Arc<Settings>) {
-    let caps = agent.capabilities();
-    worker.handle(crate::domain::RESOLVE_DECISION, Arc::new(ResolveDecision(caps.clone())));
+    let svc = agent.services();
+    worker.handle(crate::domain::RESOLVE_DECISION, Arc::new(ResolveDecision(svc.clone())));
     let investigate = InvestigateDecision { agent: agent.clone(), settings: settings.clone() };
     worker.handle(crate::domain::INVESTIGATE_DECISION, Arc::new(investigate));
     let verify = VerifyRecovery { agent: agent.clone(), settings: settings.clone() };

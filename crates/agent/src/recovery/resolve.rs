@@ -9,14 +9,12 @@
 //! plan and evaluates its slot again, `unwant` stops wanting its title. The outcome is recorded once on
 //! the decision; a task that finds it recorded does nothing.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::{Decision, DomainError};
 use crate::domain::{DecisionStatus, PlanStatus};
-use crate::pipeline::{Capabilities, Origin, failed_attempt};
+use crate::pipeline::{Origin, Services, failed_attempt};
 use crate::runtime::{EffectClass, Status};
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskError, TaskHandler, Tasks};
 
@@ -27,7 +25,7 @@ struct Payload {
 }
 
 /// Runs `resolveDecision` tasks.
-pub struct ResolveDecision(pub Arc<Capabilities>);
+pub struct ResolveDecision(pub Services);
 
 fn domain_failure(e: DomainError) -> HandlerError {
     match e {
@@ -38,11 +36,11 @@ fn domain_failure(e: DomainError) -> HandlerError {
 
 impl TaskHandler for ResolveDecision {
     fn run(&self, task: Task) -> HandlerFuture {
-        let caps = self.0.clone();
+        let svc = self.0.clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit resolveDecision: {e}")))?;
-            let decision = caps.domain().decision(&payload.decision_id).await.map_err(domain_failure)?;
+            let decision = svc.domain.decision(&payload.decision_id).await.map_err(domain_failure)?;
             let Some(resolution) = decision.resolution.clone().filter(|_| decision.status == DecisionStatus::Resolved)
             else {
                 return Err(HandlerError::GiveUp(format!(
@@ -54,8 +52,8 @@ impl TaskHandler for ResolveDecision {
                 return Ok(done.clone());
             }
             let option = &resolution["option"];
-            let execution = carry_out(&caps, &task, &decision, option).await?;
-            match caps.domain().record_execution(&decision.id, &execution).await {
+            let execution = carry_out(&svc, &task, &decision, option).await?;
+            match svc.domain.record_execution(&decision.id, &execution).await {
                 Ok(_) => Ok(execution),
                 // Recorded by an attempt that raced this one: that record stands.
                 Err(DomainError::Conflict(_)) => Ok(execution),
@@ -66,15 +64,10 @@ impl TaskHandler for ResolveDecision {
 }
 
 /// Does what `option` says and describes what came of it.
-async fn carry_out(
-    caps: &Capabilities,
-    task: &Task,
-    decision: &Decision,
-    option: &Value,
-) -> Result<Value, HandlerError> {
+async fn carry_out(svc: &Services, task: &Task, decision: &Decision, option: &Value) -> Result<Value, HandlerError> {
     if let Some(capability) = option.get("capabilityId").and_then(Value::as_str) {
         let by = decision.resolved_by.as_deref().unwrap_or_default();
-        if let Some(reason) = refusal(caps, decision, option) {
+        if let Some(reason) = refusal(svc, decision, option) {
             let error = json!({"kind": "denied", "message": reason});
             return Ok(
                 json!({"kind": "capability", "capabilityId": capability, "by": by, "status": "failed", "error": error}),
@@ -86,7 +79,7 @@ async fn carry_out(
             // Whatever its label has become since it was chosen.
             origin.ceiling = EffectClass::Propose;
         }
-        let inv = caps.invoke(&origin, capability, &input).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+        let inv = svc.caps.invoke(&origin, capability, &input).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
         return match inv.status {
             // An outcome nobody knows is settled by the ledger on the next
             // attempt (replayed, verified or left unknown by the
@@ -104,7 +97,7 @@ async fn carry_out(
         };
     }
     let action = option.get("action").and_then(Value::as_str).unwrap_or_default();
-    let tasks = caps.domain().tasks().clone();
+    let tasks = svc.domain.tasks().clone();
     match action {
         "retry" => {
             let id = option.get("taskId").and_then(Value::as_str).unwrap_or_default();
@@ -115,12 +108,12 @@ async fn carry_out(
             };
             Ok(json!({"kind": "retry", "taskId": id, "outcome": outcome}))
         }
-        "another" | "unwant" => give_up(caps, &tasks, decision, action).await,
+        "another" | "unwant" => give_up(svc, &tasks, decision, action).await,
         "reevaluate" | "accept" if decision.kind == "agent_budget" => {
             Ok(json!({"kind": action, "outcome": "recorded; the run goes on when it is sent a message"}))
         }
         "reevaluate" | "accept" => {
-            let slot = slot_of(caps, decision).await;
+            let slot = slot_of(svc, decision).await;
             let payload = slot.as_ref().map_or_else(|| json!({}), |s| json!({"slotId": s}));
             let key = match &slot {
                 Some(s) => format!("{}:{s}", crate::acquisition::EVALUATE_ACQUISITION),
@@ -146,10 +139,10 @@ async fn carry_out(
 /// says, so a component's decision may offer only a loaded capability
 /// labelled read, preview or propose: an outside effect is the host's to
 /// offer (a host decision's options are the host's own).
-pub fn refusal(caps: &Capabilities, decision: &Decision, option: &Value) -> Option<String> {
+pub fn refusal(svc: &Services, decision: &Decision, option: &Value) -> Option<String> {
     let opener = decision.opened_by.as_deref()?;
     let capability = option.get("capabilityId").and_then(Value::as_str)?;
-    let Some(loaded) = caps.runtime().snapshot().get(capability) else {
+    let Some(loaded) = svc.caps.runtime().snapshot().get(capability) else {
         return Some(format!("{capability}, which {opener} offered, is not loaded"));
     };
     let label = loaded.descriptor.label;
@@ -165,13 +158,13 @@ pub fn refusal(caps: &Capabilities, decision: &Decision, option: &Value) -> Opti
 /// evaluated again without its release; `unwant`: the plan's title is no
 /// longer wanted (its plans not yet handed over are cancelled). Only a
 /// host decision about a plan offers them.
-async fn give_up(caps: &Capabilities, tasks: &Tasks, decision: &Decision, action: &str) -> Result<Value, HandlerError> {
+async fn give_up(svc: &Services, tasks: &Tasks, decision: &Decision, action: &str) -> Result<Value, HandlerError> {
     let (Some(plan_id), None, crate::domain::SUBMIT_FAILED) =
         (decision.subject.as_deref(), decision.opened_by.as_deref(), decision.kind.as_str())
     else {
         return Err(HandlerError::GiveUp(format!("option action {action:?} is only for a failed submit's decision")));
     };
-    let domain = caps.domain();
+    let domain = &svc.domain;
     let plan = domain.plan(plan_id).await.map_err(domain_failure)?;
     if action == "unwant" {
         let slot = domain.slot(&plan.slot_id).await.map_err(domain_failure)?;
@@ -207,14 +200,14 @@ async fn give_up(caps: &Capabilities, tasks: &Tasks, decision: &Decision, action
 }
 
 /// The wanted slot a decision about a download is about, when there is one.
-async fn slot_of(caps: &Capabilities, decision: &Decision) -> Option<String> {
+async fn slot_of(svc: &Services, decision: &Decision) -> Option<String> {
     let subject = decision.subject.as_deref()?;
     if decision.kind == crate::domain::SUBMIT_FAILED {
-        return Some(caps.domain().plan(subject).await.ok()?.slot_id);
+        return Some(svc.domain.plan(subject).await.ok()?.slot_id);
     }
     if !decision.kind.starts_with("download_") {
         return None;
     }
-    let download = caps.domain().download(subject).await.ok()?;
-    Some(caps.domain().plan(&download.plan_id).await.ok()?.slot_id)
+    let download = svc.domain.download(subject).await.ok()?;
+    Some(svc.domain.plan(&download.plan_id).await.ok()?.slot_id)
 }

@@ -27,7 +27,7 @@ use crate::agent::AgentRuntime;
 use crate::agent::engine::investigation::RECOVER_BY;
 use crate::domain::{Answer, Author, Decision, DomainError};
 use crate::domain::{ArtifactKind, DecisionStatus, DownloadStatus};
-use crate::pipeline::{Capabilities, Origin};
+use crate::pipeline::{Origin, Services};
 use crate::settings::Settings;
 use crate::store::now_ms;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
@@ -49,7 +49,7 @@ pub struct VerifyRecovery {
 /// showed; the model's words follow, still unverified.
 async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> Result<(), String> {
     let run = agent.runs().get(run_id).await.map_err(|e| e.to_string())?;
-    let domain = agent.capabilities().domain();
+    let domain = &agent.services().domain;
     let status = facts.pointer("/client/status").or_else(|| facts.get("status")).and_then(Value::as_str);
     let said = run.final_text.clone().unwrap_or_default();
     let seen = match facts.get("retriedTasks") {
@@ -71,8 +71,8 @@ async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> 
 
 /// What the recovery run did that went through: the ids of the tasks it
 /// retried, and whether it made any recovery call at all.
-async fn recovery_calls(caps: &Capabilities, run_id: &str) -> Result<(Vec<String>, bool), HandlerError> {
-    let calls = crate::ledger::for_run(caps.db(), run_id).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+async fn recovery_calls(svc: &Services, run_id: &str) -> Result<(Vec<String>, bool), HandlerError> {
+    let calls = crate::ledger::for_run(&svc.db, run_id).await.map_err(|e| HandlerError::Retry(e.to_string()))?;
     let through: Vec<_> = calls.iter().filter(|c| c.status == crate::ledger::LedgerStatus::Succeeded).collect();
     let retried = through
         .iter()
@@ -86,8 +86,8 @@ async fn recovery_calls(caps: &Capabilities, run_id: &str) -> Result<(Vec<String
 /// What the tasks a run retried say now: `Some(true)` when every one
 /// succeeded, `Some(false)` when one ended without succeeding, `None` while
 /// one is still to run.
-async fn retried_facts(caps: &Capabilities, retried: &[String]) -> (Option<bool>, Value) {
-    let tasks = caps.domain().tasks().clone();
+async fn retried_facts(svc: &Services, retried: &[String]) -> (Option<bool>, Value) {
+    let tasks = svc.domain.tasks().clone();
     let mut seen = Vec::new();
     let mut verdict = Some(true);
     for id in retried {
@@ -109,13 +109,13 @@ async fn retried_facts(caps: &Capabilities, retried: &[String]) -> (Option<bool>
 
 /// What the facts say now: `Some(true)` recovered, `Some(false)` lost for
 /// good, `None` not yet; and the facts.
-async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &[String]) -> (Option<bool>, Value) {
+async fn facts(svc: &Services, task: &Task, decision: &Decision, retried: &[String]) -> (Option<bool>, Value) {
     if !retried.is_empty() {
-        return retried_facts(caps, retried).await;
+        return retried_facts(svc, retried).await;
     }
 
     let Some(download) = decision.subject.as_deref() else { return (Some(false), json!({"why": "no subject"})) };
-    if let Ok(stored) = caps.domain().download(download).await {
+    if let Ok(stored) = svc.domain.download(download).await {
         match stored.status {
             DownloadStatus::Importing | DownloadStatus::Imported => {
                 return (Some(true), json!({"download": download, "status": stored.status}));
@@ -124,7 +124,7 @@ async fn facts(caps: &Capabilities, task: &Task, decision: &Decision, retried: &
             _ => {}
         }
     }
-    let read = caps.invoke(&Origin::task(task), "download.status", &json!({"downloadTaskIds": [download]})).await;
+    let read = svc.caps.invoke(&Origin::task(task), "download.status", &json!({"downloadTaskIds": [download]})).await;
     let seen = match read {
         Ok(inv) => inv.output.and_then(|o| o.pointer("/downloads/0").cloned()).unwrap_or(Value::Null),
         Err(e) => json!({"error": e.to_string()}),
@@ -148,15 +148,15 @@ async fn number(settings: &Settings, key: &str, default: i64) -> i64 {
 impl TaskHandler for VerifyRecovery {
     fn run(&self, task: Task) -> HandlerFuture {
         let (agent, settings) = (self.agent.clone(), self.settings.clone());
-        let caps = agent.capabilities().clone();
+        let svc = agent.services().clone();
         Box::pin(async move {
             let payload: Payload = serde_json::from_value(task.payload.clone())
                 .map_err(|e| HandlerError::GiveUp(format!("payload does not fit verifyRecovery: {e}")))?;
             let poll = Duration::from_secs(number(&settings, "agent.goal_poll_sec", 30).await.clamp(1, 30) as u64);
             let deadline = task.created_at + number(&settings, "agent.recover_verify_sec", 600).await * 1000;
-            let (retried, acted) = recovery_calls(&caps, &payload.run_id).await?;
+            let (retried, acted) = recovery_calls(&svc, &payload.run_id).await?;
             loop {
-                let decision = match caps.domain().decision(&payload.decision_id).await {
+                let decision = match svc.domain.decision(&payload.decision_id).await {
                     Ok(d) => d,
                     Err(DomainError::Sql(e)) => return Err(HandlerError::Retry(e.to_string())),
                     Err(e) => return Err(HandlerError::GiveUp(e.to_string())),
@@ -164,7 +164,7 @@ impl TaskHandler for VerifyRecovery {
                 if decision.status.is_final() {
                     return Ok(json!({"decisionId": decision.id, "verified": false, "why": "answered meanwhile"}));
                 }
-                let (verdict, seen) = facts(&caps, &task, &decision, &retried).await;
+                let (verdict, seen) = facts(&svc, &task, &decision, &retried).await;
                 if verdict == Some(true) {
                     let execution =
                         json!({"kind": "agent_recover", "verified": true, "runId": payload.run_id, "facts": seen});
@@ -174,7 +174,7 @@ impl TaskHandler for VerifyRecovery {
                         tracing::warn!(run = %payload.run_id, error = %e, "could not write the verified report");
                     }
                     let answer = Answer::Recovered { execution };
-                    return match caps.domain().answer_decision(&decision.id, &answer, RECOVER_BY).await {
+                    return match svc.domain.answer_decision(&decision.id, &answer, RECOVER_BY).await {
                         Ok(_) | Err(DomainError::Conflict(_)) => {
                             Ok(json!({"decisionId": decision.id, "verified": true}))
                         }
@@ -189,7 +189,7 @@ impl TaskHandler for VerifyRecovery {
                     };
                     let evidence = json!({"autoRecover": {"outcome": outcome, "runId": payload.run_id, "facts": seen,
                         "suggestion": "look at the download in qBittorrent; Force recheck once its files are back, or leave it"}});
-                    match caps.domain().advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
+                    match svc.domain.advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
                         Ok(_) | Err(DomainError::Conflict(_)) => {}
                         Err(e) => return Err(HandlerError::Retry(e.to_string())),
                     }

@@ -47,7 +47,7 @@ impl TaskHandler for PruneData {
             let Some(age) = retention(&settings).await.map_err(HandlerError::Retry)? else {
                 return Ok(json!({"runsRemoved": runs, "receiptsRemoved": 0, "pruning": "off"}));
             };
-            let receipts = agent.capabilities().ledger().prune(age).await.map_err(|e| e.to_string())?;
+            let receipts = agent.services().ledger.prune(age).await.map_err(|e| e.to_string())?;
             let archives = agent.capabilities().runtime().prune_command_output(age);
             if receipts > 0 || runs > 0 || archives > 0 {
                 tracing::info!(receipts, runs, archives, "pruned old receipts, command output and deleted runs");

@@ -13,6 +13,7 @@ mod gate;
 mod input_check;
 mod plan_outcome;
 mod replay;
+mod stores;
 mod task_handler;
 mod uncertain;
 
@@ -24,6 +25,7 @@ use serde_json::Value;
 pub use crate::canonical::{canonical, digest as input_digest};
 pub use gate::Origin;
 pub use input_check::{InputCheck, check_input, input_problems};
+pub use stores::{Services, Stores};
 pub use task_handler::{INVOKE_CAPABILITY, InvokeCapability, failed_attempt};
 pub use uncertain::ReplayCheck;
 
@@ -136,17 +138,6 @@ pub struct Capabilities {
     audit_rows: std::sync::OnceLock<RowQueue>,
 }
 
-/// What the invoke path works with. The composition root (`App`)
-/// builds each once and shares them.
-pub struct Parts {
-    pub runtime: Arc<Runtime>,
-    pub db: Db,
-    pub ledger: Ledger,
-    pub authz: Authz,
-    pub domain: Domain,
-    pub events: Events,
-}
-
 fn failed(key: &str, kind: &str, message: String) -> Invocation {
     Invocation {
         invocation_id: None,
@@ -172,8 +163,10 @@ enum ReadAudit {
 }
 
 impl Capabilities {
-    pub fn new(parts: Parts) -> Capabilities {
-        let Parts { runtime, db, ledger, authz, domain, events } = parts;
+    /// The invoke path over `runtime`, keeping its own handles on the
+    /// `stores` it claims, authorises and audits in.
+    pub fn new(runtime: Arc<Runtime>, stores: Stores) -> Capabilities {
+        let Stores { db, ledger, authz, domain, events } = stores;
         Capabilities {
             runtime,
             db,
@@ -190,21 +183,9 @@ impl Capabilities {
         &self.runtime
     }
 
-    pub fn db(&self) -> &Db {
-        &self.db
-    }
-
     /// This process's counters, for `/metrics`.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
-    }
-
-    pub fn authz(&self) -> &Authz {
-        &self.authz
-    }
-
-    pub fn domain(&self) -> &Domain {
-        &self.domain
     }
 
     /// Whether a call of `id` with `input` from `origin` would be let
@@ -216,14 +197,6 @@ impl Capabilities {
             return Ok(false);
         }
         Ok(self.authorize(origin, &loaded.descriptor, input).await?.is_ok())
-    }
-
-    pub fn events(&self) -> &Events {
-        &self.events
-    }
-
-    pub fn ledger(&self) -> &Ledger {
-        &self.ledger
     }
 
     /// The idempotency key a call of `id` with `input` from `origin` gets,

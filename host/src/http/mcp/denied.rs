@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::pipeline::{Capabilities, Invocation};
+use crate::pipeline::{Invocation, Services};
 use crate::runtime::Descriptor;
 
 /// What follows a denial: words for the caller, and `_meta` entries.
@@ -18,7 +18,7 @@ pub struct Next {
 
 /// `None` unless `inv` was denied; otherwise what would allow the call,
 /// with an approval requested where a plan is involved.
-pub async fn next_step(caps: &Capabilities, d: &Descriptor, input: &Value, by: &str, inv: &Invocation) -> Option<Next> {
+pub async fn next_step(svc: &Services, d: &Descriptor, input: &Value, by: &str, inv: &Invocation) -> Option<Next> {
     if inv.error.as_ref().is_none_or(|e| e.kind != "denied") {
         return None;
     }
@@ -32,7 +32,7 @@ pub async fn next_step(caps: &Capabilities, d: &Descriptor, input: &Value, by: &
     let (Some(plan_type), Some(plan_id)) = (plan_type, plan_id) else {
         return Some(Next { said: format!("{grant}."), meta: Vec::new() });
     };
-    match caps.authz().request_approval(caps.domain(), plan_type, plan_id, Some(&d.id), by).await {
+    match svc.authz.request_approval(&svc.domain, plan_type, plan_id, Some(&d.id), by).await {
         Ok(approval) if approval.status == crate::authz::ApprovalStatus::Pending => Some(Next {
             said: format!(
                 "{grant}, or approve this {plan_type} plan: approval {} was requested and waits on the console's \

@@ -112,7 +112,7 @@ pub async fn check(
     }
     let token = header_text(headers, header::AUTHORIZATION).and_then(|h| h.strip_prefix("Bearer ")).map(str::trim);
     let key = match token {
-        Some(token) => keys::authenticate(state.caps().db(), &state.keys, token).await,
+        Some(token) => keys::authenticate(&state.services().db, &state.keys, token).await,
         None => Ok(None),
     };
     let key = match key {

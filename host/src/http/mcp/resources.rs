@@ -56,7 +56,7 @@ pub async fn read(app: &App, ceiling: Option<EffectClass>, uri: &str) -> Result<
     let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("{uri} could not be read: {e}"), None);
     let body: Value = match uri {
         DECISIONS => {
-            let domain = app.caps().domain();
+            let domain = &app.services().domain;
             let mut awaiting = Vec::new();
             for status in [DecisionStatus::AwaitingUser, DecisionStatus::Open] {
                 let filter = DecisionFilter { status: Some(status), kind: None, subject: None, after: None };
@@ -66,7 +66,7 @@ pub async fn read(app: &App, ceiling: Option<EffectClass>, uri: &str) -> Result<
             awaiting.truncate(MOST as usize);
             json!({ "decisions": awaiting })
         }
-        LIBRARY => json!(app.caps().domain().inventory(None, MOST).await.map_err(|e| failed(&e))?),
+        LIBRARY => json!(app.services().domain.inventory(None, MOST).await.map_err(|e| failed(&e))?),
         AUDIT => json!(app.audit().verify_new().await.map_err(|e| failed(&e))?),
         _ => return Err(unknown()),
     };

@@ -262,7 +262,8 @@ impl ServerHandler for CapstanMcp {
         };
         match ended {
             Ok(inv) => {
-                let next = super::denied::next_step(&self.caps, &loaded.descriptor, &input, &principal, &inv).await;
+                let next =
+                    super::denied::next_step(self.app.services(), &loaded.descriptor, &input, &principal, &inv).await;
                 Ok(result_of(&inv, next).into())
             }
             Err(e) => Err(ErrorData::invalid_params(e.to_string(), None)),

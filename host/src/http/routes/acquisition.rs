@@ -99,7 +99,7 @@ pub async fn list(
 ) -> Result<Json<PlanList>, ApiError> {
     let limit = in_range("limit", q.limit, 100, 1, 500)?;
     let status = named::<PlanStatus>("status", q.status.as_deref())?;
-    let plans = state.caps().domain().plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
+    let plans = state.services().domain.plans(status, q.slot_id.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(PlanList { plans }))
 }
 
@@ -177,7 +177,7 @@ pub async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<AcquisitionRequest>,
 ) -> Result<Json<AcquisitionOutcome>, ApiError> {
-    let domain = state.caps().domain();
+    let domain = &state.services().domain;
     let slots: Vec<String> = match (&body.slot_id, &body.entity_id) {
         (Some(slot), None) => vec![domain.slot(slot).await.map_err(domain_error)?.id],
         (None, Some(entity)) => {

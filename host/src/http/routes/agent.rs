@@ -187,7 +187,7 @@ pub async fn get(
             Some(RunReport::Current { current: true, body })
         }
         Some(report) => {
-            let artifact = state.caps().domain().artifact(report).await.map_err(super::library::domain_error)?;
+            let artifact = state.services().domain.artifact(report).await.map_err(super::library::domain_error)?;
             Some(RunReport::Ended(artifact))
         }
         None => None,

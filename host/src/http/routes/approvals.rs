@@ -62,10 +62,10 @@ pub async fn request(
         }
     }
     let approval = state
-        .caps()
-        .authz()
+        .services()
+        .authz
         .request_approval(
-            state.caps().domain(),
+            &state.services().domain,
             &body.plan_type,
             &body.plan_id,
             body.capability_id.as_deref(),
@@ -156,9 +156,9 @@ pub async fn change(
         ApprovalChange::Revoked {} => return revoke(&state, &caller, &id).await,
     };
     let approval = state
-        .caps()
-        .authz()
-        .decide_approval(state.caps().domain(), &id, status, payload_hash, &admin)
+        .services()
+        .authz
+        .decide_approval(&state.services().domain, &id, status, payload_hash, &admin)
         .await
         .map_err(authz_error)?;
     let detail = format!("{} plan {} at {}", approval.plan_type, approval.plan_id, approval.payload_hash);
@@ -169,7 +169,7 @@ pub async fn change(
     if let Err(e) = state.agent().approval_decided(&approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not tell the runs waiting on an approval");
     }
-    if let Err(e) = crate::acquisition::approval_decided(state.caps(), &approval).await {
+    if let Err(e) = crate::acquisition::approval_decided(state.services(), &approval).await {
         tracing::warn!(approval = %approval.id, error = %e, "could not queue the approved import");
     }
     Ok(Json(with_summary(&state, approval).await?))
@@ -179,7 +179,7 @@ pub async fn change(
 /// run: a run waiting on it finds the plan refused when it next looks at
 /// what it touched, and ends as on a rejection.
 async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<ApprovalView>, ApiError> {
-    let approval = state.caps().authz().revoke_approval(state.caps().domain(), id).await.map_err(authz_error)?;
+    let approval = state.services().authz.revoke_approval(&state.services().domain, id).await.map_err(authz_error)?;
     let detail = format!(
         "{} plan {} for {} (it was {})",
         approval.plan_type,
@@ -214,7 +214,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<ApprovalsQuery>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     let status = named::<ApprovalStatus>("status", q.status.as_deref())?;
-    let approvals = state.caps().authz().approvals(status).await?;
+    let approvals = state.services().authz.approvals(status).await?;
     let mut shown = Vec::with_capacity(approvals.len());
     for approval in approvals {
         shown.push(with_summary(&state, approval).await?);
@@ -240,8 +240,8 @@ async fn with_summary(state: &AppState, approval: Approval) -> Result<ApprovalVi
     let open = approval.status.is_open() && !approval.stale;
     let summary = match open {
         true => state
-            .caps()
-            .domain()
+            .services()
+            .domain
             .plan_summary(&approval.plan_type, &approval.plan_id)
             .await
             .map_err(ApiError::internal)?,
@@ -259,6 +259,6 @@ pub async fn get(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<ApprovalView>, ApiError> {
-    let approval = state.caps().authz().approval(state.caps().domain(), &id).await.map_err(authz_error)?;
+    let approval = state.services().authz.approval(&state.services().domain, &id).await.map_err(authz_error)?;
     Ok(Json(with_summary(&state, approval).await?))
 }

@@ -77,7 +77,7 @@ pub async fn list(
     let limit = in_range("limit", q.limit, 50, 1, 500)?;
     let after = q.after.as_deref().map(cursor).transpose()?;
     let filter = DecisionFilter { status, kind: q.kind.as_deref(), subject: q.subject.as_deref(), after };
-    let decisions = state.caps().domain().decisions_where(&filter, limit).await.map_err(domain_error)?;
+    let decisions = state.services().domain.decisions_where(&filter, limit).await.map_err(domain_error)?;
     let next = match decisions.last() {
         Some(last) if decisions.len() as i64 == limit => Some(format!("{}.{}", last.created_at, last.id)),
         _ => None,
@@ -97,7 +97,7 @@ pub async fn get(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Decision>, ApiError> {
-    Ok(Json(state.caps().domain().decision(&id).await.map_err(domain_error)?))
+    Ok(Json(state.services().domain.decision(&id).await.map_err(domain_error)?))
 }
 
 /// How a decision is answered.
@@ -167,7 +167,7 @@ pub async fn answer(
         DecisionAnswer::Resolved { option_id } => (Answer::Resolve { option_id: option_id.trim() }, "decision.resolve"),
         DecisionAnswer::Dismissed {} => (Answer::Dismiss, "decision.dismiss"),
     };
-    let domain = state.caps().domain();
+    let domain = &state.services().domain;
     let result = match refused_option(&state, &id, &answer).await {
         Some(reason) => Err(DomainError::Invalid(reason)),
         None => domain.answer_decision(&id, &answer, &caller.principal()).await,
@@ -195,7 +195,7 @@ pub async fn answer(
 /// (see `recovery::refusal`): refused before anything is recorded.
 async fn refused_option(state: &AppState, id: &str, answer: &Answer<'_>) -> Option<String> {
     let Answer::Resolve { option_id } = answer else { return None };
-    let decision = state.caps().domain().decision(id).await.ok()?;
+    let decision = state.services().domain.decision(id).await.ok()?;
     let option = crate::domain::decision_option(&decision.options, option_id)?;
-    crate::recovery::refusal(state.caps(), &decision, option)
+    crate::recovery::refusal(state.services(), &decision, option)
 }

@@ -103,7 +103,7 @@ pub async fn list(
             }
         },
     };
-    let events = state.caps().events().clone();
+    let events = state.services().events.clone();
     let streaming =
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !streaming {

@@ -83,7 +83,7 @@ pub struct Bounds {
     responses((status = 200, description = "The grants", body = GrantList), (status = 401, description = "No valid API key or session", body = ErrorBody), (status = 403, description = "Not allowed for this caller", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<GrantList>, ApiError> {
     admin_only(&caller)?;
-    let grants = state.caps().authz().grants().await?;
+    let grants = state.services().authz.grants().await?;
     let up_to = |maximum| Bounds { minimum: 1, maximum };
     let limits = GrantLimits {
         daily_invocations: up_to(MAX_DAILY_INVOCATIONS),
@@ -156,12 +156,12 @@ pub async fn create(
     // kind stays published, unless the body binds it otherwise.
     let unbound = body.policy_name.is_none() && body.policy_revision.is_none() && body.policy_revision_id.is_none();
     if let Some(kind) = action.strip_prefix("policy.").filter(|_| unbound)
-        && let Some(policy) = state.caps().authz().published_of_kind(kind).await?
+        && let Some(policy) = state.services().authz.published_of_kind(kind).await?
     {
         body.policy_name = Some(policy.name.clone());
         body.policy_revision = Some(policy.revision);
     }
-    let grant = state.caps().authz().create_grant(&body, &by).await.map_err(authz_error)?;
+    let grant = state.services().authz.create_grant(&body, &by).await.map_err(authz_error)?;
     let detail = format!("{} for {} calls a day until {}", grant.action, grant.daily_invocations, grant.expires_at);
     super::audit_change(&state, &caller, "grant.create", &grant.id, "succeeded", Some(detail)).await?;
     Ok((StatusCode::CREATED, Json(grant)))
@@ -232,7 +232,7 @@ pub async fn update(
     ApiJson(change): ApiJson<GrantChange>,
 ) -> Result<Json<AutomationGrant>, ApiError> {
     admin_only(&caller)?;
-    let authz = state.caps().authz();
+    let authz = &state.services().authz;
     let (grant, action) = if change.revoke {
         (authz.revoke_grant(&id).await.map_err(authz_error)?, "grant.revoke")
     } else {

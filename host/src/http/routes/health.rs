@@ -98,7 +98,7 @@ fn failing_schema() -> utoipa::openapi::Object {
     responses((status = 200, description = "The database answers; `status` is ok or degraded", body = Health),
               (status = 503, description = "The database does not answer", body = HealthFailing)))]
 pub async fn health(State(state): State<AppState>) -> Response {
-    let db = state.caps().db();
+    let db = &state.services().db;
     let started = Instant::now();
     let answered = sqlx::query_scalar::<_, i64>("SELECT 1").fetch_one(&db.pool).await;
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -116,7 +116,7 @@ pub async fn health(State(state): State<AppState>) -> Response {
     }
     // Grouping the queue grows with the task table: checks that arrive
     // together share one read.
-    let ledger = state.caps().ledger().clone();
+    let ledger = state.services().ledger.clone();
     let tasks = state.app.tasks().clone();
     let read = state
         .health_read

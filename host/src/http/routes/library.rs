@@ -59,7 +59,7 @@ pub async fn library(
 ) -> Result<Json<Inventory>, ApiError> {
     let kind = named::<crate::domain::EntityKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
-    let inventory = state.caps().domain().inventory(kind, limit).await.map_err(domain_error)?;
+    let inventory = state.services().domain.inventory(kind, limit).await.map_err(domain_error)?;
     Ok(Json(inventory))
 }
 
@@ -92,7 +92,7 @@ pub async fn artifacts(
 ) -> Result<Json<ArtifactList>, ApiError> {
     let kind = named::<crate::domain::ArtifactKind>("kind", q.kind.as_deref())?;
     let limit = in_range("limit", q.limit, 100, 1, 1000)?;
-    let list = state.caps().domain().artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
+    let list = state.services().domain.artifacts(kind, q.subject.as_deref(), limit).await.map_err(domain_error)?;
     Ok(Json(ArtifactList { artifacts: list }))
 }
 
@@ -108,7 +108,7 @@ pub async fn artifact(
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Artifact>, ApiError> {
-    Ok(Json(state.caps().domain().artifact(&id).await.map_err(domain_error)?))
+    Ok(Json(state.services().domain.artifact(&id).await.map_err(domain_error)?))
 }
 
 #[derive(Deserialize)]

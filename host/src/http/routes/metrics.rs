@@ -27,15 +27,12 @@ pub async fn metrics(State(state): State<AppState>, mut parts: Parts) -> Result<
     }
     // The shared gauges group tables that grow with use: scrapes that
     // arrive together share one rendering.
-    let caps = state.caps().clone();
+    let svc = state.services().clone();
     let text = state
         .metrics_read
         .get(|| async move {
             let runs: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-            caps.metrics()
-                .render(caps.db(), caps.ledger(), caps.domain().tasks(), &runs)
-                .await
-                .map_err(|e| e.to_string())
+            svc.caps.metrics().render(&svc.db, &svc.ledger, svc.domain.tasks(), &runs).await.map_err(|e| e.to_string())
         })
         .await
         .map_err(ApiError::internal)?;

@@ -87,6 +87,6 @@ pub async fn logout(State(state): State<AppState>, transport: Transport, caller:
         // An API key has no session to end: as without one.
         return Err(ApiError::new(StatusCode::UNAUTHORIZED, "no_session", "only a console session can log out"));
     };
-    session::logout(state.caps().db(), &s.id).await?;
+    session::logout(&state.services().db, &s.id).await?;
     Ok(([(header::SET_COOKIE, session::expired_cookie(transport.https))], StatusCode::NO_CONTENT).into_response())
 }

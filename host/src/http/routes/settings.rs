@@ -154,7 +154,7 @@ pub async fn update(
         super::audit_change(&state, &caller, "settings.update", &keys, "succeeded", None).await?;
     }
     if changed.tmdb || !changed.settings.is_empty() {
-        crate::acquisition::cause_may_have_cleared(state.caps(), "settings changed").await;
+        crate::acquisition::cause_may_have_cleared(state.services(), "settings changed").await;
     }
     let settings = state.app.settings().all().await.map_err(settings_error)?;
     Ok(Json(SettingsValues { settings }))

@@ -76,7 +76,7 @@ async fn changed(state: &AppState, caller: &Caller, action: &str, subject: &str)
         .await
         .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_setup", e.to_string()))?;
     super::audit_change(state, caller, action, subject, "succeeded", None).await?;
-    crate::acquisition::cause_may_have_cleared(state.caps(), action).await;
+    crate::acquisition::cause_may_have_cleared(state.services(), action).await;
     view(state).await
 }
 
@@ -308,7 +308,7 @@ pub async fn test_service(
     };
     let found = probe::service(state.caps().runtime(), state.app.setup(), &name, form).await;
     if found.ok {
-        crate::acquisition::cause_may_have_cleared(state.caps(), "a service passed its test").await;
+        crate::acquisition::cause_may_have_cleared(state.services(), "a service passed its test").await;
     }
     Ok(Json(found))
 }

@@ -338,5 +338,5 @@ pub struct PolicyList {
     responses((status = 200, description = "The policies' revisions", body = PolicyList),
               (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<PolicyList>, ApiError> {
-    Ok(Json(PolicyList { policies: state.caps().authz().policies().await? }))
+    Ok(Json(PolicyList { policies: state.services().authz.policies().await? }))
 }

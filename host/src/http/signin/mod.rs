@@ -81,7 +81,7 @@ impl SignIn {
         if let ThrottleVerdict::Wait(wait) = self.throttle.attempt(key, name, Instant::now()) {
             return Err(SignInRefusal::Paused(wait));
         }
-        let db = app.caps().db();
+        let db = &app.services().db;
         let matched = match self.check(db, name, password).await {
             Ok(matched) => matched,
             // Never checked: the attempt counts neither way.

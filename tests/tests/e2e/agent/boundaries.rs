@@ -129,7 +129,7 @@ async fn results_stay_with_whoever_made_them_and_subagents_work_across_turns() {
         .finish();
     tracing::subscriber::set_global_default(subscriber).expect("this test's process logs to the capture");
     let env = env(Backend::Sqlite).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let agent = Arc::new(env.app.new_agent().with_provider(Arc::new(Peeker(Scripted::from_json(&script()).unwrap()))));
     start_worker(&env, &agent);
     let new = NewRun {

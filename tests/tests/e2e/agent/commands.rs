@@ -34,7 +34,7 @@ const SCRIPT: &str = r#"{"scripts": [
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it() {
     let env = env(3142).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     set(&env.app, &[("model.script", json!(SCRIPT))]).await;
     // Calls may wait for a command up to a minute.
     let base = serve(env.app.clone()).await;

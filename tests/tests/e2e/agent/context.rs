@@ -265,7 +265,7 @@ const SESSION_TOOLS: &str = r#"{"scripts": [
 #[tokio::test(flavor = "multi_thread")]
 async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
     let env = env(Backend::Sqlite).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let recording =
         Arc::new(Recording { model: Scripted::from_json(SESSION_TOOLS).unwrap(), seen: Mutex::new(Vec::new()) });
     let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));

@@ -47,7 +47,7 @@ fn counter_replays(body: &Value) -> Vec<bool> {
 
 async fn a_follow_up_keeps_the_plan_and_only_a_new_task_writes_again(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     set(&env.app, &[("model.script", json!(CONVERSATION))]).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
@@ -116,7 +116,7 @@ const HELD: &str = r#"{"scripts": [
 
 async fn an_aborted_run_goes_on_after_checking_what_it_left_open(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     set(&env.app, &[("model.script", json!(HELD))]).await;
     let api = start(&env).await;
     env.mock.counters.hold_answers.store(true, Ordering::SeqCst);

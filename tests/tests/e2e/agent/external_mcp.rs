@@ -112,7 +112,8 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let runtime = app.caps().runtime().clone();
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
 
     // Discovery: every tool, as the class the operator gave it.
     until("the server's tools are offered", || runtime.snapshot().get("mcp.notes.change").is_some()).await;

@@ -99,8 +99,8 @@ async fn a_spent_day_budget_ends_a_run_once_until_the_budget_is_raised(backend: 
     assert_eq!(tasks_of(&env, &id).await, 1, "messages did not start the run to end it again");
     assert_eq!(statuses(&api, &id).await, ["budget_exceeded"]);
     let reports = env
-        .caps
-        .domain()
+        .svc
+        .domain
         .artifacts(Some(capstan::domain::ArtifactKind::Report), Some(&format!("run:{id}")), 100)
         .await
         .unwrap();

@@ -45,7 +45,7 @@ async fn open(env: &Env, subject: &str, evidence: Value) -> String {
     let options = json!([{"id": "leave", "label": "Leave it", "action": "dismiss"}]);
     let key = format!("download_failed:{subject}");
     let (decision, _) =
-        env.caps.domain().open_decision("download_failed", Some(subject), &options, &evidence, &key).await.unwrap();
+        env.svc.domain.open_decision("download_failed", Some(subject), &options, &evidence, &key).await.unwrap();
     decision.id
 }
 
@@ -67,7 +67,7 @@ async fn investigations(env: &Env, decision: &str) -> Vec<Value> {
 async fn reaches(env: &Env, id: &str, statuses: &[&str]) -> capstan::domain::Decision {
     let started = Instant::now();
     loop {
-        let d = env.caps.domain().decision(id).await.unwrap();
+        let d = env.svc.domain.decision(id).await.unwrap();
         if statuses.contains(&d.status.as_str()) {
             return d;
         }
@@ -128,7 +128,7 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     assert_eq!(found["runId"], run.id.as_str());
     assert_eq!(found["conclusion"], "The files are gone from disk; Force recheck once they are back.");
     assert_eq!(waiting.evidence["problem"], "qBittorrent reports the download missing", "what it knew is kept");
-    let events = env.caps.events().list(0, 1000).await.unwrap();
+    let events = env.svc.events.list(0, 1000).await.unwrap();
     let moves: Vec<&str> = events
         .iter()
         .filter(|e| e.kind == "decision.updated" && e.payload["decisionId"] == decision.as_str())
@@ -155,7 +155,7 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     let caused = open(&env, "d2", json!({"problem": "x", "openedByRun": "run-9"})).await;
     assert_eq!(investigations(&env, &caused).await[0]["why"], "an agent run caused it");
     assert!(runs_for(&env, &caused).await.is_empty());
-    assert_eq!(env.caps.domain().decision(&caused).await.unwrap().status, capstan::domain::DecisionStatus::Open);
+    assert_eq!(env.svc.domain.decision(&caused).await.unwrap().status, capstan::domain::DecisionStatus::Open);
 }
 
 /// An ambiguous identity, as `identity.resolve` finds it: one decision and
@@ -167,7 +167,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     let env = env(backend).await;
     set(&env.app, &[("model.script", json!(INVESTIGATING)), ("agent.auto_investigate", json!(true))]).await;
     worker(&env);
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     for (tmdb, year) in [(8587, 1994), (420818, 2019)] {
         let lion = NewEntity {
             kind: capstan::domain::EntityKind::Movie,
@@ -288,7 +288,7 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     )
     .await;
     for action in ["download.recheck", "task.retry"] {
-        env.caps.authz().create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
+        env.svc.authz.create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
     }
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
     let mut worker = Worker::new(tasks.clone(), "recover".into(), config);

@@ -57,9 +57,9 @@ async fn time_token_and_cost_budgets_end_a_run_and_the_days_cost_stops_the_next(
         assert!(error.contains(says), "{error} should say {says}");
     };
     let decision_for = |id: String| {
-        let caps = env.caps.clone();
+        let svc = env.svc.clone();
         async move {
-            let open = caps.domain().decisions(Some(capstan::domain::DecisionStatus::Open), 100).await.unwrap();
+            let open = svc.domain.decisions(Some(capstan::domain::DecisionStatus::Open), 100).await.unwrap();
             assert!(open.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())));
         }
     };

@@ -36,6 +36,7 @@ struct Env {
     config_path: std::path::PathBuf,
     app: Arc<capstan::app::App>,
     caps: Arc<Capabilities>,
+    svc: capstan::pipeline::Services,
     agent: AgentRuntime,
     _indexer: MockTorznab,
     /// The wanted slot and the release recorded for it.
@@ -93,8 +94,9 @@ library = {library:?}
     let runtime = app.caps().runtime().clone();
     capstan_tests::host::accept(&runtime, "test.counter-safe").await;
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
-    let domain = caps.domain();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
+    let domain = &svc.domain;
     let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let slot = domain
         .want(&NewSlot { entity_id: entity.id.clone(), season: None, quality: "2160p".into(), profile: None })
@@ -145,11 +147,7 @@ library = {library:?}
     settings.insert("agent.goal_poll_sec".into(), json!(1));
     app.settings().update(&settings).await.unwrap();
     let agent = app.new_agent();
-    Env { _dir: dir, config_path, app, caps, agent, _indexer: indexer, slot: slot.id, release: release.id }
-}
-
-async fn grant(caps: &Capabilities) {
-    capstan_tests::grants::allow_everything(caps).await;
+    Env { _dir: dir, config_path, app, caps, svc, agent, _indexer: indexer, slot: slot.id, release: release.id }
 }
 
 async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
@@ -188,12 +186,12 @@ async fn denied_and_waiting_for_approval(env: &Env, qbt: &QBittorrent, id: &str)
     let submit: Vec<_> =
         events.iter().filter(|e| e.kind == "agent.tool_call" && e.payload["name"] == "download.submit").collect();
     assert_eq!(submit.last().unwrap().payload["phase"], "denied", "{submit:?}");
-    let ledger = capstan::ledger::for_run(env.caps.db(), id).await.unwrap();
+    let ledger = capstan::ledger::for_run(&env.svc.db, id).await.unwrap();
     assert!(ledger.iter().all(|r| r.capability_id != "download.submit"), "no ledger effect: {ledger:?}");
     let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().any(|e| e.event.action == "capability.denied" && e.event.subject == "download.submit"));
     assert!(torrents(qbt).await.is_empty(), "nothing reached qBittorrent");
-    let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
+    let pending = env.svc.authz.approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let asked: Vec<_> = pending.iter().filter(|a| a.requested_by == format!("agent:{id}")).collect();
     assert_eq!(asked.len(), 1, "the run asked a human once: {pending:?}");
     assert_eq!(asked[0].plan_type, "acquisition");
@@ -202,7 +200,7 @@ async fn denied_and_waiting_for_approval(env: &Env, qbt: &QBittorrent, id: &str)
 
 /// Where the plans run `id` touched stand right now, as its report would say.
 async fn report_now(env: &Env, id: &str) -> Vec<Value> {
-    let touched = capstan::agent::engine::report::touched(env.caps.domain(), env.caps.db(), id).await.unwrap();
+    let touched = capstan::agent::engine::report::touched(&env.svc.domain, &env.svc.db, id).await.unwrap();
     touched.into_iter().map(|t| t.entry).collect()
 }
 
@@ -226,7 +224,7 @@ async fn run_statuses(env: &Env, id: &str) -> Vec<String> {
 }
 
 async fn report(env: &Env, run: &Run) -> Value {
-    env.caps.domain().artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
+    env.svc.domain.artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
 }
 
 async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
@@ -238,8 +236,8 @@ async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
 /// it waits for need.
 fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
-    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "media-test".into(), config);
-    capstan::acquisition::register(&mut worker, &env.caps, env.app.settings());
+    let mut worker = Worker::new(Tasks::new(env.svc.db.clone()), "media-test".into(), config);
+    capstan::acquisition::register(&mut worker, &env.svc, env.app.settings());
     let agent = Arc::new(env.app.new_agent());
     capstan::agent::task::register(&mut worker, &agent);
     // The waker a process runs beside its worker (`App::run`).
@@ -266,8 +264,8 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     assert_eq!(body["verified"]["plans"][0]["approvalId"], json!(approval));
     assert_eq!(body["modelFinalText"]["verified"], false, "the model's claim is not taken for the truth");
 
-    grant(&env.caps).await;
-    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.svc.clone(), true);
     let run = start_run(&env, "fetch Dune: Part Two").await;
     let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
@@ -275,7 +273,7 @@ async fn a_fetch_is_denied_without_a_grant_and_ends_in_the_library_with_one() {
     let imported = body["verified"]["imported"].as_array().unwrap();
     assert_eq!(imported.len(), 1, "{body}");
     let organization = imported[0]["organizations"][0]["id"].as_str().unwrap();
-    let record = env.caps.domain().organization(organization).await.unwrap();
+    let record = env.svc.domain.organization(organization).await.unwrap();
     assert_eq!(record.status, capstan::domain::OrganizationStatus::Succeeded);
     assert_eq!(torrents(&qbt).await.len(), 1);
     let statuses = run_statuses(&env, &run.id).await;
@@ -288,18 +286,18 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 43));
     let env = start(&qbt.base_url(), &qbt, &dune).await;
     in_process_worker(&env);
-    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.svc.clone(), true);
     let run = start_run(&env, "fetch Dune: Part Two").await;
     let approval = denied_and_waiting_for_approval(&env, &qbt, &run.id).await;
 
     // An administrator approves the plan in the console; the run is told and goes on.
     let base = capstan_tests::api::serve(env.app.clone()).await;
-    let console = Api::new(&base).signed_in(env.caps.db(), "alice").await;
+    let console = Api::new(&base).signed_in(&env.svc.db, "alice").await;
     approve(&console, &approval).await;
     // The finished download's organization needs a human too: the import asks, and goes on once approved.
     let started = Instant::now();
     let organization = loop {
-        let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
+        let pending = env.svc.authz.approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
         if let Some(a) = pending.iter().find(|a| a.plan_type == "organization") {
             assert_eq!(a.requested_by, "task:verifyAndImport");
             break a.id.clone();
@@ -318,7 +316,7 @@ async fn a_fetch_that_needs_approval_goes_on_once_a_human_approves() {
     let run = wait_run(&env, &run.id, Duration::from_secs(120)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     assert_eq!(torrents(&qbt).await.len(), 1, "one add, under the approval");
-    let used = env.caps.authz().approval(env.caps.domain(), &approval).await.unwrap();
+    let used = env.svc.authz.approval(&env.svc.domain, &approval).await.unwrap();
     assert_eq!(used.status, capstan::authz::ApprovalStatus::Consumed, "{used:?}");
     let body = report(&env, &run).await;
     let imported = body["verified"]["imported"].as_array().unwrap();
@@ -336,7 +334,7 @@ async fn a_subagent_is_denied_every_write() {
     let qbt = QBittorrent::start().await;
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 42));
     let env = start(&qbt.base_url(), &qbt, &dune).await;
-    grant(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     in_process_worker(&env);
     let run = start_run(&env, "look around").await;
     let run = wait_run(&env, &run.id, Duration::from_secs(60)).await;
@@ -348,8 +346,8 @@ async fn a_subagent_is_denied_every_write() {
         .map(|e| (e.payload["name"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
         .collect();
     assert_eq!(sub, [("test.counter-safe", "denied"), ("download.plan", "denied"), ("inventory.query", "succeeded")]);
-    assert!(env.caps.domain().plans_for_run(&run.id).await.unwrap().is_empty(), "no draft was written");
-    assert!(capstan::ledger::for_run(env.caps.db(), &run.id).await.unwrap().is_empty());
+    assert!(env.svc.domain.plans_for_run(&run.id).await.unwrap().is_empty(), "no draft was written");
+    assert!(capstan::ledger::for_run(&env.svc.db, &run.id).await.unwrap().is_empty());
     assert_eq!(run.final_text.as_deref(), Some("The subagent said: 1 titles tracked"));
 }
 
@@ -380,7 +378,7 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 43));
     let proxy = Proxy::start(&qbt.base_url()).await;
     let env = start(&proxy.base_url(), &qbt, &dune).await;
-    grant(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     // The add reaches qBittorrent; the worker never hears back.
     proxy.withhold(ADD);
     let run = start_run(&env, "fetch Dune: Part Two").await;
@@ -390,7 +388,7 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     while proxy.count(ADD) == 0 {
         if started.elapsed() > Duration::from_secs(60) {
             let now = env.agent.runs().get(&run.id).await.unwrap();
-            let task = Tasks::new(env.caps.db().clone()).get(now.task_id.as_deref().unwrap()).await.unwrap();
+            let task = Tasks::new(env.svc.db.clone()).get(now.task_id.as_deref().unwrap()).await.unwrap();
             let events = env.agent.runs().run_events(&run.id, 0, 100).await.unwrap();
             let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap_or_default();
             panic!("download.submit never reached qBittorrent: {now:?} {task:?} {events:?} {log}");
@@ -406,12 +404,12 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     proxy.release();
 
     let _second = worker_process(&env.config_path, &sessions);
-    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.caps.clone(), true);
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.svc.clone(), true);
     let run = wait_run(&env, &run.id, Duration::from_secs(180)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
     assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");
     assert_eq!(torrents(&qbt).await.len(), 1);
-    let submits: Vec<_> = capstan::ledger::for_run(env.caps.db(), &run.id)
+    let submits: Vec<_> = capstan::ledger::for_run(&env.svc.db, &run.id)
         .await
         .unwrap()
         .into_iter()
@@ -443,7 +441,7 @@ async fn a_new_request_checks_the_submit_a_killed_worker_left_open_before_writin
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 44));
     let proxy = Proxy::start(&qbt.base_url()).await;
     let env = start(&proxy.base_url(), &qbt, &dune).await;
-    grant(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let operator = capstan::pipeline::Origin::cli(capstan::runtime::EffectClass::Execute);
     let planned = env
         .caps
@@ -451,7 +449,7 @@ async fn a_new_request_checks_the_submit_a_killed_worker_left_open_before_writin
         .await
         .unwrap();
     let input = json!({"planId": planned.output.as_ref().unwrap()["id"]});
-    let tasks = Tasks::new(env.caps.db().clone());
+    let tasks = Tasks::new(env.svc.db.clone());
     let submit = || capstan::tasks::NewTask {
         kind: capstan::pipeline::INVOKE_CAPABILITY.into(),
         subject: None,
@@ -472,7 +470,7 @@ async fn a_new_request_checks_the_submit_a_killed_worker_left_open_before_writin
     }
     drop(first);
     proxy.release();
-    let rows = || capstan::ledger::by_capability(env.caps.db(), "download.submit");
+    let rows = || capstan::ledger::by_capability(&env.svc.db, "download.submit");
     let open = rows().await.unwrap();
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].status, capstan::ledger::LedgerStatus::Running, "left running by the killed worker");
@@ -488,7 +486,7 @@ async fn a_new_request_checks_the_submit_a_killed_worker_left_open_before_writin
     assert_eq!(answer.output.as_ref().unwrap()["added"], false, "{answer:?}");
     assert_eq!(proxy.count(ADD), 1, "qBittorrent received no second add");
     assert_eq!(torrents(&qbt).await.len(), 1);
-    let first = capstan::ledger::by_id(env.caps.db(), &open[0].id).await.unwrap().unwrap();
+    let first = capstan::ledger::by_id(&env.svc.db, &open[0].id).await.unwrap().unwrap();
     assert_eq!(first.status, capstan::ledger::LedgerStatus::Failed, "settled by the check: {first:?}");
     assert!(first.error.as_deref().unwrap_or_default().contains("not-done"), "{first:?}");
     assert_eq!(rows().await.unwrap().len(), 2, "the new request's own receipt beside it");

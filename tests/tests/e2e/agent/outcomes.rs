@@ -30,7 +30,7 @@ async fn a_run_with_a_draft(
         investigation: None,
     };
     let run = agent.runs().create(&new).await.unwrap();
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let (slot, release) = crate::storage::domain::wanted_movie(domain, hash).await;
     domain
         .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
@@ -60,7 +60,7 @@ const COUNTING_NEVER: &str = r#"{"scripts": [{
 async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Backend) {
     let env = env(backend).await;
     set(&env.app, &[("model.script", json!(COUNTING_NEVER))]).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let api = start(&env).await;
     // The component traps after the counter server counted.
     env.mock.counters.crash_next.store(true, Ordering::SeqCst);
@@ -112,9 +112,9 @@ async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend
     .await;
     // The run submitted a plan that nothing will move on.
     let (agent, run, plan) = a_run_with_a_draft(&env, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await;
-    env.caps.domain().reserve_plan(&plan.id).await.unwrap();
+    env.svc.domain.reserve_plan(&plan.id).await.unwrap();
     let (_, download) =
-        env.caps.domain().mark_submitted(&plan.id, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await.unwrap();
+        env.svc.domain.mark_submitted(&plan.id, "CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC").await.unwrap();
     let api = start(&env).await;
     agent.wake(&run.id, "admin:test").await.unwrap();
     let overdue = |r: &Value| r["error"].as_str().is_some_and(|e| e.contains("did not settle within"));
@@ -135,8 +135,8 @@ async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend
     assert_eq!(body["run"]["status"], "waiting", "{body}");
 
     // The download fails for good: that settles it, and the run ends.
-    env.caps
-        .domain()
+    env.svc
+        .domain
         .update_download(&download.id, capstan::domain::DownloadStatus::Failed, 0.0, None, None)
         .await
         .unwrap();
@@ -155,7 +155,7 @@ async fn a_waiting_run_reports_where_it_stands_and_waits_past_its_window(backend
 /// with the reason, and never reaches the capability.
 async fn botched_tool_arguments_are_a_failed_result_and_never_run(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let answer = |blocks: Vec<(&str, Value)>, stop: &str| {
         let mut events =
             vec![("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 9}}}))];
@@ -244,7 +244,7 @@ async fn a_run_waiting_on_a_human_is_answered(backend: Backend, answer: fn(&caps
     agent.wake(&run.id, "admin:test").await.unwrap();
     let body = crate::agent::runs::wait_run(&api, &run.id, "waiting", |r| r["status"] == "waiting" || ended(r)).await;
     assert_eq!(body["run"]["status"], "waiting", "{body}");
-    let pending = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
+    let pending = env.svc.authz.approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let approval = pending.iter().find(|a| a.requested_by == format!("agent:{}", run.id)).expect("asked a human");
     let denied = events_of(&body, "agent.tool_call").into_iter().find(|e| e["payload"]["phase"] == "denied").cloned();
     assert!(denied.is_some(), "{body}");

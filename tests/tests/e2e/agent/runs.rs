@@ -220,7 +220,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
     assert!(report(&body)["modelFinalText"]["text"].as_str().unwrap().contains("(unknown)"), "no figure is invented");
 
     // With a grant: three identical calls in one request, one effect.
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
     let body = wait_run(&api, &id, "ended", ended).await;
@@ -253,7 +253,7 @@ async fn identical_writes_in_one_request_run_once(backend: Backend) {
 
 async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     set(&env.app, &[("model.script", json!(COUNTING)), ("agent.max_tool_calls", json!(1))]).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "count"})).await;
@@ -261,7 +261,7 @@ async fn budgets_end_runs_with_a_decision(backend: Backend) {
     let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "budget_exceeded", "{body}");
     assert!(body["run"]["error"].as_str().unwrap().contains("tool calls"));
-    let decisions = env.caps.domain().decisions(Some(capstan::domain::DecisionStatus::Open), 10).await.unwrap();
+    let decisions = env.svc.domain.decisions(Some(capstan::domain::DecisionStatus::Open), 10).await.unwrap();
     assert!(
         decisions.iter().any(|d| d.kind == "agent_budget" && d.subject.as_deref() == Some(id.as_str())),
         "{decisions:?}"
@@ -324,7 +324,7 @@ async fn run_events_stream_and_resume_without_gap_or_duplicate(backend: Backend)
     let env = env(backend).await;
     set(&env.app, &[("model.script", json!(COUNTING))]).await;
     let api = start(&env).await;
-    let head = env.caps.events().head().await.unwrap();
+    let head = env.svc.events.head().await.unwrap();
     let open = |last: i64| {
         api.request(reqwest::Method::GET, &format!("/events?after={head}"))
             .header("accept", "text/event-stream")
@@ -402,7 +402,7 @@ async fn a_read_before_a_write_is_audited_first(backend: Backend) {
         {"name": "inventory.query", "input": {}},
         {"name": "test.counter-safe", "input": {"label": "after the read"}}]}], "finalText": "done"}]});
     set(&env.app, &[("model.script", json!(script.to_string()))]).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let api = start(&env).await;
     let (_, run) = api.post("/agent/runs", json!({"goal": "read then count"})).await;
     let id = run["id"].as_str().unwrap().to_string();

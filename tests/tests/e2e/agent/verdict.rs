@@ -66,7 +66,7 @@ async fn execute_runs_are_judged_by_what_they_verifiably_did(backend: Backend) {
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
 
     // With a grant the change happens and the ledger says so: succeeded.
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let body = run_to_the_end(&api, "count the things").await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(report(&body)["verified"]["calls"]["writes"], json!({"ok": 1, "notOk": 0}));

@@ -24,7 +24,7 @@ pub async fn plan_drafted_by_alices_key(env: &Env, hash: &str) -> (String, Plan)
         .await
         .unwrap();
     let key_id = key.split('_').nth(1).unwrap().to_string();
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let (slot, release) = wanted_movie(domain, hash).await;
     domain
         .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
@@ -44,7 +44,7 @@ async fn approvals_authorise_one_call_on_the_plan_as_approved(backend: Backend) 
     let env = env(backend).await;
     let base = serve(env.app.clone()).await;
     let api = Api::new(&base);
-    let domain = env.caps.domain().clone();
+    let domain = env.svc.domain.clone();
     let (key, plan) = plan_drafted_by_alices_key(&env, &"e".repeat(40)).await;
     let keyed = api.with_key(&key);
     let call = |input: Value| {
@@ -131,7 +131,7 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
     assert_eq!(status, 201, "{approval}");
     assert_ne!(approval["id"].as_str().unwrap(), first, "a new request");
     assert_eq!(approval["capabilityId"], "download.submit", "{approval}");
-    let old: Value = env.caps.authz().approval(env.caps.domain(), &first).await.map(|a| json!(a)).unwrap();
+    let old: Value = env.svc.authz.approval(&env.svc.domain, &first).await.map(|a| json!(a)).unwrap();
     assert_eq!(old["status"], "expired");
     let decide = format!("/approvals/{}", approval["id"].as_str().unwrap());
     let bob = api.signed_in(&env.db, "bob").await;
@@ -140,7 +140,7 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
 
     let (_, inv) = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": {"planId": plan.id}})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
-    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
+    assert_eq!(env.svc.domain.plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Draft);
     let still = keyed.json(&decide).await;
     assert_eq!(still["status"], "approved", "the approval was not used up: {still}");
 }
@@ -148,7 +148,7 @@ async fn an_approval_is_for_the_capability_it_names(backend: Backend) {
 async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let env = env(backend).await;
     let api = Api::new(&serve(env.app.clone()).await);
-    let domain = env.caps.domain().clone();
+    let domain = env.svc.domain.clone();
     let task = Author::new("task:verifyAndImport");
     let (_, download) = submitted_download(&domain, &"f".repeat(40)).await;
     domain
@@ -174,7 +174,7 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
     let approve = json!({"status": "approved", "payloadHash": artifact.payload_hash});
     let (_, approved) = carol.send(reqwest::Method::PATCH, &url, approve).await;
     assert_eq!((approved["status"].as_str(), approved["stale"].as_bool()), (Some("approved"), Some(false)));
-    let covered = || env.caps.authz().covering_approval(&domain, "organization", &org.id, "organize.execute");
+    let covered = || env.svc.authz.covering_approval(&domain, "organization", &org.id, "organize.execute");
     assert!(covered().await.unwrap().is_some());
 
     // Re-planned with another destination: the approval no longer covers it.
@@ -197,7 +197,7 @@ async fn a_replanned_organization_leaves_its_approval_stale(backend: Backend) {
 async fn an_unused_approval_can_be_revoked_and_then_authorises_nothing(backend: Backend) {
     let env = env(backend).await;
     let api = Api::new(&serve(env.app.clone()).await);
-    let domain = env.caps.domain().clone();
+    let domain = env.svc.domain.clone();
     let (key, plan) = plan_drafted_by_alices_key(&env, &"c".repeat(40)).await;
     let keyed = api.with_key(&key);
     let bob = api.signed_in(&env.db, "bob").await;
@@ -304,7 +304,7 @@ async fn a_revoke_racing_the_call_it_was_for_leaves_one_winner(backend: Backend)
         let revoke = bob.send(reqwest::Method::PATCH, &url, json!({"status": "revoked"}));
         let ((_, inv), (status, _)) = futures_util::future::join(invoke, revoke).await;
         let after = keyed.json(&url).await;
-        let plan_now = env.caps.domain().plan(&plan.id).await.unwrap().status;
+        let plan_now = env.svc.domain.plan(&plan.id).await.unwrap().status;
         if status == 200 {
             assert_eq!(inv["error"]["kind"], "denied", "round {round}: revoked, yet the call ran: {inv}");
             assert_eq!((plan_now.as_str(), after["status"].as_str()), ("draft", Some("revoked")), "round {round}");
@@ -350,17 +350,17 @@ async fn an_approval_held_by_a_call_whose_process_died_is_given_back(backend: Ba
         input_digest: capstan::pipeline::input_digest(&input),
     };
     let capstan::ledger::Claim::Claimed { id: row, .. } = dead.claim(&request).await.unwrap() else { panic!() };
-    assert!(env.caps.authz().take_approval(&id, &row).await.unwrap());
+    assert!(env.svc.authz.take_approval(&id, &row).await.unwrap());
     assert_eq!(keyed.json(&url).await["status"], "consumed");
 
-    assert_eq!(env.caps.ledger().recover_orphans().await.unwrap(), 1);
+    assert_eq!(env.svc.ledger.recover_orphans().await.unwrap(), 1);
     assert_eq!(keyed.json(&url).await["status"], "approved", "given back with the row's unknown outcome");
     let (_, inv) = keyed.post("/capabilities/test.plan-step/invoke", json!({"input": input})).await;
     assert_eq!(inv["status"], "succeeded", "still authorised: {inv}");
     assert_eq!(inv["invocationId"], row.as_str(), "a safe call settles the earlier row under its own key");
     let used = keyed.json(&url).await;
     assert_eq!((used["status"].as_str(), used["consumedBy"].as_str()), (Some("consumed"), Some(row.as_str())));
-    assert_eq!(env.caps.domain().plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Reserved);
+    assert_eq!(env.svc.domain.plan(&plan.id).await.unwrap().status, capstan::domain::PlanStatus::Reserved);
 }
 
 both_backends!(
@@ -376,7 +376,7 @@ both_backends!(
 /// real target is in scope.
 async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Backend) {
     let env = env(backend).await;
-    let domain = env.caps.domain().clone();
+    let domain = env.svc.domain.clone();
     let (slot, release) = wanted_movie(&domain, &"7".repeat(40)).await;
     domain
         .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
@@ -412,12 +412,12 @@ async fn entity_scoped_grants_are_checked_against_the_plan_s_target(backend: Bac
         mode: capstan::runtime::Mode::Execute,
         ceiling: EffectClass::Execute,
     };
-    let other = env.caps.authz().create_grant(&grant("some-other-entity"), "admin:test").await.unwrap();
+    let other = env.svc.authz.create_grant(&grant("some-other-entity"), "admin:test").await.unwrap();
     let inv = env.caps.invoke(&origin, "test.plan-step", &json!({"planId": plan.id})).await.unwrap();
     assert_eq!(inv.error.as_ref().map(|e| e.kind.as_str()), Some("denied"), "{inv:?}");
-    env.caps.authz().revoke_grant(&other.id).await.unwrap();
+    env.svc.authz.revoke_grant(&other.id).await.unwrap();
 
-    let ours = env.caps.authz().create_grant(&grant(&slot.entity_id), "admin:test").await.unwrap();
+    let ours = env.svc.authz.create_grant(&grant(&slot.entity_id), "admin:test").await.unwrap();
     let inv = env.caps.invoke(&origin, "test.plan-step", &json!({"planId": plan.id})).await.unwrap();
     assert_eq!(inv.status, capstan::runtime::Status::Succeeded, "{inv:?}");
     let audit = env.app.audit().list(0, 1000).await.unwrap();

@@ -39,7 +39,7 @@ async fn twenty_calls_against_a_budget_of_five(backend: Backend) {
     let env = env(backend).await;
     let mut g = grant("test.counter-safe");
     g.daily_invocations = 5;
-    let g = env.caps.authz().create_grant(&g, "admin:test").await.unwrap();
+    let g = env.svc.authz.create_grant(&g, "admin:test").await.unwrap();
     let mut calls = Vec::new();
     for i in 0..20 {
         let caps = env.caps.clone();
@@ -57,7 +57,7 @@ async fn twenty_calls_against_a_budget_of_five(backend: Backend) {
     }
     assert_eq!(ran, 5, "exactly five ran");
     assert_eq!(env.mock.writes(), 5);
-    assert_eq!(env.caps.authz().usage(&g.id).await.unwrap().0, 5);
+    assert_eq!(env.svc.authz.usage(&g.id).await.unwrap().0, 5);
     let events = env.app.audit().list(0, 1000).await.unwrap();
     let authorised = events.iter().filter(|e| e.event.authorization_id.as_deref() == Some(g.id.as_str())).count();
     assert_eq!(authorised, 5, "each run names the grant that authorised it");
@@ -76,7 +76,7 @@ async fn without_a_grant_nothing_in_the_input_authorises(backend: Backend) {
 
 async fn actions_scopes_and_policy_bindings(backend: Backend) {
     let env = env(backend).await;
-    let authz = env.caps.authz();
+    let authz = &env.svc.authz;
     // Scope: any action, but only counter-verify.
     let mut g = grant("*");
     g.scope.capabilities = vec!["test.counter-verify".into()];
@@ -112,7 +112,7 @@ async fn actions_scopes_and_policy_bindings(backend: Backend) {
 
 async fn switches_revoke_and_shorten(backend: Backend) {
     let env = env(backend).await;
-    let authz = env.caps.authz();
+    let authz = &env.svc.authz;
     let g = authz.create_grant(&grant("test.counter-safe"), "admin").await.unwrap();
     assert_eq!(call(&env, "test.counter-safe", json!({"label": "1"})).await.status, Status::Succeeded);
 
@@ -179,7 +179,7 @@ async fn a_replacement_claiming_a_policy_tag_is_held_and_no_older_grant_covers_i
     let inv = invoke(json!({"root": "library", "path": "x"})).await;
     assert_eq!(inv["error"]["kind"], "denied", "{inv}");
     assert!(inv["error"]["message"].as_str().unwrap().contains("automation grant"), "{inv}");
-    assert_eq!(env.caps.authz().usage(grant["id"].as_str().unwrap()).await.unwrap().0, 0);
+    assert_eq!(env.svc.authz.usage(grant["id"].as_str().unwrap()).await.unwrap().0, 0);
 }
 
 both_backends!(

@@ -51,7 +51,7 @@ async fn grants_name_wildcards_policy_actions_and_the_runbook_body(backend: Back
 
     // policy.automation: the recovery actions, bound to the published
     // automation policy.
-    let authz = env.caps.authz();
+    let authz = &env.svc.authz;
     let draft = authz
         .draft_policy("automation.recover", &json!({"kind": "automation", "recheck": true}), "admin:admin")
         .await
@@ -108,7 +108,7 @@ async fn grants_name_wildcards_policy_actions_and_the_runbook_body(backend: Back
 async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend: Backend) {
     use capstan::domain::{Author, NewEntity, NewPlan, NewRelease, NewSlot};
     let env = env(backend).await;
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let mut downloads = Vec::new();
     for (n, (tmdb, title)) in [(438631, "Dune"), (329865, "Arrival")].into_iter().enumerate() {
         let entity = NewEntity {
@@ -146,7 +146,7 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
     }
     let mut grant = capstan_tests::grants::for_an_hour("download.recheck");
     grant.scope.entity_ids = vec![downloads[0].0.clone()];
-    env.caps.authz().create_grant(&grant, "admin:test").await.unwrap();
+    env.svc.authz.create_grant(&grant, "admin:test").await.unwrap();
     let mut agent = Origin::cli(EffectClass::Execute);
     agent.actor = Actor::Agent;
     agent.principal = "agent:run-1".into();

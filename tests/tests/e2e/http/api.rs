@@ -272,7 +272,7 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
         assert!(matches!(answer["error"]["code"].as_str(), Some("invalid_grant" | "invalid_body")), "{answer}");
         assert_eq!(answer["error"]["field"].as_str(), field, "{answer}");
     }
-    assert!(env.caps.authz().grants().await.unwrap().is_empty(), "no grant was stored");
+    assert!(env.svc.authz.grants().await.unwrap().is_empty(), "no grant was stored");
     let listed: Value = http.get(&grants).header("cookie", &cookie).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed["limits"]["expiresInDays"]["maximum"], 365, "the bounds are there for a form: {listed}");
     let resp =
@@ -318,7 +318,7 @@ async fn grants_are_managed_from_the_console_and_never_widened(backend: Backend)
     assert_eq!(error_code(resp).await.0, 409);
     let resp = patch(json!({"dailyInvocations": 1})).await.unwrap();
     assert_eq!(error_code(resp).await.0, 409);
-    let again = env.caps.authz().grant(&id).await.unwrap().unwrap();
+    let again = env.svc.authz.grant(&id).await.unwrap().unwrap();
     assert_eq!((again.revoked_at, again.daily_invocations), (revoked["revokedAt"].as_i64(), 2));
     let revokes = env.app.audit().list(0, 1000).await.unwrap();
     assert_eq!(revokes.iter().filter(|e| e.event.action == "grant.revoke").count(), 1);

@@ -82,7 +82,7 @@ async fn a_component_decision_cannot_borrow_a_humans_authority(backend: Backend)
 
     // Were it chosen anyway (the answer recorded by another way in), the
     // task carrying it out refuses it too, and nothing is written.
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     domain.answer_decision(&id, &Answer::Resolve { option_id: "fix" }, "admin:alice").await.unwrap();
     let refused = executed(&admin, &id).await;
     let execution = &refused["resolution"]["execution"];

@@ -231,7 +231,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.wait_text("nav button[data-tab=approvals]", "counted what waits", |t| t == "Approvals (1)").await;
     browser.click("#approvals button.decide-approved").await;
     browser.wait_text(&approval_row, "showed it approved", |t| t.contains("approved by admin:bob")).await;
-    let approvals = env.caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Approved)).await.unwrap();
+    let approvals = env.svc.authz.approvals(Some(capstan::authz::ApprovalStatus::Approved)).await.unwrap();
     assert_eq!(approvals.len(), 1);
     assert_eq!(
         (approvals[0].plan_id.as_str(), approvals[0].decided_by.as_deref()),
@@ -240,7 +240,7 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
 
     // A draft the sweep made without authority to submit: nobody was asked
     // yet, so it waits among the drafts until an administrator asks.
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let (slot, release) = crate::storage::domain::wanted_movie(domain, &"b".repeat(40)).await;
     domain
         .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
@@ -268,9 +268,9 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.click(&format!("{approval_row} button.revoke")).await;
     browser.wait_text("#approvals", "took the revoked approval off", |t| !t.contains(&plan.id)).await;
     browser.wait_text("#drafts", "listed the plan again", |t| t.contains(&plan.id)).await;
-    let revoked = env.caps.authz().approval(domain, asked["id"].as_str().unwrap()).await.unwrap();
+    let revoked = env.svc.authz.approval(domain, asked["id"].as_str().unwrap()).await.unwrap();
     assert_eq!(revoked.status, capstan::authz::ApprovalStatus::Revoked);
-    let covering = env.caps.authz().covering_approval(domain, "acquisition", &plan.id, "download.submit").await;
+    let covering = env.svc.authz.covering_approval(domain, "acquisition", &plan.id, "download.submit").await;
     assert!(covering.unwrap().is_none(), "nothing authorises the plan's submission now");
 
     // A standing grant for an execute capability, then revoked.
@@ -280,13 +280,13 @@ async fn an_administrator_signs_in_runs_the_agent_and_approves_a_plan() {
     browser.fill("#grant-calls", "5").await;
     browser.click("#grant-create").await;
     browser.wait_text("#grants", "listed the grant", |t| t.contains("download.submit")).await;
-    let grants = env.caps.authz().grants().await.unwrap();
+    let grants = env.svc.authz.grants().await.unwrap();
     assert_eq!(grants.len(), 1, "only the valid grant was stored");
     assert_eq!((grants[0].action.as_str(), grants[0].daily_invocations), ("download.submit", 5));
     assert_eq!(grants[0].created_by, "admin:bob");
     browser.click("#grants button.revoke").await;
     browser.wait_text("#grants", "showed the revocation", |t| t.contains("revoked")).await;
-    assert!(env.caps.authz().grants().await.unwrap()[0].revoked_at.is_some());
+    assert!(env.svc.authz.grants().await.unwrap()[0].revoked_at.is_some());
 
     // The audit log, newest first, with what was done here; its chain is intact.
     browser.click("nav button[data-tab=audit]").await;

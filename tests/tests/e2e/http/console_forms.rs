@@ -121,14 +121,14 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
     let calls = browser.wait_text("#grant-calls + .field-error", "said why", |t| !t.is_empty()).await;
     assert_eq!(calls, "must be at least 1");
     assert_eq!(browser.text("#grant-days + .field-error").await, "must be at most 365");
-    assert!(env.caps.authz().grants().await.unwrap().is_empty(), "nothing was granted");
+    assert!(env.svc.authz.grants().await.unwrap().is_empty(), "nothing was granted");
 
     browser.fill("#grant-calls", "3").await;
     browser.fill("#grant-days", "7").await;
     browser.click("#grant-create").await;
     browser.wait_text("#grants", "listed the grant", |t| t.contains("library.want")).await;
     assert!(field_errors(&browser).await.is_empty());
-    let grants = env.caps.authz().grants().await.unwrap();
+    let grants = env.svc.authz.grants().await.unwrap();
     assert_eq!((grants.len(), grants[0].action.as_str(), grants[0].daily_invocations), (1, "library.want", 3));
     let week = 7 * 86_400_000;
     let ahead = grants[0].expires_at - capstan::store::now_ms();

@@ -46,8 +46,8 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     browser
         .wait_text("#add-done", "said what it granted", |t| t.contains("Granted download.submit and organize.execute"))
         .await;
-    let dune = env.caps.domain().entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
-    let grants = env.caps.authz().grants().await.unwrap();
+    let dune = env.svc.domain.entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
+    let grants = env.svc.authz.grants().await.unwrap();
     let mut granted: Vec<(&str, &[String])> =
         grants.iter().map(|g| (g.action.as_str(), g.scope.entity_ids.as_slice())).collect();
     granted.sort();
@@ -87,14 +87,14 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
             t.contains("Shōgun (2024)") && t.contains("season 1 1080p wanted")
         })
         .await;
-    let slots = env.caps.domain().slots_with_status(capstan::domain::SlotStatus::Wanted, 100).await.unwrap();
+    let slots = env.svc.domain.slots_with_status(capstan::domain::SlotStatus::Wanted, 100).await.unwrap();
     assert_eq!(slots.iter().filter(|s| s.season == Some(0)).count(), 0, "the specials were not wanted");
     let season_one = slots.into_iter().find(|s| s.season == Some(1)).unwrap();
     browser.wait_text("#add-done", "announced the series", |t| t.contains("Wanted: Shōgun (2024)")).await;
 
     // The sweep drafts a plan it may not submit: the row says it waits for
     // approval and leads there, the tab counts it, the banner has done its job.
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let release = domain
         .record_release(&capstan::domain::NewRelease {
             indexer: "torznab".into(),
@@ -143,7 +143,7 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     }
 
     // Stop wanting the movie.
-    let movie = env.caps.domain().entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
+    let movie = env.svc.domain.entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
     browser.click(&format!("#library tr[data-entity-id='{}'] .unwant", movie.id)).await;
     browser.wait_text("#library", "gave it up", |t| t.contains("2160p not wanted")).await;
     browser.close().await;

@@ -30,7 +30,7 @@ async fn open(env: &Env, subject: &str, task: &str) -> String {
     let evidence = json!({"what": format!("{subject} went wrong")});
     let key = format!("download_failed:{subject}");
     let (decision, created) =
-        env.caps.domain().open_decision("download_failed", Some(subject), &options, &evidence, &key).await.unwrap();
+        env.svc.domain.open_decision("download_failed", Some(subject), &options, &evidence, &key).await.unwrap();
     assert!(created);
     decision.id
 }
@@ -115,7 +115,7 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
 
     // Bad answers, and callers who may not answer, change nothing.
     let path = format!("/decisions/{first}");
-    let head = env.app.caps().events().head().await.unwrap();
+    let head = env.app.services().events.head().await.unwrap();
     let refused = [
         (&admin, json!({"status": "resolved", "optionId": "delete"}), 422),
         (&admin, json!({"status": "resolved"}), 422),
@@ -136,7 +136,7 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
     let (status, _) = admin.send(Method::PATCH, "/decisions/nope", json!({"status": "dismissed"})).await;
     assert_eq!(status, 404);
     assert_eq!(admin.json(&path).await["status"], "open", "nothing changed");
-    assert_eq!(env.app.caps().events().head().await.unwrap(), head, "no event was written");
+    assert_eq!(env.app.services().events.head().await.unwrap(), head, "no event was written");
     assert_eq!(env.mock.writes(), 0);
 
     // An administrator's choice is carried out for them, once.
@@ -187,7 +187,7 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
     );
     assert_eq!(env.mock.writes(), 1, "nothing ran for the key without a grant");
     // …and carried out within one.
-    env.caps.authz().create_grant(&for_an_hour("test.counter-safe"), "admin:alice").await.unwrap();
+    env.svc.authz.create_grant(&for_an_hour("test.counter-safe"), "admin:alice").await.unwrap();
     let (_, retried) = runner
         .send(Method::PATCH, &format!("/decisions/{third}"), json!({"status": "resolved", "optionId": "again"}))
         .await;
@@ -201,8 +201,8 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
     // budget records the choice (the run goes on when sent a message).
     let again = json!([{"id": "look", "label": "Look for another release", "action": "reevaluate"}]);
     let (look, _) = env
-        .caps
-        .domain()
+        .svc
+        .domain
         .open_decision("download_stalled", Some("d9"), &again, &json!({}), "download_stalled:d9")
         .await
         .unwrap();
@@ -215,8 +215,8 @@ async fn decisions_are_listed_answered_once_and_carried_out_for_whoever_chose(ba
     assert_eq!(tasks.get(&queued).await.unwrap().unwrap().kind, capstan::acquisition::EVALUATE_ACQUISITION);
     let budget = json!([{"id": "continue", "label": "Raised it", "action": "accept"}]);
     let (spent, _) = env
-        .caps
-        .domain()
+        .svc
+        .domain
         .open_decision("agent_budget", Some("run-1"), &budget, &json!({}), "agent_budget:run-1")
         .await
         .unwrap();

@@ -54,7 +54,7 @@ async fn a_dropped_stream_resumes_without_gap_or_duplicate(backend: Backend) {
     let base = serve(env.app.clone()).await;
     let key = capstan::http::keys::create(&env.db, "watcher", &[EffectClass::Read], "test").await.unwrap();
     let http = reqwest::Client::new();
-    let events = env.caps.events().clone();
+    let events = env.svc.events.clone();
     let publish = |n: i64| {
         let events = events.clone();
         async move { events.publish("test.tick", Some("ticker"), &json!({ "n": n })).await.unwrap() }

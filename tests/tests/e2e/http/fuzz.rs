@@ -74,13 +74,13 @@ struct Seeded {
 /// plan-only run and its task, an open decision; and a grant letting the
 /// key want titles. Answers the decision's id.
 async fn seed(
-    caps: &capstan::pipeline::Capabilities,
+    svc: &capstan::pipeline::Services,
     http: &reqwest::Client,
     base: &str,
     cookie: &str,
     csrf: &str,
 ) -> String {
-    caps.authz().create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:test").await.unwrap();
+    svc.authz.create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:test").await.unwrap();
     for (path, body) in [
         ("/library/titles", serde_json::json!({"tmdbId": 693134, "kind": "movie", "quality": "2160p"})),
         ("/agent/runs", serde_json::json!({"goal": "What is in my library?", "mode": "plan_only"})),
@@ -100,8 +100,7 @@ async fn seed(
         {"id": "leave", "label": "Leave it", "action": "dismiss"}
     ]);
     let evidence = serde_json::json!({"why": "seeded"});
-    let opened =
-        caps.domain().open_decision("download_stalled", Some("d1"), &options, &evidence, "download_stalled:d1");
+    let opened = svc.domain.open_decision("download_stalled", Some("d1"), &options, &evidence, "download_stalled:d1");
     opened.await.unwrap().0.id
 }
 
@@ -125,7 +124,7 @@ async fn schemathesis_finds_nothing_wrong_with_the_api() {
     let key = capstan::http::keys::create(&env.db, "fuzz", &[EffectClass::Execute], "test").await.unwrap();
     let (cookie, csrf) = login(&env.db, &http, &base, "admin").await;
     let session = cookie.split_once('=').unwrap().1.to_string();
-    let decision = seed(&env.caps, &http, &base, &cookie, &csrf).await;
+    let decision = seed(&env.svc, &http, &base, &cookie, &csrf).await;
     let ids = Seeded { key, session, csrf, decision };
 
     let (clean, text) = run("fuzz-report.txt", &root, &ids, &["--exclude-name", "DELETE /api/v1/session"]).await;

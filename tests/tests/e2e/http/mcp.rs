@@ -84,7 +84,8 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     let runtime = app.caps().runtime().clone();
     host.accept(&runtime, "test.counter-safe").await;
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
     let api = capstan_tests::api::serve(app.clone()).await;
     let url = api.replace("/api/v1", "/mcp");
     let execute =
@@ -165,7 +166,7 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert_eq!(result["meta"]["capstan/status"], "succeeded", "{result}");
 
     // A denied call on a plan asks an administrator to approve that plan.
-    let domain = caps.domain();
+    let domain = &svc.domain;
     let (slot, release) = crate::storage::domain::wanted_movie(domain, &"d".repeat(40)).await;
     domain
         .match_identity(&release.id, Some(&slot.entity_id), capstan::domain::IdentityStatus::Resolved, &json!({}))
@@ -179,7 +180,7 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     assert_eq!(result["isError"], true, "{result}");
     let approval_id = result["meta"]["capstan/approvalId"].as_str().unwrap_or_else(|| panic!("{result}")).to_string();
     assert!(result["text"].as_str().unwrap().contains("Approvals tab"), "{result}");
-    let pending = caps.authz().approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
+    let pending = svc.authz.approvals(Some(capstan::authz::ApprovalStatus::Pending)).await.unwrap();
     let key_id = execute.strip_prefix("cap_").unwrap().split('_').next().unwrap();
     assert_eq!(
         pending.iter().map(|a| (a.id.as_str(), a.plan_id.as_str(), a.requested_by.clone())).collect::<Vec<_>>(),
@@ -192,7 +193,7 @@ async fn agents_people_run_reach_capstans_tools_through_mcp_under_its_authority(
     );
 
     // With a grant the call runs once, recorded as the key's over MCP.
-    capstan_tests::grants::allow_everything(&caps).await;
+    capstan_tests::grants::allow_everything(&svc).await;
     let count = json!({"name": "test.counter-safe", "arguments": {"label": "granted"}});
     let result = client(&url, "legacy", &execute, "call", count).await["result"].clone();
     assert_eq!((&result["isError"], &result["meta"]["capstan/status"]), (&json!(false), &json!("succeeded")));

@@ -52,7 +52,7 @@ async fn health_says_whether_the_host_can_do_its_work(backend: Backend) {
     assert_eq!((&body["tasks"]["ready"], &body["workers"]["liveProcesses"]), (&json!(1), &json!(0)));
     assert!(body["tasks"]["oldestReadyMs"].as_i64().unwrap() >= 0);
     assert!(body["workers"]["note"].as_str().unwrap().contains("no server or worker"), "{body}");
-    env.caps.ledger().heartbeat().await.unwrap();
+    env.svc.ledger.heartbeat().await.unwrap();
     assert_eq!(get(&health).await.1["status"], "ok");
 
     // The database gone: failing, and a load balancer sees 503.

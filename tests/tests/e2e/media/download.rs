@@ -37,11 +37,12 @@ pub(super) struct Env {
     pub(super) _host: TestHost,
     pub(super) app: Arc<capstan::app::App>,
     pub(super) caps: Arc<Capabilities>,
+    pub(super) svc: capstan::pipeline::Services,
 }
 
 impl Env {
     pub(super) fn domain(&self) -> &Domain {
-        self.caps.domain()
+        &self.svc.domain
     }
 
     pub(super) async fn invoke(&self, origin: &Origin, id: &str, input: Value) -> Invocation {
@@ -69,9 +70,10 @@ async fn start(backend: Backend, host: TestHost) -> Env {
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
+    let svc = app.services().clone();
     app.flush_component_events().await.unwrap();
-    caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, app, caps }
+    svc.ledger.heartbeat().await.unwrap();
+    Env { _host: host, app, caps, svc }
 }
 
 /// Serves `.torrent` files on loopback under `/download/<name>`, as an
@@ -475,7 +477,7 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
     let (slot, release) = wanted(env.domain(), &dune.name, Some(&dune.info_hash), link).await;
     let base = capstan_tests::api::serve(env.app.clone()).await;
     let key =
-        capstan::http::keys::create(env.caps.db(), "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
+        capstan::http::keys::create(&env.svc.db, "automation", &[EffectClass::Execute], "admin:ops").await.unwrap();
     let grant = capstan::authz::NewGrant {
         action: "policy.acquisition".into(),
         policy_name: None,
@@ -487,7 +489,7 @@ async fn acquisition_plans_over_http_plan_and_submit_or_say_why_not() {
         expires_at: capstan::store::now_ms() + 3_600_000,
         reason: None,
     };
-    env.caps.authz().create_grant(&grant, "admin:ops").await.unwrap();
+    env.svc.authz.create_grant(&grant, "admin:ops").await.unwrap();
     let automation = capstan_tests::api::Api::new(&base).with_key(&key);
     let post = |body: Value| {
         let automation = automation.clone();

@@ -63,15 +63,15 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     std::fs::create_dir_all(&library).unwrap();
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), "newcomer".into(), config);
-    capstan::acquisition::register(&mut worker, &caps, app.settings());
+    capstan::acquisition::register(&mut worker, &svc, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let sweeps = tokio_util::sync::CancellationToken::new();
     let _stop_sweeps = sweeps.clone().drop_guard();
-    tokio::spawn(capstan::acquisition::schedule(caps.clone(), Duration::from_secs(1), sweeps));
+    tokio::spawn(capstan::acquisition::schedule(svc.clone(), Duration::from_secs(1), sweeps));
     let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     // Step 2: the password, as `capstan admin set-password` sets it.

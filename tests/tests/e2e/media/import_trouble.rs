@@ -18,7 +18,7 @@ use super::organize::{Env, FOLDER, PLACED, completed_download, dune_on_disk, env
 /// Queues one `verifyAndImport` of `download` with a single attempt and
 /// waits until it has ended.
 async fn import_once(env: &Env, download: &str) -> Task {
-    let tasks = Tasks::new(env.caps.db().clone());
+    let tasks = Tasks::new(env.svc.db.clone());
     let new = NewTask {
         kind: capstan::acquisition::VERIFY_AND_IMPORT.into(),
         subject: Some(download.into()),
@@ -45,7 +45,7 @@ async fn an_import_that_fails_for_good_is_asked_about_once_and_cleared_by_the_ne
     let (slot, download) = completed_download(env.domain(), FOLDER).await;
     let theirs = b"a file someone put there first";
     write(&env.library, PLACED, theirs);
-    env.caps.authz().create_grant(&for_an_hour("organize.execute"), "admin:alice").await.unwrap();
+    env.svc.authz.create_grant(&for_an_hour("organize.execute"), "admin:alice").await.unwrap();
     let worker = std::sync::Arc::new(env.app.worker(&env._host.config));
     tokio::spawn(worker.run(std::future::pending()));
 

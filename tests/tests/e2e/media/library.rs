@@ -54,7 +54,7 @@ async fn release(domain: &Domain, title: &str, hash: char, size: i64) -> SourceR
 
 async fn identity_resolve_accepts_a_clear_match_and_asks_once_about_remakes(backend: Backend) {
     let env = env(backend).await;
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let part_two = movie(domain, 693134, "Dune: Part Two", 2024).await;
     movie(domain, 438631, "Dune", 2021).await;
     let lion_1994 = movie(domain, 8587, "The Lion King", 1994).await;
@@ -110,7 +110,7 @@ async fn identity_resolve_accepts_a_clear_match_and_asks_once_about_remakes(back
 
 async fn inventory_query_shows_each_slots_plan_and_download(backend: Backend) {
     let env = env(backend).await;
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let agent = Author::new("task:evaluateAcquisition");
     let (slot, rel) = wanted_movie(domain, &"c".repeat(40)).await;
     movie(domain, 603, "The Matrix", 1999).await;
@@ -198,10 +198,10 @@ async fn tasks_are_inspected_cancelled_and_retried_as_their_state_allows(backend
 
 /// What the preview must not change: policies, the library, its releases,
 /// plans and decisions.
-async fn snapshot(caps: &Capabilities, entity: &str) -> Value {
-    let domain = caps.domain();
+async fn snapshot(svc: &capstan::pipeline::Services, entity: &str) -> Value {
+    let domain = &svc.domain;
     json!({
-        "policies": serde_json::to_value(caps.authz().policies().await.unwrap()).unwrap(),
+        "policies": serde_json::to_value(svc.authz.policies().await.unwrap()).unwrap(),
         "inventory": domain.query("inventory", "{}").await.unwrap(),
         "releases": serde_json::to_value(domain.releases_for_entity(entity).await.unwrap()).unwrap(),
         "plans": serde_json::to_value(domain.plans(None, None, 100).await.unwrap()).unwrap(),
@@ -211,8 +211,8 @@ async fn snapshot(caps: &Capabilities, entity: &str) -> Value {
 
 async fn policy_preview_reports_the_difference_and_policy_apply_publishes_it(backend: Backend) {
     let env = env(backend).await;
-    let domain = env.caps.domain();
-    let authz = env.caps.authz();
+    let domain = &env.svc.domain;
+    let authz = &env.svc.authz;
     let (slot, web) = wanted_movie(domain, &"d".repeat(40)).await;
     let bluray = release(domain, "Dune.Part.Two.2024.1080p.BluRay.x264-GRP", 'e', 12_000_000_000).await;
     for r in [&web, &bluray] {
@@ -244,9 +244,9 @@ async fn policy_preview_reports_the_difference_and_policy_apply_publishes_it(bac
     authz.publish_policy("quality.movies", 1).await.unwrap();
     authz.draft_policy("quality.movies", &blu_ray_only, "cli:op").await.unwrap();
 
-    let before = snapshot(&env.caps, &slot.entity_id).await;
+    let before = snapshot(&env.svc, &slot.entity_id).await;
     let out = call(&env.caps, "policy.preview", json!({"name": "quality.movies", "body": blu_ray_only})).await.unwrap();
-    assert_eq!(snapshot(&env.caps, &slot.entity_id).await, before, "a preview changes nothing");
+    assert_eq!(snapshot(&env.svc, &slot.entity_id).await, before, "a preview changes nothing");
     assert_eq!(out["currentRevision"], 1);
     let diff = &out["slots"][0];
     assert_eq!(diff["slotId"], slot.id.as_str());
@@ -273,7 +273,7 @@ async fn policy_preview_reports_the_difference_and_policy_apply_publishes_it(bac
         bad(json!({"preferredResolutions": ["2160p"], "minSizeMb": 5000, "maxSizeMb": 100})).await,
         Err("invalid-input".into())
     );
-    assert_eq!(snapshot(&env.caps, &slot.entity_id).await, before);
+    assert_eq!(snapshot(&env.svc, &slot.entity_id).await, before);
 
     let applied = call(&env.caps, "policy.apply", json!({"name": "quality.movies", "revision": 2})).await.unwrap();
     assert_eq!((applied["status"].as_str(), applied["revision"].as_i64()), (Some("published"), Some(2)));

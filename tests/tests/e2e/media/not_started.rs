@@ -28,7 +28,7 @@ async fn submit_magnet(env: &Env, name: &str, infohash: &str) -> String {
 /// Moves a download's last movement two minutes into the past.
 async fn two_minutes_pass(env: &Env, download: &str) {
     let rewind = "UPDATE download_task SET progress_at = progress_at - 120000 WHERE id = $1";
-    sqlx::query(rewind).bind(download).execute(&env.caps.db().pool).await.unwrap();
+    sqlx::query(rewind).bind(download).execute(&env.svc.db.pool).await.unwrap();
 }
 
 async fn forget_torrent(qbt: &QBittorrent, hash: &str) {

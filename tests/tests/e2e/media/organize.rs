@@ -27,13 +27,14 @@ pub(super) struct Env {
     pub(super) _host: TestHost,
     pub(super) app: Arc<capstan::app::App>,
     pub(super) caps: Arc<Capabilities>,
+    pub(super) svc: capstan::pipeline::Services,
     downloads: PathBuf,
     pub(super) library: PathBuf,
 }
 
 impl Env {
     pub(super) fn domain(&self) -> &Domain {
-        self.caps.domain()
+        &self.svc.domain
     }
 
     /// One call, as an operator at the command line makes it.
@@ -78,8 +79,9 @@ pub(super) async fn env(backend: Backend, settings: &[(&str, &str)]) -> Env {
     let runtime = app.caps().runtime().clone();
     host.accept(&runtime, "test.plan-step").await;
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, app, caps, downloads, library }
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
+    Env { _host: host, app, caps, svc, downloads, library }
 }
 
 pub(super) fn write(root: &Path, path: &str, bytes: &[u8]) {

@@ -32,6 +32,7 @@ pub(super) struct Env {
     pub(super) library: std::path::PathBuf,
     pub(super) app: Arc<capstan::app::App>,
     pub(super) caps: Arc<Capabilities>,
+    pub(super) svc: capstan::pipeline::Services,
     pub(super) indexer: MockTorznab,
 }
 
@@ -83,18 +84,19 @@ pub(super) async fn start_on(backend: Backend, qbt: &QBittorrent, dune: &BuiltTo
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), "pipeline-test".into(), config);
-    capstan::acquisition::register(&mut worker, &caps, app.settings());
+    capstan::acquisition::register(&mut worker, &svc, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
-    Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, indexer }
+    Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, svc, indexer }
 }
 
 pub(super) async fn wanted_movie(env: &Env) -> Slot {
-    let entity = env.caps.domain().upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
-    env.caps
-        .domain()
+    let entity = env.svc.domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
+    env.svc
+        .domain
         .want(&NewSlot { entity_id: entity.id, season: None, quality: "2160p".into(), profile: None })
         .await
         .unwrap()
@@ -102,7 +104,7 @@ pub(super) async fn wanted_movie(env: &Env) -> Slot {
 
 /// Queues a pipeline task and waits for it to finish.
 pub(super) async fn run(env: &Env, kind: &str, payload: Value) -> Task {
-    capstan_tests::tasks::run_once(env.caps.db(), kind, payload).await
+    capstan_tests::tasks::run_once(&env.svc.db, kind, payload).await
 }
 
 async fn qbittorrent_torrents(qbt: &QBittorrent) -> Vec<Value> {
@@ -116,7 +118,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 24));
     let env = start(&qbt, &dune).await;
     let slot = wanted_movie(&env).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
 
     // Search → record → identify → plan → submit, as the task actor.
     let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
@@ -135,12 +137,12 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     };
     assert_eq!(held.len(), 1, "{held:?}");
     assert_eq!(held[0]["hash"], dune.info_hash.as_str());
-    let release = env.caps.domain().release_by_infohash(&dune.info_hash).await.unwrap().unwrap();
+    let release = env.svc.domain.release_by_infohash(&dune.info_hash).await.unwrap().unwrap();
     assert_eq!(
         (release.identity_status.as_str(), release.entity_id.as_deref()),
         ("resolved", Some(slot.entity_id.as_str()))
     );
-    let download = env.caps.domain().download_for_plan(&plan_id).await.unwrap().unwrap();
+    let download = env.svc.domain.download_for_plan(&plan_id).await.unwrap().unwrap();
 
     // The payload is on disk: once qBittorrent has settled, a recheck
     // completes it; syncs record what the client says.
@@ -149,7 +151,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     loop {
         let synced = run(&env, SYNC_DOWNLOADS, json!({})).await;
         assert_eq!(synced.status, TaskStatus::Succeeded, "{:?}", synced.last_error);
-        let now = env.caps.domain().download(&download.id).await.unwrap();
+        let now = env.svc.domain.download(&download.id).await.unwrap();
         if matches!(now.status.as_str(), "completed" | "importing" | "imported") {
             break;
         }
@@ -168,7 +170,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
     // The completed download queued its import; wait for the organization.
     let deadline = Instant::now() + DEADLINE;
     let organization = loop {
-        let orgs = env.caps.domain().organizations_for_download(&download.id).await.unwrap();
+        let orgs = env.svc.domain.organizations_for_download(&download.id).await.unwrap();
         if let Some(org) = orgs.iter().find(|o| o.status == capstan::domain::OrganizationStatus::Succeeded) {
             break org.clone();
         }
@@ -185,14 +187,11 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
         let source = std::fs::metadata(&dune.files[0]).unwrap();
         assert_eq!((placed.dev(), placed.ino()), (source.dev(), source.ino()), "a hardlink of the download");
     }
-    assert_eq!(
-        env.caps.domain().download(&download.id).await.unwrap().status,
-        capstan::domain::DownloadStatus::Imported
-    );
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
+    assert_eq!(env.svc.domain.download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
+    assert_eq!(env.svc.domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
 
     // Each change was told once.
-    let events = env.caps.events().list(0, 1000).await.unwrap();
+    let events = env.svc.events.list(0, 1000).await.unwrap();
     let completed =
         events.iter().filter(|e| e.kind == "download.status_changed" && e.payload["to"] == "completed").count();
     assert_eq!(completed, 1);
@@ -203,7 +202,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
 async fn wait_for_plan(env: &Env, id: &str, what: &str, wanted: impl Fn(&capstan::domain::Plan) -> bool) {
     let started = Instant::now();
     loop {
-        let plan = env.caps.domain().plan(id).await.unwrap();
+        let plan = env.svc.domain.plan(id).await.unwrap();
         if wanted(&plan) {
             return;
         }
@@ -218,7 +217,7 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 26));
     let env = start(&qbt, &dune).await;
     let slot = wanted_movie(&env).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     env.indexer.withdraw_torrent(0);
 
     // The sweep's submit fails: the task itself succeeded at looking, and
@@ -229,9 +228,9 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
     assert_eq!(outcome["outcome"], "submit-failed", "{outcome}");
     assert!(outcome["reason"].as_str().unwrap().contains("404"), "{outcome}");
     let plan_id = outcome["planId"].as_str().unwrap().to_string();
-    let plan = env.caps.domain().plan(&plan_id).await.unwrap();
+    let plan = env.svc.domain.plan(&plan_id).await.unwrap();
     assert_eq!((plan.status.as_str(), plan.submit_failures), ("draft", 1));
-    let asked = env.caps.domain().decisions(None, 10).await.unwrap();
+    let asked = env.svc.domain.decisions(None, 10).await.unwrap();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(
         (asked[0].kind.as_str(), asked[0].subject.as_deref()),
@@ -245,12 +244,12 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
         (outcome["outcome"].as_str(), outcome["planId"].as_str()),
         (Some("waiting-to-retry"), Some(plan_id.as_str()))
     );
-    assert_eq!(env.caps.domain().plan(&plan_id).await.unwrap().submit_failures, 1);
+    assert_eq!(env.svc.domain.plan(&plan_id).await.unwrap().submit_failures, 1);
 
     // The indexer serves the file again and something changed (a service
     // passed its Test): the sweep is queued and hands it over.
     env.indexer.serve_torrent(0, dune.bytes.clone());
-    capstan::acquisition::cause_may_have_cleared(&env.caps, "a service passed its test").await;
+    capstan::acquisition::cause_may_have_cleared(&env.svc, "a service passed its test").await;
     // The submit's success is recorded after the plan turns submitted:
     // wait for the failures to be cleared too.
     let cleared = |p: &capstan::domain::Plan| {
@@ -259,7 +258,7 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
     wait_for_plan(&env, &plan_id, "submitted with its failures cleared", cleared).await;
     let started = Instant::now();
     let decision = loop {
-        let decision = env.caps.domain().decision(&asked[0].id).await.unwrap();
+        let decision = env.svc.domain.decision(&asked[0].id).await.unwrap();
         if decision.status.is_final() || started.elapsed() > DEADLINE {
             break decision;
         }
@@ -269,7 +268,7 @@ async fn a_submit_that_fails_in_the_sweep_waits_its_backoff_and_goes_on_once_the
         (decision.status, decision.resolved_by.as_deref()),
         (capstan::domain::DecisionStatus::Resolved, Some("system:download.submit"))
     );
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Reserved);
+    assert_eq!(env.svc.domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Reserved);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -283,15 +282,15 @@ async fn without_a_grant_the_sweep_stops_at_a_draft_plan() {
     assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
     let outcome = &evaluated.result.clone().unwrap()["slots"][0];
     assert_eq!(outcome["outcome"], "planned", "{outcome}");
-    let plan = env.caps.domain().plan(outcome["planId"].as_str().unwrap()).await.unwrap();
+    let plan = env.svc.domain.plan(outcome["planId"].as_str().unwrap()).await.unwrap();
     assert_eq!(plan.status, capstan::domain::PlanStatus::Draft);
-    assert_eq!(env.caps.domain().slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Wanted);
+    assert_eq!(env.svc.domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Wanted);
     assert!(qbittorrent_torrents(&qbt).await.is_empty(), "nothing reached the client");
     // Nothing else was opened: no refusal on record, no decision, no download.
     let audit = env.app.audit().list(0, 1000).await.unwrap();
     assert!(audit.iter().all(|e| e.event.action != "capability.denied"), "no denial was recorded");
-    assert!(env.caps.domain().decisions(None, 10).await.unwrap().is_empty());
-    assert!(env.caps.domain().download_for_plan(&plan.id).await.unwrap().is_none());
+    assert!(env.svc.domain.decisions(None, 10).await.unwrap().is_empty());
+    assert!(env.svc.domain.download_for_plan(&plan.id).await.unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -300,10 +299,10 @@ async fn a_draft_someone_else_made_is_never_submitted_by_the_sweep() {
     let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 26));
     let env = start(&qbt, &dune).await;
     let slot = wanted_movie(&env).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     // A person records the release, confirms whom it is for, and drafts
     // the very plan the sweep would make.
-    let domain = env.caps.domain();
+    let domain = &env.svc.domain;
     let release = domain
         .record_release(&NewRelease {
             indexer: "torznab".into(),

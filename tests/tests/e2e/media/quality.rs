@@ -84,13 +84,13 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
     );
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let caps = app.caps().clone();
+    let svc = app.services().clone();
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), "quality-test".into(), config);
-    capstan::acquisition::register(&mut worker, &caps, app.settings());
+    capstan::acquisition::register(&mut worker, &svc, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     let tasks = Tasks::new(db);
-    let domain = caps.domain();
+    let domain = &svc.domain;
     let entity = domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     let want = |profile: Option<&str>| NewSlot {
         entity_id: entity.id.clone(),
@@ -121,8 +121,8 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
     // Published: only Blu-ray is acceptable (a 2160p BluRay reads as Ultra
     // HD Blu-ray), so the less seeded release wins.
     let body = json!({"preferredResolutions": ["2160p"], "allowedSources": ["Blu-ray", "Ultra HD Blu-ray"], "rejectTerms": ["CAM"]});
-    let draft = caps.authz().draft_policy("quality.movies", &body, "admin:test").await.unwrap();
-    caps.authz().publish_policy("quality.movies", draft.revision).await.unwrap();
+    let draft = svc.authz.draft_policy("quality.movies", &body, "admin:test").await.unwrap();
+    svc.authz.publish_policy("quality.movies", draft.revision).await.unwrap();
     let slots = sweep(&tasks).await;
     let outcome = slots.iter().find(|s| s["slotId"] == strict.id.as_str()).unwrap();
     assert_eq!(outcome["outcome"], "planned", "{outcome}");
@@ -130,8 +130,8 @@ async fn a_slot_gets_the_release_its_quality_policy_prefers() {
 
     // A profile nothing satisfies plans nothing.
     let body = json!({"preferredResolutions": ["2160p"], "allowedSources": ["HDTV"]});
-    let draft = caps.authz().draft_policy("quality.tv", &body, "admin:test").await.unwrap();
-    caps.authz().publish_policy("quality.tv", draft.revision).await.unwrap();
+    let draft = svc.authz.draft_policy("quality.tv", &body, "admin:test").await.unwrap();
+    svc.authz.publish_policy("quality.tv", draft.revision).await.unwrap();
     let picky = domain.want(&want(Some("quality.tv"))).await.unwrap();
     let slots = sweep(&tasks).await;
     let outcome = slots.iter().find(|s| s["slotId"] == picky.id.as_str()).unwrap();

@@ -95,7 +95,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert!(first.evidence["agentInvestigation"]["conclusion"].is_string());
     assert_eq!(first.options[0]["label"], "Force recheck", "a human can still fix it");
     let run = first.evidence["agentInvestigation"]["runId"].as_str().unwrap();
-    let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
+    let calls = capstan::ledger::for_run(&env.svc.db, run).await.unwrap();
     assert!(calls.is_empty(), "the investigation wrote nothing: {calls:?}");
     let status = wait_for_status(&env, &task, "read", |_| true).await;
     assert_ne!(status["status"], "completed", "nothing was rechecked without a grant: {status}");
@@ -107,7 +107,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     wait_for_status(&env, &task, "completed by the human's recheck", |d| d["status"] == "completed").await;
     sync_until(&env, &root, "the download recorded completed again", |_| true).await;
     let grant = capstan_tests::grants::for_an_hour("download.recheck");
-    env.caps.authz().create_grant(&grant, "admin:alice").await.unwrap();
+    env.svc.authz.create_grant(&grant, "admin:alice").await.unwrap();
     lose_and_restore(&env, &mut qbt, &task, &dune.files[0], &contents).await;
     let second = sync_until(&env, &root, "a second occurrence", |d| d.len() == 2).await.remove(1);
     let second = until(&env, &second.id, "was closed", |d| d.status == capstan::domain::DecisionStatus::Resolved).await;
@@ -121,7 +121,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     wait_for_status(&env, &task, "completed after the recovery", |d| d["status"] == "completed").await;
     assert_eq!(second.evidence["autoRecover"]["attempt"], 1);
     let run = second.evidence["agentInvestigation"]["runId"].as_str().unwrap();
-    let calls = capstan::ledger::for_run(env.caps.db(), run).await.unwrap();
+    let calls = capstan::ledger::for_run(&env.svc.db, run).await.unwrap();
     let made: Vec<&str> = calls.iter().map(|c| c.capability_id.as_str()).collect();
     assert_eq!(made, ["download.recheck"], "the recheck, and no change of source, was made");
     let events = env.app.agent().runs().run_events(run, 0, 1000).await.unwrap();
@@ -161,7 +161,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(recover["attempt"], 2, "{:?}", third.evidence);
     assert!(recover["outcome"].as_str().unwrap().contains("budget_exceeded"), "{recover}");
     let run = third.evidence["agentInvestigation"]["runId"].as_str().unwrap();
-    assert!(capstan::ledger::for_run(env.caps.db(), run).await.unwrap().is_empty(), "it rechecked nothing");
+    assert!(capstan::ledger::for_run(&env.svc.db, run).await.unwrap().is_empty(), "it rechecked nothing");
     assert_eq!(env.app.agent().runs().get(run).await.unwrap().status.as_str(), "budget_exceeded");
 
     // A human rechecks; past the attempts allowed, the next occurrence goes
@@ -178,7 +178,7 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(fourth.evidence["autoRecover"]["skipped"], "attempts_exhausted", "{:?}", fourth.evidence);
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run WHERE decision_id = $1")
         .bind(&fourth.id)
-        .fetch_one(&env.caps.db().pool)
+        .fetch_one(&env.svc.db.pool)
         .await
         .unwrap();
     assert_eq!(runs, 0);

@@ -172,7 +172,7 @@ async fn a_failed_submit_can_give_up_its_release_or_the_title(backend: Backend) 
     assert!(plan.reason.as_deref().is_some_and(|r| r.contains("another release was chosen")), "{plan:?}");
     assert_eq!(env.domain().failed_releases(&slot.id).await.unwrap(), [first.id.as_str()]);
     let queued = sqlx::query_scalar::<_, String>("SELECT subject FROM task WHERE kind = 'evaluateAcquisition'")
-        .fetch_all(&env.caps.db().pool)
+        .fetch_all(&env.svc.db.pool)
         .await
         .unwrap();
     assert_eq!(queued, [slot.id.as_str()], "the slot is looked at again");

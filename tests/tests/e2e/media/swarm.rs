@@ -34,14 +34,14 @@ async fn a_wanted_movie_is_downloaded_from_a_real_swarm_and_imported(backend: Ba
     let env = start_on(backend, &qbt, &swarm.torrent).await;
     env.indexer.require_key_for_downloads();
     let slot = wanted_movie(&env).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
 
     let evaluated = run(&env, EVALUATE_ACQUISITION, json!({})).await;
     assert_eq!(evaluated.status, TaskStatus::Succeeded, "{:?}", evaluated.last_error);
     let outcome = &evaluated.result.clone().unwrap()["slots"][0];
     assert_eq!(outcome["outcome"], "submitted", "{outcome}");
     assert_eq!(env.indexer.keyed_downloads(), 1, "the host fetched the .torrent with the indexer's key");
-    let plan = env.caps.domain().plan(outcome["planId"].as_str().unwrap()).await.unwrap();
+    let plan = env.svc.domain.plan(outcome["planId"].as_str().unwrap()).await.unwrap();
     assert_eq!(plan.payload["handOff"]["kind"], "torrent-link", "{:?}", plan.payload);
 
     // The sync follows the download as the swarm delivers it; completing
@@ -50,8 +50,8 @@ async fn a_wanted_movie_is_downloaded_from_a_real_swarm_and_imported(backend: Ba
     let mut seen = Vec::new();
     loop {
         run(&env, SYNC_DOWNLOADS, json!({})).await;
-        let now = env.caps.domain().slot(&slot.id).await.unwrap();
-        if let Some(download) = env.caps.domain().download_for_plan(&plan.id).await.unwrap()
+        let now = env.svc.domain.slot(&slot.id).await.unwrap();
+        if let Some(download) = env.svc.domain.download_for_plan(&plan.id).await.unwrap()
             && seen.last() != Some(&download.status)
         {
             seen.push(download.status);
@@ -62,7 +62,7 @@ async fn a_wanted_movie_is_downloaded_from_a_real_swarm_and_imported(backend: Ba
         assert!(started.elapsed() < DEADLINE, "never imported; the download went {seen:?}");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let download = env.caps.domain().download_for_plan(&plan.id).await.unwrap().unwrap();
+    let download = env.svc.domain.download_for_plan(&plan.id).await.unwrap().unwrap();
     assert_eq!((download.status.as_str(), download.progress), ("imported", 1.0), "went {seen:?}");
 
     // Every byte came from the seeder, and the library holds a hard link.

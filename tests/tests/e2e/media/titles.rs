@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use capstan::config::{Auth, SecretRef, ServiceConfig};
-use capstan::pipeline::Capabilities;
 use capstan::runtime::EffectClass;
 use capstan::store::Db;
 use capstan_tests::api::{Api, serve};
@@ -24,7 +23,7 @@ pub struct Env {
     pub tmdb: MockTmdb,
     pub db: Db,
     pub app: Arc<capstan::app::App>,
-    pub caps: Arc<Capabilities>,
+    pub svc: capstan::pipeline::Services,
 }
 
 pub fn tmdb_service(tmdb: &MockTmdb) -> ServiceConfig {
@@ -43,9 +42,9 @@ pub async fn env(backend: Backend) -> Env {
     host.config.services.insert("tmdb".into(), tmdb_service(&tmdb));
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, tmdb, db, app, caps }
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
+    Env { _host: host, tmdb, db, app, svc }
 }
 
 async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
@@ -119,9 +118,9 @@ async fn titles_are_wanted_changed_and_given_up(backend: Backend) {
     let alien = json!({"tmdbId": 438631, "kind": "movie", "quality": "1080p"});
     let (status, refused) = keyed.post("/library/titles", alien.clone()).await;
     assert_eq!(status, 403, "{refused}");
-    let library = serde_json::to_value(env.caps.domain().inventory(None, 100).await.unwrap()).unwrap();
+    let library = serde_json::to_value(env.svc.domain.inventory(None, 100).await.unwrap()).unwrap();
     assert!(!library.to_string().contains("\"Dune\""), "nothing was added: {library}");
-    env.caps.authz().create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:admin").await.unwrap();
+    env.svc.authz.create_grant(&capstan_tests::grants::for_an_hour("library.want"), "admin:admin").await.unwrap();
     assert_eq!(keyed.post("/library/titles", alien).await.0, 201);
 
     // What TMDB was asked carried the key, and nothing answered showed it.

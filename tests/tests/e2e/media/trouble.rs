@@ -31,19 +31,19 @@ const DEADLINE: Duration = Duration::from_secs(90);
 /// nothing else (no import runs behind the test's back).
 pub(super) fn worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), ..WorkerConfig::default() };
-    let mut worker = Worker::new(Tasks::new(env.caps.db().clone()), "trouble".into(), config);
+    let mut worker = Worker::new(Tasks::new(env.svc.db.clone()), "trouble".into(), config);
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
     capstan::agent::task::register(&mut worker, env.app.agent());
     // The waker a process runs beside its worker (`App::run`).
     tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
-    let sync = capstan::acquisition::SyncDownloads(env.caps.clone(), env.app.settings().clone());
+    let sync = capstan::acquisition::SyncDownloads(env.svc.clone(), env.app.settings().clone());
     worker.handle(capstan::acquisition::SYNC_DOWNLOADS, Arc::new(sync));
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 }
 
 /// Runs one `syncDownloads` to its end.
 pub(super) async fn sync(env: &Env) {
-    capstan_tests::tasks::run_to_end(env.caps.db(), capstan::acquisition::SYNC_DOWNLOADS, json!({})).await;
+    capstan_tests::tasks::run_to_end(&env.svc.db, capstan::acquisition::SYNC_DOWNLOADS, json!({})).await;
 }
 
 /// Syncs until the decisions about `root` satisfy `wanted`.
@@ -105,7 +105,7 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
     let indexer = serve_torrent_files(files).await;
     let env = start_with_qbittorrent_on(backend, &qbt, &indexer).await;
     worker(&env);
-    let admin = Api::new(&serve(env.app.clone()).await).signed_in(env.caps.db(), "alice").await;
+    let admin = Api::new(&serve(env.app.clone()).await).signed_in(&env.svc.db, "alice").await;
 
     let task = submit(&env, &dune.name, &dune.info_hash, format!("{indexer}/download/dune.torrent")).await;
     // qBittorrent usually checks the data as it adds the torrent; when it
@@ -188,7 +188,7 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
     assert!(env.domain().decisions_of_root(&stalled).await.unwrap().is_empty(), "not yet a minute without progress");
     // A minute and more passes.
     let rewind = "UPDATE download_task SET progress_at = progress_at - 120000 WHERE id = $1";
-    sqlx::query(rewind).bind(&arrival).execute(&env.caps.db().pool).await.unwrap();
+    sqlx::query(rewind).bind(&arrival).execute(&env.svc.db.pool).await.unwrap();
     let asked = sync_until(&env, &stalled, "a download_stalled decision", |d| !d.is_empty()).await;
     assert_eq!((asked[0].kind.as_str(), asked[0].subject.as_deref()), ("download_stalled", Some(arrival.as_str())));
     assert!(asked[0].evidence["problem"].as_str().unwrap().contains("no progress"), "{:?}", asked[0].evidence);
@@ -204,7 +204,7 @@ async fn a_download_that_loses_its_data_or_stops_moving_is_asked_about_once(back
     assert_eq!(refused.error.as_ref().map(|e| e.kind.as_str()), Some("conflict"), "{refused:?}");
     wait_for_status(&env, &arrival, "still paused", |d| d["status"] == "paused").await;
     sync(&env).await;
-    sqlx::query(rewind).bind(&arrival).execute(&env.caps.db().pool).await.unwrap();
+    sqlx::query(rewind).bind(&arrival).execute(&env.svc.db.pool).await.unwrap();
     for _ in 0..2 {
         sync(&env).await;
     }
@@ -225,7 +225,7 @@ async fn the_console_shows_a_download_that_lost_its_files_and_force_recheck_reco
     worker(&env);
     let base = serve(env.app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
-    capstan::http::session::set_password(env.caps.db(), "alice", "correct horse battery").await.unwrap();
+    capstan::http::session::set_password(&env.svc.db, "alice", "correct horse battery").await.unwrap();
     let browser = capstan_tests::browser::Browser::start().await;
     browser.sign_in(&root, "alice", "correct horse battery").await;
     browser.click("nav button[data-tab=decisions]").await;

@@ -26,6 +26,7 @@ pub(crate) struct Env {
     _host: TestHost,
     pub(crate) app: Arc<capstan::app::App>,
     pub(crate) caps: Arc<Capabilities>,
+    pub(crate) svc: capstan::pipeline::Services,
     pub(crate) db: Db,
     media: PathBuf,
     data: PathBuf,
@@ -83,8 +84,9 @@ async fn env_with(marker: u32, adjust: impl FnOnce(&mut capstan::config::Config)
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, app, caps, db, media, data }
+    let svc = app.services().clone();
+    svc.ledger.heartbeat().await.unwrap();
+    Env { _host: host, app, caps, svc, db, media, data }
 }
 
 fn operator() -> Origin {
@@ -246,7 +248,7 @@ async fn a_cancel_or_the_owner_ending_stops_the_whole_group_even_what_ignores_si
 #[tokio::test(flavor = "multi_thread")]
 async fn a_subagent_reads_what_its_run_started_and_starts_nothing() {
     let env = env(3141).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let agent = |actor: Actor, run: &str| Origin {
         actor,
         principal: format!("{}:{run}", if actor == Actor::Subagent { "subagent" } else { "agent" }),

@@ -49,7 +49,7 @@ async fn env() -> Env {
     let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db, capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
-    caps.ledger().heartbeat().await.unwrap();
+    app.services().ledger.heartbeat().await.unwrap();
     Env { _host: host, caps, data }
 }
 

@@ -19,7 +19,7 @@ async fn library_artifacts_and_tasks_over_http(backend: Backend) {
         api.with_key(&capstan::http::keys::create(&env.db, "reader", &[EffectClass::Read], "test").await.unwrap());
     let runner =
         api.with_key(&capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "test").await.unwrap());
-    let domain = env.caps.domain().clone();
+    let domain = env.svc.domain.clone();
     let (slot, _) = wanted_movie(&domain, &"1".repeat(40)).await;
     let evidence = domain
         .create_artifact(

@@ -26,6 +26,7 @@ pub struct Env {
     /// What `capstan serve` builds; `caps` is its invoke path.
     pub app: Arc<capstan::app::App>,
     pub caps: Arc<Capabilities>,
+    pub svc: capstan::pipeline::Services,
 }
 
 pub async fn env(backend: Backend) -> Env {
@@ -59,9 +60,10 @@ pub async fn env(backend: Backend) -> Env {
         host.accept(app.caps().runtime(), id).await;
     }
     let caps = app.caps().clone();
+    let svc = app.services().clone();
     app.flush_component_events().await.unwrap();
-    caps.ledger().heartbeat().await.unwrap();
-    Env { _host: host, mock, db, app, caps }
+    svc.ledger.heartbeat().await.unwrap();
+    Env { _host: host, mock, db, app, caps, svc }
 }
 
 fn operator() -> Origin {
@@ -138,7 +140,7 @@ async fn stale_finish_is_rejected_and_orphans_become_unknown(backend: Backend) {
     };
     let capstan::ledger::Claim::Claimed { id, token } = dead.claim(&req).await.unwrap() else { panic!("first claim") };
     // The new process starts: the dead owner never sent a heartbeat.
-    let recovered = env.caps.ledger().recover_orphans().await.unwrap();
+    let recovered = env.svc.ledger.recover_orphans().await.unwrap();
     assert_eq!(recovered, 1);
     let row = by_id(&env.db, &id).await.unwrap().unwrap();
     assert_eq!(row.status, LedgerStatus::Unknown);
@@ -151,7 +153,7 @@ async fn stale_finish_is_rejected_and_orphans_become_unknown(backend: Backend) {
         "the late finish changed nothing"
     );
     // Nothing is replayed merely because time passed: recovery again is a no-op.
-    assert_eq!(env.caps.ledger().recover_orphans().await.unwrap(), 0);
+    assert_eq!(env.svc.ledger.recover_orphans().await.unwrap(), 0);
 }
 
 /// Makes the next call crash after its effect, leaving an `unknown` row.
@@ -232,7 +234,7 @@ async fn retention_keeps_running_and_unknown(backend: Backend) {
     };
     let capstan::ledger::Claim::Claimed { id: running_id, .. } = running.claim(&req).await.unwrap() else { panic!() };
     sqlx::query("UPDATE capability_invocation SET updated_at = 0").execute(&env.db.pool).await.unwrap();
-    let removed = env.caps.ledger().prune(std::time::Duration::from_secs(1)).await.unwrap();
+    let removed = env.svc.ledger.prune(std::time::Duration::from_secs(1)).await.unwrap();
     assert_eq!(removed, 1);
     assert!(by_id(&env.db, ok.invocation_id.as_deref().unwrap()).await.unwrap().is_none());
     assert!(by_id(&env.db, unknown.invocation_id.as_deref().unwrap()).await.unwrap().is_some());

@@ -69,7 +69,7 @@ async fn rows_of(env: &Env, table: &str, run: &str) -> i64 {
 
 async fn deleting_a_run_removes_it_and_keeps_what_has_an_open_outcome(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     set(&env.app, &[("model.script", json!(TWO_WRITES))]).await;
     let api = start(&env).await;
     let agent = env.app.new_agent();

@@ -41,7 +41,7 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     // Keys cannot change settings.
     let change = json!({"automation.enabled": false});
     assert_eq!(keyed.send(reqwest::Method::PATCH, "/settings", change).await.0, 403);
-    assert!(env.caps.authz().switches().await.unwrap().automation_enabled);
+    assert!(env.svc.authz.switches().await.unwrap().automation_enabled);
 
     // One bad entry refuses the whole change; a bad value names its field.
     for (bad, field) in [
@@ -82,7 +82,7 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
     assert_eq!(after["settings"]["model.api_key"], json!({"set": true}));
     assert_eq!(after["settings"]["model.provider"], "anthropic");
     // The automation switch is the same setting the invoke path reads.
-    assert!(!env.caps.authz().switches().await.unwrap().automation_enabled);
+    assert!(!env.svc.authz.switches().await.unwrap().automation_enabled);
     let listed = keyed.json("/settings").await;
     assert!(!listed.to_string().contains(API_KEY));
 

@@ -135,7 +135,7 @@ async fn a_later_request_checks_an_earlier_open_write_first(backend: Backend) {
 
     // Another caller's open write does not hold anyone else back.
     crashed(&env, "test.counter-never").await;
-    capstan_tests::grants::allow_everything(&env.caps).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
     let key = Origin { actor: Actor::ApiKey, principal: "key:other".into(), ..operator.clone() };
     let theirs = env.caps.invoke(&key, "test.counter-never", &input).await.unwrap();
     assert_eq!((theirs.status, theirs.replayed), (Status::Succeeded, false), "{:?}", theirs.error);

@@ -52,9 +52,9 @@ impl AgentRuntime {
     /// Where a run that has not ended stands now: the AgentGoalReport's
     /// body built from the business tables as they are, marked `current`.
     pub async fn current_report(&self, run: &Run) -> Result<Value, EngineError> {
-        let touched = report::touched(self.caps.domain(), self.caps.db(), &run.id).await?;
+        let touched = report::touched(&self.svc.domain, &self.svc.db, &run.id).await?;
         let (calls, activity) = self.tool_calls(&run.id).await?;
-        let unknown = report::unknown_writes(self.caps.db(), &run.id).await?;
+        let unknown = report::unknown_writes(&self.svc.db, &run.id).await?;
         let ending = report::Ending {
             status: run.status,
             reason: run.error.as_deref(),
@@ -97,7 +97,7 @@ impl AgentRuntime {
         detail: Option<&str>,
         final_text: &str,
     ) -> Result<Value, EngineError> {
-        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
+        let touched = report::touched(&self.svc.domain, &self.svc.db, run_id).await?;
         self.finish_with(run_id, status, detail, final_text, &touched).await
     }
 
@@ -112,7 +112,7 @@ impl AgentRuntime {
     ) -> Result<Value, EngineError> {
         let run = self.runs.get(run_id).await?;
         let (calls, activity) = self.tool_calls(run_id).await?;
-        let unknown = report::unknown_writes(self.caps.db(), run_id).await?;
+        let unknown = report::unknown_writes(&self.svc.db, run_id).await?;
         let unsure;
         // An abort that was accepted wins over any other end.
         let (status, detail) = if let Some(reason) = run.abort_reason.as_deref() {
@@ -127,7 +127,7 @@ impl AgentRuntime {
             snapshot::take(self, run_id, detail.unwrap_or(status.as_str())).await?;
         }
         // Nothing the run started outlives it.
-        let stopped = self.caps.runtime().stop_commands_of(&crate::runtime::run_owner(run_id));
+        let stopped = self.svc.caps.runtime().stop_commands_of(&crate::runtime::run_owner(run_id));
         if stopped > 0 {
             tracing::info!(run = %run_id, stopped, "stopped the commands the run left running");
         }
@@ -140,11 +140,11 @@ impl AgentRuntime {
             activity: &activity,
             final_text,
         };
-        let report = report::write(self.caps.domain(), &run, &ending).await?;
+        let report = report::write(&self.svc.domain, &run, &ending).await?;
         self.runs.set_outcome(run_id, Some(&report.id), final_text).await?;
         self.runs.set_status(run_id, status, detail).await?;
         self.results.close_run(run_id);
-        investigation::ended(self.caps.domain(), &self.tasks, &run, status, final_text, &calls).await;
+        investigation::ended(&self.svc.domain, &self.tasks, &run, status, final_text, &calls).await;
         Ok(json!({"runId": run_id, "status": status.as_str(), "reportId": report.id}))
     }
 
@@ -155,8 +155,8 @@ impl AgentRuntime {
         final_text: &str,
     ) -> Result<Value, EngineError> {
         let evidence = json!({"runId": run.id, "reason": reason, "toolCalls": run.tool_calls, "tokens": run.tokens, "costUsd": run.cost_usd});
-        self.caps
-            .domain()
+        self.svc
+            .domain
             .open_decision(
                 "agent_budget",
                 Some(&run.id),
@@ -179,9 +179,9 @@ impl AgentRuntime {
                 counts.insert(status.to_string(), Value::from(n + 1));
             }
         }
-        let rows = crate::ledger::for_run(self.caps.db(), run_id).await.map_err(crate::ledger::LedgerError::from)?;
+        let rows = crate::ledger::for_run(&self.svc.db, run_id).await.map_err(crate::ledger::LedgerError::from)?;
         let ledger = rows.into_iter().map(|r| (r.id, r.status)).collect();
-        let activity = verdict::Activity::from_events(&all, &self.caps.runtime().snapshot(), &ledger);
+        let activity = verdict::Activity::from_events(&all, &self.svc.caps.runtime().snapshot(), &ledger);
         Ok((Value::Object(counts), activity))
     }
 }

@@ -29,7 +29,7 @@ use super::runs::{BlockReason, NewRun, Run, RunError, RunMode, RunStatus, Runs};
 use super::session_log::SessionLog;
 use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
-use crate::pipeline::Capabilities;
+use crate::pipeline::{Capabilities, Services};
 use crate::runtime::{Actor, Mode};
 use crate::settings::{Settings, SettingsSnapshot};
 use crate::tasks::{NewTask, Tasks};
@@ -50,7 +50,8 @@ pub fn session_dir(data_dir: &std::path::Path) -> PathBuf {
 
 /// Everything runs need, shared by the API and the worker of one process.
 pub struct AgentRuntime {
-    caps: Arc<Capabilities>,
+    /// The invoke path and the stores, as the composition root built them.
+    svc: Services,
     /// The model, agent and budget settings, read afresh for each run.
     settings: Arc<Settings>,
     runs: Runs,
@@ -85,12 +86,12 @@ impl StartError {
 }
 
 impl AgentRuntime {
-    pub fn new(caps: Arc<Capabilities>, settings: Arc<Settings>) -> AgentRuntime {
-        let session_dir = session_dir(&caps.runtime().config().data_dir());
-        let runs = Runs::new(caps.db().clone(), caps.events().clone());
-        let tasks = caps.domain().tasks().clone();
+    pub fn new(svc: Services, settings: Arc<Settings>) -> AgentRuntime {
+        let session_dir = session_dir(&svc.caps.runtime().config().data_dir());
+        let runs = Runs::new(svc.db.clone(), svc.events.clone());
+        let tasks = svc.domain.tasks().clone();
         AgentRuntime {
-            caps,
+            svc,
             settings,
             runs,
             tasks,
@@ -111,7 +112,12 @@ impl AgentRuntime {
     }
 
     pub fn capabilities(&self) -> &Arc<Capabilities> {
-        &self.caps
+        &self.svc.caps
+    }
+
+    /// The invoke path and the stores this runtime acts through.
+    pub fn services(&self) -> &Services {
+        &self.svc
     }
 
     pub fn session_path(&self, run_id: &str) -> PathBuf {
@@ -125,7 +131,7 @@ impl AgentRuntime {
             return Err(StartError::Invalid("goal must not be empty".into()));
         }
         if let Some(list) = &new.allowlist {
-            let snapshot = self.caps.runtime().snapshot();
+            let snapshot = self.svc.caps.runtime().snapshot();
             for id in list {
                 let Some(loaded) = snapshot.get(id) else {
                     return Err(StartError::UnknownCapability(id.clone()));
@@ -267,7 +273,7 @@ impl AgentRuntime {
         // Execute mode waits for what it touched to settle. It holds no
         // worker while it waits: the waker queues its task again at
         // `wake_at`, and a message queues it at once.
-        let touched = report::touched(self.caps.domain(), self.caps.db(), run_id).await?;
+        let touched = report::touched(&self.svc.domain, &self.svc.db, run_id).await?;
         if run.mode == RunMode::PlanOnly || report::settled(&touched) {
             let (_, activity) = self.tool_calls(run_id).await?;
             let asked = verdict::Asked { mode: run.mode, goal: &run.goal, investigation: run.investigation.is_some() };

@@ -35,7 +35,7 @@ pub(super) async fn reconcile(
         if let Some(key) = state.rt.capabilities().idempotency_key_for(&origin, name, input) {
             // A live process may still be finishing it; a dead one's row is
             // settled by the replay policy once its heartbeat lapses.
-            if let Err(e) = state.rt.capabilities().ledger().await_unowned(&key, OWNER_LEASE * 3).await {
+            if let Err(e) = state.rt.services().ledger.await_unowned(&key, OWNER_LEASE * 3).await {
                 tracing::warn!(call = %id, error = %e, "an inherited call is still owned elsewhere");
                 let answered = unknown(id);
                 state.event(&call, "reconciled", Some(&answered)).await;

@@ -23,27 +23,22 @@ impl RunState<'_> {
         {
             return answered;
         }
-        let snapshot = self.rt.caps.runtime().snapshot();
+        let snapshot = self.rt.svc.caps.runtime().snapshot();
         let Some(loaded) = snapshot.get(name) else { return answered };
         let Some(plan_type) = loaded.descriptor.tags.iter().find_map(|t| t.strip_prefix("plan:")) else {
             return answered;
         };
         let Some(plan_id) = input.get("planId").and_then(Value::as_str) else { return answered };
         let by = crate::principal::agent(&self.run_id);
-        let approval = match self
-            .rt
-            .caps
-            .authz()
-            .request_approval(self.rt.caps.domain(), plan_type, plan_id, Some(name), &by)
-            .await
-        {
-            Ok(approval) => approval,
-            Err(e) => {
-                // A plan that cannot be approved (gone, no longer open) stays a plain denial.
-                tracing::info!(run = %self.run_id, plan = %plan_id, error = %e, "no approval asked for");
-                return answered;
-            }
-        };
+        let approval =
+            match self.rt.svc.authz.request_approval(&self.rt.svc.domain, plan_type, plan_id, Some(name), &by).await {
+                Ok(approval) => approval,
+                Err(e) => {
+                    // A plan that cannot be approved (gone, no longer open) stays a plain denial.
+                    tracing::info!(run = %self.run_id, plan = %plan_id, error = %e, "no approval asked for");
+                    return answered;
+                }
+            };
         if let Err(e) = self.rt.runs.watch_approval(&self.run_id, &approval.id).await {
             tracing::warn!(run = %self.run_id, approval = %approval.id, error = %e, "cannot wait on an approval");
             return answered;

@@ -157,6 +157,7 @@ impl RunState<'_> {
         call.name == toolbox::DELEGATE
             || self
                 .rt
+                .svc
                 .caps
                 .runtime()
                 .snapshot()
@@ -165,7 +166,9 @@ impl RunState<'_> {
     }
 
     pub(super) async fn answer_one(&mut self, call: &ToolCall, input: &Value) -> Result<Answered, EngineError> {
-        if let Some(answered) = toolbox::read_command_output(call, input, &self.caller, self.rt.caps.runtime()).await {
+        if let Some(answered) =
+            toolbox::read_command_output(call, input, &self.caller, self.rt.svc.caps.runtime()).await
+        {
             return Ok(answered);
         }
         if let Some(answered) = toolbox::answer_local(call, input, &self.caller, &mut self.discovery, &self.rt.results)
@@ -194,14 +197,14 @@ impl RunState<'_> {
         if let Some(allowed) = self.allowlist.as_ref().filter(|a| !a.iter().any(|id| id == name)) {
             return Ok(toolbox::rejected(&call.id, name, allowed));
         }
-        if self.rt.caps.runtime().snapshot().get(name).is_none() {
+        if self.rt.svc.caps.runtime().snapshot().get(name).is_none() {
             return Ok(toolbox::failed(&call.id, format!("no tool named {name} is available")));
         }
         let origin = self.caller.origin(&call.id);
         // An abort while the call runs stops it where it stands; the
         // pipeline still records how it ended (unknown once an effect ran).
         let (stop_tx, stop) = StopSignal::channel();
-        let invoking = self.rt.caps.invoke_in_run(&origin, name, input, stop);
+        let invoking = self.rt.svc.caps.invoke_in_run(&origin, name, input, stop);
         tokio::pin!(invoking);
         let invoked = tokio::select! {
             invoked = &mut invoking => invoked,
@@ -224,7 +227,7 @@ impl RunState<'_> {
         let Some(id) = input.get("invocation_id").and_then(Value::as_str) else {
             return toolbox::failed(&call.id, "get_tool_execution needs an invocation_id");
         };
-        match self.rt.caps.ledger().get(id, &crate::principal::agent(&self.run_id)).await {
+        match self.rt.svc.ledger.get(id, &crate::principal::agent(&self.run_id)).await {
             Ok(Some(r)) => {
                 let value = json!({"invocation_id": r.id, "capability": r.capability_id, "status": r.status,
                     "result": r.result.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok()), "error": r.error});

@@ -18,7 +18,7 @@ impl RunState<'_> {
     /// Checks the run's writes whose outcome is open; the note for the
     /// model, when there were any.
     pub(super) async fn check_open_writes(&self) -> Result<Option<String>, EngineError> {
-        let open = self.rt.caps.ledger().open_of_run(&self.run_id).await.map_err(LedgerError::from)?;
+        let open = self.rt.svc.ledger.open_of_run(&self.run_id).await.map_err(LedgerError::from)?;
         if open.is_empty() {
             return Ok(None);
         }
@@ -31,6 +31,7 @@ impl RunState<'_> {
                 None => ("unknown", "its input is no longer in the conversation, so it is checked when made again"),
                 Some(input) => match self
                     .rt
+                    .svc
                     .caps
                     .check_open(&origin, record, &input)
                     .await

@@ -49,7 +49,7 @@ impl RunState<'_> {
             log: None,
             session: SessionState::default(),
             discovery: Discovery::new(toolbox::catalog(
-                &self.rt.caps,
+                &self.rt.svc.caps,
                 Actor::Subagent,
                 self.caller.mode,
                 self.allowlist.as_deref(),

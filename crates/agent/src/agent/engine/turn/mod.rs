@@ -87,7 +87,7 @@ impl<'a> RunState<'a> {
         session: SessionState,
     ) -> RunState<'a> {
         let (request_id, turn) = session.request.clone().unwrap_or_default();
-        let catalog = toolbox::catalog(&rt.caps, actor, mode, run.capability_allowlist.as_deref());
+        let catalog = toolbox::catalog(&rt.svc.caps, actor, mode, run.capability_allowlist.as_deref());
         RunState {
             rt,
             run_id: run.id.clone(),
@@ -278,7 +278,7 @@ impl<'a> RunState<'a> {
             names
         });
         let offered: Vec<_> =
-            toolbox::offered(&self.rt.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref())
+            toolbox::offered(&self.rt.svc.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref())
                 .into_iter()
                 .filter(|l| chosen.as_ref().is_none_or(|names| names.contains(&l.descriptor.id)))
                 .collect();
