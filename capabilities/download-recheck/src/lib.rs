@@ -15,7 +15,7 @@ use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::DownloadGet;
 use capstan_sdk::contract::status::DownloadStatus;
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, DownloadStatus as TorrentStatus, Torrent};
+use capstan_sdk::qbittorrent::{Client, Torrent};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 
@@ -35,8 +35,8 @@ pub enum Action {
 
 /// The statuses (as qBittorrent reports the torrent) a download is
 /// repaired from.
-pub const REPAIRABLE: &[TorrentStatus] =
-    &[TorrentStatus::Missing, TorrentStatus::Failed, TorrentStatus::Stalled, TorrentStatus::Paused];
+pub const REPAIRABLE: &[DownloadStatus] =
+    &[DownloadStatus::Missing, DownloadStatus::Failed, DownloadStatus::Stalled, DownloadStatus::Paused];
 
 /// Which download to recheck.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -144,7 +144,7 @@ impl Capability for DownloadRecheck {
                     "the torrent of download {id} is paused (by a person or a share limit); resume it in qBittorrent if that is wanted"
                 )));
             }
-            Action::Resume if status == TorrentStatus::Paused || before.state().is_checking() => (false, false),
+            Action::Resume if status == DownloadStatus::Paused || before.state().is_checking() => (false, false),
             Action::Resume => {
                 client.resume(&[hash])?;
                 (false, true)

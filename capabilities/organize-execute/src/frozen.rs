@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use capstan_organize::content::{self, MediaFile};
-use capstan_organize::{DOWNLOADS, Item, LIBRARY, Mode};
+use capstan_organize::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
 use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::{ArtifactGet, DownloadGet, OrganizationGet};
 use capstan_sdk::contract::status::{DownloadStatus, OrganizationStatus};
@@ -26,7 +26,7 @@ pub struct Frozen {
     pub status: OrganizationStatus,
     pub revision: i64,
     pub download_id: String,
-    pub mode: Mode,
+    pub mode: OrganizeMode,
     /// The plan artifact's payload hash.
     pub fingerprint: String,
     pub items: Vec<Item>,
@@ -48,8 +48,8 @@ impl Frozen {
         let artifact = domain::call::<ArtifactGet>(&ById::new(&org.plan_artifact_id))?;
         let body: Body = serde_json::from_value(artifact.body)
             .map_err(|e| Failure::Internal(format!("organization {id}'s plan is not an organization plan: {e}")))?;
-        let mode = Mode::parse(&body.mode)
-            .ok_or_else(|| Failure::Internal(format!("organization {id} has unknown mode {:?}", body.mode)))?;
+        let mode = OrganizeMode::parse(&body.mode)
+            .map_err(|_| Failure::Internal(format!("organization {id} has unknown mode {:?}", body.mode)))?;
         Ok(Frozen {
             id: id.to_string(),
             status: org.status,
@@ -88,7 +88,7 @@ impl Frozen {
             )));
         }
         let content_path = download.content_path.as_deref().unwrap_or_default();
-        let resumed_move = self.mode == Mode::Move && running;
+        let resumed_move = self.mode == OrganizeMode::Move && running;
         let current = match content::media_files(content_path) {
             Ok(found) => found,
             Err(Failure::NotFound(_)) if resumed_move => Vec::new(),

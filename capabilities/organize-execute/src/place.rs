@@ -8,7 +8,7 @@
 //! on different devices) becomes a copy; every copy is verified by comparing
 //! the SHA-256 of source and destination.
 
-use capstan_organize::{DOWNLOADS, Item, LIBRARY, Mode};
+use capstan_organize::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
 use capstan_sdk::host::{HostError, files};
 use capstan_sdk::{Failure, JsonSchema};
 use serde::Serialize;
@@ -25,7 +25,7 @@ pub struct Placed {
     pub destination: String,
     /// How it got there: the plan's mode, or `copy` when a hardlink was not
     /// possible across devices.
-    pub method: Mode,
+    pub method: OrganizeMode,
     /// Whether the destination was checked to hold the source's content:
     /// by SHA-256 for copies and for files found already in place, by size
     /// for a fresh hardlink or move (the same file under a new name cannot
@@ -41,7 +41,7 @@ pub enum Existing {
     Same,
 }
 
-fn placed(item: &Item, method: Mode, verified: bool) -> Placed {
+fn placed(item: &Item, method: OrganizeMode, verified: bool) -> Placed {
     Placed { source: item.source.clone(), destination: item.destination.clone(), method, verified }
 }
 
@@ -80,33 +80,33 @@ fn parent(path: &str) -> Option<&str> {
 }
 
 /// Places `item` by `mode`; the destination was found absent just before.
-pub fn place(item: &Item, mode: Mode) -> Result<Placed, Failure> {
+pub fn place(item: &Item, mode: OrganizeMode) -> Result<Placed, Failure> {
     if let Some(dir) = parent(&item.destination) {
         files::mkdir(LIBRARY, dir)?;
     }
     match mode {
-        Mode::Hardlink => match files::hardlink(DOWNLOADS, &item.source, LIBRARY, &item.destination) {
-            Ok(()) => Ok(placed(item, Mode::Hardlink, sized(item)?)),
+        OrganizeMode::Hardlink => match files::hardlink(DOWNLOADS, &item.source, LIBRARY, &item.destination) {
+            Ok(()) => Ok(placed(item, OrganizeMode::Hardlink, sized(item)?)),
             // Across devices (or a link the file system will not make): a
             // verified copy does the job, unless the link did land after all.
             Err(HostError::Unavailable(_)) => match existing(item)? {
-                Existing::Same => Ok(placed(item, Mode::Hardlink, true)),
+                Existing::Same => Ok(placed(item, OrganizeMode::Hardlink, true)),
                 Existing::Absent => copy(item),
             },
-            Err(HostError::Conflict(_)) => raced(item, Mode::Hardlink),
+            Err(HostError::Conflict(_)) => raced(item, OrganizeMode::Hardlink),
             Err(e) => Err(e.into()),
         },
-        Mode::Copy => copy(item),
-        Mode::Move => match files::move_file(DOWNLOADS, &item.source, LIBRARY, &item.destination) {
-            Ok(()) => Ok(placed(item, Mode::Move, sized(item)?)),
-            Err(HostError::Conflict(_)) => raced(item, Mode::Move),
+        OrganizeMode::Copy => copy(item),
+        OrganizeMode::Move => match files::move_file(DOWNLOADS, &item.source, LIBRARY, &item.destination) {
+            Ok(()) => Ok(placed(item, OrganizeMode::Move, sized(item)?)),
+            Err(HostError::Conflict(_)) => raced(item, OrganizeMode::Move),
             Err(e) => Err(e.into()),
         },
     }
 }
 
 /// The destination appeared between the check and the write.
-fn raced(item: &Item, method: Mode) -> Result<Placed, Failure> {
+fn raced(item: &Item, method: OrganizeMode) -> Result<Placed, Failure> {
     match existing(item)? {
         Existing::Same => Ok(placed(item, method, true)),
         Existing::Absent => Err(Failure::Unavailable(format!("{} could not be placed", item.destination))),
@@ -116,7 +116,7 @@ fn raced(item: &Item, method: Mode) -> Result<Placed, Failure> {
 fn copy(item: &Item) -> Result<Placed, Failure> {
     match files::copy(DOWNLOADS, &item.source, LIBRARY, &item.destination) {
         Ok(_) => {}
-        Err(HostError::Conflict(_)) => return raced(item, Mode::Copy),
+        Err(HostError::Conflict(_)) => return raced(item, OrganizeMode::Copy),
         Err(e) => return Err(e.into()),
     }
     let source = files::sha256(DOWNLOADS, &item.source)?;
@@ -127,7 +127,7 @@ fn copy(item: &Item) -> Result<Placed, Failure> {
             item.destination, item.source
         )));
     }
-    Ok(placed(item, Mode::Copy, true))
+    Ok(placed(item, OrganizeMode::Copy, true))
 }
 
 /// Whether the destination has the planned size after a link or a move.

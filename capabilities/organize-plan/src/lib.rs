@@ -14,7 +14,7 @@ use capstan_organize::content;
 use capstan_organize::naming::{EPISODE_TEMPLATE, MOVIE_TEMPLATE, Template};
 use capstan_organize::plan::{self, Templates};
 use capstan_organize::subject::Subject;
-use capstan_organize::{Item, Mode};
+use capstan_organize::{Item, parse_mode};
 use capstan_sdk::contract::ops::drafts::{NewOrganizationPlan, OrganizationPlanDraft};
 use capstan_sdk::contract::status::{DownloadStatus, OrganizeMode};
 use capstan_sdk::host::{domain, setting};
@@ -32,7 +32,7 @@ pub struct PlanInput {
     pub download_task_id: String,
     /// How files are placed; default from the `mode` setting, else hardlink.
     #[serde(default)]
-    pub mode: Option<Mode>,
+    pub mode: Option<OrganizeMode>,
 }
 
 /// Output: the frozen plan.
@@ -45,7 +45,7 @@ pub struct PlanOutput {
     pub fingerprint: String,
     /// The organization's revision; re-planning bumps it.
     pub revision: i64,
-    pub mode: Mode,
+    pub mode: OrganizeMode,
     /// Each file: `source` under `downloads`, `destination` under `library`.
     pub items: Vec<Item>,
 }
@@ -54,13 +54,13 @@ pub struct PlanOutput {
 pub struct OrganizePlan;
 
 /// The mode from input, else the `mode` setting, else hardlink.
-fn mode(input: Option<Mode>) -> Result<Mode, Failure> {
+fn mode(input: Option<OrganizeMode>) -> Result<OrganizeMode, Failure> {
     if let Some(mode) = input {
         return Ok(mode);
     }
     match setting("mode") {
-        None => Ok(Mode::Hardlink),
-        Some(text) => Mode::parse(&text).ok_or_else(|| {
+        None => Ok(OrganizeMode::Hardlink),
+        Some(text) => parse_mode(&text).ok_or_else(|| {
             Failure::InvalidInput(format!("setting mode is {text:?}; it must be hardlink, copy or move"))
         }),
     }
@@ -78,23 +78,14 @@ pub fn templates() -> Result<Templates, Failure> {
     })
 }
 
-/// The contract's name for `mode`.
-fn organize_mode(mode: Mode) -> OrganizeMode {
-    match mode {
-        Mode::Hardlink => OrganizeMode::Hardlink,
-        Mode::Copy => OrganizeMode::Copy,
-        Mode::Move => OrganizeMode::Move,
-    }
-}
-
 /// The draft that freezes `items` for download `download_id`.
-fn draft(download_id: &str, mode: Mode, items: &[Item]) -> Result<NewOrganizationPlan, Failure> {
+fn draft(download_id: &str, mode: OrganizeMode, items: &[Item]) -> Result<NewOrganizationPlan, Failure> {
     let items = items
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()
         .map_err(|e| Failure::Internal(format!("cannot write the plan's items: {e}")))?;
-    Ok(NewOrganizationPlan { download_task_id: download_id.to_string(), mode: organize_mode(mode), items })
+    Ok(NewOrganizationPlan { download_task_id: download_id.to_string(), mode, items })
 }
 
 impl Capability for OrganizePlan {

@@ -38,6 +38,7 @@ macro_rules! names {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+        #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
         // Every name is its variant in snake case (a test holds serde's
         // names to `as_str`); OpenAPI schemas read this, not per-variant
         // renames.
@@ -220,8 +221,12 @@ names! {
 names! {
     /// How an organization places files in the library.
     OrganizeMode ("organize mode") {
+        /// A second name for the same file: no extra space, the download
+        /// keeps seeding. Falls back to a verified copy across devices.
         Hardlink = "hardlink",
+        /// An independent copy, verified by SHA-256.
         Copy = "copy",
+        /// The file leaves the downloads folder (seeding stops).
         Move = "move",
     }
 }

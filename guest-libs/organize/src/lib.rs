@@ -21,37 +21,12 @@ pub const DOWNLOADS: &str = "downloads";
 /// The root organized media is placed under.
 pub const LIBRARY: &str = "library";
 
-/// How a file is put into the library.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// A second name for the same file: no extra space, the download keeps
-    /// seeding. Falls back to a verified copy across devices.
-    Hardlink,
-    /// An independent copy, verified by SHA-256.
-    Copy,
-    /// The file leaves the downloads folder (seeding stops).
-    Move,
-}
+pub use capstan_sdk::contract::status::OrganizeMode;
 
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Hardlink => "hardlink",
-            Mode::Copy => "copy",
-            Mode::Move => "move",
-        }
-    }
-
-    /// Parses a mode as written in a setting or a stored plan.
-    pub fn parse(text: &str) -> Option<Mode> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "hardlink" => Some(Mode::Hardlink),
-            "copy" => Some(Mode::Copy),
-            "move" => Some(Mode::Move),
-            _ => None,
-        }
-    }
+/// Reads a mode as written in a setting: its name, in any case, with
+/// spaces around it.
+pub fn parse_mode(text: &str) -> Option<OrganizeMode> {
+    OrganizeMode::parse(&text.trim().to_ascii_lowercase()).ok()
 }
 
 /// One file to place: `source` under `downloads`, `destination` under

@@ -2,8 +2,6 @@
 //! statuses. Both naming lines are understood: 4.x `pausedDL/pausedUP` and
 //! 5.x `stoppedDL/stoppedUP` mean the same thing and map to one variant.
 
-use serde::Serialize;
-
 /// A torrent's `state` field from `torrents/info`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TorrentState {
@@ -50,43 +48,10 @@ pub enum TorrentState {
     Unknown(String),
 }
 
-/// What Capstan's download records say about a torrent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DownloadStatus {
-    /// Waiting for its turn, its metadata or a data check; it will move on
-    /// by itself.
-    Queued,
-    /// Making progress: downloading, allocating or moving files.
-    Downloading,
-    /// Not progressing and will not by itself: no peers, files deselected,
-    /// or a state nobody recognises.
-    Stalled,
-    /// Stopped before it finished, by a user (or a share limit): it waits
-    /// for whoever stopped it, so it is not stalled.
-    Paused,
-    /// qBittorrent cannot find files it had: needs a person or a recheck.
-    Missing,
-    /// qBittorrent reports an error.
-    Failed,
-    /// All data is there and verified: ready to import.
-    Completed,
-}
-
-impl DownloadStatus {
-    /// The name the domain store uses (`queued`, `downloading`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DownloadStatus::Queued => "queued",
-            DownloadStatus::Downloading => "downloading",
-            DownloadStatus::Stalled => "stalled",
-            DownloadStatus::Paused => "paused",
-            DownloadStatus::Missing => "missing",
-            DownloadStatus::Failed => "failed",
-            DownloadStatus::Completed => "completed",
-        }
-    }
-}
+/// What Capstan's download records say about a torrent: the contract's
+/// download status, of which a torrent's state maps to the first seven
+/// (`queued` to `completed`); importing and after are the host's.
+pub use capstan_contract::status::DownloadStatus;
 
 impl TorrentState {
     /// Reads a `state` string exactly as qBittorrent sends it.

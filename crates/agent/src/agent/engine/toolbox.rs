@@ -14,6 +14,7 @@ use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, StepPlan, UPDATE_PLAN};
 use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
 use crate::audit::NewAuditEntry;
+use crate::ledger::LedgerStatus;
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Loaded, Mode, Status};
 
@@ -159,6 +160,24 @@ impl ToolStatus {
             ToolStatus::Pending => "pending",
             ToolStatus::Unknown => "unknown",
             ToolStatus::Denied => "denied",
+        }
+    }
+
+    /// Reads the word [`ToolStatus::as_str`] gives (a run event's `status`).
+    pub fn parse(word: &str) -> Option<ToolStatus> {
+        [ToolStatus::Succeeded, ToolStatus::Failed, ToolStatus::Pending, ToolStatus::Unknown, ToolStatus::Denied]
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
+
+    /// How a write ended as its ledger row says now; `None` while it runs.
+    pub fn of_ledger(status: LedgerStatus) -> Option<ToolStatus> {
+        match status {
+            LedgerStatus::Running => None,
+            LedgerStatus::Succeeded => Some(ToolStatus::Succeeded),
+            LedgerStatus::Failed => Some(ToolStatus::Failed),
+            LedgerStatus::Pending => Some(ToolStatus::Pending),
+            LedgerStatus::Unknown => Some(ToolStatus::Unknown),
         }
     }
 

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::report::{Standing, Touched};
-use super::toolbox;
+use super::toolbox::{self, ToolStatus};
 use crate::agent::runs::{RunEvent, RunMode, RunStatus};
 use crate::ledger::LedgerStatus;
 use crate::runtime::{EffectClass, Snapshot};
@@ -23,7 +23,7 @@ use crate::runtime::{EffectClass, Snapshot};
 #[derive(Debug, Clone)]
 struct Call {
     name: String,
-    status: String,
+    status: ToolStatus,
     error: Option<String>,
     write: bool,
     /// The ledger row of a write.
@@ -62,16 +62,16 @@ impl Activity {
                 let write = snapshot.get(name).is_some_and(|l| l.descriptor.label > EffectClass::Preview);
                 let mut call = Call {
                     name: name.to_string(),
-                    status: p["status"].as_str().unwrap_or("failed").to_string(),
+                    status: p["status"].as_str().and_then(ToolStatus::parse).unwrap_or(ToolStatus::Failed),
                     error: p["error"].as_str().map(str::to_string),
                     write,
                     row: p["invocationId"].as_str().map(str::to_string),
                 };
-                if let Some(now) = call.row.as_ref().and_then(|row| ledger.get(row))
-                    && *now != LedgerStatus::Running
-                    && now.as_str() != call.status
+                if let Some(now) =
+                    call.row.as_ref().and_then(|row| ledger.get(row)).and_then(|s| ToolStatus::of_ledger(*s))
+                    && now != call.status
                 {
-                    call.status = now.as_str().to_string();
+                    call.status = now;
                     call.error = None;
                 }
                 Some(call)
@@ -91,10 +91,7 @@ impl Activity {
     /// What the report says of the calls.
     pub fn summary(&self) -> Value {
         let count = |write: bool, ok: bool| {
-            self.calls
-                .iter()
-                .filter(|c| c.write == write && ok == matches!(c.status.as_str(), "succeeded" | "pending"))
-                .count()
+            self.calls.iter().filter(|c| c.write == write && ok == c.status.went_through()).count()
         };
         json!({
             "writes": {"ok": count(true, true), "notOk": count(true, false)},
@@ -108,8 +105,8 @@ impl Activity {
         let mut lines: Vec<(String, usize)> = Vec::new();
         for c in self.calls.iter().filter(|c| !ok(c)) {
             let line = match &c.error {
-                Some(e) => format!("{} {}: {e}", c.name, c.status),
-                None => format!("{} {}", c.name, c.status),
+                Some(e) => format!("{} {}: {e}", c.name, c.status.as_str()),
+                None => format!("{} {}", c.name, c.status.as_str()),
             };
             match lines.iter_mut().find(|(l, _)| *l == line) {
                 Some((_, n)) => *n += 1,
@@ -121,7 +118,7 @@ impl Activity {
 }
 
 fn ok(call: &Call) -> bool {
-    matches!(call.status.as_str(), "succeeded" | "pending")
+    call.status.went_through()
 }
 
 /// Words of a goal that asks for something to change.
@@ -276,14 +273,15 @@ mod tests {
         verdict(&[], &Asked { mode, goal, investigation }, activity, "Here is what I found.")
     }
 
-    fn read(name: &str, status: &str) -> Call {
-        Call { name: name.into(), status: status.into(), error: None, write: false, row: None }
+    fn read(name: &str, status: ToolStatus) -> Call {
+        Call { name: name.into(), status, error: None, write: false, row: None }
     }
 
     #[test]
     fn a_plan_only_run_asked_to_fetch_says_it_fetched_nothing_and_what_fetching_takes() {
-        let searched =
-            Activity { calls: vec![read("release.search", "succeeded"), read("catalog.lookup", "succeeded")] };
+        let searched = Activity {
+            calls: vec![read("release.search", ToolStatus::Succeeded), read("catalog.lookup", ToolStatus::Succeeded)],
+        };
         let (status, why) = judged(RunMode::PlanOnly, "find and fetch Dune", false, &searched);
         let why = why.unwrap();
         assert_eq!(status, RunStatus::NothingDone, "{why}");
@@ -297,8 +295,9 @@ mod tests {
 
     #[test]
     fn an_execute_run_that_fetched_nothing_says_what_it_called() {
-        let searched =
-            Activity { calls: vec![read("release.search", "succeeded"), read("release.search", "succeeded")] };
+        let searched = Activity {
+            calls: vec![read("release.search", ToolStatus::Succeeded), read("release.search", ToolStatus::Succeeded)],
+        };
         let (status, why) = judged(RunMode::Execute, "fetch Dune", false, &searched);
         assert_eq!(status, RunStatus::NothingDone);
         assert!(why.unwrap().ends_with("it called only release.search (×2)"));
