@@ -6,6 +6,9 @@
 //! belongs to the modules that use them (ledger, audit).
 
 pub mod batch;
+mod columns;
+
+pub use columns::{IntFlag, JsonText};
 
 use std::path::Path;
 use std::time::Duration;

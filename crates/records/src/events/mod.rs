@@ -15,7 +15,7 @@ use sqlx::{Any, Row, Transaction};
 use tokio::sync::broadcast;
 
 use crate::background::Background;
-use crate::store::{Backend, Db, now_ms, values_placeholders};
+use crate::store::{Backend, Db, JsonText, now_ms, values_placeholders};
 
 /// The PostgreSQL channel appends notify.
 const CHANNEL: &str = "capstan_events";
@@ -24,25 +24,15 @@ const CHANNEL: &str = "capstan_events";
 const ROWS_PER_INSERT: usize = 64;
 
 /// One stored event.
-#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema, sqlx::FromRow)]
 pub struct Event {
     pub seq: i64,
     pub kind: String,
     pub subject: Option<String>,
     /// What happened, in the shape its kind gives it.
+    #[sqlx(try_from = "JsonText")]
     pub payload: Value,
     pub at: i64,
-}
-
-fn from_row(r: &sqlx::any::AnyRow) -> Result<Event, sqlx::Error> {
-    let payload: String = r.try_get("payload")?;
-    Ok(Event {
-        seq: r.try_get("seq")?,
-        kind: r.try_get("kind")?,
-        subject: r.try_get("subject")?,
-        payload: serde_json::from_str(&payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-        at: r.try_get("at")?,
-    })
 }
 
 /// The event log over one database; cheap to clone, one per process.
@@ -156,12 +146,11 @@ impl Events {
 
     /// Events after `after`, oldest first, at most `limit`.
     pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
-        let rows = sqlx::query("SELECT * FROM event WHERE seq > $1 ORDER BY seq LIMIT $2")
+        sqlx::query_as::<_, Event>("SELECT * FROM event WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(after)
             .bind(limit.clamp(1, 1000))
             .fetch_all(&self.db.pool)
-            .await?;
-        rows.iter().map(from_row).collect()
+            .await
     }
 
     /// The newest sequence number (0 when there are no events).

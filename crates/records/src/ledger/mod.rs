@@ -141,7 +141,7 @@ impl Ledger {
                 return Ok(Claim::Conflict(format!("tool call {call} was already made with a different input")));
             }
         }
-        let existing = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+        let existing = sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
             .bind(&req.key)
             .fetch_optional(&mut **tx)
             .await?;
@@ -171,7 +171,7 @@ impl Ledger {
             .await?;
             return Ok(Claim::Claimed { id, token });
         };
-        let record = Record::from_row(&row)?;
+        let record = row;
         match record.status {
             LedgerStatus::Succeeded | LedgerStatus::Pending => Ok(Claim::Recorded(record)),
             LedgerStatus::Running if self.owner_alive(tx, &record.owner).await? => Ok(Claim::InFlight(record)),
@@ -314,11 +314,11 @@ impl Ledger {
     pub async fn wait_settled(&self, key: &str, limit: Duration) -> Result<Record, LedgerError> {
         let started = std::time::Instant::now();
         loop {
-            let row = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+            let row = sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
                 .bind(key)
                 .fetch_one(&self.db.pool)
                 .await?;
-            let record = Record::from_row(&row)?;
+            let record = row;
             if record.status != LedgerStatus::Running || started.elapsed() > limit {
                 return if record.status == LedgerStatus::Running {
                     Err(LedgerError::NotSettled(record.id))
@@ -337,12 +337,12 @@ impl Ledger {
         let started = std::time::Instant::now();
         loop {
             let mut tx = self.db.begin_write().await?;
-            let row = sqlx::query("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
+            let row = sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE idempotency_key = $1")
                 .bind(key)
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some(row) = row else { return Ok(None) };
-            let record = Record::from_row(&row)?;
+            let record = row;
             let busy = record.status == LedgerStatus::Running
                 && record.owner != self.owner
                 && self.owner_alive(&mut tx, &record.owner).await?;
@@ -384,12 +384,12 @@ impl Ledger {
 
     /// The latest observed state of an invocation, only for its principal.
     pub async fn get(&self, id: &str, principal: &str) -> Result<Option<Record>, sqlx::Error> {
-        let row = sqlx::query("SELECT * FROM capability_invocation WHERE id = $1 AND principal = $2")
+        let row = sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE id = $1 AND principal = $2")
             .bind(id)
             .bind(principal)
             .fetch_optional(&self.db.pool)
             .await?;
-        row.map(|r| Record::from_row(&r)).transpose()
+        Ok(row)
     }
 
     /// Removes the receipts made outside any run (a task's, a request's)
@@ -426,27 +426,32 @@ pub async fn remove_run_receipts_in(tx: &mut Transaction<'_, Any>, run_id: &str)
 
 /// The rows of an agent run's write calls, oldest first.
 pub async fn for_run(db: &Db, run_id: &str) -> Result<Vec<Record>, sqlx::Error> {
-    let rows = sqlx::query("SELECT * FROM capability_invocation WHERE run_id = $1 ORDER BY created_at, id")
-        .bind(run_id)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter().map(Record::from_row).collect()
+    let rows =
+        sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE run_id = $1 ORDER BY created_at, id")
+            .bind(run_id)
+            .fetch_all(&db.pool)
+            .await?;
+    Ok(rows)
 }
 
 /// The rows of capability `id`, oldest first (for tests and operators).
 pub async fn by_capability(db: &Db, id: &str) -> Result<Vec<Record>, sqlx::Error> {
-    let rows = sqlx::query("SELECT * FROM capability_invocation WHERE capability_id = $1 ORDER BY created_at, id")
-        .bind(id)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter().map(Record::from_row).collect()
+    let rows = sqlx::query_as::<_, Record>(
+        "SELECT * FROM capability_invocation WHERE capability_id = $1 ORDER BY created_at, id",
+    )
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows)
 }
 
 /// Reads a row by id regardless of principal (for tests and operators).
 pub async fn by_id(db: &Db, id: &str) -> Result<Option<Record>, sqlx::Error> {
-    let row =
-        sqlx::query("SELECT * FROM capability_invocation WHERE id = $1").bind(id).fetch_optional(&db.pool).await?;
-    row.map(|r| Record::from_row(&r)).transpose()
+    let row = sqlx::query_as::<_, Record>("SELECT * FROM capability_invocation WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(row)
 }
 
 /// How a claimed call ended, to be written with its token.

@@ -18,7 +18,7 @@ impl Ledger {
         input_digest: &str,
         except_key: &str,
     ) -> Result<Option<Record>, sqlx::Error> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, Record>(
             "SELECT * FROM capability_invocation WHERE principal = $1 AND capability_id = $2 AND input_digest = $3 \
              AND status IN ('running', 'unknown') AND idempotency_key <> $4 ORDER BY created_at DESC, id LIMIT 1",
         )
@@ -28,19 +28,19 @@ impl Ledger {
         .bind(except_key)
         .fetch_optional(&self.db.pool)
         .await?;
-        row.map(|r| Record::from_row(&r)).transpose()
+        Ok(row)
     }
 
     /// The rows of run `run_id` whose outcome is open, oldest first.
     pub async fn open_of_run(&self, run_id: &str) -> Result<Vec<Record>, sqlx::Error> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, Record>(
             "SELECT * FROM capability_invocation WHERE run_id = $1 AND status IN ('running', 'unknown') \
              ORDER BY created_at, id",
         )
         .bind(run_id)
         .fetch_all(&self.db.pool)
         .await?;
-        rows.iter().map(Record::from_row).collect()
+        Ok(rows)
     }
 
     /// An open row as it can be checked: an `unknown` row as it is, a

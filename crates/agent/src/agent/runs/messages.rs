@@ -58,12 +58,8 @@ impl Runs {
     }
 
     pub async fn messages(&self, id: &str) -> Result<Vec<RunMessage>, RunError> {
-        let rows =
-            sqlx::query("SELECT seq, text, consumed, new_task FROM agent_run_message WHERE run_id = $1 ORDER BY seq")
-                .bind(id)
-                .fetch_all(&self.db.pool)
-                .await?;
-        Ok(rows.iter().map(RunMessage::from_row).collect::<Result<_, _>>()?)
+        let query = "SELECT seq, text, consumed, new_task FROM agent_run_message WHERE run_id = $1 ORDER BY seq";
+        Ok(sqlx::query_as::<_, RunMessage>(query).bind(id).fetch_all(&self.db.pool).await?)
     }
 
     /// Whether a message waits to be taken.

@@ -361,23 +361,15 @@ impl Runs {
 
     /// Every event of the run of `kind`, oldest first.
     pub async fn events_of_kind(&self, id: &str, kind: &str) -> Result<Vec<RunEvent>, RunError> {
-        let rows = sqlx::query("SELECT * FROM agent_run_event WHERE run_id = $1 AND kind = $2 ORDER BY seq")
-            .bind(id)
-            .bind(kind)
-            .fetch_all(&self.db.pool)
-            .await?;
-        Ok(rows.iter().map(RunEvent::from_row).collect::<Result<_, _>>()?)
+        let query = "SELECT * FROM agent_run_event WHERE run_id = $1 AND kind = $2 ORDER BY seq";
+        Ok(sqlx::query_as::<_, RunEvent>(query).bind(id).bind(kind).fetch_all(&self.db.pool).await?)
     }
 
     /// The run's events after `after_seq`, oldest first.
     pub async fn run_events(&self, id: &str, after_seq: i64, limit: i64) -> Result<Vec<RunEvent>, RunError> {
-        let rows = sqlx::query("SELECT * FROM agent_run_event WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
-            .bind(id)
-            .bind(after_seq)
-            .bind(limit.clamp(1, 1000))
-            .fetch_all(&self.db.pool)
-            .await?;
-        Ok(rows.iter().map(RunEvent::from_row).collect::<Result<_, _>>()?)
+        let query = "SELECT * FROM agent_run_event WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3";
+        let events = sqlx::query_as::<_, RunEvent>(query).bind(id).bind(after_seq).bind(limit.clamp(1, 1000));
+        Ok(events.fetch_all(&self.db.pool).await?)
     }
 }
 

@@ -6,6 +6,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::agent::tools::plan::StepPlan;
+use crate::store::{IntFlag, JsonText};
 
 /// `queued → running → waiting → succeeded | failed | nothing_done |
 /// cancelled | budget_exceeded`. `nothing_done`: an execute run whose goal
@@ -213,48 +214,26 @@ impl Run {
 }
 
 /// A user message sent to a run.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct RunMessage {
     pub seq: i64,
     pub text: String,
+    #[sqlx(try_from = "IntFlag")]
     pub consumed: bool,
     /// The sender started a new task: the plan is dropped and the message
     /// opens a new request scope. Otherwise it goes on with the current task.
+    #[sqlx(try_from = "IntFlag")]
     pub new_task: bool,
 }
 
-impl RunMessage {
-    pub(super) fn from_row(r: &AnyRow) -> Result<RunMessage, sqlx::Error> {
-        let consumed: i64 = r.try_get("consumed")?;
-        let new_task: i64 = r.try_get("new_task")?;
-        Ok(RunMessage {
-            seq: r.try_get("seq")?,
-            text: r.try_get("text")?,
-            consumed: consumed != 0,
-            new_task: new_task != 0,
-        })
-    }
-}
-
 /// One event of a run's stream.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema, sqlx::FromRow)]
 pub struct RunEvent {
     pub seq: i64,
     pub kind: String,
     #[schema(value_type = Object)]
+    #[sqlx(try_from = "JsonText")]
     pub payload: Value,
     pub at: i64,
-}
-
-impl RunEvent {
-    pub(super) fn from_row(r: &AnyRow) -> Result<RunEvent, sqlx::Error> {
-        let payload: String = r.try_get("payload")?;
-        Ok(RunEvent {
-            seq: r.try_get("seq")?,
-            kind: r.try_get("kind")?,
-            payload: serde_json::from_str(&payload).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-            at: r.try_get("at")?,
-        })
-    }
 }
