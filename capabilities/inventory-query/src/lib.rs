@@ -168,7 +168,7 @@ impl Capability for InventoryQuery {
             if !words.is_empty() && !matches_search(&entity, &words) {
                 continue;
             }
-            let slots: Vec<Slot> = entry.slots.into_iter().map(slot).collect::<Result<_, _>>()?;
+            let slots: Vec<Slot> = entry.slots.into_iter().map(|shown| shown.slot).collect();
             let slots: Vec<Slot> = slots.into_iter().filter(|s| status.is_none_or(|st| s.status == st)).collect();
             if status.is_some() && slots.is_empty() {
                 continue;
@@ -191,14 +191,6 @@ impl Capability for InventoryQuery {
         }
         Ok(Outcome::Succeeded(InventoryOutput { items, counts }))
     }
-}
-
-/// The slot record in an inventory entry's slot, which also carries what is
-/// happening to it (`download`, `waitingPlan`): the contract leaves that
-/// JSON, and this capability reads only the slot's own fields.
-fn slot(shown: Value) -> Result<Slot, Failure> {
-    serde_json::from_value(shown)
-        .map_err(|e| Failure::Internal(format!("the domain store answered an unexpected inventory slot: {e}")))
 }
 
 fn words(text: &str) -> Vec<String> {

@@ -25,7 +25,8 @@ fn inventory(arg: &Value) -> Value {
     };
     let mut dune_slot =
         json!(Slot { quality: "2160p".into(), status: SlotStatus::Reserved, ..records::slot("s1", "m1") });
-    dune_slot["download"] = json!({"id": "d1", "planId": "p1", "status": DownloadStatus::Downloading, "progress": 0.4});
+    dune_slot["download"] = json!({"id": "d1", "planId": "p1", "status": DownloadStatus::Downloading, "progress": 0.4,
+        "clientState": "downloading", "downloadSpeed": 1_000_000, "seeds": 3, "etaSeconds": 600, "updatedAt": 1});
     let shogun = Entity {
         kind: capstan_sdk::contract::status::EntityKind::Tv,
         title: "Shōgun".into(),

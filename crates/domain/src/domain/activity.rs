@@ -4,7 +4,8 @@
 //! someone to approve it — or to look at why handing it to the client
 //! failed (`submitFailure`, with the decision that asks). Reads only.
 
-use serde_json::{Value, json};
+use capstan_contract::ops::queries::{DownloadActivity, SlotActivity, SubmitFailure, WaitingPlan};
+use serde_json::Value;
 
 use super::{Domain, DomainError, PlanStatus, Slot, SlotStatus};
 
@@ -12,24 +13,24 @@ impl Domain {
     /// `slot` as the Library shows it: the slot itself, with `download`
     /// while a submitted plan's download is followed, and `waitingPlan`
     /// while a drafted plan waits for an approval.
-    pub async fn slot_with_activity(&self, slot: &Slot) -> Result<Value, DomainError> {
-        let mut shown = serde_json::to_value(slot).map_err(|e| DomainError::Invalid(e.to_string()))?;
+    pub async fn slot_with_activity(&self, slot: &Slot) -> Result<SlotActivity, DomainError> {
+        let mut shown = SlotActivity { slot: slot.clone(), download: None, waiting_plan: None };
         match slot.status {
             SlotStatus::Reserved => {
                 let submitted = self.plans(Some(PlanStatus::Submitted), Some(&slot.id), 1).await?;
                 if let Some(plan) = submitted.first()
                     && let Some(d) = self.download_for_plan(&plan.id).await?
                 {
-                    shown["download"] = json!({
-                        "id": d.id,
-                        "planId": plan.id,
-                        "status": d.status,
-                        "progress": d.progress,
-                        "clientState": d.client_state,
-                        "downloadSpeed": d.download_speed,
-                        "seeds": d.seeds,
-                        "etaSeconds": d.eta_seconds,
-                        "updatedAt": d.updated_at,
+                    shown.download = Some(DownloadActivity {
+                        id: d.id,
+                        plan_id: plan.id.clone(),
+                        status: d.status,
+                        progress: d.progress,
+                        client_state: d.client_state,
+                        download_speed: d.download_speed,
+                        seeds: d.seeds,
+                        eta_seconds: d.eta_seconds,
+                        updated_at: d.updated_at,
                     });
                 }
             }
@@ -38,21 +39,24 @@ impl Domain {
                 // submit on its own: someone has to approve it.
                 let drafts = self.plans(Some(PlanStatus::Draft), Some(&slot.id), 1).await?;
                 if let Some(plan) = drafts.first() {
-                    shown["waitingPlan"] = json!({
-                        "id": plan.id,
-                        "title": plan.payload.get("title"),
-                        "createdAt": plan.created_at,
-                    });
-                    if plan.submit_failures > 0 {
+                    let submit_failure = if plan.submit_failures > 0 {
                         let decision = self.undecided_of_root(&super::submit_failures::root(&plan.id)).await?;
-                        shown["waitingPlan"]["submitFailure"] = json!({
-                            "reason": plan.last_failure,
-                            "failures": plan.submit_failures,
-                            "failingSince": plan.failing_since,
-                            "retryAt": plan.retry_at,
-                            "decisionId": decision.map(|d| d.id),
-                        });
-                    }
+                        Some(SubmitFailure {
+                            reason: plan.last_failure.clone(),
+                            failures: plan.submit_failures,
+                            failing_since: plan.failing_since,
+                            retry_at: plan.retry_at,
+                            decision_id: decision.map(|d| d.id),
+                        })
+                    } else {
+                        None
+                    };
+                    shown.waiting_plan = Some(WaitingPlan {
+                        id: plan.id.clone(),
+                        title: plan.payload.get("title").and_then(Value::as_str).map(str::to_string),
+                        created_at: plan.created_at,
+                        submit_failure,
+                    });
                 }
             }
             _ => {}

@@ -1,7 +1,6 @@
 //! The `library` queries: reads of the domain store.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::{ById, default_limit, is_default_limit, operation};
 use crate::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Policy, Slot, SourceRelease, Task};
@@ -122,14 +121,75 @@ pub struct Inventory {
     pub items: Vec<InventoryItem>,
 }
 
-/// An entity with its slots, each with what is happening to it: the slot's
-/// fields, and `download` or `waitingPlan` while something is under way.
+/// An entity with its slots, each with what is happening to it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InventoryItem {
     pub entity: Entity,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub slots: Vec<Value>,
+    pub slots: Vec<SlotActivity>,
+}
+
+/// A slot as the Library shows it: the slot's own fields, with `download`
+/// while a submitted plan's download is followed, or `waitingPlan` while a
+/// drafted plan waits for someone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SlotActivity {
+    #[serde(flatten)]
+    pub slot: Slot,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download: Option<DownloadActivity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_plan: Option<WaitingPlan>,
+}
+
+/// The download of the plan submitted for a slot, as the client last told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadActivity {
+    pub id: String,
+    pub plan_id: String,
+    pub status: DownloadStatus,
+    pub progress: f64,
+    /// The client's own state name, bytes a second, connected seeds and its
+    /// estimate of the seconds left (`null` until a sync has read them).
+    pub client_state: Option<String>,
+    pub download_speed: Option<i64>,
+    pub seeds: Option<i64>,
+    pub eta_seconds: Option<i64>,
+    pub updated_at: i64,
+}
+
+/// A plan drafted for a slot that waits: for an approval, or for handing it
+/// to the client to work again (`submitFailure`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingPlan {
+    pub id: String,
+    /// The chosen release's name.
+    pub title: Option<String>,
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_failure: Option<SubmitFailure>,
+}
+
+/// Why handing a plan to the download client keeps failing, and the
+/// decision that asks a human about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitFailure {
+    /// The last failure's reason.
+    pub reason: Option<String>,
+    /// Failures in a row.
+    pub failures: i64,
+    pub failing_since: Option<i64>,
+    /// When the sweep tries again by itself.
+    pub retry_at: Option<i64>,
+    pub decision_id: Option<String>,
 }
 
 /// Every list answers [`DEFAULT_LIMIT`](super::DEFAULT_LIMIT) records when

@@ -121,6 +121,7 @@ async fn a_failed_submit_is_asked_about_tried_again_and_cleared(backend: Backend
 
     // The Library says what happened and where to decide.
     let shown = env.domain().slot_with_activity(&env.domain().slot(&slot.id).await.unwrap()).await.unwrap();
+    let shown = serde_json::to_value(shown).unwrap();
     let failure = &shown["waitingPlan"]["submitFailure"];
     assert_eq!((failure["failures"].as_i64(), failure["decisionId"].as_str()), (Some(1), Some(decision.id.as_str())));
     assert!(failure["reason"].as_str().unwrap().contains("401"), "{shown}");
@@ -145,6 +146,7 @@ async fn a_failed_submit_is_asked_about_tried_again_and_cleared(backend: Backend
     let plan = env.domain().plan(&plan_id).await.unwrap();
     assert_eq!((plan.status.as_str(), plan.submit_failures, plan.last_failure), ("submitted", 0, None));
     let shown = env.domain().slot_with_activity(&env.domain().slot(&slot.id).await.unwrap()).await.unwrap();
+    let shown = serde_json::to_value(shown).unwrap();
     assert_eq!(shown["download"]["planId"], plan_id.as_str(), "{shown}");
 
     // The client is working on it now: giving the title up says what to do.

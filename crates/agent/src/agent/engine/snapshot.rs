@@ -12,19 +12,44 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
+use super::toolbox::ToolStatus;
 use super::{AgentRuntime, EngineError};
 use crate::agent::providers::{Block, Role};
 use crate::agent::session_log::{Entry, SessionLog};
 use crate::audit::summarize_input;
 
 /// How a call of the last answer stands when the run stops.
-fn state_of(event: Option<&Value>) -> String {
-    match event {
-        None => "not_run".into(),
-        Some(e) => match (e["phase"].as_str(), e["status"].as_str()) {
-            (Some("started"), _) | (_, Some("unknown")) | (_, None) => "result_unknown".into(),
-            (_, Some(status)) => status.to_string(),
-        },
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallState {
+    /// It never started.
+    NotRun,
+    /// It started and has no result (or its result is `unknown`): it may
+    /// have done its work.
+    ResultUnknown,
+    /// It ended, as its last event says.
+    Ended(ToolStatus),
+}
+
+impl CallState {
+    /// The call's latest `agent.tool_call` event, if any, says how far it got.
+    fn of(event: Option<&Value>) -> CallState {
+        let Some(e) = event else { return CallState::NotRun };
+        if e["phase"] == "started" {
+            return CallState::ResultUnknown;
+        }
+        match e["status"].as_str().and_then(ToolStatus::parse) {
+            None | Some(ToolStatus::Unknown) => CallState::ResultUnknown,
+            Some(status) => CallState::Ended(status),
+        }
+    }
+
+    /// The word the snapshot event uses.
+    fn as_str(self) -> &'static str {
+        match self {
+            CallState::NotRun => "not_run",
+            CallState::ResultUnknown => "result_unknown",
+            CallState::Ended(status) => status.as_str(),
+        }
     }
 }
 
@@ -55,11 +80,12 @@ pub(super) async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Resul
     let mut closing = Vec::new();
     for (id, name, input) in &calls {
         let event = latest.get(id.as_str()).copied();
-        let state = state_of(event);
+        let state = CallState::of(event);
         if session.pending_calls().iter().any(|(pending, _, _)| pending == *id) {
-            closing.push(close(id, &state, reason, event));
+            closing.push(close(id, state, reason, event));
         }
-        shown.push(json!({"toolCallId": id, "name": name, "state": state, "input": summarize_input(input)}));
+        let shown_state = state.as_str();
+        shown.push(json!({"toolCallId": id, "name": name, "state": shown_state, "input": summarize_input(input)}));
     }
     if !closing.is_empty() {
         log.append(&Entry::ToolResults { content: closing }).await?;
@@ -70,15 +96,21 @@ pub(super) async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Resul
 }
 
 /// The result a call left without one gets when the run stops.
-fn close(id: &str, state: &str, reason: &str, event: Option<&Value>) -> Block {
+fn close(id: &str, state: CallState, reason: &str, event: Option<&Value>) -> Block {
     let content = match state {
-        "not_run" => {
+        CallState::NotRun => {
             json!({"status": "failed", "error": format!("not run: the run stopped ({reason}) before this call started")})
         }
-        "result_unknown" => json!({"status": "unknown", "message": format!(
+        CallState::ResultUnknown => json!({"status": "unknown", "message": format!(
             "result unknown: the run stopped ({reason}) while this call was running; check before repeating it")}),
-        status => json!({"status": status, "invocation_id": event.and_then(|e| e.get("invocationId")),
-            "message": format!("the call ended {status}; its result was not kept when the run stopped ({reason})")}),
+        CallState::Ended(status) => {
+            json!({"status": status.as_str(), "invocation_id": event.and_then(|e| e.get("invocationId")),
+            "message": format!("the call ended {}; its result was not kept when the run stopped ({reason})", status.as_str())})
+        }
     };
-    Block::ToolResult { tool_use_id: id.to_string(), content: content.to_string(), is_error: state != "succeeded" }
+    Block::ToolResult {
+        tool_use_id: id.to_string(),
+        content: content.to_string(),
+        is_error: state != CallState::Ended(ToolStatus::Succeeded),
+    }
 }

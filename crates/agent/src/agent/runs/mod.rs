@@ -342,7 +342,7 @@ impl Runs {
         let status: String =
             sqlx::query_scalar("SELECT status FROM agent_run WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
         let mut announce = None;
-        if status == "cancelled" {
+        if RunStatus::parse(&status)? == RunStatus::Cancelled {
             let payload = serde_json::json!({"status": "cancelled", "detail": reason});
             announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
         }
