@@ -7,7 +7,7 @@ include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
 /// Whether `engine` can run the code the build compiled for the built-ins:
 /// its compatibility fingerprint is the one they were compiled for.
-pub fn precompiled_fits(engine: &wasmtime::Engine) -> bool {
+pub(crate) fn precompiled_fits(engine: &wasmtime::Engine) -> bool {
     PRECOMPILED_FOR == Some(super::engine_config::compatibility(engine))
 }
 

@@ -26,7 +26,7 @@ const STDIO_CAPTURE_BYTES: usize = 64 * 1024;
 
 /// Static facts about the capability a store is calling.
 #[derive(Debug, Clone)]
-pub struct CallTarget {
+pub(crate) struct CallTarget {
     pub id: String,
     pub services: Vec<String>,
 }
@@ -79,7 +79,7 @@ impl ResourceLimiter for CallLimiter {
 /// call has done so far (effects entered, denials, the record). The
 /// interface families see this and their own few parts (`host/views.rs`),
 /// never the whole [`CallState`].
-pub struct CallCore {
+pub(crate) struct CallCore {
     pub(crate) grant: Grant,
     pub(crate) target: Arc<CallTarget>,
     /// The services, roots and settings as they were when the call began.

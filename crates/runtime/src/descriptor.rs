@@ -84,7 +84,7 @@ fn schema(which: &str, text: &str) -> Result<serde_json::Value, String> {
 
 impl Descriptor {
     /// Converts and validates the WIT descriptor.
-    pub fn from_wit(d: wit::Descriptor) -> Result<Descriptor, String> {
+    pub(crate) fn from_wit(d: wit::Descriptor) -> Result<Descriptor, String> {
         if !valid_id(&d.id) {
             let shown: String = d.id.chars().take(80).collect();
             return Err(format!("descriptor id {shown:?} is not a dotted lowercase id like catalog.lookup"));

@@ -16,7 +16,7 @@ pub use capstan_contract::effects::{EffectClass, HOST_INTERFACES, class_of, inte
 /// (a componentize-py component always does); allowing the import grants
 /// nothing. `wasi:http` is absent on purpose: a component that imports it
 /// is refused with how to build without it ([`wasi_http_refusal`]).
-pub const ALLOWED_WASI: &[&str] = &[
+pub(crate) const ALLOWED_WASI: &[&str] = &[
     "wasi:cli/environment",
     "wasi:cli/exit",
     "wasi:cli/stdin",
@@ -50,7 +50,7 @@ pub const ALLOWED_WASI: &[&str] = &[
 /// builds without it: outbound HTTP goes through `capstan:host/outbound-read`
 /// and `outbound-write`, where the operator's service table, the grant and
 /// the ledger apply.
-pub fn wasi_http_refusal(name: &str) -> String {
+pub(crate) fn wasi_http_refusal(name: &str) -> String {
     format!(
         "imports {name}; capabilities reach services only through capstan:host/outbound-read and \
          outbound-write. Build without wasi:http: componentize-js or jco componentize with \
@@ -69,7 +69,7 @@ pub struct ImportSummary {
 }
 
 /// Checks a component's import names against its declared label.
-pub fn check_imports<'a>(
+pub(crate) fn check_imports<'a>(
     names: impl IntoIterator<Item = &'a str>,
     label: EffectClass,
 ) -> Result<ImportSummary, String> {

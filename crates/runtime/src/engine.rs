@@ -14,7 +14,7 @@ use wasmtime::{Cache, CacheConfig, Engine};
 
 /// How often the epoch advances: the granularity of deadlines and of guest
 /// yields to the executor.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Builds the engine. `max_memory_bytes` is the largest memory cap any
 /// capability may get; `cache_dir` holds compiled components.
@@ -28,7 +28,7 @@ pub fn build(max_memory_bytes: u64, cache_dir: &Path) -> anyhow::Result<Engine> 
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until dropped.
-pub struct EpochTicker {
+pub(crate) struct EpochTicker {
     stop: Arc<AtomicBool>,
 }
 

@@ -81,7 +81,7 @@ fn first_line(text: &str) -> String {
 /// An input's size for the estimate — its values and the bytes of its
 /// strings and member names — when it is at most `limit`, walked without
 /// recursion and no further than `limit`.
-pub fn input_size_within(input: &Value, limit: u64) -> Option<u64> {
+pub(crate) fn input_size_within(input: &Value, limit: u64) -> Option<u64> {
     let mut total = 0u64;
     let mut stack = vec![input];
     while let Some(value) = stack.pop() {

@@ -94,7 +94,7 @@ impl Runtime {
     }
 
     /// Builds the runtime over `stores` without loading anything.
-    pub fn new_with(mut config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Runtime> {
+    pub(crate) fn new_with(mut config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Runtime> {
         // Callers that did not go through the command line get the same
         // resolution: wasmtime's cache, among others, wants absolute paths.
         config.resolve_paths(&std::env::current_dir()?);

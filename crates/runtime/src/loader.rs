@@ -78,13 +78,6 @@ pub(crate) struct ComponentCode {
     pub(crate) target: Arc<CallTarget>,
 }
 
-impl Loaded {
-    /// Whether a server outside the host carries out its calls.
-    pub fn is_external(&self) -> bool {
-        matches!(self.code, Code::External(_))
-    }
-}
-
 /// Why bytes were not loaded, in one line, and whether trying them again
 /// later may go otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +93,7 @@ pub enum LoadError {
 
 impl LoadError {
     /// Whether the refusal depends on the moment rather than on the bytes.
-    pub fn is_momentary(&self) -> bool {
+    pub(crate) fn is_momentary(&self) -> bool {
         matches!(self, LoadError::OutOfTime(_))
     }
 
@@ -205,7 +198,7 @@ pub async fn load(
 
 /// Loads a built-in component from the code the build compiled ahead for
 /// this engine when the engine can use it, otherwise like any component.
-pub async fn load_builtin(
+pub(crate) async fn load_builtin(
     engine: &Engine,
     linker: &Linker<CallState>,
     services: &Arc<HostServices>,

@@ -31,7 +31,7 @@ pub fn wanted(component: &Component) -> bool {
 
 /// Where the pre-initialised snapshot of the component with `digest` is
 /// kept; a component whose snapshot is there loads without compiling twice.
-pub fn cached_path(cache_dir: &Path, digest: &str) -> std::path::PathBuf {
+pub(crate) fn cached_path(cache_dir: &Path, digest: &str) -> std::path::PathBuf {
     cache_dir.join("preinit").join(format!("{digest}.wasm"))
 }
 

@@ -10,11 +10,11 @@ use wasmtime::component::{Instance, InstancePre, WasmList};
 use wasmtime_wizer::{ComponentContext, ComponentInstanceState, Wizer};
 
 /// The optional export that asks for pre-initialisation.
-pub const PREINIT_EXPORT: &str = "capstan-preinit";
+pub(crate) const PREINIT_EXPORT: &str = "capstan-preinit";
 
 /// A component instrumented for pre-initialisation: compile
 /// [`Instrumented::bytes`], then [`Instrumented::run_and_snapshot`].
-pub struct Instrumented<'a> {
+pub(crate) struct Instrumented<'a> {
     wizer: Wizer,
     context: ComponentContext<'a>,
     /// The instrumented component, to compile and instantiate (taken by

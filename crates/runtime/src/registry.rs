@@ -42,7 +42,7 @@ impl Snapshot {
     }
 
     /// The active entry that came from `file`, if any.
-    pub fn from_file(&self, file: &PathBuf) -> Option<Arc<Loaded>> {
+    pub(crate) fn loaded_from(&self, file: &PathBuf) -> Option<Arc<Loaded>> {
         self.active.values().find(|l| matches!(&l.source, Source::Directory(p) if p == file)).cloned()
     }
 }

@@ -106,7 +106,7 @@ fn keep_last_good(
         .values()
         .find(|h| matches!(&h.candidate.source, Source::Directory(p) if *p == file))
         .map(|h| h.candidate.clone());
-    if let Some(last) = previous.from_file(&file).or(held) {
+    if let Some(last) = previous.loaded_from(&file).or(held) {
         claimed_by.entry(last.descriptor.id.clone()).or_insert(file);
         from_dir.entry(last.descriptor.id.clone()).or_insert(last);
     }
@@ -246,7 +246,7 @@ impl Runtime {
     /// Rebuilds the registry as the folder watcher does: a file whose code
     /// is not known yet is compiled in the background and listed as
     /// compiling; the rescan that follows its compile swaps it in.
-    pub async fn rescan_watched(self: &Arc<Self>) -> anyhow::Result<ScanReport> {
+    pub(crate) async fn rescan_watched(self: &Arc<Self>) -> anyhow::Result<ScanReport> {
         self.rescan_with(false, Some(self.clone()), true).await
     }
 

@@ -20,7 +20,7 @@ use super::effects::EffectClass;
 /// from a descriptor. Records written before tags, replay and verify were
 /// kept have `None` there, and are completed at the next activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Known {
+pub(crate) struct Known {
     pub label: EffectClass,
     pub services: Vec<String>,
     pub digest: String,
@@ -79,7 +79,7 @@ impl State {
     /// Why a candidate must wait for the operator, if it must: compared
     /// with what this data directory recorded, or for an id it never had,
     /// with the built-in it overrides.
-    pub fn hold_reason(&self, id: &str, candidate: &Known, baseline: Option<&Known>) -> Option<String> {
+    pub(crate) fn hold_reason(&self, id: &str, candidate: &Known, baseline: Option<&Known>) -> Option<String> {
         if self.accepted.get(id).is_some_and(|d| *d == candidate.digest) {
             return None;
         }
@@ -148,7 +148,7 @@ impl State {
     /// accepted, or added a tool after its first list was. A server's first
     /// list is accepted as its operator configured it; a change of class
     /// is the operator's own, so it is not held.
-    pub fn external_hold_reason(&self, server: &str, id: &str, digest: &str) -> Option<String> {
+    pub(crate) fn external_hold_reason(&self, server: &str, id: &str, digest: &str) -> Option<String> {
         if self.accepted.get(id).is_some_and(|d| d == digest) {
             return None;
         }

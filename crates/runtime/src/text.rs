@@ -6,10 +6,10 @@
 use std::borrow::Cow;
 
 /// Longest failure message kept from a component (and trap detail).
-pub const MAX_FAILURE: usize = 4096;
+pub(crate) const MAX_FAILURE: usize = 4096;
 
 /// Longest denial reason kept in a call report.
-pub const MAX_DENIAL: usize = 1024;
+pub(crate) const MAX_DENIAL: usize = 1024;
 
 /// `text` cut to at most `max` bytes on a character boundary, saying how
 /// much was cut.

@@ -134,7 +134,7 @@ impl App {
 
     /// Links the MCP servers in effect now (after the console changed
     /// them, in this process).
-    pub async fn relink_mcp_servers(&self) {
+    pub(crate) async fn relink_mcp_servers(&self) {
         link_mcp_servers(&self.external, &self.setup, self.svc.caps.runtime().config()).await;
     }
 

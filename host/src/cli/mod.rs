@@ -20,9 +20,9 @@ use crate::config::Config;
 
 /// Exit codes shared by the commands.
 pub mod exit {
-    pub const FAILED: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const UNKNOWN: u8 = 3;
+    pub(crate) const FAILED: u8 = 1;
+    pub(crate) const USAGE: u8 = 2;
+    pub(crate) const UNKNOWN: u8 = 3;
 }
 
 #[derive(Parser, Debug)]
@@ -90,7 +90,7 @@ pub enum Command {
 impl Cli {
     /// The configuration file (if any) with command-line folders on top,
     /// and what the environment says about TMDB.
-    pub fn resolve_config(&self) -> anyhow::Result<Config> {
+    pub(crate) fn resolve_config(&self) -> anyhow::Result<Config> {
         let mut config = match &self.config {
             Some(path) => Config::load(path)?,
             None => Config::default(),

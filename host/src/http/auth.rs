@@ -12,12 +12,14 @@ use super::error::ApiError;
 use super::keys::{self, ApiKey};
 use super::session::{self, COOKIE, CSRF_HEADER, ConsoleSession};
 
-/// An authenticated API-key caller.
-pub struct KeyAuth(pub ApiKey);
+/// Proof that the caller is authenticated, by key or by console session
+/// (read endpoints take a session as a key with every scope), for handlers
+/// that need no more than that.
+pub(crate) struct KeyAuth;
 
 /// Any authenticated caller.
 #[derive(Clone)]
-pub enum Caller {
+pub(crate) enum Caller {
     Key(ApiKey),
     Console(ConsoleSession),
 }
@@ -27,7 +29,7 @@ fn bearer(parts: &Parts) -> Option<&str> {
 }
 
 /// The session id from the cookie header, if present.
-pub fn session_cookie(parts: &Parts) -> Option<String> {
+pub(crate) fn session_cookie(parts: &Parts) -> Option<String> {
     let cookies = parts.headers.get(header::COOKIE)?.to_str().ok()?;
     cookies.split(';').find_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_string))
 }
@@ -36,15 +38,8 @@ impl FromRequestParts<AppState> for KeyAuth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        match Caller::from_request_parts(parts, state).await? {
-            Caller::Key(key) => Ok(KeyAuth(key)),
-            // Read endpoints accept a console session as a key with every scope.
-            Caller::Console(s) => Ok(KeyAuth(ApiKey {
-                id: format!("console:{}", s.admin),
-                name: s.admin,
-                scopes: vec![crate::runtime::EffectClass::Execute],
-            })),
-        }
+        Caller::from_request_parts(parts, state).await?;
+        Ok(KeyAuth)
     }
 }
 

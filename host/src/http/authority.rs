@@ -65,7 +65,7 @@ use EffectClass::{Execute, Propose, Read};
 use Needs::{Console, Nobody, Scope};
 
 /// Every operation of the API, by method and route template.
-pub const OPERATIONS: &[(&str, &str, Needs)] = &[
+pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("GET", "/api/v1/health", Nobody),
     // Open from this machine; from elsewhere the handler asks for a caller.
     ("GET", "/metrics", Nobody),
@@ -134,7 +134,7 @@ pub fn needs(method: &Method, route: &str) -> Option<Needs> {
 /// The caller a request was authenticated as, for the handler's
 /// extractors (so they do not authenticate it again).
 #[derive(Clone)]
-pub struct Authenticated(pub Caller);
+pub(crate) struct Authenticated(pub Caller);
 
 /// Authenticates the caller and checks the operation's authority before
 /// the request goes any further.

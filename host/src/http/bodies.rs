@@ -25,12 +25,12 @@ use super::error::ApiError;
 /// The request-body schema of each operation, by method and route, and
 /// whether the operation needs a body at all.
 #[derive(Clone, Default)]
-pub struct BodySchemas(Arc<HashMap<(String, String), (jsonschema::Validator, bool)>>);
+pub(crate) struct BodySchemas(Arc<HashMap<(String, String), (jsonschema::Validator, bool)>>);
 
 impl BodySchemas {
     /// Compiles the `application/json` request schemas of `doc`; each
     /// resolves `#/components/...` against the document's components.
-    pub fn from_document(doc: &Value) -> BodySchemas {
+    pub(crate) fn from_document(doc: &Value) -> BodySchemas {
         let mut validators = HashMap::new();
         let components = doc.get("components").cloned().unwrap_or_else(|| json!({}));
         for (path, item) in doc["paths"].as_object().into_iter().flatten() {
@@ -104,7 +104,7 @@ pub async fn check(State(schemas): State<BodySchemas>, request: Request, next: N
 /// given), the one type the document lists; 415 for anything else,
 /// `+json` types included, which the server would otherwise parse without
 /// the document's check.
-pub fn json_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn json_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     let given = headers.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("(not text)"));
     let Some(given) = given else {
         return Err(ApiError::new(
@@ -168,11 +168,11 @@ fn refusal(validator: &jsonschema::Validator, value: &Value) -> Option<ApiError>
 
 /// A body read and checked against its operation's schema, or why not.
 #[derive(Clone)]
-pub struct CheckedBody(pub Result<Value, ApiError>);
+pub(crate) struct CheckedBody(pub Result<Value, ApiError>);
 
 /// An operation whose body is optional was sent none.
 #[derive(Clone, Copy)]
-pub struct NoBody;
+pub(crate) struct NoBody;
 
 #[cfg(test)]
 mod tests {

@@ -90,7 +90,7 @@ fn whole_numbers_as_integers(value: &mut Value) {
 }
 
 /// A query string; any rejection is a JSON 400 naming the problem.
-pub struct ApiQuery<T>(pub T);
+pub(crate) struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
@@ -104,7 +104,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 }
 
 /// Path segments; any rejection is a JSON 400 naming the problem.
-pub struct ApiPath<T>(pub T);
+pub(crate) struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
@@ -127,24 +127,13 @@ pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(d: 
 /// A whole-number query parameter: `value`, or `default` when it is
 /// absent, if it lies in `min..=max`; otherwise a 400 naming it. The
 /// operation's document gives the same bounds.
-pub fn in_range(name: &str, value: Option<i64>, default: i64, min: i64, max: i64) -> Result<i64, ApiError> {
+pub(crate) fn in_range(name: &str, value: Option<i64>, default: i64, min: i64, max: i64) -> Result<i64, ApiError> {
     let value = value.unwrap_or(default);
     if (min..=max).contains(&value) {
         Ok(value)
     } else {
         let message = format!("{name} must be {min} to {max}, not {value}");
         Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message).about(name))
-    }
-}
-
-/// A text query parameter that must be one of `choices`, when given.
-pub fn one_of<'a>(name: &str, value: Option<&'a str>, choices: &[&str]) -> Result<Option<&'a str>, ApiError> {
-    match value {
-        Some(v) if !choices.contains(&v) => {
-            let message = format!("{name} must be one of {}, not {v:?}", choices.join(", "));
-            Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message).about(name))
-        }
-        other => Ok(other),
     }
 }
 

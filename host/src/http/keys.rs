@@ -106,7 +106,7 @@ pub async fn revoke(db: &Db, id: &str, by: &str) -> Result<bool, sqlx::Error> {
 /// How long what the database said of a key is believed: a key created
 /// or revoked by another process (`capstan admin`) takes effect here within
 /// this time.
-pub const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
+pub(crate) const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
 
 /// Most keys remembered at once; past it the cache starts over, so random
 /// ids cannot grow it.

@@ -40,7 +40,7 @@ use crate::pipeline::{Capabilities, Services};
 use error::ApiError;
 
 /// Largest request body accepted.
-pub const BODY_LIMIT: usize = 1 << 20;
+pub(crate) const BODY_LIMIT: usize = 1 << 20;
 
 /// What handlers share.
 #[derive(Clone)]

@@ -10,13 +10,13 @@ use super::session::COOKIE;
 
 /// Every error answer.
 #[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// What went wrong, without internals.
 #[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     /// A stable code such as `not_found`, `invalid_body`, `forbidden`.
     pub code: String,
     pub message: String,
@@ -56,7 +56,7 @@ impl Modify for Security {
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&Security)
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// The document as served: the schemas written out by hand in place of
 /// their placeholders, and the answers every operation of a kind can give,
@@ -138,7 +138,7 @@ pub fn complete(mut doc: serde_json::Value) -> serde_json::Value {
 
 /// `getAgentRunsById`, `postAgentRunsByIdAbort`: the method, then each
 /// segment of the path after `/api/v1`, a parameter as `By` and its name.
-pub fn operation_id(method: &str, path: &str) -> String {
+pub(crate) fn operation_id(method: &str, path: &str) -> String {
     let mut id = method.to_ascii_lowercase();
     let capitalised = |word: &str| {
         let mut chars = word.chars();

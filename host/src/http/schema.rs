@@ -16,7 +16,7 @@ pub use crate::text::not_blank_schema as not_blank;
 /// What a text must be when it does not match one of the document's
 /// patterns (or matches one a `not` forbids), said plainly: a refusal says
 /// this rather than the expression.
-pub fn pattern_meaning(pattern: &str) -> Option<&'static str> {
+pub(crate) fn pattern_meaning(pattern: &str) -> Option<&'static str> {
     let known = [
         (not_blank_pattern(), "must not be blank"),
         (crate::text::http_url_pattern(), "must be an http or https URL"),
@@ -29,19 +29,19 @@ pub fn pattern_meaning(pattern: &str) -> Option<&'static str> {
 }
 
 /// The boolean `false` and nothing else.
-pub fn only_false() -> Object {
+pub(crate) fn only_false() -> Object {
     ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([false])).build()
 }
 
 /// The boolean `true` and nothing else.
-pub fn only_true() -> Object {
+pub(crate) fn only_true() -> Object {
     ObjectBuilder::new().schema_type(Type::Boolean).enum_values(Some([true])).build()
 }
 
 /// A body whose schema is written out as JSON (with `oneOf`, say), which
 /// the derive cannot give. Its `ToSchema` is a placeholder
 /// ([`placeholder`]); the document's `complete` puts `json()` in its place.
-pub trait WrittenOut {
+pub(crate) trait WrittenOut {
     const NAME: &'static str;
     fn json() -> serde_json::Value;
 }

@@ -13,14 +13,14 @@ use crate::store::{Db, new_id, now_ms};
 /// The session cookie's name.
 pub const COOKIE: &str = "capstan_session";
 /// The header carrying the CSRF token.
-pub const CSRF_HEADER: &str = "x-csrf-token";
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 /// How long a console session lasts.
-pub const SESSION_MS: i64 = 12 * 3_600_000;
+pub(crate) const SESSION_MS: i64 = 12 * 3_600_000;
 /// Shortest password accepted.
-pub const MIN_PASSWORD: usize = 10;
+pub(crate) const MIN_PASSWORD: usize = 10;
 /// Longest password accepted, in characters (sign-in refuses longer ones
 /// before any work).
-pub const MAX_PASSWORD: usize = 1024;
+pub(crate) const MAX_PASSWORD: usize = 1024;
 /// Longest administrator name.
 pub const MAX_NAME: usize = 64;
 
@@ -76,13 +76,13 @@ pub async fn set_password(db: &Db, name: &str, password: &str) -> Result<(), Ses
 }
 
 /// The stored password hash of administrator `name`, if there is one.
-pub async fn stored_hash(db: &Db, name: &str) -> Result<Option<String>, sqlx::Error> {
+pub(crate) async fn stored_hash(db: &Db, name: &str) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT password_hash FROM admin_user WHERE name = $1").bind(name).fetch_optional(&db.pool).await
 }
 
 /// Whether any administrator has a password (before one does, nobody can
 /// sign in, and the console says how to set one).
-pub async fn any_administrator(db: &Db) -> Result<bool, sqlx::Error> {
+pub(crate) async fn any_administrator(db: &Db) -> Result<bool, sqlx::Error> {
     let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM admin_user LIMIT 1").fetch_optional(&db.pool).await?;
     Ok(found.is_some())
 }
@@ -141,6 +141,6 @@ pub fn cookie(session: &ConsoleSession, https: bool) -> String {
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
-pub fn expired_cookie(https: bool) -> String {
+pub(crate) fn expired_cookie(https: bool) -> String {
     format!("{COOKIE}=; HttpOnly{}; SameSite=Strict; Path=/; Max-Age=0", secure_attribute(https))
 }

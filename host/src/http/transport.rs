@@ -15,7 +15,7 @@ use crate::config::TrustedProxy;
 
 /// Whether the browser's side of this request was encrypted, and the
 /// address it came from.
-pub struct Transport {
+pub(crate) struct Transport {
     pub https: bool,
     /// The client's address: the peer's, or, from a trusted proxy, the
     /// address that proxy says it forwarded for. `None` only when the
@@ -36,7 +36,7 @@ impl FromRequestParts<AppState> for Transport {
 }
 
 /// True when `peer` is a trusted proxy and the hop it added says `https`.
-pub fn forwarded_https(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[TrustedProxy]) -> bool {
+pub(crate) fn forwarded_https(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[TrustedProxy]) -> bool {
     let Some(peer) = peer else { return false };
     if !trusted.iter().any(|t| t.contains(peer)) {
         return false;
@@ -54,7 +54,7 @@ pub fn forwarded_https(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[Tru
 /// proxy, whose last hop (`Forwarded: for=`, else `X-Forwarded-For`) names
 /// the client. A trusted proxy that names none, or names something that is
 /// not an address, leaves the proxy as the client.
-pub fn client_address(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[TrustedProxy]) -> Option<IpAddr> {
+pub(crate) fn client_address(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[TrustedProxy]) -> Option<IpAddr> {
     let peer = peer?;
     if !trusted.iter().any(|t| t.contains(peer)) {
         return Some(peer);
@@ -83,7 +83,7 @@ fn forwarded_node(node: &str) -> Option<IpAddr> {
 /// True when `peer` is this machine and no proxy handled the request: a
 /// proxy on loopback would make every outside request look local, so any
 /// forwarding header makes it not local.
-pub fn local_and_unproxied(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
+pub(crate) fn local_and_unproxied(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
     let local = peer.is_some_and(|ip| match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(v6.is_loopback(), |v4| v4.is_loopback()),
         IpAddr::V4(v4) => v4.is_loopback(),

@@ -26,7 +26,7 @@ use crate::pipeline::failed_attempt;
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
-pub struct EvaluateAcquisition(pub Services);
+pub(crate) struct EvaluateAcquisition(pub Services);
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -16,9 +16,9 @@ use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
 pub const PLAN_CAPABILITY: &str = "organize.plan";
-pub const EXECUTE_CAPABILITY: &str = "organize.execute";
+pub(crate) const EXECUTE_CAPABILITY: &str = "organize.execute";
 
-pub struct VerifyAndImport(pub Services);
+pub(crate) struct VerifyAndImport(pub Services);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

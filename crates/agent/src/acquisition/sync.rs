@@ -19,7 +19,7 @@ use crate::runtime::Status;
 use crate::settings::Settings;
 use crate::tasks::{Task, TaskHandler, worker::HandlerFuture};
 
-pub const STATUS_CAPABILITY: &str = "download.status";
+pub(crate) const STATUS_CAPABILITY: &str = "download.status";
 
 pub struct SyncDownloads(pub Services, pub Arc<Settings>);
 

@@ -103,7 +103,7 @@ async fn clear(svc: &Services, decision: &Decision, facts: Value) -> Result<(), 
 }
 
 /// Looks at a download as the sync just recorded it.
-pub async fn download_seen(
+pub(crate) async fn download_seen(
     svc: &Services,
     settings: &Settings,
     download: &DownloadTask,
@@ -195,7 +195,7 @@ pub async fn import_failed(
 }
 
 /// An import that succeeded: a failure asked about before has cleared.
-pub async fn import_succeeded(svc: &Services, organization: &str) -> Result<(), DomainError> {
+pub(crate) async fn import_succeeded(svc: &Services, organization: &str) -> Result<(), DomainError> {
     let root = format!("import_failed:{organization}");
     if let Some(open) = svc.domain.undecided_of_root(&root).await? {
         let facts = json!({"organizationId": organization, "imported": true, "seenAt": now_ms()});

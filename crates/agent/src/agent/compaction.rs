@@ -101,7 +101,7 @@ pub fn compact(
 }
 
 /// The count a digest already in the history stands for.
-pub fn earlier_marker(messages: &[Message]) -> usize {
+pub(crate) fn earlier_marker(messages: &[Message]) -> usize {
     messages
         .iter()
         .filter(|m| m.role == Role::User)
@@ -114,7 +114,7 @@ pub fn earlier_marker(messages: &[Message]) -> usize {
 }
 
 /// `N` from "[N earlier answers compacted" in `text`.
-pub fn marker_count(text: &str) -> Option<usize> {
+pub(crate) fn marker_count(text: &str) -> Option<usize> {
     let at = text.find(MARKER)?;
     let head = text[..at].trim_end();
     let digits: String = head.chars().rev().take_while(|c| c.is_ascii_digit()).collect();

@@ -19,7 +19,7 @@ use super::tools::plan::StepPlan;
 
 /// How a host's note to the model begins, beside a user's message: the
 /// words after it are the host's, not the user's.
-pub const HOST_NOTE: &str = "[Checked by Capstan before going on]";
+pub(crate) const HOST_NOTE: &str = "[Checked by Capstan before going on]";
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ impl SessionState {
 
     /// Tool calls of the last answer that have no result yet: what a crash
     /// interrupted.
-    pub fn pending_calls(&self) -> Vec<(String, String, serde_json::Value)> {
+    pub(crate) fn pending_calls(&self) -> Vec<(String, String, serde_json::Value)> {
         let Some(last) = self.messages.last() else { return Vec::new() };
         if last.role != Role::Assistant {
             return Vec::new();
@@ -120,8 +120,7 @@ impl SessionState {
 }
 
 /// The log of one run.
-pub struct SessionLog {
-    path: PathBuf,
+pub(crate) struct SessionLog {
     file: Arc<std::fs::File>,
     /// A sync started by [`SessionLog::append_syncing_behind`], not yet
     /// known to have succeeded.
@@ -140,11 +139,7 @@ impl SessionLog {
         let path = Self::path(dir, run_id);
         let session = read(&path)?;
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok((SessionLog { path, file: Arc::new(file), syncing: None }, session))
-    }
-
-    pub fn file_path(&self) -> &Path {
-        &self.path
+        Ok((SessionLog { file: Arc::new(file), syncing: None }, session))
     }
 
     /// Appends one entry and makes it, and what was written before it,
@@ -161,7 +156,7 @@ impl SessionLog {
     /// append: a step's results sync while the model works on the next
     /// answer. The next append that syncs (or [`SessionLog::settle`])
     /// waits for the sync and fails with it.
-    pub async fn append_syncing_behind(&mut self, entry: &Entry) -> std::io::Result<()> {
+    pub(crate) async fn append_syncing_behind(&mut self, entry: &Entry) -> std::io::Result<()> {
         self.settle().await?;
         self.append_unsynced(entry)?;
         let file = self.file.clone();
@@ -185,7 +180,7 @@ impl SessionLog {
     /// between loses at most that answer (a torn last line is ignored),
     /// and the model is asked again: what its calls wrote is in the
     /// ledger under the request's keys, so they are not made twice.
-    pub fn append_unsynced(&mut self, entry: &Entry) -> std::io::Result<()> {
+    pub(crate) fn append_unsynced(&mut self, entry: &Entry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
         line.push(b'\n');
         (&*self.file).write_all(&line)

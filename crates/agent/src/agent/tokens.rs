@@ -71,7 +71,7 @@ impl TokenCounter {
 
     /// Tokens a whole request takes: the system prompt, each message and
     /// the tool schemas.
-    pub fn count_request(&self, request: &ModelRequest) -> usize {
+    pub(crate) fn count_request(&self, request: &ModelRequest) -> usize {
         self.count_request_measured(request, &[], &mut TokenCount::default())
     }
 
@@ -79,7 +79,7 @@ impl TokenCounter {
     /// only what `measured` does not hold yet: messages it has not seen,
     /// and the tools when `tools_key` (what identifies the offered tools)
     /// changed. An empty key measures the tools afresh.
-    pub fn count_request_measured(
+    pub(crate) fn count_request_measured(
         &self,
         request: &ModelRequest,
         tools_key: &[String],
@@ -138,7 +138,7 @@ impl TokenCounter {
 /// [`TokenCounter::count_request_measured`]. Its messages are those of one
 /// history: after compaction replaces the history, [`Measured::forget_messages`].
 #[derive(Debug, Default)]
-pub struct TokenCount {
+pub(crate) struct TokenCount {
     /// Units of each message but the last.
     messages: Vec<usize>,
     /// The key of the tools last measured, and their units.
@@ -146,7 +146,7 @@ pub struct TokenCount {
 }
 
 impl TokenCount {
-    pub fn forget_messages(&mut self) {
+    pub(crate) fn forget_messages(&mut self) {
         self.messages.clear();
     }
 }

@@ -23,7 +23,7 @@ use crate::tasks::{HandlerError, HandlerFuture, NewTask, Task, TaskHandler, Task
 pub const PRUNE_DATA: &str = "pruneData";
 
 /// How often `capstan serve` queues it.
-pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+pub(crate) const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// How old a receipt outside any run may grow, or `None` when nothing is
 /// pruned by time (cleanup off, or a retention of 0 days).

@@ -19,7 +19,7 @@ pub const OPTION_ACTIONS: &[&str] = &["retry", "reevaluate", "accept", "another"
 /// The actions only the host may offer: each changes what the host does
 /// next (runs a task again, gives up a plan or a wanted title), which a
 /// button a component labels must never do.
-pub const HOST_ACTIONS: &[&str] = &["retry", "another", "unwant"];
+pub(crate) const HOST_ACTIONS: &[&str] = &["retry", "another", "unwant"];
 
 /// The fields an option may have.
 const FIELDS: &[&str] = &["id", "label", "action", "capabilityId", "input", "taskId", "detail"];

@@ -15,7 +15,7 @@ pub use capstan_contract::status::{
 };
 
 /// A record read from a row of its table.
-pub trait ReadRow: Sized {
+pub(crate) trait ReadRow: Sized {
     fn from_row(r: &AnyRow) -> Result<Self, sqlx::Error>;
 }
 

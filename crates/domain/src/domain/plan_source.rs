@@ -46,7 +46,11 @@ impl Domain {
     /// The entity a plan (or the download task carrying one out) acts on
     /// and its kind (`movie`/`tv`), for checking a grant's scope against
     /// the real target rather than what an input claims.
-    pub async fn plan_target(&self, plan_type: &str, plan_id: &str) -> Result<Option<(String, String)>, sqlx::Error> {
+    pub(crate) async fn plan_target(
+        &self,
+        plan_type: &str,
+        plan_id: &str,
+    ) -> Result<Option<(String, String)>, sqlx::Error> {
         let acquisition_id = match plan_type {
             "acquisition" => Some(plan_id.to_string()),
             "organization" => sqlx::query_scalar::<_, String>(

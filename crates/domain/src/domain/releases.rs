@@ -9,7 +9,7 @@ use super::{Domain, DomainError, IdentityStatus, NewRelease, SourceRelease, requ
 use crate::store::{new_id, now_ms};
 
 /// A v1 infohash in lowercase hex, or why it is not one.
-pub fn normalize_infohash(hash: &str) -> Result<String, DomainError> {
+pub(crate) fn normalize_infohash(hash: &str) -> Result<String, DomainError> {
     let hash = hash.trim().to_ascii_lowercase();
     require(hash.len() == 40 && hash.bytes().all(|b| b.is_ascii_hexdigit()), || {
         format!("infohash {hash:?} is not 40 hexadecimal digits")

@@ -34,7 +34,7 @@ pub(super) fn root(plan_id: &str) -> String {
 }
 
 /// How long the sweep waits after the `failures`-th failure in a row.
-pub fn backoff_ms(failures: i64) -> i64 {
+pub(crate) fn backoff_ms(failures: i64) -> i64 {
     let doublings = failures.saturating_sub(1).clamp(0, 16) as u32;
     FIRST_WAIT_MS.saturating_mul(1 << doublings).min(LONGEST_WAIT_MS)
 }
@@ -120,7 +120,7 @@ impl Domain {
 
     /// Records that a call acting on plan `plan_id` succeeded: the count
     /// starts again and an undecided decision about it is cleared.
-    pub async fn submit_succeeded(&self, plan_id: &str) -> Result<(), DomainError> {
+    pub(crate) async fn submit_succeeded(&self, plan_id: &str) -> Result<(), DomainError> {
         let mut tx = self.db.begin_write().await?;
         sqlx::query(
             "UPDATE acquisition_plan SET submit_failures = 0, last_failure = NULL, failing_since = NULL, \

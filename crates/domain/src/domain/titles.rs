@@ -57,7 +57,7 @@ pub(super) fn named(title: &str, year: Option<i64>, season: Option<i64>) -> Stri
 
 impl Domain {
     /// Wants a title: records the entity and opens its slots, all or none.
-    pub async fn want_title(&self, w: &WantTitle) -> Result<WantedTitle, DomainError> {
+    pub(crate) async fn want_title(&self, w: &WantTitle) -> Result<WantedTitle, DomainError> {
         check_names(Some(&w.quality), w.profile.as_deref())?;
         let seasons: Vec<Option<i64>> = match (w.entity.kind.as_str(), &w.seasons) {
             ("movie", None) => vec![None],
@@ -122,7 +122,7 @@ impl Domain {
 
     /// Moves a title's wanted slots to another quality and/or profile
     /// (`Some(None)` clears the profile).
-    pub async fn change_title(
+    pub(crate) async fn change_title(
         &self,
         entity_id: &str,
         quality: Option<&str>,

@@ -100,7 +100,7 @@ impl Origin {
     /// Whether a human stands behind this call (the console admin's own
     /// call, or the operator at the command line): that is authorisation
     /// enough for propose and execute.
-    pub fn is_human(&self) -> bool {
+    pub(crate) fn is_human(&self) -> bool {
         matches!(self.actor, Actor::ConsoleAdmin | Actor::Cli)
     }
 

@@ -10,7 +10,7 @@ use super::{Audit, NewAuditEntry};
 use crate::runtime::host::{CommandAct, CommandRecord, CommandRecorder};
 
 /// The row of one command start or cancel.
-pub fn command_row(record: &CommandRecord<'_>) -> NewAuditEntry {
+pub(crate) fn command_row(record: &CommandRecord<'_>) -> NewAuditEntry {
     let (action, outcome) = match record.act {
         CommandAct::Start => ("command.start", "started"),
         CommandAct::Cancel => ("command.cancel", "cancelled"),

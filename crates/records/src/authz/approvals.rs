@@ -24,7 +24,7 @@ pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
 
 /// The built-in capability that carries out a plan of `plan_type`: what an
 /// approval authorises when its request names no capability.
-pub fn acting_capability(plan_type: &str) -> Option<&'static str> {
+pub(crate) fn acting_capability(plan_type: &str) -> Option<&'static str> {
     match plan_type {
         "acquisition" => Some("download.submit"),
         "organization" => Some("organize.execute"),
@@ -348,7 +348,7 @@ impl Authz {
     /// did not succeed as far as anyone knows, so — as for any call that
     /// does not succeed — the approval is the human's to use (its replay,
     /// which is checked before it writes again) or to revoke.
-    pub async fn give_back_from_unknown_in(tx: &mut Transaction<'_, Any>) -> Result<u64, sqlx::Error> {
+    pub(crate) async fn give_back_from_unknown_in(tx: &mut Transaction<'_, Any>) -> Result<u64, sqlx::Error> {
         let n = sqlx::query(
             "UPDATE approval SET status = 'approved', consumed_by = NULL, updated_at = $1 \
              WHERE status = 'consumed' AND consumed_by IN \

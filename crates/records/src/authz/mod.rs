@@ -97,7 +97,7 @@ impl Authz {
 
     /// Charges one invocation and `bytes` to the grant's budget for today,
     /// inside the claim transaction. False when the budget is spent.
-    pub async fn charge_in(
+    pub(crate) async fn charge_in(
         tx: &mut Transaction<'_, Any>,
         grant: &AutomationGrant,
         bytes: i64,
@@ -139,7 +139,7 @@ impl Authz {
 }
 
 /// The UTC calendar day of a timestamp, `YYYY-MM-DD`; budgets reset daily.
-pub fn utc_day(ms: i64) -> String {
+pub(crate) fn utc_day(ms: i64) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let d = at.date();

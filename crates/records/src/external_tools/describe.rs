@@ -88,7 +88,7 @@ fn claims(annotations: Option<&Value>) -> String {
 
 /// The part of a `tools/list` entry that decides what a caller meets: any
 /// change to it is a change the operator must accept.
-pub fn digest_of(tool: &Value) -> String {
+pub(crate) fn digest_of(tool: &Value) -> String {
     let seen = json!({
         "name": tool.get("name"),
         "title": tool.get("title"),

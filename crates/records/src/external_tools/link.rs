@@ -62,7 +62,7 @@ pub struct LinkStatus {
 type Session = RunningService<RoleClient, Listener>;
 
 /// One server: its settings, the live session if any, and its status.
-pub struct ServerLink {
+pub(crate) struct ServerLink {
     pub name: String,
     pub config: McpServerConfig,
     session: RwLock<Option<Arc<Session>>>,
@@ -206,7 +206,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// One tool of a linked server, as the runtime calls it.
-pub struct LinkedTool {
+pub(crate) struct LinkedTool {
     pub link: Arc<ServerLink>,
     /// The tool's name on the server.
     pub name: String,

@@ -128,7 +128,11 @@ impl Ledger {
     }
 
     /// Claims `req` inside `tx` (which must come from `Db::begin_durable_write`).
-    pub async fn claim_in(&self, tx: &mut Transaction<'_, Any>, req: &ClaimRequest) -> Result<Claim, LedgerError> {
+    pub(crate) async fn claim_in(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        req: &ClaimRequest,
+    ) -> Result<Claim, LedgerError> {
         if let (Some(run), Some(call)) = (&req.run_id, &req.tool_call_id) {
             let other: Option<String> = sqlx::query_scalar(
                 "SELECT input_digest FROM capability_invocation WHERE run_id = $1 AND tool_call_id = $2",

@@ -18,17 +18,17 @@ use super::SettingsError;
 use super::registry::{SETTINGS, SettingSpec};
 
 /// Areas whose section the document names otherwise: `(area, section)`.
-pub const SECTIONS: &[(&str, &str)] = &[("model", "pi")];
+pub(crate) const SECTIONS: &[(&str, &str)] = &[("model", "pi")];
 
 /// Settings whose document name is not the rule's: `(key, name)`.
-pub const RENAMED: &[(&str, &str)] = &[
+pub(crate) const RENAMED: &[(&str, &str)] = &[
     ("budget.max_runs_per_day", "budget.agentMaxRunsPerDay"),
     ("budget.max_cost_usd_per_day", "budget.agentMaxCostUsdPerDay"),
 ];
 
 /// Values a change may spell otherwise, stored as the registry's own:
 /// `(key, given, stored)`.
-pub const VALUE_ALIASES: &[(&str, &str, &str)] = &[("model.provider", "fake", "scripted")];
+pub(crate) const VALUE_ALIASES: &[(&str, &str, &str)] = &[("model.provider", "fake", "scripted")];
 
 fn camel(part: &str) -> String {
     let mut out = String::with_capacity(part.len());
@@ -65,7 +65,7 @@ fn section_of(area: &str) -> &str {
 }
 
 /// The name of registry key `key` in the nested document.
-pub fn nested_name(key: &str) -> String {
+pub(crate) fn nested_name(key: &str) -> String {
     if let Some((_, name)) = RENAMED.iter().find(|(k, _)| *k == key) {
         return name.to_string();
     }
@@ -84,7 +84,7 @@ fn rule_key(name: &str) -> String {
 }
 
 /// The value to store for `key` when `value` is an alias, else `value`.
-pub fn unalias(key: &str, value: &Value) -> Value {
+pub(crate) fn unalias(key: &str, value: &Value) -> Value {
     match value.as_str().and_then(|v| VALUE_ALIASES.iter().find(|(k, given, _)| *k == key && *given == v)) {
         Some((_, _, stored)) => json!(stored),
         None => value.clone(),
@@ -185,7 +185,7 @@ impl Document {
 
     /// `e` about the name its key was given under: a nested name for a
     /// nested change.
-    pub fn name_error(&self, e: SettingsError) -> SettingsError {
+    pub(crate) fn name_error(&self, e: SettingsError) -> SettingsError {
         match e {
             SettingsError::Field { key, message } => match self.names.get(&key) {
                 Some(name) if *name != key => {

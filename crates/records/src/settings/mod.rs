@@ -37,7 +37,7 @@ pub enum SettingsError {
 
 /// Checks a script setting's text beyond its size (the model script is the
 /// scripted provider's to read, and the provider sits above settings).
-pub type ScriptCheck = fn(&str) -> Result<(), String>;
+pub(crate) type ScriptCheck = fn(&str) -> Result<(), String>;
 
 /// Settings over one database; the master key is loaded on first use.
 pub struct Settings {

@@ -74,7 +74,7 @@ impl MasterKey {
     }
 
     /// `enc:v1:<base64 nonce and ciphertext>`, bound to `name`.
-    pub fn encrypt(&self, name: &str, plaintext: &str) -> String {
+    pub(crate) fn encrypt(&self, name: &str, plaintext: &str) -> String {
         let cipher = ChaCha20Poly1305::new(&self.0);
         let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
         let sealed = cipher

@@ -49,7 +49,7 @@ pub struct ServiceEntry {
 }
 
 /// The default base URL of a kind.
-pub fn default_base(kind: ServiceKind) -> &'static str {
+pub(crate) fn default_base(kind: ServiceKind) -> &'static str {
     match kind {
         ServiceKind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
         ServiceKind::Torznab => "",
@@ -81,7 +81,7 @@ pub fn reference_pattern() -> String {
 }
 
 /// The outbound service an entry becomes with its secret.
-pub fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &str) -> Result<ServiceConfig, String> {
+pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &str) -> Result<ServiceConfig, String> {
     let secret = SecretRef(secret.to_string());
     let (auth, operations) = match kind {
         ServiceKind::Tmdb => match entry.token_kind.as_deref().unwrap_or("apiKey") {

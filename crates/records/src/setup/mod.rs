@@ -49,10 +49,10 @@ pub enum SetupError {
 }
 
 /// The longest naming template, in characters.
-pub const MAX_TEMPLATE_CHARS: usize = 500;
+pub(crate) const MAX_TEMPLATE_CHARS: usize = 500;
 
 /// How files may reach the library.
-pub const MODES: [&str; 3] = ["hardlink", "copy", "move"];
+pub(crate) const MODES: [&str; 3] = ["hardlink", "copy", "move"];
 
 /// The library's naming and where downloads go, as the console sets them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -210,7 +210,7 @@ impl Tasks {
     /// Claims the next ready task whose kind is one of `kinds` (any kind
     /// when `None`): a worker takes only work it has a handler for, and
     /// leaves the rest for one that has.
-    pub async fn claim_among(
+    pub(crate) async fn claim_among(
         &self,
         owner: &str,
         lease: Duration,

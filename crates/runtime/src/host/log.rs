@@ -16,8 +16,8 @@ use crate::text::{clip, escape_controls};
 /// Longest message kept; the rest is cut.
 const MAX_MESSAGE: usize = 4096;
 /// Lines and bytes one call may log.
-pub const MAX_CALL_LINES: u32 = 200;
-pub const MAX_CALL_BYTES: usize = 64 << 10;
+pub(crate) const MAX_CALL_LINES: u32 = 200;
+pub(crate) const MAX_CALL_BYTES: usize = 64 << 10;
 /// Bytes all calls together may log in one second.
 const MAX_BYTES_PER_SECOND: u64 = 1 << 20;
 

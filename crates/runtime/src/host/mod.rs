@@ -113,7 +113,7 @@ pub struct HostServices {
 }
 
 /// Lines and bytes one call may log.
-pub fn log_caps() -> (u32, usize) {
+pub(crate) fn log_caps() -> (u32, usize) {
     (log::MAX_CALL_LINES, log::MAX_CALL_BYTES)
 }
 
@@ -139,13 +139,16 @@ impl HostServices {
     /// What loading sees: no roots, no services, no store, no settings, no
     /// commands, so `describe` and pre-initialisation can neither reach nor
     /// wait on anything outside the sandbox.
-    pub fn isolated() -> HostServices {
+    pub(crate) fn isolated() -> HostServices {
         HostServices::with(Setup::empty(), CommandHost::default(), None)
     }
 
     /// The roots `roots` names, and the one command output is archived
     /// under when commands are configured.
-    pub fn roots_with_output(&self, roots: &BTreeMap<String, PathBuf>) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+    pub(crate) fn roots_with_output(
+        &self,
+        roots: &BTreeMap<String, PathBuf>,
+    ) -> anyhow::Result<BTreeMap<String, PathBuf>> {
         with_output_root(roots, &self.commands)
     }
 
@@ -155,7 +158,7 @@ impl HostServices {
     }
 
     /// Puts `setup` in place for the calls that start from now on.
-    pub fn replace_setup(&self, setup: Setup) {
+    pub(crate) fn replace_setup(&self, setup: Setup) {
         *self.setup.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(setup);
     }
 

@@ -48,10 +48,10 @@ pub const MAX_EXPANDED: u64 = 10_000;
 /// calls however shallow the text is, and each takes stack.
 pub const MAX_EXPANDED_DEPTH: u64 = 128;
 /// The most different patterns in a schema.
-pub const MAX_PATTERNS: usize = 64;
+pub(crate) const MAX_PATTERNS: usize = 64;
 /// The largest compiled form of one pattern, in bytes (the `regex` crate's
 /// size limit; its default is 10 MiB).
-pub const PATTERN_SIZE_LIMIT: usize = 256 << 10;
+pub(crate) const PATTERN_SIZE_LIMIT: usize = 256 << 10;
 /// The most memory one pattern's matcher may keep for its cache, in bytes.
 const PATTERN_CACHE_LIMIT: usize = 256 << 10;
 
@@ -146,7 +146,7 @@ pub fn vet(schema: &Value) -> Result<Measured, String> {
 /// Checks the nesting and keyword caps alone, for a schema the host keeps
 /// and lists but never checks anything against (the output schema);
 /// returns how many keywords it has.
-pub fn vet_shape(schema: &Value) -> Result<usize, String> {
+pub(crate) fn vet_shape(schema: &Value) -> Result<usize, String> {
     let (keywords, depth) = members_and_depth(schema);
     if depth > MAX_DEPTH {
         return Err(format!("nests {depth} levels deep, over the cap of {MAX_DEPTH} levels"));

@@ -14,7 +14,7 @@ use axum::routing::get;
 use crate::settings::Settings;
 
 /// The setting that names where posters come from.
-pub const POSTER_BASE_URL: &str = "library.poster_base_url";
+pub(crate) const POSTER_BASE_URL: &str = "library.poster_base_url";
 
 /// Every file of the console: its path, content type and text.
 const FILES: &[(&str, &str, &str)] = &[

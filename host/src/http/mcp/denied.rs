@@ -11,14 +11,20 @@ use crate::pipeline::{Invocation, Services};
 use crate::runtime::Descriptor;
 
 /// What follows a denial: words for the caller, and `_meta` entries.
-pub struct Next {
+pub(crate) struct Next {
     pub said: String,
     pub meta: Vec<(&'static str, Value)>,
 }
 
 /// `None` unless `inv` was denied; otherwise what would allow the call,
 /// with an approval requested where a plan is involved.
-pub async fn next_step(svc: &Services, d: &Descriptor, input: &Value, by: &str, inv: &Invocation) -> Option<Next> {
+pub(crate) async fn next_step(
+    svc: &Services,
+    d: &Descriptor,
+    input: &Value,
+    by: &str,
+    inv: &Invocation,
+) -> Option<Next> {
     if inv.error.as_ref().is_none_or(|e| e.kind != "denied") {
         return None;
     }

@@ -32,7 +32,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The API key a request to `/mcp` was authenticated with.
 #[derive(Clone, Debug)]
-pub struct McpKey(pub ApiKey);
+pub(crate) struct McpKey(pub ApiKey);
 
 /// Who besides loopback may reach the endpoint, lower case.
 #[derive(Clone, Debug, Default)]

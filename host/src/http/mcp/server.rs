@@ -43,11 +43,11 @@ const INSTRUCTIONS: &str = "Capstan's media-automation capabilities. Each tool's
 const REQUEST_ID: &str = "capstan/requestId";
 
 /// Most `subscriptions/listen` streams one key keeps open at once.
-pub const MAX_LISTENS: usize = 8;
+pub(crate) const MAX_LISTENS: usize = 8;
 
 /// The MCP server over one process's capabilities.
 #[derive(Clone)]
-pub struct CapstanMcp {
+pub(crate) struct CapstanMcp {
     app: Arc<App>,
     caps: Arc<Capabilities>,
     /// Sessions of the older revisions, to be told when the tools change.
@@ -94,7 +94,7 @@ impl CapstanMcp {
     /// Tells every open session when the set of loaded capabilities
     /// changes (a component added, removed, replaced or held), checking
     /// once a second; ends with the server.
-    pub fn spawn_list_changed(&self, stop: tokio_util::sync::CancellationToken) {
+    pub(crate) fn spawn_list_changed(&self, stop: tokio_util::sync::CancellationToken) {
         let this = self.clone();
         tokio::spawn(async move {
             let mut seen = this.fingerprint();

@@ -47,7 +47,7 @@ pub enum Naming {
 
 impl Naming {
     /// From the endpoint's query string: `names=plain`, else ids.
-    pub fn of_query(query: Option<&str>) -> Naming {
+    pub(crate) fn of_query(query: Option<&str>) -> Naming {
         let plain = query.into_iter().flat_map(|q| q.split('&')).any(|pair| pair == "names=plain");
         if plain { Naming::Plain } else { Naming::Ids }
     }

@@ -26,13 +26,13 @@ use crate::pipeline::{CallError, Invocation, Origin};
 use crate::runtime::{EffectClass, Status};
 
 pub const PLAN_CAPABILITY: &str = "download.plan";
-pub const SUBMIT_CAPABILITY: &str = "download.submit";
+pub(crate) const SUBMIT_CAPABILITY: &str = "download.submit";
 
 /// A release for a wanted slot, or for the first of an entity's wanted
 /// slots that takes it: `slotId` or `entityId`, exactly one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AcquisitionRequest {
+pub(crate) struct AcquisitionRequest {
     source_release_id: String,
     slot_id: Option<String>,
     entity_id: Option<String>,
@@ -71,7 +71,7 @@ impl utoipa::ToSchema for AcquisitionRequest {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PlanQuery {
+pub(crate) struct PlanQuery {
     status: Option<String>,
     slot_id: Option<String>,
     limit: Option<i64>,
@@ -79,7 +79,7 @@ pub struct PlanQuery {
 
 /// Acquisition plans, newest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct PlanList {
+pub(crate) struct PlanList {
     plans: Vec<Plan>,
 }
 
@@ -107,7 +107,7 @@ pub async fn list(
 /// the release.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AcquisitionOutcome {
+pub(crate) struct AcquisitionOutcome {
     /// True when the plan was handed to the download client.
     submitted: bool,
     /// The drafted plan's id, when one was drafted.
@@ -130,7 +130,7 @@ pub struct AcquisitionOutcome {
 /// Why a slot did not take the release, or (without a slot) why none was tried.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SlotRefusal {
+pub(crate) struct SlotRefusal {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     slot_id: Option<String>,
@@ -143,7 +143,7 @@ pub struct SlotRefusal {
 /// The call that refused: drafting the plan, or submitting it.
 #[derive(Clone, Copy, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum AcquisitionStage {
+pub(crate) enum AcquisitionStage {
     Plan,
     Submit,
 }

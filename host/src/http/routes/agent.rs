@@ -47,7 +47,7 @@ fn start_error(e: StartError) -> ApiError {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StartRun {
+pub(crate) struct StartRun {
     #[schema(schema_with = crate::http::schema::not_blank)]
     goal: String,
     #[serde(default = "execute")]
@@ -88,13 +88,13 @@ pub async fn start(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RunsQuery {
+pub(crate) struct RunsQuery {
     limit: Option<i64>,
 }
 
 /// Runs, newest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct RunList {
+pub(crate) struct RunList {
     items: Vec<Run>,
 }
 
@@ -116,7 +116,7 @@ pub async fn list(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RunQuery {
+pub(crate) struct RunQuery {
     after_seq: Option<i64>,
     limit: Option<i64>,
 }
@@ -124,7 +124,7 @@ pub struct RunQuery {
 /// A run with its events after `afterSeq`, its messages and its report.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunDetail {
+pub(crate) struct RunDetail {
     run: Run,
     /// By seq, after `afterSeq`.
     events: Vec<RunEvent>,
@@ -140,7 +140,7 @@ pub struct RunDetail {
 /// ended with.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
-pub enum RunReport {
+pub(crate) enum RunReport {
     /// A waiting run's, built from the records as they are now.
     Current {
         #[schema(schema_with = crate::http::schema::only_true)]
@@ -236,7 +236,7 @@ pub async fn message(
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AbortRun {
+pub(crate) struct AbortRun {
     reason: Option<String>,
 }
 
@@ -268,7 +268,7 @@ pub async fn abort(
 /// What deleting a run did.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RunDeleted {
+pub(crate) struct RunDeleted {
     run_id: String,
     deleted: RunRemoval,
     /// Its writes whose outcome is open, which keep it (0 when gone).
@@ -279,7 +279,7 @@ pub struct RunDeleted {
 /// goes once its writes with an open outcome are settled.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum RunRemoval {
+pub(crate) enum RunRemoval {
     Gone,
     Kept,
 }

@@ -26,7 +26,7 @@ use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ApprovalRequest {
+pub(crate) struct ApprovalRequest {
     #[schema(pattern = "^(acquisition|organization)$")]
     plan_type: String,
     #[schema(schema_with = crate::http::schema::not_blank)]
@@ -79,7 +79,7 @@ pub async fn request(
 /// A change to an approval: a decision on a pending one, or a revoke.
 #[derive(Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
-pub enum ApprovalChange {
+pub(crate) enum ApprovalChange {
     Approved {
         #[serde(rename = "payloadHash")]
         payload_hash: String,
@@ -193,13 +193,13 @@ async fn revoke(state: &AppState, caller: &Caller, id: &str) -> Result<Json<Appr
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalsQuery {
+pub(crate) struct ApprovalsQuery {
     status: Option<String>,
 }
 
 /// Approvals, newest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ApprovalList {
+pub(crate) struct ApprovalList {
     approvals: Vec<ApprovalView>,
 }
 
@@ -224,7 +224,7 @@ pub async fn list(
 
 /// An approval with what a person judges its plan by.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ApprovalView {
+pub(crate) struct ApprovalView {
     #[serde(flatten)]
     approval: Approval,
     /// The plan as a person judges it (its title, release and status; an

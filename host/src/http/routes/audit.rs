@@ -14,7 +14,7 @@ use crate::http::openapi::ErrorBody;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AuditPage {
+pub(crate) struct AuditPage {
     after: Option<i64>,
     limit: Option<i64>,
     /// The newest this many events (of those after `after`) instead of a page.
@@ -23,7 +23,7 @@ pub struct AuditPage {
 
 /// A stretch of the audit log, oldest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct AuditEvents {
+pub(crate) struct AuditEvents {
     events: Vec<AuditEntry>,
     /// The last event's seq, the `after` to go on from; null when there
     /// were none.
@@ -39,7 +39,7 @@ pub struct AuditEvents {
     responses((status = 200, description = "Events and the sequence number to continue from", body = AuditEvents), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
-    KeyAuth(_): KeyAuth,
+    _: KeyAuth,
     ApiQuery(page): ApiQuery<AuditPage>,
 ) -> Result<Json<AuditEvents>, ApiError> {
     let after = in_range("after", page.after, 0, 0, i64::MAX)?;
@@ -63,6 +63,6 @@ pub async fn list(
 /// A full walk from the first event is `capstan audit verify`.
 #[utoipa::path(get, path = "/api/v1/audit/verify", tag = "audit", security(("apiKey" = []), ("consoleSession" = [])),
     responses((status = 200, description = "{\"Intact\": {events}} or {\"Broken\": {seq, reason}}, with checked (events read by this check) and since (the seq it went on from)", body = ChainCheck), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn verify(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Result<Json<ChainCheck>, ApiError> {
+pub async fn verify(State(state): State<AppState>, _: KeyAuth) -> Result<Json<ChainCheck>, ApiError> {
     Ok(Json(state.app.audit().verify_new().await?))
 }

@@ -16,7 +16,7 @@ use crate::runtime::{Compiling, Descriptor, EffectClass, Refusal, Source};
 /// What the runtime holds: the capabilities that can be called, and the
 /// components held back, refused or still compiling.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct CapabilityList {
+pub(crate) struct CapabilityList {
     capabilities: Vec<ActiveCapability>,
     held: Vec<HeldCapability>,
     /// Files the loader refused: `{file, reason}` each.
@@ -31,7 +31,7 @@ pub struct CapabilityList {
 /// A capability that can be called.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ActiveCapability {
+pub(crate) struct ActiveCapability {
     /// What the component says of itself: `id`, `version`, `label` (its
     /// effect class), `summary`, `description`, `tags`, `aliases`,
     /// `input_schema`, `output_schema`, `replay` and `services`.
@@ -49,7 +49,7 @@ pub struct ActiveCapability {
 
 /// A replacement waiting for `capstan capabilities accept`.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HeldCapability {
+pub(crate) struct HeldCapability {
     id: String,
     /// SHA-256 of the waiting component's bytes, hex.
     digest: String,
@@ -59,7 +59,7 @@ pub struct HeldCapability {
 /// The active, held, refused and compiling components.
 #[utoipa::path(get, path = "/api/v1/capabilities", tag = "capabilities", security(("apiKey" = []), ("consoleSession" = [])),
     responses((status = 200, description = "Active, held, refused and compiling components", body = CapabilityList), (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, KeyAuth(_): KeyAuth) -> Json<CapabilityList> {
+pub async fn list(State(state): State<AppState>, _: KeyAuth) -> Json<CapabilityList> {
     let snapshot = state.caps().runtime().snapshot();
     let capabilities = snapshot
         .active

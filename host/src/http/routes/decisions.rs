@@ -25,7 +25,7 @@ use crate::runtime::EffectClass;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DecisionsQuery {
+pub(crate) struct DecisionsQuery {
     status: Option<String>,
     kind: Option<String>,
     subject: Option<String>,
@@ -103,7 +103,7 @@ pub async fn get(
 /// How a decision is answered.
 #[derive(Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
-pub enum DecisionAnswer {
+pub(crate) enum DecisionAnswer {
     Resolved {
         #[serde(rename = "optionId")]
         option_id: String,

@@ -26,11 +26,11 @@ use crate::http::extract::{ApiQuery, in_range};
 use crate::http::openapi::ErrorBody;
 
 /// How often an idle stream sends a heartbeat comment.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EventsPage {
+pub(crate) struct EventsPage {
     after: Option<i64>,
     limit: Option<i64>,
 }
@@ -67,7 +67,7 @@ fn follow(events: Events, after: i64) -> impl futures_util::Stream<Item = Result
 
 /// A page of the event log, oldest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct EventPage {
+pub(crate) struct EventPage {
     events: Vec<Event>,
     /// The last event's seq, else the `after` asked for: the `after` of the
     /// following page; null when neither is known.

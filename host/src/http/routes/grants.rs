@@ -57,7 +57,7 @@ pub(crate) fn authz_error(e: AuthzError) -> ApiError {
 
 /// Every automation grant, and the bounds a new one must keep.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct GrantList {
+pub(crate) struct GrantList {
     grants: Vec<AutomationGrant>,
     limits: GrantLimits,
 }
@@ -65,7 +65,7 @@ pub struct GrantList {
 /// The bounds a new grant must keep, so a form can hold to them.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GrantLimits {
+pub(crate) struct GrantLimits {
     daily_invocations: Bounds,
     daily_bytes: Bounds,
     expires_in_days: Bounds,
@@ -170,7 +170,7 @@ pub async fn create(
 /// A change to a grant: revoke it, or shorten its expiry or budgets.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GrantChange {
+pub(crate) struct GrantChange {
     #[serde(default)]
     revoke: bool,
     /// Milliseconds since the epoch; no later than the grant's.
@@ -206,7 +206,7 @@ fn smaller_bytes() -> utoipa::openapi::Object {
 /// `create_grant` checks it: `policyRevisionId` names the revision by
 /// itself, and `policyName` and `policyRevision` go together. Each rule
 /// names the field at fault (`null` counts as left out).
-pub fn binding_rules() -> Value {
+pub(crate) fn binding_rules() -> Value {
     let given = |field: &str, kind: &str| json!({"required": [field], "properties": {field: {"type": kind}}});
     let absent = |fields: &[&str]| {
         let properties: serde_json::Map<String, Value> =

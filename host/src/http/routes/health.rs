@@ -18,7 +18,7 @@ use crate::http::AppState;
 /// The host can do its work, or can do it once a worker is alive.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Health {
+pub(crate) struct Health {
     status: HealthStatus,
     database: DatabaseUp,
     workers: Workers,
@@ -28,7 +28,7 @@ pub struct Health {
 /// `degraded`: tasks are ready and no process is alive to take them.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum HealthStatus {
+pub(crate) enum HealthStatus {
     Ok,
     Degraded,
 }
@@ -36,7 +36,7 @@ pub enum HealthStatus {
 /// The database answered.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DatabaseUp {
+pub(crate) struct DatabaseUp {
     #[schema(schema_with = crate::http::schema::only_true)]
     ok: bool,
     /// `sqlite` or `postgres`.
@@ -57,7 +57,7 @@ pub struct Workers {
 /// How the task queue stands.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskQueue {
+pub(crate) struct TaskQueue {
     /// Queued and due: a worker would take them now.
     ready: i64,
     /// Queued for later (a retry's backoff, say).
@@ -70,7 +70,7 @@ pub struct TaskQueue {
 /// The host cannot do its work: its database does not answer, or its
 /// tables cannot be read.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct HealthFailing {
+pub(crate) struct HealthFailing {
     #[schema(schema_with = failing_schema)]
     status: &'static str,
     database: DatabaseDown,
@@ -78,7 +78,7 @@ pub struct HealthFailing {
 
 /// The database did not answer, or answered without its tables.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct DatabaseDown {
+pub(crate) struct DatabaseDown {
     #[schema(schema_with = crate::http::schema::only_false)]
     ok: bool,
     /// `sqlite` or `postgres`.

@@ -40,7 +40,7 @@ fn task_error(e: TaskError) -> ApiError {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LibraryQuery {
+pub(crate) struct LibraryQuery {
     kind: Option<String>,
     limit: Option<i64>,
 }
@@ -65,7 +65,7 @@ pub async fn library(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ArtifactQuery {
+pub(crate) struct ArtifactQuery {
     kind: Option<String>,
     subject: Option<String>,
     limit: Option<i64>,
@@ -73,7 +73,7 @@ pub struct ArtifactQuery {
 
 /// The artifacts asked for, newest first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct ArtifactList {
+pub(crate) struct ArtifactList {
     artifacts: Vec<Artifact>,
 }
 
@@ -113,7 +113,7 @@ pub async fn artifact(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TaskQuery {
+pub(crate) struct TaskQuery {
     subject_id: Option<String>,
     limit: Option<i64>,
     /// Also the background sweeps' own tasks that did not fail.
@@ -125,7 +125,7 @@ pub struct TaskQuery {
 /// own tasks were left out of them.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskList {
+pub(crate) struct TaskList {
     tasks: Vec<Task>,
     /// Sweep tasks that did not fail, left out unless asked for.
     folded_sweeps: i64,

@@ -16,7 +16,7 @@ use crate::http::transport::Transport;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Login {
+pub(crate) struct Login {
     #[schema(min_length = 1, max_length = 64)]
     name: String,
     #[schema(min_length = 1, max_length = 1024)]
@@ -27,7 +27,7 @@ pub struct Login {
 /// when it ends.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionStarted {
+pub(crate) struct SessionStarted {
     admin: String,
     /// Sent back as the `X-CSRF-Token` header with every change.
     csrf_token: String,

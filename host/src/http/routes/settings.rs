@@ -45,7 +45,7 @@ fn change_error(e: ChangeError) -> ApiError {
 
 /// Every setting's value, and what each one is.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct SettingsDescribed {
+pub(crate) struct SettingsDescribed {
     /// Setting key → its value (the default when unset); a secret's is
     /// `{"set": true | false}` and nothing else.
     #[schema(value_type = Object)]
@@ -60,7 +60,7 @@ pub struct SettingsDescribed {
 
 /// Every setting's value after a change.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct SettingsValues {
+pub(crate) struct SettingsValues {
     /// Setting key → its value (the default when unset); a secret's is
     /// `{"set": true | false}` and nothing else.
     #[schema(value_type = Object)]
@@ -79,7 +79,7 @@ pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<
 /// Setting keys and their new values (`null` resets one or clears a
 /// secret), flat or as the nested document, described from the registry
 /// the server checks them with.
-pub struct SettingsChange;
+pub(crate) struct SettingsChange;
 
 /// A setting's schema in a change: its own, with `null` beside its type (a
 /// reset) — so a refusal names what is wrong rather than "none matched" —

@@ -45,7 +45,7 @@ pub(super) fn console_only(caller: &Caller) -> Result<(), ApiError> {
 /// library's naming. Secrets only say whether they are set.
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SetupView {
+pub(crate) struct SetupView {
     /// TMDB, the Torznab indexers and qBittorrent: `{name, kind, source,
     /// baseUrl, secretSet}` each, with what the console stored for it
     /// (`username`, `tokenKind`); TMDB, unless capstan.toml sets it, with
@@ -134,7 +134,7 @@ pub async fn get(State(state): State<AppState>, _caller: Caller) -> Result<Json<
 /// A service as the console sets it up.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ServiceChange {
+pub(crate) struct ServiceChange {
     base_url: String,
     #[serde(default)]
     username: Option<String>,
@@ -204,7 +204,7 @@ impl utoipa::ToSchema for ServiceChange {}
 
 /// The name of a service the console sets up, in a path: any other is 404.
 #[derive(Deserialize)]
-pub struct ServiceName {
+pub(crate) struct ServiceName {
     name: String,
 }
 
@@ -217,7 +217,7 @@ impl utoipa::IntoParams for ServiceName {
 
 /// The name of a root the console sets, in a path: any other is 404.
 #[derive(Deserialize)]
-pub struct RootName {
+pub(crate) struct RootName {
     name: String,
 }
 
@@ -268,7 +268,7 @@ pub async fn put_service(
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "Not set up in the console", body = ErrorBody)))]
-pub async fn remove_service(
+pub(crate) async fn remove_service(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
@@ -289,7 +289,7 @@ pub async fn remove_service(
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "No such service can be set up here", body = ErrorBody),
               (status = 422, description = "The form's values are not valid", body = ErrorBody)))]
-pub async fn test_service(
+pub(crate) async fn test_service(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(ServiceName { name }): ApiPath<ServiceName>,
@@ -316,7 +316,7 @@ pub async fn test_service(
 /// The roots as the console's form has them, for a Test.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RootsTrial {
+pub(crate) struct RootsTrial {
     /// The downloads folder in the form; absent or empty, the saved one.
     #[serde(default)]
     downloads: Option<String>,
@@ -327,7 +327,7 @@ pub struct RootsTrial {
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RootChange {
+pub(crate) struct RootChange {
     #[schema(schema_with = absolute_path)]
     path: String,
 }
@@ -371,7 +371,7 @@ pub async fn put_root(
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody),
               (status = 404, description = "Not set up in the console", body = ErrorBody)))]
-pub async fn remove_root(
+pub(crate) async fn remove_root(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(RootName { name }): ApiPath<RootName>,
@@ -388,7 +388,7 @@ pub async fn remove_root(
     responses((status = 200, description = "What the look found, and at which folders", body = ProbeResult),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "Not from a console session", body = ErrorBody)))]
-pub async fn test_roots(
+pub(crate) async fn test_roots(
     State(state): State<AppState>,
     caller: Caller,
     body: Option<ApiJson<RootsTrial>>,

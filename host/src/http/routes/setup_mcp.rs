@@ -28,7 +28,7 @@ use crate::setup::{SetupError, kinds};
 
 /// A server's name in a path: what `[mcp.<name>]` takes.
 #[derive(Deserialize)]
-pub struct ServerName {
+pub(crate) struct ServerName {
     name: String,
 }
 
@@ -44,7 +44,7 @@ impl utoipa::IntoParams for ServerName {
 /// An MCP server as the console sets it up.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct McpServerChange {
+pub(crate) struct McpServerChange {
     url: String,
     #[serde(default)]
     tools: Option<Vec<String>>,

@@ -104,7 +104,7 @@ fn value_of(schema: utoipa::openapi::Object) -> Value {
 /// A title to want.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NewTitle {
+pub(crate) struct NewTitle {
     tmdb_id: i64,
     kind: String,
     quality: String,
@@ -181,14 +181,14 @@ pub enum TitleChange {
 /// Stops wanting the title.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StopWanting {
+pub(crate) struct StopWanting {
     #[schema(schema_with = crate::http::schema::only_false)]
     #[allow(dead_code)] // Read only to tell the two shapes apart.
     wanted: NotWanted,
 }
 
 /// `false`, and nothing else.
-pub struct NotWanted;
+pub(crate) struct NotWanted;
 
 impl<'de> Deserialize<'de> for NotWanted {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -202,7 +202,7 @@ impl<'de> Deserialize<'de> for NotWanted {
 /// A new quality, profile, or both.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct QualityChange {
+pub(crate) struct QualityChange {
     #[serde(default, deserialize_with = "crate::http::extract::present")]
     quality: Option<String>,
     #[serde(default, deserialize_with = "crate::http::extract::present")]
@@ -238,7 +238,7 @@ impl utoipa::ToSchema for QualityChange {}
 /// it; a blank one is a path that does not fit (400).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EntityPath {
+pub(crate) struct EntityPath {
     entity_id: String,
 }
 
@@ -295,7 +295,7 @@ pub async fn change(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RemoveQuery {
+pub(crate) struct RemoveQuery {
     season: Option<u32>,
 }
 
@@ -328,7 +328,7 @@ pub async fn remove(
 
 /// Every revision of every policy, by name, the newest revision first.
 #[derive(Serialize, utoipa::ToSchema)]
-pub struct PolicyList {
+pub(crate) struct PolicyList {
     policies: Vec<Policy>,
 }
 

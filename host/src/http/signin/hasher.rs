@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 /// Checks that run at once.
 pub const WORKERS: usize = 2;
 /// Checks that may wait for a worker; more are refused as busy.
-pub const QUEUED: usize = 8;
+pub(crate) const QUEUED: usize = 8;
 /// Largest Argon2 memory a stored hash may ask for (64 MiB): a hash
 /// written by hand into the database cannot make a check take more.
 const MAX_BLOCKS: u32 = 64 * 1024;
@@ -37,7 +37,7 @@ struct Job {
 
 /// A handle on the pool; cheap to clone.
 #[derive(Clone)]
-pub struct PasswordPool {
+pub(crate) struct PasswordPool {
     jobs: SyncSender<Job>,
 }
 

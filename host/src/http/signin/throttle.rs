@@ -22,18 +22,18 @@ use std::time::{Duration, Instant};
 pub const CLIENT_FREE: u32 = 5;
 /// Failures on one account, from every client, before it is paused for
 /// the clients that failed.
-pub const ACCOUNT_FREE: u32 = 20;
+pub(crate) const ACCOUNT_FREE: u32 = 20;
 /// The longest pause.
-pub const LONGEST_PAUSE: Duration = Duration::from_secs(15 * 60);
+pub(crate) const LONGEST_PAUSE: Duration = Duration::from_secs(15 * 60);
 /// Failures older than this, with none since, are forgotten.
-pub const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
+pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
 /// Records kept of each kind; past it the stalest is dropped.
-pub const MAX_RECORDS: usize = 10_000;
+pub(crate) const MAX_RECORDS: usize = 10_000;
 
 /// Where a sign-in comes from: an IPv4 address, or an IPv6 address's
 /// /64 network (one machine commonly holds a whole /64).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ClientKey(u128);
+pub(crate) struct ClientKey(u128);
 
 impl ClientKey {
     pub fn of(ip: IpAddr) -> ClientKey {
@@ -67,7 +67,7 @@ impl Record {
 
 /// Whether an attempt may go ahead.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ThrottleVerdict {
+pub(crate) enum ThrottleVerdict {
     /// It may; report how it went with [`Throttle::finished`].
     Go,
     /// Not now: try again after this long.
@@ -89,7 +89,7 @@ struct Records {
 
 /// Sign-in attempts remembered by this process.
 #[derive(Default)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     records: Mutex<Records>,
 }
 

@@ -13,7 +13,7 @@ use crate::store::now_ms;
 
 /// The per-run limits and prices in force when the run started a step.
 #[derive(Debug, Clone, Copy)]
-pub struct RunLimits {
+pub(crate) struct RunLimits {
     pub max_tool_calls: i64,
     pub max_duration: Duration,
     pub max_tokens: i64,
@@ -70,7 +70,7 @@ impl RunLimits {
     }
 
     /// Which run budget is spent, if any, before `extra_calls` more tool calls.
-    pub fn exceeded(&self, run: &Run, extra_calls: i64) -> Option<String> {
+    pub(crate) fn exceeded(&self, run: &Run, extra_calls: i64) -> Option<String> {
         if run.tool_calls + extra_calls > self.max_tool_calls {
             return Some(format!("the run would make more than {} tool calls", self.max_tool_calls));
         }
@@ -92,7 +92,7 @@ impl RunLimits {
 
 /// Whether the day's budgets allow a run to start (the day is UTC); the
 /// count of runs applies only to a `first_start`, the day's cost to every one.
-pub async fn day_allows(
+pub(crate) async fn day_allows(
     settings: &SettingsSnapshot,
     runs: &Runs,
     first_start: bool,

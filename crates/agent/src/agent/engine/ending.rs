@@ -27,7 +27,7 @@ impl AgentRuntime {
     /// Finishes deletions: removes deleted runs whose open writes have
     /// since settled, and session logs whose run is gone. Returns how many
     /// runs went.
-    pub async fn finish_deletions(&self) -> Result<usize, EngineError> {
+    pub(crate) async fn finish_deletions(&self) -> Result<usize, EngineError> {
         let gone = self.runs.purge_deleted().await?;
         let dir = match std::fs::read_dir(&self.session_dir) {
             Ok(dir) => dir,

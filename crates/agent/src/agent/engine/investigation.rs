@@ -15,7 +15,7 @@ use crate::domain::{DecisionStatus, IdentityStatus};
 use crate::tasks::{NewTask, Tasks};
 
 /// Who starts recovery runs.
-pub const RECOVER_BY: &str = "system:auto-recover";
+pub(crate) const RECOVER_BY: &str = "system:auto-recover";
 
 /// The longest conclusion kept on a decision.
 const MAX_CONCLUSION_CHARS: usize = 2_000;

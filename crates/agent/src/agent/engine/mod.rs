@@ -44,7 +44,7 @@ const WAIT_OVERDUE: &str = "what the run touched did not settle within agent.goa
                             finishes when that settles or a message arrives";
 
 /// Where session logs go: `AGENT_SESSION_DIR`, else `<data-dir>/agent-sessions`.
-pub fn session_dir(data_dir: &std::path::Path) -> PathBuf {
+pub(crate) fn session_dir(data_dir: &std::path::Path) -> PathBuf {
     std::env::var_os("AGENT_SESSION_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("agent-sessions"))
 }
 
@@ -80,7 +80,7 @@ pub enum StartError {
 impl StartError {
     /// Whether the run was refused because it exists already (a second
     /// investigation of one decision).
-    pub fn is_duplicate(&self) -> bool {
+    pub(crate) fn is_duplicate(&self) -> bool {
         matches!(self, StartError::Run(RunError::Sql(e)) if crate::store::is_unique_violation(e))
     }
 }
@@ -325,7 +325,7 @@ impl AgentRuntime {
     /// looks at blocked runs whose next look is due, queuing those whose
     /// obstacle is gone; the worker that runs agent tasks calls this about
     /// once a second.
-    pub async fn wake_due(&self) -> Result<usize, StartError> {
+    pub(crate) async fn wake_due(&self) -> Result<usize, StartError> {
         let now = crate::store::now_ms();
         let due = self.runs.due(now).await?;
         for id in &due {

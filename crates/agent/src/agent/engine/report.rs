@@ -140,7 +140,7 @@ pub fn settled(touched: &[Touched]) -> bool {
 
 /// The run's writes whose outcome nobody knows (ledger rows still
 /// `unknown`): a run with any is not reported as a success.
-pub async fn unknown_writes(db: &Db, run_id: &str) -> Result<Vec<Value>, DomainError> {
+pub(crate) async fn unknown_writes(db: &Db, run_id: &str) -> Result<Vec<Value>, DomainError> {
     Ok(crate::ledger::for_run(db, run_id)
         .await?
         .into_iter()

@@ -18,14 +18,14 @@ use crate::ledger::LedgerStatus;
 use crate::pipeline::{Capabilities, Invocation, Origin};
 use crate::runtime::{Actor, Descriptor, EffectClass, Loaded, Mode, Status};
 
-pub const SEARCH_TOOLS: &str = "search_tools";
-pub const READ_TOOL_RESULT: &str = "read_tool_result";
-pub const GET_TOOL_EXECUTION: &str = "get_tool_execution";
-pub const DELEGATE: &str = "delegate";
+pub(crate) const SEARCH_TOOLS: &str = "search_tools";
+pub(crate) const READ_TOOL_RESULT: &str = "read_tool_result";
+pub(crate) const GET_TOOL_EXECUTION: &str = "get_tool_execution";
+pub(crate) const DELEGATE: &str = "delegate";
 
 /// Who a run's tool calls are made as: the agent of the run, or a subagent.
 #[derive(Debug, Clone)]
-pub struct RunCaller {
+pub(crate) struct RunCaller {
     pub run_id: String,
     pub actor: Actor,
     pub mode: Mode,
@@ -95,7 +95,7 @@ pub fn offered(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<
 }
 
 /// The session tools on offer (`delegate` only to a top-level run).
-pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
+pub(crate) fn session_specs(actor: Actor) -> Vec<ToolSpec> {
     let mut specs = vec![
         plan::tool_spec(),
         ToolSpec {
@@ -134,7 +134,7 @@ pub fn session_specs(actor: Actor) -> Vec<ToolSpec> {
     specs
 }
 
-pub fn is_session_tool(name: &str) -> bool {
+pub(crate) fn is_session_tool(name: &str) -> bool {
     [UPDATE_PLAN, SEARCH_TOOLS, READ_TOOL_RESULT, GET_TOOL_EXECUTION, DELEGATE].contains(&name)
 }
 
@@ -171,7 +171,7 @@ impl ToolStatus {
     }
 
     /// How a write ended as its ledger row says now; `None` while it runs.
-    pub fn of_ledger(status: LedgerStatus) -> Option<ToolStatus> {
+    pub(crate) fn of_ledger(status: LedgerStatus) -> Option<ToolStatus> {
         match status {
             LedgerStatus::Running => None,
             LedgerStatus::Succeeded => Some(ToolStatus::Succeeded),
@@ -182,7 +182,7 @@ impl ToolStatus {
     }
 
     /// Whether the call did what it was asked (or accepted doing it).
-    pub fn went_through(self) -> bool {
+    pub(crate) fn went_through(self) -> bool {
         matches!(self, ToolStatus::Succeeded | ToolStatus::Pending)
     }
 }
@@ -202,7 +202,7 @@ pub struct Answered {
 impl Answered {
     /// Whether the call was refused because the run's allowlist does not
     /// name its tool.
-    pub fn is_rejected(&self) -> bool {
+    pub(crate) fn is_rejected(&self) -> bool {
         let Block::ToolResult { content, .. } = &self.block else { return false };
         self.status == ToolStatus::Denied
             && serde_json::from_str::<Value>(content).is_ok_and(|v| v["error"]["kind"] == TOOL_CALL_REJECTED)
@@ -239,7 +239,7 @@ fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
 
 /// The error kind of a call refused because the run's allowlist does not
 /// name its tool: it was never run, whatever the tool is.
-pub const TOOL_CALL_REJECTED: &str = "tool_call_rejected";
+pub(crate) const TOOL_CALL_REJECTED: &str = "tool_call_rejected";
 
 /// The answer to a call of `name`, which the run's allowlist (`allowed`)
 /// does not name.
@@ -257,12 +257,12 @@ pub fn failed(call_id: &str, message: impl Into<String>) -> Answered {
 }
 
 /// The words a model sees for a call whose outcome nobody knows.
-pub const UNKNOWN_RESULT: &str = "result unknown — verify before retrying";
+pub(crate) const UNKNOWN_RESULT: &str = "result unknown — verify before retrying";
 
 /// Turns an invocation into the tool result the model sees. A successful
 /// result's content is its output (large ones previewed and kept for
 /// `read_tool_result`).
-pub fn from_invocation(call_id: &str, caller: &RunCaller, inv: &Invocation, results: &ResultStore) -> Answered {
+pub(crate) fn from_invocation(call_id: &str, caller: &RunCaller, inv: &Invocation, results: &ResultStore) -> Answered {
     let denied = inv.error.as_ref().is_some_and(|e| e.kind == "denied");
     let mut answered = match inv.status {
         Status::Succeeded => {
@@ -302,7 +302,7 @@ pub fn from_invocation(call_id: &str, caller: &RunCaller, inv: &Invocation, resu
 
 /// Answers the session tools that need only the run's in-memory state.
 /// Returns `None` for names that are not such tools.
-pub fn answer_local(
+pub(crate) fn answer_local(
     call: &ToolCall,
     input: &Value,
     caller: &RunCaller,
@@ -341,7 +341,7 @@ pub fn answer_local(
 /// the run that started it (its subagents included) while the handle
 /// lives; offsets count bytes. `None` when the id names no command of the
 /// run, so the result store answers.
-pub async fn read_command_output(
+pub(crate) async fn read_command_output(
     call: &ToolCall,
     input: &Value,
     caller: &RunCaller,
@@ -378,7 +378,7 @@ pub async fn read_command_output(
 
 /// Applies the `update_plan` calls of one response: the new plan when
 /// exactly one valid call was made, and an answer for each call.
-pub fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<StepPlan>, Vec<Answered>) {
+pub(crate) fn answer_plan_calls(calls: &[(&ToolCall, &Value)]) -> (Option<StepPlan>, Vec<Answered>) {
     let inputs: Vec<&Value> = calls.iter().map(|(_, v)| *v).collect();
     let (plan, outcomes) = plan::apply(&inputs);
     let answers = calls

@@ -44,7 +44,11 @@ impl Activity {
     /// id → status), once per row: a write that ended `unknown` and was
     /// later found done by a check counts as done, and a write repeated
     /// in its request (answered from the row) counts once.
-    pub fn from_events(events: &[RunEvent], snapshot: &Snapshot, ledger: &HashMap<String, LedgerStatus>) -> Activity {
+    pub(crate) fn from_events(
+        events: &[RunEvent],
+        snapshot: &Snapshot,
+        ledger: &HashMap<String, LedgerStatus>,
+    ) -> Activity {
         let mut seen = HashSet::new();
         let mut calls: Vec<Call> = events
             .iter()
@@ -134,7 +138,7 @@ const QUESTION_WORDS: &[&str] = &[
 ];
 
 /// Whether the goal asks for a change rather than an answer.
-pub fn asks_for_change(goal: &str) -> bool {
+pub(crate) fn asks_for_change(goal: &str) -> bool {
     let goal = goal.trim().to_lowercase();
     let first = goal.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
     let question = goal.ends_with('?')

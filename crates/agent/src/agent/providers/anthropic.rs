@@ -23,7 +23,7 @@ use super::{
     ToolCall, Usage,
 };
 
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 
 /// A Messages API client. The key is held only for the request headers.

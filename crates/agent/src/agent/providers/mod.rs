@@ -58,7 +58,7 @@ pub enum Block {
 }
 
 impl Block {
-    pub fn is_tool_result(&self) -> bool {
+    pub(crate) fn is_tool_result(&self) -> bool {
         matches!(self, Block::ToolResult { .. })
     }
 }
@@ -172,7 +172,7 @@ pub async fn from_settings(settings: &crate::settings::Settings) -> Result<Box<d
 
 /// The same, from settings already read (`values`); only the secret is
 /// read here.
-pub async fn from_snapshot(
+pub(crate) async fn from_snapshot(
     settings: &crate::settings::Settings,
     values: &crate::settings::SettingsSnapshot,
 ) -> Result<Box<dyn Provider>, ProviderError> {

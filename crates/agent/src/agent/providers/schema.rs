@@ -202,7 +202,8 @@ pub fn for_wire(schema: &Value) -> WireSchema {
 /// Whether a tool schema meets both APIs' documented rules for the top
 /// level: an object with `"type": "object"` and none of the refused
 /// keywords. `Err` says which rule it breaks.
-pub fn check_top_level(schema: &Value) -> Result<(), String> {
+#[cfg(test)]
+fn check_top_level(schema: &Value) -> Result<(), String> {
     let Some(o) = schema.as_object() else { return Err("the schema is not a JSON object".into()) };
     if o.get("type").and_then(Value::as_str) != Some("object") {
         return Err("the schema must have \"type\": \"object\" at the top level".into());

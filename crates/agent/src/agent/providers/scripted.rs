@@ -28,7 +28,7 @@ use super::{
 };
 
 /// The demo: read the inventory and report only what it says.
-pub const DEMO_SCRIPT: &str = r#"{
+pub(crate) const DEMO_SCRIPT: &str = r#"{
   "scripts": [
     {
       "steps": [

@@ -11,7 +11,7 @@ use super::{ProviderError, ToolSpec};
 
 /// Capability ids ↔ names the model APIs accept.
 #[derive(Debug, Clone, Default)]
-pub struct ToolNames {
+pub(crate) struct ToolNames {
     to_wire: HashMap<String, String>,
     from_wire: HashMap<String, String>,
     /// Each tool's schema as the APIs accept it (see [`super::schema`]).
@@ -64,7 +64,7 @@ impl ToolNames {
 
     /// A call kept in the conversation, as the model sent it: wrapped back
     /// into `{"input": ...}` when its tool's schema was wrapped.
-    pub fn wire_input(&self, id: &str, input: &serde_json::Value) -> serde_json::Value {
+    pub(crate) fn wire_input(&self, id: &str, input: &serde_json::Value) -> serde_json::Value {
         if self.schemas.get(id).is_some_and(|w| w.wrapped) {
             serde_json::json!({ "input": input })
         } else {
@@ -86,7 +86,7 @@ impl ToolNames {
 /// A tool's argument text, joined from the stream, as its input: an empty
 /// text is `{}`; anything but a JSON object is an error the model is told
 /// about, and the call is never run.
-pub fn parse_tool_arguments(text: &str) -> Result<serde_json::Value, String> {
+pub(crate) fn parse_tool_arguments(text: &str) -> Result<serde_json::Value, String> {
     let text = if text.trim().is_empty() { "{}" } else { text };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(v @ serde_json::Value::Object(_)) => Ok(v),
@@ -267,7 +267,7 @@ impl Endpoint {
     }
 
     /// The next piece of a streamed answer; `None` when the body ended.
-    pub async fn next_chunk(&self, resp: &mut reqwest::Response) -> Result<Option<bytes::Bytes>, ProviderError> {
+    pub(crate) async fn next_chunk(&self, resp: &mut reqwest::Response) -> Result<Option<bytes::Bytes>, ProviderError> {
         tokio::time::timeout(self.idle_timeout, resp.chunk())
             .await
             .map_err(|_| ProviderError::Unavailable("the stream went quiet for too long".into()))?
@@ -277,7 +277,7 @@ impl Endpoint {
 
 /// Whether the answer is one JSON document rather than a stream: some
 /// servers and gateways answer `stream: true` that way.
-pub fn is_json(resp: &reqwest::Response) -> bool {
+pub(crate) fn is_json(resp: &reqwest::Response) -> bool {
     resp.headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -289,7 +289,7 @@ const MAX_WHOLE_ANSWER: usize = 16 << 20;
 
 impl Endpoint {
     /// Reads a whole JSON answer under the idle timeout and a size cap.
-    pub async fn whole_json(&self, resp: &mut reqwest::Response) -> Result<serde_json::Value, ProviderError> {
+    pub(crate) async fn whole_json(&self, resp: &mut reqwest::Response) -> Result<serde_json::Value, ProviderError> {
         let mut body = Vec::new();
         while let Some(chunk) = self.next_chunk(resp).await? {
             if body.len() + chunk.len() > MAX_WHOLE_ANSWER {
@@ -304,7 +304,7 @@ impl Endpoint {
 
 /// Whether an HTTP status is worth retrying: rate limits, overload (529)
 /// and server errors.
-pub fn retryable(status: u16) -> bool {
+pub(crate) fn retryable(status: u16) -> bool {
     status == 429 || status == 529 || (500..600).contains(&status)
 }
 

@@ -45,7 +45,7 @@ impl Runs {
 
     /// Removes the deleted runs whose open receipts have since been
     /// settled; returns their ids.
-    pub async fn purge_deleted(&self) -> Result<Vec<String>, RunError> {
+    pub(crate) async fn purge_deleted(&self) -> Result<Vec<String>, RunError> {
         let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM agent_run WHERE deleted_at IS NOT NULL")
             .fetch_all(&self.db.pool)
             .await?;

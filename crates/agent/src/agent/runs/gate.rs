@@ -41,7 +41,7 @@ const LONGEST_WAIT_MS: i64 = 3_600_000;
 const DAY_MS: i64 = 86_400_000;
 
 /// When to look again after `checks` looks that found the run still blocked.
-pub fn next_look(block: BlockReason, checks: i64, now: i64) -> i64 {
+pub(crate) fn next_look(block: BlockReason, checks: i64, now: i64) -> i64 {
     let wait = FIRST_LOOK_MS.saturating_mul(1 << checks.clamp(0, 20)).min(LONGEST_WAIT_MS);
     let at = now + wait;
     match block {
@@ -78,7 +78,7 @@ impl Runs {
     }
 
     /// Blocked runs whose next look is due.
-    pub async fn blocked_due(&self, now: i64) -> Result<Vec<Blocked>, RunError> {
+    pub(crate) async fn blocked_due(&self, now: i64) -> Result<Vec<Blocked>, RunError> {
         use sqlx::Row;
         let rows = sqlx::query(
             "SELECT id, blocked_on, blocked_checks FROM agent_run WHERE blocked_on IS NOT NULL AND recheck_at <= $1 \
@@ -98,7 +98,7 @@ impl Runs {
     }
 
     /// The look found the run still blocked: the next one after a longer wait.
-    pub async fn still_blocked(&self, blocked: &Blocked) -> Result<(), RunError> {
+    pub(crate) async fn still_blocked(&self, blocked: &Blocked) -> Result<(), RunError> {
         let now = now_ms();
         sqlx::query("UPDATE agent_run SET blocked_checks = blocked_checks + 1, recheck_at = $2 WHERE id = $1")
             .bind(&blocked.run_id)

@@ -12,7 +12,13 @@ impl Runs {
     /// conditionally: that refuses a run whose abort is still under way
     /// (it ends `cancelled` first; a message may then reopen it) and
     /// serialises concurrent messages to one run.
-    pub async fn add_message(&self, id: &str, text: &str, by: &str, new_task: bool) -> Result<RunMessage, RunError> {
+    pub(crate) async fn add_message(
+        &self,
+        id: &str,
+        text: &str,
+        by: &str,
+        new_task: bool,
+    ) -> Result<RunMessage, RunError> {
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         let open = sqlx::query(
@@ -63,7 +69,7 @@ impl Runs {
     }
 
     /// Whether a message waits to be taken.
-    pub async fn has_unconsumed(&self, id: &str) -> Result<bool, RunError> {
+    pub(crate) async fn has_unconsumed(&self, id: &str) -> Result<bool, RunError> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_run_message WHERE run_id = $1 AND consumed = 0")
             .bind(id)
             .fetch_one(&self.db.pool)
@@ -74,7 +80,7 @@ impl Runs {
     /// Marks every message up to `seq` taken: a request the session log
     /// already holds is never left looking unread (the waker would reopen
     /// the run for it again and again).
-    pub async fn mark_consumed_through(&self, id: &str, seq: i64) -> Result<(), RunError> {
+    pub(crate) async fn mark_consumed_through(&self, id: &str, seq: i64) -> Result<(), RunError> {
         sqlx::query("UPDATE agent_run_message SET consumed = 1 WHERE run_id = $1 AND seq <= $2 AND consumed = 0")
             .bind(id)
             .bind(seq)

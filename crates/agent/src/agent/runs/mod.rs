@@ -101,7 +101,7 @@ impl Runs {
     }
 
     /// Runs created since `since_ms` (for the daily budget).
-    pub async fn started_since(&self, since_ms: i64) -> Result<(i64, f64), RunError> {
+    pub(crate) async fn started_since(&self, since_ms: i64) -> Result<(i64, f64), RunError> {
         let row = sqlx::query(
             "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(cost_micro_usd), 0) AS BIGINT) AS cost FROM agent_run \
              WHERE started_at IS NOT NULL AND started_at >= $1",
@@ -114,7 +114,7 @@ impl Runs {
         Ok((n, cost as f64 / 1e6))
     }
 
-    pub async fn set_task(&self, id: &str, task_id: &str) -> Result<(), RunError> {
+    pub(crate) async fn set_task(&self, id: &str, task_id: &str) -> Result<(), RunError> {
         sqlx::query("UPDATE agent_run SET task_id = $2, updated_at = $3 WHERE id = $1")
             .bind(id)
             .bind(task_id)
@@ -170,7 +170,7 @@ impl Runs {
     /// An ended run that was sent a new message, or whose obstacle is gone,
     /// is queued again (see [`RunStatus::reopens`]), with no error, no
     /// block, no abort and a fresh waiting window.
-    pub async fn reopen(&self, id: &str) -> Result<Run, RunError> {
+    pub(crate) async fn reopen(&self, id: &str) -> Result<Run, RunError> {
         let mut tx = self.db.begin_write().await?;
         let n = sqlx::query(
             "UPDATE agent_run SET status = 'queued', finished_at = NULL, error = NULL, wake_at = NULL, \
@@ -198,7 +198,7 @@ impl Runs {
     /// A waiting run past its window says why it still waits (once: the
     /// reason is its `error` and an `agent.run_status` event), and keeps
     /// waiting.
-    pub async fn wait_overdue(&self, id: &str, reason: &str) -> Result<(), RunError> {
+    pub(crate) async fn wait_overdue(&self, id: &str, reason: &str) -> Result<(), RunError> {
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
             "UPDATE agent_run SET error = $2, updated_at = $3 WHERE id = $1 AND status = 'waiting' \
@@ -255,7 +255,7 @@ impl Runs {
     }
 
     /// Remembers that the run waits on a human's decision of `approval_id`.
-    pub async fn watch_approval(&self, id: &str, approval_id: &str) -> Result<(), RunError> {
+    pub(crate) async fn watch_approval(&self, id: &str, approval_id: &str) -> Result<(), RunError> {
         sqlx::query(
             "INSERT INTO agent_run_approval (run_id, approval_id, created_at) VALUES ($1, $2, $3) \
              ON CONFLICT (run_id, approval_id) DO NOTHING",
@@ -278,7 +278,7 @@ impl Runs {
 
     /// Records the run's current plan (`None`: it has none) and announces
     /// it as an `agent.plan` event, in one transaction.
-    pub async fn set_plan(&self, id: &str, plan: Option<&StepPlan>) -> Result<(), RunError> {
+    pub(crate) async fn set_plan(&self, id: &str, plan: Option<&StepPlan>) -> Result<(), RunError> {
         let text = plan.map(|p| serde_json::to_string(p).unwrap_or_default());
         let mut tx = self.db.begin_write().await?;
         sqlx::query("UPDATE agent_run SET plan = $2, updated_at = $3 WHERE id = $1")
@@ -294,7 +294,12 @@ impl Runs {
     }
 
     /// Records the end of a run: the report and the model's own words.
-    pub async fn set_outcome(&self, id: &str, report_id: Option<&str>, final_text: &str) -> Result<(), RunError> {
+    pub(crate) async fn set_outcome(
+        &self,
+        id: &str,
+        report_id: Option<&str>,
+        final_text: &str,
+    ) -> Result<(), RunError> {
         sqlx::query(
             "UPDATE agent_run SET report_id = COALESCE($2, report_id), final_text = $3, updated_at = $4 WHERE id = $1",
         )
@@ -355,12 +360,12 @@ impl Runs {
 
     /// Appends to the run's stream and the global log, in the next group
     /// commit.
-    pub async fn append_event(&self, id: &str, kind: &'static str, payload: &Value) -> Result<(), RunError> {
+    pub(crate) async fn append_event(&self, id: &str, kind: &'static str, payload: &Value) -> Result<(), RunError> {
         self.commit_step(id, StepWrites { events: vec![(kind, payload.clone())], ..StepWrites::default() }).await
     }
 
     /// Every event of the run of `kind`, oldest first.
-    pub async fn events_of_kind(&self, id: &str, kind: &str) -> Result<Vec<RunEvent>, RunError> {
+    pub(crate) async fn events_of_kind(&self, id: &str, kind: &str) -> Result<Vec<RunEvent>, RunError> {
         let query = "SELECT * FROM agent_run_event WHERE run_id = $1 AND kind = $2 ORDER BY seq";
         Ok(sqlx::query_as::<_, RunEvent>(query).bind(id).bind(kind).fetch_all(&self.db.pool).await?)
     }

@@ -37,7 +37,7 @@ impl StepWrites {
     }
 
     /// `run` as it will be once these writes are committed.
-    pub fn apply_to(&self, run: &mut Run) {
+    pub(crate) fn apply_to(&self, run: &mut Run) {
         run.tokens += self.tokens;
         run.cost_usd += self.cost_micro_usd as f64 / 1e6;
         run.tool_calls += self.calls_counted;
@@ -46,7 +46,7 @@ impl StepWrites {
 
 impl Runs {
     /// Commits `writes` in one transaction and announces their events.
-    pub async fn commit_step(&self, id: &str, writes: StepWrites) -> Result<(), RunError> {
+    pub(crate) async fn commit_step(&self, id: &str, writes: StepWrites) -> Result<(), RunError> {
         self.queue_step(id, writes).await.map(|_| ())
     }
 
@@ -54,7 +54,7 @@ impl Runs {
     /// call, say) while the writes commit, and await the answer after;
     /// what it writes meanwhile commits after these. Answers the run's row
     /// as the commit left it when the writes changed it (spend or calls).
-    pub fn queue_step(
+    pub(crate) fn queue_step(
         &self,
         id: &str,
         writes: StepWrites,

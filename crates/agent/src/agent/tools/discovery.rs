@@ -20,10 +20,10 @@ pub const MAX_RESULTS: usize = 8;
 /// Most candidates remembered between requests.
 pub const WINDOW: usize = 16;
 /// Largest schema budget for discovered tools, in tokens.
-pub const MAX_DISCOVERY_TOKENS: usize = 4096;
+pub(crate) const MAX_DISCOVERY_TOKENS: usize = 4096;
 
 /// A calibrated estimate: about four characters per token for JSON schemas.
-pub fn estimate_tokens(text: &str) -> usize {
+pub(crate) fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::providers::ToolSpec;
 
 /// The session tool's name.
-pub const UPDATE_PLAN: &str = "update_plan";
+pub(crate) const UPDATE_PLAN: &str = "update_plan";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

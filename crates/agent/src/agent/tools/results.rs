@@ -27,7 +27,7 @@ pub const MAX_RESULTS_PER_RUN: usize = 8;
 /// Most bytes kept per run.
 pub const MAX_RUN_BYTES: usize = 4 << 20;
 /// How long a result stays readable.
-pub const RESULT_TTL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const RESULT_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// How a result reaches the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// What the archive holds so far.
 #[derive(Debug, Clone, Default)]
-pub struct Written {
+pub(crate) struct Written {
     /// Bytes the process wrote.
     pub bytes: u64,
     /// Whether the archive stopped keeping them.
@@ -21,7 +21,7 @@ pub struct Written {
     pub tail: Vec<u8>,
 }
 
-pub struct Archive {
+pub(crate) struct Archive {
     /// Relative to the `command-output` root.
     pub name: String,
     path: PathBuf,

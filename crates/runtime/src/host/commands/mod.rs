@@ -150,14 +150,14 @@ impl CommandHost {
 
     /// Where archives go (a file root of [`OUTPUT_ROOT`]'s name), when any
     /// command is configured.
-    pub fn output_dir(&self) -> Option<&Path> {
+    pub(crate) fn output_dir(&self) -> Option<&Path> {
         (!self.commands.is_empty()).then_some(self.output_dir.as_path())
     }
 
     /// The refusal `request` would meet before anything runs — a command
     /// that is not configured (`not-found`), arguments, environment or a
     /// folder it does not allow (`invalid-input`) — with why. Starts nothing.
-    pub fn precheck(
+    pub(crate) fn precheck(
         &self,
         request: &CommandRequest,
         roots: &BTreeMap<String, PathBuf>,
@@ -198,7 +198,7 @@ impl CommandHost {
     /// archive (`cmd_<id>.log`, below it or beside it) is listed, described
     /// and reached only by the run, task or principal whose process wrote
     /// it, and only while its handle is valid, as `read-output` is.
-    pub fn hides(&self, owner: &str, path: &Path) -> bool {
+    pub(crate) fn hides(&self, owner: &str, path: &Path) -> bool {
         let first = path.components().find_map(|c| match c {
             Component::Normal(name) => Some(name.to_string_lossy()),
             _ => None,
@@ -237,7 +237,7 @@ impl CommandHost {
 
     /// Removes archives last written more than `age` ago whose process no
     /// longer runs; returns how many went.
-    pub fn prune_archives(&self, age: Duration) -> usize {
+    pub(crate) fn prune_archives(&self, age: Duration) -> usize {
         let Some(dir) = self.output_dir() else { return 0 };
         let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
         let running: Vec<String> = {
@@ -257,7 +257,7 @@ impl CommandHost {
 
     /// Stops every process `owner` started that still runs (its run ended,
     /// its task ended); returns how many were told to stop.
-    pub fn stop_owned(&self, owner: &str) -> usize {
+    pub(crate) fn stop_owned(&self, owner: &str) -> usize {
         let processes = self.processes.lock().unwrap_or_else(|e| e.into_inner());
         let running: Vec<&Arc<Process>> =
             processes.values().filter(|p| p.owner == owner && p.ended().is_none()).collect();

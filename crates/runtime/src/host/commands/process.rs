@@ -49,7 +49,7 @@ pub struct Ended {
 }
 
 /// What to run.
-pub struct ProcessSpec {
+pub(crate) struct ProcessSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -59,7 +59,7 @@ pub struct ProcessSpec {
     pub grace: Duration,
 }
 
-pub struct Process {
+pub(crate) struct Process {
     pub handle: String,
     pub name: String,
     /// The run, task or principal that started it.

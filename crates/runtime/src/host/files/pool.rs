@@ -47,7 +47,7 @@ impl Drop for Abandon {
     }
 }
 
-pub struct FilePool {
+pub(crate) struct FilePool {
     permits: Arc<Semaphore>,
 }
 

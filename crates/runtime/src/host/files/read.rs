@@ -14,7 +14,7 @@ use super::pool::Stop;
 use crate::bindings::capstan::host::types::{FileInfo, HostError};
 
 /// Bytes read between two deadline checks.
-pub const CHUNK: usize = 1 << 20;
+pub(crate) const CHUNK: usize = 1 << 20;
 
 /// Most entries one listing reads before it gives up.
 const MAX_ENTRIES: usize = 100_000;
@@ -44,7 +44,7 @@ pub fn stat(dir: &Dir, rel: &Path, shown: String) -> Result<FileInfo, HostError>
 }
 
 /// Opens a regular file for reading, never blocking on what it finds.
-pub fn open_regular(dir: &Dir, rel: &Path, shown: &str) -> Result<(File, u64), HostError> {
+pub(crate) fn open_regular(dir: &Dir, rel: &Path, shown: &str) -> Result<(File, u64), HostError> {
     let before = dir.metadata(rel).map_err(|e| io_error(shown, e))?;
     if !before.is_file() {
         return Err(HostError::Invalid(format!("{shown} is not a regular file")));
@@ -60,7 +60,7 @@ pub fn open_regular(dir: &Dir, rel: &Path, shown: &str) -> Result<(File, u64), H
 }
 
 /// Reads the next chunk, stopping at the deadline.
-pub fn read_chunk(file: &mut File, buf: &mut [u8], stop: &Stop, shown: &str) -> Result<usize, HostError> {
+pub(crate) fn read_chunk(file: &mut File, buf: &mut [u8], stop: &Stop, shown: &str) -> Result<usize, HostError> {
     stop.check(shown)?;
     loop {
         match file.read(buf) {

@@ -34,7 +34,7 @@ pub struct Link {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum QueryPart {
+pub(crate) enum QueryPart {
     /// A pair kept byte for byte: servers read some values (Jackett's
     /// `path`) in the exact encoding they wrote them.
     Kept(String),
@@ -43,7 +43,7 @@ pub enum QueryPart {
 }
 
 /// Whether `path` is a link rather than a path.
-pub fn is_link(path: &str) -> bool {
+pub(crate) fn is_link(path: &str) -> bool {
     let lower = path.get(..8).unwrap_or(path).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
 }
@@ -109,7 +109,7 @@ pub fn parse(link: &str, reserved: &[&str], credential: Option<&str>) -> Result<
 
 impl Link {
     /// Whether the link has a slot for the credential.
-    pub fn has_slot(&self) -> bool {
+    pub(crate) fn has_slot(&self) -> bool {
         self.query.iter().any(|p| matches!(p, QueryPart::Slot(_)))
     }
 
@@ -141,7 +141,7 @@ impl Link {
 
     /// The path as the service's operation table sees it: below the base
     /// path when the link is under it, else the whole path.
-    pub fn relative_to(&self, base: &reqwest::Url) -> String {
+    pub(crate) fn relative_to(&self, base: &reqwest::Url) -> String {
         let base_path = percent_decode_str(base.path()).decode_utf8_lossy().trim_end_matches('/').to_string();
         match self.decoded.strip_prefix(&base_path) {
             Some(rest) if !base_path.is_empty() && (rest.is_empty() || rest.starts_with('/')) => {

@@ -73,7 +73,7 @@ pub fn decoded(path: &str) -> Result<String, String> {
 }
 
 /// Whether the built URL is the base URL with exactly `decoded` below it.
-pub fn stays_under(base: &reqwest::Url, url: &reqwest::Url, decoded: &str) -> bool {
+pub(crate) fn stays_under(base: &reqwest::Url, url: &reqwest::Url, decoded: &str) -> bool {
     let same_origin = url.scheme() == base.scheme()
         && url.host_str() == base.host_str()
         && url.port_or_known_default() == base.port_or_known_default()

@@ -13,7 +13,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// What a masked secret reads as.
-pub const MASK: &str = "[redacted]";
+pub(crate) const MASK: &str = "[redacted]";
 
 /// Shortest encoded form looked for: a shorter one would mask ordinary text.
 const MIN_FORM: usize = 4;
@@ -25,7 +25,7 @@ const MIN_FORM: usize = 4;
 const WINDOW: usize = 12;
 
 /// Masks a fixed set of secrets.
-pub struct Redactor {
+pub(crate) struct Redactor {
     matcher: Option<AhoCorasick>,
 }
 

@@ -97,14 +97,14 @@ impl Service {
 
     /// The credential's own header and query names, which a component may
     /// not set (compared ignoring case, as many servers do).
-    pub fn reserved_header(&self) -> Option<&str> {
+    pub(crate) fn reserved_header(&self) -> Option<&str> {
         match &self.config.auth {
             Auth::Header { name, .. } => Some(name),
             _ => None,
         }
     }
 
-    pub fn reserved_query(&self) -> Option<&str> {
+    pub(crate) fn reserved_query(&self) -> Option<&str> {
         match &self.config.auth {
             Auth::Query { name, .. } => Some(name),
             _ => None,
@@ -113,7 +113,7 @@ impl Service {
 
     /// The form login's path, which only the host may call (a component
     /// logging in with wrong passwords would get the host banned).
-    pub fn login_path(&self) -> Option<&str> {
+    pub(crate) fn login_path(&self) -> Option<&str> {
         match &self.config.auth {
             Auth::FormLogin { path, .. } => Some(path),
             _ => None,
@@ -260,7 +260,7 @@ impl Service {
 
     /// Sends one request whose path (or link) and headers were checked; returns the
     /// answer and a redactor for exactly the secrets this request carried.
-    pub async fn send_once(
+    pub(crate) async fn send_once(
         &self,
         name: &str,
         req: &Request,
@@ -311,7 +311,7 @@ impl Service {
     /// inside would corrupt it, and passing it unmasked would show the
     /// component the credential, so one that carries a secret is refused
     /// instead. Text is masked as any answer is.
-    pub async fn read_masked(
+    pub(crate) async fn read_masked(
         &self,
         name: &str,
         mut resp: reqwest::Response,

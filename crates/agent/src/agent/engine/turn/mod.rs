@@ -31,7 +31,7 @@ mod usage;
 
 /// How far a call to [`RunState::answer_pending_requests`] got.
 #[derive(Debug)]
-pub enum TurnOutcome {
+pub(crate) enum TurnOutcome {
     /// Every request so far is answered.
     Idle,
     Aborted(String),
@@ -44,7 +44,7 @@ const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act o
 every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
 not an imported one. Keep your plan current with update_plan.";
 
-pub struct RunState<'a> {
+pub(crate) struct RunState<'a> {
     pub(super) rt: &'a AgentRuntime,
     run_id: String,
     allowlist: Option<Vec<String>>,
@@ -159,7 +159,7 @@ impl<'a> RunState<'a> {
     /// Answers requests until none is left, the run is aborted, a budget
     /// is spent or the model fails; what it logged is durable when it
     /// returns.
-    pub async fn answer_pending_requests(&mut self) -> Result<TurnOutcome, EngineError> {
+    pub(crate) async fn answer_pending_requests(&mut self) -> Result<TurnOutcome, EngineError> {
         let outcome = self.answer_requests().await;
         let settled = self.settle_log().await;
         let outcome = outcome?;
