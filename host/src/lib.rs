@@ -11,7 +11,7 @@
 //! - `capstan-records` — `settings`, `events`, `authz`, `audit`, `setup`,
 //!   `external_tools`, `ledger`, `tasks`;
 //! - `capstan-domain` — `domain`, `metrics`, `pipeline`;
-//! - `capstan-agent` — `acquisition`, `agent`, `recovery`, `retention`;
+//! - `capstan-agent` — `skills`, `acquisition`, `agent`, `recovery`, `retention`;
 //! - this crate — `app`, `http`, `cli`.
 //!
 //! # Layers
@@ -44,8 +44,9 @@
 //!     and authz's `PlanSource`, queues its follow-up tasks.
 //! 11. `metrics` — counters and the figures read from the ledger and tasks.
 //! 12. `pipeline` — the one invoke path over all of the above.
-//! 13. `acquisition`, `agent` — what calls the invoke path: the background
-//!     acquisition tasks and agent runs.
+//! 13. `skills`, `acquisition`, `agent` — what calls the invoke path: the
+//!     background acquisition tasks and agent runs, and the playbooks runs
+//!     read.
 //! 14. `recovery`, `retention` — what follows a decision: the chosen option
 //!     carried out once, through the invoke path, for whoever chose it; and
 //!     what the host keeps, and for how long.
@@ -64,7 +65,7 @@ pub mod app;
 pub mod cli;
 pub mod http;
 
-pub use capstan_agent::{acquisition, agent, recovery, retention};
+pub use capstan_agent::{acquisition, agent, recovery, retention, skills};
 pub use capstan_config as config;
 pub use capstan_domain::{domain, metrics, pipeline};
 pub use capstan_foundation::{canonical, principal, store, text};

@@ -1,8 +1,8 @@
 //! What calls the invoke path and what follows from it: the background
 //! acquisition tasks ([`acquisition`]), agent runs with their model
 //! providers and tools ([`agent`]), a decision's chosen option carried out
-//! once ([`recovery`]), and what the host keeps and for how long
-//! ([`retention`]).
+//! once ([`recovery`]), what the host keeps and for how long
+//! ([`retention`]), and the playbooks runs read ([`skills`]).
 //!
 //! The crates below are named by their module names (`crate::pipeline`,
 //! `crate::store`), as in every crate of the host; the order of the layers
@@ -12,6 +12,7 @@ pub mod acquisition;
 pub mod agent;
 pub mod recovery;
 pub mod retention;
+pub mod skills;
 
 pub(crate) use capstan_domain::{domain, pipeline};
 pub(crate) use capstan_foundation::{principal, store};

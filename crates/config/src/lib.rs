@@ -77,6 +77,9 @@ pub struct Config {
     pub data_dir: Option<PathBuf>,
     /// Plugin folder. Default `<data-dir>/capabilities`.
     pub capabilities_dir: Option<PathBuf>,
+    /// Skills folder: one folder per skill, each with a `SKILL.md`.
+    /// Default `<data-dir>/skills`.
+    pub skills_dir: Option<PathBuf>,
     /// HTTP listen address. Default `127.0.0.1:4380`.
     pub listen: Option<String>,
     /// Reverse proxies (addresses or networks) whose `Forwarded` /
@@ -224,6 +227,11 @@ impl Config {
     /// Plugin folder.
     pub fn capabilities_dir(&self) -> PathBuf {
         self.capabilities_dir.clone().unwrap_or_else(|| self.data_dir().join("capabilities"))
+    }
+
+    /// Skills folder.
+    pub fn skills_dir(&self) -> PathBuf {
+        self.skills_dir.clone().unwrap_or_else(|| self.data_dir().join("skills"))
     }
 
     /// The database URL to use.

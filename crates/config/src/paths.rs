@@ -66,12 +66,13 @@ fn overlaps(a: &Path, b: &Path) -> bool {
 
 impl Config {
     /// Makes every configured path absolute against `cwd`: the data,
-    /// capabilities and cache folders, a SQLite database file, file roots
+    /// capabilities, skills and cache folders, a SQLite database file, file roots
     /// and `file:` secrets. Idempotent.
     pub fn resolve_paths(&mut self, cwd: &Path) {
         let data = absolute(cwd, &self.data_dir());
         self.data_dir = Some(data);
         self.capabilities_dir = self.capabilities_dir.as_deref().map(|p| absolute(cwd, p));
+        self.skills_dir = self.skills_dir.as_deref().map(|p| absolute(cwd, p));
         self.cache_dir = self.cache_dir.as_deref().map(|p| absolute(cwd, p));
         self.database_url = self.database_url.as_deref().map(|u| absolute_sqlite_url(cwd, u));
         for dir in self.roots.values_mut() {

@@ -25,6 +25,7 @@ use crate::pipeline::{Capabilities, INVOKE_CAPABILITY, InvokeCapability, Service
 use crate::runtime::{HostStores, Runtime};
 use crate::settings::Settings;
 use crate::setup::SetupStore;
+use crate::skills::Skills;
 use crate::store::Db;
 use crate::tasks::{Tasks, Worker, WorkerConfig};
 
@@ -40,6 +41,8 @@ pub struct App {
     tasks: Tasks,
     /// The links to external MCP servers, whose tools the runtime offers.
     external: Arc<ExternalServers>,
+    /// The built-in skills and the skills folder.
+    skills: Arc<Skills>,
 }
 
 impl App {
@@ -56,6 +59,7 @@ impl App {
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
+        let skills = Arc::new(Skills::new(runtime.config().skills_dir()));
         let stores = Stores {
             ledger: Ledger::new(db.clone(), owner),
             authz: domain.authz().clone(),
@@ -67,7 +71,7 @@ impl App {
         let tasks = svc.domain.tasks().clone();
         let agent = Arc::new(AgentRuntime::new(svc.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Ok(Arc::new(App { svc, settings, audit, components, setup, agent, tasks, external }))
+        Ok(Arc::new(App { svc, settings, audit, components, setup, agent, tasks, external, skills }))
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -108,6 +112,11 @@ impl App {
     /// Starts, messages and aborts runs; drives them on the worker.
     pub fn agent(&self) -> &Arc<AgentRuntime> {
         &self.agent
+    }
+
+    /// The skills runs may read: the built-ins and the skills folder's.
+    pub fn skills(&self) -> &Arc<Skills> {
+        &self.skills
     }
 
     /// Where each external MCP server stands.

@@ -9,6 +9,7 @@ mod capability_test;
 mod invoke;
 mod library;
 mod serve;
+mod skills;
 mod worker;
 
 use std::path::PathBuf;
@@ -67,6 +68,9 @@ pub enum Command {
     /// List, check and accept capability components.
     #[command(subcommand)]
     Capabilities(capabilities::CapabilitiesCommand),
+    /// List skills and check a skill folder.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Call one capability through the invoke path and print its result.
     Invoke(invoke::InvokeArgs),
     /// Create or update the database schema.
@@ -141,6 +145,7 @@ pub fn main() -> ExitCode {
         match &cli.command {
             Command::Serve { listen } => serve::run(config, listen.clone()).await,
             Command::Capabilities(cmd) => capabilities::run(config, cmd).await,
+            Command::Skills(cmd) => skills::run(config, cmd).await,
             Command::Invoke(args) => invoke::run(config, args).await,
             Command::Migrate => audit::migrate(config).await,
             Command::Worker => worker::run(config).await,

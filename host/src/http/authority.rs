@@ -75,6 +75,8 @@ pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("GET", "/api/v1/capabilities", Scope(Read)),
     // The capability's own label is checked by the handler, before its input.
     ("POST", "/api/v1/capabilities/{id}/invoke", Scope(Read)),
+    ("GET", "/api/v1/skills", Scope(Read)),
+    ("GET", "/api/v1/skills/{name}", Scope(Read)),
     ("GET", "/api/v1/audit", Scope(Read)),
     ("GET", "/api/v1/audit/verify", Scope(Read)),
     ("GET", "/api/v1/events", Scope(Read)),

@@ -118,6 +118,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::metrics::metrics))
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
+        .routes(routes!(routes::skills::list))
+        .routes(routes!(routes::skills::get))
         .routes(routes!(routes::audit::list))
         .routes(routes!(routes::audit::verify))
         .routes(routes!(routes::events::list))

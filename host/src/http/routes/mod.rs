@@ -16,6 +16,7 @@ pub mod session;
 pub mod settings;
 pub mod setup;
 pub mod setup_mcp;
+pub mod skills;
 pub mod titles;
 
 use crate::audit::NewAuditEntry;

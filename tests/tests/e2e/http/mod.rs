@@ -23,3 +23,4 @@ mod openapi_valid;
 mod operations;
 mod shutdown;
 mod signin;
+mod skills;
