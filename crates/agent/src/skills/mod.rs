@@ -151,17 +151,37 @@ impl Skills {
     fn read_folder(&self) -> Vec<Read> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         let mut now = Vec::new();
-        let mut folders: Vec<(String, PathBuf)> = match std::fs::read_dir(&self.dir) {
+        // Every entry but hidden ones: a folder is a skill; anything else
+        // is listed as refused, so a SKILL.md dropped loose or a link is
+        // not silently ignored.
+        let mut folders: Vec<(String, PathBuf, Option<String>)> = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-                .filter(|(name, _)| !name.starts_with('.'))
+                .map(|e| {
+                    let kind = e.file_type().ok();
+                    let not_a_folder = match kind {
+                        Some(t) if t.is_dir() => None,
+                        Some(t) if t.is_symlink() => {
+                            Some("a link, which is not followed: make it a folder".to_string())
+                        }
+                        _ => Some("not a folder: a skill is a folder holding a SKILL.md".to_string()),
+                    };
+                    (e.file_name().to_string_lossy().into_owned(), e.path(), not_a_folder)
+                })
+                .filter(|(name, _, _)| !name.starts_with('.'))
                 .collect(),
-            Err(_) => Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                let reason = Some(format!("the skills folder {} cannot be read: {e}", self.dir.display()));
+                vec![(self.dir.display().to_string(), self.dir.clone(), reason)]
+            }
         };
         folders.sort();
-        for (i, (folder, path)) in folders.into_iter().enumerate() {
+        for (i, (folder, path, not_a_folder)) in folders.into_iter().enumerate() {
+            if let Some(reason) = not_a_folder {
+                now.push(Read { folder, stamp: None, written: Err(reason), path });
+                continue;
+            }
             let file = path.join("SKILL.md");
             if i >= MAX_SKILLS {
                 let written = Err(format!("more than {MAX_SKILLS} skill folders; this one is not read"));

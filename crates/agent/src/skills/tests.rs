@@ -52,6 +52,9 @@ fn dropped_in_skills_are_read_refused_with_a_reason_and_read_again_when_changed(
     fs::create_dir_all(dir.path().join("empty")).unwrap();
     write(dir.path(), "big", &"x".repeat(MAX_SKILL_BYTES as usize + 1));
     std::os::unix::fs::symlink(dir.path().join("check-disk/SKILL.md"), dir.path().join("empty/SKILL.md")).unwrap();
+    fs::write(dir.path().join("loose.md"), skill("loose-md", "task.inspect")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("check-disk"), dir.path().join("linked")).unwrap();
+    fs::write(dir.path().join(".hidden"), "").unwrap();
 
     let set = skills.current_with(&loaded);
     assert!(set.get("check-disk").is_some());
@@ -66,7 +69,9 @@ fn dropped_in_skills_are_read_refused_with_a_reason_and_read_again_when_changed(
     said("loose", "starts with a line `---`");
     said("empty", "not a regular file");
     said("big", "at most 65536");
-    assert_eq!(reasons.len(), 6, "{reasons:?}");
+    said("loose.md", "not a folder: a skill is a folder holding a SKILL.md");
+    said("linked", "a link, which is not followed");
+    assert_eq!(reasons.len(), 8, "{reasons:?}");
 
     // Fixed on disk: the next listing has it.
     write(dir.path(), "needs-more", &skill("needs-more", "task.inspect, task.retry"));
