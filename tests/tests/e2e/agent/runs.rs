@@ -180,12 +180,27 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     assert_eq!(listed["items"][0]["id"], id.as_str());
 }
 
+/// What `docs/agent-runs.md` says `POST /agent/runs` answers when the
+/// allowlist names a capability that is not loaded: the test holds the
+/// code to the page.
+fn documented_status_of_an_unknown_allowlist_entry() -> u16 {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/agent-runs.md")).unwrap();
+    let row =
+        page.lines().find(|l| l.starts_with("| `POST /agent/runs` |")).expect("the page has a POST /agent/runs row");
+    let said = row.split("not loaded, is ").nth(1).expect("the row says what a capability that is not loaded answers");
+    said[..3].parse().unwrap()
+}
+
 async fn bad_run_requests_are_refused(backend: Backend) {
     let env = env(backend).await;
     let api = start(&env).await;
+    let unknown = documented_status_of_an_unknown_allowlist_entry();
+    // A well-formed body naming what is not there: not found, as invoking
+    // that capability is (a 422 would call a schema-valid body malformed).
+    assert_eq!(unknown, 404);
     for (body, code, says) in [
         (json!({"goal": "x", "mode": "plan_only", "capabilityAllowlist": ["test.counter-safe"]}), 422, "plan_only"),
-        (json!({"goal": "x", "capabilityAllowlist": ["no.such"]}), 404, "not loaded"),
+        (json!({"goal": "x", "capabilityAllowlist": ["no.such"]}), unknown, "not loaded"),
         (json!({"goal": "  "}), 422, "goal"),
         (json!({"goal": "x", "mode": "sideways"}), 422, ""),
         (json!({"goal": "x", "extra": 1}), 422, ""),
