@@ -4,7 +4,7 @@
 //! crate of its own, re-exported here under its module names so the tests
 //! and the command line see one tree (`capstan::ledger`):
 //!
-//! - `capstan-foundation` — `text`, `canonical`, `principal`, `store`;
+//! - `capstan-foundation` — `text`, `canonical`, `principal`, `store`, `files`;
 //! - `capstan-config` — `config`;
 //! - `capstan-runtime` — `runtime`, the sandbox, which reaches only the
 //!   two crates above;
@@ -21,9 +21,10 @@
 //! `layers_point_down` reads the sources and names any import that does
 //! not. Lowest first:
 //!
-//! 1. `text`, `canonical`, `principal`, `store`, `background` — foundations:
+//! 1. `text`, `canonical`, `principal`, `store`, `background`, `files` — foundations:
 //!    text rules, canonical JSON and digests, principal strings, the
-//!    database pool, a service's own tasks.
+//!    database pool, a service's own tasks, reading a dropped-in file
+//!    within a cap.
 //! 2. `config` — what the operator configured in the file.
 //! 3. `runtime` — the sandbox: components, host imports and their classes.
 //!    The domain store is reached through the `DomainStore` trait it

@@ -15,6 +15,6 @@ pub mod retention;
 pub mod skills;
 
 pub(crate) use capstan_domain::{domain, pipeline};
-pub(crate) use capstan_foundation::{principal, store};
+pub(crate) use capstan_foundation::{files, principal, store};
 pub(crate) use capstan_records::{audit, authz, events, ledger, settings, tasks};
 pub(crate) use capstan_runtime as runtime;

@@ -64,32 +64,6 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Reads a component file: a regular file (opened non-blocking, so a FIFO
-/// swapped in after the listing cannot stall the scan), no larger than
-/// `cap`, checked before anything is read.
-fn read_component(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY).bits() as i32)
-        .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    if meta.len() > cap {
-        return Err(format!("{} bytes, over the cap of {cap} bytes for a component file", meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > cap {
-        return Err(format!("over the cap of {cap} bytes for a component file"));
-    }
-    Ok(bytes)
-}
-
 /// Keeps what `file` provided before while its new bytes are refused or
 /// still compiling: the version it served, or the replacement from it that
 /// waits for the operator (which goes on waiting, the version before it
@@ -325,7 +299,11 @@ impl Runtime {
         let mut bytes_by_digest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let mut compiling = Vec::new();
         for file in wasm_files(&self.config.capabilities_dir()) {
-            let result = match read_component(&file, self.config.max_component_bytes()) {
+            let result = match capstan_foundation::files::read_regular(
+                &file,
+                self.config.max_component_bytes(),
+                "a component file",
+            ) {
                 Ok(bytes) => {
                     let digest = loader::digest(&bytes);
                     if let Some(reason) = self.compiles.refusal(&digest) {

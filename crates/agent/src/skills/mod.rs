@@ -15,7 +15,7 @@
 pub mod parse;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -90,7 +90,7 @@ impl SkillSet {
 
 /// The decision kinds a skill's `triggers` may name: every kind the host
 /// opens.
-pub fn decision_kinds() -> Vec<&'static str> {
+pub static DECISION_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     let mut kinds: Vec<&str> = crate::domain::HOST_KINDS.to_vec();
     for kind in crate::domain::INVESTIGABLE {
         if !kinds.contains(kind) {
@@ -98,7 +98,11 @@ pub fn decision_kinds() -> Vec<&'static str> {
         }
     }
     kinds
-}
+});
+
+/// The built-in skills as their files say, read once.
+static BUILT_IN_WRITTEN: LazyLock<Vec<(&'static str, Result<Written, String>)>> =
+    LazyLock::new(|| BUILT_IN.iter().map(|(folder, text)| (*folder, parse::parse(text, &DECISION_KINDS))).collect());
 
 /// One folder's `SKILL.md` as read: its file, when it last changed and how
 /// large it is, and what it said.
@@ -119,11 +123,6 @@ pub struct Skills {
 impl Skills {
     pub fn new(dir: PathBuf) -> Skills {
         Skills { dir, last: Mutex::new(Vec::new()) }
-    }
-
-    /// The folder operators drop skills into.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Every skill now: the built-ins and the folder's, each checked
@@ -177,19 +176,22 @@ impl Skills {
             }
         };
         folders.sort();
-        for (i, (folder, path, not_a_folder)) in folders.into_iter().enumerate() {
+        let mut read_folders = 0;
+        for (folder, path, not_a_folder) in folders {
             if let Some(reason) = not_a_folder {
                 now.push(Read { folder, stamp: None, written: Err(reason), path });
                 continue;
             }
             let file = path.join("SKILL.md");
-            if i >= MAX_SKILLS {
+            read_folders += 1;
+            if read_folders > MAX_SKILLS {
                 let written = Err(format!("more than {MAX_SKILLS} skill folders; this one is not read"));
                 now.push(Read { folder, stamp: None, written, path: file });
                 continue;
             }
             let stamp = stamp_of(&file);
-            let kept = last.iter().find(|r| r.folder == folder && r.stamp.is_some() && r.stamp == stamp.clone().ok());
+            let unchanged = stamp.as_ref().ok().copied();
+            let kept = last.iter().find(|r| r.folder == folder && unchanged.is_some() && r.stamp == unchanged);
             let read = match (kept, stamp) {
                 (Some(kept), _) => kept.clone(),
                 (None, Ok(stamp)) => Read { folder, stamp: Some(stamp), written: read_skill(&file), path: file },
@@ -205,10 +207,8 @@ impl Skills {
 /// The built-in skills, each checked against what `loaded` says is loaded.
 fn built_ins(loaded: &dyn Fn(&str) -> bool) -> SkillSet {
     let mut set = SkillSet::default();
-    let kinds = decision_kinds();
-    for (folder, text) in BUILT_IN {
-        let written = parse::parse(text, &kinds);
-        match accept(&set, folder, &SkillSource::BuiltIn, written, loaded) {
+    for (folder, written) in BUILT_IN_WRITTEN.iter() {
+        match accept(&set, folder, &SkillSource::BuiltIn, written.clone(), loaded) {
             Ok(skill) => set.skills.push(Arc::new(skill)),
             Err(reason) => {
                 set.refused.push(RefusedSkill { folder: folder.to_string(), source: SkillSource::BuiltIn, reason })
@@ -225,7 +225,8 @@ pub fn check(path: &Path, snapshot: &Snapshot) -> Result<Skill, String> {
     let (folder, file) = if path.is_dir() {
         (path.to_path_buf(), path.join("SKILL.md"))
     } else {
-        (path.parent().map(Path::to_path_buf).unwrap_or_default(), path.to_path_buf())
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        (parent.to_path_buf(), path.to_path_buf())
     };
     let name = std::fs::canonicalize(&folder).unwrap_or(folder);
     let name = name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -248,14 +249,13 @@ fn stamp_of(file: &Path) -> Result<(SystemTime, u64), String> {
     Ok((meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len()))
 }
 
-/// Reads and parses one `SKILL.md` whose size was checked.
+/// Reads and parses one `SKILL.md` (a regular file within the cap, read
+/// without blocking on whatever was swapped in since it was listed).
 fn read_skill(file: &Path) -> Result<Written, String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("SKILL.md cannot be read: {e}"))?;
-    if bytes.len() as u64 > MAX_SKILL_BYTES {
-        return Err(format!("SKILL.md is over {MAX_SKILL_BYTES} bytes"));
-    }
+    let bytes =
+        crate::files::read_regular(file, MAX_SKILL_BYTES, "a SKILL.md").map_err(|e| format!("SKILL.md: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| "SKILL.md is not UTF-8 text".to_string())?;
-    parse::parse(&text, &decision_kinds())
+    parse::parse(&text, &DECISION_KINDS)
 }
 
 /// The skill `written` in `folder` makes, or why it is refused beside the

@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn the_built_in_skills_read() {
         for (_, text) in super::super::BUILT_IN {
-            parse(text, &super::super::decision_kinds()).unwrap();
+            parse(text, &super::super::DECISION_KINDS).unwrap();
         }
     }
 }

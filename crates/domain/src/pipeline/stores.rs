@@ -48,15 +48,4 @@ impl Services {
         let Stores { db, ledger, authz, domain, events } = stores;
         Services { caps, db, ledger, authz, domain, events }
     }
-
-    /// The stores alone, for a part that does not invoke.
-    pub fn stores(&self) -> Stores {
-        Stores {
-            db: self.db.clone(),
-            ledger: self.ledger.clone(),
-            authz: self.authz.clone(),
-            domain: self.domain.clone(),
-            events: self.events.clone(),
-        }
-    }
 }
