@@ -41,8 +41,6 @@ pub struct App {
     tasks: Tasks,
     /// The links to external MCP servers, whose tools the runtime offers.
     external: Arc<ExternalServers>,
-    /// The built-in skills and the skills folder.
-    skills: Arc<Skills>,
 }
 
 impl App {
@@ -59,7 +57,6 @@ impl App {
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));
-        let skills = Arc::new(Skills::new(runtime.config().skills_dir()));
         let stores = Stores {
             ledger: Ledger::new(db.clone(), owner),
             authz: domain.authz().clone(),
@@ -71,7 +68,7 @@ impl App {
         let tasks = svc.domain.tasks().clone();
         let agent = Arc::new(AgentRuntime::new(svc.clone(), settings.clone()));
         let setup = SetupStore::new(db.clone(), settings.clone());
-        Ok(Arc::new(App { svc, settings, audit, components, setup, agent, tasks, external, skills }))
+        Ok(Arc::new(App { svc, settings, audit, components, setup, agent, tasks, external }))
     }
 
     /// Opens the database (migrating it), starts the runtime, recovers
@@ -116,7 +113,7 @@ impl App {
 
     /// The skills runs may read: the built-ins and the skills folder's.
     pub fn skills(&self) -> &Arc<Skills> {
-        &self.skills
+        self.agent.skills()
     }
 
     /// Where each external MCP server stands.

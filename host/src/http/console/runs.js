@@ -22,6 +22,7 @@ const RUN_EVENTS = [
   "agent.checked",
   "agent.compacted",
   "agent.snapshot",
+  "agent.skill_read",
 ];
 // Most events a read asks for; a read that gets this many reads on.
 const RUN_PAGE = 500;
@@ -74,6 +75,15 @@ function addEvent(event) {
       transcript.answered = true;
       $("run-tools").append(el("li", callLine(p)));
     }
+  } else if (event.kind === "agent.skill_read") {
+    // Under the read_skill call it came from: what the skill opened, and
+    // what stayed closed to this run and why.
+    const closed = (p.closed || []).map((c) => c.tool + " (" + c.reason + ")");
+    const text =
+      "skill " + p.skill + (p.startedWith ? ", read before the first step" : "") +
+      " — may call " + (p.callable.length ? p.callable.join(", ") : "none of its tools") +
+      (closed.length ? "; closed: " + closed.join(", ") : "") + (p.actor === "subagent" ? " (subagent)" : "");
+    currentStep(event.at).querySelector(".calls").append(el("li", text, "skill"));
   } else if (event.kind === "agent.run_status") {
     statusLine(event.at, p.status + (p.detail ? " — " + p.detail : ""));
   } else if (event.kind === "agent.snapshot") {

@@ -16,6 +16,7 @@ mod media;
 mod outcomes;
 mod providers;
 pub mod runs;
+mod skills;
 mod third_party;
 mod verdict;
 mod wire;

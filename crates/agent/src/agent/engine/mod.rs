@@ -32,6 +32,7 @@ use super::tools::results::ResultStore;
 use crate::pipeline::{Capabilities, Services};
 use crate::runtime::{Actor, Mode};
 use crate::settings::{Settings, SettingsSnapshot};
+use crate::skills::{SkillSet, Skills};
 use crate::tasks::{NewTask, Tasks};
 use budget::RunLimits;
 pub use error::EngineError;
@@ -61,6 +62,8 @@ pub struct AgentRuntime {
     /// A provider fixed by the embedder (tests, benchmarks); otherwise the
     /// settings choose one for each run.
     provider: Option<Arc<dyn Provider>>,
+    /// The skills runs may read: the built-ins and the skills folder's.
+    skills: Arc<Skills>,
 }
 
 /// Why a run could not be started or changed.
@@ -87,7 +90,9 @@ impl StartError {
 
 impl AgentRuntime {
     pub fn new(svc: Services, settings: Arc<Settings>) -> AgentRuntime {
-        let session_dir = session_dir(&svc.caps.runtime().config().data_dir());
+        let config = svc.caps.runtime().config();
+        let session_dir = session_dir(&config.data_dir());
+        let skills = Arc::new(Skills::new(config.skills_dir()));
         let runs = Runs::new(svc.db.clone(), svc.events.clone());
         let tasks = svc.domain.tasks().clone();
         AgentRuntime {
@@ -98,7 +103,23 @@ impl AgentRuntime {
             session_dir,
             results: Arc::new(ResultStore::default()),
             provider: None,
+            skills,
         }
+    }
+
+    /// The skills folder and the built-ins, as runs read them.
+    pub fn skills(&self) -> &Arc<Skills> {
+        &self.skills
+    }
+
+    /// Every skill now, checked against what is loaded; read off the disk
+    /// on a blocking thread (a skills folder may be on a slow disk).
+    pub async fn skill_set(&self) -> SkillSet {
+        let (skills, snapshot) = (self.skills.clone(), self.svc.caps.runtime().snapshot());
+        tokio::task::spawn_blocking(move || skills.current(&snapshot)).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "reading the skills failed; runs see none");
+            SkillSet::default()
+        })
     }
 
     /// Uses `provider` for every run instead of the settings' choice.
@@ -248,7 +269,9 @@ impl AgentRuntime {
             RunMode::PlanOnly => Mode::PlanOnly,
         };
         let counter = Arc::new(self.token_counter(&settings));
-        let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, provider, counter, limits, log, session);
+        let skills = self.skill_set().await.skills;
+        let parts = turn::Parts { provider, counter, limits, skills };
+        let mut state = turn::RunState::new(self, &run, mode, Actor::Agent, parts, log, session);
         let outcome = state.answer_pending_requests().await?;
         // A run that looks again after waiting says nothing new: its last
         // words stay the ones the report attaches.

@@ -62,5 +62,6 @@ fn unknown(id: &str) -> toolbox::Answered {
         invocation_id: None,
         replayed: false,
         audit_rows: Vec::new(),
+        events: Vec::new(),
     }
 }

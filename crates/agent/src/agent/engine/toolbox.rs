@@ -2,8 +2,9 @@
 //! from the registry, filtered by the run's mode and allowlist, and are
 //! called only through `Capabilities::invoke` with an agent (or subagent)
 //! origin naming the run, the user request and the tool call. Session tools
-//! (`update_plan`, `search_tools`, `read_tool_result`, `get_tool_execution`,
-//! `delegate`) are answered here and never published as capabilities.
+//! (`update_plan`, `search_tools`, `read_skill`, `read_tool_result`,
+//! `get_tool_execution`, `delegate`) are answered by the loop and never
+//! published as capabilities.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use crate::agent::providers::{Block, ToolCall, ToolSpec};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, StepPlan, UPDATE_PLAN};
 use crate::agent::tools::results::{Holder, PREVIEW_CHARS, ResultStore, Shown};
+use crate::agent::tools::skill_reads::{self, READ_SKILL};
 use crate::audit::NewAuditEntry;
 use crate::ledger::LedgerStatus;
 use crate::pipeline::{Capabilities, Invocation, Origin};
@@ -76,14 +78,48 @@ pub fn catalog(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<
     offered(caps, actor, mode, allowlist).iter().map(|l| l.descriptor.clone()).collect()
 }
 
-/// [`catalog`]'s entries as loaded, not copied: what a step offers the
-/// model is chosen from them every step.
-pub fn offered(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<&[String]>) -> Vec<Arc<Loaded>> {
-    let ceiling = match (actor, mode) {
+/// The highest label a caller of `actor` in `mode` may call.
+fn ceiling(actor: Actor, mode: Mode) -> EffectClass {
+    match (actor, mode) {
         (Actor::Subagent, _) => EffectClass::Preview,
         (_, Mode::PlanOnly) => EffectClass::Propose,
         _ => EffectClass::Execute,
+    }
+}
+
+/// Why a run's caller may not call `tool` at all (`None`: it may): not
+/// loaded, above the mode's ceiling, or outside the allowlist. What the
+/// caller's grants allow is judged when it calls.
+pub(crate) fn why_closed(
+    caps: &Capabilities,
+    caller: &RunCaller,
+    allowlist: Option<&[String]>,
+    tool: &str,
+) -> Option<String> {
+    let snapshot = caps.runtime().snapshot();
+    let Some(loaded) = snapshot.get(tool) else {
+        return Some("it is not loaded now".into());
     };
+    let label = loaded.descriptor.label;
+    let ceiling = ceiling(caller.actor, caller.mode);
+    if label > ceiling {
+        let who = match (caller.actor, caller.mode) {
+            (Actor::Subagent, _) => "a subagent may only read and preview",
+            (_, Mode::PlanOnly) => "a plan-only run stops at propose",
+            _ => "this run may not call it",
+        };
+        return Some(format!("it is labelled {label}, and {who}"));
+    }
+    if allowlist.is_some_and(|a| !a.iter().any(|id| id == tool)) {
+        return Some("it is outside this run's allowlist".into());
+    }
+    None
+}
+
+/// [`catalog`]'s entries as loaded, not copied: what a step offers the
+/// model is chosen from them every step.
+pub fn offered(caps: &Capabilities, actor: Actor, mode: Mode, allowlist: Option<&[String]>) -> Vec<Arc<Loaded>> {
+    let ceiling = ceiling(actor, mode);
     caps.runtime()
         .snapshot()
         .active
@@ -106,6 +142,7 @@ pub(crate) fn session_specs(actor: Actor) -> Vec<ToolSpec> {
             input_schema: json!({"type": "object", "required": ["search"], "properties": {
                 "search": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 8}}}),
         },
+        skill_reads::tool_spec(),
         ToolSpec {
             name: READ_TOOL_RESULT.into(),
             description: "Read more of a large tool result by result_id, in Unicode characters; a command's \
@@ -135,7 +172,7 @@ pub(crate) fn session_specs(actor: Actor) -> Vec<ToolSpec> {
 }
 
 pub(crate) fn is_session_tool(name: &str) -> bool {
-    [UPDATE_PLAN, SEARCH_TOOLS, READ_TOOL_RESULT, GET_TOOL_EXECUTION, DELEGATE].contains(&name)
+    [UPDATE_PLAN, SEARCH_TOOLS, READ_SKILL, READ_TOOL_RESULT, GET_TOOL_EXECUTION, DELEGATE].contains(&name)
 }
 
 /// How a tool call ended.
@@ -197,6 +234,9 @@ pub struct Answered {
     /// The audit rows of a read the call made, not yet written: they
     /// commit with the step's writes, before the model sees the result.
     pub audit_rows: Vec<NewAuditEntry>,
+    /// Run events the call adds beside its `agent.tool_call` (a skill
+    /// read's `agent.skill_read`), committed with them.
+    pub events: Vec<(&'static str, Value)>,
 }
 
 impl Answered {
@@ -234,7 +274,13 @@ fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
         invocation_id: None,
         replayed: false,
         audit_rows: Vec::new(),
+        events: Vec::new(),
     }
+}
+
+/// A session tool's answer that went through, its content as given.
+pub(crate) fn succeeded(call_id: &str, content: String) -> Answered {
+    answer(call_id, ToolStatus::Succeeded, content)
 }
 
 /// The error kind of a call refused because the run's allowlist does not

@@ -117,12 +117,23 @@ impl Discovery {
             .take(limit.clamp(1, MAX_RESULTS))
             .map(|(_, d)| ToolSearch { name: d.id.clone(), summary: d.summary.clone() })
             .collect();
-        for f in found.iter().rev() {
-            self.candidates.retain(|c| c != &f.name);
-            self.candidates.push_front(f.name.clone());
+        let names: Vec<String> = found.iter().map(|f| f.name.clone()).collect();
+        self.enable(&names);
+        found
+    }
+
+    /// Makes `names` the newest candidates, first name first, as a search
+    /// that found them would (a skill read enables its tools this way);
+    /// a name outside the catalog is not made one.
+    pub fn enable(&mut self, names: &[String]) {
+        for name in names.iter().rev() {
+            if !self.catalog.iter().any(|d| &d.id == name) {
+                continue;
+            }
+            self.candidates.retain(|c| c != name);
+            self.candidates.push_front(name.clone());
         }
         self.candidates.truncate(WINDOW);
-        found
     }
 
     /// The candidates the next request enables, most recent first, within
@@ -250,6 +261,11 @@ mod tests {
         let crowded = discovery.select(200_000, 199_000);
         assert!(crowded.enabled.is_empty());
         assert!(crowded.left_out.iter().any(|(_, why)| why.contains("15%")), "{:?}", crowded.left_out);
+
+        // Enabled by name (a skill read), within the catalog only.
+        discovery.enable(&["organize.plan".into(), "download.submit".into()]);
+        assert_eq!(discovery.select(200_000, 1_000).enabled[0], "organize.plan");
+        assert!(!discovery.select(200_000, 1_000).enabled.contains(&"download.submit".to_string()));
 
         // A new user request starts afresh.
         discovery.reset();

@@ -14,6 +14,7 @@ use crate::agent::providers::{Block, ToolCall};
 use crate::agent::runs::{Run, StepWrites};
 use crate::agent::tools::discovery;
 use crate::agent::tools::plan::UPDATE_PLAN;
+use crate::agent::tools::skill_reads::{self, READ_SKILL, SkillRead};
 use crate::runtime::{EffectClass, StopSignal};
 
 /// How long a tool call may run before its start is committed on its own;
@@ -96,7 +97,7 @@ impl RunState<'_> {
             if call.name == toolbox::DELEGATE {
                 self.rt.runs.commit_step(&self.run_id, start.take().unwrap_or_default()).await?;
             }
-            let answered = match &call.input {
+            let mut answered = match &call.input {
                 Err(e) => toolbox::failed(&call.id, format!("the call was not run: {e}")),
                 Ok(_) if call.name == UPDATE_PLAN => {
                     plan_answers.next().unwrap_or_else(|| toolbox::failed(&call.id, "update_plan was not applied"))
@@ -139,6 +140,8 @@ impl RunState<'_> {
                 ToolStatus::Denied => "denied",
                 _ => "finished",
             };
+            // What the call did (a skill read) comes before its end.
+            pending.events.extend(std::mem::take(&mut answered.events));
             pending.events.push(("agent.tool_call", self.call_payload(call, phase, Some(&answered))));
             pending.calls_counted += 1;
             pending.audit_rows.extend(answered.audit_rows);
@@ -179,6 +182,7 @@ impl RunState<'_> {
             return Ok(answered);
         }
         match call.name.as_str() {
+            READ_SKILL => Ok(self.read_skill(call, input)),
             toolbox::GET_TOOL_EXECUTION => Ok(self.tool_execution(call, input).await),
             toolbox::DELEGATE => Ok(self.delegate(call, input).await),
             name => self.invoke(call, name, input).await,
@@ -223,6 +227,34 @@ impl RunState<'_> {
         }
     }
 
+    /// `read_skill`: the skill's instructions, its tools this run may call
+    /// made discoverable, and the rest named with why they stay closed.
+    fn read_skill(&mut self, call: &ToolCall, input: &Value) -> Answered {
+        let Some(name) = input.get("name").and_then(Value::as_str) else {
+            return toolbox::failed(&call.id, "read_skill needs a name");
+        };
+        let Some(skill) = self.skills.iter().find(|s| s.name == name).cloned() else {
+            return toolbox::failed(&call.id, skill_reads::unknown(name, &self.skills));
+        };
+        let read = self.open_skill(skill);
+        let mut answered = toolbox::succeeded(&call.id, read.result().to_string());
+        answered.events.push(("agent.skill_read", read.event(self.actor_name(), false)));
+        answered.audit_rows.push(read.audit_row(self.actor_name(), &self.caller.principal(), &self.run_id));
+        answered
+    }
+
+    /// Sorts `skill`'s tools by what this caller may call and makes the
+    /// callable ones discoverable for the rest of the task.
+    pub(super) fn open_skill(&mut self, skill: std::sync::Arc<crate::skills::Skill>) -> SkillRead {
+        let (caps, allowlist) = (&self.rt.svc.caps, self.allowlist.as_deref());
+        let read = SkillRead::new(skill, |tool| toolbox::why_closed(caps, &self.caller, allowlist, tool));
+        self.discovery.enable(&read.callable);
+        if self.limits.max_tools > 0 {
+            self.note_discovery();
+        }
+        read
+    }
+
     async fn tool_execution(&self, call: &ToolCall, input: &Value) -> Answered {
         let Some(id) = input.get("invocation_id").and_then(Value::as_str) else {
             return toolbox::failed(&call.id, "get_tool_execution needs an invocation_id");
@@ -246,7 +278,7 @@ impl RunState<'_> {
     pub(super) fn note_discovery(&mut self) {
         let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
         let selection = self.discovery.select(self.limits.context_budget, used);
-        let mut note = format!("Tools enabled by your search: {}.", list_or_none(&selection.enabled));
+        let mut note = format!("Tools enabled by your search or skill: {}.", list_or_none(&selection.enabled));
         for (name, reason) in &selection.left_out {
             note.push_str(&format!(" {name} was not enabled: {reason}."));
         }
@@ -286,11 +318,9 @@ impl RunState<'_> {
         phase: &str,
         answered: &Answered,
     ) -> Result<(), EngineError> {
-        let writes = StepWrites {
-            events: vec![("agent.tool_call", self.call_payload(call, phase, Some(answered)))],
-            audit_rows: answered.audit_rows.clone(),
-            ..StepWrites::default()
-        };
+        let mut events = answered.events.clone();
+        events.push(("agent.tool_call", self.call_payload(call, phase, Some(answered))));
+        let writes = StepWrites { events, audit_rows: answered.audit_rows.clone(), ..StepWrites::default() };
         Ok(self.rt.runs.commit_step(&self.run_id, writes).await?)
     }
 

@@ -55,6 +55,8 @@ impl RunState<'_> {
                 self.allowlist.as_deref(),
             )),
             discovery_note: None,
+            skills: self.skills.clone(),
+            skills_listing: self.skills_listing.clone(),
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,

@@ -20,7 +20,9 @@ use crate::agent::session_log::{Entry, SessionLog, SessionState};
 use crate::agent::tokens::{TokenCount, TokenCounter};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, StepPlan};
+use crate::agent::tools::skill_reads;
 use crate::runtime::{Actor, Mode};
+use crate::skills::Skill;
 use crate::store::new_id;
 
 mod approval;
@@ -58,6 +60,10 @@ pub(crate) struct RunState<'a> {
     discovery: Discovery,
     /// What the last search enabled and left out, told to the model.
     discovery_note: Option<String>,
+    /// The skills this task may read, as they stood when it began, and
+    /// the system prompt's list of them.
+    skills: Vec<Arc<Skill>>,
+    skills_listing: Option<String>,
     pub(super) final_text: String,
     /// Answers in a row with neither words nor calls.
     empty_answers: u8,
@@ -73,21 +79,29 @@ pub(crate) struct RunState<'a> {
     offered: (Vec<String>, Arc<[ToolSpec]>),
 }
 
+/// What a run's loop works with besides the run and its log.
+pub(crate) struct Parts {
+    pub provider: Arc<dyn Provider>,
+    pub counter: Arc<TokenCounter>,
+    pub limits: RunLimits,
+    /// The skills the run may read now.
+    pub skills: Vec<Arc<Skill>>,
+}
+
 impl<'a> RunState<'a> {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         rt: &'a AgentRuntime,
         run: &Run,
         mode: Mode,
         actor: Actor,
-        provider: Arc<dyn Provider>,
-        counter: Arc<TokenCounter>,
-        limits: RunLimits,
+        parts: Parts,
         log: SessionLog,
         session: SessionState,
     ) -> RunState<'a> {
+        let Parts { provider, counter, limits, skills } = parts;
         let (request_id, turn) = session.request.clone().unwrap_or_default();
         let catalog = toolbox::catalog(&rt.svc.caps, actor, mode, run.capability_allowlist.as_deref());
+        let skills_listing = skill_reads::listing(&skills, limits.context_budget);
         RunState {
             rt,
             run_id: run.id.clone(),
@@ -100,6 +114,8 @@ impl<'a> RunState<'a> {
             session,
             discovery: Discovery::new(catalog),
             discovery_note: None,
+            skills,
+            skills_listing,
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
@@ -252,12 +268,19 @@ impl<'a> RunState<'a> {
             self.caller.request_id = request_id;
             self.discovery.reset();
             self.discovery_note = None;
+            // A new task reads the skills as they are now.
+            self.skills = self.rt.skill_set().await.skills;
+            self.skills_listing = skill_reads::listing(&self.skills, self.limits.context_budget);
         }
         Ok(true)
     }
 
     fn request(&mut self) -> ModelRequest {
         let mut system = SYSTEM_PROMPT.to_string();
+        if let Some(listing) = &self.skills_listing {
+            system.push_str("\n\n");
+            system.push_str(listing);
+        }
         if let Some(plan) = &self.session.plan {
             system.push_str("\n\n");
             system.push_str(&plan::render(plan));
