@@ -45,16 +45,17 @@
 //!     and authz's `PlanSource`, queues its follow-up tasks.
 //! 11. `metrics` — counters and the figures read from the ledger and tasks.
 //! 12. `pipeline` — the one invoke path over all of the above.
-//! 13. `skills`, `acquisition`, `agent` — what calls the invoke path: the
-//!     background acquisition tasks and agent runs, and the playbooks runs
-//!     read.
-//! 14. `recovery`, `retention` — what follows a decision: the chosen option
+//! 13. `skills` — the playbooks agent runs read, checked against what the
+//!     runtime has loaded.
+//! 14. `acquisition`, `agent` — what calls the invoke path: the background
+//!     acquisition tasks and agent runs.
+//! 15. `recovery`, `retention` — what follows a decision: the chosen option
 //!     carried out once, through the invoke path, for whoever chose it; and
 //!     what the host keeps, and for how long.
-//! 15. `app` — the composition root: every service of one process, built
+//! 16. `app` — the composition root: every service of one process, built
 //!     once.
-//! 16. `http` — the API and the console, over an `App`.
-//! 17. `cli` — the command line, which builds the `App`.
+//! 17. `http` — the API and the console, over an `App`.
+//! 18. `cli` — the command line, which builds the `App`.
 //!
 //! Why this order: what the sandbox enforces (`runtime`) must not depend on
 //! what it protects (`domain`, `ledger`), and what records decisions
