@@ -92,6 +92,7 @@ async fn drive_runs(app: &Arc<capstan::app::App>, steps: usize, runs: usize) -> 
             allowlist: None,
             created_by: "bench".into(),
             investigation: None,
+            skill: None,
         };
         let run = agent.runs().create(&new).await.unwrap();
         let commits = app.services().db.group_commits();
@@ -155,6 +156,7 @@ async fn concurrent_runs(app: &Arc<capstan::app::App>, runs: usize, concurrency:
             allowlist: None,
             created_by: "bench".into(),
             investigation: None,
+            skill: None,
         };
         ids.push(agent.start(new).await.unwrap().id);
     }

@@ -1,5 +1,6 @@
 //! The `investigateDecision` task: when `agent.auto_investigate` is on, a
 //! new decision about a failed or stalled download or an ambiguous identity
+//! — or about a failed import or submit, when a skill is its playbook —
 //! gets one bounded, plan-only agent run that may only read (and resolve
 //! identities) — at most `agent.investigate_max_tool_calls` tool calls and
 //! `min(600 s, agent.max_duration_sec)` — created by
@@ -8,7 +9,9 @@
 //! repeated event or a reopened decision starts nothing. A decision an
 //! agent run caused is not investigated by another. While the run works
 //! the decision is `investigating`; when it ends the agent layer hands the
-//! decision back to a human with the run's conclusion.
+//! decision back to a human with the run's conclusion. A skill naming the
+//! kind in its `triggers` is the run's playbook: the run starts with it
+//! read, and may call only what both the skill and the list above name.
 
 use std::sync::Arc;
 
@@ -18,8 +21,8 @@ use serde_json::{Value, json};
 use crate::agent::AgentRuntime;
 use crate::agent::engine::investigation::RECOVER_BY;
 use crate::agent::runs::{Investigation, NewRun, RunMode};
-use crate::domain::DecisionStatus;
 use crate::domain::{Decision, DomainError};
+use crate::domain::{DecisionStatus, WITH_PLAYBOOK};
 use crate::pipeline::{Origin, Services};
 use crate::runtime::{Actor, EffectClass};
 use crate::settings::Settings;
@@ -164,6 +167,15 @@ impl TaskHandler for InvestigateDecision {
             if acting {
                 allowlist.extend(RECOVERY_ACTIONS.iter().map(|a| a.to_string()));
             }
+            // A skill that is the kind's playbook: the run starts with it
+            // read, and may call only what both it and the mode's list name.
+            let skills = agent.skill_set().await;
+            let playbook = crate::skills::playbook_for(&skills, &decision.kind);
+            if let Some(skill) = playbook {
+                allowlist.retain(|id| skill.tools.contains(id));
+            } else if WITH_PLAYBOOK.contains(&decision.kind.as_str()) {
+                return skip("no skill is the playbook for this kind of decision");
+            }
             allowlist.sort();
             let new = NewRun {
                 goal: goal(&decision, acting),
@@ -175,6 +187,7 @@ impl TaskHandler for InvestigateDecision {
                     max_tool_calls: calls,
                     max_duration_sec: seconds.min(MAX_SECONDS),
                 }),
+                skill: playbook.map(|s| s.name.clone()),
             };
             // Investigating before the run starts: a quick run that ends
             // must find it so, and hand it back to a human.

@@ -27,6 +27,7 @@ use parse::{MAX_SKILL_BYTES, Written};
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("download-not-in-library", include_str!("../../skills/download-not-in-library/SKILL.md")),
     ("failed-import", include_str!("../../skills/failed-import/SKILL.md")),
+    ("stuck-download", include_str!("../../skills/stuck-download/SKILL.md")),
     ("wanted-not-fetched", include_str!("../../skills/wanted-not-fetched/SKILL.md")),
 ];
 
@@ -88,17 +89,18 @@ impl SkillSet {
     }
 }
 
-/// The decision kinds a skill's `triggers` may name: every kind the host
-/// opens.
-pub static DECISION_KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-    let mut kinds: Vec<&str> = crate::domain::HOST_KINDS.to_vec();
-    for kind in crate::domain::INVESTIGABLE {
-        if !kinds.contains(kind) {
-            kinds.push(kind);
-        }
-    }
-    kinds
-});
+/// The decision kinds a skill's `triggers` may name: those an
+/// investigation may start for (not `agent_budget`, which a run cannot
+/// spend its way out of).
+pub static DECISION_KINDS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| crate::domain::INVESTIGABLE.iter().chain(crate::domain::WITH_PLAYBOOK).copied().collect());
+
+/// The skill that is the playbook for decisions of `kind`: the first in
+/// the set's order (built-ins first, then by name) naming it in
+/// `triggers`.
+pub fn playbook_for<'a>(set: &'a SkillSet, kind: &str) -> Option<&'a Arc<Skill>> {
+    set.skills.iter().find(|s| s.triggers.iter().any(|t| t == kind))
+}
 
 /// The built-in skills as their files say, read once.
 static BUILT_IN_WRITTEN: LazyLock<Vec<(&'static str, Result<Written, String>)>> =

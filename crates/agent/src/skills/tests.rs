@@ -10,6 +10,7 @@ fn loaded(tool: &str) -> bool {
         "download.status",
         "task.inspect",
         "task.retry",
+        "download.recheck",
         "organize.plan",
         "release.search",
         "release.inspect",
@@ -35,7 +36,14 @@ fn the_built_ins_are_ready_with_nothing_dropped_in() {
     let dir = tempfile::tempdir().unwrap();
     let set = Skills::new(dir.path().join("absent")).current_with(&loaded);
     let names: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["download-not-in-library", "failed-import", "wanted-not-fetched"]);
+    assert_eq!(names, ["download-not-in-library", "failed-import", "stuck-download", "wanted-not-fetched"]);
+    // Each kind an investigation may need a playbook for has one.
+    for kind in crate::domain::INVESTIGABLE.iter().chain(crate::domain::WITH_PLAYBOOK) {
+        if *kind != "identity_ambiguous" {
+            assert!(playbook_for(&set, kind).is_some(), "a playbook for {kind}");
+        }
+    }
+    assert_eq!(playbook_for(&set, "download_stalled").unwrap().name, "stuck-download");
     assert!(set.refused.is_empty(), "{:?}", reasons(&set));
     assert!(set.skills.iter().all(|s| s.source == SkillSource::BuiltIn));
 }

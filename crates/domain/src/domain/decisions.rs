@@ -32,6 +32,10 @@ pub const VERIFY_RECOVERY: &str = "verifyRecovery";
 /// The kinds of decision an agent may investigate by itself.
 pub const INVESTIGABLE: &[&str] = &["identity_ambiguous", "download_failed", "download_stalled"];
 
+/// The kinds investigated only when a skill names them in its `triggers`
+/// (it is their playbook); the investigation task looks when it runs.
+pub const WITH_PLAYBOOK: &[&str] = &["download_submit_failed", "import_failed"];
+
 /// Whether choosing `option` leaves something to carry out.
 fn acts(option: &Value) -> bool {
     !matches!(option.get("action").and_then(Value::as_str), Some("dismiss" | "ignore"))
@@ -132,7 +136,7 @@ impl Domain {
         .await;
         match inserted {
             Ok(_) => {
-                if INVESTIGABLE.contains(&kind) {
+                if INVESTIGABLE.contains(&kind) || WITH_PLAYBOOK.contains(&kind) {
                     let investigate = NewTask {
                         kind: INVESTIGATE_DECISION.into(),
                         subject: Some(id.clone()),

@@ -30,7 +30,9 @@ pub use capstan_contract::ops::drafts::{NewEntity, NewOrganizationPlan, NewPlan,
 pub use capstan_contract::ops::transitions::WantTitle;
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
 pub use decision_options::{OPTION_ACTIONS, find as decision_option};
-pub use decisions::{Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY};
+pub use decisions::{
+    Answer, DecisionFilter, INVESTIGABLE, INVESTIGATE_DECISION, RESOLVE_DECISION, VERIFY_RECOVERY, WITH_PLAYBOOK,
+};
 pub use downloads::ClientView;
 pub use entities::NewSlot;
 pub use model::*;

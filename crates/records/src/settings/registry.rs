@@ -318,7 +318,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         "Investigate what goes wrong",
         ValueKind::Bool,
         "false",
-        "Start one bounded, read-only agent run for each new decision about a failed or stalled download or an ambiguous identity; its conclusion is added to the decision.",
+        "Start one bounded, read-only agent run for each new decision about a failed or stalled download or an ambiguous identity (and a failed import or submit, when a skill is its playbook); its conclusion is added to the decision.",
     ),
     spec(
         "agent.investigate_max_tool_calls",

@@ -1,4 +1,4 @@
-//! Agent runs over HTTP: `POST /agent/runs {goal, mode, capabilityAllowlist?}`
+//! Agent runs over HTTP: `POST /agent/runs {goal, mode, capabilityAllowlist?, skill?}`
 //! creates a run and its durable `runAgent` task (`queued`); `GET
 //! /agent/runs` lists them; `GET /agent/runs/{id}?afterSeq=&limit=` returns
 //! the run, its events by seq, its messages and the verified report;
@@ -40,6 +40,7 @@ fn start_error(e: StartError) -> ApiError {
             ApiError::not_found(format!("capabilityAllowlist names {id}, which is not loaded"))
                 .about("capabilityAllowlist")
         }
+        StartError::UnknownSkill(why) => ApiError::not_found(why).about("skill"),
         StartError::Run(e) => run_error(e),
         StartError::Task(m) => ApiError::internal(m),
     }
@@ -53,6 +54,8 @@ pub(crate) struct StartRun {
     #[serde(default = "execute")]
     mode: RunMode,
     capability_allowlist: Option<Vec<String>>,
+    /// A skill the run starts with already read (its name).
+    skill: Option<String>,
 }
 
 fn execute() -> RunMode {
@@ -66,7 +69,7 @@ fn execute() -> RunMode {
     responses((status = 201, description = "The queued run", body = Run),
               (status = 401, description = "No valid API key or session", body = ErrorBody),
               (status = 403, description = "The key's scopes do not reach the run's mode", body = ErrorBody),
-              (status = 404, description = "The allowlist names a capability that is not loaded", body = ErrorBody),
+              (status = 404, description = "The allowlist names a capability that is not loaded, or the skill cannot be read", body = ErrorBody),
               (status = 422, description = "An execute capability in a plan_only allowlist", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
@@ -81,6 +84,7 @@ pub async fn start(
         allowlist: body.capability_allowlist,
         created_by: caller.principal(),
         investigation: None,
+        skill: body.skill,
     };
     let run = state.agent().start(new).await.map_err(start_error)?;
     Ok((StatusCode::CREATED, Json(run)))

@@ -138,6 +138,7 @@ async fn results_stay_with_whoever_made_them_and_subagents_work_across_turns() {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = agent.start(new).await.unwrap();
     let ended = until_ended(&agent, &run.id, 4).await;

@@ -84,6 +84,7 @@ pub(crate) async fn run_with(
         allowlist,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let started = front.start(new).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -281,6 +282,7 @@ async fn session_tools_answer_from_the_run_and_a_new_request_drops_the_plan() {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = agent.start(new).await.unwrap();
     let ended = |id: String, calls: i64| {

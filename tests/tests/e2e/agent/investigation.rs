@@ -103,9 +103,19 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     assert_eq!((run.created_by.as_str(), run.mode.as_str()), ("system:auto-investigate", "plan_only"));
     let bounds = run.investigation.clone().unwrap();
     assert_eq!((bounds.max_tool_calls, bounds.max_duration_sec), (3, 600));
+    // The kind's playbook is read before the first request, and the run
+    // may call only what both the skill and a read-only run name.
+    assert_eq!(run.skill.as_deref(), Some("stuck-download"));
     let allowed = run.capability_allowlist.clone().unwrap();
-    assert!(allowed.iter().any(|c| c == "inventory.query") && allowed.iter().any(|c| c == "identity.resolve"));
-    assert!(!allowed.iter().any(|c| c == "test.counter-safe" || c == "download.recheck"), "{allowed:?}");
+    assert_eq!(allowed, ["download.status", "inventory.query", "task.inspect"]);
+    let events = env.app.agent().runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let read = events.iter().find(|e| e.kind == "agent.skill_read").expect("the skill's read is recorded");
+    assert_eq!((&read.payload["skill"], &read.payload["startedWith"]), (&json!("stuck-download"), &json!(true)));
+    assert_eq!(read.seq, 1, "before anything the run did");
+    assert_eq!(read.payload["callable"], json!(["inventory.query", "download.status", "task.inspect"]));
+    let closed: Vec<&str> =
+        read.payload["closed"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(closed, ["download.recheck", "task.retry"], "the skill's execute tools stay closed");
     assert_eq!(env.mock.writes(), 0, "the write the model tried never ran");
     let events = env.app.agent().runs().run_events(&run.id, 0, 1000).await.unwrap();
     let refused = events
@@ -203,7 +213,11 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
     assert_eq!(waiting.kind, "identity_ambiguous");
     assert!(waiting.evidence["agentInvestigation"]["conclusion"].is_string(), "{:?}", waiting.evidence);
     assert_eq!(investigations(&env, decision).await.len(), 1, "one trigger");
-    assert_eq!(runs_for(&env, decision).await.len(), 1, "one investigation");
+    let runs = runs_for(&env, decision).await;
+    assert_eq!(runs.len(), 1, "one investigation");
+    let run = env.app.agent().runs().get(&runs[0]).await.unwrap();
+    assert_eq!(run.skill, None, "no skill is the playbook for an ambiguous identity");
+    assert!(run.capability_allowlist.unwrap().iter().any(|c| c == "identity.resolve"));
 
     // An investigation that settles the identity closes the question, the
     // release's stored identity being the fact.
@@ -315,7 +329,49 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     assert!(said.starts_with("Recovered (verified): the task it retried has succeeded."), "{said}");
 }
 
+/// A kind investigated only with a playbook: a failed import gets a run
+/// that starts with `failed-import` read, whose allowlist is what both the
+/// skill and a read-only run name; its steps are in every request.
+async fn a_failed_import_is_investigated_with_its_playbook(backend: Backend) {
+    let env = env(backend).await;
+    let script = json!({"scripts": [{"match": ["investigate"], "steps": [
+        {"tools": [{"name": "task.inspect", "input": {"subjectId": "org-1"}}]},
+        {"tools": [{"name": "task.retry", "input": {"taskId": "t-1"}}]}
+    ], "finalText": "The library folder is not writable; retry once it is."}]});
+    set(&env.app, &[("model.script", json!(script.to_string())), ("agent.auto_investigate", json!(true))]).await;
+    worker(&env);
+    let options = json!([{"id": "dismiss", "label": "Leave it", "action": "dismiss"}]);
+    let evidence = json!({"organizationId": "org-1", "downloadTaskId": "dl-1", "error": "permission denied"});
+    let (decision, _) = env
+        .svc
+        .domain
+        .open_decision("import_failed", Some("org-1"), &options, &evidence, "import_failed:org-1")
+        .await
+        .unwrap();
+    let waiting = reaches(&env, &decision.id, &["awaiting_user"]).await;
+    assert_eq!(
+        waiting.evidence["agentInvestigation"]["conclusion"],
+        "The library folder is not writable; retry once it is."
+    );
+    let runs = runs_for(&env, &decision.id).await;
+    let run = env.app.agent().runs().get(&runs[0]).await.unwrap();
+    assert_eq!((run.skill.as_deref(), run.mode.as_str()), (Some("failed-import"), "plan_only"));
+    assert_eq!(run.capability_allowlist.unwrap(), ["download.status", "inventory.query", "task.inspect"]);
+    let events = env.app.agent().runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let ended = |name: &str| {
+        events
+            .iter()
+            .find(|e| e.kind == "agent.tool_call" && e.payload["name"] == name && e.payload["phase"] != "started")
+            .map(|e| e.payload["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(ended("task.inspect").as_deref(), Some("succeeded"));
+    assert_eq!(ended("task.retry").as_deref(), Some("denied"), "the skill's execute tool stays closed");
+    let session = std::fs::read_to_string(env.app.agent().session_path(&run.id)).unwrap_or_default();
+    assert!(!session.contains("read_skill"), "no turn the model did not take");
+}
+
 both_backends!(
+    a_failed_import_is_investigated_with_its_playbook,
     a_new_decision_gets_one_bounded_read_only_investigation,
     a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding,
     an_ambiguous_identity_is_asked_and_investigated_once

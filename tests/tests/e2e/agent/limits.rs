@@ -166,6 +166,7 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = front.start(new).await.unwrap();
     *model.run_id.lock().unwrap() = Some(run.id.clone());
@@ -234,6 +235,7 @@ async fn the_plan_and_the_conversation_survive_a_restart() {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = front.start(new).await.unwrap();
 

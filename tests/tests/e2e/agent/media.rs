@@ -169,6 +169,7 @@ async fn start_run(env: &Env, goal: &str) -> Run {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     env.agent.start(new).await.unwrap()
 }

@@ -28,6 +28,7 @@ async fn a_run_with_a_draft(
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = agent.runs().create(&new).await.unwrap();
     let domain = &env.svc.domain;

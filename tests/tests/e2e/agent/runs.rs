@@ -99,6 +99,7 @@ pub(crate) async fn stored_run(
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let run = agent.runs().create(&new).await.unwrap();
     for status in statuses {

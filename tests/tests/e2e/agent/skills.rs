@@ -157,6 +157,7 @@ async fn a_subagent_that_reads_a_skill_stays_read_only() {
         allowlist: None,
         created_by: "admin:test".into(),
         investigation: None,
+        skill: None,
     };
     let started = agent.start(new).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -180,4 +181,58 @@ async fn a_subagent_that_reads_a_skill_stays_read_only() {
         (row.event.actor_kind.as_str(), row.event.principal.clone()),
         ("subagent", format!("subagent:{}", run.id))
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_started_with_a_skill_carries_its_steps_in_every_request() {
+    let env = env(Backend::Sqlite).await;
+    settings(&env, &[("agent.max_tools", json!(1))]).await;
+    let script = r#"{"scripts": [{"steps": [
+        {"tools": [{"name": "download.status", "input": {"downloadTaskId": "dl-1"}}]}
+      ], "finalText": "Checked."}]}"#;
+    let recording = Arc::new(Recording { model: Scripted::from_json(script).unwrap(), seen: Mutex::new(Vec::new()) });
+    let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "skills-test".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let new = |skill: &str| NewRun {
+        goal: "is my Dune download stuck?".into(),
+        mode: RunMode::PlanOnly,
+        allowlist: None,
+        created_by: "admin:test".into(),
+        investigation: None,
+        skill: Some(skill.into()),
+    };
+
+    // A skill that does not exist refuses the start, and nothing is made.
+    let refused = agent.start(new("no-such-skill")).await.unwrap_err();
+    assert_eq!(refused.to_string(), "no skill is named no-such-skill");
+    assert!(agent.runs().list(10).await.unwrap().is_empty());
+
+    let started = agent.start(new("stuck-download")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let run = agent.runs().get(&started.id).await.unwrap();
+        if run.status.is_final() {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(run.skill.as_deref(), Some("stuck-download"));
+    let seen = recording.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "the model's own step and its answer: no turn made up for it");
+    for request in &seen {
+        assert!(request.system.contains("This run started with the skill stuck-download read"), "{}", request.system);
+        assert!(request.system.contains("# A download that stalled or failed"), "its steps are there");
+        assert!(request.system.contains("download.recheck (it is labelled execute"), "{}", request.system);
+        // Its callable tools are offered from the first request, whatever
+        // the request's words pick.
+        assert!(offered(request).contains(&"download.status".to_string()), "{:?}", offered(request));
+        assert!(!offered(request).contains(&"download.recheck".to_string()));
+    }
+    let reads = skill_reads(&events(&agent, &run).await);
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0]["startedWith"], true);
 }

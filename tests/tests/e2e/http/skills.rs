@@ -30,7 +30,7 @@ async fn skills_are_listed_refused_with_their_reason_and_checked_at_the_command_
 
     // A first start: the built-in skills, every one ready.
     let list = api.json("/skills").await;
-    assert_eq!(names(&list), ["download-not-in-library", "failed-import", "wanted-not-fetched"]);
+    assert_eq!(names(&list), ["download-not-in-library", "failed-import", "stuck-download", "wanted-not-fetched"]);
     assert_eq!(list["refused"], serde_json::json!([]), "{list}");
     assert_eq!(list["skills"][0]["source"]["kind"], "builtIn");
 
@@ -58,6 +58,17 @@ async fn skills_are_listed_refused_with_their_reason_and_checked_at_the_command_
     assert_eq!((status, error["error"]["message"].as_str()), (404, Some("no skill is named absent")));
     let (status, _) = Api::new(&base).get("/skills").await;
     assert_eq!(status, 401, "skills are for signed-in callers");
+
+    // A run may start with a skill read; one that cannot be read refuses
+    // the start, saying why, and starts nothing.
+    let start = |skill: &str| serde_json::json!({"goal": "why?", "mode": "plan_only", "skill": skill});
+    let (status, error) = api.post("/agent/runs", start("broken")).await;
+    assert_eq!(status, 404, "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the skill broken cannot be read: it lists tools"), "{message}");
+    let (status, run) = api.post("/agent/runs", start("check-space")).await;
+    assert_eq!((status, run["skill"].as_str()), (201, Some("check-space")), "{run}");
+    assert_eq!(api.json("/agent/runs").await["items"].as_array().unwrap().len(), 1, "only the run that started");
 
     // The command line says the same, and its exit code tells a script.
     let data = host.config.data_dir();

@@ -166,6 +166,7 @@ mod tests {
             wake_at: None,
             wait_until: None,
             investigation: None,
+            skill: None,
             plan: None,
             deleted_at: None,
             created_at: now,

@@ -11,6 +11,7 @@ pub mod budget;
 mod ending;
 mod error;
 pub mod investigation;
+mod playbook;
 pub mod report;
 mod resume;
 mod snapshot;
@@ -30,7 +31,7 @@ use super::session_log::SessionLog;
 use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::{Capabilities, Services};
-use crate::runtime::{Actor, Mode};
+use crate::runtime::Actor;
 use crate::settings::{Settings, SettingsSnapshot};
 use crate::skills::{SkillSet, Skills};
 use crate::tasks::{NewTask, Tasks};
@@ -74,6 +75,9 @@ pub enum StartError {
     /// The allowlist names a capability that is not loaded.
     #[error("capabilityAllowlist names {0}, which is not loaded")]
     UnknownCapability(String),
+    /// The run was to start with a skill that cannot be read: the reason.
+    #[error("{0}")]
+    UnknownSkill(String),
     #[error(transparent)]
     Run(#[from] RunError),
     #[error("could not queue the run: {0}")]
@@ -165,7 +169,13 @@ impl AgentRuntime {
                 }
             }
         }
-        let mut run = self.runs.create(&new).await?;
+        // A skill to start with is read now: one that cannot be is refused
+        // before anything is recorded, and the read commits with the run.
+        let started_with = match &new.skill {
+            Some(name) => Some(self.started_with(name, &new).await?),
+            None => None,
+        };
+        let mut run = self.runs.create_with(&new, |id| playbook::first_writes(id, started_with.as_ref())).await?;
         // The run as created, not read back: a worker may have taken it
         // already, and the caller is answered about what it started.
         run.task_id = Some(self.wake(&run.id, &new.created_by).await?);
@@ -264,10 +274,7 @@ impl AgentRuntime {
             self.runs.set_status(run_id, RunStatus::Running, Some("a new message arrived")).await?;
         }
         let (log, session) = SessionLog::open(&self.session_dir, run_id)?;
-        let mode = match run.mode {
-            RunMode::Execute => Mode::Execute,
-            RunMode::PlanOnly => Mode::PlanOnly,
-        };
+        let mode = playbook::mode_of(run.mode);
         let counter = Arc::new(self.token_counter(&settings));
         let skills = self.skill_set().await.skills;
         let parts = turn::Parts { provider, counter, limits, skills };

@@ -278,11 +278,6 @@ fn answer(call_id: &str, status: ToolStatus, content: String) -> Answered {
     }
 }
 
-/// A session tool's answer that went through, its content as given.
-pub(crate) fn succeeded(call_id: &str, content: String) -> Answered {
-    answer(call_id, ToolStatus::Succeeded, content)
-}
-
 /// The error kind of a call refused because the run's allowlist does not
 /// name its tool: it was never run, whatever the tool is.
 pub(crate) const TOOL_CALL_REJECTED: &str = "tool_call_rejected";

@@ -19,6 +19,7 @@ pub use model::{Investigation, NewRun, Run, RunEvent, RunMessage, RunMode, RunSt
 pub use step::StepWrites;
 
 use crate::agent::tools::plan::StepPlan;
+use crate::audit::Audit;
 use crate::events::Events;
 use crate::store::{Db, new_id, now_ms};
 
@@ -51,14 +52,26 @@ impl Runs {
 
     /// Records a new run, `queued`, with its goal as the first message.
     pub async fn create(&self, new: &NewRun) -> Result<Run, RunError> {
+        self.create_with(new, |_| StepWrites::default()).await
+    }
+
+    /// [`Runs::create`], with the run's first events and audit rows (what
+    /// `first` makes of its id) in the same transaction.
+    pub(crate) async fn create_with(
+        &self,
+        new: &NewRun,
+        first: impl FnOnce(&str) -> StepWrites,
+    ) -> Result<Run, RunError> {
         let id = new_id();
+        let first = first(&id);
         let now = now_ms();
         let allowlist = new.allowlist.as_ref().map(|a| serde_json::to_string(a).unwrap_or_default());
         let mut tx = self.db.begin_write().await?;
         let investigation = new.investigation.as_ref();
         sqlx::query(
             "INSERT INTO agent_run (id, goal, mode, allowlist, status, created_by, decision_id, max_tool_calls, \
-             max_duration_sec, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $9)",
+             max_duration_sec, skill, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $10)",
         )
         .bind(&id)
         .bind(&new.goal)
@@ -68,6 +81,7 @@ impl Runs {
         .bind(investigation.map(|i| i.decision_id.clone()))
         .bind(investigation.map(|i| i.max_tool_calls))
         .bind(investigation.map(|i| i.max_duration_sec))
+        .bind(&new.skill)
         .bind(now)
         .execute(&mut *tx)
         .await?;
@@ -81,7 +95,13 @@ impl Runs {
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        Audit::append_all_in(&mut tx, &first.audit_rows).await?;
+        let events: Vec<(&str, &Value)> = first.events.iter().map(|(k, p)| (*k, p)).collect();
+        let seqs = append_events_in(&mut tx, &self.db, &id, &events).await?;
         tx.commit().await?;
+        for seq in seqs {
+            self.events.announce(seq);
+        }
         self.get(&id).await
     }
 

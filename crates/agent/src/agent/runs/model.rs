@@ -118,6 +118,8 @@ pub struct NewRun {
     pub created_by: String,
     /// Set for a run that investigates a decision.
     pub investigation: Option<Investigation>,
+    /// A skill the run starts with already read.
+    pub skill: Option<String>,
 }
 
 /// What makes a run an investigation of a decision: the decision (one run
@@ -162,6 +164,8 @@ pub struct Run {
     pub wait_until: Option<i64>,
     /// For a run investigating a decision: which, and its bounds.
     pub investigation: Option<Investigation>,
+    /// The skill the run started with already read, if any.
+    pub skill: Option<String>,
     /// The model's current plan for its task (its notes, not proof).
     #[schema(value_type = Option<Object>)]
     pub plan: Option<StepPlan>,
@@ -205,6 +209,7 @@ impl Run {
                 }),
                 None => None,
             },
+            skill: r.try_get("skill")?,
             plan: r.try_get::<Option<String>, _>("plan")?.and_then(|p| serde_json::from_str(&p).ok()),
             deleted_at: r.try_get("deleted_at")?,
             created_at: r.try_get("created_at")?,

@@ -237,7 +237,10 @@ impl RunState<'_> {
             return toolbox::failed(&call.id, skill_reads::unknown(name, &self.skills));
         };
         let read = self.open_skill(skill);
-        let mut answered = toolbox::succeeded(&call.id, read.result().to_string());
+        // Kept like a read's result: a long skill arrives as a preview the
+        // model reads on with read_tool_result.
+        let outside = crate::pipeline::Invocation::succeeded_outside(read.result());
+        let mut answered = toolbox::from_invocation(&call.id, &self.caller, &outside, &self.rt.results);
         answered.events.push(("agent.skill_read", read.event(self.actor_name(), false)));
         answered.audit_rows.push(read.audit_row(self.actor_name(), &self.caller.principal(), &self.run_id));
         answered

@@ -57,6 +57,7 @@ impl RunState<'_> {
             discovery_note: None,
             skills: self.skills.clone(),
             skills_listing: self.skills_listing.clone(),
+            started_with: None,
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,

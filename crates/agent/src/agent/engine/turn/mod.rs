@@ -20,7 +20,7 @@ use crate::agent::session_log::{Entry, SessionLog, SessionState};
 use crate::agent::tokens::{TokenCount, TokenCounter};
 use crate::agent::tools::discovery::{self, Discovery};
 use crate::agent::tools::plan::{self, StepPlan};
-use crate::agent::tools::skill_reads;
+use crate::agent::tools::skill_reads::{self, SkillRead};
 use crate::runtime::{Actor, Mode};
 use crate::skills::Skill;
 use crate::store::new_id;
@@ -64,6 +64,10 @@ pub(crate) struct RunState<'a> {
     /// the system prompt's list of them.
     skills: Vec<Arc<Skill>>,
     skills_listing: Option<String>,
+    /// The skill the run started with (`Run::skill`) as read for it
+    /// (`None` when it cannot be read now), and the system prompt's
+    /// section that says so.
+    started_with: Option<(Option<SkillRead>, String)>,
     pub(super) final_text: String,
     /// Answers in a row with neither words nor calls.
     empty_answers: u8,
@@ -102,20 +106,37 @@ impl<'a> RunState<'a> {
         let (request_id, turn) = session.request.clone().unwrap_or_default();
         let catalog = toolbox::catalog(&rt.svc.caps, actor, mode, run.capability_allowlist.as_deref());
         let skills_listing = skill_reads::listing(&skills, limits.context_budget);
+        let caller = RunCaller { run_id: run.id.clone(), actor, mode, request_id, turn };
+        let started_with = run.skill.as_ref().map(|name| {
+            let allowlist = run.capability_allowlist.as_deref();
+            match skills.iter().find(|s| &s.name == name) {
+                Some(skill) => {
+                    let read = super::playbook::read(&rt.svc.caps, skill.clone(), &caller, allowlist);
+                    let section = super::playbook::section(&read);
+                    (Some(read), section)
+                }
+                None => (None, format!("This run was started with the skill {name}, which cannot be read now.")),
+            }
+        });
+        let mut discovery = Discovery::new(catalog);
+        if let Some((Some(read), _)) = &started_with {
+            discovery.enable(&read.callable);
+        }
         RunState {
             rt,
             run_id: run.id.clone(),
             allowlist: run.capability_allowlist.clone(),
-            caller: RunCaller { run_id: run.id.clone(), actor, mode, request_id, turn },
+            caller,
             provider,
             limits,
             counter,
             log: Some(log),
             session,
-            discovery: Discovery::new(catalog),
+            discovery,
             discovery_note: None,
             skills,
             skills_listing,
+            started_with,
             final_text: String::new(),
             empty_answers: 0,
             committed_run: None,
@@ -268,9 +289,13 @@ impl<'a> RunState<'a> {
             self.caller.request_id = request_id;
             self.discovery.reset();
             self.discovery_note = None;
-            // A new task reads the skills as they are now.
+            // A new task reads the skills as they are now, and starts with
+            // the tools of the skill the run started with.
             self.skills = self.rt.skill_set().await.skills;
             self.skills_listing = skill_reads::listing(&self.skills, self.limits.context_budget);
+            if let Some((Some(read), _)) = &self.started_with {
+                self.discovery.enable(&read.callable);
+            }
         }
         Ok(true)
     }
@@ -280,6 +305,10 @@ impl<'a> RunState<'a> {
         if let Some(listing) = &self.skills_listing {
             system.push_str("\n\n");
             system.push_str(listing);
+        }
+        if let Some((_, section)) = &self.started_with {
+            system.push_str("\n\n");
+            system.push_str(section);
         }
         if let Some(plan) = &self.session.plan {
             system.push_str("\n\n");
