@@ -77,6 +77,7 @@ pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("POST", "/api/v1/capabilities/{id}/invoke", Scope(Read)),
     ("GET", "/api/v1/skills", Scope(Read)),
     ("GET", "/api/v1/skills/{name}", Scope(Read)),
+    ("PUT", "/api/v1/skills/{name}", Console),
     ("GET", "/api/v1/audit", Scope(Read)),
     ("GET", "/api/v1/audit/verify", Scope(Read)),
     ("GET", "/api/v1/events", Scope(Read)),

@@ -119,7 +119,7 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
         .routes(routes!(routes::skills::list))
-        .routes(routes!(routes::skills::get))
+        .routes(routes!(routes::skills::get, routes::skills::put))
         .routes(routes!(routes::audit::list))
         .routes(routes!(routes::audit::verify))
         .routes(routes!(routes::events::list))

@@ -13,6 +13,9 @@
 //! taken, or when a tool it lists is not loaded now.
 
 pub mod parse;
+mod write;
+
+pub use write::WriteError;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};

@@ -85,7 +85,7 @@ fn split(text: &str) -> Result<(&str, &str), String> {
     Err("the front matter has no closing `---` line".into())
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let fits = !name.is_empty()
         && name.chars().count() <= MAX_NAME_CHARS
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')

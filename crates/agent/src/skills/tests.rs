@@ -103,3 +103,46 @@ fn a_tool_that_stops_being_loaded_refuses_the_skill_until_it_is_back() {
     assert!(set.refused.iter().any(|r| r.folder == "wanted-not-fetched" && r.reason.contains("release.search")));
     assert!(skills.current_with(&loaded).get("fetch-help").is_some());
 }
+
+#[test]
+fn a_written_skill_lands_whole_and_a_refused_one_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = Skills::new(dir.path().join("skills"));
+    let text = skill("check-disk", "task.inspect");
+    let (written, created) = skills.write_with("check-disk", &text, false, &loaded).unwrap();
+    assert_eq!((written.tools, created), (vec!["task.inspect".to_string()], true));
+    let file = dir.path().join("skills/check-disk/SKILL.md");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert!(skills.current_with(&loaded).get("check-disk").is_some(), "the next listing reads it");
+
+    // Written again: refused unless replacing is asked for.
+    let other = skill("check-disk", "inventory.query");
+    let taken = skills.write_with("check-disk", &other, false, &loaded).unwrap_err();
+    assert!(matches!(taken, WriteError::Taken(_)) && taken.to_string().contains("exists"), "{taken}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "the first stays");
+    assert!(!skills.write_with("check-disk", &other, true, &loaded).unwrap().1, "replaced, not created");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), other);
+
+    // What a listing would refuse is refused before the disk is touched.
+    let refusals = [
+        ("check-disk", skill("check-disk", "files.erase"), "not loaded: files.erase"),
+        ("check-disk", "no front matter".to_string(), "front matter"),
+        ("check-disk", skill("another", "task.inspect"), "its folder is"),
+        ("../escape", skill("escape", "task.inspect"), "lowercase letters"),
+        ("failed-import", skill("failed-import", "task.inspect"), "a built-in skill is named failed-import"),
+        ("big", format!("{}\n{}", skill("big", "task.inspect"), "x".repeat(70_000)), "at most 65536"),
+    ];
+    for (name, text, why) in refusals {
+        let refused = skills.write_with(name, &text, true, &loaded).unwrap_err();
+        assert!(refused.to_string().contains(why), "{name}: {refused}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), other, "nothing refused was written");
+    let entries: Vec<String> = std::fs::read_dir(dir.path().join("skills"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries, ["check-disk"], "no folder was left behind");
+    assert!(!dir.path().join("escape").exists());
+    let leftovers = std::fs::read_dir(dir.path().join("skills/check-disk")).unwrap().count();
+    assert_eq!(leftovers, 1, "no temporary file is left");
+}

@@ -2,7 +2,7 @@
 // abort; in runs.js), decisions waiting for a human (decisions.js), the
 // library (library.js), services (services.js),
 // durable tasks, approvals waiting for a human, automation grants
-// (grants.js), the loaded capabilities, the audit log, and settings
+// (grants.js), the loaded capabilities, skills (skills.js), the audit log, and settings
 // (settings.js). Every request
 // goes to the same API as scripts use (/api/v1), with the session cookie
 // and, for changes, the session's CSRF token. The Agent and Decisions tabs
@@ -204,6 +204,7 @@ document.querySelectorAll("nav button").forEach((button) => {
       library: refreshLibrary,
       approvals: refreshApprovals,
       capabilities: refreshCapabilities,
+      skills: refreshSkills,
       audit: refreshAudit,
     }[button.dataset.tab];
     if (onOpening) onOpening();

@@ -27,6 +27,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),
     ("/decisions.js", JS, include_str!("decisions.js")),
+    ("/skills.js", JS, include_str!("skills.js")),
     ("/console.css", "text/css; charset=utf-8", include_str!("console.css")),
     ("/favicon.svg", "image/svg+xml", include_str!("favicon.svg")),
     // Browsers ask for this path whatever the page links.

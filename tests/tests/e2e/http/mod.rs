@@ -13,6 +13,7 @@ mod console_library;
 mod console_live;
 mod console_mcp;
 mod console_services;
+mod console_skills;
 mod decisions;
 pub mod events;
 mod fuzz;
