@@ -86,6 +86,22 @@ impl Origin {
         }
     }
 
+    /// The execution identity's scope for a call of `loaded`: [`scope`],
+    /// and for a tool call of something that writes nothing the domain
+    /// or the outside keeps (a command such as `df`, a read), the tool
+    /// call too — asking for the same diagnostic twice runs it twice,
+    /// while identical domain writes in one request still share one
+    /// execution. The same tool call after a restart meets its own
+    /// record, and the capability's replay policy settles it.
+    ///
+    /// [`scope`]: Origin::scope
+    pub fn scope_for(&self, loaded: &crate::runtime::Loaded) -> String {
+        match &self.tool_call_id {
+            Some(call) if !keeps_state(loaded) => format!("{}/call:{call}", self.scope()),
+            _ => self.scope(),
+        }
+    }
+
     /// The mode gate: plan-only runs stop at propose, subagents at preview.
     pub fn gate(&self, label: EffectClass) -> Result<(), String> {
         if self.actor == Actor::Subagent && label > EffectClass::Preview {
@@ -117,4 +133,19 @@ impl Origin {
         grant.principal = self.principal.clone();
         grant
     }
+}
+
+/// Whether a call of `loaded` may change what the domain or the outside
+/// keeps: it imports drafts, records, outbound writes or file writes, or
+/// it is an external tool above read, whose effects the host cannot see.
+/// Running one of the operator's commands is not such a change.
+fn keeps_state(loaded: &crate::runtime::Loaded) -> bool {
+    use crate::runtime::effects::interface::{DRAFTS, FILES_WRITE, OUTBOUND_WRITE, RECORDS};
+    if matches!(loaded.source, crate::runtime::Source::External(_)) {
+        return loaded.descriptor.label > EffectClass::Read;
+    }
+    loaded.imports.imports.iter().any(|name| {
+        let bare = name.split('@').next().unwrap_or(name);
+        [DRAFTS, RECORDS, OUTBOUND_WRITE, FILES_WRITE].contains(&bare)
+    })
 }

@@ -203,7 +203,8 @@ impl Capabilities {
     /// when `id` is loaded.
     pub fn idempotency_key_for(&self, origin: &Origin, id: &str, input: &Value) -> Option<String> {
         let loaded = self.runtime.snapshot().get(id)?;
-        Some(idempotency_key(&loaded.descriptor.id, loaded.descriptor.version, &origin.scope(), &input_digest(input)))
+        let d = &loaded.descriptor;
+        Some(idempotency_key(&d.id, d.version, &origin.scope_for(&loaded), &input_digest(input)))
     }
 
     /// The single invoke path; each answered invoke is counted.
@@ -276,7 +277,7 @@ impl Capabilities {
         let loaded = self.runtime.snapshot().get(id).ok_or_else(|| InvokeError::NotFound(id.to_string()))?;
         let d = &loaded.descriptor;
         let digest = input_digest(input);
-        let key = idempotency_key(&d.id, d.version, &origin.scope(), &digest);
+        let key = idempotency_key(&d.id, d.version, &origin.scope_for(&loaded), &digest);
         let summary = summarize_input(input);
 
         // Within the call's deadline: a costly schema keeps only its own

@@ -4,7 +4,8 @@
 //! the run while a command runs stops its whole process group and leaves
 //! the call `result unknown`; a command the run started is stopped when
 //! the run ends, and one a cancelled task runs when the task is dropped;
-//! over HTTP a key needs the execute scope (and a grant) to run one.
+//! over HTTP a key needs the execute scope (and a grant) to run one; the
+//! same command asked for twice in one request runs twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,10 @@ const SCRIPT: &str = r#"{"scripts": [
   {"match": ["linger"], "steps": [
      {"tools": [{"name": "system.command", "input": {"action": "start", "command": "stubborn"}}]}],
    "finalText": "Started {{system.command.handle}}."},
+  {"match": ["twice"], "steps": [
+     {"tools": [{"name": "system.command", "input": {"action": "run", "command": "hello"}}]},
+     {"tools": [{"name": "system.command", "input": {"action": "run", "command": "hello"}}]}],
+   "finalText": "Ran it twice."},
   {"match": ["block"], "steps": [
      {"tools": [{"name": "system.command", "input": {"action": "run", "command": "stubborn"}}]}],
    "finalText": "Done."}
@@ -56,6 +61,21 @@ async fn an_agent_runs_and_watches_commands_and_nothing_it_started_outlives_it()
     let body = wait_run(&api, &id, "ended", ended).await;
     assert_eq!(body["run"]["status"], "succeeded", "{body}");
     assert_eq!(body["run"]["finalText"], "It said: hello\n, from its second byte ello\n");
+
+    // The same diagnostic asked for twice in one request runs twice: a
+    // command keeps nothing in the domain, so each tool call is its own
+    // execution, not a replay of the first.
+    let (_, run) = api.post("/agent/runs", json!({"goal": "run it twice"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = wait_run(&api, &id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    let rows = capstan::ledger::for_run(&env.db, &id).await.unwrap();
+    let ran: Vec<_> = rows.iter().filter(|r| r.capability_id == "system.command").collect();
+    assert_eq!(ran.len(), 2, "two executions: {rows:?}");
+    assert!(ran.iter().all(|r| r.status == capstan::ledger::LedgerStatus::Succeeded), "{rows:?}");
+    assert_ne!(ran[0].idempotency_key, ran[1].idempotency_key);
+    let replayed = events_of(&body, "agent.tool_call").iter().any(|e| e["payload"]["replayed"] == true);
+    assert!(!replayed, "neither call was a replay: {body}");
 
     // A command the run started stops when the run ends.
     let (_, run) = api.post("/agent/runs", json!({"goal": "linger a while"})).await;
