@@ -3,6 +3,7 @@
 //! requests real APIs accept, verdicts, runs doing real media work, and
 //! the tools of an external MCP server.
 
+mod behaviours;
 mod boundaries;
 mod commands;
 mod context;

@@ -1,7 +1,9 @@
 //! Tool discovery for runs that start with a few tools (`agent.max_tools >
 //! 0`): `search_tools(search, limit)` ranks the session's catalog — the
 //! capabilities the run's mode and allowlist permit, nothing more — by
-//! exact name, then alias, tag, part of the name, and description (at most
+//! exact name, then alias, an alias the text holds (whole words, or
+//! anywhere in Chinese or Japanese, which has no spaces to split on), tag,
+//! part of the name, and description (at most
 //! 8 results). Found tools join a window of the 16 most recent candidates;
 //! the next request enables those whose schemas fit min(4096 tokens, 10% of
 //! the context window) while the whole request keeps 15% headroom, and the
@@ -48,6 +50,11 @@ fn score(d: &Descriptor, search: &str) -> u32 {
     if d.aliases.iter().any(|a| a.to_lowercase() == q) {
         return 40;
     }
+    // The text names an alias inside it: "帮我整理下载" holds 整理, "please
+    // check downloads now" holds "check downloads".
+    if d.aliases.iter().any(|a| names_alias(&q, &a.to_lowercase())) {
+        return 35;
+    }
     if d.tags.iter().any(|t| t.to_lowercase() == q) {
         return 30;
     }
@@ -63,6 +70,28 @@ fn score(d: &Descriptor, search: &str) -> u32 {
         return 10;
     }
     0
+}
+
+/// Whether `text` names `alias`: as whole words for an alias in Latin
+/// letters (so "df" is not found in "pdf"), and anywhere for one in a
+/// script written without spaces (Chinese, Japanese), which no word
+/// split would find. Aliases of one character are too loose to count.
+fn names_alias(text: &str, alias: &str) -> bool {
+    if alias.chars().count() < 2 {
+        return false;
+    }
+    if !alias.chars().any(is_unspaced_script) {
+        let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        let wanted: Vec<&str> = alias.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        return !wanted.is_empty() && words.windows(wanted.len()).any(|w| w == wanted.as_slice());
+    }
+    text.contains(alias)
+}
+
+/// Whether `c` is of a script written without spaces between words: CJK
+/// ideographs, kana, and the fullwidth forms used beside them.
+fn is_unspaced_script(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
 }
 
 /// One search's answer.
@@ -234,6 +263,22 @@ mod tests {
         let mut discovery = Discovery::new(many);
         assert_eq!(discovery.search("probe", 100).len(), MAX_RESULTS);
         assert_eq!(discovery.search("probe", 0).len(), 1, "a limit below one still finds one");
+    }
+
+    #[test]
+    fn an_alias_inside_unsegmented_text_or_a_sentence_is_found() {
+        let mut catalog = catalog();
+        catalog.push(tool("system.command", &["df", "run command", "运行命令"], &[], "", 10));
+        catalog.push(tool("download.status", &["check downloads", "下载状态"], &[], "", 10));
+        let discovery = Discovery::new(catalog);
+        assert_eq!(discovery.initial("帮我整理下载", 1), ["organize.plan"], "整理 inside a sentence");
+        assert_eq!(discovery.initial("帮我看看下载状态", 1), ["download.status"]);
+        assert_eq!(discovery.initial("请运行命令看磁盘", 1), ["system.command"]);
+        assert_eq!(discovery.initial("please check downloads now", 1), ["download.status"], "a phrase");
+        assert_eq!(discovery.initial("how much space? run df", 1), ["system.command"], "a word");
+        assert_ne!(discovery.initial("convert this pdf", 1), ["system.command"], "not inside another word");
+        let mut searching = Discovery::new(discovery.catalog.clone());
+        assert_eq!(names(&searching.search("我想整理一下", 8)), ["organize.plan"]);
     }
 
     #[test]

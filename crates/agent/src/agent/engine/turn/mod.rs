@@ -44,7 +44,8 @@ pub(crate) enum TurnOutcome {
 /// The fixed part of every request.
 const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
 every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
-not an imported one. Keep your plan current with update_plan.";
+not an imported one. A plan is for work of several steps: for such a goal, write one with update_plan and mark \
+each step as it goes. A question that one or two tool calls answer needs no plan: call them and answer.";
 
 pub(crate) struct RunState<'a> {
     pub(super) rt: &'a AgentRuntime,
