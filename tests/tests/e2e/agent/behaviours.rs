@@ -26,7 +26,7 @@ async fn a_question_is_answered_without_a_plan_and_a_job_of_steps_keeps_one() {
     assert!(run1.plan.is_none(), "no plan for one question");
     let events = front.runs().run_events(&run1.id, 0, 1000).await.unwrap();
     assert!(events.iter().all(|e| e.kind != "agent.plan"), "{events:?}");
-    let system = &recording.seen.lock().unwrap()[0].system;
+    let system = recording.seen.lock().unwrap()[0].system.clone();
     assert!(system.contains("A plan is for work of several steps"), "{system}");
     assert!(system.contains("needs no plan"), "{system}");
 
