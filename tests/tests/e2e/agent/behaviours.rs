@@ -60,3 +60,103 @@ async fn the_first_tools_are_picked_from_the_request_in_either_language() {
     let first = capabilities(&recording.seen.lock().unwrap()[0]);
     assert!(first.contains(&"download.status".to_string()), "{first:?}");
 }
+
+/// A model that never answers: the run waits on it until it is aborted.
+struct Silent;
+
+impl capstan::agent::providers::Provider for Silent {
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        _events: tokio::sync::mpsc::UnboundedSender<capstan::agent::providers::StreamEvent>,
+    ) -> capstan::agent::providers::CompletionFuture<'a> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Everything the host logs.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_that_is_slow_or_fails_does_not_hold_the_run_back() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use capstan::agent::runs::{NewRun, RunMode, RunStatus};
+    use capstan::tasks::{Tasks, Worker, WorkerConfig};
+
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    tracing::subscriber::set_global_default(subscriber).expect("this test's process logs to the capture");
+    let env = env(Backend::Sqlite).await;
+    let agent = Arc::new(env.app.new_agent().with_provider(Arc::new(Silent)));
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "snapshot-test".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+
+    // Its session log swapped for something that cannot be read as one: a
+    // FIFO nobody writes (reading it waits for ever), then a folder
+    // (reading it fails at once).
+    for (broken, said) in [("fifo", "took too long"), ("folder", "could not be taken")] {
+        let new = NewRun {
+            goal: "how many titles are there?".into(),
+            mode: RunMode::PlanOnly,
+            allowlist: None,
+            created_by: "admin:test".into(),
+            investigation: None,
+            skill: None,
+        };
+        let run = agent.start(new).await.unwrap();
+        let path = agent.session_path(&run.id);
+        let started = Instant::now();
+        while !(agent.runs().get(&run.id).await.unwrap().status == RunStatus::Running
+            && std::fs::read_to_string(&path).is_ok_and(|t| t.contains("how many titles")))
+        {
+            assert!(started.elapsed() < Duration::from_secs(30), "the run never asked its model");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        std::fs::remove_file(&path).unwrap();
+        if broken == "fifo" {
+            let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+            assert!(made.success());
+        } else {
+            std::fs::create_dir(&path).unwrap();
+        }
+        agent.runs().request_abort(&run.id, "enough").await.unwrap();
+        let ended = loop {
+            let now = agent.runs().get(&run.id).await.unwrap();
+            if now.status.is_final() {
+                break now;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "the run never ended: {now:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!((ended.status, ended.error.as_deref()), (RunStatus::Cancelled, Some("enough")), "{broken}");
+        let events = agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
+        assert!(events.iter().all(|e| e.kind != "agent.snapshot"), "{broken}: no snapshot was published");
+        let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains(&format!("the run's snapshot {said}")), "{broken}: {logged}");
+        if broken == "fifo" {
+            // Lets go of the reader still waiting on the FIFO: a writer
+            // that says nothing, then a reader for the append it opens.
+            let fifo = path.clone();
+            std::thread::spawn(move || {
+                drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+                drop(std::fs::File::open(&fifo));
+            });
+        }
+    }
+}

@@ -124,7 +124,7 @@ impl AgentRuntime {
             (status, detail)
         };
         if matches!(status, RunStatus::Cancelled | RunStatus::Failed | RunStatus::BudgetExceeded) {
-            snapshot::take(self, run_id, detail.unwrap_or(status.as_str())).await?;
+            snapshot::best_effort(self, run_id, detail.unwrap_or(status.as_str())).await;
         }
         // Nothing the run started outlives it.
         let stopped = self.svc.caps.runtime().stop_commands_of(&crate::runtime::run_owner(run_id));

@@ -7,6 +7,11 @@
 //! redacted to field names, types and sizes. Calls a crash or an error left
 //! without a result are closed in the session log in those words, so the
 //! conversation can go on from there. Nothing is run or replayed here.
+//!
+//! The snapshot is best effort ([`best_effort`]): it gets
+//! [`SNAPSHOT_WAIT`], and one that fails or takes longer is logged and
+//! left out — the run still ends with its own status, never held back by
+//! what it let go of.
 
 use std::collections::HashMap;
 
@@ -53,9 +58,33 @@ impl CallState {
     }
 }
 
-/// Takes the snapshot of run `run_id`, which stops for `reason`.
-pub(super) async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Result<(), EngineError> {
-    let (mut log, session) = SessionLog::open(&rt.session_dir, run_id)?;
+/// The longest a stopping run waits for its snapshot.
+pub(super) const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Takes the snapshot of run `run_id`, which stops for `reason`, waiting
+/// at most [`SNAPSHOT_WAIT`]; a snapshot that fails or is late is logged,
+/// and the run ends without it.
+pub(super) async fn best_effort(rt: &AgentRuntime, run_id: &str, reason: &str) {
+    match tokio::time::timeout(SNAPSHOT_WAIT, take(rt, run_id, reason)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(run = %run_id, error = %e, "the run's snapshot could not be taken; it ends without one")
+        }
+        Err(_) => tracing::warn!(
+            run = %run_id,
+            wait_secs = SNAPSHOT_WAIT.as_secs(),
+            "the run's snapshot took too long; it ends without one"
+        ),
+    }
+}
+
+/// Takes the snapshot of run `run_id`, which stops for `reason`. The
+/// session log is read on a blocking thread, so the wait above bounds a
+/// slow disk too.
+async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Result<(), EngineError> {
+    let (dir, id) = (rt.session_dir.clone(), run_id.to_string());
+    let (mut log, session) =
+        tokio::task::spawn_blocking(move || SessionLog::open(&dir, &id)).await.map_err(std::io::Error::other)??;
     let turn = session.request.as_ref().map_or(0, |(_, seq)| *seq);
     let Some(at) = session.messages.iter().rposition(|m| m.role == Role::Assistant) else {
         return Ok(());
