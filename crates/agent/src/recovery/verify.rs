@@ -7,7 +7,8 @@
 //! the decision is resolved by `system:auto-recover` with
 //! `resolution.execution = {kind: "agent_recover", verified: true, facts}`,
 //! and the run's report is written again to open with "Recovered
-//! (verified)", the model's own words after it, marked unverified;
+//! (verified)", the model's own words after it, marked unverified (one
+//! that did not recover opens "Not recovered: …" with the facts instead);
 //! `removed` is not recovered. A task the run retried (`task.retry`) is
 //! read too: `succeeded` is recovered, `failed`, `dead` or `cancelled` is
 //! not. A run that made no recovery call that went through (it ran out of
@@ -45,24 +46,46 @@ pub struct VerifyRecovery {
     pub settings: Arc<Settings>,
 }
 
+/// What the facts of a recovery show, in words: the tasks it retried and
+/// how each ended, or the download as qBittorrent (or the store) shows it.
+fn facts_said(facts: &Value) -> String {
+    if let Some(tasks) = facts.get("retriedTasks").and_then(Value::as_array) {
+        let each: Vec<String> = tasks
+            .iter()
+            .map(|t| format!("{} {}", t["taskId"].as_str().unwrap_or("?"), t["status"].as_str().unwrap_or("unknown")))
+            .collect();
+        return match each.as_slice() {
+            [one] if one.ends_with(" succeeded") => "the task it retried has succeeded".to_string(),
+            [one] => format!("the task it retried is {}", one.split_once(' ').map_or("unknown", |(_, s)| s)),
+            _ => format!("the tasks it retried: {}", each.join(", ")),
+        };
+    }
+    let status = facts.pointer("/client/status").or_else(|| facts.get("status")).and_then(Value::as_str);
+    match (status, facts.pointer("/client/error")) {
+        (Some(status), _) => format!("qBittorrent shows the download {status}"),
+        (None, Some(error)) => format!("qBittorrent could not be read: {error}"),
+        (None, None) => "nothing shows the download moving again".to_string(),
+    }
+}
+
 /// Writes the recovery run's report again, opening with what the facts
-/// showed; the model's words follow, still unverified.
-async fn report_recovered(agent: &AgentRuntime, run_id: &str, facts: &Value) -> Result<(), String> {
+/// showed — "Recovered (verified): …" or "Not recovered: …" — and its
+/// summary and final words with it; the model's words follow, still
+/// unverified.
+async fn report_recovery(agent: &AgentRuntime, run_id: &str, headline: &str, facts: &Value) -> Result<(), String> {
     let run = agent.runs().get(run_id).await.map_err(|e| e.to_string())?;
     let domain = &agent.services().domain;
-    let status = facts.pointer("/client/status").or_else(|| facts.get("status")).and_then(Value::as_str);
     let said = run.final_text.clone().unwrap_or_default();
-    let seen = match facts.get("retriedTasks") {
-        Some(_) => "the task it retried has succeeded".to_string(),
-        None => format!("qBittorrent shows the download {}", status.unwrap_or("moving again")),
-    };
-    let text = format!("Recovered (verified): {seen}.\n\nThe model said (unverified): {said}");
+    // A report written again keeps the model's words from the first.
+    let said = said.split_once("The model said (unverified): ").map_or(said.as_str(), |(_, s)| s).to_string();
+    let text = format!("{headline}.\n\nThe model said (unverified): {said}");
     let mut body = match &run.report_id {
         Some(id) => domain.artifact(id).await.map_err(|e| e.to_string())?.body,
         None => json!({"type": "AgentGoalReport", "runId": run.id}),
     };
     body["summary"] = Value::from(text.as_str());
-    body["recovery"] = json!({"verified": true, "facts": facts});
+    let verified = headline.starts_with("Recovered (verified)");
+    body["recovery"] = json!({"verified": verified, "facts": facts});
     let by = Author { principal: RECOVER_BY.into(), run_id: Some(run.id.clone()), capability: None };
     let report = domain.create_artifact(&by, ArtifactKind::Report, Some(&format!("run:{}", run.id)), &body).await;
     let report = report.map_err(|e| e.to_string())?;
@@ -170,7 +193,8 @@ impl TaskHandler for VerifyRecovery {
                         json!({"kind": "agent_recover", "verified": true, "runId": payload.run_id, "facts": seen});
                     // The report first: whoever sees the decision closed
                     // finds the run's report already saying what was seen.
-                    if let Err(e) = report_recovered(&agent, &payload.run_id, &seen).await {
+                    let headline = format!("Recovered (verified): {}", facts_said(&seen));
+                    if let Err(e) = report_recovery(&agent, &payload.run_id, &headline, &seen).await {
                         tracing::warn!(run = %payload.run_id, error = %e, "could not write the verified report");
                     }
                     let answer = Answer::Recovered { execution };
@@ -187,6 +211,17 @@ impl TaskHandler for VerifyRecovery {
                         _ if !acted => recovered_nothing(&agent, &payload.run_id).await,
                         _ => "not recovered in time".to_string(),
                     };
+                    // The run's report says so first, with the facts.
+                    let headline = match verdict {
+                        _ if !acted => {
+                            format!("Not recovered: {}", outcome.trim_start_matches("nothing was recovered: "))
+                        }
+                        Some(false) => format!("Not recovered: {}", facts_said(&seen)),
+                        _ => format!("Not recovered: when the wait ran out, {}", facts_said(&seen)),
+                    };
+                    if let Err(e) = report_recovery(&agent, &payload.run_id, &headline, &seen).await {
+                        tracing::warn!(run = %payload.run_id, error = %e, "could not write the unrecovered report");
+                    }
                     let evidence = json!({"autoRecover": {"outcome": outcome, "runId": payload.run_id, "facts": seen,
                         "suggestion": "look at the download in qBittorrent; Force recheck once its files are back, or leave it"}});
                     match svc.domain.advance_decision(&decision.id, DecisionStatus::AwaitingUser, &evidence).await {
@@ -198,5 +233,22 @@ impl TaskHandler for VerifyRecovery {
                 tokio::time::sleep(poll).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_facts_are_said_in_words() {
+        let one = |status: &str| json!({"retriedTasks": [{"taskId": "t1", "status": status}]});
+        assert_eq!(facts_said(&one("succeeded")), "the task it retried has succeeded");
+        assert_eq!(facts_said(&one("dead")), "the task it retried is dead");
+        let two =
+            json!({"retriedTasks": [{"taskId": "t1", "status": "dead"}, {"taskId": "t2", "status": "succeeded"}]});
+        assert_eq!(facts_said(&two), "the tasks it retried: t1 dead, t2 succeeded");
+        assert_eq!(facts_said(&json!({"client": {"status": "stalled"}})), "qBittorrent shows the download stalled");
+        assert!(facts_said(&json!({"client": null, "download": "d"})).contains("nothing shows"));
     }
 }

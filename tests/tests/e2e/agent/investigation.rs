@@ -370,8 +370,73 @@ async fn a_failed_import_is_investigated_with_its_playbook(backend: Backend) {
     assert!(!session.contains("read_skill"), "no turn the model did not take");
 }
 
+/// A task kind that fails whenever it runs.
+struct Breaks;
+
+impl capstan::tasks::TaskHandler for Breaks {
+    fn run(&self, _task: capstan::tasks::Task) -> capstan::tasks::HandlerFuture {
+        Box::pin(async { Err(capstan::tasks::HandlerError::GiveUp("the disk is full".into())) })
+    }
+}
+
+/// A recovery that retried a task which failed again: the run's report and
+/// final words open "Not recovered:" with what the task says, and the
+/// decision goes back to a human.
+async fn a_recovery_that_did_not_work_says_so_first(backend: Backend) {
+    use capstan_tests::grants::for_an_hour;
+    let env = env(backend).await;
+    let tasks = Tasks::new(env.db.clone());
+    let stuck = NewTask {
+        kind: "testBreak".into(),
+        subject: None,
+        payload: json!({}),
+        dedupe_key: None,
+        max_attempts: 1,
+        created_by: "test".into(),
+    };
+    let stuck = tasks.enqueue(&stuck).await.unwrap().0.id;
+    sqlx::query("UPDATE task SET status = 'dead' WHERE id = $1").bind(&stuck).execute(&env.db.pool).await.unwrap();
+    let script = json!({"scripts": [{"match": ["investigate"], "steps": [
+        {"tools": [{"name": "task.retry", "input": {"taskId": stuck}}]}
+    ], "finalText": "Retried the task that had died; it should work now."}]});
+    set(
+        &env.app,
+        &[
+            ("model.script", json!(script.to_string())),
+            ("agent.auto_investigate", json!(true)),
+            ("agent.auto_investigate_mode", json!("recover")),
+            ("agent.goal_poll_sec", json!(1)),
+            ("agent.recover_verify_sec", json!(60)),
+        ],
+    )
+    .await;
+    for action in ["download.recheck", "task.retry"] {
+        env.svc.authz.create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
+    }
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
+    let mut worker = Worker::new(tasks.clone(), "recover".into(), config);
+    capstan::agent::task::register(&mut worker, env.app.agent());
+    tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
+    capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
+    worker.handle("testBreak", Arc::new(Breaks));
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+
+    let decision = open(&env, "d-broken", json!({"problem": "the import task died"})).await;
+    let back = reaches(&env, &decision, &["awaiting_user", "resolved"]).await;
+    assert_eq!(back.status.as_str(), "awaiting_user", "{back:?}");
+    assert_eq!(back.evidence["autoRecover"]["outcome"], "failed", "{:?}", back.evidence);
+    let run = env.app.agent().runs().get(back.evidence["autoRecover"]["runId"].as_str().unwrap()).await.unwrap();
+    let said = run.final_text.unwrap();
+    assert!(said.starts_with("Not recovered: the task it retried is "), "{said}");
+    assert!(said.contains("The model said (unverified): Retried the task that had died"), "{said}");
+    let report = env.svc.domain.artifact(&run.report_id.unwrap()).await.unwrap();
+    assert_eq!(report.body["recovery"]["verified"], false);
+    assert!(report.body["summary"].as_str().unwrap().starts_with("Not recovered: "), "{}", report.body);
+}
+
 both_backends!(
     a_failed_import_is_investigated_with_its_playbook,
+    a_recovery_that_did_not_work_says_so_first,
     a_new_decision_gets_one_bounded_read_only_investigation,
     a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding,
     an_ambiguous_identity_is_asked_and_investigated_once

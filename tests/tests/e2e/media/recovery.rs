@@ -162,7 +162,10 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert!(recover["outcome"].as_str().unwrap().contains("budget_exceeded"), "{recover}");
     let run = third.evidence["agentInvestigation"]["runId"].as_str().unwrap();
     assert!(capstan::ledger::for_run(&env.svc.db, run).await.unwrap().is_empty(), "it rechecked nothing");
-    assert_eq!(env.app.agent().runs().get(run).await.unwrap().status.as_str(), "budget_exceeded");
+    let unrecovered = env.app.agent().runs().get(run).await.unwrap();
+    assert_eq!(unrecovered.status.as_str(), "budget_exceeded");
+    let said = unrecovered.final_text.unwrap_or_default();
+    assert!(said.starts_with("Not recovered: the run ended budget_exceeded without a recovery call"), "{said}");
 
     // A human rechecks; past the attempts allowed, the next occurrence goes
     // to a human and no model is called.
