@@ -26,6 +26,11 @@ pub(crate) const RENAMED: &[(&str, &str)] = &[
     ("budget.max_cost_usd_per_day", "budget.agentMaxCostUsdPerDay"),
 ];
 
+/// Other names a change may give a setting under, beside its document
+/// name: `(key, name)`. The scripted model's script is also
+/// `agent.fakeScript`.
+pub(crate) const ALSO_NAMED: &[(&str, &str)] = &[("model.script", "agent.fakeScript")];
+
 /// Values a change may spell otherwise, stored as the registry's own:
 /// `(key, given, stored)`.
 pub(crate) const VALUE_ALIASES: &[(&str, &str, &str)] = &[("model.provider", "fake", "scripted")];
@@ -83,8 +88,16 @@ fn rule_key(name: &str) -> String {
     std::iter::once(area.to_string()).chain(parts.map(snake)).collect::<Vec<_>>().join(".")
 }
 
-/// The value to store for `key` when `value` is an alias, else `value`.
+/// Settings holding JSON text that a change may also give as JSON itself
+/// (an object or a list), stored as its text.
+pub const WRITTEN_AS_JSON: &[&str] = &["model.script"];
+
+/// The value to store for `key` when `value` is an alias, else `value`. A
+/// script given as JSON (an object or a list) is stored as its text.
 pub(crate) fn unalias(key: &str, value: &Value) -> Value {
+    if WRITTEN_AS_JSON.contains(&key) && (value.is_object() || value.is_array()) {
+        return Value::String(value.to_string());
+    }
     match value.as_str().and_then(|v| VALUE_ALIASES.iter().find(|(k, given, _)| *k == key && *given == v)) {
         Some((_, _, stored)) => json!(stored),
         None => value.clone(),
@@ -117,8 +130,13 @@ impl Document {
     /// A name nobody knows, a section that is not an object, or a setting
     /// given twice is refused by the name as given.
     pub fn read(body: &Map<String, Value>, other: &[&str]) -> Result<Document, SettingsError> {
-        let by_name: BTreeMap<String, &'static SettingSpec> =
+        let mut by_name: BTreeMap<String, &'static SettingSpec> =
             SETTINGS.iter().map(|s| (nested_name(s.key), s)).collect();
+        for (key, name) in ALSO_NAMED {
+            if let Some(spec) = SETTINGS.iter().find(|s| s.key == *key) {
+                by_name.insert(name.to_string(), spec);
+            }
+        }
         let mut doc = Document::default();
         for (name, value) in body {
             if let Some(spec) = super::registry::find(name) {
@@ -206,8 +224,9 @@ impl Document {
 /// setting's schema from `leaf`; every object must name something.
 pub fn sections_schema(leaf: impl Fn(&SettingSpec) -> Value) -> Map<String, Value> {
     let mut root = Map::new();
-    for spec in SETTINGS {
-        let name = nested_name(spec.key);
+    let also =
+        ALSO_NAMED.iter().filter_map(|(key, name)| Some((SETTINGS.iter().find(|s| s.key == *key)?, name.to_string())));
+    for (spec, name) in SETTINGS.iter().map(|s| (s, nested_name(s.key))).chain(also) {
         let parts: Vec<&str> = name.split('.').collect();
         let mut at = &mut root;
         for part in &parts[..parts.len() - 1] {
@@ -253,6 +272,17 @@ mod tests {
             let spec = super::super::registry::find(key).unwrap_or_else(|| panic!("{key} is no setting"));
             assert!(spec.check(&json!(stored), |_| Ok(())).is_ok(), "{key} cannot hold {stored}");
         }
+    }
+
+    #[test]
+    fn the_script_is_also_agent_fake_script_and_may_be_written_as_json() {
+        let script = json!([{"match": "dune", "steps": [], "finalText": "ok"}]);
+        let doc = read(json!({"agent": {"fakeScript": script}})).unwrap();
+        assert_eq!(doc.settings["model.script"], json!(script.to_string()), "stored as its text");
+        let doc = read(json!({"pi": {"script": {"finalText": "one"}}})).unwrap();
+        assert_eq!(doc.settings["model.script"], json!(r#"{"finalText":"one"}"#));
+        let twice = read(json!({"agent": {"fakeScript": "[]"}, "pi": {"script": "[]"}}));
+        assert!(matches!(twice, Err(SettingsError::Field { .. })), "one setting given twice is refused");
     }
 
     #[test]

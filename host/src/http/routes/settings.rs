@@ -88,6 +88,9 @@ fn change_schema(spec: &crate::settings::SettingSpec) -> Value {
     let mut value = spec.describe()["schema"].clone();
     if let Some(kind) = value.get("type").cloned() {
         value["type"] = json!([kind, "null"]);
+        if crate::settings::document::WRITTEN_AS_JSON.contains(&spec.key) {
+            value["type"] = json!([kind, "object", "array", "null"]);
+        }
     }
     if let Some(choices) = value.get_mut("enum").and_then(Value::as_array_mut) {
         choices.extend(crate::settings::document::aliases(spec.key).map(Value::from));

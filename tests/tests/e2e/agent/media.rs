@@ -28,25 +28,25 @@ use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent::{self, BuiltTorrent};
 use serde_json::{Map, Value, json};
 
-const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
+pub(crate) const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
 const ADD: &str = "/api/v2/torrents/add";
 
-struct Env {
-    _dir: tempfile::TempDir,
-    config_path: std::path::PathBuf,
-    app: Arc<capstan::app::App>,
-    caps: Arc<Capabilities>,
-    svc: capstan::pipeline::Services,
-    agent: AgentRuntime,
-    _indexer: MockTorznab,
+pub(crate) struct Env {
+    pub(crate) _dir: tempfile::TempDir,
+    pub(crate) config_path: std::path::PathBuf,
+    pub(crate) app: Arc<capstan::app::App>,
+    pub(crate) caps: Arc<Capabilities>,
+    pub(crate) svc: capstan::pipeline::Services,
+    pub(crate) agent: AgentRuntime,
+    pub(crate) _indexer: MockTorznab,
     /// The wanted slot and the release recorded for it.
-    slot: String,
-    release: String,
+    pub(crate) slot: String,
+    pub(crate) release: String,
 }
 
 /// A config file (used by this process and by `capstan worker`s), a wanted
 /// movie, and its release recorded and identified.
-async fn start(qbt_url: &str, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
+pub(crate) async fn start(qbt_url: &str, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -150,7 +150,7 @@ library = {library:?}
     Env { _dir: dir, config_path, app, caps, svc, agent, _indexer: indexer, slot: slot.id, release: release.id }
 }
 
-async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
+pub(crate) async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
     let started = Instant::now();
     loop {
         let run = env.agent.runs().get(id).await.unwrap();
@@ -224,18 +224,18 @@ async fn run_statuses(env: &Env, id: &str) -> Vec<String> {
         .collect()
 }
 
-async fn report(env: &Env, run: &Run) -> Value {
+pub(crate) async fn report(env: &Env, run: &Run) -> Value {
     env.svc.domain.artifact(run.report_id.as_deref().unwrap()).await.unwrap().body
 }
 
-async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
+pub(crate) async fn torrents(qbt: &QBittorrent) -> Vec<Value> {
     let client = qbt.login().await;
     client.get(format!("{}/api/v2/torrents/info", qbt.base_url())).send().await.unwrap().json().await.unwrap()
 }
 
 /// One task at a time: a waiting run must not hold the worker the imports
 /// it waits for need.
-fn in_process_worker(env: &Env) {
+pub(crate) fn in_process_worker(env: &Env) {
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 1 };
     let mut worker = Worker::new(Tasks::new(env.svc.db.clone()), "media-test".into(), config);
     capstan::acquisition::register(&mut worker, &env.svc, env.app.settings());

@@ -16,6 +16,7 @@ mod limits;
 mod media;
 mod outcomes;
 mod providers;
+mod runbook;
 pub mod runs;
 mod skills;
 mod third_party;

@@ -1,7 +1,8 @@
 //! The `scripted` provider: a deterministic model driven by JSON scripts,
 //! for tests and the out-of-the-box demo (`fake` in the settings document
 //! names it too). A script file is `{"scripts": [{"match": [...], "steps":
-//! [...], "finalText": "..."}]}`. The first script whose `match` words (a
+//! [...], "finalText": "..."}]}`, or the list of scripts alone, or one
+//! script. The first script whose `match` words (a
 //! list, or one word as a text) appear in the latest user request
 //! (ignoring case; a script without `match` matches anything) answers it:
 //! the model's n-th response to that request is step n — text and/or tool
@@ -135,8 +136,23 @@ impl Scripted {
 
     /// Reads a script file; a malformed one is refused with the reason.
     pub fn from_json(text: &str) -> Result<Scripted, ProviderError> {
-        let file: ScriptFile =
-            serde_json::from_str(text).map_err(|e| ProviderError::Invalid(format!("scripted model: {e}")))?;
+        let invalid = |e: serde_json::Error| ProviderError::Invalid(format!("scripted model: {e}"));
+        // Three shapes: `{"scripts": [...]}`, a list of scripts, or one.
+        let value: serde_json::Value = serde_json::from_str(text).map_err(invalid)?;
+        let file: ScriptFile = match value {
+            serde_json::Value::Object(ref o) if o.contains_key("scripts") => {
+                serde_json::from_value(value).map_err(invalid)?
+            }
+            serde_json::Value::Array(_) => ScriptFile { scripts: serde_json::from_value(value).map_err(invalid)? },
+            serde_json::Value::Object(_) => {
+                ScriptFile { scripts: vec![serde_json::from_value(value).map_err(invalid)?] }
+            }
+            _ => {
+                return Err(ProviderError::Invalid(
+                    "scripted model: a script file is {\"scripts\": [...]}, a list of scripts, or one script".into(),
+                ));
+            }
+        };
         if file.scripts.is_empty() {
             return Err(ProviderError::Invalid("scripted model: the file has no scripts".into()));
         }
@@ -378,6 +394,19 @@ mod tests {
             content: vec![Block::ToolResult { tool_use_id: id, content: result.to_string(), is_error: false }],
         });
         messages
+    }
+
+    #[test]
+    fn a_script_file_may_be_the_scripts_a_list_or_one_script() {
+        let one = r#"{"match": "dune", "steps": [{"text": "Looking."}], "finalText": "Done."}"#;
+        for text in [one.to_string(), format!("[{one}]"), format!(r#"{{"scripts": [{one}]}}"#)] {
+            let model = Scripted::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let asked = vec![Message { role: Role::User, content: vec![Block::Text { text: "find Dune".into() }] }];
+            assert_eq!(ask(&model, asked).text, "Looking.", "{text}");
+        }
+        assert!(refusal(r#"{"match": "x", "finalText": "y", "stpes": []}"#).contains("stpes"), "a typo is named");
+        assert!(refusal("42").contains("one script"));
+        assert!(refusal("[]").contains("no scripts"));
     }
 
     fn refusal(text: &str) -> String {
