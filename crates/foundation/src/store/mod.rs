@@ -195,6 +195,21 @@ impl Db {
         Ok(after.saturating_sub(before))
     }
 
+    /// How many migrations this build carries: its schema's version.
+    pub fn schema_version() -> usize {
+        MIGRATIONS.migrations.len()
+    }
+
+    /// Applies the first `count` migrations only, leaving the schema as an
+    /// earlier version of Capstan left it: what an upgrade test starts
+    /// from before [`Db::migrate`] takes it the rest of the way.
+    pub async fn migrate_first(&self, count: usize) -> Result<(), StoreError> {
+        let migrations = MIGRATIONS.migrations[..count.min(Self::schema_version())].to_vec();
+        let earlier = sqlx::migrate::Migrator { migrations: migrations.into(), ..sqlx::migrate::Migrator::DEFAULT };
+        earlier.run(&self.pool).await?;
+        Ok(())
+    }
+
     async fn applied_migrations(&self) -> Result<usize, sqlx::Error> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = TRUE")
             .fetch_one(&self.pool)

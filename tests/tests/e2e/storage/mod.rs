@@ -14,3 +14,4 @@ mod setup;
 mod store;
 mod tasks;
 mod uncertain;
+mod upgrades;
