@@ -2,7 +2,7 @@
 //! in `examples/` for wasm32-wasip2, and records their paths for the suites
 //! (`$OUT_DIR/test_components.rs`).
 
-#[path = "../crates/runtime/build/guests.rs"]
+#[path = "../crates/builtins/build/guests.rs"]
 mod guests;
 
 use std::path::PathBuf;

@@ -1,6 +1,8 @@
 //! Builds the crates in `capabilities/` for wasm32-wasip2, pre-initialises
 //! and compiles each for this build's engine (`build/precompile.rs`), and
-//! embeds both as the built-in capabilities (`$OUT_DIR/builtins.rs`).
+//! embeds both as the built-in capabilities (`$OUT_DIR/builtins.rs`). This
+//! runs beside the compile of the runtime and the crates above it: only
+//! the `capstan` crate waits for it.
 
 #[path = "build/guests.rs"]
 mod guests;
@@ -16,6 +18,11 @@ fn main() {
     // Libraries the capabilities link (not components themselves).
     let libs = workspace.join("guest-libs");
     guests::rerun_if_changed(&workspace, &[&folder, &libs]);
+    // The engine configuration the binary compiles with, shared with the
+    // runtime: a change there compiles the built-ins again.
+    for shared in ["engine_config.rs", "preinit_run.rs"] {
+        println!("cargo:rerun-if-changed={}", workspace.join("crates/runtime/src").join(shared).display());
+    }
 
     let crates = guests::guests_in(&folder);
     let built = guests::build(&workspace, &crates, &guests::guest_target_dir(&workspace));

@@ -74,6 +74,7 @@ pub use capstan_foundation::{canonical, principal, store, text};
 pub use capstan_records::{audit, authz, events, external_tools, ledger, settings, setup, tasks};
 pub use capstan_runtime as runtime;
 
+pub use capstan_builtins::BUILT_INS;
 pub use config::Config;
 pub use runtime::Runtime;
 

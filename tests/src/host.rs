@@ -70,7 +70,7 @@ impl TestHost {
 
     /// Starts the runtime.
     pub async fn start(&self) -> anyhow::Result<Arc<Runtime>> {
-        Runtime::start(self.config.clone()).await
+        Runtime::start(self.config.clone(), &capstan::BUILT_INS).await
     }
 
     /// Accepts the held component `id` as an operator would

@@ -1,5 +1,5 @@
 //! Builds guest crates (capabilities, test components) for wasm32-wasip2
-//! from a build script. Shared by `crates/runtime/build.rs` and `tests/build.rs`
+//! from a build script. Shared by `crates/builtins/build.rs` and `tests/build.rs`
 //! through `#[path]`, so both build guests the same way.
 //!
 //! The inner cargo gets its own target directory, because the outer build

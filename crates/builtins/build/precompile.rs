@@ -1,6 +1,6 @@
 //! Pre-initialises and compiles the built-in components at build time, with
-//! the engine configuration the binary uses (`src/engine_config.rs`,
-//! included here), so a fresh data folder does not spend half a minute
+//! the engine configuration the binary uses (the runtime's
+//! `src/engine_config.rs`, included here), so a fresh data folder does not spend half a minute
 //! compiling them at its first start. The binary uses this code only when
 //! its engine has the same compatibility fingerprint, and compiles the
 //! component itself otherwise.
@@ -15,9 +15,9 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
-#[path = "../src/engine_config.rs"]
+#[path = "../../runtime/src/engine_config.rs"]
 mod engine_config;
-#[path = "../src/preinit_run.rs"]
+#[path = "../../runtime/src/preinit_run.rs"]
 mod preinit_run;
 
 /// Any value: the pool's size does not change compiled code.

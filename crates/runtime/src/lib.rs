@@ -64,6 +64,8 @@ pub struct Runtime {
     /// nothing (see [`host::HostServices::isolated`]).
     loading: Arc<host::HostServices>,
     config: Arc<Config>,
+    /// The built-in capabilities, as the composition root handed them.
+    builtins: &'static builtins::BuiltIns,
     /// Whether the built-ins load from the code compiled with the binary:
     /// the engine fits it and the operator did not ask to compile them.
     builtins_precompiled: bool,
@@ -89,12 +91,17 @@ pub struct Runtime {
 impl Runtime {
     /// Builds the runtime without loading anything, and without the stores
     /// the domain and command imports reach ([`Runtime::new_with`]).
-    pub fn new(config: Config) -> anyhow::Result<Runtime> {
-        Runtime::new_with(config, None)
+    pub fn new(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Runtime> {
+        Runtime::new_with(config, None, builtins)
     }
 
-    /// Builds the runtime over `stores` without loading anything.
-    pub(crate) fn new_with(mut config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Runtime> {
+    /// Builds the runtime over `stores` without loading anything; it will
+    /// load `builtins` as its built-in capabilities.
+    pub(crate) fn new_with(
+        mut config: Config,
+        stores: Option<host::HostStores>,
+        builtins: &'static builtins::BuiltIns,
+    ) -> anyhow::Result<Runtime> {
         // Callers that did not go through the command line get the same
         // resolution: wasmtime's cache, among others, wants absolute paths.
         config.resolve_paths(&std::env::current_dir()?);
@@ -105,8 +112,9 @@ impl Runtime {
         host::add_to_linker(&mut linker)?;
         let services = Arc::new(host::HostServices::from_config(&config, stores)?);
         let ticker = engine::EpochTicker::start(&engine);
-        let builtins_precompiled = !config.compile_builtins && builtins::precompiled_fits(&engine);
+        let builtins_precompiled = !config.compile_builtins && builtins.precompiled_fits(&engine);
         Ok(Runtime {
+            builtins,
             builtins_precompiled,
             engine,
             linker,
@@ -130,13 +138,17 @@ impl Runtime {
     /// refusing to start when a core capability is missing or duplicated;
     /// the domain and command imports have no stores to reach (the sandbox
     /// alone, as its tests and the command line's checks use it).
-    pub async fn start(config: Config) -> anyhow::Result<Arc<Runtime>> {
-        Runtime::start_with(config, None).await
+    pub async fn start(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Arc<Runtime>> {
+        Runtime::start_with(config, None, builtins).await
     }
 
     /// [`Runtime::start`] over `stores`: what a host process runs.
-    pub async fn start_with(config: Config, stores: Option<host::HostStores>) -> anyhow::Result<Arc<Runtime>> {
-        let runtime = Arc::new(Runtime::new_with(config, stores)?);
+    pub async fn start_with(
+        config: Config,
+        stores: Option<host::HostStores>,
+        builtins: &'static builtins::BuiltIns,
+    ) -> anyhow::Result<Arc<Runtime>> {
+        let runtime = Arc::new(Runtime::new_with(config, stores, builtins)?);
         std::fs::create_dir_all(runtime.config.data_dir())?;
         std::fs::create_dir_all(runtime.config.capabilities_dir())?;
         runtime.rescan(true).await?;
@@ -147,8 +159,8 @@ impl Runtime {
     /// file whose code is not known yet is compiled in the background and
     /// listed as compiling, and nothing is recorded in the data directory,
     /// which a server may be using (its rescans keep its state).
-    pub async fn start_listing(config: Config) -> anyhow::Result<Arc<Runtime>> {
-        let runtime = Arc::new(Runtime::new(config)?);
+    pub async fn start_listing(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Arc<Runtime>> {
+        let runtime = Arc::new(Runtime::new(config, builtins)?);
         runtime.rescan_with(true, Some(runtime.clone()), false).await?;
         Ok(runtime)
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::Runtime;
-use super::builtins::{BUILTINS, CORE_CAPABILITIES};
+use super::builtins::CORE_CAPABILITIES;
 use super::loader::{self, LoadError, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
@@ -250,8 +250,9 @@ impl Runtime {
         // loaded already.)
         let cache = self.config.cache_dir();
         let fits = self.builtins_precompiled;
+        let components = self.builtins.components;
         let uncompiled: Vec<&str> = if startup && !fits {
-            BUILTINS
+            components
                 .iter()
                 .filter(|(_, bytes, _)| !super::preinit::cached_path(&cache, &loader::digest(bytes)).exists())
                 .map(|(name, _, _)| *name)
@@ -260,19 +261,19 @@ impl Runtime {
             Vec::new()
         };
         if startup && fits {
-            tracing::info!(count = BUILTINS.len(), "loading the built-in components compiled with the binary");
+            tracing::info!(count = components.len(), "loading the built-in components compiled with the binary");
         }
         if !uncompiled.is_empty() {
             tracing::info!(
                 count = uncompiled.len(),
-                of = BUILTINS.len(),
+                of = components.len(),
                 cache = %cache.display(),
                 "compiling built-in components (the code built with the binary does not fit this engine; later starts load them from the cache)"
             );
         }
         let compiling_since = std::time::Instant::now();
         let mut compiled = 0;
-        for (name, bytes, precompiled) in BUILTINS {
+        for (name, bytes, precompiled) in components {
             let loaded = self
                 .load_cached(bytes, Source::BuiltIn(name.to_string()), Some((name, precompiled)))
                 .await

@@ -53,7 +53,7 @@ impl App {
         let domain = Domain::with_events(db.clone(), events.clone());
         let audit = Audit::new(db.clone());
         let stores = HostStores { domain: Arc::new(domain.clone()), commands: Arc::new(audit.clone()) };
-        let runtime = Runtime::start_with(config, Some(stores)).await?;
+        let runtime = Runtime::start_with(config, Some(stores), &capstan_builtins::BUILT_INS).await?;
         let components = ComponentAudit::start(runtime.clone(), audit.clone());
         let external = ExternalServers::start(runtime.clone(), &runtime.config().mcp);
         let settings = Arc::new(Settings::new(db.clone(), runtime.config().data_dir(), Scripted::check));

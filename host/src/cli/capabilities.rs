@@ -81,7 +81,7 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
         CapabilitiesCommand::Check { file } => check(config, file).await,
         CapabilitiesCommand::Test(args) => super::capability_test::run(config, args).await,
         CapabilitiesCommand::Accept { id } => {
-            let runtime = Runtime::start(config).await.map_err(failed)?;
+            let runtime = Runtime::start(config, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
             let digest = runtime.accept(id).map_err(failed)?;
             println!("accepted {id} ({})", &digest[..12]);
             Ok(0)
@@ -94,7 +94,7 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
 const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn list(config: Config, json: bool) -> CommandResult {
-    let runtime = Runtime::start_listing(config).await.map_err(failed)?;
+    let runtime = Runtime::start_listing(config, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
     let waiting = std::time::Instant::now();
     while !runtime.snapshot().compiling.is_empty() && waiting.elapsed() < LIST_WAIT {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -142,7 +142,7 @@ async fn list(config: Config, json: bool) -> CommandResult {
 async fn check(config: Config, file: &PathBuf) -> CommandResult {
     let bytes =
         std::fs::read(file).map_err(|e| (exit::USAGE, anyhow::anyhow!("cannot read {}: {e}", file.display())))?;
-    let runtime = Runtime::new(config).map_err(failed)?;
+    let runtime = Runtime::new(config, &capstan_builtins::BUILT_INS).map_err(failed)?;
     match runtime.check(&bytes, file.clone()).await {
         Ok(loaded) => {
             let out = CheckedFile {

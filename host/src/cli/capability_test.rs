@@ -121,7 +121,7 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     let settings: BTreeMap<String, String> =
         args.settings.iter().map(|raw| pair(raw, "--setting NAME=VALUE")).collect::<Result<_, _>>()?;
 
-    let checking = crate::runtime::Runtime::new(config.clone()).map_err(failed)?;
+    let checking = crate::runtime::Runtime::new(config.clone(), &capstan_builtins::BUILT_INS).map_err(failed)?;
     let loaded = checking
         .check(&bytes, args.file.clone())
         .await

@@ -152,7 +152,7 @@ fn a_fresh_data_folder_loads_the_built_ins_compiled_with_the_binary() {
         .lines()
         .find(|l| l.contains("built-in components compiled with the binary"))
         .unwrap_or_else(|| panic!("{log}"));
-    let count = capstan::runtime::builtins::BUILTINS.len();
+    let count = capstan::BUILT_INS.components.len();
     assert!(said.contains(&format!("count={count}")), "{said}");
     assert!(stdout(&out).contains("release.inspect"), "{}", stdout(&out));
     // No snapshot was made on this machine.
@@ -173,7 +173,7 @@ fn a_start_with_built_ins_to_compile_says_how_many_and_how_far() {
         .spawn()
         .unwrap();
     let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let count = capstan::runtime::builtins::BUILTINS.len();
+    let count = capstan::BUILT_INS.components.len();
     let mut log = Vec::new();
     // Compiling all of them would take the suite a minute: the first one
     // done is enough.
@@ -194,7 +194,7 @@ fn a_start_with_built_ins_to_compile_says_how_many_and_how_far() {
         log.lines().any(|l| l.contains("compiled a built-in component") && l.contains(&format!("done=1 of={count}"))),
         "{log}"
     );
-    let (_, first, _) = capstan::runtime::builtins::BUILTINS[0];
+    let (_, first, _) = capstan::BUILT_INS.components[0];
     let kept = dir.path().join("data/cache/preinit").join(format!("{}.wasm", capstan::runtime::loader::digest(first)));
     assert!(kept.exists(), "compiled into the cache for next time");
 }

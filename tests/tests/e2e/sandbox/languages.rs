@@ -132,7 +132,7 @@ async fn a_python_or_javascript_component_cannot_carry_more_than_its_label() {
     // The same sources built against the execute world keep every host
     // import of it, writes included, while describing themselves `read`.
     let host = TestHost::new();
-    let runtime = Runtime::new(host.config.clone()).unwrap();
+    let runtime = Runtime::new(host.config.clone(), &capstan::BUILT_INS).unwrap();
     for example in [Example::Python, Example::JavaScript] {
         let bytes = std::fs::read(languages::build(example, "execute-capability")).unwrap();
         let reason = match runtime.check(&bytes, "candidate.wasm".into()).await {

@@ -32,7 +32,7 @@ async fn compiled(runtime: &Runtime, path: &str) {
 }
 
 async fn refusal_of(host: &TestHost, bytes: &[u8]) -> String {
-    let runtime = Runtime::new(host.config.clone()).unwrap();
+    let runtime = Runtime::new(host.config.clone(), &capstan::BUILT_INS).unwrap();
     match runtime.check(bytes, "candidate.wasm".into()).await {
         Ok(l) => panic!("{} was accepted", l.descriptor.id),
         Err(reason) => {
