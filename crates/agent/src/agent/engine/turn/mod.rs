@@ -18,8 +18,8 @@ use crate::agent::providers::{Block, Completion, Message, ModelRequest, Provider
 use crate::agent::runs::{Run, StepWrites};
 use crate::agent::session_log::{Entry, SessionLog, SessionState};
 use crate::agent::tokens::{TokenCount, TokenCounter};
-use crate::agent::tools::discovery::{self, Discovery};
-use crate::agent::tools::plan::{self, StepPlan};
+use crate::agent::tools::discovery::Discovery;
+use crate::agent::tools::plan::StepPlan;
 use crate::agent::tools::skill_reads::{self, SkillRead};
 use crate::runtime::{Actor, Mode};
 use crate::skills::Skill;
@@ -29,6 +29,7 @@ mod approval;
 mod calls;
 mod checks;
 mod delegate;
+mod request;
 mod usage;
 
 /// How far a call to [`RunState::answer_pending_requests`] got.
@@ -40,12 +41,6 @@ pub(crate) enum TurnOutcome {
     OverBudget(String),
     Failed(String),
 }
-
-/// The fixed part of every request.
-const SYSTEM_PROMPT: &str = "You are Capstan's media-automation agent. You act only through the tools offered; \
-every change outside is checked and may be denied. Report only what tool results show: a submitted download is \
-not an imported one. A plan is for work of several steps: for such a goal, write one with update_plan and mark \
-each step as it goes. A question that one or two tool calls answer needs no plan: call them and answer.";
 
 pub(crate) struct RunState<'a> {
     pub(super) rt: &'a AgentRuntime,
@@ -299,54 +294,6 @@ impl<'a> RunState<'a> {
             }
         }
         Ok(true)
-    }
-
-    fn request(&mut self) -> ModelRequest {
-        let mut system = SYSTEM_PROMPT.to_string();
-        if let Some(listing) = &self.skills_listing {
-            system.push_str("\n\n");
-            system.push_str(listing);
-        }
-        if let Some((_, section)) = &self.started_with {
-            system.push_str("\n\n");
-            system.push_str(section);
-        }
-        if let Some(plan) = &self.session.plan {
-            system.push_str("\n\n");
-            system.push_str(&plan::render(plan));
-        }
-        if let Some(note) = &self.discovery_note {
-            system.push_str("\n\n");
-            system.push_str(note);
-        }
-        let latest = self.session.request_text.clone();
-        let chosen: Option<Vec<String>> = (self.limits.max_tools > 0).then(|| {
-            let mut names = self.discovery.initial(&latest, self.limits.max_tools);
-            let used = discovery::estimate_tokens(&serde_json::to_string(&self.session.messages).unwrap_or_default());
-            for name in self.discovery.select(self.limits.context_budget, used).enabled {
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-            names
-        });
-        let offered: Vec<_> =
-            toolbox::offered(&self.rt.svc.caps, self.caller.actor, self.caller.mode, self.allowlist.as_deref())
-                .into_iter()
-                .filter(|l| chosen.as_ref().is_none_or(|names| names.contains(&l.descriptor.id)))
-                .collect();
-        let key: Vec<String> = offered.iter().map(|l| format!("{}@{}", l.descriptor.id, l.digest)).collect();
-        if key != self.offered.0 || self.offered.1.is_empty() {
-            let mut tools: Vec<ToolSpec> = offered.iter().map(|l| discovery::spec(&l.descriptor)).collect();
-            tools.extend(toolbox::session_specs(self.caller.actor));
-            self.offered = (key, tools.into());
-        }
-        ModelRequest {
-            system,
-            messages: self.session.messages.clone(),
-            tools: self.offered.1.clone(),
-            max_tokens: 4096,
-        }
     }
 
     /// One model request and the tool calls it makes; `run` as it was just
