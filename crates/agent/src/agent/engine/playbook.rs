@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::toolbox::{self, RunCaller};
 use super::{AgentRuntime, StartError};
 use crate::agent::runs::{NewRun, RunMode, StepWrites};
+use crate::agent::tools::discovery::estimate_tokens;
 use crate::agent::tools::skill_reads::SkillRead;
 use crate::runtime::{Actor, Mode};
 use crate::skills::Skill;
@@ -65,8 +66,11 @@ pub(super) fn first_writes(id: &str, read: Option<&SkillRead>) -> StepWrites {
     }
 }
 
-/// The system prompt's section for the skill a run started with.
-pub(super) fn section(read: &SkillRead) -> String {
+/// The system prompt's section for the skill a run started with. Its
+/// instructions ride on every request while they take at most a quarter
+/// of `context_window`; a longer skill is named instead, for the model to
+/// read with `read_skill` (whose answer is paged like any long result).
+pub(super) fn section(read: &SkillRead, context_window: usize) -> String {
     let closed: Vec<String> = read.closed.iter().map(|(tool, why)| format!("{tool} ({why})")).collect();
     let mut text = format!(
         "This run started with the skill {} read; follow it. Its tools you may call: {}.",
@@ -76,7 +80,43 @@ pub(super) fn section(read: &SkillRead) -> String {
     if !closed.is_empty() {
         text.push_str(&format!(" Closed to this run: {}.", closed.join("; ")));
     }
+    if estimate_tokens(&read.skill.instructions) > context_window / 4 {
+        text.push_str(&format!(
+            " Its instructions are too long to repeat on every request: read them with read_skill({:?}) first.",
+            read.skill.name
+        ));
+        return text;
+    }
     text.push_str("\n\n");
     text.push_str(&read.skill.instructions);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::SkillSource;
+
+    #[test]
+    fn a_long_playbook_is_named_not_repeated() {
+        let skill = |instructions: String| {
+            Arc::new(Skill {
+                name: "fix-it".into(),
+                description: "d".into(),
+                tools: vec!["a.read".into(), "b.write".into()],
+                triggers: Vec::new(),
+                instructions,
+                source: SkillSource::BuiltIn,
+            })
+        };
+        let closed = |tool: &str| (tool == "b.write").then(|| "it is outside this run's allowlist".to_string());
+        let short = SkillRead::new(skill("1. Read a.".into()), closed);
+        let text = section(&short, 8_000);
+        assert!(text.ends_with("\n\n1. Read a."), "{text}");
+        assert!(text.contains("you may call: a.read. Closed to this run: b.write (it is outside"), "{text}");
+        let long = SkillRead::new(skill("step ".repeat(2_000)), closed);
+        let text = section(&long, 8_000);
+        assert!(text.contains("read_skill(\"fix-it\")") && !text.contains("step step"), "{text}");
+        assert!(section(&long, 200_000).contains("step step"), "a large window carries it");
+    }
 }

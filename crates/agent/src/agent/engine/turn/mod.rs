@@ -108,7 +108,7 @@ impl<'a> RunState<'a> {
             match skills.iter().find(|s| &s.name == name) {
                 Some(skill) => {
                     let read = super::playbook::read(&rt.svc.caps, skill.clone(), &caller, allowlist);
-                    let section = super::playbook::section(&read);
+                    let section = super::playbook::section(&read, limits.context_budget);
                     (Some(read), section)
                 }
                 None => (None, format!("This run was started with the skill {name}, which cannot be read now.")),
