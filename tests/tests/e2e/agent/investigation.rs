@@ -270,15 +270,19 @@ impl capstan::tasks::TaskHandler for Mends {
     }
 }
 
-/// A recovery that retries a task is verified from that task's state: the
-/// decision closes as `system:auto-recover` only once the retried task has
-/// succeeded, with its state as the facts.
-async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backend: Backend) {
+/// A dead task of `kind` (run by `handler` when retried), recover mode on
+/// with grants for its actions, a scripted model that retries the task
+/// saying `said`, and a worker running it all; answers the task's id.
+async fn recovering_a_dead_task(
+    env: &Env,
+    kind: &str,
+    handler: Arc<dyn capstan::tasks::TaskHandler>,
+    said: &str,
+) -> String {
     use capstan_tests::grants::for_an_hour;
-    let env = env(backend).await;
     let tasks = Tasks::new(env.db.clone());
     let stuck = NewTask {
-        kind: "testMend".into(),
+        kind: kind.into(),
         subject: None,
         payload: json!({}),
         dedupe_key: None,
@@ -289,7 +293,7 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     sqlx::query("UPDATE task SET status = 'dead' WHERE id = $1").bind(&stuck).execute(&env.db.pool).await.unwrap();
     let script = json!({"scripts": [{"match": ["investigate"], "steps": [
         {"tools": [{"name": "task.retry", "input": {"taskId": stuck}}]}
-    ], "finalText": "Retried the task that had died."}]});
+    ], "finalText": said}]});
     set(
         &env.app,
         &[
@@ -305,13 +309,23 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
         env.svc.authz.create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
     }
     let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
-    let mut worker = Worker::new(tasks.clone(), "recover".into(), config);
+    let mut worker = Worker::new(tasks, "recover".into(), config);
     capstan::agent::task::register(&mut worker, env.app.agent());
     // The waker a process runs beside its worker (`App::run`).
     tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
     capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
-    worker.handle("testMend", Arc::new(Mends));
+    worker.handle(kind, handler);
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    stuck
+}
+
+/// A recovery that retries a task is verified from that task's state: the
+/// decision closes as `system:auto-recover` only once the retried task has
+/// succeeded, with its state as the facts.
+async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backend: Backend) {
+    let env = env(backend).await;
+    let tasks = Tasks::new(env.db.clone());
+    let stuck = recovering_a_dead_task(&env, "testMend", Arc::new(Mends), "Retried the task that had died.").await;
 
     let decision = open(&env, "d-gone", json!({"problem": "the import task died"})).await;
     let closed = reaches(&env, &decision, &["resolved", "awaiting_user"]).await;
@@ -383,43 +397,9 @@ impl capstan::tasks::TaskHandler for Breaks {
 /// final words open "Not recovered:" with what the task says, and the
 /// decision goes back to a human.
 async fn a_recovery_that_did_not_work_says_so_first(backend: Backend) {
-    use capstan_tests::grants::for_an_hour;
     let env = env(backend).await;
-    let tasks = Tasks::new(env.db.clone());
-    let stuck = NewTask {
-        kind: "testBreak".into(),
-        subject: None,
-        payload: json!({}),
-        dedupe_key: None,
-        max_attempts: 1,
-        created_by: "test".into(),
-    };
-    let stuck = tasks.enqueue(&stuck).await.unwrap().0.id;
-    sqlx::query("UPDATE task SET status = 'dead' WHERE id = $1").bind(&stuck).execute(&env.db.pool).await.unwrap();
-    let script = json!({"scripts": [{"match": ["investigate"], "steps": [
-        {"tools": [{"name": "task.retry", "input": {"taskId": stuck}}]}
-    ], "finalText": "Retried the task that had died; it should work now."}]});
-    set(
-        &env.app,
-        &[
-            ("model.script", json!(script.to_string())),
-            ("agent.auto_investigate", json!(true)),
-            ("agent.auto_investigate_mode", json!("recover")),
-            ("agent.goal_poll_sec", json!(1)),
-            ("agent.recover_verify_sec", json!(60)),
-        ],
-    )
-    .await;
-    for action in ["download.recheck", "task.retry"] {
-        env.svc.authz.create_grant(&for_an_hour(action), "admin:alice").await.unwrap();
-    }
-    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 2 };
-    let mut worker = Worker::new(tasks.clone(), "recover".into(), config);
-    capstan::agent::task::register(&mut worker, env.app.agent());
-    tokio::spawn(capstan::agent::task::wake_due_runs(env.app.agent().clone(), Default::default()));
-    capstan::recovery::register(&mut worker, env.app.agent(), env.app.settings());
-    worker.handle("testBreak", Arc::new(Breaks));
-    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let said = "Retried the task that had died; it should work now.";
+    recovering_a_dead_task(&env, "testBreak", Arc::new(Breaks), said).await;
 
     let decision = open(&env, "d-broken", json!({"problem": "the import task died"})).await;
     let back = reaches(&env, &decision, &["awaiting_user", "resolved"]).await;

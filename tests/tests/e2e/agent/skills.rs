@@ -56,6 +56,29 @@ fn closed_reason(read: &Value, tool: &str) -> String {
     found.map(|c| c["reason"].as_str().unwrap().to_string()).unwrap_or_default()
 }
 
+/// An agent answering with `recording`'s model on an in-process worker.
+fn agent_with(env: &Env, recording: &Arc<Recording>) -> Arc<AgentRuntime> {
+    let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
+    let mut worker = Worker::new(Tasks::new(env.db.clone()), "skills-test".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    agent
+}
+
+/// Run `id` once it has ended.
+async fn ended(agent: &AgentRuntime, id: &str) -> Run {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = agent.runs().get(id).await.unwrap();
+        if run.status.is_final() {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_sees_the_skills_reads_one_and_gets_its_tools() {
     let env = env(Backend::Sqlite).await;
@@ -146,11 +169,7 @@ async fn a_subagent_that_reads_a_skill_stays_read_only() {
         ], "finalText": "tried"}
     ]}"#;
     let recording = Arc::new(Recording { model: Scripted::from_json(script).unwrap(), seen: Mutex::new(Vec::new()) });
-    let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
-    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), "skills-test".into(), config);
-    capstan::agent::task::register(&mut worker, &agent);
-    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let agent = agent_with(&env, &recording);
     let new = NewRun {
         goal: "hand this to a helper".into(),
         mode: RunMode::Execute,
@@ -160,15 +179,7 @@ async fn a_subagent_that_reads_a_skill_stays_read_only() {
         skill: None,
     };
     let started = agent.start(new).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run = loop {
-        let run = agent.runs().get(&started.id).await.unwrap();
-        if run.status.is_final() {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "the run did not end: {run:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let run = ended(&agent, &started.id).await;
     assert_eq!(run.final_text.as_deref(), Some("Subtask said: tried"), "{run:?}");
     let events = events(&agent, &run).await;
     let read = &skill_reads(&events)[0];
@@ -191,11 +202,7 @@ async fn a_run_started_with_a_skill_carries_its_steps_in_every_request() {
         {"tools": [{"name": "download.status", "input": {"downloadTaskId": "dl-1"}}]}
       ], "finalText": "Checked."}]}"#;
     let recording = Arc::new(Recording { model: Scripted::from_json(script).unwrap(), seen: Mutex::new(Vec::new()) });
-    let agent = Arc::new(env.app.new_agent().with_provider(recording.clone()));
-    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(10), concurrency: 2 };
-    let mut worker = Worker::new(Tasks::new(env.db.clone()), "skills-test".into(), config);
-    capstan::agent::task::register(&mut worker, &agent);
-    tokio::spawn(Arc::new(worker).run(std::future::pending()));
+    let agent = agent_with(&env, &recording);
     let new = |skill: &str| NewRun {
         goal: "is my Dune download stuck?".into(),
         mode: RunMode::PlanOnly,
@@ -211,15 +218,7 @@ async fn a_run_started_with_a_skill_carries_its_steps_in_every_request() {
     assert!(agent.runs().list(10).await.unwrap().is_empty());
 
     let started = agent.start(new("stuck-download")).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let run = loop {
-        let run = agent.runs().get(&started.id).await.unwrap();
-        if run.status.is_final() {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "the run did not end: {run:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let run = ended(&agent, &started.id).await;
     assert_eq!(run.skill.as_deref(), Some("stuck-download"));
     let seen = recording.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "the model's own step and its answer: no turn made up for it");

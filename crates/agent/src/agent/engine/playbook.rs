@@ -47,7 +47,7 @@ impl AgentRuntime {
 }
 
 /// `skill` as `caller` reads it under `allowlist`.
-pub(super) fn read(
+pub(in crate::agent::engine) fn read(
     caps: &crate::pipeline::Capabilities,
     skill: Arc<Skill>,
     caller: &RunCaller,

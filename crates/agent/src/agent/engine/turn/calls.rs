@@ -249,8 +249,8 @@ impl RunState<'_> {
     /// Sorts `skill`'s tools by what this caller may call and makes the
     /// callable ones discoverable for the rest of the task.
     pub(super) fn open_skill(&mut self, skill: std::sync::Arc<crate::skills::Skill>) -> SkillRead {
-        let (caps, allowlist) = (&self.rt.svc.caps, self.allowlist.as_deref());
-        let read = SkillRead::new(skill, |tool| toolbox::why_closed(caps, &self.caller, allowlist, tool));
+        let read =
+            crate::agent::engine::playbook::read(&self.rt.svc.caps, skill, &self.caller, self.allowlist.as_deref());
         self.discovery.enable(&read.callable);
         if self.limits.max_tools > 0 {
             self.note_discovery();
