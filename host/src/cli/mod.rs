@@ -117,6 +117,11 @@ impl Cli {
     }
 }
 
+/// What `serve` logs unless `RUST_LOG` says otherwise. The MCP SDK logs
+/// each stateless request's service at `info` (one line per `/mcp` call,
+/// with the client's details): only its warnings are kept.
+const SERVE_LOG: &str = "info,rmcp=warn";
+
 fn init_logging(default: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
@@ -132,7 +137,7 @@ fn init_logging(default: &str, format: LogFormat) {
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(if matches!(cli.command, Command::Serve { .. }) { "info" } else { "warn" }, cli.log_format);
+    init_logging(if matches!(cli.command, Command::Serve { .. }) { SERVE_LOG } else { "warn" }, cli.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -54,6 +54,8 @@ pub(crate) struct CapstanMcp {
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     /// Open `subscriptions/listen` streams by key id.
     listens: Arc<Mutex<BTreeMap<String, usize>>>,
+    /// Which components' inputs arrive wrapped.
+    wrapped: Arc<tools::Wrapped>,
 }
 
 /// One open listen stream of a key, counted while it lives.
@@ -88,7 +90,13 @@ impl Drop for ListenSlot {
 
 impl CapstanMcp {
     pub fn new(app: Arc<App>) -> CapstanMcp {
-        CapstanMcp { caps: app.caps().clone(), app, peers: Arc::default(), listens: Arc::default() }
+        CapstanMcp {
+            caps: app.caps().clone(),
+            app,
+            peers: Arc::default(),
+            listens: Arc::default(),
+            wrapped: Arc::default(),
+        }
     }
 
     /// Tells every open session when the set of loaded capabilities
@@ -214,16 +222,16 @@ impl ServerHandler for CapstanMcp {
         let ceiling = key.ceiling();
         // A tool the key cannot see does not exist for it.
         let snapshot = self.caps.runtime().snapshot();
-        let names = tools::names(&snapshot, ceiling, naming_of(&context.extensions));
         let unknown = || {
             let named: String = request.name.chars().take(100).collect();
             ErrorData::invalid_params(format!("unknown tool: {named}"), None)
         };
-        let Some(loaded) = names.get(request.name.as_ref()).and_then(|id| snapshot.get(id)) else {
+        let id = tools::id_named(&snapshot, ceiling, naming_of(&context.extensions), &request.name);
+        let Some(loaded) = id.and_then(|id| snapshot.get(&id)) else {
             return Err(unknown());
         };
         let Some(ceiling) = ceiling else { return Err(unknown()) };
-        let input = tools::input_of(&loaded.descriptor, request.arguments);
+        let input = tools::input_of(self.wrapped.of(&loaded), request.arguments);
         let principal = crate::principal::mcp(&key.id);
         // A client that sends the same `capstan/requestId` again gets the
         // recorded answer of a change rather than a second change, as with

@@ -79,6 +79,27 @@ pub fn names(snapshot: &Snapshot, ceiling: Option<EffectClass>, naming: Naming) 
         .collect()
 }
 
+/// The id a key reaching `ceiling` calls under `name`, as [`names`] maps
+/// it, without building the whole map: a call looks up one name.
+pub fn id_named(snapshot: &Snapshot, ceiling: Option<EffectClass>, naming: Naming, name: &str) -> Option<String> {
+    let reached = |id: &str| snapshot.active.get(id).is_some_and(|l| reaches(ceiling, l.descriptor.label));
+    match naming {
+        // Ids are unique: the name is the id.
+        Naming::Ids => reached(name).then(|| name.to_string()),
+        Naming::Plain => {
+            let plain = |id: &str| {
+                id.len() == name.len() && id.chars().zip(name.chars()).all(|(i, n)| i == n || (i == '.' && n == '_'))
+            };
+            let mut ids = snapshot.active.keys().filter(|id| plain(id) && reached(id));
+            match (ids.next(), ids.next()) {
+                (Some(id), None) => Some(id.clone()),
+                // Two ids sharing a name: neither is offered under it.
+                _ => None,
+            }
+        }
+    }
+}
+
 /// The tools a key reaching `ceiling` sees.
 pub fn visible(snapshot: &Snapshot, ceiling: Option<EffectClass>, naming: Naming) -> Vec<Tool> {
     let names = names(snapshot, ceiling, naming);
@@ -160,13 +181,38 @@ pub fn tool(d: &Descriptor) -> Tool {
 }
 
 /// A call's arguments as capability `d` takes them: unwrapped from
-/// `{"input": ...}` when its schema had to be wrapped.
-pub fn input_of(d: &Descriptor, arguments: Option<JsonObject>) -> Value {
-    let arguments = arguments.unwrap_or_default();
-    if for_wire(&d.input_schema).wrapped {
-        return arguments.get("input").cloned().unwrap_or(Value::Null);
+/// `{"input": ...}` when its schema had to be wrapped (`wrapped`, from
+/// [`Wrapped::of`]).
+pub fn input_of(wrapped: bool, arguments: Option<JsonObject>) -> Value {
+    let mut arguments = arguments.unwrap_or_default();
+    if wrapped {
+        return arguments.remove("input").unwrap_or(Value::Null);
     }
     Value::Object(arguments)
+}
+
+/// Whether each component's input schema is wrapped on the wire, by the
+/// digest of its bytes: working it out copies the schema, which a call
+/// should not pay for each time.
+#[derive(Default)]
+pub(crate) struct Wrapped(std::sync::Mutex<std::collections::HashMap<String, bool>>);
+
+/// Components remembered before [`Wrapped`] forgets them all.
+const WRAPPED_REMEMBERED: usize = 4096;
+
+impl Wrapped {
+    pub(crate) fn of(&self, loaded: &crate::runtime::Loaded) -> bool {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(wrapped) = known.get(&loaded.digest) {
+            return *wrapped;
+        }
+        let wrapped = for_wire(&loaded.descriptor.input_schema).wrapped;
+        if known.len() >= WRAPPED_REMEMBERED {
+            known.clear();
+        }
+        known.insert(loaded.digest.clone(), wrapped);
+        wrapped
+    }
 }
 
 #[cfg(test)]
@@ -220,7 +266,9 @@ mod tests {
         assert_eq!(t.input_schema["type"], "object");
         assert_eq!(t.input_schema["required"], json!(["input"]));
         let args = object(json!({"input": 7}));
-        assert_eq!(input_of(&d, Some(args)), json!(7));
+        assert!(for_wire(&d.input_schema).wrapped);
+        assert_eq!(input_of(true, Some(args.clone())), json!(7));
+        assert_eq!(input_of(false, Some(args)), json!({"input": 7}), "an object schema's arguments are the input");
         assert!(!reaches(Some(EffectClass::Read), EffectClass::Preview) && !reaches(None, EffectClass::Read));
         assert!(reaches(Some(EffectClass::Execute), EffectClass::Propose));
     }
