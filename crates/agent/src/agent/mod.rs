@@ -10,6 +10,7 @@ pub mod engine;
 pub mod providers;
 pub mod runs;
 pub mod session_log;
+pub mod session_store;
 pub mod task;
 pub mod tokens;
 pub mod tools;

@@ -1,4 +1,4 @@
-//! The append-only session log `AGENT_SESSION_DIR/<runId>.jsonl`: one JSON
+//! The append-only session log of a run: one JSON
 //! line per thing the conversation gained — a user request, the model's
 //! answer (written before any of its tool calls run), the tool results, a
 //! new plan, a compacted history. Each line is written before the loop goes
@@ -6,7 +6,8 @@
 //! torn last line (the writer died mid-line) is ignored. A step is flushed
 //! to disk once: its results sync while the model works on the next
 //! answer, and the next line that must be durable waits for that sync and
-//! fails with it.
+//! fails with it. Where the lines are kept (a file per run, or rows of the
+//! database that every node reaches) is the [`SessionStore`](super::session_store::SessionStore)'s.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::providers::{Block, Message, Role};
+use super::session_store;
 use super::tools::plan::StepPlan;
 
 /// How a host's note to the model begins, beside a user's message: the
@@ -119,12 +121,21 @@ impl SessionState {
     }
 }
 
-/// The log of one run.
+/// The log of one run, appended to where its [`SessionStore`](super::session_store::SessionStore) keeps it.
 pub(crate) struct SessionLog {
-    file: Arc<std::fs::File>,
+    sink: Sink,
     /// A sync started by [`SessionLog::append_syncing_behind`], not yet
     /// known to have succeeded.
     syncing: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Where a log's lines go.
+enum Sink {
+    /// A file, appended to; a sync makes it durable.
+    File(Arc<std::fs::File>),
+    /// Rows of `agent_session_entry`: lines not synced yet wait here, and a
+    /// sync inserts them in one transaction.
+    Rows(session_store::Rows),
 }
 
 impl SessionLog {
@@ -133,13 +144,18 @@ impl SessionLog {
         dir.join(format!("{run_id}.jsonl"))
     }
 
-    /// Opens (creating) the log and reads what it holds.
-    pub fn open(dir: &Path, run_id: &str) -> std::io::Result<(SessionLog, SessionState)> {
+    /// Opens (creating) the log file and reads what it holds.
+    pub(crate) fn open_file(dir: &Path, run_id: &str) -> std::io::Result<(SessionLog, SessionState)> {
         std::fs::create_dir_all(dir)?;
         let path = Self::path(dir, run_id);
         let session = read(&path)?;
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok((SessionLog { file: Arc::new(file), syncing: None }, session))
+        Ok((SessionLog { sink: Sink::File(Arc::new(file)), syncing: None }, session))
+    }
+
+    /// A log kept in the database's rows.
+    pub(crate) fn of_rows(rows: session_store::Rows) -> SessionLog {
+        SessionLog { sink: Sink::Rows(rows), syncing: None }
     }
 
     /// Appends one entry and makes it, and what was written before it,
@@ -147,21 +163,30 @@ impl SessionLog {
     pub async fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
         self.settle().await?;
         self.append_unsynced(entry)?;
-        let file = self.file.clone();
-        tokio::task::spawn_blocking(move || file.sync_data()).await.map_err(std::io::Error::other)?
+        self.start_sync().await.map_err(std::io::Error::other)?
     }
 
-    /// Appends one entry and starts making it durable on a blocking
-    /// thread, for a caller that has nothing to do with it before its next
+    /// Appends one entry and starts making it durable in a task of its
+    /// own, for a caller that has nothing to do with it before its next
     /// append: a step's results sync while the model works on the next
     /// answer. The next append that syncs (or [`SessionLog::settle`])
     /// waits for the sync and fails with it.
     pub(crate) async fn append_syncing_behind(&mut self, entry: &Entry) -> std::io::Result<()> {
         self.settle().await?;
         self.append_unsynced(entry)?;
-        let file = self.file.clone();
-        self.syncing = Some(tokio::task::spawn_blocking(move || file.sync_data()));
+        self.syncing = Some(self.start_sync());
         Ok(())
+    }
+
+    /// Starts making every line written so far durable.
+    fn start_sync(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        match &mut self.sink {
+            Sink::File(file) => {
+                let file = file.clone();
+                tokio::task::spawn_blocking(move || file.sync_data())
+            }
+            Sink::Rows(rows) => tokio::spawn(rows.flush()),
+        }
     }
 
     /// Waits for a sync started by [`SessionLog::append_syncing_behind`];
@@ -181,10 +206,43 @@ impl SessionLog {
     /// and the model is asked again: what its calls wrote is in the
     /// ledger under the request's keys, so they are not made twice.
     pub(crate) fn append_unsynced(&mut self, entry: &Entry) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        (&*self.file).write_all(&line)
+        let line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
+        match &mut self.sink {
+            Sink::File(file) => (&**file).write_all(format!("{line}\n").as_bytes()),
+            Sink::Rows(rows) => {
+                rows.push(line);
+                Ok(())
+            }
+        }
     }
+}
+
+/// Replays the lines of a log; only the last may be torn (`torn_tail`:
+/// the text did not end with a line break), and is then ignored. `named`
+/// says where the lines came from, for the error.
+pub(crate) fn replay<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    torn_tail: bool,
+    named: &str,
+) -> std::io::Result<SessionState> {
+    let mut session = SessionState::default();
+    let lines: Vec<&str> = lines.into_iter().filter(|l| !l.trim().is_empty()).collect();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str::<Entry>(line) {
+            Ok(entry) => session.apply(&entry),
+            // Only the last line can be torn by a crash; anything earlier is damage.
+            Err(_) if i + 1 == lines.len() && torn_tail => {
+                tracing::warn!(log = %named, "ignoring a torn last line of the session log")
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{named} line {}: {e}", i + 1),
+                ));
+            }
+        }
+    }
+    Ok(session)
 }
 
 /// Replays a log file; a missing file is an empty session.
@@ -194,22 +252,5 @@ pub fn read(path: &Path) -> std::io::Result<SessionState> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let mut session = SessionState::default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    for (i, line) in lines.iter().enumerate() {
-        match serde_json::from_str::<Entry>(line) {
-            Ok(entry) => session.apply(&entry),
-            // Only the last line can be torn by a crash; anything earlier is damage.
-            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
-                tracing::warn!(path = %path.display(), "ignoring a torn last line of the session log")
-            }
-            Err(e) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{} line {}: {e}", path.display(), i + 1),
-                ));
-            }
-        }
-    }
-    Ok(session)
+    replay(text.lines(), !text.ends_with('\n'), &path.display().to_string())
 }

@@ -120,7 +120,10 @@ async fn a_snapshot_that_is_slow_or_fails_does_not_hold_the_run_back() {
             skill: None,
         };
         let run = agent.start(new).await.unwrap();
-        let path = agent.session_path(&run.id);
+        let capstan::agent::session_store::SessionStore::Files(folder) = agent.sessions() else {
+            panic!("on SQLite session logs are files")
+        };
+        let path = folder.join(format!("{}.jsonl", run.id));
         let started = Instant::now();
         while !(agent.runs().get(&run.id).await.unwrap().status == RunStatus::Running
             && std::fs::read_to_string(&path).is_ok_and(|t| t.contains("how many titles")))

@@ -153,7 +153,7 @@ async fn results_stay_with_whoever_made_them_and_subagents_work_across_turns() {
         .take(1)
         .collect();
     assert_eq!(sub, [("read_tool_result", "failed")], "a subagent cannot read its parent's result");
-    let session = std::fs::read_to_string(agent.session_path(&run.id)).unwrap();
+    let session = agent.sessions().lines(&run.id).await.unwrap().join("\n");
     assert!(session.contains("no result res_"), "the subagent was told so: {session}");
     let reclaimed = events.iter().any(|e| {
         e.kind == "agent.tool_call"
@@ -171,7 +171,7 @@ async fn results_stay_with_whoever_made_them_and_subagents_work_across_turns() {
     // the write's own receipt.
     let receipts = capstan::ledger::for_run(&env.db, &run.id).await.unwrap();
     assert!(receipts.iter().any(|r| r.result.as_deref().is_some_and(|t| t.contains(TAIL))), "{receipts:?}");
-    let session = std::fs::read_to_string(agent.session_path(&run.id)).unwrap();
+    let session = agent.sessions().lines(&run.id).await.unwrap().join("\n");
     assert!(session.contains("result_id") && session.contains(&"l".repeat(100)), "the preview is kept");
     let events = serde_json::to_string(&agent.runs().run_events(&run.id, 0, 1000).await.unwrap()).unwrap();
     let logged = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();

@@ -13,7 +13,6 @@ use capstan::agent::compaction::MARKER;
 use capstan::agent::providers::scripted::Scripted;
 use capstan::agent::providers::{Block, CompletionFuture, ModelRequest, Provider, Role, StreamEvent};
 use capstan::agent::runs::{NewRun, Run, RunMode};
-use capstan::agent::session_log;
 use capstan::agent::tokens::TokenCounter;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::db::Backend;
@@ -151,7 +150,7 @@ async fn compaction_keeps_the_plan_the_request_and_the_latest_transaction() {
 
     // What a worker taking the run over would rebuild: the compacted
     // history and the plan.
-    let session = session_log::read(&front.session_path(&run.id)).unwrap();
+    let session = front.sessions().read(&run.id).await.unwrap();
     assert_eq!(session.plan.as_ref().unwrap().goal, "Know the library");
     assert!(first_text_of(&session.messages).contains(MARKER));
     assert_eq!(session.messages.last().unwrap().role, Role::Assistant);
@@ -339,7 +338,7 @@ async fn a_subagent_shares_the_budget_and_is_reclaimed_when_it_does_not_finish()
         .find(|e| e.kind == "agent.tool_call" && e.payload["name"] == "delegate" && e.payload["phase"] == "finished")
         .unwrap();
     assert_eq!(delegate.payload["status"], "failed");
-    let session = session_log::read(&front.session_path(&run.id)).unwrap();
+    let session = front.sessions().read(&run.id).await.unwrap();
     let reclaimed = session
         .messages
         .iter()

@@ -4,7 +4,8 @@
 //! new task drops the plan and may write again. An aborted run lets go of
 //! a call in flight as "result unknown" and of the calls after it as "not
 //! run"; a message reopens it, and what it left open is checked read-only
-//! before it goes on. On SQLite and PostgreSQL.
+//! before it goes on. On SQLite and PostgreSQL; on PostgreSQL another node
+//! with a data folder of its own goes on with a conversation.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -12,13 +13,15 @@ use std::time::{Duration, Instant};
 use capstan::agent::StartError;
 use capstan::agent::runs::{RunError, RunMode, RunStatus};
 use capstan::ledger::LedgerStatus;
+use capstan::runtime::EffectClass;
+use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use serde_json::{Value, json};
 
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 
 use super::runs::{ended, events_of, set, start, stored_run, wait_run};
-use crate::storage::ledger::env;
+use crate::storage::ledger::{another_node, env};
 
 /// A task that plans and counts once; follow-ups that count again with the
 /// same arguments; and another task that counts without a plan.
@@ -97,6 +100,84 @@ async fn a_follow_up_keeps_the_plan_and_only_a_new_task_writes_again(backend: Ba
 }
 
 both_backends!(a_follow_up_keeps_the_plan_and_only_a_new_task_writes_again);
+
+/// On PostgreSQL a run's session log is in the database: a follow-up that
+/// another node takes (a data folder of its own, nothing shared with the
+/// first but the database) goes on with the conversation the first node
+/// wrote, and neither node keeps a log file.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_node_goes_on_with_the_conversation_the_first_wrote() {
+    let env = env(Backend::Postgres).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    set(&env.app, &[("model.script", json!(CONVERSATION))]).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
+    let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
+    let api = capstan_tests::api::Api::new(&base).with_key(&key);
+    let first = worker_of(&env.app);
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let body = wait_run(&api, &id, "ended", ended).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+
+    // The first node's worker stops; a second node's takes the follow-up.
+    first.abort();
+    let (second_host, second) = another_node(&env).await;
+    let _second_worker = worker_of(&second);
+    let (status, answer) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "continue"})).await;
+    assert_eq!(status, 200, "{answer}");
+    let body = wait_run(&api, &id, "answered", |r| ended(r) && r["toolCalls"] == 3).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    assert_eq!(body["run"]["plan"]["goal"], "Count once", "the plan the first node wrote: {body}");
+    assert_eq!(counter_replays(&body).last(), Some(&true), "the same write, answered from the ledger: {body}");
+    assert_eq!(env.mock.writes(), 1);
+
+    // The second node read the conversation the first wrote and went on
+    // after it, in one log.
+    let session = second.new_agent().sessions().read(&id).await.unwrap();
+    let asked: Vec<String> = session
+        .messages
+        .iter()
+        .filter(|m| m.role == capstan::agent::providers::Role::User)
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            capstan::agent::providers::Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(asked.first().is_some_and(|t| t == "count once"), "{asked:?}");
+    assert!(asked.iter().any(|t| t == "continue"), "{asked:?}");
+    for host in [&env._host, &second_host] {
+        let folder = host.config.data_dir().join("agent-sessions");
+        let files = std::fs::read_dir(&folder).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(files, 0, "no session log file in {}", folder.display());
+    }
+}
+
+/// A worker for agent tasks on `app`'s process; aborting the handle stops it.
+fn worker_of(app: &std::sync::Arc<capstan::app::App>) -> AbortOnDrop {
+    let config = WorkerConfig { poll: Duration::from_millis(50), lease: Duration::from_secs(5), concurrency: 4 };
+    let mut worker = Worker::new(Tasks::new(app.services().db.clone()), capstan::store::new_id(), config);
+    let agent = std::sync::Arc::new(app.new_agent());
+    capstan::agent::task::register(&mut worker, &agent);
+    // The waker a process runs beside its worker (`App::run`).
+    let waker = tokio::spawn(capstan::agent::task::wake_due_runs(agent, Default::default()));
+    AbortOnDrop(vec![waker, tokio::spawn(std::sync::Arc::new(worker).run(std::future::pending()))])
+}
+
+/// Background tasks of a test node, stopped when it is dropped.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl AbortOnDrop {
+    fn abort(&self) {
+        self.0.iter().for_each(tokio::task::JoinHandle::abort);
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
 
 /// A task whose write is held by the service (done, not yet answered) and
 /// a second write after it; then a follow-up that makes both again.

@@ -380,7 +380,7 @@ async fn a_failed_import_is_investigated_with_its_playbook(backend: Backend) {
     };
     assert_eq!(ended("task.inspect").as_deref(), Some("succeeded"));
     assert_eq!(ended("task.retry").as_deref(), Some("denied"), "the skill's execute tool stays closed");
-    let session = std::fs::read_to_string(env.app.agent().session_path(&run.id)).unwrap_or_default();
+    let session = env.app.agent().sessions().lines(&run.id).await.unwrap().join("\n");
     assert!(!session.contains("read_skill"), "no turn the model did not take");
 }
 

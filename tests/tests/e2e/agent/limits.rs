@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use capstan::agent::providers::scripted::Scripted;
 use capstan::agent::providers::{Block, CompletionFuture, ModelRequest, Provider, Role, StreamEvent};
 use capstan::agent::runs::{NewRun, Run, RunMode};
-use capstan::agent::session_log;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::db::Backend;
 use serde_json::json;
@@ -183,7 +182,7 @@ async fn a_closed_session_starts_no_subtask_and_runs_no_further_call() {
     assert_eq!(run.status.as_str(), "cancelled", "{run:?}");
     assert_eq!(model.asked.load(std::sync::atomic::Ordering::SeqCst), 1, "no subagent asked the model anything");
     assert_eq!(run.tool_calls, 0, "neither call ran");
-    let session = session_log::read(&front.session_path(&run.id)).unwrap();
+    let session = front.sessions().read(&run.id).await.unwrap();
     let answers: Vec<&String> = session
         .messages
         .iter()

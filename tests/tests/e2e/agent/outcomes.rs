@@ -83,7 +83,7 @@ async fn an_uncertain_write_is_reported_unknown_and_never_repeated(backend: Back
     assert_eq!(report["modelFinalText"]["text"], "Counted to (unknown).", "no count is guessed");
     // What the model was told, from the session log.
     let agent = env.app.new_agent();
-    let session = capstan::agent::session_log::read(&agent.session_path(&id)).unwrap();
+    let session = agent.sessions().read(&id).await.unwrap();
     let told: Vec<&String> = session
         .messages
         .iter()

@@ -103,7 +103,7 @@ async fn a_run_sees_the_skills_reads_one_and_gets_its_tools() {
     );
 
     // Reading the skill gave its steps and enabled its tools.
-    let session = std::fs::read_to_string(front.session_path(&run.id)).unwrap();
+    let session = front.sessions().lines(&run.id).await.unwrap().join("\n");
     assert!(session.contains("Check these four places in this order"), "the model was given the steps");
     for tool in ["download.status", "task.inspect", "organize.plan"] {
         assert!(offered(&seen[1]).contains(&tool.to_string()), "{tool} enabled: {:?}", offered(&seen[1]));

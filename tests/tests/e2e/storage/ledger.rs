@@ -30,10 +30,28 @@ pub struct Env {
 }
 
 pub async fn env(backend: Backend) -> Env {
-    let mut host = TestHost::new();
     let mock = MockService::start().await;
+    let host = TestHost::new();
+    let url = fresh_url(backend, host.dir.path()).await;
+    let (host, db, app) = node(host, &mock.base_url(), &url).await;
+    let caps = app.caps().clone();
+    let svc = app.services().clone();
+    Env { _host: host, mock, db, app, caps, svc }
+}
+
+/// Another process over `env`'s database, with a data folder of its own
+/// (nothing shared with the first but the database and the counted
+/// service), as a second node of a cluster is.
+pub async fn another_node(env: &Env) -> (TestHost, Arc<capstan::app::App>) {
+    let (host, _, app) = node(TestHost::new(), &env.mock.base_url(), &env.db.url).await;
+    (host, app)
+}
+
+/// `host` started as the ledger suites use it, over the database at `url`,
+/// its services at `service_url`, the test plugins accepted.
+async fn node(mut host: TestHost, service_url: &str, url: &str) -> (TestHost, Db, Arc<capstan::app::App>) {
     let service = ServiceConfig {
-        base_url: mock.base_url(),
+        base_url: service_url.to_string(),
         auth: Auth::None,
         operations: Vec::new(),
         timeout_ms: 5_000,
@@ -52,18 +70,15 @@ pub async fn env(backend: Backend) -> Env {
     ] {
         host.drop_plugin(component, file);
     }
-    let url = fresh_url(backend, host.dir.path()).await;
-    let db = Db::open(&url).await.unwrap();
+    let db = Db::open(url).await.unwrap();
     // Plugins acting on plans or under a policy wait for the operator.
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     for id in ["test.plan-step", "test.counter-safe", "test.counter-verify", "test.counter-never"] {
         host.accept(app.caps().runtime(), id).await;
     }
-    let caps = app.caps().clone();
-    let svc = app.services().clone();
     app.flush_component_events().await.unwrap();
-    svc.ledger.heartbeat().await.unwrap();
-    Env { _host: host, mock, db, app, caps, svc }
+    app.services().ledger.heartbeat().await.unwrap();
+    (host, db, app)
 }
 
 fn operator() -> Origin {

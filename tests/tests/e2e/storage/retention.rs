@@ -76,11 +76,11 @@ async fn deleting_a_run_removes_it_and_keeps_what_has_an_open_outcome(backend: B
 
     // A run whose writes all settled goes whole.
     let gone = run_to_its_end(&api).await;
-    assert!(agent.session_path(&gone).exists());
+    assert!(!agent.sessions().lines(&gone).await.unwrap().is_empty());
     let (status, answer) = api.send(reqwest::Method::DELETE, &format!("/agent/runs/{gone}"), Value::Null).await;
     assert_eq!((status, answer["deleted"].as_str()), (200, Some("gone")), "{answer}");
     assert_eq!(api.get(&format!("/agent/runs/{gone}")).await.0, 404);
-    assert!(!agent.session_path(&gone).exists(), "the session log went");
+    assert!(agent.sessions().lines(&gone).await.unwrap().is_empty(), "the session log went");
     for table in ["agent_run_event", "agent_run_message", "capability_invocation"] {
         assert_eq!(rows_of(&env, table, &gone).await, 0, "{table}");
     }
@@ -108,7 +108,7 @@ async fn deleting_a_run_removes_it_and_keeps_what_has_an_open_outcome(backend: B
     assert!(!api.json("/agent/runs").await.to_string().contains(&kept), "a deleted run is not listed");
     let left = capstan::ledger::for_run(&env.db, &kept).await.unwrap();
     assert_eq!(left.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [open[0].id.as_str()], "only the open one");
-    assert!(!agent.session_path(&kept).exists());
+    assert!(agent.sessions().lines(&kept).await.unwrap().is_empty());
     let (status, _) = api.post(&format!("/agent/runs/{kept}/messages"), json!({"text": "go on"})).await;
     assert_eq!(status, 409, "a deleted run takes no message");
     assert_eq!(prune(&env).await["runsRemoved"], 0, "still open: still kept");

@@ -8,6 +8,10 @@ use serde_json::{Value, json};
 use super::{AgentRuntime, EngineError, budget, investigation, report, snapshot, verdict};
 use crate::agent::runs::{BlockReason, Deleted, Run, RunStatus};
 
+/// Session logs one pass of [`AgentRuntime::finish_deletions`] checks at
+/// most; the next pass takes the rest.
+const LOGS_CHECKED_AT_ONCE: usize = 10_000;
+
 impl AgentRuntime {
     /// Deletes an ended run: its messages, events and settled receipts at
     /// once, then its session log and any results it kept. A run with
@@ -16,11 +20,7 @@ impl AgentRuntime {
     pub async fn delete(&self, run_id: &str) -> Result<Deleted, EngineError> {
         let deleted = self.runs.delete(run_id).await?;
         self.results.close_run(run_id);
-        match std::fs::remove_file(self.session_path(run_id)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        }
+        self.sessions.remove(run_id).await?;
         Ok(deleted)
     }
 
@@ -29,20 +29,11 @@ impl AgentRuntime {
     /// runs went.
     pub(crate) async fn finish_deletions(&self) -> Result<usize, EngineError> {
         let gone = self.runs.purge_deleted().await?;
-        let dir = match std::fs::read_dir(&self.session_dir) {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(gone.len()),
-            Err(e) => return Err(e.into()),
-        };
-        for entry in dir.flatten() {
-            let path = entry.path();
-            let Some(id) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")) else {
-                continue;
-            };
-            if matches!(self.runs.get(id).await, Err(crate::agent::runs::RunError::NotFound(_))) {
-                self.results.close_run(id);
-                if let Err(e) = std::fs::remove_file(&path) {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot remove the session log of a deleted run");
+        for id in self.sessions.runs_to_check(LOGS_CHECKED_AT_ONCE).await? {
+            if matches!(self.runs.get(&id).await, Err(crate::agent::runs::RunError::NotFound(_))) {
+                self.results.close_run(&id);
+                if let Err(e) = self.sessions.remove(&id).await {
+                    tracing::warn!(run = %id, error = %e, "cannot remove the session log of a deleted run");
                 }
             }
         }

@@ -19,7 +19,6 @@ pub mod toolbox;
 mod turn;
 pub mod verdict;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +26,7 @@ use serde_json::{Value, json};
 
 use super::providers::{self, Provider};
 use super::runs::{BlockReason, NewRun, Run, RunError, RunMode, RunStatus, Runs};
-use super::session_log::SessionLog;
+use super::session_store::SessionStore;
 use super::tokens::TokenCounter;
 use super::tools::results::ResultStore;
 use crate::pipeline::{Capabilities, Services};
@@ -45,11 +44,6 @@ pub const RUN_AGENT: &str = "runAgent";
 const WAIT_OVERDUE: &str = "what the run touched did not settle within agent.goal_wait_hours; it keeps waiting, and \
                             finishes when that settles or a message arrives";
 
-/// Where session logs go: `AGENT_SESSION_DIR`, else `<data-dir>/agent-sessions`.
-pub(crate) fn session_dir(data_dir: &std::path::Path) -> PathBuf {
-    std::env::var_os("AGENT_SESSION_DIR").map(PathBuf::from).unwrap_or_else(|| data_dir.join("agent-sessions"))
-}
-
 /// Everything runs need, shared by the API and the worker of one process.
 pub struct AgentRuntime {
     /// The invoke path and the stores, as the composition root built them.
@@ -58,7 +52,8 @@ pub struct AgentRuntime {
     settings: Arc<Settings>,
     runs: Runs,
     tasks: Tasks,
-    session_dir: PathBuf,
+    /// Where the runs' session logs are kept.
+    sessions: SessionStore,
     results: Arc<ResultStore>,
     /// A provider fixed by the embedder (tests, benchmarks); otherwise the
     /// settings choose one for each run.
@@ -95,7 +90,7 @@ impl StartError {
 impl AgentRuntime {
     pub fn new(svc: Services, settings: Arc<Settings>) -> AgentRuntime {
         let config = svc.caps.runtime().config();
-        let session_dir = session_dir(&config.data_dir());
+        let sessions = SessionStore::for_db(&svc.db, &config.data_dir());
         let skills = Arc::new(Skills::new(config.skills_dir()));
         let runs = Runs::new(svc.db.clone(), svc.events.clone());
         let tasks = svc.domain.tasks().clone();
@@ -104,7 +99,7 @@ impl AgentRuntime {
             settings,
             runs,
             tasks,
-            session_dir,
+            sessions,
             results: Arc::new(ResultStore::default()),
             provider: None,
             skills,
@@ -145,8 +140,9 @@ impl AgentRuntime {
         &self.svc
     }
 
-    pub fn session_path(&self, run_id: &str) -> PathBuf {
-        SessionLog::path(&self.session_dir, run_id)
+    /// Where the runs' session logs are kept.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
     }
 
     /// Creates a run and queues its `runAgent` task. A plan-only run's
@@ -273,7 +269,7 @@ impl AgentRuntime {
         } else if run.status == RunStatus::Waiting && self.runs.has_unconsumed(run_id).await? {
             self.runs.set_status(run_id, RunStatus::Running, Some("a new message arrived")).await?;
         }
-        let (log, session) = SessionLog::open(&self.session_dir, run_id)?;
+        let (log, session) = self.sessions.open(run_id).await?;
         let mode = playbook::mode_of(run.mode);
         let counter = Arc::new(self.token_counter(&settings));
         let skills = self.skill_set().await.skills;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::toolbox::ToolStatus;
 use super::{AgentRuntime, EngineError};
 use crate::agent::providers::{Block, Role};
-use crate::agent::session_log::{Entry, SessionLog};
+use crate::agent::session_log::Entry;
 use crate::audit::summarize_input;
 
 /// How a call of the last answer stands when the run stops.
@@ -78,13 +78,11 @@ pub(super) async fn best_effort(rt: &AgentRuntime, run_id: &str, reason: &str) {
     }
 }
 
-/// Takes the snapshot of run `run_id`, which stops for `reason`. The
-/// session log is read on a blocking thread, so the wait above bounds a
-/// slow disk too.
+/// Takes the snapshot of run `run_id`, which stops for `reason`. A log
+/// file is read on a blocking thread, so the wait above bounds a slow disk
+/// too (and a slow database).
 async fn take(rt: &AgentRuntime, run_id: &str, reason: &str) -> Result<(), EngineError> {
-    let (dir, id) = (rt.session_dir.clone(), run_id.to_string());
-    let (mut log, session) =
-        tokio::task::spawn_blocking(move || SessionLog::open(&dir, &id)).await.map_err(std::io::Error::other)??;
+    let (mut log, session) = rt.sessions.open(run_id).await?;
     let turn = session.request.as_ref().map_or(0, |(_, seq)| *seq);
     let Some(at) = session.messages.iter().rposition(|m| m.role == Role::Assistant) else {
         return Ok(());
