@@ -3,18 +3,11 @@
 # durable-core figures. Prints figures; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# --tests: the languages benchmark builds the Python and JavaScript
-# examples with the toolchains the test set-up installs.
-scripts/setup.sh --tests
-# The HTTP benchmark's load generator runs in a process of its own: wrk,
-# from Debian's packages.
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "bench: installing wrk"
-    as_root=()
-    [ "$(id -u)" = 0 ] || as_root=(sudo)
-    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null ||
-        { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-fi
+# --bench: the tools the suites use (the languages benchmark builds the
+# Python and JavaScript examples with them) and the benchmarks' own: wrk,
+# the HTTP benchmark's load generator, and procrastinate, the scale-out
+# benchmark's anchor.
+scripts/setup.sh --bench
 source scripts/postgres.sh
 start_throwaway_postgres
 trap stop_throwaway_postgres EXIT

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building Capstan needs on a fresh machine: the
 # wasm32-wasip2 Rust target (guest components are built for it). With
-# --tests, also the Debian packages the test suites run for real.
+# --tests, also the Debian packages the test suites run for real; with
+# --bench, those and what only the benchmarks run (wrk, procrastinate).
 # Safe to run again; it skips what is already there.
 set -euo pipefail
 
@@ -17,7 +18,8 @@ fi
 # chromium-driver (the console suite drives the console in a headless
 # browser), and curl with jq (the runbook suite runs docs/runbook.md's
 # examples as written). The suites fail rather than skip without them.
-[ "${1:-}" = "--tests" ] || exit 0
+mode="${1:-}"
+[ "$mode" = "--tests" ] || [ "$mode" = "--bench" ] || exit 0
 missing=()
 command -v qbittorrent-nox >/dev/null 2>&1 || missing+=(qbittorrent-nox)
 command -v opentracker >/dev/null 2>&1 || missing+=(opentracker)
@@ -26,6 +28,8 @@ command -v mktorrent >/dev/null 2>&1 || missing+=(mktorrent)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+# The HTTP benchmark's load generator, in a process of its own.
+[ "$mode" != "--bench" ] || command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" = 0 ]; then
@@ -105,3 +109,7 @@ if ! grep -q "\"version\": \"$COMPONENTIZE_JS_VERSION\"" \
         npm install --silent --no-audit --no-fund \
             "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION" >/dev/null)
 fi
+
+# The scale-out benchmark's anchor: a maintained PostgreSQL job queue from
+# PyPI, draining the same queue beside Capstan's workers.
+[ "$mode" != "--bench" ] || pip_tool procrastinate procrastinate 3.10.0

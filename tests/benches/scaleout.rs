@@ -1,17 +1,25 @@
 //! Scale-out benchmark on PostgreSQL: prints figures, asserts nothing but
 //! that every task ran exactly once. For 1, 2 and 4 `capstan worker`
 //! processes (the real binary, each running 4 tasks at a time) against a
-//! fresh database, 10,000 queued `invokeCapability` tasks, each one execute
+//! fresh database, 1,000 and 10,000 queued `invokeCapability` tasks, each one execute
 //! invoke of the test probe with its own input — ledger claim, sandboxed
 //! call, ledger finish, audit — are drained; it prints tasks per second per
 //! worker count, then checks that no task was claimed a second time (its
 //! attempts), no call attempted again (its ledger row's attempts; a task's
 //! calls share one row, keyed by the task), and every call succeeded once.
 //!
+//! Beside each row, in the same run, the anchor: a maintained PostgreSQL
+//! job queue (procrastinate, from PyPI) draining the same number of queued
+//! no-op jobs with as many worker processes, 4 jobs at a time each
+//! (`tests/anchors/procrastinate_drain.py`, in the virtualenv
+//! `scripts/setup.sh --bench` makes; without it the anchor says so and is
+//! left out).
+//!
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo build --release -p capstan && cargo bench -p capstan-tests
-//! --bench scaleout` with `CAPSTAN_TEST_POSTGRES_URL` set (`SCALEOUT_TASKS`
-//! sets the count).
+//! --bench scaleout` with `CAPSTAN_TEST_POSTGRES_URL` set
+//! (`SCALEOUT_TASKS=1000,10000,100000` sets the queue lengths; 1,000 and
+//! 10,000 unless set).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -146,17 +154,51 @@ async fn drain(workers: usize, count: usize) {
     assert_eq!(calls as usize, count, "every task's call ran once");
 }
 
+/// The queue lengths to drain: `SCALEOUT_TASKS`, a comma-separated list
+/// (`1000,10000,100000` for the whole table), else 1,000 and 10,000.
+fn queue_lengths(asked: Option<&str>) -> Vec<usize> {
+    let asked: Vec<usize> =
+        asked.into_iter().flat_map(|s| s.split(',')).filter_map(|n| n.trim().parse().ok()).collect();
+    if asked.is_empty() { vec![1_000, 10_000] } else { asked }
+}
+
+/// The anchor's line for `workers` processes draining `count` no-op jobs
+/// of procrastinate on a fresh database of the same server.
+async fn anchor(workers: usize, count: usize) {
+    let python = capstan_tests::host::target_dir().join("test-tools/procrastinate/bin/python");
+    if !python.exists() {
+        println!("  anchor: skipped (procrastinate is not installed: scripts/setup.sh --bench installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(Backend::Postgres, dir.path()).await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/anchors/procrastinate_drain.py");
+    let out = tokio::process::Command::new(python)
+        .args([script, &url, &count.to_string(), &workers.to_string(), "4"])
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    match out.status.success() {
+        true => println!("  anchor, procrastinate: {}", said.trim()),
+        false => println!("  anchor: failed: {} {}", said.trim(), String::from_utf8_lossy(&out.stderr).trim()),
+    }
+}
+
 fn main() {
     if std::env::var(POSTGRES_ENV).is_err() {
         println!("scale-out: skipped ({POSTGRES_ENV} is not set; scripts/bench.sh starts a PostgreSQL)");
         return;
     }
-    let count: usize = std::env::var("SCALEOUT_TASKS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let counts = queue_lengths(std::env::var("SCALEOUT_TASKS").ok().as_deref());
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        println!("== scale-out on PostgreSQL: {count} invokeCapability tasks, one execute invoke each ==");
-        for workers in [1, 2, 4] {
-            drain(workers, count).await;
+        for count in counts {
+            println!("== scale-out on PostgreSQL: {count} invokeCapability tasks, one execute invoke each ==");
+            for workers in [1, 2, 4] {
+                drain(workers, count).await;
+                anchor(workers, count).await;
+            }
         }
     });
 }

@@ -12,7 +12,7 @@
 //! to another node and writes on fails rather than interleaving.
 //!
 //! A run started on PostgreSQL by a version that kept files still has its
-//! log in the folder: the first open on this node copies it into the rows.
+//! log in the folder: the first open on this node moves it into the rows.
 
 use std::path::PathBuf;
 
@@ -216,6 +216,10 @@ async fn adopt_file(db: &Db, folder: &std::path::Path, run_id: &str) -> std::io:
         lines.pop();
     }
     insert(db, run_id, 0, &lines).await.map_err(std::io::Error::other)?;
+    // The rows hold it now; a file left behind would only mislead.
+    if let Err(e) = tokio::fs::remove_file(&path).await {
+        tracing::warn!(path = %path.display(), error = %e, "a session log moved into the database could not be removed");
+    }
     tracing::info!(run = %run_id, lines = lines.len(), path = %path.display(), "moved a session log file into the database");
     Ok(lines)
 }

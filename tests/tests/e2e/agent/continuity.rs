@@ -146,11 +146,30 @@ async fn another_node_goes_on_with_the_conversation_the_first_wrote() {
         .collect();
     assert!(asked.first().is_some_and(|t| t == "count once"), "{asked:?}");
     assert!(asked.iter().any(|t| t == "continue"), "{asked:?}");
-    for host in [&env._host, &second_host] {
-        let folder = host.config.data_dir().join("agent-sessions");
-        let files = std::fs::read_dir(&folder).map(|d| d.count()).unwrap_or(0);
-        assert_eq!(files, 0, "no session log file in {}", folder.display());
-    }
+    let no_files = |when: &str| {
+        for host in [&env._host, &second_host] {
+            let folder = host.config.data_dir().join("agent-sessions");
+            let files = std::fs::read_dir(&folder).map(|d| d.count()).unwrap_or(0);
+            assert_eq!(files, 0, "{when}: no session log file in {}", folder.display());
+        }
+    };
+    no_files("after the takeover");
+
+    // A log an earlier version kept as a file (its last line torn by a
+    // crash) is moved into the rows when the run is next opened.
+    let lines = second.new_agent().sessions().lines(&id).await.unwrap();
+    sqlx::query("DELETE FROM agent_session_entry WHERE run_id = $1").bind(&id).execute(&env.db.pool).await.unwrap();
+    let folder = second_host.config.data_dir().join("agent-sessions");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(format!("{id}.jsonl")), format!("{}\n{{\"type\": \"assis", lines.join("\n"))).unwrap();
+    let (status, answer) = api.post(&format!("/agent/runs/{id}/messages"), json!({"text": "how far?"})).await;
+    assert_eq!(status, 200, "{answer}");
+    let body = wait_run(&api, &id, "answered", |r| ended(r) && r["toolCalls"] == 4).await;
+    assert_eq!(body["run"]["status"], "succeeded", "{body}");
+    let now = second.new_agent().sessions().lines(&id).await.unwrap();
+    assert_eq!(now[..lines.len()], lines[..], "the file's lines, the torn one left out, then the new request's");
+    assert!(now[lines.len()..].iter().any(|l| l.contains("how far?")), "{now:?}");
+    no_files("after the move");
 }
 
 /// A worker for agent tasks on `app`'s process; aborting the handle stops it.

@@ -174,8 +174,7 @@ async fn a_demo_run_reads_streams_and_reports(backend: Backend) {
     let tagged = global["events"].as_array().unwrap().iter().filter(|e| e["payload"]["runId"] == id.as_str()).count();
     assert_eq!(tagged, seqs.len());
     // The session log holds the conversation.
-    let log = std::fs::read_to_string(env._host.config.data_dir().join("agent-sessions").join(format!("{id}.jsonl")))
-        .unwrap();
+    let log = env.app.new_agent().sessions().lines(&id).await.unwrap().join("\n");
     assert!(log.lines().count() >= 4 && log.contains("inventory.query"), "{log}");
     let listed = api.json("/agent/runs").await;
     assert_eq!(listed["items"][0]["id"], id.as_str());
