@@ -199,6 +199,20 @@ impl SessionLog {
         }
     }
 
+    /// [`SessionLog::settle`], and then makes lines written without a sync
+    /// durable where they are not yet in the store: a file holds them
+    /// already (a crash of the process does not lose them), rows hold
+    /// them only once inserted. So what the run logged is there for the
+    /// next reader — the snapshot of a run that stops, the node that
+    /// takes it over — however the run ends.
+    pub(crate) async fn settle_all(&mut self) -> std::io::Result<()> {
+        self.settle().await?;
+        match &mut self.sink {
+            Sink::Rows(rows) if rows.has_pending() => rows.flush().await,
+            _ => Ok(()),
+        }
+    }
+
     /// Appends one entry, made durable by the next sync
     /// ([`SessionLog::append`], [`SessionLog::append_syncing_behind`]):
     /// a step's answer goes with its results, one sync a step. A crash in

@@ -46,6 +46,11 @@ impl Rows {
         self.pending.push(line);
     }
 
+    /// Whether lines wait for a flush.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Inserts the lines written since the last flush, in one transaction.
     pub(crate) fn flush(&mut self) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let lines = std::mem::take(&mut self.pending);

@@ -289,4 +289,48 @@ async fn a_message_waits_until_an_abort_is_done(backend: Backend) {
     assert_eq!(reopened.abort_reason, None);
 }
 
-both_backends!(an_aborted_run_goes_on_after_checking_what_it_left_open, a_message_waits_until_an_abort_is_done);
+/// The same held write in an answer that sets no plan: nothing else makes
+/// the answer durable before its first call acts.
+const HELD_WITHOUT_A_PLAN: &str = r#"{"scripts": [
+  {"match": ["count"],
+   "steps": [{"tools": [
+     {"name": "test.counter-verify", "input": {"label": "held"}},
+     {"name": "test.counter-safe", "input": {"label": "after"}}]}],
+   "finalText": "Counted."}
+]}"#;
+
+/// A run aborted during the first call of an answer snapshots that
+/// answer's calls, whichever store keeps its log.
+async fn an_abort_during_an_answers_first_call_snapshots_that_answer(backend: Backend) {
+    let env = env(backend).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    set(&env.app, &[("model.script", json!(HELD_WITHOUT_A_PLAN))]).await;
+    let api = start(&env).await;
+    env.mock.counters.hold_answers.store(true, Ordering::SeqCst);
+    let (_, run) = api.post("/agent/runs", json!({"goal": "count slowly"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    while env.mock.writes() < 1 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the held write never reached the service");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "not now"})).await;
+    assert_eq!(status, 200);
+    let body = wait_run(&api, &id, "cancelled", ended).await;
+    env.mock.counters.hold_answers.store(false, Ordering::SeqCst);
+    let snapshot = events_of(&body, "agent.snapshot");
+    assert_eq!(snapshot.len(), 1, "{body}");
+    let states: Vec<(&str, &str)> = snapshot[0]["payload"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, [("test.counter-verify", "result_unknown"), ("test.counter-safe", "not_run")], "{body}");
+}
+
+both_backends!(
+    an_aborted_run_goes_on_after_checking_what_it_left_open,
+    a_message_waits_until_an_abort_is_done,
+    an_abort_during_an_answers_first_call_snapshots_that_answer
+);

@@ -201,10 +201,11 @@ impl<'a> RunState<'a> {
     }
 
     /// Waits until what the log holds is durable (the last step's results
-    /// may still be syncing); a failed sync is this call's error.
+    /// may still be syncing) and in the store for any reader; a failed
+    /// sync is this call's error.
     pub(super) async fn settle_log(&mut self) -> Result<(), EngineError> {
         if let Some(log) = &mut self.log {
-            log.settle().await?;
+            log.settle_all().await?;
         }
         Ok(())
     }
