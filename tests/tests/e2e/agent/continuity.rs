@@ -17,11 +17,12 @@ use capstan::runtime::EffectClass;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use serde_json::{Value, json};
 
+use capstan_tests::api::Api;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 
 use super::runs::{ended, events_of, set, start, stored_run, wait_run};
-use crate::storage::ledger::{another_node, env};
+use crate::storage::ledger::{Env, another_node, env};
 
 /// A task that plans and counts once; follow-ups that count again with the
 /// same arguments; and another task that counts without a plan.
@@ -112,7 +113,7 @@ async fn another_node_goes_on_with_the_conversation_the_first_wrote() {
     set(&env.app, &[("model.script", json!(CONVERSATION))]).await;
     let base = capstan_tests::api::serve(env.app.clone()).await;
     let key = capstan::http::keys::create(&env.db, "runner", &[EffectClass::Execute], "admin:test").await.unwrap();
-    let api = capstan_tests::api::Api::new(&base).with_key(&key);
+    let api = Api::new(&base).with_key(&key);
     let first = worker_of(&env.app);
     let (_, run) = api.post("/agent/runs", json!({"goal": "count once"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -214,11 +215,14 @@ const HELD: &str = r#"{"scripts": [
    "finalText": "Counted."}
 ]}"#;
 
-async fn an_aborted_run_goes_on_after_checking_what_it_left_open(backend: Backend) {
-    let env = env(backend).await;
+/// Starts a run of `script` ("count slowly") whose first write the
+/// service does and holds unanswered, aborts it meanwhile, and answers
+/// the API, the run's id, its body once cancelled, and its one snapshot's
+/// calls as (name, state).
+async fn aborted_during_a_held_write(env: &Env, script: &str) -> (Api, String, Value, Vec<(String, String)>) {
     capstan_tests::grants::allow_everything(&env.svc).await;
-    set(&env.app, &[("model.script", json!(HELD))]).await;
-    let api = start(&env).await;
+    set(&env.app, &[("model.script", json!(script))]).await;
+    let api = start(env).await;
     env.mock.counters.hold_answers.store(true, Ordering::SeqCst);
     let (_, run) = api.post("/agent/runs", json!({"goal": "count slowly"})).await;
     let id = run["id"].as_str().unwrap().to_string();
@@ -237,15 +241,23 @@ async fn an_aborted_run_goes_on_after_checking_what_it_left_open(backend: Backen
     env.mock.counters.hold_answers.store(false, Ordering::SeqCst);
     let snapshot = events_of(&body, "agent.snapshot");
     assert_eq!(snapshot.len(), 1, "{body}");
-    let states: Vec<(&str, &str)> = snapshot[0]["payload"]["calls"]
+    let states = snapshot[0]["payload"]["calls"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["name"].as_str().unwrap(), c["state"].as_str().unwrap()))
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["state"].as_str().unwrap().to_string()))
         .collect();
+    (api, id, body, states)
+}
+
+async fn an_aborted_run_goes_on_after_checking_what_it_left_open(backend: Backend) {
+    let env = env(backend).await;
+    let (api, id, body, states) = aborted_during_a_held_write(&env, HELD).await;
+    let snapshot = events_of(&body, "agent.snapshot");
     assert_eq!(
         states,
         [("update_plan", "succeeded"), ("test.counter-verify", "result_unknown"), ("test.counter-safe", "not_run")]
+            .map(|(n, s)| (n.to_string(), s.to_string()))
     );
     assert_eq!(snapshot[0]["payload"]["calls"][1]["input"], "{label:string(4)}", "inputs are redacted");
     assert_eq!(snapshot[0]["payload"]["plan"]["goal"], "Count twice");
@@ -303,30 +315,9 @@ const HELD_WITHOUT_A_PLAN: &str = r#"{"scripts": [
 /// answer's calls, whichever store keeps its log.
 async fn an_abort_during_an_answers_first_call_snapshots_that_answer(backend: Backend) {
     let env = env(backend).await;
-    capstan_tests::grants::allow_everything(&env.svc).await;
-    set(&env.app, &[("model.script", json!(HELD_WITHOUT_A_PLAN))]).await;
-    let api = start(&env).await;
-    env.mock.counters.hold_answers.store(true, Ordering::SeqCst);
-    let (_, run) = api.post("/agent/runs", json!({"goal": "count slowly"})).await;
-    let id = run["id"].as_str().unwrap().to_string();
-    let started = Instant::now();
-    while env.mock.writes() < 1 {
-        assert!(started.elapsed() < Duration::from_secs(60), "the held write never reached the service");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (status, _) = api.post(&format!("/agent/runs/{id}/abort"), json!({"reason": "not now"})).await;
-    assert_eq!(status, 200);
-    let body = wait_run(&api, &id, "cancelled", ended).await;
-    env.mock.counters.hold_answers.store(false, Ordering::SeqCst);
-    let snapshot = events_of(&body, "agent.snapshot");
-    assert_eq!(snapshot.len(), 1, "{body}");
-    let states: Vec<(&str, &str)> = snapshot[0]["payload"]["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap(), c["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states, [("test.counter-verify", "result_unknown"), ("test.counter-safe", "not_run")], "{body}");
+    let (_, _, body, states) = aborted_during_a_held_write(&env, HELD_WITHOUT_A_PLAN).await;
+    let expected = [("test.counter-verify", "result_unknown"), ("test.counter-safe", "not_run")];
+    assert_eq!(states, expected.map(|(n, s)| (n.to_string(), s.to_string())), "{body}");
 }
 
 both_backends!(
