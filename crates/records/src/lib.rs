@@ -4,7 +4,8 @@
 //! ([`events`]), grants, approvals and policies ([`authz`]), the
 //! hash-chained audit log ([`audit`]), the services and folders set up in
 //! the console ([`setup`]), the external MCP servers whose tools the
-//! runtime offers ([`external_tools`]), claims before effects
+//! runtime offers ([`external_tools`]), the command output every node
+//! reads ([`command_output`]), claims before effects
 //! ([`ledger`]) and the durable task queue ([`tasks`]).
 //!
 //! The crates below are named by their module names (`crate::store`,
@@ -14,6 +15,7 @@
 
 pub mod audit;
 pub mod authz;
+pub mod command_output;
 pub mod events;
 pub mod external_tools;
 pub mod ledger;

@@ -202,10 +202,15 @@ impl Runtime {
         self.services.commands.precheck(&request, &self.services.setup().root_paths)
     }
 
-    /// Removes the archives of command output older than `age`; returns
-    /// how many went.
-    pub fn prune_command_output(&self, age: std::time::Duration) -> usize {
-        self.services.commands.prune_archives(age)
+    /// Removes the archives of command output older than `age`, the
+    /// files here and what the shared store keeps; returns how many went.
+    pub async fn prune_command_output(&self, age: std::time::Duration) -> usize {
+        let files = self.services.commands.prune_archives(age);
+        let shared = self.services.commands.prune_shared(age).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot remove old command output from the database");
+            0
+        });
+        files + shared
     }
 
     /// A page of the output of `owner`'s command `id` (handle or archive

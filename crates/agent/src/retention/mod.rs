@@ -48,7 +48,7 @@ impl TaskHandler for PruneData {
                 return Ok(json!({"runsRemoved": runs, "receiptsRemoved": 0, "pruning": "off"}));
             };
             let receipts = agent.services().ledger.prune(age).await.map_err(|e| e.to_string())?;
-            let archives = agent.capabilities().runtime().prune_command_output(age);
+            let archives = agent.capabilities().runtime().prune_command_output(age).await;
             if receipts > 0 || runs > 0 || archives > 0 {
                 tracing::info!(receipts, runs, archives, "pruned old receipts, command output and deleted runs");
             }

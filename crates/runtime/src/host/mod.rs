@@ -38,8 +38,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 pub use commands::{
-    CommandAct, CommandEnd, CommandHost, CommandOutcome, CommandRecord, CommandRecorder, OUTPUT_ROOT, owner_of,
-    request_in as commands_request_in, run_owner, task_owner,
+    CommandAct, CommandEnd, CommandHost, CommandOutcome, CommandRecord, CommandRecorder, OUTPUT_ROOT, OutputOpened,
+    OutputState, OutputStore, SHARED_LIMIT, STALE_AFTER, StoredOutput, owner_of, request_in as commands_request_in,
+    run_owner, task_owner,
 };
 pub use domain::{CallAuthor, DomainStore, HeldRecord};
 pub use files::Roots;
@@ -97,6 +98,8 @@ impl Setup {
 pub struct HostStores {
     pub domain: Arc<dyn DomainStore>,
     pub commands: Arc<dyn CommandRecorder>,
+    /// Where command output is copied for other nodes (PostgreSQL).
+    pub output: Option<Arc<dyn OutputStore>>,
 }
 
 /// What host imports reach, shared by every call of one runtime.
@@ -120,8 +123,11 @@ pub(crate) fn log_caps() -> (u32, usize) {
 impl HostServices {
     pub fn from_config(config: &Config, stores: Option<HostStores>) -> anyhow::Result<HostServices> {
         let settings = config.capabilities.iter().map(|(id, c)| (id.clone(), c.settings.clone())).collect();
-        let (domain, recorder) = stores.map(|s| (s.domain, s.commands)).unzip();
-        let commands = CommandHost::from_config(config, recorder);
+        let (domain, recorder, output) = match stores {
+            Some(s) => (Some(s.domain), Some(s.commands), s.output),
+            None => (None, None, None),
+        };
+        let commands = CommandHost::from_config(config, recorder, output);
         let setup = Setup::build(&config.services, &with_output_root(&config.roots, &commands)?, settings)?;
         Ok(HostServices::with(setup, commands, domain))
     }

@@ -23,7 +23,7 @@ use capstan_tests::host::TestHost;
 use serde_json::{Value, json};
 
 pub(crate) struct Env {
-    _host: TestHost,
+    pub(crate) _host: TestHost,
     pub(crate) app: Arc<capstan::app::App>,
     pub(crate) caps: Arc<Capabilities>,
     pub(crate) svc: capstan::pipeline::Services,
@@ -48,7 +48,8 @@ fn toml_command(body: &str) -> CommandConfig {
     one.c
 }
 
-/// A host with commands configured: `hello`, `fail`, `sleep <n>`, `flood`
+/// A host with commands configured: `hello`, `fail`, `chatty` (a line,
+/// two seconds, a line), `sleep <n>`, `flood`
 /// (20 MB), `where` (env and folder) and `stubborn` (ignores SIGTERM, as
 /// do the two `sleep <marker>` it leaves; suites running at once use
 /// different markers).
@@ -58,13 +59,25 @@ pub(crate) async fn env(marker: u32) -> Env {
 
 /// [`env`], with `adjust` changing the configuration before the host starts.
 async fn env_with(marker: u32, adjust: impl FnOnce(&mut capstan::config::Config)) -> Env {
-    let mut host = TestHost::new();
+    let host = TestHost::new();
+    let url = fresh_url(Backend::Sqlite, host.dir.path()).await;
+    env_over(host, &url, marker, adjust).await
+}
+
+/// [`env_with`] for `host`, over the database at `url`.
+pub(crate) async fn env_over(
+    mut host: TestHost,
+    url: &str,
+    marker: u32,
+    adjust: impl FnOnce(&mut capstan::config::Config),
+) -> Env {
     let media = host.dir.path().join("media");
     std::fs::create_dir_all(media.join("movies")).unwrap();
     host.config.roots.insert("media".into(), media.clone());
     let mut commands = BTreeMap::new();
     commands.insert("hello".to_string(), command("/bin/sh", &["-c", "echo hello"]));
     commands.insert("fail".to_string(), command("/bin/sh", &["-c", "echo about to fail; exit 3"]));
+    commands.insert("chatty".to_string(), command("/bin/sh", &["-c", "echo first; sleep 2; echo second"]));
     let mut sleep = command("/bin/sleep", &[]);
     sleep.append = vec!["[0-9]+".into()];
     commands.insert("sleep".to_string(), sleep);
@@ -81,7 +94,7 @@ async fn env_with(marker: u32, adjust: impl FnOnce(&mut capstan::config::Config)
     host.config.commands = commands;
     adjust(&mut host.config);
     let data = host.config.data_dir();
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let db = Db::open(url).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
     let caps = app.caps().clone();
     let svc = app.services().clone();
@@ -93,7 +106,7 @@ fn operator() -> Origin {
     Origin::cli(EffectClass::Execute)
 }
 
-async fn call(env: &Env, origin: &Origin, id: &str, input: Value) -> Invocation {
+pub(crate) async fn call(env: &Env, origin: &Origin, id: &str, input: Value) -> Invocation {
     env.caps.invoke(origin, id, &input).await.unwrap()
 }
 
@@ -166,7 +179,7 @@ async fn commands_report_how_they_ended_and_refuse_what_the_operator_did_not_all
     // Archives go with age, as receipts do.
     let month_ago = std::time::SystemTime::now() - Duration::from_secs(31 * 86_400);
     std::fs::File::options().write(true).open(&archived).unwrap().set_modified(month_ago).unwrap();
-    assert_eq!(env.caps.runtime().prune_command_output(Duration::from_secs(30 * 86_400)), 1);
+    assert_eq!(env.caps.runtime().prune_command_output(Duration::from_secs(30 * 86_400)).await, 1);
     assert!(!archived.exists());
 
     // The environment and the folder the operator allows, and only those.

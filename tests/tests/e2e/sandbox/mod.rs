@@ -6,6 +6,7 @@ mod bounded;
 mod classes;
 pub(crate) mod commands;
 mod commands_bounds;
+mod commands_nodes;
 mod files;
 mod files_edges;
 mod hostile_schemas;

@@ -25,6 +25,7 @@ mod process;
 mod read;
 mod record;
 mod run;
+mod shared;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 pub use process::CommandOutcome;
 pub use record::{CommandAct, CommandRecord, CommandRecorder};
+pub use shared::{OutputOpened, OutputState, OutputStore, SHARED_LIMIT, STALE_AFTER, StoredOutput};
 
 use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, ExecutionOutcome, HostError, Pair};
 use crate::grant::Grant;
@@ -121,12 +123,18 @@ pub struct CommandHost {
     processes: Mutex<HashMap<String, Arc<Process>>>,
     /// The audit log starts and cancels are written to first.
     recorder: Option<Arc<dyn CommandRecorder>>,
+    /// Where output is copied for other nodes ([`shared`]), on PostgreSQL.
+    shared: Option<Arc<dyn OutputStore>>,
 }
 
 impl CommandHost {
     /// The commands `config` names; what a host that died left running
     /// of them is stopped now.
-    pub fn from_config(config: &Config, recorder: Option<Arc<dyn CommandRecorder>>) -> CommandHost {
+    pub fn from_config(
+        config: &Config,
+        recorder: Option<Arc<dyn CommandRecorder>>,
+        shared: Option<Arc<dyn OutputStore>>,
+    ) -> CommandHost {
         let data = config.data_dir();
         let host = CommandHost {
             commands: config.commands.clone(),
@@ -135,6 +143,7 @@ impl CommandHost {
             notes_dir: data.join("command-running"),
             processes: Mutex::new(HashMap::new()),
             recorder,
+            shared,
         };
         if !host.commands.is_empty() {
             if let Err(e) = std::fs::create_dir_all(&host.notes_dir) {
@@ -211,7 +220,8 @@ impl CommandHost {
 
     /// Up to `limit` bytes from `offset` of the output of `owner`'s process
     /// `id` (its handle or its archive's name), and how many bytes its
-    /// archive holds now; `not-found` when `id` names no process of `owner`.
+    /// archive holds now — read from the shared store when another node
+    /// ran it; `not-found` when `id` names no process of `owner`.
     pub async fn output_of(
         &self,
         owner: &str,
@@ -220,7 +230,10 @@ impl CommandHost {
         limit: usize,
     ) -> Result<(Vec<u8>, u64), HostError> {
         let handle = id.strip_suffix(".log").unwrap_or(id);
-        let archive = self.owned(owner, handle)?.archive.clone();
+        let archive = match self.owned(owner, handle) {
+            Ok(process) => process.archive.clone(),
+            Err(_) => return self.read_elsewhere(owner, handle, offset, limit).await,
+        };
         let kept = archive.kept();
         tokio::task::spawn_blocking(move || archive.read(offset, limit))
             .await

@@ -41,6 +41,27 @@ pub enum CommandOutcome {
     Unknown,
 }
 
+impl CommandOutcome {
+    /// The word it is stored as.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandOutcome::Exited => "exited",
+            CommandOutcome::KilledAfterTimeout => "killed_after_timeout",
+            CommandOutcome::Cancelled => "cancelled",
+            CommandOutcome::Unknown => "unknown",
+        }
+    }
+
+    /// The outcome `word` names ([`Self::as_str`]); anything else is
+    /// `Unknown`.
+    pub fn parse(word: &str) -> CommandOutcome {
+        [CommandOutcome::Exited, CommandOutcome::KilledAfterTimeout, CommandOutcome::Cancelled]
+            .into_iter()
+            .find(|o| o.as_str() == word)
+            .unwrap_or(CommandOutcome::Unknown)
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Ended {
     pub outcome: CommandOutcome,

@@ -12,13 +12,17 @@ use super::{CommandEnd, MAX_READ, owner_of, status};
 use crate::bindings::capstan::host::commands_read;
 use crate::bindings::capstan::host::types::{CommandStatus, HostError};
 use crate::effects::interface::COMMANDS_READ;
+use capstan_foundation::store::now_ms;
 
 impl commands_read::Host for CommandsView<'_> {
     async fn status(&mut self, handle: String) -> Result<CommandStatus, HostError> {
         let recorded = self.core.args(|| handle.clone());
         host_call!(self, COMMANDS_READ, "status", recorded, debug, |call| {
-            let process = call.host.owned(&owner_of(&call.core.grant), &handle)?;
-            Ok(status(&process))
+            let owner = owner_of(&call.core.grant);
+            match call.host.owned(&owner, &handle) {
+                Ok(process) => Ok(status(&process)),
+                Err(_) => Ok(call.host.elsewhere(&owner, &handle).await?.status(&handle, now_ms())),
+            }
         })
     }
 
@@ -41,9 +45,20 @@ impl commands_read::Host for CommandsView<'_> {
     async fn wait(&mut self, handle: String, timeout_ms: u32) -> Result<CommandStatus, HostError> {
         let recorded = self.core.args(|| format!("{handle} up to {timeout_ms} ms"));
         host_call!(self, COMMANDS_READ, "wait", recorded, debug, |call| {
-            let process = call.host.owned(&owner_of(&call.core.grant), &handle)?;
+            let owner = owner_of(&call.core.grant);
             let left = call.core.deadline.saturating_duration_since(Instant::now());
-            if let Some(ended) = process.wait(Duration::from_millis(u64::from(timeout_ms)).min(left)).await {
+            let limit = Duration::from_millis(u64::from(timeout_ms)).min(left);
+            let process = match call.host.owned(&owner, &handle) {
+                Ok(process) => process,
+                Err(_) => {
+                    let found = call.host.wait_elsewhere(&owner, &handle, limit).await?;
+                    if let Some(outcome) = found.outcome(now_ms()) {
+                        *call.end = Some(CommandEnd { outcome, exit_code: found.state.exit_code });
+                    }
+                    return Ok(found.status(&handle, now_ms()));
+                }
+            };
+            if let Some(ended) = process.wait(limit).await {
                 *call.end = Some(CommandEnd { outcome: ended.outcome, exit_code: ended.exit_code });
             }
             Ok(status(&process))

@@ -12,6 +12,7 @@ use super::super::record::debug;
 use super::super::views::CommandsView;
 use super::archive::Archive;
 use super::process::Process;
+use super::shared::{OutputOpened, mirror};
 use super::{CommandAct, CommandEnd, CommandRecord, owner_of, prepare::prepare, status};
 use crate::bindings::capstan::host::commands;
 use crate::bindings::capstan::host::types::{CommandRequest, CommandStatus, HostError};
@@ -77,6 +78,17 @@ impl CommandsView<'_> {
         tracing::info!(target: "capstan::commands", capability = %self.core.target.id, command = %request.name, args,
             handle = %process.handle, %owner, "command started");
         host.keep(process.clone());
+        if let Some(store) = &host.shared {
+            // Noted before the handle is answered, so another node that is
+            // given it finds it; a store that cannot be reached costs the
+            // sharing, not the command, which already runs.
+            let opened = OutputOpened { handle: process.handle.clone(), owner, command: request.name.clone() };
+            match store.open(&opened).await {
+                Ok(()) => mirror(store.clone(), process.clone()),
+                Err(e) => tracing::warn!(handle = %process.handle, error = %e,
+                    "cannot note the command in the database; other nodes will not see its output"),
+            }
+        }
         Ok(process)
     }
 }
