@@ -9,7 +9,7 @@
 //! - `capstan-runtime` — `runtime`, the sandbox, which reaches only the
 //!   two crates above;
 //! - `capstan-records` — `settings`, `events`, `authz`, `audit`, `setup`,
-//!   `external_tools`, `command_output`, `ledger`, `tasks`;
+//!   `external_tools`, `command_output`, `plugin_catalog`, `ledger`, `tasks`;
 //! - `capstan-domain` — `domain`, `metrics`, `pipeline`;
 //! - `capstan-agent` — `skills`, `acquisition`, `agent`, `recovery`, `retention`;
 //! - this crate — `app`, `http`, `cli`.
@@ -34,11 +34,12 @@
 //! 5. `events` — the event log the layers above append to.
 //! 6. `authz` — grants, approvals and policies as records; a grant judges a
 //!    call by the capability's id and tags, not by the runtime's types.
-//! 7. `audit`, `setup`, `external_tools`, `command_output` — the
+//! 7. `audit`, `setup`, `external_tools`, `command_output`, `plugin_catalog` — the
 //!    hash-chained log, and the runtime's component changes written to it;
 //!    the services and folders set up in the console, applied to the
 //!    runtime; the external MCP servers whose tools the runtime offers as
-//!    capabilities; the runtime's command output kept for every node.
+//!    capabilities; the runtime's command output kept for every node; the
+//!    plugins every node of a cluster loads.
 //! 8. `ledger` — claims before effects; charges an automation grant in the
 //!    claim's transaction.
 //! 9. `tasks` — the durable queue and its worker.
@@ -72,7 +73,9 @@ pub use capstan_agent::{acquisition, agent, recovery, retention, skills};
 pub use capstan_config as config;
 pub use capstan_domain::{domain, metrics, pipeline};
 pub use capstan_foundation::{canonical, principal, store, text};
-pub use capstan_records::{audit, authz, command_output, events, external_tools, ledger, settings, setup, tasks};
+pub use capstan_records::{
+    audit, authz, command_output, events, external_tools, ledger, plugin_catalog, settings, setup, tasks,
+};
 pub use capstan_runtime as runtime;
 
 pub use capstan_builtins::BUILT_INS;

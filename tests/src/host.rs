@@ -82,9 +82,14 @@ impl TestHost {
 
 /// Accepts the held component `id` as an operator would (`capstan
 /// capabilities accept`) and rescans, so it is active. Plugins that act on
-/// plans or carry a policy tag are held when first seen.
+/// plans or carry a policy tag are held when first seen. On a node of a
+/// cluster that already has it accepted, only rescans.
 pub async fn accept(runtime: &Runtime, id: &str) {
-    runtime.accept(id).unwrap_or_else(|e| panic!("{id} is not held: {e}"));
+    // In a cluster another node may have accepted it already.
+    let elsewhere = runtime.clustered() && !runtime.snapshot().held.contains_key(id);
+    if !elsewhere {
+        runtime.accept(id).await.unwrap_or_else(|e| panic!("{id} is not held: {e}"));
+    }
     runtime.rescan(false).await.unwrap();
     assert!(runtime.snapshot().active.contains_key(id), "{id} is not active after acceptance");
 }

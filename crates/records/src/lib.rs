@@ -5,7 +5,8 @@
 //! hash-chained audit log ([`audit`]), the services and folders set up in
 //! the console ([`setup`]), the external MCP servers whose tools the
 //! runtime offers ([`external_tools`]), the command output every node
-//! reads ([`command_output`]), claims before effects
+//! reads ([`command_output`]), the plugins every node of a cluster loads
+//! ([`plugin_catalog`]), claims before effects
 //! ([`ledger`]) and the durable task queue ([`tasks`]).
 //!
 //! The crates below are named by their module names (`crate::store`,
@@ -19,6 +20,7 @@ pub mod command_output;
 pub mod events;
 pub mod external_tools;
 pub mod ledger;
+pub mod plugin_catalog;
 pub mod settings;
 pub mod setup;
 pub mod tasks;

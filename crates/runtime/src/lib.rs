@@ -8,6 +8,7 @@
 pub mod bindings;
 pub mod builtins;
 pub(crate) mod call_state;
+pub mod catalog;
 mod compiling;
 pub mod descriptor;
 pub mod effects;
@@ -36,6 +37,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use call_state::{CallState, MAX_DENIALS_KEPT};
+pub use catalog::{Catalog, CatalogPlugin};
 pub use compiling::Compiling;
 pub use descriptor::{Descriptor, Replay};
 pub use effects::EffectClass;
@@ -85,6 +87,8 @@ pub struct Runtime {
     compiles: compiling::Compiles,
     /// The tools external servers offer, by server, as last told.
     externals: Mutex<std::collections::BTreeMap<String, external::ExternalSet>>,
+    /// The cluster's plugins and their record, on PostgreSQL ([`catalog`]).
+    cluster: Option<catalog::Cluster>,
     _ticker: engine::EpochTicker,
 }
 
@@ -92,14 +96,16 @@ impl Runtime {
     /// Builds the runtime without loading anything, and without the stores
     /// the domain and command imports reach ([`Runtime::new_with`]).
     pub fn new(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Runtime> {
-        Runtime::new_with(config, None, builtins)
+        Runtime::new_with(config, None, None, builtins)
     }
 
     /// Builds the runtime over `stores` without loading anything; it will
-    /// load `builtins` as its built-in capabilities.
+    /// load `builtins` as its built-in capabilities, and its plugins from
+    /// `catalog` when it has one (PostgreSQL), else from its folder.
     pub(crate) fn new_with(
         mut config: Config,
         stores: Option<host::HostStores>,
+        catalog: Option<Arc<dyn catalog::Catalog>>,
         builtins: &'static builtins::BuiltIns,
     ) -> anyhow::Result<Runtime> {
         // Callers that did not go through the command line get the same
@@ -110,6 +116,10 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         host::add_to_linker(&mut linker)?;
+        let cluster = match catalog {
+            Some(catalog) => Some(catalog::Cluster::new(catalog, &config.data_dir())?),
+            None => None,
+        };
         let services = Arc::new(host::HostServices::from_config(&config, stores)?);
         let ticker = engine::EpochTicker::start(&engine);
         let builtins_precompiled = !config.compile_builtins && builtins.precompiled_fits(&engine);
@@ -130,6 +140,7 @@ impl Runtime {
             rescans: std::sync::atomic::AtomicU64::new(0),
             compiles: compiling::Compiles::default(),
             externals: Mutex::new(std::collections::BTreeMap::new()),
+            cluster,
             _ticker: ticker,
         })
     }
@@ -139,16 +150,18 @@ impl Runtime {
     /// the domain and command imports have no stores to reach (the sandbox
     /// alone, as its tests and the command line's checks use it).
     pub async fn start(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Arc<Runtime>> {
-        Runtime::start_with(config, None, builtins).await
+        Runtime::start_with(config, None, None, builtins).await
     }
 
-    /// [`Runtime::start`] over `stores`: what a host process runs.
+    /// [`Runtime::start`] over `stores` and `catalog`: what a host process
+    /// runs.
     pub async fn start_with(
         config: Config,
         stores: Option<host::HostStores>,
+        catalog: Option<Arc<dyn catalog::Catalog>>,
         builtins: &'static builtins::BuiltIns,
     ) -> anyhow::Result<Arc<Runtime>> {
-        let runtime = Arc::new(Runtime::new_with(config, stores, builtins)?);
+        let runtime = Arc::new(Runtime::new_with(config, stores, catalog, builtins)?);
         std::fs::create_dir_all(runtime.config.data_dir())?;
         std::fs::create_dir_all(runtime.config.capabilities_dir())?;
         runtime.rescan(true).await?;
@@ -159,8 +172,12 @@ impl Runtime {
     /// file whose code is not known yet is compiled in the background and
     /// listed as compiling, and nothing is recorded in the data directory,
     /// which a server may be using (its rescans keep its state).
-    pub async fn start_listing(config: Config, builtins: &'static builtins::BuiltIns) -> anyhow::Result<Arc<Runtime>> {
-        let runtime = Arc::new(Runtime::new(config, builtins)?);
+    pub async fn start_listing(
+        config: Config,
+        catalog: Option<Arc<dyn catalog::Catalog>>,
+        builtins: &'static builtins::BuiltIns,
+    ) -> anyhow::Result<Arc<Runtime>> {
+        let runtime = Arc::new(Runtime::new_with(config, None, catalog, builtins)?);
         runtime.rescan_with(true, Some(runtime.clone()), false).await?;
         Ok(runtime)
     }

@@ -15,6 +15,9 @@ use super::loader::{self, LoadError, Loaded, Source};
 use super::registry::{Held, Refusal, Snapshot};
 use super::state::{Known, State};
 
+/// Scans in a row another node may win before a rescan gives up.
+const MAX_SCAN_RACES: usize = 8;
+
 /// Refusals remembered by digest before the memory is cleared.
 const MAX_REMEMBERED_REFUSALS: usize = 1024;
 
@@ -46,22 +49,6 @@ fn known_of(l: &Loaded) -> Known {
         replay: Some(l.descriptor.replay),
         verify: Some(l.has_verifier),
     }
-}
-
-/// The `.wasm` entries directly in `dir`, sorted by name, whatever their
-/// type: one that is not a regular file is refused with a reason rather
-/// than left out silently.
-fn wasm_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && !p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
 }
 
 /// Keeps what `file` provided before while its new bytes are refused or
@@ -228,6 +215,8 @@ impl Runtime {
     /// Without `record`, it only builds the registry: the data directory's
     /// state (known, held and refused components, retained copies) is left
     /// to the process that serves it, and no change is logged.
+    /// With a catalog, this node's folder is published to it first, and a
+    /// scan whose record another node changed meanwhile runs again.
     pub(super) async fn rescan_with(
         &self,
         startup: bool,
@@ -236,9 +225,28 @@ impl Runtime {
     ) -> anyhow::Result<ScanReport> {
         let _guard = self.scan_lock.lock().await;
         self.rescans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if record {
+            self.publish_folder().await?;
+        }
+        for _ in 0..MAX_SCAN_RACES {
+            if let Some(report) = self.scan_once(startup, background.clone(), record).await? {
+                return Ok(report);
+            }
+        }
+        anyhow::bail!(
+            "other nodes kept changing the capability record during {MAX_SCAN_RACES} scans; the next will try again"
+        )
+    }
+
+    /// One scan; `None` when another node changed the record it read.
+    async fn scan_once(
+        &self,
+        startup: bool,
+        background: Option<Arc<Runtime>>,
+        record: bool,
+    ) -> anyhow::Result<Option<ScanReport>> {
         let previous = self.registry.snapshot();
-        let state_path = State::path(&self.config.data_dir());
-        let mut state = State::load(&state_path)?;
+        let (mut state, version) = self.load_state().await?;
         let recorded = state.clone();
         let mut report = ScanReport::default();
 
@@ -297,14 +305,10 @@ impl Runtime {
         // Directory files, in name order; the first file to claim an id wins.
         let mut from_dir: BTreeMap<String, Arc<Loaded>> = BTreeMap::new();
         let mut claimed_by: BTreeMap<String, PathBuf> = BTreeMap::new();
-        let mut bytes_by_digest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut bytes_by_digest: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
         let mut compiling = Vec::new();
-        for file in wasm_files(&self.config.capabilities_dir()) {
-            let result = match capstan_foundation::files::read_regular(
-                &file,
-                self.config.max_component_bytes(),
-                "a component file",
-            ) {
+        for (file, read) in self.plugin_entries().await? {
+            let result = match read {
                 Ok(bytes) => {
                     let digest = loader::digest(&bytes);
                     if let Some(reason) = self.compiles.refusal(&digest) {
@@ -313,7 +317,7 @@ impl Runtime {
                         continue;
                     }
                     if let Some(runtime) = background.as_ref().filter(|_| !self.knows(&digest)) {
-                        compiling.push(runtime.compile_in_background(digest, bytes, file.clone()));
+                        compiling.push(runtime.compile_in_background(digest, bytes.to_vec(), file.clone()));
                         keep_last_good(&previous, &file, &mut claimed_by, &mut from_dir);
                         continue;
                     }
@@ -387,7 +391,7 @@ impl Runtime {
 
         if !record {
             self.registry.swap(next);
-            return Ok(report);
+            return Ok(Some(report));
         }
         report.events = unseen_events(&mut state, &previous, &next, &linked);
         for (id, loaded) in &next.active {
@@ -396,17 +400,20 @@ impl Runtime {
                 state.accepted.remove(id);
             }
         }
-        // Written only when it changed: the watcher sees the file, and an
-        // unchanged rewrite would start the next rescan, for ever.
-        if state != recorded {
-            state.save(&state_path)?;
+        // Written only when it changed: the watcher sees the file (or the
+        // catalog's version), and an unchanged rewrite would start the
+        // next rescan, for ever.
+        if state != recorded && !self.save_state(&state, version).await? {
+            return Ok(None);
         }
-        self.retain(&next, &bytes_by_digest, &state);
+        if !self.clustered() {
+            self.retain(&next, &bytes_by_digest, &state);
+        }
         log_events(&report.events);
         self.registry.swap(next);
         self.component_events.lock().unwrap_or_else(|e| e.into_inner()).extend(report.events.iter().cloned());
         self.component_events_ready.notify_one();
-        Ok(report)
+        Ok(Some(report))
     }
 
     fn retained_dir(&self) -> PathBuf {
@@ -416,7 +423,7 @@ impl Runtime {
     /// Keeps a copy of every active plugin's bytes, so that after a restart
     /// a held replacement does not leave its capability without a version.
     /// Copies no longer recorded as active are removed.
-    fn retain(&self, next: &Snapshot, bytes_by_digest: &BTreeMap<String, Vec<u8>>, state: &State) {
+    fn retain(&self, next: &Snapshot, bytes_by_digest: &BTreeMap<String, Arc<Vec<u8>>>, state: &State) {
         let dir = self.retained_dir();
         if std::fs::create_dir_all(&dir).is_err() {
             return;
@@ -425,7 +432,7 @@ impl Runtime {
             let path = dir.join(format!("{}.wasm", loaded.digest));
             if let (false, Some(bytes)) = (path.exists(), bytes_by_digest.get(&loaded.digest)) {
                 let tmp = path.with_extension("wasm.tmp");
-                if std::fs::write(&tmp, bytes).is_ok() {
+                if std::fs::write(&tmp, bytes.as_slice()).is_ok() {
                     let _ = std::fs::rename(&tmp, &path);
                 }
             }
@@ -442,8 +449,7 @@ impl Runtime {
     /// Loads the retained copy of the last accepted version of `id`.
     async fn load_retained(&self, state: &State, id: &str) -> Option<Arc<Loaded>> {
         let known = state.known.get(id)?;
-        let path = self.retained_dir().join(format!("{}.wasm", known.digest));
-        let bytes = std::fs::read(&path).ok()?;
+        let (bytes, path) = self.retained_bytes(&known.digest).await?;
         self.load_cached(&bytes, Source::Retained(path), None).await.ok()
     }
 
@@ -451,20 +457,25 @@ impl Runtime {
     /// (as this process holds it, or as the serving process last recorded
     /// it: an external server's tools are held only where it is linked);
     /// the next rescan activates it.
-    pub fn accept(&self, id: &str) -> anyhow::Result<String> {
-        let path = State::path(&self.config.data_dir());
-        let mut state = State::load(&path)?;
-        let snapshot = self.snapshot();
-        let digest = match snapshot.held.get(id) {
-            Some(held) => held.candidate.digest.clone(),
-            None => state
-                .held
-                .get(id)
-                .cloned()
-                .ok_or_else(|| anyhow::anyhow!("no replacement for {id} is waiting to be accepted"))?,
-        };
-        state.accepted.insert(id.to_string(), digest.clone());
-        state.save(&path)?;
-        Ok(digest)
+    /// With a catalog the acceptance is the cluster's: every node lets
+    /// it in at its next rescan.
+    pub async fn accept(&self, id: &str) -> anyhow::Result<String> {
+        for _ in 0..MAX_SCAN_RACES {
+            let (mut state, version) = self.load_state().await?;
+            let snapshot = self.snapshot();
+            let digest = match snapshot.held.get(id) {
+                Some(held) => held.candidate.digest.clone(),
+                None => state
+                    .held
+                    .get(id)
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("no replacement for {id} is waiting to be accepted"))?,
+            };
+            state.accepted.insert(id.to_string(), digest.clone());
+            if self.save_state(&state, version).await? {
+                return Ok(digest);
+            }
+        }
+        anyhow::bail!("other nodes kept changing the capability record; accept {id} again")
     }
 }

@@ -1,7 +1,9 @@
 //! Watches the capabilities directory (and the capability state file, which
 //! `capstan capabilities accept` writes) and rescans the registry after a
 //! short quiet period, so dropping, replacing or removing a `.wasm` takes
-//! effect without a restart.
+//! effect without a restart. A node of a cluster also polls the plugin
+//! catalog's version ([`super::catalog`]) and rescans when another node
+//! changed it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +16,9 @@ use super::Runtime;
 /// Events closer together than this are handled by one rescan; a file being
 /// copied in produces several.
 const QUIET: Duration = Duration::from_millis(300);
+
+/// How often a node of a cluster looks whether the plugin catalog changed.
+const CATALOG_POLL: Duration = Duration::from_secs(2);
 
 /// Keeps the watch alive; dropping it stops watching at once, and
 /// [`DirWatcher::stop`] stops it after any rescan under way.
@@ -65,13 +70,36 @@ pub fn watch(runtime: Arc<Runtime>) -> anyhow::Result<DirWatcher> {
     watcher.watch(&dir, RecursiveMode::NonRecursive)?;
     watcher.watch(Path::new(&runtime.config().data_dir()), RecursiveMode::NonRecursive)?;
     let task = tokio::spawn(async move {
-        while rx.recv().await.is_some() {
-            // Let a burst of events settle, then rescan once.
-            loop {
-                match tokio::time::timeout(QUIET, rx.recv()).await {
-                    Ok(Some(())) => continue,
-                    Ok(None) => return,
-                    Err(_) => break,
+        let mut poll = tokio::time::interval(CATALOG_POLL);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut seen = None;
+        loop {
+            tokio::select! {
+                event = rx.recv() => {
+                    if event.is_none() {
+                        return;
+                    }
+                    // Let a burst of events settle, then rescan once.
+                    loop {
+                        match tokio::time::timeout(QUIET, rx.recv()).await {
+                            Ok(Some(())) => continue,
+                            Ok(None) => return,
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = poll.tick(), if runtime.clustered() => {
+                    // Another node changed the catalog: its version moved.
+                    match runtime.catalog_version().await {
+                        // The first reading rescans too: a change may have
+                        // come between the start's scan and the watch.
+                        Some(Ok(version)) if seen != Some(version) => seen = Some(version),
+                        Some(Err(e)) => {
+                            tracing::warn!(target: "capstan::component", error = %e, "cannot read the cluster's plugin catalog");
+                            continue;
+                        }
+                        _ => continue,
+                    }
                 }
             }
             if let Err(e) = runtime.rescan_watched().await {

@@ -9,7 +9,7 @@
 //! | `setup` | yes | yes | applies the console's setup, and relinks MCP servers, when another process changes it |
 //! | `agent-waker` | yes | yes | queues a waiting agent run's task when its next look is due |
 //! | `worker` | yes | yes | claims and runs tasks; stopping, lets those in progress finish for up to `tasks::DRAIN` |
-//! | `watcher` | yes | – | rescans the capabilities directory when a file changes |
+//! | `watcher` | yes | on PostgreSQL | rescans the capabilities directory when a file changes, and the plugin catalog when another node changed it |
 //! | `retention` | yes | – | queues `pruneData` hourly |
 //! | `acquisition` | when `pipeline_interval_sec` > 0 | – | queues the download sweep |
 //!
@@ -119,13 +119,18 @@ impl App {
         running.start("agent-waker", crate::agent::task::wake_due_runs(self.agent.clone(), stop.clone()));
         let worker = Arc::new(self.worker(config));
         running.start("worker", worker.run(stop.clone().cancelled_owned()));
-        if role == ProcessRole::Serve {
-            let watcher = crate::runtime::watcher::watch(self.svc.caps.runtime().clone())?;
+        // A worker of a cluster follows the plugin catalog too: its
+        // plugins are the cluster's, not a folder it shares.
+        let runtime = self.svc.caps.runtime().clone();
+        if role == ProcessRole::Serve || runtime.clustered() {
+            let watcher = crate::runtime::watcher::watch(runtime)?;
             let until = stop.clone();
             running.start("watcher", async move {
                 until.cancelled().await;
                 watcher.stop().await;
             });
+        }
+        if role == ProcessRole::Serve {
             running.start("retention", crate::retention::schedule(self.tasks.clone(), stop.clone()));
             if config.tasks.pipeline_interval_sec > 0 {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);

@@ -7,7 +7,10 @@ use serde::Serialize;
 
 use super::{CommandResult, exit, failed};
 use crate::config::Config;
-use crate::runtime::{Descriptor, EffectClass, Loaded, Runtime};
+use std::sync::Arc;
+
+use crate::plugin_catalog::PluginCatalog;
+use crate::runtime::{Catalog, Descriptor, EffectClass, Loaded, Runtime};
 
 #[derive(Subcommand, Debug)]
 pub enum CapabilitiesCommand {
@@ -81,12 +84,25 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
         CapabilitiesCommand::Check { file } => check(config, file).await,
         CapabilitiesCommand::Test(args) => super::capability_test::run(config, args).await,
         CapabilitiesCommand::Accept { id } => {
-            let runtime = Runtime::start(config, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
-            let digest = runtime.accept(id).map_err(failed)?;
+            let catalog = catalog_of(&config).await.map_err(failed)?;
+            let runtime =
+                Runtime::start_with(config, None, catalog, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
+            let digest = runtime.accept(id).await.map_err(failed)?;
             println!("accepted {id} ({})", &digest[..12]);
             Ok(0)
         }
     }
+}
+
+/// The cluster's plugin catalog when the database is PostgreSQL, where
+/// the plugins and what was accepted are the cluster's, not this folder's.
+async fn catalog_of(config: &Config) -> anyhow::Result<Option<Arc<dyn Catalog>>> {
+    let url = config.database_url();
+    if !url.starts_with("postgres") {
+        return Ok(None);
+    }
+    let db = crate::store::Db::connect(&url).await?;
+    Ok(PluginCatalog::for_db(&db).map(|c| Arc::new(c) as Arc<dyn Catalog>))
 }
 
 /// How long `list` waits for plugins to load from the compiled-code cache
@@ -94,7 +110,8 @@ pub async fn run(config: Config, cmd: &CapabilitiesCommand) -> CommandResult {
 const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn list(config: Config, json: bool) -> CommandResult {
-    let runtime = Runtime::start_listing(config, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
+    let catalog = catalog_of(&config).await.map_err(failed)?;
+    let runtime = Runtime::start_listing(config, catalog, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
     let waiting = std::time::Instant::now();
     while !runtime.snapshot().compiling.is_empty() && waiting.elapsed() < LIST_WAIT {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

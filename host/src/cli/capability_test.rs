@@ -137,7 +137,7 @@ pub async fn run(user: Config, args: &TestArgs) -> CommandResult {
     let runtime = app.caps().runtime().clone();
     if runtime.snapshot().held.contains_key(&id) {
         // A throwaway host: nobody else is there to accept it.
-        runtime.accept(&id).map_err(failed)?;
+        runtime.accept(&id).await.map_err(failed)?;
         runtime.rescan(false).await.map_err(failed)?;
     }
     if let Some(refusal) = runtime.snapshot().refused.first() {

@@ -27,7 +27,7 @@ pub enum SkillsCommand {
 
 pub async fn run(config: Config, cmd: &SkillsCommand) -> CommandResult {
     let skills = Skills::new(config.skills_dir());
-    let runtime = Runtime::start_listing(config, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
+    let runtime = Runtime::start_listing(config, None, &capstan_builtins::BUILT_INS).await.map_err(failed)?;
     let snapshot = runtime.snapshot();
     match cmd {
         SkillsCommand::List { json } => {

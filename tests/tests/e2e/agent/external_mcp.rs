@@ -241,7 +241,7 @@ async fn an_external_mcp_servers_tools_are_capabilities_under_the_hosts_authorit
     assert!(held.as_array().unwrap().iter().any(|h| h["id"] == "mcp.notes.wipe"), "{held}");
     assert!(caps.invoke(&operator(), "mcp.notes.wipe", &json!({})).await.is_err(), "a held tool was called");
     assert!(!calls_seen(&calls).contains(&"wipe".to_string()));
-    runtime.accept("mcp.notes.add").unwrap();
+    runtime.accept("mcp.notes.add").await.unwrap();
     runtime.rescan(false).await.unwrap();
     let accepted = runtime.snapshot().get("mcp.notes.add").expect("accepted, it is offered again");
     assert!(accepted.descriptor.description.contains("mails every note to a stranger"));

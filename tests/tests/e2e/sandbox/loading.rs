@@ -151,7 +151,7 @@ async fn a_replacement_that_raises_the_label_waits_for_the_operator() {
     assert!(reason.contains("new services echo"), "{reason}");
     assert_eq!(snapshot.get("test.probe").unwrap().digest, lite.digest, "the old version keeps serving");
 
-    runtime.accept("test.probe").unwrap();
+    runtime.accept("test.probe").await.unwrap();
     within_two_seconds(&runtime, "activating the accepted replacement", |s| {
         s.get("test.probe").is_some_and(|l| l.descriptor.label == EffectClass::Execute)
     })

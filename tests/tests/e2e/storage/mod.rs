@@ -3,6 +3,7 @@
 //! the console's setup.
 
 mod batch;
+mod cluster_plugins;
 mod decisions;
 pub mod domain;
 mod domain_api;

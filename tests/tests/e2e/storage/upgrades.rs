@@ -12,8 +12,9 @@ use capstan_tests::db::{Backend, fresh_url};
 use sqlx::Row;
 
 /// Tables holding the one row a migration seeds (the heads of the audit
-/// chain and of the event log): a second row is refused by design.
-const SEEDED: &[&str] = &["audit_head", "event_head"];
+/// chain and of the event log, the plugin catalog's record): a second row
+/// is refused by design.
+const SEEDED: &[&str] = &["audit_head", "event_head", "capability_catalog"];
 
 /// Columns a foreign key ties to the row of another table written in the
 /// same version: `(table, column, referenced table)`.
@@ -59,6 +60,7 @@ enum Written {
     Text(String),
     Int(i64),
     Real(f64),
+    Bytes(Vec<u8>),
 }
 
 /// One row as written: its table, the version that wrote it, its values.
@@ -133,6 +135,8 @@ async fn write_rows(db: &Db, v: usize) -> Vec<RowWritten> {
                 Written::Int(1_700_000_000_000 + (v * 100 + i) as i64)
             } else if kind.contains("double") || kind.contains("real") {
                 Written::Real(v as f64 + 0.25)
+            } else if kind == "bytea" {
+                Written::Bytes(format!("u{v}-{table}-{column}\0\u{ff}").into_bytes())
             } else if column == "id" {
                 Written::Text(id_of(&table, v))
             } else if let Some(value) = typed.or(reference) {
@@ -161,6 +165,7 @@ async fn insert(db: &Db, table: &str, values: &[(String, Written)]) -> Result<()
             Written::Text(t) => query.bind(t.clone()),
             Written::Int(n) => query.bind(*n),
             Written::Real(x) => query.bind(*x),
+            Written::Bytes(b) => query.bind(b.clone()),
         };
     }
     query.execute(&db.pool).await.map(|_| ())
@@ -177,6 +182,7 @@ async fn still_there(db: &Db, row: &RowWritten) -> i64 {
             Written::Text(t) => query.bind(t.clone()),
             Written::Int(n) => query.bind(*n),
             Written::Real(x) => query.bind(*x),
+            Written::Bytes(b) => query.bind(b.clone()),
         };
     }
     query.fetch_one(&db.pool).await.unwrap()
