@@ -9,6 +9,7 @@
 //! | `setup` | yes | yes | applies the console's setup, and relinks MCP servers, when another process changes it |
 //! | `agent-waker` | yes | yes | queues a waiting agent run's task when its next look is due |
 //! | `worker` | yes | yes | claims and runs tasks; stopping, lets those in progress finish for up to `tasks::DRAIN` |
+//! | `audit-sequencer` | on PostgreSQL | on PostgreSQL | chains the audit rows waiting in the intake every half second (`audit::sequencer`) |
 //! | `watcher` | yes | on PostgreSQL | rescans the capabilities directory when a file changes, and the plugin catalog when another node changed it |
 //! | `retention` | yes | – | queues `pruneData` hourly |
 //! | `acquisition` | when `pipeline_interval_sec` > 0 | – | queues the download sweep |
@@ -119,6 +120,11 @@ impl App {
         running.start("agent-waker", crate::agent::task::wake_due_runs(self.agent.clone(), stop.clone()));
         let worker = Arc::new(self.worker(config));
         running.start("worker", worker.run(stop.clone().cancelled_owned()));
+        if self.audit().sequenced() {
+            let audit = self.audit().clone();
+            let until = stop.clone();
+            running.start("audit-sequencer", async move { audit.sequence_loop(until).await });
+        }
         // A worker of a cluster follows the plugin catalog too: its
         // plugins are the cluster's, not a folder it shares.
         let runtime = self.svc.caps.runtime().clone();

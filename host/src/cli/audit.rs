@@ -25,9 +25,15 @@ pub async fn run(config: Config, cmd: &AuditCommand) -> CommandResult {
     match cmd {
         AuditCommand::Verify => {
             let db = Db::open(&config.database_url()).await.map_err(failed)?;
-            match Audit::new(db).verify().await.map_err(failed)? {
+            let audit = Audit::new(db);
+            match audit.verify().await.map_err(failed)? {
                 Verdict::Intact { events } => {
-                    println!("audit chain intact: {events} event(s)");
+                    let waiting = audit.waiting().await.map_err(failed)?;
+                    if waiting > 0 {
+                        println!("audit chain intact: {events} event(s), {waiting} appended and not chained yet");
+                    } else {
+                        println!("audit chain intact: {events} event(s)");
+                    }
                     Ok(0)
                 }
                 Verdict::Broken { seq, reason } => {

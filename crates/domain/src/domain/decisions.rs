@@ -149,9 +149,9 @@ impl Domain {
                 }
                 let payload =
                     json!({"decisionId": id, "kind": kind, "status": DecisionStatus::Open, "dedupeKey": dedupe_key});
-                let seq = Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
+                Events::append_in(&mut tx, self.db.backend, "decision.created", subject, &payload).await?;
                 tx.commit().await?;
-                self.events.announce(seq);
+                self.events.announce();
                 Ok((self.decision(&id).await?, true))
             }
             Err(e) if is_unique_violation(&e) => {
@@ -394,9 +394,9 @@ impl Domain {
     ) -> Result<Decision, DomainError> {
         let payload = json!({"decisionId": before.id, "kind": before.kind, "from": before.status, "status": status});
         let subject = before.subject.as_deref();
-        let seq = Events::append_in(&mut tx, self.db.backend, "decision.updated", subject, &payload).await?;
+        Events::append_in(&mut tx, self.db.backend, "decision.updated", subject, &payload).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         self.decision(&before.id).await
     }
 }

@@ -102,7 +102,7 @@ impl Domain {
         // Another writer moved it first: their change is the one reported.
         let change =
             (changed == 1 && current.status != status).then_some(StatusChange { from: current.status, to: status });
-        let mut seq = None;
+        let mut announce = false;
         if let Some(change) = &change {
             let payload = json!({
                 "downloadTaskId": id,
@@ -111,11 +111,12 @@ impl Domain {
                 "to": change.to,
                 "progress": progress,
             });
-            seq = Some(self.emit(&mut tx, "download.status_changed", id, payload).await?);
+            self.emit(&mut tx, "download.status_changed", id, payload).await?;
+            announce = true;
         }
         tx.commit().await?;
-        if let Some(seq) = seq {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         Ok((self.download(id).await?, change))
     }

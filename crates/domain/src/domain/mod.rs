@@ -131,7 +131,7 @@ impl Domain {
         kind: &str,
         subject: &str,
         payload: Value,
-    ) -> Result<i64, sqlx::Error> {
+    ) -> Result<(), sqlx::Error> {
         Events::append_in(tx, self.db.backend, kind, Some(subject), &payload).await
     }
 

@@ -194,9 +194,9 @@ impl Domain {
         .execute(&mut *tx)
         .await?;
         let payload = json!({ "organizationId": id, "downloadTaskId": org.download_task_id, "status": OrganizationStatus::Running });
-        let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
+        self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         self.organization(id).await
     }
 
@@ -251,9 +251,9 @@ impl Domain {
             "status": status,
             "error": error,
         });
-        let seq = self.emit(&mut tx, "organization.changed", id, payload).await?;
+        self.emit(&mut tx, "organization.changed", id, payload).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         self.organization(id).await
     }
 }

@@ -176,9 +176,9 @@ impl Domain {
         set_slot_status(&mut tx, &slot, SlotStatus::Reserved).await?;
         set_plan_status(&mut tx, &plan, PlanStatus::Reserved, None).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
-        let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
+        self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         Ok(plan)
     }
 
@@ -188,12 +188,13 @@ impl Domain {
         let client_hash = super::releases::normalize_infohash(client_hash)?;
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
-        let mut seq = None;
+        let mut announce = false;
         match plan.status {
             PlanStatus::Reserved => {
                 set_plan_status(&mut tx, &plan, PlanStatus::Submitted, None).await?;
                 let submitted = plan_in(&mut tx, plan_id).await?;
-                seq = Some(self.emit(&mut tx, "plan.changed", plan_id, changed(&submitted)).await?);
+                self.emit(&mut tx, "plan.changed", plan_id, changed(&submitted)).await?;
+                announce = true;
                 let now = now_ms();
                 sqlx::query(
                     "INSERT INTO download_task (id, plan_id, client_hash, status, progress, progress_at, created_at, \
@@ -216,8 +217,8 @@ impl Domain {
             .await
             .map(|r| DownloadTask::from_row(&r))??;
         tx.commit().await?;
-        if let Some(seq) = seq {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         Ok((plan, task))
     }
@@ -245,9 +246,9 @@ impl Domain {
         }
         set_plan_status(&mut tx, &plan, status, Some(reason)).await?;
         let plan = plan_in(&mut tx, plan_id).await?;
-        let seq = self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
+        self.emit(&mut tx, "plan.changed", plan_id, changed(&plan)).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         // Nothing is left to try again for a plan that ended.
         let facts = json!({"planId": plan_id, "status": status, "reason": reason, "seenAt": now_ms()});
         self.clear_submit_decision(plan_id, facts, "system:plan").await?;

@@ -223,14 +223,15 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         }
-        let mut seqs = Vec::new();
+        let mut announce = false;
         for (plan, slot) in &cancelled {
             let payload = json!({ "planId": plan, "slotId": slot, "status": "cancelled" });
-            seqs.push(self.emit(&mut tx, "plan.changed", plan, payload).await?);
+            self.emit(&mut tx, "plan.changed", plan, payload).await?;
+            announce = true;
         }
         tx.commit().await?;
-        for seq in seqs {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         for (plan, _) in &cancelled {
             let facts = json!({"planId": plan, "status": "cancelled", "reason": NO_LONGER_WANTED, "seenAt": now});

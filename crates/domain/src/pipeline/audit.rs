@@ -127,7 +127,7 @@ impl Capabilities {
         }
         let backend = self.db.backend;
         let record = std::sync::Arc::new(record);
-        let seq = self
+        let announce = self
             .db
             .write(move |tx| {
                 let record = record.clone();
@@ -136,16 +136,17 @@ impl Capabilities {
                         finish_in(tx, finish).await?;
                     }
                     Audit::append_all_in(tx, &record.rows).await?;
-                    let mut seq = None;
+                    let mut announce = false;
                     if let Some((kind, subject, payload)) = &record.event {
-                        seq = Some(Events::append_in(tx, backend, kind, Some(subject), payload).await?);
+                        Events::append_in(tx, backend, kind, Some(subject), payload).await?;
+                        announce = true;
                     }
-                    Ok::<_, InvokeError>(seq)
+                    Ok::<_, InvokeError>(announce)
                 })
             })
             .await?;
-        if let Some(seq) = seq {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         Ok(())
     }

@@ -125,6 +125,16 @@ pub enum InvokeError {
     Sql(#[from] sqlx::Error),
 }
 
+impl crate::store::batch::WriteError for InvokeError {
+    fn is_conflict(&self) -> bool {
+        match self {
+            InvokeError::Ledger(e) => e.is_conflict(),
+            InvokeError::Sql(e) => e.is_conflict(),
+            InvokeError::NotFound(_) => false,
+        }
+    }
+}
+
 /// The invoke path over one runtime and one store.
 pub struct Capabilities {
     runtime: Arc<Runtime>,

@@ -45,12 +45,54 @@ pub type Tx<'c> = Transaction<'c, Any>;
 /// Most pieces committed together.
 const MAX_BATCH: usize = 256;
 
+/// How a piece's work went in its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ran {
+    Done,
+    /// It failed on its own account: it is answered with its error.
+    Failed,
+    /// The database undid the batch because of another writer (a deadlock
+    /// or a serialization failure): nothing this piece did was wrong, and
+    /// the whole batch runs again.
+    Conflict,
+}
+
+/// The error of a write handed to the group commit: made from the
+/// database's, and able to say whether the database undid it because of
+/// another transaction — a deadlock or a serialization failure — which
+/// the writer answers by running the batch again, so writers of several
+/// nodes never fail each other's writes.
+pub trait WriteError: From<sqlx::Error> {
+    /// Whether this is the database undoing the work because of another
+    /// transaction.
+    fn is_conflict(&self) -> bool;
+}
+
+impl WriteError for sqlx::Error {
+    fn is_conflict(&self) -> bool {
+        is_conflict(self)
+    }
+}
+
+/// Whether `e` is PostgreSQL undoing a transaction because of another one:
+/// `40P01` (deadlock detected) or `40001` (serialization failure).
+pub fn is_conflict(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("40P01") | Some("40001")),
+        _ => false,
+    }
+}
+
+/// How often a batch undone by another writer is run again before its
+/// pieces are told why.
+const CONFLICT_RETRIES: usize = 8;
+
 /// One queued piece of work, whatever it returns.
 trait Job: Send {
     /// Whether its batch must commit durable across a power cut.
     fn durable(&self) -> bool;
-    /// Runs the work in `tx`, keeping its answer; `false` when it failed.
-    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, bool>;
+    /// Runs the work in `tx`, keeping its answer.
+    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, Ran>;
     /// Answers the caller: its own error, or — when its work succeeded —
     /// its answer if the batch committed, else why the batch did not.
     fn answer(self: Box<Self>, committed: Result<(), String>);
@@ -71,21 +113,25 @@ impl<T, E, F> Job for Piece<T, E, F>
 where
     F: for<'t, 'c> Fn(&'t mut Tx<'c>) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
     T: Send + 'static,
-    E: From<sqlx::Error> + Send + 'static,
+    E: WriteError + Send + 'static,
 {
     fn durable(&self) -> bool {
         self.durable
     }
 
-    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, bool> {
+    fn run<'t, 'c>(&'t mut self, tx: &'t mut Tx<'c>) -> BoxFuture<'t, Ran> {
         Box::pin(async move {
             let outcome = AssertUnwindSafe((self.work)(tx))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| Err(E::from(failure("a batched write panicked".into()))));
-            let ok = outcome.is_ok();
+            let ran = match &outcome {
+                Ok(_) => Ran::Done,
+                Err(e) if e.is_conflict() => Ran::Conflict,
+                Err(_) => Ran::Failed,
+            };
             self.outcome = Some(outcome);
-            ok
+            ran
         })
     }
 
@@ -163,7 +209,7 @@ impl Writer {
     where
         F: for<'t, 'c> Fn(&'t mut Tx<'c>) -> BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
-        E: From<sqlx::Error> + Send + 'static,
+        E: WriteError + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let piece: Box<dyn Job> = Box::new(Piece { durable, work, outcome: None, reply });
@@ -232,6 +278,7 @@ async fn write_batches(
 /// answered with its error and the rest run again without it. Whether a
 /// transaction was committed.
 async fn commit(held: &mut Held, mut jobs: Vec<Box<dyn Job>>) -> bool {
+    let mut conflicts = 0;
     while !jobs.is_empty() {
         let durable = jobs.iter().any(|j| j.durable());
         // A failed begin leaves the connection suspect: the next batch
@@ -248,13 +295,27 @@ async fn commit(held: &mut Held, mut jobs: Vec<Box<dyn Job>>) -> bool {
         };
         let mut failed = None;
         for (i, job) in jobs.iter_mut().enumerate() {
-            if !job.run(&mut tx).await {
-                failed = Some(i);
-                break;
+            match job.run(&mut tx).await {
+                Ran::Done => {}
+                Ran::Conflict if conflicts < CONFLICT_RETRIES => {
+                    failed = Some(None);
+                    break;
+                }
+                Ran::Failed | Ran::Conflict => {
+                    failed = Some(Some(i));
+                    break;
+                }
             }
         }
         match failed {
-            Some(i) => {
+            Some(None) => {
+                // Another writer's transaction made the database undo this
+                // one: the same pieces again, after a pause that grows.
+                let _ = tx.rollback().await;
+                conflicts += 1;
+                tokio::time::sleep(Duration::from_millis(5 << conflicts.min(6))).await;
+            }
+            Some(Some(i)) => {
                 // Nothing of this batch stays; the failed piece is told
                 // why, the others go again.
                 let _ = tx.rollback().await;
@@ -333,11 +394,11 @@ impl Held {
                 }
                 Transaction::begin(&mut **conn, Some("BEGIN IMMEDIATE".into())).await
             }
-            Backend::Postgres => {
-                let mut tx = conn.begin().await?;
-                lock_writes(&mut tx).await?;
-                Ok(tx)
-            }
+            // No lock across processes: the rows batches share are taken
+            // in one order or not at all (the audit and event heads are
+            // the sequencers'), and a batch the database undoes because of
+            // another writer runs again.
+            Backend::Postgres => conn.begin().await,
         }
     }
 
@@ -356,17 +417,15 @@ impl Held {
     }
 }
 
-/// The PostgreSQL advisory lock a write transaction holds until it ends:
-/// one batch (or other write transaction) at a time across every process
-/// on the database.
+/// The PostgreSQL advisory lock the transactions `Db::begin_write` opens
+/// hold until they end: one at a time across every process on the
+/// database. Not the group commit's: see [`Held::begin`].
 const WRITE_LOCK: i64 = 0x6361_7073_7461_6e01;
 
-/// Takes [`WRITE_LOCK`] in `tx` (PostgreSQL). Batches of different
-/// processes, and the transactions `Db::begin_write` opens, lock the same
-/// hot rows (the audit and event heads, a grant's budget, a run's row) in
-/// whatever order their statements come, which deadlocks two of them and
-/// fails a write that did nothing wrong. Taken in turn, as SQLite's write
-/// lock takes them, they cannot.
+/// Takes [`WRITE_LOCK`] in `tx` (PostgreSQL). The less frequent writes
+/// (settings, setup, the domain's changes, a run's state) read what they
+/// change and count on it not changing under them, as SQLite's one writer
+/// has it; taken in turn they do.
 pub(super) async fn lock_writes(tx: &mut Tx<'_>) -> Result<(), sqlx::Error> {
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(WRITE_LOCK).execute(&mut **tx).await.map(|_| ())
 }

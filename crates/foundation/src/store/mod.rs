@@ -142,7 +142,7 @@ impl Db {
     where
         F: for<'t, 'c> Fn(&'t mut batch::Tx<'c>) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
-        E: From<sqlx::Error> + Send + 'static,
+        E: batch::WriteError + Send + 'static,
     {
         self.writer.write(false, work)
     }
@@ -159,7 +159,7 @@ impl Db {
     where
         F: for<'t, 'c> Fn(&'t mut batch::Tx<'c>) -> futures_util::future::BoxFuture<'t, Result<T, E>> + Send + 'static,
         T: Send + 'static,
-        E: From<sqlx::Error> + Send + 'static,
+        E: batch::WriteError + Send + 'static,
     {
         self.writer.write(true, work).await
     }
@@ -264,10 +264,10 @@ fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
 }
 
 /// Begins a write transaction on `pool`, on a task of its own (see
-/// [`Db::begin_write`] for why). On PostgreSQL it takes the lock the group
-/// commit's batches take ([`batch::lock_writes`]), so write transactions
-/// take turns with batches and each other as they do on SQLite, and
-/// cannot deadlock with a batch on the rows both touch.
+/// [`Db::begin_write`] for why). On PostgreSQL it takes the lock of such
+/// transactions ([`batch::lock_writes`]), so they take turns with each
+/// other as they do on SQLite; the group commit's batches, the hot path,
+/// do not take it.
 async fn begin_on_own_task(pool: AnyPool, backend: Backend) -> Result<Transaction<'static, Any>, sqlx::Error> {
     tokio::spawn(async move {
         match backend {

@@ -2,14 +2,17 @@
 //! invoke, every denial (import-layer denials included), every component
 //! load or refusal and every command start or cancel is appended here; each
 //! row's hash covers its contents and the previous row's hash, so `capstan audit verify` finds the first row
-//! that was altered, removed or inserted. Appends are serialised through the
-//! one-row `audit_head` table. Inputs are never stored, only a redacted
-//! summary (field names, types and sizes).
+//! that was altered, removed or inserted. The chain is extended through the
+//! one-row `audit_head` table: by each append on SQLite, by the sequencer
+//! on PostgreSQL ([`sequencer`]), where appends only queue their rows.
+//! Inputs are never stored, only a redacted summary (field names, types
+//! and sizes).
 
 pub mod calls;
 mod commands;
 mod components;
 mod queue;
+mod sequencer;
 mod verify;
 
 pub use calls::CallBy;
@@ -125,82 +128,29 @@ impl Audit {
 
     /// Appends `event` inside `tx` (so it commits or rolls back with the
     /// change it describes).
-    pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewAuditEntry) -> Result<i64, sqlx::Error> {
-        let seqs = Self::append_all_in(tx, std::slice::from_ref(event)).await?;
-        Ok(seqs[0])
+    pub async fn append_in(tx: &mut Transaction<'_, Any>, event: &NewAuditEntry) -> Result<(), sqlx::Error> {
+        Self::append_all_in(tx, std::slice::from_ref(event)).await
     }
 
-    /// Appends `events`, in order, inside `tx`: three statements however
-    /// many there are. Answers their seqs.
-    pub async fn append_all_in(
-        tx: &mut Transaction<'_, Any>,
-        events: &[NewAuditEntry],
-    ) -> Result<Vec<i64>, sqlx::Error> {
+    /// Appends `events`, in order, inside `tx`. On SQLite, one machine's
+    /// one writer, they are chained at once (three statements however many
+    /// there are); on PostgreSQL they wait in the intake for the sequencer
+    /// ([`sequencer`]), so appends of several nodes never wait on each
+    /// other for the head.
+    pub async fn append_all_in(tx: &mut Transaction<'_, Any>, events: &[NewAuditEntry]) -> Result<(), sqlx::Error> {
         if events.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
-        // Taking the head row first serialises appends on both backends;
-        // it answers the last seq taken and the hash it still holds (the
-        // last row's), from which the new rows are chained here.
-        let head = sqlx::query("UPDATE audit_head SET seq = seq + $1 WHERE id = 1 RETURNING seq, hash")
-            .bind(events.len() as i64)
-            .fetch_one(&mut **tx)
-            .await?;
-        let last: i64 = head.try_get("seq")?;
-        let mut prev: String = head.try_get("hash")?;
         let at = now_ms();
-        let mut chained = Vec::with_capacity(events.len());
-        for (i, event) in events.iter().enumerate() {
-            let seq = last - events.len() as i64 + 1 + i as i64;
-            let hash = link_hash(seq, at, event, &prev);
-            chained.push((seq, event, std::mem::replace(&mut prev, hash.clone()), hash));
+        if tx.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME {
+            return sequencer::take_in(tx, events, at).await;
         }
-        // The head's new hash is set by the statement that inserts the
-        // last rows: one round trip fewer to the database per append (on
-        // SQLite two statements in one query, on PostgreSQL the insert as
-        // a common table expression of the update).
-        let postgres = tx.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME;
-        let chunks: Vec<_> = chained.chunks(ROWS_PER_INSERT).collect();
-        for (c, rows) in chunks.iter().enumerate() {
-            let last = c + 1 == chunks.len();
-            let mut sql = String::from(if postgres && last { "WITH appended AS (" } else { "" });
-            sql.push_str(
-                "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
-                 idempotency_key, input_summary, detail, prev_hash, hash) VALUES ",
-            );
-            sql.push_str(&crate::store::values_placeholders(rows.len(), 13));
-            if last {
-                let head = format!("UPDATE audit_head SET hash = ${} WHERE id = 1", rows.len() * 13 + 1);
-                sql.push_str(if postgres { ") " } else { "; " });
-                sql.push_str(&head);
-            }
-            let mut insert = sqlx::query(&sql);
-            for (seq, event, prev_hash, hash) in rows.iter() {
-                insert = insert
-                    .bind(*seq)
-                    .bind(at)
-                    .bind(&event.actor_kind)
-                    .bind(&event.principal)
-                    .bind(&event.action)
-                    .bind(&event.subject)
-                    .bind(&event.outcome)
-                    .bind(&event.authorization_id)
-                    .bind(&event.idempotency_key)
-                    .bind(&event.input_summary)
-                    .bind(&event.detail)
-                    .bind(prev_hash)
-                    .bind(hash);
-            }
-            if last {
-                insert = insert.bind(&prev);
-            }
-            insert.execute(&mut **tx).await?;
-        }
-        Ok(chained.iter().map(|(seq, ..)| *seq).collect())
+        let entries: Vec<(i64, NewAuditEntry)> = events.iter().map(|e| (at, e.clone())).collect();
+        chain_in(tx, &entries).await
     }
 
     /// Appends `event` in its own transaction.
-    pub async fn append(&self, event: &NewAuditEntry) -> Result<i64, sqlx::Error> {
+    pub async fn append(&self, event: &NewAuditEntry) -> Result<(), sqlx::Error> {
         let event = event.clone();
         self.db
             .write(move |tx| {
@@ -212,6 +162,12 @@ impl Audit {
 
     /// Events after `after`, oldest first, at most `limit`.
     pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
+        self.catch_up().await?;
+        self.chained(after, limit).await
+    }
+
+    /// Chained events after `after`, without chaining what waits first.
+    async fn chained(&self, after: i64, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
         let rows = sqlx::query("SELECT * FROM audit_event WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(after)
             .bind(limit)
@@ -222,6 +178,7 @@ impl Audit {
 
     /// The newest `limit` events, oldest first.
     pub async fn latest(&self, limit: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
+        self.catch_up().await?;
         let rows = sqlx::query("SELECT * FROM audit_event ORDER BY seq DESC LIMIT $1")
             .bind(limit)
             .fetch_all(&self.db.pool)
@@ -230,6 +187,75 @@ impl Audit {
         events.reverse();
         Ok(events)
     }
+}
+
+/// Chains `entries` (each with its time) onto the log inside `tx`: the
+/// head taken first, which on SQLite serialises appends and on PostgreSQL
+/// is taken only by the sequencer; one insert per 64 rows, the last of
+/// which sets the head's new hash.
+pub(crate) async fn chain_in(
+    tx: &mut Transaction<'_, Any>,
+    entries: &[(i64, NewAuditEntry)],
+) -> Result<(), sqlx::Error> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    // It answers the last seq taken and the hash it still holds (the last
+    // row's), from which the new rows are chained here.
+    let head = sqlx::query("UPDATE audit_head SET seq = seq + $1 WHERE id = 1 RETURNING seq, hash")
+        .bind(entries.len() as i64)
+        .fetch_one(&mut **tx)
+        .await?;
+    let last: i64 = head.try_get("seq")?;
+    let mut prev: String = head.try_get("hash")?;
+    let mut chained = Vec::with_capacity(entries.len());
+    for (i, (at, event)) in entries.iter().enumerate() {
+        let seq = last - entries.len() as i64 + 1 + i as i64;
+        let hash = link_hash(seq, *at, event, &prev);
+        chained.push((seq, *at, event, std::mem::replace(&mut prev, hash.clone()), hash));
+    }
+    // The head's new hash is set by the statement that inserts the last
+    // rows: one round trip fewer to the database per append (on SQLite two
+    // statements in one query, on PostgreSQL the insert as a common table
+    // expression of the update).
+    let postgres = tx.backend_name() == <sqlx::Postgres as sqlx::Database>::NAME;
+    let chunks: Vec<_> = chained.chunks(ROWS_PER_INSERT).collect();
+    for (c, rows) in chunks.iter().enumerate() {
+        let last = c + 1 == chunks.len();
+        let mut sql = String::from(if postgres && last { "WITH appended AS (" } else { "" });
+        sql.push_str(
+            "INSERT INTO audit_event (seq, at, actor_kind, principal, action, subject, outcome, authorization_id, \
+             idempotency_key, input_summary, detail, prev_hash, hash) VALUES ",
+        );
+        sql.push_str(&crate::store::values_placeholders(rows.len(), 13));
+        if last {
+            let head = format!("UPDATE audit_head SET hash = ${} WHERE id = 1", rows.len() * 13 + 1);
+            sql.push_str(if postgres { ") " } else { "; " });
+            sql.push_str(&head);
+        }
+        let mut insert = sqlx::query(&sql);
+        for (seq, at, event, prev_hash, hash) in rows.iter() {
+            insert = insert
+                .bind(*seq)
+                .bind(*at)
+                .bind(&event.actor_kind)
+                .bind(&event.principal)
+                .bind(&event.action)
+                .bind(&event.subject)
+                .bind(&event.outcome)
+                .bind(&event.authorization_id)
+                .bind(&event.idempotency_key)
+                .bind(&event.input_summary)
+                .bind(&event.detail)
+                .bind(prev_hash)
+                .bind(hash);
+        }
+        if last {
+            insert = insert.bind(&prev);
+        }
+        insert.execute(&mut **tx).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ pub struct ChainCheck {
     pub checked: i64,
     /// The seq it went on from (0 for a walk from the first event).
     pub since: i64,
+    /// Rows appended and not chained yet, which no check can read
+    /// (PostgreSQL's sequencer chains them within a second).
+    pub waiting: i64,
 }
 
 impl Audit {
@@ -35,6 +38,7 @@ impl Audit {
     /// chain moves the checkpoint to its head.
     pub async fn verify(&self) -> Result<Verdict, sqlx::Error> {
         let _one = CHECKING.lock().await;
+        self.catch_up().await?;
         Ok(self.walk(0, "genesis".into()).await?.verdict)
     }
 
@@ -42,6 +46,7 @@ impl Audit {
     /// first time).
     pub async fn verify_new(&self) -> Result<ChainCheck, sqlx::Error> {
         let _one = CHECKING.lock().await;
+        self.catch_up().await?;
         let checkpoint =
             sqlx::query("SELECT seq, hash FROM audit_checkpoint WHERE id = 1").fetch_optional(&self.db.pool).await?;
         let Some(checkpoint) = checkpoint else { return self.walk(0, "genesis".into()).await };
@@ -54,20 +59,35 @@ impl Audit {
         if seq > 0 && !unchanged {
             let reason = "it no longer reads as it did when the chain was last verified; run \
                           `capstan audit verify` for a full walk";
-            return Ok(ChainCheck { verdict: Verdict::Broken { seq, reason: reason.into() }, checked: 1, since: seq });
+            let waiting = self.waiting().await?;
+            let verdict = Verdict::Broken { seq, reason: reason.into() };
+            return Ok(ChainCheck { verdict, checked: 1, since: seq, waiting });
         }
         self.walk(seq, hash).await
     }
 
     /// Verifies the events after `since`, whose last hash is `prev`.
     async fn walk(&self, since: i64, mut prev: String) -> Result<ChainCheck, sqlx::Error> {
-        let broken =
-            |seq, reason: String, checked| ChainCheck { verdict: Verdict::Broken { seq, reason }, checked, since };
+        let waiting = self.waiting().await?;
+        let broken = |seq, reason: String, checked| ChainCheck {
+            verdict: Verdict::Broken { seq, reason },
+            checked,
+            since,
+            waiting,
+        };
         let mut expected_seq = since + 1;
         let mut checked = 0;
+        let mut head_seq;
         loop {
-            let page = self.list(expected_seq - 1, PAGE).await?;
+            let page = self.chained(expected_seq - 1, PAGE).await?;
             if page.is_empty() {
+                // Rows chained while this walk read are read too; the
+                // chain ends where its head says.
+                let head = sqlx::query("SELECT seq FROM audit_head WHERE id = 1").fetch_one(&self.db.pool).await?;
+                head_seq = head.try_get::<i64, _>("seq")?;
+                if head_seq > expected_seq - 1 && !self.chained(expected_seq - 1, 1).await?.is_empty() {
+                    continue;
+                }
                 break;
             }
             for e in &page {
@@ -87,8 +107,6 @@ impl Audit {
             // Hashing a page is CPU work: let other tasks on this worker run.
             tokio::task::yield_now().await;
         }
-        let head = sqlx::query("SELECT seq FROM audit_head WHERE id = 1").fetch_one(&self.db.pool).await?;
-        let head_seq: i64 = head.try_get("seq")?;
         let reached = expected_seq - 1;
         if head_seq != reached {
             return Ok(broken(expected_seq, format!("the chain ends before its head ({head_seq})"), checked));
@@ -110,6 +128,6 @@ impl Audit {
                 })
             })
             .await?;
-        Ok(ChainCheck { verdict: Verdict::Intact { events: reached }, checked, since })
+        Ok(ChainCheck { verdict: Verdict::Intact { events: reached }, checked, since, waiting })
     }
 }

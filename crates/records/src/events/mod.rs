@@ -4,7 +4,9 @@
 //! event exists exactly when its change does. Readers page by sequence
 //! number and wait for news: in this process through a broadcast channel,
 //! from other processes through PostgreSQL `LISTEN/NOTIFY`, and on SQLite
-//! by polling once a second. Owns the `event` and `event_head` tables.
+//! by polling once a second. On PostgreSQL appends are numbered by a
+//! sequencer ([`sequencer`]) rather than by their writers. Owns the
+//! `event`, `event_head` and `event_intake` tables.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::{Any, Row, Transaction};
 use tokio::sync::broadcast;
+
+mod sequencer;
 
 use crate::background::Background;
 use crate::store::{Backend, Db, JsonText, now_ms, values_placeholders};
@@ -51,7 +55,7 @@ impl Events {
         let (news, _) = broadcast::channel(256);
         let events = Events { db, news: Arc::new(news), background: Background::default() };
         if events.db.backend == Backend::Postgres {
-            events.background.spawn(listen(events.db.url.clone(), events.news.clone()));
+            events.background.spawn(listen(events.db.clone(), events.news.clone()));
         }
         events
     }
@@ -71,7 +75,12 @@ impl Events {
             .bind(format!("{prefix}%"))
             .execute(&mut **tx)
             .await?;
-        Ok(n.rows_affected())
+        let waiting = sqlx::query("DELETE FROM event_intake WHERE subject = $1 AND kind LIKE $2")
+            .bind(subject)
+            .bind(format!("{prefix}%"))
+            .execute(&mut **tx)
+            .await?;
+        Ok(n.rows_affected() + waiting.rows_affected())
     }
 
     /// Appends inside `tx`; call [`Events::announce`] after it commits.
@@ -81,23 +90,26 @@ impl Events {
         kind: &str,
         subject: Option<&str>,
         payload: &Value,
-    ) -> Result<i64, sqlx::Error> {
-        let seqs = Self::append_all_in(tx, backend, &[(kind, subject, payload)]).await?;
-        Ok(seqs[0])
+    ) -> Result<(), sqlx::Error> {
+        Self::append_all_in(tx, backend, &[(kind, subject, payload)]).await
     }
 
-    /// Appends `events` (`kind, subject, payload`), in order, inside `tx`:
-    /// the head taken once and one insert per 64 events (and one `NOTIFY`
-    /// on PostgreSQL), since each statement is a round trip to the
-    /// database.
-    /// Answers their seqs; call [`Events::announce`] after it commits.
+    /// Appends `events` (`kind, subject, payload`), in order, inside `tx`,
+    /// one insert per 64 events, since each statement is a round trip to
+    /// the database. On SQLite they are numbered at once (the head taken
+    /// once); on PostgreSQL they wait in the intake for the sequencer
+    /// ([`sequencer`]), so writers of several nodes never wait on each
+    /// other for the head. Call [`Events::announce`] after it commits.
     pub async fn append_all_in(
         tx: &mut Transaction<'_, Any>,
         backend: Backend,
         events: &[(&str, Option<&str>, &Value)],
-    ) -> Result<Vec<i64>, sqlx::Error> {
+    ) -> Result<(), sqlx::Error> {
         if events.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
+        }
+        if backend == Backend::Postgres {
+            return sequencer::take_in(tx, events, now_ms()).await;
         }
         let last: i64 = sqlx::query_scalar("UPDATE event_head SET seq = seq + $1 WHERE id = 1 RETURNING seq")
             .bind(events.len() as i64)
@@ -117,35 +129,40 @@ impl Events {
             }
             insert.execute(&mut **tx).await?;
         }
-        if backend == Backend::Postgres {
-            // Delivered when the transaction commits, never before.
-            sqlx::query(&format!("NOTIFY {CHANNEL}")).execute(&mut **tx).await?;
-        }
-        Ok((first..=last).collect())
+        Ok(())
     }
 
     /// Wakes this process's readers after an append committed.
-    pub fn announce(&self, seq: i64) {
-        let _ = self.news.send(seq);
+    pub fn announce(&self) {
+        let _ = self.news.send(0);
     }
 
     /// Appends in the next group commit and announces it.
-    pub async fn publish(&self, kind: &str, subject: Option<&str>, payload: &Value) -> Result<i64, sqlx::Error> {
+    pub async fn publish(&self, kind: &str, subject: Option<&str>, payload: &Value) -> Result<(), sqlx::Error> {
         let (backend, kind, subject, payload) =
             (self.db.backend, kind.to_string(), subject.map(str::to_string), payload.clone());
-        let seq = self
-            .db
+        self.db
             .write(move |tx| {
                 let (kind, subject, payload) = (kind.clone(), subject.clone(), payload.clone());
                 Box::pin(async move { Self::append_in(tx, backend, &kind, subject.as_deref(), &payload).await })
             })
             .await?;
-        self.announce(seq);
-        Ok(seq)
+        self.announce();
+        Ok(())
+    }
+
+    /// Numbers what waits in the intake (PostgreSQL), so a reader sees
+    /// every append that committed before it asked.
+    async fn catch_up(&self) -> Result<(), sqlx::Error> {
+        if self.db.backend == Backend::Postgres && sequencer::pending(&self.db).await? {
+            sequencer::sequence(&self.db).await?;
+        }
+        Ok(())
     }
 
     /// Events after `after`, oldest first, at most `limit`.
     pub async fn list(&self, after: i64, limit: i64) -> Result<Vec<Event>, sqlx::Error> {
+        self.catch_up().await?;
         sqlx::query_as::<_, Event>("SELECT * FROM event WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(after)
             .bind(limit.clamp(1, 1000))
@@ -155,6 +172,7 @@ impl Events {
 
     /// The newest sequence number (0 when there are no events).
     pub async fn head(&self) -> Result<i64, sqlx::Error> {
+        self.catch_up().await?;
         let row = sqlx::query("SELECT seq FROM event_head WHERE id = 1").fetch_one(&self.db.pool).await?;
         row.try_get("seq")
     }
@@ -175,15 +193,37 @@ impl Events {
     }
 }
 
-/// Forwards PostgreSQL notifications to this process's readers, reconnecting
-/// when the connection drops.
-async fn listen(url: Arc<str>, news: Arc<broadcast::Sender<i64>>) {
+/// Forwards PostgreSQL notifications to this process's readers, and
+/// sequences an intake that committed (when told, and once a second in
+/// case a notification was missed), reconnecting when the connection
+/// drops.
+async fn listen(db: Db, news: Arc<broadcast::Sender<i64>>) {
+    let sequence = async |db: &Db| {
+        if let Err(e) = sequencer::sequence(db).await {
+            tracing::warn!(error = %e, "cannot number the events waiting in the intake; retrying");
+        }
+    };
     loop {
-        match sqlx::postgres::PgListener::connect(&url).await {
+        match sqlx::postgres::PgListener::connect(&db.url).await {
             Ok(mut listener) => {
-                if listener.listen(CHANNEL).await.is_ok() {
-                    while listener.recv().await.is_ok() {
-                        let _ = news.send(0);
+                if listener.listen_all([CHANNEL, sequencer::INTAKE_CHANNEL]).await.is_ok() {
+                    sequence(&db).await;
+                    loop {
+                        match tokio::time::timeout(Duration::from_secs(1), listener.recv()).await {
+                            Ok(Ok(note)) if note.channel() == sequencer::INTAKE_CHANNEL => sequence(&db).await,
+                            Ok(Ok(_)) => {
+                                let _ = news.send(0);
+                            }
+                            Ok(Err(_)) => break,
+                            Err(_) => {
+                                if matches!(sequencer::pending(&db).await, Ok(true)) {
+                                    sequence(&db).await;
+                                }
+                            }
+                        }
+                        if Arc::strong_count(&news) == 1 {
+                            return;
+                        }
                     }
                 }
             }

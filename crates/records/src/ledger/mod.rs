@@ -46,6 +46,12 @@ pub enum LedgerError {
     Sql(#[from] sqlx::Error),
 }
 
+impl crate::store::batch::WriteError for LedgerError {
+    fn is_conflict(&self) -> bool {
+        matches!(self, LedgerError::Sql(e) if crate::store::batch::is_conflict(e))
+    }
+}
+
 /// What is being claimed.
 #[derive(Debug, Clone)]
 pub struct ClaimRequest {

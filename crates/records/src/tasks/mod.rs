@@ -77,6 +77,12 @@ pub enum TaskError {
     Sql(#[from] sqlx::Error),
 }
 
+impl crate::store::batch::WriteError for TaskError {
+    fn is_conflict(&self) -> bool {
+        matches!(self, TaskError::Sql(e) if crate::store::batch::is_conflict(e))
+    }
+}
+
 /// Backoff before attempt `attempts + 1`: 1 s doubling, at most 5 minutes.
 pub fn backoff(attempts: i64) -> Duration {
     let exp = attempts.clamp(0, 9) as u32;
@@ -128,9 +134,14 @@ impl Tasks {
         }
         let id = new_id();
         let now = now_ms();
-        sqlx::query(
+        // Another writer may queue the same key at the same moment (writes
+        // of several nodes do not take turns): the insert then waits for
+        // it, and does nothing when it committed, so the key's task is read
+        // instead of the insert failing.
+        let inserted = sqlx::query(
             "INSERT INTO task (id, kind, subject, payload, status, attempts, max_attempts, run_after, dedupe_key, \
-             created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', 0, $5, $6, $7, $8, $6, $6)",
+             created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', 0, $5, $6, $7, $8, $6, $6) \
+             ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING",
         )
         .bind(&id)
         .bind(&new.kind)
@@ -141,7 +152,18 @@ impl Tasks {
         .bind(&new.dedupe_key)
         .bind(&new.created_by)
         .execute(&mut **tx)
-        .await?;
+        .await?
+        .rows_affected();
+        if inserted == 0
+            && let Some(key) = &new.dedupe_key
+        {
+            let existing: String =
+                sqlx::query_scalar("SELECT id FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
+                    .bind(key)
+                    .fetch_one(&mut **tx)
+                    .await?;
+            return Ok((existing, false));
+        }
         Ok((id, true))
     }
 

@@ -4,6 +4,7 @@
 
 mod batch;
 mod cluster_plugins;
+mod cluster_writes;
 mod decisions;
 pub mod domain;
 mod domain_api;

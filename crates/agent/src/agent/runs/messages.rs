@@ -57,9 +57,9 @@ impl Runs {
         .execute(&mut *tx)
         .await?;
         let payload = serde_json::json!({"seq": seq, "text": text, "newTask": new_task});
-        let event = append_event_in(&mut tx, &self.db, id, "agent.message", &payload).await?;
+        append_event_in(&mut tx, &self.db, id, "agent.message", &payload).await?;
         tx.commit().await?;
-        self.events.announce(event);
+        self.events.announce();
         Ok(RunMessage { seq, text: text.to_string(), consumed: false, new_task })
     }
 

@@ -97,11 +97,9 @@ impl Runs {
         .await?;
         Audit::append_all_in(&mut tx, &first.audit_rows).await?;
         let events: Vec<(&str, &Value)> = first.events.iter().map(|(k, p)| (*k, p)).collect();
-        let seqs = append_events_in(&mut tx, &self.db, &id, &events).await?;
+        append_events_in(&mut tx, &self.db, &id, &events).await?;
         tx.commit().await?;
-        for seq in seqs {
-            self.events.announce(seq);
-        }
+        self.events.announce();
         self.get(&id).await
     }
 
@@ -181,9 +179,9 @@ impl Runs {
             sqlx::query_as("SELECT status, error FROM agent_run WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
         let detail = if now_status == status.as_str() { detail.map(str::to_string) } else { error };
         let payload = serde_json::json!({"status": now_status, "detail": detail});
-        let seq = append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
+        append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         self.get(id).await
     }
 
@@ -203,14 +201,15 @@ impl Runs {
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        let mut announce = None;
+        let mut announce = false;
         if n == 1 {
             let payload = serde_json::json!({"status": "queued", "detail": "a new message arrived"});
-            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+            append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
+            announce = true;
         }
         tx.commit().await?;
-        if let Some(seq) = announce {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         self.get(id).await
     }
@@ -230,14 +229,15 @@ impl Runs {
         .execute(&mut *tx)
         .await?
         .rows_affected();
-        let mut announce = None;
+        let mut announce = false;
         if changed == 1 {
             let payload = serde_json::json!({"status": "waiting", "detail": reason});
-            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+            append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
+            announce = true;
         }
         tx.commit().await?;
-        if let Some(seq) = announce {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         Ok(())
     }
@@ -307,9 +307,9 @@ impl Runs {
             .bind(now_ms())
             .execute(&mut *tx)
             .await?;
-        let seq = append_event_in(&mut tx, &self.db, id, "agent.plan", &serde_json::json!({"plan": plan})).await?;
+        append_event_in(&mut tx, &self.db, id, "agent.plan", &serde_json::json!({"plan": plan})).await?;
         tx.commit().await?;
-        self.events.announce(seq);
+        self.events.announce();
         Ok(())
     }
 
@@ -366,14 +366,15 @@ impl Runs {
         // The row is ours until commit: `cancelled` now means it was queued.
         let status: String =
             sqlx::query_scalar("SELECT status FROM agent_run WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
-        let mut announce = None;
+        let mut announce = false;
         if RunStatus::parse(&status)? == RunStatus::Cancelled {
             let payload = serde_json::json!({"status": "cancelled", "detail": reason});
-            announce = Some(append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?);
+            append_event_in(&mut tx, &self.db, id, "agent.run_status", &payload).await?;
+            announce = true;
         }
         tx.commit().await?;
-        if let Some(seq) = announce {
-            self.events.announce(seq);
+        if announce {
+            self.events.announce();
         }
         self.get(id).await
     }
@@ -398,16 +399,16 @@ impl Runs {
     }
 }
 
-/// Appends one run event inside `tx` ([`append_events_in`]). Returns the
-/// global seq to announce.
+/// Appends one run event inside `tx` ([`append_events_in`]); announce it
+/// once committed.
 async fn append_event_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     db: &Db,
     run_id: &str,
     kind: &str,
     payload: &Value,
-) -> Result<i64, sqlx::Error> {
-    Ok(append_events_in(tx, db, run_id, &[(kind, payload)]).await?[0])
+) -> Result<(), sqlx::Error> {
+    append_events_in(tx, db, run_id, &[(kind, payload)]).await
 }
 
 /// Most run events one insert statement carries.
@@ -415,7 +416,7 @@ const EVENTS_PER_INSERT: usize = 64;
 
 /// Appends run events inside `tx`, in order: the run's next seqs, then the
 /// same events on the global log with the run's seq in their payloads.
-/// Returns the global seqs to announce. The run's seq read once and one
+/// Announce them once committed. The run's seq read once and one
 /// insert per 64 events on each log, three statements for one event (a
 /// statement is a round trip to the database; a step writes several).
 async fn append_events_in(
@@ -423,13 +424,18 @@ async fn append_events_in(
     db: &Db,
     run_id: &str,
     events: &[(&str, &Value)],
-) -> Result<Vec<i64>, sqlx::Error> {
+) -> Result<(), sqlx::Error> {
     if events.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
-    // Every write transaction holds the database's write lock (SQLite's,
-    // or the advisory lock on PostgreSQL), so two appends cannot pick the
-    // same seq; the (run_id, seq) key would refuse the second if they did.
+    // Two appends must not pick the same seq (the (run_id, seq) key would
+    // refuse the second). SQLite's one writer serialises them; on
+    // PostgreSQL, where writers of several nodes run at once, the run's row
+    // is locked first, so the appends to one run take turns and those to
+    // different runs do not wait on each other.
+    if db.backend == crate::store::Backend::Postgres {
+        sqlx::query("SELECT id FROM agent_run WHERE id = $1 FOR UPDATE").bind(run_id).fetch_optional(&mut **tx).await?;
+    }
     let at = now_ms();
     let first: i64 = if let [(kind, payload)] = events {
         // One event takes its seq in the insert itself.

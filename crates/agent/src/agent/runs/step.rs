@@ -82,17 +82,15 @@ impl Runs {
                     }
                     Audit::append_all_in(tx, &writes.audit_rows).await?;
                     let events: Vec<(&str, &Value)> = writes.events.iter().map(|(k, p)| (*k, p)).collect();
-                    let seqs = append_events_in(tx, &db, &id, &events).await?;
-                    Ok::<_, sqlx::Error>((seqs, run))
+                    append_events_in(tx, &db, &id, &events).await?;
+                    Ok::<_, sqlx::Error>(run)
                 })
             })
         });
         async move {
             let Some(committed) = committed else { return Ok(None) };
-            let (seqs, run) = committed.await?;
-            for seq in seqs {
-                events.announce(seq);
-            }
+            let run = committed.await?;
+            events.announce();
             Ok(run)
         }
     }

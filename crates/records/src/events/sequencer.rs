@@ -1,0 +1,123 @@
+//! Event sequence numbers on PostgreSQL, where several nodes write at once.
+//! A writer does not number its events: it inserts them into
+//! `event_intake` inside its own transaction, touching no row another
+//! writer touches, and notifies at commit. The sequencer moves what has
+//! committed into `event`, numbered after everything before it, under a
+//! transaction-scoped advisory lock so one sequencer runs at a time. Any
+//! node sequences — when told an intake committed, once a second in case a
+//! notification was missed, and before it reads — so there is no leader
+//! to lose: the lock is held only while one move commits.
+//!
+//! Why a reader never skips: numbers are given only by the sequencer,
+//! each move's numbers follow the last move's, and a move commits before
+//! the next can start. An append that commits late is simply numbered
+//! later.
+
+use sqlx::Row;
+
+use crate::store::{Db, values_placeholders};
+
+/// The advisory lock the sequencer holds while it moves events.
+const SEQUENCER_LOCK: i64 = 0x6361_7073_7461_6e02;
+
+/// The PostgreSQL channel an append notifies at commit.
+pub(super) const INTAKE_CHANNEL: &str = "capstan_event_intake";
+
+/// Most events one move takes.
+const MOVE: i64 = 2_000;
+
+/// Most events one insert statement carries (6 parameters each).
+const ROWS_PER_INSERT: usize = 256;
+
+/// Inserts `events` into the intake inside `tx`, in order, and notifies
+/// the sequencers at commit.
+pub(super) async fn take_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    events: &[(&str, Option<&str>, &serde_json::Value)],
+    at: i64,
+) -> Result<(), sqlx::Error> {
+    let batch = crate::store::new_id();
+    for (c, chunk) in events.chunks(ROWS_PER_INSERT).enumerate() {
+        let sql = format!(
+            "INSERT INTO event_intake (batch, n, kind, subject, payload, at) VALUES {}",
+            values_placeholders(chunk.len(), 6)
+        );
+        let mut insert = sqlx::query(&sql);
+        for (i, (kind, subject, payload)) in chunk.iter().enumerate() {
+            let n = (c * ROWS_PER_INSERT + i) as i64;
+            insert = insert.bind(batch.clone()).bind(n).bind(*kind).bind(*subject).bind(payload.to_string()).bind(at);
+        }
+        insert.execute(&mut **tx).await?;
+    }
+    sqlx::query(&format!("NOTIFY {INTAKE_CHANNEL}")).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Whether events wait in the intake.
+pub(super) async fn pending(db: &Db) -> Result<bool, sqlx::Error> {
+    let one: Option<i64> = sqlx::query_scalar("SELECT 1 FROM event_intake LIMIT 1").fetch_optional(&db.pool).await?;
+    Ok(one.is_some())
+}
+
+/// Moves every committed event of the intake into the log; answers how
+/// many it numbered.
+pub(super) async fn sequence(db: &Db) -> Result<usize, sqlx::Error> {
+    let mut moved = 0;
+    loop {
+        let n = move_some(db).await?;
+        moved += n;
+        if n < MOVE as usize {
+            return Ok(moved);
+        }
+    }
+}
+
+async fn move_some(db: &Db) -> Result<usize, sqlx::Error> {
+    let mut tx = db.pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SEQUENCER_LOCK).execute(&mut *tx).await?;
+    let rows =
+        sqlx::query("SELECT batch, n, kind, subject, payload, at FROM event_intake ORDER BY at, batch, n LIMIT $1")
+            .bind(MOVE)
+            .fetch_all(&mut *tx)
+            .await?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let last: i64 = sqlx::query_scalar("UPDATE event_head SET seq = seq + $1 WHERE id = 1 RETURNING seq")
+        .bind(rows.len() as i64)
+        .fetch_one(&mut *tx)
+        .await?;
+    let first = last - rows.len() as i64 + 1;
+    for (c, chunk) in rows.chunks(ROWS_PER_INSERT).enumerate() {
+        let sql = format!(
+            "INSERT INTO event (seq, kind, subject, payload, at) VALUES {}",
+            values_placeholders(chunk.len(), 5)
+        );
+        let mut insert = sqlx::query(&sql);
+        for (i, row) in chunk.iter().enumerate() {
+            let seq = first + (c * ROWS_PER_INSERT + i) as i64;
+            insert = insert
+                .bind(seq)
+                .bind(row.try_get::<String, _>("kind")?)
+                .bind(row.try_get::<Option<String>, _>("subject")?)
+                .bind(row.try_get::<String, _>("payload")?)
+                .bind(row.try_get::<i64, _>("at")?);
+        }
+        insert.execute(&mut *tx).await?;
+    }
+    // What was moved leaves the intake, row by row: a move that stopped at
+    // its limit inside a batch leaves the rest of it for the next.
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let keys: Vec<String> =
+            (0..chunk.len()).map(|i| format!("(batch = ${} AND n = ${})", 2 * i + 1, 2 * i + 2)).collect();
+        let sql = format!("DELETE FROM event_intake WHERE {}", keys.join(" OR "));
+        let mut delete = sqlx::query(&sql);
+        for row in chunk {
+            delete = delete.bind(row.try_get::<String, _>("batch")?).bind(row.try_get::<i64, _>("n")?);
+        }
+        delete.execute(&mut *tx).await?;
+    }
+    sqlx::query(&format!("NOTIFY {}", super::CHANNEL)).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(rows.len())
+}
