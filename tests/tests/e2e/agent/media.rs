@@ -29,7 +29,7 @@ use capstan_tests::torrent::{self, BuiltTorrent};
 use serde_json::{Map, Value, json};
 
 pub(crate) const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
-const ADD: &str = "/api/v2/torrents/add";
+pub(crate) const ADD: &str = "/api/v2/torrents/add";
 
 pub(crate) struct Env {
     pub(crate) _dir: tempfile::TempDir,
@@ -47,6 +47,17 @@ pub(crate) struct Env {
 /// A config file (used by this process and by `capstan worker`s), a wanted
 /// movie, and its release recorded and identified.
 pub(crate) async fn start(qbt_url: &str, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
+    start_over(qbt_url, qbt, dune, None).await
+}
+
+/// [`start`] over the database at `database_url` (a fresh SQLite file
+/// beside the data when `None`).
+pub(crate) async fn start_over(
+    qbt_url: &str,
+    qbt: &QBittorrent,
+    dune: &BuiltTorrent,
+    database_url: Option<String>,
+) -> Env {
     let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -76,7 +87,7 @@ library = {library:?}
 "#,
         data = data.display().to_string(),
         cache = shared_cache().display().to_string(),
-        db = format!("sqlite://{}/capstan.db?mode=rwc", dir.path().display()),
+        db = database_url.unwrap_or_else(|| format!("sqlite://{}/capstan.db?mode=rwc", dir.path().display())),
         user = qbt.username(),
         pass = qbt.password(),
         torznab = indexer.base_url(),
@@ -162,7 +173,7 @@ pub(crate) async fn wait_run(env: &Env, id: &str, limit: Duration) -> Run {
     }
 }
 
-async fn start_run(env: &Env, goal: &str) -> Run {
+pub(crate) async fn start_run(env: &Env, goal: &str) -> Run {
     let new = NewRun {
         goal: goal.into(),
         mode: RunMode::Execute,

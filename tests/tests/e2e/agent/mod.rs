@@ -14,6 +14,7 @@ mod gate;
 mod investigation;
 mod limits;
 mod media;
+mod nodes;
 mod outcomes;
 mod providers;
 mod runbook;

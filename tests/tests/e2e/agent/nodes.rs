@@ -1,0 +1,169 @@
+//! Three `capstan` processes on one PostgreSQL, each with a data folder of
+//! its own and no folder shared: an agent run fetching a movie is in
+//! progress on node A, which is SIGKILLed while `download.submit` is in
+//! flight; another node takes the run over once A's lease lapses, checks
+//! the write A left open read-only first, and finishes it with nothing
+//! written twice — real qBittorrent receives one add; the console of node
+//! C streams every event of the run, in order; the run's session log is in
+//! the database, not in any node's folder, and the plugin given to the
+//! first node ran on the others from the cluster's catalog.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capstan::runtime::EffectClass;
+use capstan_tests::binary::{Serving, capstan_bin};
+use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::proxy::Proxy;
+use capstan_tests::qbittorrent::QBittorrent;
+use capstan_tests::torrent;
+use serde_json::Value;
+
+use super::media::{ADD, RELEASE, report, start_over, start_run, torrents, wait_run};
+use crate::http::events::SseReader;
+
+struct Node(Child);
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A copy of `config` with a data folder of its own, `data-<name>`.
+fn node_config(config: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let dir = config.parent().unwrap();
+    let data = dir.join(format!("data-{name}"));
+    let text = std::fs::read_to_string(config).unwrap();
+    let own: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("data_dir = ") { format!("data_dir = {:?}", data.display().to_string()) } else { l.into() }
+        })
+        .collect();
+    let path = dir.join(format!("capstan-{name}.toml"));
+    std::fs::write(&path, own.join("\n")).unwrap();
+    (path, data)
+}
+
+fn worker(config: &Path) -> Node {
+    let child = Command::new(capstan_bin())
+        .args(["--config", config.to_str().unwrap(), "worker"])
+        .env("RUST_LOG", "warn")
+        .env_remove("AGENT_SESSION_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Node(child)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_killed_mid_run_is_replaced_and_another_nodes_console_streams_it_all() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 47));
+    let proxy = Proxy::start(&qbt.base_url()).await;
+    let url = fresh_url(Backend::Postgres, qbt.downloads().parent().unwrap()).await;
+    let env = start_over(&proxy.base_url(), &qbt, &dune, Some(url)).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    let key = capstan::http::keys::create(&env.svc.db, "watcher", &[EffectClass::Read], "test").await.unwrap();
+
+    // Node A takes the run; the add reaches qBittorrent and A never hears back.
+    proxy.withhold(ADD);
+    let run = start_run(&env, "fetch Dune: Part Two").await;
+    let (a_config, a_data) = node_config(&env.config_path, "a");
+    let a = worker(&a_config);
+    let started = Instant::now();
+    while proxy.count(ADD) == 0 || torrents(&qbt).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(90), "download.submit never reached qBittorrent from node A");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(a); // SIGKILL, download.submit in flight
+    proxy.release();
+
+    // Nodes B and C, with folders of their own; C serves the console.
+    let (b_config, b_data) = node_config(&env.config_path, "b");
+    let _b = worker(&b_config);
+    let (c_config, c_data) = node_config(&env.config_path, "c");
+    let dir = env.config_path.parent().unwrap();
+    let c = Serving::start(dir, &c_data, &[("CAPSTAN_CONFIG", c_config.to_str().unwrap())]).await;
+    let stream = reqwest::Client::new()
+        .get(format!("{}/events?after=0", c.base()))
+        .bearer_auth(&key)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut reader = SseReader { resp: stream, buffer: String::new() };
+    let _moving = capstan_tests::qbittorrent::deliver_the_data(env.svc.clone(), true);
+
+    // C's stream: every event of the run, in order, up to its end.
+    let mut streamed: Vec<(i64, i64)> = Vec::new();
+    let watching = Instant::now();
+    loop {
+        let (id, kind, data) = reader.next().await;
+        let payload = &data["payload"];
+        // The run's own events (others, such as its calls', name it too).
+        let Some(run_seq) = payload["runSeq"].as_i64().filter(|_| payload["runId"] == run.id.as_str()) else {
+            continue;
+        };
+        streamed.push((id, run_seq));
+        if kind == "agent.run_status" && payload["status"].as_str().is_some_and(|s| s != "running" && s != "waiting") {
+            break;
+        }
+        assert!(watching.elapsed() < Duration::from_secs(240), "the run did not end on C's stream: {streamed:?}");
+    }
+    let run = wait_run(&env, &run.id, Duration::from_secs(60)).await;
+    assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    let ids: Vec<i64> = streamed.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "in the log's order: {ids:?}");
+    let recorded: Vec<i64> =
+        env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap().iter().map(|e| e.seq).collect();
+    let run_seqs: Vec<i64> = streamed.iter().map(|(_, seq)| *seq).collect();
+    assert_eq!(run_seqs, recorded, "every event of the run, none missed, none twice");
+
+    // Nothing written twice: one add, one receipt, reconciled by the node
+    // that took over.
+    assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");
+    assert_eq!(torrents(&qbt).await.len(), 1);
+    let submits: Vec<_> = capstan::ledger::for_run(&env.svc.db, &run.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.capability_id == "download.submit")
+        .collect();
+    assert_eq!(submits.len(), 1, "one ledger row for the submit");
+    assert_eq!(submits[0].status, capstan::ledger::LedgerStatus::Succeeded);
+    let result: Value = serde_json::from_str(submits[0].result.as_deref().unwrap()).unwrap();
+    assert_eq!(result["added"], false, "the takeover found the torrent node A added: {result}");
+    let events = env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
+    let submit_ends: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| {
+            e.kind == "agent.tool_call" && e.payload["name"] == "download.submit" && e.payload["phase"] != "started"
+        })
+        .map(|e| (e.payload["phase"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(submit_ends, [("reconciled", "succeeded")], "checked read-only, then answered once");
+    let body = report(&env, &run).await;
+    assert_eq!(body["verified"]["imported"].as_array().unwrap().len(), 1, "{body}");
+
+    // The session log is the database's; no node kept one in its folder.
+    let lines: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_session_entry WHERE run_id = $1")
+        .bind(&run.id)
+        .fetch_one(&env.svc.db.pool)
+        .await
+        .unwrap();
+    assert!(lines >= 4, "{lines}");
+    for data in [&a_data, &b_data, &c_data] {
+        assert!(!data.join("agent-sessions").join(format!("{}.jsonl", run.id)).exists(), "{}", data.display());
+        assert!(!data.join("capabilities").join("safe.wasm").exists(), "no plugin was copied to {}", data.display());
+    }
+    let catalog: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM capability_plugin WHERE name = 'safe.wasm'")
+        .fetch_one(&env.svc.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(catalog, 1, "the first node's plugin is the cluster's");
+}
