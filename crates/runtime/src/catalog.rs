@@ -71,7 +71,8 @@ pub(crate) struct Cluster {
     pub catalog: Arc<dyn Catalog>,
     /// This node's name in the catalog.
     pub node: String,
-    /// Plugin bytes fetched from the catalog, by digest.
+    /// Plugin bytes fetched from the catalog, by digest: those of the
+    /// catalog's plugins as last listed ([`Cluster::keep_only`]).
     fetched: Mutex<HashMap<String, Arc<Vec<u8>>>>,
 }
 
@@ -105,6 +106,13 @@ impl Cluster {
         let mut fetched = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
         fetched.insert(digest.to_string(), bytes.clone());
         Ok(bytes)
+    }
+
+    /// Forgets fetched bytes no plugin of `plugins` has, so the memory
+    /// held is the catalog's plugins, not every version ever fetched.
+    fn keep_only(&self, plugins: &[CatalogPlugin]) {
+        let mut fetched = self.fetched.lock().unwrap_or_else(|e| e.into_inner());
+        fetched.retain(|digest, _| plugins.iter().any(|p| p.digest == *digest));
     }
 }
 
@@ -228,6 +236,7 @@ impl Runtime {
         };
         let mut plugins = cluster.catalog.plugins().await.map_err(anyhow::Error::msg)?;
         plugins.sort_by(|a, b| a.name.cmp(&b.name));
+        cluster.keep_only(&plugins);
         let mut entries = Vec::new();
         for plugin in plugins {
             let file = dir.join(&plugin.name);

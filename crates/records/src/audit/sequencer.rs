@@ -76,16 +76,7 @@ async fn chain_some(db: &Db) -> Result<usize, sqlx::Error> {
         keys.push((row.try_get::<String, _>("batch")?, row.try_get::<i64, _>("n")?));
     }
     chain_in(&mut tx, &entries).await?;
-    for chunk in keys.chunks(ROWS_PER_INSERT) {
-        let clauses: Vec<String> =
-            (0..chunk.len()).map(|i| format!("(batch = ${} AND n = ${})", 2 * i + 1, 2 * i + 2)).collect();
-        let sql = format!("DELETE FROM audit_intake WHERE {}", clauses.join(" OR "));
-        let mut delete = sqlx::query(&sql);
-        for (batch, n) in chunk {
-            delete = delete.bind(batch).bind(*n);
-        }
-        delete.execute(&mut *tx).await?;
-    }
+    crate::events::sequencer::remove_taken(&mut tx, "audit_intake", &keys).await?;
     tx.commit().await?;
     Ok(rows.len())
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use sqlx::{Any, Row, Transaction};
 use tokio::sync::broadcast;
 
-mod sequencer;
+pub(crate) mod sequencer;
 
 use crate::background::Background;
 use crate::store::{Backend, Db, JsonText, now_ms, values_placeholders};

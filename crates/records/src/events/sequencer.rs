@@ -107,17 +107,33 @@ async fn move_some(db: &Db) -> Result<usize, sqlx::Error> {
     }
     // What was moved leaves the intake, row by row: a move that stopped at
     // its limit inside a batch leaves the rest of it for the next.
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let keys: Vec<String> =
-            (0..chunk.len()).map(|i| format!("(batch = ${} AND n = ${})", 2 * i + 1, 2 * i + 2)).collect();
-        let sql = format!("DELETE FROM event_intake WHERE {}", keys.join(" OR "));
-        let mut delete = sqlx::query(&sql);
-        for row in chunk {
-            delete = delete.bind(row.try_get::<String, _>("batch")?).bind(row.try_get::<i64, _>("n")?);
-        }
-        delete.execute(&mut *tx).await?;
-    }
+    let keys = rows
+        .iter()
+        .map(|row| Ok((row.try_get::<String, _>("batch")?, row.try_get::<i64, _>("n")?)))
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    remove_taken(&mut tx, "event_intake", &keys).await?;
     sqlx::query(&format!("NOTIFY {}", super::CHANNEL)).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(rows.len())
+}
+
+/// Removes from intake table `table` the rows a sequencer took, by their
+/// `(batch, n)` keys, 64 to a statement. Shared with the audit log's
+/// sequencer, whose intake is keyed the same way.
+pub(crate) async fn remove_taken(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    table: &'static str,
+    keys: &[(String, i64)],
+) -> Result<(), sqlx::Error> {
+    for chunk in keys.chunks(64) {
+        let clauses: Vec<String> =
+            (0..chunk.len()).map(|i| format!("(batch = ${} AND n = ${})", 2 * i + 1, 2 * i + 2)).collect();
+        let sql = format!("DELETE FROM {table} WHERE {}", clauses.join(" OR "));
+        let mut delete = sqlx::query(&sql);
+        for (batch, n) in chunk {
+            delete = delete.bind(batch).bind(*n);
+        }
+        delete.execute(&mut **tx).await?;
+    }
+    Ok(())
 }

@@ -123,48 +123,45 @@ impl Tasks {
     /// that calls for it commits: the id of the task, and whether it is new
     /// (`false`: an active task already held the dedupe key).
     pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, new: &NewTask) -> Result<(String, bool), TaskError> {
-        if let Some(key) = &new.dedupe_key {
-            let existing = sqlx::query("SELECT id FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
-                .bind(key)
-                .fetch_optional(&mut **tx)
-                .await?;
-            if let Some(row) = existing {
-                return Ok((row.try_get("id")?, false));
-            }
-        }
-        let id = new_id();
-        let now = now_ms();
-        // Another writer may queue the same key at the same moment (writes
-        // of several nodes do not take turns): the insert then waits for
-        // it, and does nothing when it committed, so the key's task is read
-        // instead of the insert failing.
-        let inserted = sqlx::query(
-            "INSERT INTO task (id, kind, subject, payload, status, attempts, max_attempts, run_after, dedupe_key, \
-             created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, 'queued', 0, $5, $6, $7, $8, $6, $6) \
-             ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING",
-        )
-        .bind(&id)
-        .bind(&new.kind)
-        .bind(&new.subject)
-        .bind(new.payload.to_string())
-        .bind(new.max_attempts.max(1))
-        .bind(now)
-        .bind(&new.dedupe_key)
-        .bind(&new.created_by)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-        if inserted == 0
-            && let Some(key) = &new.dedupe_key
-        {
-            let existing: String =
+        // The key's active task, if any, is read after the insert did
+        // nothing: another writer may queue the same key at the same moment
+        // (writes of several nodes do not take turns), and the insert then
+        // waits for it rather than failing. Should that task end between the
+        // two statements, the insert is tried again.
+        for _ in 0..3 {
+            let id = new_id();
+            let now = now_ms();
+            let inserted = sqlx::query(
+                "INSERT INTO task (id, kind, subject, payload, status, attempts, max_attempts, run_after, \
+                 dedupe_key, created_by, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, 'queued', 0, $5, $6, $7, $8, $6, $6) \
+                 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('queued', 'running') DO NOTHING",
+            )
+            .bind(&id)
+            .bind(&new.kind)
+            .bind(&new.subject)
+            .bind(new.payload.to_string())
+            .bind(new.max_attempts.max(1))
+            .bind(now)
+            .bind(&new.dedupe_key)
+            .bind(&new.created_by)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+            let Some(key) = new.dedupe_key.as_ref().filter(|_| inserted == 0) else { return Ok((id, true)) };
+            let existing: Option<String> =
                 sqlx::query_scalar("SELECT id FROM task WHERE dedupe_key = $1 AND status IN ('queued', 'running')")
                     .bind(key)
-                    .fetch_one(&mut **tx)
+                    .fetch_optional(&mut **tx)
                     .await?;
-            return Ok((existing, false));
+            if let Some(existing) = existing {
+                return Ok((existing, false));
+            }
         }
-        Ok((id, true))
+        Err(TaskError::Sql(sqlx::Error::Protocol(format!(
+            "the task under dedupe key {:?} kept changing while it was queued",
+            new.dedupe_key.as_deref().unwrap_or_default()
+        ))))
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<Task>, sqlx::Error> {

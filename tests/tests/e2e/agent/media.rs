@@ -419,8 +419,19 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
     let _moving = capstan_tests::qbittorrent::deliver_the_data(env.svc.clone(), true);
     let run = wait_run(&env, &run.id, Duration::from_secs(180)).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");
+    submitted_once_by_the_takeover(&env, &run, &proxy, &qbt).await;
+    // Both workers kept the session where AGENT_SESSION_DIR says.
+    let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap();
+    assert!(log.lines().filter(|l| l.contains("\"tool_results\"")).count() >= 2, "{log}");
+}
+
+/// What a run whose worker was killed with `download.submit` in flight
+/// must show once another finished it: qBittorrent got one add, the
+/// ledger one receipt (the takeover found the torrent already added), the
+/// call one answer (`reconciled`), and the movie is in the library.
+pub(crate) async fn submitted_once_by_the_takeover(env: &Env, run: &Run, proxy: &Proxy, qbt: &QBittorrent) {
     assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");
-    assert_eq!(torrents(&qbt).await.len(), 1);
+    assert_eq!(torrents(qbt).await.len(), 1);
     let submits: Vec<_> = capstan::ledger::for_run(&env.svc.db, &run.id)
         .await
         .unwrap()
@@ -440,11 +451,8 @@ async fn a_worker_killed_during_submit_is_replaced_and_qbittorrent_gets_one_add(
         .map(|e| (e.payload["phase"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
         .collect();
     assert_eq!(submit_ends, [("reconciled", "succeeded")], "the interrupted call has one answer, after the takeover");
-    let body = report(&env, &run).await;
+    let body = report(env, run).await;
     assert_eq!(body["verified"]["imported"].as_array().unwrap().len(), 1, "{body}");
-    // Both workers kept the session where AGENT_SESSION_DIR says.
-    let log = std::fs::read_to_string(sessions.join(format!("{}.jsonl", run.id))).unwrap();
-    assert!(log.lines().filter(|l| l.contains("\"tool_results\"")).count() >= 2, "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -18,9 +18,8 @@ use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::proxy::Proxy;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
-use serde_json::Value;
 
-use super::media::{ADD, RELEASE, report, start_over, start_run, torrents, wait_run};
+use super::media::{ADD, RELEASE, start_over, start_run, torrents, wait_run};
 use crate::http::events::SseReader;
 
 struct Node(Child);
@@ -126,29 +125,7 @@ async fn a_node_killed_mid_run_is_replaced_and_another_nodes_console_streams_it_
 
     // Nothing written twice: one add, one receipt, reconciled by the node
     // that took over.
-    assert_eq!(proxy.count(ADD), 1, "qBittorrent received exactly one add");
-    assert_eq!(torrents(&qbt).await.len(), 1);
-    let submits: Vec<_> = capstan::ledger::for_run(&env.svc.db, &run.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|r| r.capability_id == "download.submit")
-        .collect();
-    assert_eq!(submits.len(), 1, "one ledger row for the submit");
-    assert_eq!(submits[0].status, capstan::ledger::LedgerStatus::Succeeded);
-    let result: Value = serde_json::from_str(submits[0].result.as_deref().unwrap()).unwrap();
-    assert_eq!(result["added"], false, "the takeover found the torrent node A added: {result}");
-    let events = env.agent.runs().run_events(&run.id, 0, 1000).await.unwrap();
-    let submit_ends: Vec<(&str, &str)> = events
-        .iter()
-        .filter(|e| {
-            e.kind == "agent.tool_call" && e.payload["name"] == "download.submit" && e.payload["phase"] != "started"
-        })
-        .map(|e| (e.payload["phase"].as_str().unwrap(), e.payload["status"].as_str().unwrap()))
-        .collect();
-    assert_eq!(submit_ends, [("reconciled", "succeeded")], "checked read-only, then answered once");
-    let body = report(&env, &run).await;
-    assert_eq!(body["verified"]["imported"].as_array().unwrap().len(), 1, "{body}");
+    super::media::submitted_once_by_the_takeover(&env, &run, &proxy, &qbt).await;
 
     // The session log is the database's; no node kept one in its folder.
     let lines: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_session_entry WHERE run_id = $1")

@@ -195,11 +195,7 @@ impl CommandHost {
     /// A process of `owner` by handle; anyone else's is not found.
     fn owned(&self, owner: &str, handle: &str) -> Result<Arc<Process>, HostError> {
         let processes = self.processes.lock().unwrap_or_else(|e| e.into_inner());
-        processes.get(handle).filter(|p| p.owner == owner).cloned().ok_or_else(|| {
-            HostError::NotFound(format!(
-                "no process {handle} of this caller (handles are reaped a while after they end)"
-            ))
-        })
+        processes.get(handle).filter(|p| p.owner == owner).cloned().ok_or_else(|| no_process(handle))
     }
 
     /// Whether `path`, below the `command-output` root, leads to an archive
@@ -288,6 +284,11 @@ impl super::views::FilesView<'_> {
     pub(in crate::host) fn hides_output(&self, root: &str, path: &Path) -> bool {
         root == OUTPUT_ROOT && self.commands.hides(&owner_of(&self.core.grant), path)
     }
+}
+
+/// The answer for a handle that names no process of this caller.
+fn no_process(handle: &str) -> HostError {
+    HostError::NotFound(format!("no process {handle} of this caller (handles are reaped a while after they end)"))
 }
 
 /// What a caller is told about `process`.

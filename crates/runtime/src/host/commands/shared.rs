@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 
 use super::process::{CommandOutcome, Process};
-use super::{CommandHost, REAP_AFTER};
+use super::{CommandHost, REAP_AFTER, no_process};
 use crate::bindings::capstan::host::types::{CommandStatus, ExecutionOutcome, HostError};
 
 /// The most bytes of one archive the store keeps.
@@ -197,17 +197,22 @@ impl CommandHost {
     /// node does not run it: another node's, or one this node ran before
     /// it restarted. `not-found` when there is no store or no such process.
     pub(crate) async fn elsewhere(&self, owner: &str, handle: &str) -> Result<StoredOutput, HostError> {
-        let not_found = || {
-            HostError::NotFound(format!(
-                "no process {handle} of this caller (handles are reaped a while after they end)"
-            ))
-        };
-        let Some(store) = &self.shared else { return Err(not_found()) };
+        Ok(self.found_elsewhere(owner, handle).await?.1)
+    }
+
+    /// [`Self::elsewhere`], with the store it was found in.
+    async fn found_elsewhere(
+        &self,
+        owner: &str,
+        handle: &str,
+    ) -> Result<(&Arc<dyn OutputStore>, StoredOutput), HostError> {
+        let Some(store) = &self.shared else { return Err(no_process(handle)) };
         let found = store
             .find(owner, handle)
             .await
             .map_err(|e| HostError::Unavailable(format!("cannot look up {handle} in the database: {e}")))?;
-        found.filter(|f| f.valid(capstan_foundation::store::now_ms())).ok_or_else(not_found)
+        let found = found.filter(|f| f.valid(capstan_foundation::store::now_ms())).ok_or_else(|| no_process(handle))?;
+        Ok((store, found))
     }
 
     /// Waits up to `limit` for a process of another node to end; answers
@@ -238,8 +243,7 @@ impl CommandHost {
         offset: u64,
         limit: usize,
     ) -> Result<(Vec<u8>, u64), HostError> {
-        let found = self.elsewhere(owner, handle).await?;
-        let Some(store) = &self.shared else { return Ok((Vec::new(), 0)) };
+        let (store, found) = self.found_elsewhere(owner, handle).await?;
         let bytes = store
             .read(handle, offset, limit)
             .await
