@@ -13,7 +13,8 @@
 use sqlx::{Any, FromRow, Row, Transaction};
 
 use super::{Audit, NewAuditEntry, chain_in};
-use crate::store::{Backend, Db, values_placeholders};
+use crate::events::sequencer::{intake_rows, next_call_order};
+use crate::store::{Backend, Db};
 
 /// The advisory lock the sequencer holds while it chains a batch.
 const SEQUENCER_LOCK: i64 = 0x6361_7073_7461_6e03;
@@ -21,7 +22,7 @@ const SEQUENCER_LOCK: i64 = 0x6361_7073_7461_6e03;
 /// Most rows one batch chains.
 const BATCH: i64 = 2_000;
 
-/// Most rows one insert statement carries (12 parameters each).
+/// Most rows one insert statement carries (13 parameters each).
 const ROWS_PER_INSERT: usize = 64;
 
 /// Inserts `events` into the intake inside `tx`, in order.
@@ -31,11 +32,12 @@ pub(super) async fn take_in(
     at: i64,
 ) -> Result<(), sqlx::Error> {
     let batch = crate::store::new_id();
+    let call = next_call_order();
     for (c, chunk) in events.chunks(ROWS_PER_INSERT).enumerate() {
         let sql = format!(
             "INSERT INTO audit_intake (batch, n, at, actor_kind, principal, action, subject, outcome, \
-             authorization_id, idempotency_key, input_summary, detail) VALUES {}",
-            values_placeholders(chunk.len(), 12)
+             authorization_id, idempotency_key, input_summary, detail, call_order, tx_order) VALUES {}",
+            intake_rows(chunk.len(), 13)
         );
         let mut insert = sqlx::query(&sql);
         for (i, e) in chunk.iter().enumerate() {
@@ -51,7 +53,8 @@ pub(super) async fn take_in(
                 .bind(&e.authorization_id)
                 .bind(&e.idempotency_key)
                 .bind(&e.input_summary)
-                .bind(&e.detail);
+                .bind(&e.detail)
+                .bind(call);
         }
         insert.execute(&mut **tx).await?;
     }
@@ -62,7 +65,7 @@ pub(super) async fn take_in(
 async fn chain_some(db: &Db) -> Result<usize, sqlx::Error> {
     let mut tx = db.pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SEQUENCER_LOCK).execute(&mut *tx).await?;
-    let rows = sqlx::query("SELECT * FROM audit_intake ORDER BY at, batch, n LIMIT $1")
+    let rows = sqlx::query("SELECT * FROM audit_intake ORDER BY tx_order, call_order, n LIMIT $1")
         .bind(BATCH)
         .fetch_all(&mut *tx)
         .await?;

@@ -12,10 +12,37 @@
 //! each move's numbers follow the last move's, and a move commits before
 //! the next can start. An append that commits late is simply numbered
 //! later.
+//!
+//! Why order holds: the sequencer takes rows by their writer's
+//! transaction id, then by the order of the appends within it. A
+//! transaction that begins after another committed gets a larger id, so
+//! an append that follows another is numbered after it, however close in
+//! time; appends racing in separate transactions have no order to keep.
+
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use sqlx::Row;
 
 use crate::store::{Db, values_placeholders};
+
+/// Orders the appends one transaction makes: all of a transaction's
+/// appends come from this process, so a process-wide counter suffices.
+static CALL_ORDER: AtomicI64 = AtomicI64::new(1);
+
+/// The next append's place within its transaction.
+pub(crate) fn next_call_order() -> i64 {
+    CALL_ORDER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `VALUES` rows for an intake insert: `columns` bound parameters each,
+/// then the writer's transaction id as the row's `tx_order`.
+pub(crate) fn intake_rows(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let marks: Vec<String> = (1..=columns).map(|k| format!("${}", r * columns + k)).collect();
+        format!("({}, txid_current())", marks.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+}
 
 /// The advisory lock the sequencer holds while it moves events.
 const SEQUENCER_LOCK: i64 = 0x6361_7073_7461_6e02;
@@ -26,7 +53,7 @@ pub(super) const INTAKE_CHANNEL: &str = "capstan_event_intake";
 /// Most events one move takes.
 const MOVE: i64 = 2_000;
 
-/// Most events one insert statement carries (6 parameters each).
+/// Most events one insert statement carries (7 parameters each).
 const ROWS_PER_INSERT: usize = 256;
 
 /// Inserts `events` into the intake inside `tx`, in order, and notifies
@@ -37,15 +64,23 @@ pub(super) async fn take_in(
     at: i64,
 ) -> Result<(), sqlx::Error> {
     let batch = crate::store::new_id();
+    let call = next_call_order();
     for (c, chunk) in events.chunks(ROWS_PER_INSERT).enumerate() {
         let sql = format!(
-            "INSERT INTO event_intake (batch, n, kind, subject, payload, at) VALUES {}",
-            values_placeholders(chunk.len(), 6)
+            "INSERT INTO event_intake (batch, n, kind, subject, payload, at, call_order, tx_order) VALUES {}",
+            intake_rows(chunk.len(), 7)
         );
         let mut insert = sqlx::query(&sql);
         for (i, (kind, subject, payload)) in chunk.iter().enumerate() {
             let n = (c * ROWS_PER_INSERT + i) as i64;
-            insert = insert.bind(batch.clone()).bind(n).bind(*kind).bind(*subject).bind(payload.to_string()).bind(at);
+            insert = insert
+                .bind(batch.clone())
+                .bind(n)
+                .bind(*kind)
+                .bind(*subject)
+                .bind(payload.to_string())
+                .bind(at)
+                .bind(call);
         }
         insert.execute(&mut **tx).await?;
     }
@@ -75,11 +110,12 @@ pub(super) async fn sequence(db: &Db) -> Result<usize, sqlx::Error> {
 async fn move_some(db: &Db) -> Result<usize, sqlx::Error> {
     let mut tx = db.pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SEQUENCER_LOCK).execute(&mut *tx).await?;
-    let rows =
-        sqlx::query("SELECT batch, n, kind, subject, payload, at FROM event_intake ORDER BY at, batch, n LIMIT $1")
-            .bind(MOVE)
-            .fetch_all(&mut *tx)
-            .await?;
+    let rows = sqlx::query(
+        "SELECT batch, n, kind, subject, payload, at FROM event_intake ORDER BY tx_order, call_order, n LIMIT $1",
+    )
+    .bind(MOVE)
+    .fetch_all(&mut *tx)
+    .await?;
     if rows.is_empty() {
         return Ok(0);
     }

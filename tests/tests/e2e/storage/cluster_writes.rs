@@ -4,14 +4,15 @@
 //! path (ledger claims and finishes, their audit rows and events), events
 //! published, tasks queued under shared dedupe keys, claimed and finished —
 //! never fail each other's writes, and leave the audit chain intact, every
-//! event numbered once and in order, and one task per key; and an event
+//! event numbered once and in order, and one task per key; an event
 //! that commits late is numbered after what a follower already read, never
-//! skipped.
+//! skipped; and appends that follow one another, however close in time,
+//! keep their order in the event log and the audit chain.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use capstan::audit::Verdict;
+use capstan::audit::{Audit, NewAuditEntry, Verdict};
 use capstan::events::Events;
 use capstan::pipeline::Origin;
 use capstan::runtime::{EffectClass, Status};
@@ -160,4 +161,44 @@ async fn an_event_that_commits_late_is_numbered_after_what_a_follower_read() {
     let kinds: Vec<&str> = later.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["test.slow"], "the late event is there for a reader resuming from its cursor");
     assert!(later[0].seq > cursor);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn appends_in_quick_succession_keep_their_order_in_the_log_and_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = capstan_tests::db::fresh_url(Backend::Postgres, dir.path()).await;
+    let db = Db::open(&url).await.unwrap();
+    let entry = |i: usize| NewAuditEntry {
+        actor_kind: "test".into(),
+        principal: "test".into(),
+        action: "test.tick".into(),
+        subject: format!("{i}"),
+        outcome: "succeeded".into(),
+        authorization_id: None,
+        idempotency_key: None,
+        input_summary: None,
+        detail: None,
+    };
+    // Each change commits before the next begins, many within one
+    // millisecond; every third makes two appends in one transaction.
+    let mut expected = Vec::new();
+    for i in 0..300 {
+        let mut tx = db.pool.begin().await.unwrap();
+        let appends = if i % 3 == 0 { 2 } else { 1 };
+        for _ in 0..appends {
+            let n = expected.len();
+            Events::append_in(&mut tx, StoreBackend::Postgres, "test.tick", None, &json!({ "n": n })).await.unwrap();
+            Audit::append_in(&mut tx, &entry(n)).await.unwrap();
+            expected.push(n);
+        }
+        tx.commit().await.unwrap();
+    }
+    let events = Events::new(db.clone()).list(0, 1000).await.unwrap();
+    let order: Vec<usize> = events.iter().map(|e| e.payload["n"].as_u64().unwrap() as usize).collect();
+    assert_eq!(order, expected, "events are numbered in the order they were appended");
+    let audit = Audit::new(db.clone());
+    let rows = audit.list(0, 1000).await.unwrap();
+    let order: Vec<usize> = rows.iter().map(|r| r.event.subject.parse().unwrap()).collect();
+    assert_eq!(order, expected, "audit rows are chained in the order they were appended");
+    assert!(matches!(audit.verify().await.unwrap(), Verdict::Intact { .. }));
 }
