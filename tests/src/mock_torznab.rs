@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
@@ -80,6 +82,31 @@ struct Shared {
     /// Prowlarr's do; and how many were fetched with it.
     downloads_need_key: Mutex<bool>,
     keyed_downloads: Mutex<usize>,
+    /// How long each search is held before it is answered, and how many
+    /// searches were held at once: now, and at most.
+    hold: Mutex<Duration>,
+    /// Searches wait while this is false (see [`MockTorznab::close_searches`]).
+    open: tokio::sync::watch::Sender<bool>,
+    searching: AtomicUsize,
+    most_searching: AtomicUsize,
+}
+
+/// Counts a search as in progress until it is answered or its caller
+/// went away (the handler is dropped).
+struct Searching(Arc<Shared>);
+
+impl Searching {
+    fn begin(shared: &Arc<Shared>) -> Searching {
+        let now = shared.searching.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.most_searching.fetch_max(now, Ordering::SeqCst);
+        Searching(shared.clone())
+    }
+}
+
+impl Drop for Searching {
+    fn drop(&mut self) {
+        self.0.searching.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A running mock indexer.
@@ -101,6 +128,10 @@ impl MockTorznab {
             base: Mutex::new("https://indexer.example".into()),
             downloads_need_key: Mutex::new(false),
             keyed_downloads: Mutex::new(0),
+            hold: Mutex::new(Duration::ZERO),
+            open: tokio::sync::watch::channel(true).0,
+            searching: AtomicUsize::new(0),
+            most_searching: AtomicUsize::new(0),
         });
         let app =
             Router::new().route("/api", get(api)).route("/download/{file}", get(download)).with_state(shared.clone());
@@ -170,6 +201,33 @@ impl MockTorznab {
         *self.shared.failure.lock().unwrap() = failure;
     }
 
+    /// Holds every later search for `hold` before answering it, as a slow
+    /// indexer does.
+    pub fn hold_searches(&self, hold: Duration) {
+        *self.shared.hold.lock().unwrap() = hold;
+    }
+
+    /// Keeps every search waiting, unanswered, until
+    /// [`MockTorznab::open_searches`].
+    pub fn close_searches(&self) {
+        self.shared.open.send_replace(false);
+    }
+
+    /// Lets the searches that wait be answered, and later ones too.
+    pub fn open_searches(&self) {
+        self.shared.open.send_replace(true);
+    }
+
+    /// How many searches are being answered now.
+    pub fn searching(&self) -> usize {
+        self.shared.searching.load(Ordering::SeqCst)
+    }
+
+    /// The most searches that were being answered at once.
+    pub fn most_searching_at_once(&self) -> usize {
+        self.shared.most_searching.load(Ordering::SeqCst)
+    }
+
     /// The query of every request received so far, in order.
     pub fn received(&self) -> Vec<BTreeMap<String, String>> {
         self.shared.received.lock().unwrap().clone()
@@ -220,6 +278,12 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
         (Some(Failure::Malformed), _) => {
             return xml(StatusCode::OK, "<rss version=\"2.0\"><channel><item><title>Cut off".into());
         }
+    }
+    let _searching = (function != "caps").then(|| Searching::begin(&s));
+    let hold = *s.hold.lock().unwrap();
+    if function != "caps" {
+        let _ = s.open.subscribe().wait_for(|open| *open).await;
+        tokio::time::sleep(hold).await;
     }
     let indexer = &s.indexer;
     let offered = match function {

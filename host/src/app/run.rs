@@ -11,8 +11,8 @@
 //! | `worker` | yes | yes | claims and runs tasks; stopping, lets those in progress finish for up to `tasks::DRAIN` |
 //! | `audit-sequencer` | on PostgreSQL | on PostgreSQL | chains the audit rows waiting in the intake every half second (`audit::sequencer`) |
 //! | `watcher` | yes | on PostgreSQL | rescans the capabilities directory when a file changes, and the plugin catalog when another node changed it |
-//! | `retention` | yes | – | queues `pruneData` hourly |
-//! | `acquisition` | when `pipeline_interval_sec` > 0 | – | queues the download sweep |
+//! | `retention` | yes | on PostgreSQL | queues `pruneData` hourly, unless another node just did |
+//! | `acquisition` | when `pipeline_interval_sec` > 0 | on PostgreSQL, likewise | queues the download sweep, unless another node just did |
 //!
 //! The services' own tasks (the audit writer of component changes, the
 //! links to external MCP servers, the event listener) are started by the
@@ -128,7 +128,8 @@ impl App {
         // A worker of a cluster follows the plugin catalog too: its
         // plugins are the cluster's, not a folder it shares.
         let runtime = self.svc.caps.runtime().clone();
-        if role == ProcessRole::Serve || runtime.clustered() {
+        let clustered = runtime.clustered();
+        if role == ProcessRole::Serve || clustered {
             let watcher = crate::runtime::watcher::watch(runtime)?;
             let until = stop.clone();
             running.start("watcher", async move {
@@ -136,7 +137,9 @@ impl App {
                 watcher.stop().await;
             });
         }
-        if role == ProcessRole::Serve {
+        // The schedules run on every node of a cluster, so a node's death
+        // does not stop them; each skips a turn another node took.
+        if role == ProcessRole::Serve || clustered {
             running.start("retention", crate::retention::schedule(self.tasks.clone(), stop.clone()));
             if config.tasks.pipeline_interval_sec > 0 {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);

@@ -54,10 +54,20 @@ pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
 }
 
 /// Queues the periodic tasks every `interval` until `stop` is cancelled.
+/// Every node of a cluster keeps this schedule, so it goes on when any
+/// node dies: a node skips its turn when another's sweep was queued
+/// within most of an interval, and the dedupe key keeps one sweep queued
+/// or running at a time, claimed by one worker.
 pub async fn schedule(svc: Services, interval: Duration, stop: CancellationToken) {
     let tasks = svc.domain.tasks().clone();
+    let recent = interval.mul_f64(0.9);
     loop {
         for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
+            match tasks.queued_within(kind, recent).await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, kind, "cannot read when the sweep last ran; queued anyway"),
+            }
             if let Err(e) = enqueue(&tasks, kind, None, Value::Object(Default::default()), kind).await {
                 tracing::warn!(error = %e, kind, "cannot queue a scheduled task");
             }

@@ -75,7 +75,16 @@ pub async fn schedule(tasks: Tasks, stop: CancellationToken) {
             max_attempts: 3,
             created_by: "retention".into(),
         };
-        if let Err(e) = tasks.enqueue(&task).await {
+        // Every node keeps this schedule; one that finds another's turn
+        // recent skips its own.
+        let recent = match tasks.queued_within(PRUNE_DATA, PRUNE_EVERY.mul_f64(0.9)).await {
+            Ok(recent) => recent,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read when pruneData last ran; queued anyway");
+                false
+            }
+        };
+        if !recent && let Err(e) = tasks.enqueue(&task).await {
             tracing::warn!(error = %e, "cannot queue pruneData");
         }
         tokio::select! {

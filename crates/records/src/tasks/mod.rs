@@ -164,6 +164,19 @@ impl Tasks {
         ))))
     }
 
+    /// Whether a task of `kind` was queued within the last `within`: a
+    /// schedule that several nodes keep skips its turn when another node's
+    /// came first, so the cluster runs it about once per interval.
+    pub async fn queued_within(&self, kind: &str, within: Duration) -> Result<bool, sqlx::Error> {
+        let since = now_ms() - within.as_millis() as i64;
+        let one: Option<i64> = sqlx::query_scalar("SELECT 1 FROM task WHERE kind = $1 AND created_at >= $2 LIMIT 1")
+            .bind(kind)
+            .bind(since)
+            .fetch_optional(&self.db.pool)
+            .await?;
+        Ok(one.is_some())
+    }
+
     pub async fn get(&self, id: &str) -> Result<Option<Task>, sqlx::Error> {
         let row = sqlx::query("SELECT * FROM task WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await?;
         row.map(|r| task_from_row(&r)).transpose()

@@ -19,6 +19,9 @@ use capstan_tests::proxy::Proxy;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
 
+use capstan::acquisition::EVALUATE_ACQUISITION;
+use capstan::tasks::{Task, TaskStatus};
+
 use super::media::{ADD, RELEASE, start_over, start_run, torrents, wait_run};
 use crate::http::events::SseReader;
 
@@ -143,4 +146,101 @@ async fn a_node_killed_mid_run_is_replaced_and_another_nodes_console_streams_it_
         .await
         .unwrap();
     assert_eq!(catalog, 1, "the first node's plugin is the cluster's");
+}
+
+/// Waits up to 90 s for `check` to answer something.
+async fn until<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(90), "{what} within 90 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_runs_on_one_node_at_a_time_and_moves_when_its_node_dies() {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 47));
+    let url = fresh_url(Backend::Postgres, qbt.downloads().parent().unwrap()).await;
+    let env = start_over(&qbt.base_url(), &qbt, &dune, Some(url)).await;
+    let (indexer, tasks, db) = (&env._indexer, env.svc.domain.tasks().clone(), env.svc.db.clone());
+    // Every node sweeps each second; a node's lease lapses 2 s after its
+    // last renewal.
+    let sweeping = |name: &str| {
+        let (config, _) = node_config(&env.config_path, name);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, text.replace("pipeline_interval_sec = 0", "pipeline_interval_sec = 1")).unwrap();
+        worker(&config)
+    };
+    let sweeps_running = || {
+        let tasks = tasks.clone();
+        async move {
+            let all = tasks.list(None, 500).await.unwrap();
+            all.into_iter()
+                .filter(|t| t.kind == EVALUATE_ACQUISITION && t.status == TaskStatus::Running)
+                .collect::<Vec<Task>>()
+        }
+    };
+
+    // Node A alone: its sweep's search reaches the indexer and waits there.
+    indexer.close_searches();
+    let a = sweeping("a");
+    until("node A's sweep searching", || async { (indexer.searching() == 1).then_some(()) }).await;
+    let held = sweeps_running().await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    let held = held.into_iter().next().unwrap();
+    let a_owner = held.lease_owner.clone().unwrap();
+
+    // Nodes B and C join, each scheduling the sweep too; A dies mid-sweep.
+    let _b = sweeping("b");
+    let _c = sweeping("c");
+    until("three nodes alive beside this one", || async {
+        let alive: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM process_heartbeat").fetch_one(&db.pool).await.unwrap();
+        (alive >= 4).then_some(())
+    })
+    .await;
+    assert_eq!(indexer.searches().len(), 1, "no other node searched while A's sweep ran");
+    drop(a); // SIGKILL
+    indexer.hold_searches(Duration::from_millis(300));
+    indexer.open_searches();
+
+    // Another node takes A's sweep over once A's lease lapses, and finishes it.
+    let done = until("A's sweep finished by another node", || async {
+        tasks.get(&held.id).await.unwrap().filter(|t| t.status == TaskStatus::Succeeded)
+    })
+    .await;
+    assert_eq!(done.attempts, 2, "claimed once by A and once by the node that took over: {done:?}");
+    let audit = capstan::audit::Audit::new(db.clone()).list(0, 10_000).await.unwrap();
+    let finished = audit.iter().find(|e| e.event.action == "task.succeeded" && e.event.subject == held.id).unwrap();
+    assert!(!finished.event.principal.contains(&a_owner), "finished by {}, not A", finished.event.principal);
+
+    // The schedule goes on without A: more sweeps, still one at a time.
+    let searched = indexer.searches().len();
+    until("three more sweeps after A died", || async { (indexer.searches().len() >= searched + 3).then_some(()) })
+        .await;
+    assert_eq!(indexer.most_searching_at_once(), 1, "two sweeps searched at once");
+    let owners: std::collections::BTreeSet<String> = audit_owners(&db, &a_owner).await;
+    assert!(!owners.is_empty(), "the sweeps after A's death ran on B or C");
+}
+
+/// The workers other than `a_owner` that finished a sweep.
+async fn audit_owners(db: &capstan::store::Db, a_owner: &str) -> std::collections::BTreeSet<String> {
+    let audit = capstan::audit::Audit::new(db.clone()).list(0, 10_000).await.unwrap();
+    let sweeps: std::collections::BTreeSet<String> = sqlx::query_scalar("SELECT id FROM task WHERE kind = $1")
+        .bind(EVALUATE_ACQUISITION)
+        .fetch_all(&db.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    audit
+        .iter()
+        .filter(|e| e.event.action == "task.succeeded" && sweeps.contains(&e.event.subject))
+        .map(|e| e.event.principal.clone())
+        .filter(|p| !p.contains(a_owner))
+        .collect()
 }
