@@ -100,6 +100,12 @@ impl Api {
         self.answer(if body.is_null() { request } else { request.json(&body) }).await
     }
 
+    /// `PUT` of raw `bytes` sent as `content_type` (a plugin upload).
+    pub async fn put_bytes(&self, path: &str, content_type: &str, bytes: Vec<u8>) -> (u16, Value) {
+        let request = self.request(reqwest::Method::PUT, path).header("content-type", content_type).body(bytes);
+        self.answer(request).await
+    }
+
     /// Sends `request` and holds its answer to the OpenAPI document.
     async fn answer(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
         let request = request.build().unwrap();

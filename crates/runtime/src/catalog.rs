@@ -137,7 +137,7 @@ pub(crate) fn wasm_files(dir: &Path) -> Vec<PathBuf> {
 pub(crate) type Entry = (PathBuf, Result<Arc<Vec<u8>>, String>);
 
 impl Runtime {
-    fn read_plugin(&self, file: &Path) -> Result<Vec<u8>, String> {
+    pub(crate) fn read_plugin(&self, file: &Path) -> Result<Vec<u8>, String> {
         capstan_foundation::files::read_regular(file, self.config.max_component_bytes(), "a component file")
     }
 

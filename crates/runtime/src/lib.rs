@@ -20,6 +20,7 @@ pub mod host;
 pub mod input_validator;
 mod invoke;
 pub mod loader;
+pub mod plugins;
 mod preinit;
 mod preinit_run;
 pub mod registry;
@@ -78,6 +79,8 @@ pub struct Runtime {
     refusals: Mutex<HashMap<String, LoadError>>,
     /// Serialises rescans; the registry swap itself is atomic.
     scan_lock: tokio::sync::Mutex<()>,
+    /// Held while a plugin is installed or removed through the API.
+    plugin_changes: tokio::sync::Mutex<()>,
     /// Component changes waiting for the audit log.
     component_events: Mutex<Vec<scan::ComponentEvent>>,
     component_events_ready: tokio::sync::Notify,
@@ -135,6 +138,7 @@ impl Runtime {
             loads: Mutex::new(HashMap::new()),
             refusals: Mutex::new(HashMap::new()),
             scan_lock: tokio::sync::Mutex::new(()),
+            plugin_changes: tokio::sync::Mutex::new(()),
             component_events: Mutex::new(Vec::new()),
             component_events_ready: tokio::sync::Notify::new(),
             rescans: std::sync::atomic::AtomicU64::new(0),

@@ -75,6 +75,9 @@ pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("GET", "/api/v1/capabilities", Scope(Read)),
     // The capability's own label is checked by the handler, before its input.
     ("POST", "/api/v1/capabilities/{id}/invoke", Scope(Read)),
+    ("POST", "/api/v1/capabilities/{id}/accept", Console),
+    ("PUT", "/api/v1/plugins/{file}", Console),
+    ("DELETE", "/api/v1/plugins/{file}", Console),
     ("GET", "/api/v1/skills", Scope(Read)),
     ("GET", "/api/v1/skills/{name}", Scope(Read)),
     ("PUT", "/api/v1/skills/{name}", Console),

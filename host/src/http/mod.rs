@@ -118,6 +118,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::metrics::metrics))
         .routes(routes!(routes::capabilities::list))
         .routes(routes!(routes::capabilities::invoke))
+        .routes(routes!(routes::plugins::accept))
+        .routes(routes!(routes::plugins::put, routes::plugins::remove))
         .routes(routes!(routes::skills::list))
         .routes(routes!(routes::skills::get, routes::skills::put))
         .routes(routes!(routes::audit::list))

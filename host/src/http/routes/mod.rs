@@ -12,6 +12,7 @@ pub mod grants;
 pub mod health;
 pub mod library;
 pub mod metrics;
+pub mod plugins;
 pub mod session;
 pub mod settings;
 pub mod setup;

@@ -3,7 +3,12 @@
 //! empty (which notices by itself, polling the catalog); a replacement
 //! that widens what it may do is held on every node, none of them running
 //! it, until an administrator accepts it once, on any node; and a plugin
-//! removed from the folder it came from leaves every node.
+//! removed from the folder it came from leaves every node. The same over
+//! HTTP from a console session: an upload to one node serves on the
+//! other, a widening one waits for an accept, a removal leaves both, and
+//! an upload that is refused — not a component, a label its imports
+//! exceed, an id another plugin has, a name that is not a file's — says
+//! why and changes nothing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -91,4 +96,94 @@ async fn a_plugin_reaches_every_node_and_a_widening_one_waits_for_one_acceptance
     a.runtime().rescan(false).await.unwrap();
     assert_eq!(a.active("test.probe"), None);
     until("B drops it too", || b.active("test.probe").is_none()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plugins_uploaded_over_http_reach_every_node_and_a_refused_upload_changes_nothing() {
+    let first = TestHost::new();
+    let url = fresh_url(Backend::Postgres, first.dir.path()).await;
+    drop(first);
+    let (a, b) = (Node::start(&url).await, Node::start(&url).await);
+    let _watch = capstan::runtime::watcher::watch(b.runtime().clone()).unwrap();
+    let base = capstan_tests::api::serve(a.app.clone()).await;
+    let db = a.app.services().db.clone();
+    let admin = capstan_tests::api::Api::new(&base).signed_in(&db, "admin").await;
+    let wasm = |path: &str| std::fs::read(path).unwrap();
+
+    // Installed on A: it serves on A at once and on B by itself.
+    let (status, body) = admin.put_bytes("/plugins/probe.wasm", "application/wasm", wasm(components::PROBE_LITE)).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!((body["status"].as_str(), body["capability"].as_str()), (Some("loaded"), Some("test.probe")));
+    assert_eq!(a.active("test.probe"), Some(EffectClass::Read));
+    until("B loads the plugin uploaded to A", || b.active("test.probe") == Some(EffectClass::Read)).await;
+
+    // Refused uploads say why and change nothing.
+    let folder = |name: &str| a.host.plugins().join(name);
+    let (status, body) = admin.put_bytes("/plugins/probe.wasm", "application/wasm", wasm(components::PROBE)).await;
+    assert_eq!(status, 409, "replacing is asked for, not assumed: {body}");
+    let (status, body) =
+        admin.put_bytes("/plugins/probe.wasm?replace=true", "application/wasm", b"\0asm not really".to_vec()).await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = admin.put_bytes("/plugins/liar.wasm", "application/wasm", wasm(components::LABEL_LIE)).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(!folder("liar.wasm").exists());
+    let (status, body) =
+        admin.put_bytes("/plugins/probe-again.wasm", "application/wasm", wasm(components::PROBE_LITE)).await;
+    assert_eq!(status, 422, "an id another plugin provides: {body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("test.probe"), "{body}");
+    assert!(!folder("probe-again.wasm").exists(), "the refused file is taken back out");
+    let (status, _) = admin.put_bytes("/plugins/x%20y.wasm", "application/wasm", wasm(components::PROBE)).await;
+    assert_eq!(status, 400);
+    let (status, _) = admin.put_bytes("/plugins/probe.wasm?replace=true", "text/plain", wasm(components::PROBE)).await;
+    assert_eq!(status, 415);
+    let key = capstan::http::keys::create(&db, "deployer", &[EffectClass::Execute], "test").await.unwrap();
+    let (status, _) =
+        admin.with_key(&key).put_bytes("/plugins/other.wasm", "application/wasm", wasm(components::PROBE_LITE)).await;
+    assert_eq!(status, 403, "plugins are installed from a console session");
+    assert_eq!(std::fs::read(folder("probe.wasm")).unwrap(), wasm(components::PROBE_LITE));
+    assert_eq!(a.active("test.probe"), Some(EffectClass::Read));
+    assert!(!a.held("test.probe"));
+
+    // A replacement that widens what it may do waits on both nodes.
+    let (status, body) =
+        admin.put_bytes("/plugins/probe.wasm?replace=true", "application/wasm", wasm(components::PROBE)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "held");
+    assert!(body["next"].as_str().unwrap().contains("/capabilities/test.probe/accept"), "{body}");
+    assert_eq!(a.active("test.probe"), Some(EffectClass::Read), "the accepted version goes on serving");
+    until("B holds it too", || b.held("test.probe")).await;
+    assert_eq!(b.active("test.probe"), Some(EffectClass::Read));
+
+    // One accept over HTTP lets it in everywhere.
+    let (status, body) = admin.post("/capabilities/test.probe/accept", serde_json::Value::Null).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["serving"], true);
+    assert_eq!(a.active("test.probe"), Some(EffectClass::Execute));
+    until("B runs the accepted replacement", || b.active("test.probe") == Some(EffectClass::Execute)).await;
+    let (status, _) = admin.post("/capabilities/test.probe/accept", serde_json::Value::Null).await;
+    assert_eq!(status, 404, "nothing waits any more");
+
+    // Removed over HTTP: gone from both nodes.
+    let (status, _) = admin.send(reqwest::Method::DELETE, "/plugins/probe.wasm", serde_json::Value::Null).await;
+    assert_eq!(status, 204);
+    assert_eq!(a.active("test.probe"), None);
+    until("B drops it too", || b.active("test.probe").is_none()).await;
+    let (status, _) = admin.send(reqwest::Method::DELETE, "/plugins/probe.wasm", serde_json::Value::Null).await;
+    assert_eq!(status, 404);
+
+    // Every change is in the audit log.
+    let audit = a.app.audit().list(0, 10_000).await.unwrap();
+    let actions: Vec<(&str, &str)> = audit
+        .iter()
+        .filter(|e| e.event.actor_kind == "console-admin")
+        .map(|e| (e.event.action.as_str(), e.event.outcome.as_str()))
+        .collect();
+    for expected in [
+        ("plugin.install", "succeeded"),
+        ("plugin.install", "refused"),
+        ("component.accept", "succeeded"),
+        ("plugin.remove", "succeeded"),
+    ] {
+        assert!(actions.contains(&expected), "{expected:?} in {actions:?}");
+    }
 }
