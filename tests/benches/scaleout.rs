@@ -18,8 +18,10 @@
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo build --release -p capstan && cargo bench -p capstan-tests
 //! --bench scaleout` with `CAPSTAN_TEST_POSTGRES_URL` set
-//! (`SCALEOUT_TASKS=1000,10000,100000` sets the queue lengths; 1,000 and
-//! 10,000 unless set).
+//! (`SCALEOUT_TASKS=1000,10000,100000` sets the queue lengths, 1,000 and
+//! 10,000 unless set; `SCALEOUT_WORKERS=1,2` the worker counts, 1, 2 and 4
+//! unless set; `SCALEOUT_CONCURRENCY` the tasks each worker runs at once,
+//! 4 unless set).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,10 +54,11 @@ async fn drain(workers: usize, count: usize) {
     std::fs::write(
         &config,
         format!(
-            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n[tasks]\nconcurrency = 4\npipeline_interval_sec = 0\n",
+            "data_dir = {:?}\ncache_dir = {:?}\ndatabase_url = {:?}\n[tasks]\nconcurrency = {}\npipeline_interval_sec = 0\n",
             host.config.data_dir().display().to_string(),
             shared_cache().display().to_string(),
-            url
+            url,
+            concurrency(),
         ),
     )
     .unwrap();
@@ -154,12 +157,23 @@ async fn drain(workers: usize, count: usize) {
     assert_eq!(calls as usize, count, "every task's call ran once");
 }
 
+/// How many tasks (and anchor jobs) each worker runs at once:
+/// `SCALEOUT_CONCURRENCY`, else 4.
+fn concurrency() -> String {
+    numbers(std::env::var("SCALEOUT_CONCURRENCY").ok().as_deref(), &[4])[0].to_string()
+}
+
 /// The queue lengths to drain: `SCALEOUT_TASKS`, a comma-separated list
 /// (`1000,10000,100000` for the whole table), else 1,000 and 10,000.
 fn queue_lengths(asked: Option<&str>) -> Vec<usize> {
+    numbers(asked, &[1_000, 10_000])
+}
+
+/// The numbers of a comma-separated list, else `otherwise`.
+fn numbers(asked: Option<&str>, otherwise: &[usize]) -> Vec<usize> {
     let asked: Vec<usize> =
         asked.into_iter().flat_map(|s| s.split(',')).filter_map(|n| n.trim().parse().ok()).collect();
-    if asked.is_empty() { vec![1_000, 10_000] } else { asked }
+    if asked.is_empty() { otherwise.to_vec() } else { asked }
 }
 
 /// The anchor's line for `workers` processes draining `count` no-op jobs
@@ -174,7 +188,7 @@ async fn anchor(workers: usize, count: usize) {
     let url = fresh_url(Backend::Postgres, dir.path()).await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/anchors/procrastinate_drain.py");
     let out = tokio::process::Command::new(python)
-        .args([script, &url, &count.to_string(), &workers.to_string(), "4"])
+        .args([script, &url, &count.to_string(), &workers.to_string(), &concurrency()])
         .output()
         .await
         .unwrap();
@@ -191,11 +205,12 @@ fn main() {
         return;
     }
     let counts = queue_lengths(std::env::var("SCALEOUT_TASKS").ok().as_deref());
+    let worker_counts = numbers(std::env::var("SCALEOUT_WORKERS").ok().as_deref(), &[1, 2, 4]);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         for count in counts {
             println!("== scale-out on PostgreSQL: {count} invokeCapability tasks, one execute invoke each ==");
-            for workers in [1, 2, 4] {
+            for &workers in &worker_counts {
                 drain(workers, count).await;
                 anchor(workers, count).await;
             }

@@ -95,6 +95,14 @@ pub struct Tasks {
     db: Db,
 }
 
+/// Turns off, until [`PLAN_AS_BEFORE`], the plans that read every queued
+/// task and sort them (PostgreSQL); answers the settings as they were.
+const PICK_FROM_THE_INDEX: &str = "SELECT current_setting('enable_bitmapscan'), current_setting('enable_sort'), \
+     set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)";
+
+/// Puts back the settings [`PICK_FROM_THE_INDEX`] answered.
+const PLAN_AS_BEFORE: &str = "SELECT set_config('enable_bitmapscan', $1, true), set_config('enable_sort', $2, true)";
+
 impl Tasks {
     pub fn new(db: Db) -> Tasks {
         Tasks { db }
@@ -284,11 +292,23 @@ impl Tasks {
         ];
         let kinds: Vec<String> = kinds.unwrap_or_default().iter().map(|k| k.to_string()).collect();
         let owner = owner.to_string();
+        let postgres = self.db.backend == Backend::Postgres;
         let claimed = self
             .db
             .write(move |tx| {
                 let (picks, kinds, owner, token) = (picks.clone(), kinds.clone(), owner.clone(), token.clone());
                 Box::pin(async move {
+                    // PostgreSQL plans the pick from the table's statistics,
+                    // which lag a burst of queued tasks: believing a few
+                    // rows are queued, it reads every queued row and sorts
+                    // them for each claim (10 ms at 20,000 queued, against
+                    // 0.1 ms read off the index in order). The pick is read
+                    // off the index whatever the statistics say; the
+                    // settings go back for the rest of the batch.
+                    let before: Option<(String, String, String, String)> = match postgres {
+                        true => Some(sqlx::query_as(PICK_FROM_THE_INDEX).fetch_one(&mut **tx).await?),
+                        false => None,
+                    };
                     let mut found = None;
                     for pick in &picks {
                         let mut query = sqlx::query_scalar::<_, String>(pick).bind(now);
@@ -299,6 +319,9 @@ impl Tasks {
                         if found.is_some() {
                             break;
                         }
+                    }
+                    if let Some((bitmap, sort, _, _)) = before {
+                        sqlx::query(PLAN_AS_BEFORE).bind(bitmap).bind(sort).execute(&mut **tx).await?;
                     }
                     let Some(id) = found else {
                         return Ok::<_, sqlx::Error>(None);
