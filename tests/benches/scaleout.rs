@@ -114,10 +114,12 @@ async fn drain(workers: usize, count: usize) {
     let pool = tasks.pool();
     let mut done = 0;
     while started.elapsed() < Duration::from_secs(900) {
-        done = sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM task WHERE status IN ('succeeded', 'dead')")
-            .fetch_one(&pool)
-            .await
-            .unwrap() as usize;
+        done = sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM task WHERE kind = 'invokeCapability' AND status IN ('succeeded', 'dead')",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap() as usize;
         if done == count {
             break;
         }
@@ -128,7 +130,8 @@ async fn drain(workers: usize, count: usize) {
         let pool = pool.clone();
         async move { sqlx::query_scalar::<_, i64>(sql).fetch_one(&pool).await.unwrap() }
     };
-    let succeeded = count_of("SELECT COUNT(*) FROM task WHERE status = 'succeeded'").await;
+    let succeeded =
+        count_of("SELECT COUNT(*) FROM task WHERE kind = 'invokeCapability' AND status = 'succeeded'").await;
     let retried = count_of("SELECT COUNT(*) FROM task WHERE attempts > 1").await;
     let ledger_again = count_of("SELECT COUNT(*) FROM capability_invocation WHERE attempts > 1").await;
     let twice = count_of(
@@ -143,10 +146,12 @@ async fn drain(workers: usize, count: usize) {
         done as f64 / secs
     );
     if (succeeded as usize) < count {
-        let why: Option<String> = sqlx::query_scalar("SELECT last_error FROM task WHERE status <> 'succeeded' LIMIT 1")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let why: Option<String> = sqlx::query_scalar(
+            "SELECT last_error FROM task WHERE kind = 'invokeCapability' AND status <> 'succeeded' LIMIT 1",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
         println!("  a task that did not succeed: {}", why.unwrap_or_default());
     }
     // A task's calls share one ledger row (its idempotency key), so a task
