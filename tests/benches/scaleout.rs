@@ -66,7 +66,8 @@ async fn drain(workers: usize, count: usize) {
     // Tasks act on their own authority: an automation grant covering the
     // probe, with a daily budget the run stays inside.
     let mut grant = capstan_tests::grants::for_an_hour("test.probe");
-    grant.daily_invocations = 10 * count as i64;
+    // At most the largest budget a grant may have; one call per task fits.
+    grant.daily_invocations = (10 * count as i64).min(capstan::authz::MAX_DAILY_INVOCATIONS);
     grant.daily_bytes = 1_000_000_000_000;
     capstan::authz::Authz::new(db.clone()).create_grant(&grant, "admin:bench").await.unwrap();
     let tasks = Tasks::new(db.clone());
