@@ -1,7 +1,8 @@
 //! Reading a file an operator dropped in (a component, a skill) without
-//! letting what is on the disk stall or swamp the reader.
+//! letting what is on the disk stall or swamp the reader, and writing one
+//! so that no reader ever sees half of it.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -29,4 +30,25 @@ pub fn read_regular(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, String
         return Err(format!("over the cap of {cap} bytes for {what}"));
     }
     Ok(bytes)
+}
+
+/// Writes `bytes` to a hidden file beside `file` (named `.<name>.<id>.tmp`,
+/// which no folder scan takes for the file), flushes it, and renames it
+/// over `file`; the folder is flushed too, so the rename survives a crash.
+/// A reader sees the old file or the new one, never half of either.
+pub fn write_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let folder = file.parent().unwrap_or(Path::new("."));
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = folder.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        out.write_all(bytes)?;
+        out.sync_all()?;
+        std::fs::rename(&temp, file)?;
+        std::fs::File::open(folder)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }

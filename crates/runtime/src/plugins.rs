@@ -8,7 +8,7 @@
 //! refuse (a core capability's id, an id another file provides) is taken
 //! back out, the folder as it was. Changes go one at a time per node.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::Runtime;
 use super::loader::{self, Source};
@@ -92,25 +92,6 @@ pub fn check_name(name: &str) -> Result<(), PluginError> {
     }
 }
 
-/// Writes `bytes` to `file` through a temporary file beside it (a name the
-/// folder's scan ignores) renamed over it, so a scan never reads half.
-fn write_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temporary = dir.join(format!(".{name}.{}.partial", capstan_foundation::store::new_id()));
-    let written = (|| {
-        let mut out = std::fs::File::create(&temporary)?;
-        out.write_all(bytes)?;
-        out.sync_all()?;
-        std::fs::rename(&temporary, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
 /// What the snapshot made of the file at `file` with `digest`, if it
 /// serves or waits.
 fn outcome_of(snapshot: &Snapshot, file: &PathBuf, digest: &str) -> Option<Installed> {
@@ -180,7 +161,7 @@ impl Runtime {
         }
         std::fs::create_dir_all(&dir)?;
         let before = self.read_plugin(&file).ok();
-        write_whole(&file, bytes)?;
+        capstan_foundation::files::write_whole(&file, bytes)?;
         let digest = loader::digest(bytes);
         let scanned = self.rescan(false).await;
         let snapshot = self.snapshot();
@@ -198,7 +179,7 @@ impl Runtime {
                 .map_or_else(|| "the scan did not load it".to_string(), |r| r.reason.clone()),
         };
         match before {
-            Some(before) => write_whole(&file, &before)?,
+            Some(before) => capstan_foundation::files::write_whole(&file, &before)?,
             None => std::fs::remove_file(&file)?,
         }
         if let Err(e) = self.rescan(false).await {

@@ -6,9 +6,6 @@
 //! skill claims its folder by creating it, so two writers of one new name
 //! cannot both create it; replacing one is asked for by name.
 
-use std::io::Write;
-use std::path::Path;
-
 use super::{MAX_SKILLS, Skill, SkillSource, Skills, accept, built_ins, parse};
 use crate::runtime::Snapshot;
 
@@ -95,7 +92,7 @@ impl Skills {
             }
             Err(e) => return Err(e.into()),
         };
-        if let Err(e) = write_whole(&folder, &file, text) {
+        if let Err(e) = capstan_foundation::files::write_whole(&file, text.as_bytes()) {
             if created {
                 let _ = std::fs::remove_dir(&folder);
             }
@@ -116,21 +113,4 @@ impl Skills {
         }
         Ok(n)
     }
-}
-
-/// Writes `text` to a hidden file in `folder`, flushes it, and renames it
-/// over `file`; the folder is flushed too, so the rename survives a crash.
-fn write_whole(folder: &Path, file: &Path, text: &str) -> std::io::Result<()> {
-    let temp = folder.join(format!(".SKILL.md.{}.tmp", crate::store::new_id()));
-    let written = (|| {
-        let mut out = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-        out.write_all(text.as_bytes())?;
-        out.sync_all()?;
-        std::fs::rename(&temp, file)?;
-        std::fs::File::open(folder)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }

@@ -37,11 +37,8 @@ pub(crate) fn next_call_order() -> i64 {
 /// `VALUES` rows for an intake insert: `columns` bound parameters each,
 /// then the writer's transaction id as the row's `tx_order`.
 pub(crate) fn intake_rows(rows: usize, columns: usize) -> String {
-    let row = |r: usize| {
-        let marks: Vec<String> = (1..=columns).map(|k| format!("${}", r * columns + k)).collect();
-        format!("({}, txid_current())", marks.join(", "))
-    };
-    (0..rows).map(row).collect::<Vec<_>>().join(", ")
+    // Each row's parentheses close its bound parameters; none are nested.
+    values_placeholders(rows, columns).replace(')', ", txid_current())")
 }
 
 /// The advisory lock the sequencer holds while it moves events.
