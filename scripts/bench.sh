@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 # benchmark's anchor.
 scripts/setup.sh --bench
 source scripts/postgres.sh
+# What the database does per task, for the scale-out benchmark's report.
+PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements"
 start_throwaway_postgres
 trap stop_throwaway_postgres EXIT
 cargo bench -p capstan-tests --bench runtime

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL for the test suites: its own folder, a free
 # loopback port, trust authentication, stopped and deleted by
-# stop_throwaway_postgres. Sourced by scripts/test.sh.
+# stop_throwaway_postgres. Sourced by scripts/test.sh and scripts/bench.sh;
+# PG_OPTIONS adds server settings (the benchmarks load pg_stat_statements).
 
 pg_bin_dir() {
     local dir
@@ -36,7 +37,7 @@ start_throwaway_postgres() {
     PG_BIN=$bin
     "${PG_AS[@]}" "$PG_BIN/initdb" -D "$PG_DIR/db" -A trust -U capstan >/dev/null
     "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/db" -l "$PG_DIR/log" -w \
-        -o "-k $PG_DIR -p $PG_PORT -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
+        -o "-k $PG_DIR -p $PG_PORT -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off ${PG_OPTIONS:-}" start >/dev/null
     export CAPSTAN_TEST_POSTGRES_URL="postgres://capstan@127.0.0.1:$PG_PORT/postgres"
     echo "test PostgreSQL on 127.0.0.1:$PG_PORT"
 }

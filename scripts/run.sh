@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 if [ ! -x "${CARGO_TARGET_DIR:-target}/release/capstan" ]; then
-    echo "run: building Capstan in release mode for the first time: about 16 minutes on two cores," \
+    echo "run: building Capstan in release mode for the first time: about 15 minutes on two cores," \
         "most of it the WebAssembly engine; cargo shows its progress below, and later starts take seconds"
 fi
 exec cargo run --release -p capstan -- --data-dir "${CAPSTAN_DATA_DIR:-data}" serve "$@"

@@ -15,6 +15,11 @@
 //! `scripts/setup.sh --bench` makes; without it the anchor says so and is
 //! left out).
 //!
+//! Where the server loads `pg_stat_statements` (the one `scripts/bench.sh`
+//! starts does), each row also says what the database did per task:
+//! statements, committed transactions, time executing, and the statements
+//! that took it — the figures that carry to a database on its own machine.
+//!
 //! Run with `scripts/bench.sh` (which starts a throwaway PostgreSQL), or
 //! `cargo build --release -p capstan && cargo bench -p capstan-tests
 //! --bench scaleout` with `CAPSTAN_TEST_POSTGRES_URL` set
@@ -33,6 +38,7 @@ use capstan_tests::binary::capstan_bin;
 use capstan_tests::components;
 use capstan_tests::db::{Backend, POSTGRES_ENV, fresh_url};
 use capstan_tests::host::{TestHost, shared_cache};
+use capstan_tests::pg_stats::StatementStats;
 use serde_json::json;
 
 struct Workers(Vec<Child>);
@@ -98,6 +104,7 @@ async fn drain(workers: usize, count: usize) {
         q.await.unwrap();
     }
 
+    let statements = StatementStats::begin(&tasks.pool()).await;
     let started = Instant::now();
     let _workers = Workers(
         (0..workers)
@@ -146,6 +153,9 @@ async fn drain(workers: usize, count: usize) {
          {retried} claimed again, {ledger_again} calls attempted again, {calls} succeeded calls in the ledger)",
         done as f64 / secs
     );
+    if let Some(statements) = &statements {
+        statements.report(count, "task").await;
+    }
     if (succeeded as usize) < count {
         let why: Option<String> = sqlx::query_scalar(
             "SELECT last_error FROM task WHERE kind = 'invokeCapability' AND status <> 'succeeded' LIMIT 1",

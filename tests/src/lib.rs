@@ -27,6 +27,7 @@ pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;
 pub mod openapi;
+pub mod pg_stats;
 pub mod proxy;
 pub mod qbittorrent;
 pub mod swarm;
