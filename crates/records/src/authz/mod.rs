@@ -65,10 +65,6 @@ impl Authz {
         &self.db
     }
 
-    async fn setting(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
-        sqlx::query_scalar("SELECT value FROM setting WHERE key = $1").bind(key).fetch_optional(&self.db.pool).await
-    }
-
     async fn set_setting(&self, key: &str, value: &str) -> Result<(), sqlx::Error> {
         sqlx::query(
             "INSERT INTO setting (key, value, updated_at) VALUES ($1, $2, $3) \
@@ -84,9 +80,16 @@ impl Authz {
 
     /// The current switches (automation on, reconcile mode off by default).
     pub async fn switches(&self) -> Result<Switches, sqlx::Error> {
+        // Both in one read: every execute call asks.
+        let rows: Vec<(String, String)> = sqlx::query_as("SELECT key, value FROM setting WHERE key IN ($1, $2)")
+            .bind(AUTOMATION_ENABLED)
+            .bind(READ_ONLY_RECONCILE)
+            .fetch_all(&self.db.pool)
+            .await?;
+        let value = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
         Ok(Switches {
-            automation_enabled: self.setting(AUTOMATION_ENABLED).await?.is_none_or(|v| v == "true"),
-            read_only_reconcile: self.setting(READ_ONLY_RECONCILE).await?.is_some_and(|v| v == "true"),
+            automation_enabled: value(AUTOMATION_ENABLED).is_none_or(|v| v == "true"),
+            read_only_reconcile: value(READ_ONLY_RECONCILE).is_some_and(|v| v == "true"),
         })
     }
 
@@ -103,21 +106,20 @@ impl Authz {
         bytes: i64,
     ) -> Result<bool, sqlx::Error> {
         let day = utc_day(now_ms());
-        sqlx::query(
-            "INSERT INTO grant_usage (grant_id, day, invocations, bytes) VALUES ($1, $2, 0, 0) \
-             ON CONFLICT (grant_id, day) DO NOTHING",
-        )
-        .bind(&grant.id)
-        .bind(&day)
-        .execute(&mut **tx)
-        .await?;
+        // One statement: today's row is made with this charge, or charged
+        // while it stays inside both budgets (a refused charge touches
+        // nothing). The SELECT's WHERE keeps a first charge inside them
+        // too, and lets SQLite read the upsert unambiguously.
         let charged = sqlx::query(
-            "UPDATE grant_usage SET invocations = invocations + 1, bytes = bytes + $1 \
-             WHERE grant_id = $2 AND day = $3 AND invocations < $4 AND bytes + $1 <= $5",
+            "INSERT INTO grant_usage (grant_id, day, invocations, bytes) \
+             SELECT $1, $2, 1, $3 WHERE $4 >= 1 AND $3 <= $5 \
+             ON CONFLICT (grant_id, day) DO UPDATE SET invocations = grant_usage.invocations + 1, \
+             bytes = grant_usage.bytes + excluded.bytes \
+             WHERE grant_usage.invocations < $4 AND grant_usage.bytes + excluded.bytes <= $5",
         )
-        .bind(bytes)
         .bind(&grant.id)
         .bind(&day)
+        .bind(bytes)
         .bind(grant.daily_invocations)
         .bind(grant.daily_bytes)
         .execute(&mut **tx)

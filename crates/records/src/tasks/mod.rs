@@ -267,8 +267,9 @@ impl Tasks {
                 format!(" AND kind IN ({})", marks.join(", "))
             }
         };
+        // The claimed row comes back with the update: no second read.
         let update = "UPDATE task SET status = 'running', attempts = attempts + 1, lease_owner = $2, \
-                      lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5";
+                      lease_token = $3, lease_expires_at = $4, updated_at = $1 WHERE id = $5 RETURNING *";
         // A task whose worker's lease lapsed goes first (it was started
         // before anything still queued), then the queued ones in order. Two
         // queries, each read in order off the `task_claim_order` index: one
@@ -293,8 +294,7 @@ impl Tasks {
         let kinds: Vec<String> = kinds.unwrap_or_default().iter().map(|k| k.to_string()).collect();
         let owner = owner.to_string();
         let postgres = self.db.backend == Backend::Postgres;
-        let claimed = self
-            .db
+        self.db
             .write(move |tx| {
                 let (picks, kinds, owner, token) = (picks.clone(), kinds.clone(), owner.clone(), token.clone());
                 Box::pin(async move {
@@ -326,22 +326,18 @@ impl Tasks {
                     let Some(id) = found else {
                         return Ok::<_, sqlx::Error>(None);
                     };
-                    sqlx::query(update)
+                    let row = sqlx::query(update)
                         .bind(now)
                         .bind(&owner)
                         .bind(&token)
                         .bind(expires)
                         .bind(&id)
-                        .execute(&mut **tx)
+                        .fetch_one(&mut **tx)
                         .await?;
-                    Ok(Some(id))
+                    task_from_row(&row).map(Some)
                 })
             })
-            .await?;
-        match claimed {
-            Some(id) => self.get(&id).await,
-            None => Ok(None),
-        }
+            .await
     }
 
     /// Extends the lease; fails when another worker took the task over.

@@ -63,6 +63,31 @@ async fn twenty_calls_against_a_budget_of_five(backend: Backend) {
     assert_eq!(authorised, 5, "each run names the grant that authorised it");
 }
 
+/// The byte budget counts each call's input as the host canonicalises it:
+/// a call that would pass the day's bytes is refused and charges nothing,
+/// the first call of the day included.
+async fn a_byte_budget_refuses_the_call_that_would_pass_it(backend: Backend) {
+    let env = env(backend).await;
+    // `{"label":"nN"}`: 14 bytes a call; two fit in 40, a third does not.
+    let mut g = grant("test.counter-safe");
+    g.daily_bytes = 40;
+    let g = env.svc.authz.create_grant(&g, "admin:test").await.unwrap();
+    for i in 0..2 {
+        assert_eq!(call(&env, "test.counter-safe", json!({"label": format!("n{i}")})).await.status, Status::Succeeded);
+    }
+    assert!(denied(&call(&env, "test.counter-safe", json!({"label": "n2"})).await).contains("budget"));
+    assert_eq!(env.svc.authz.usage(&g.id).await.unwrap(), (2, 28), "the refused call charged nothing");
+
+    // A first call larger than the whole budget is refused before any
+    // charge: the day's usage stays empty.
+    let mut small = grant("test.counter-verify");
+    small.daily_bytes = 10;
+    let small = env.svc.authz.create_grant(&small, "admin:test").await.unwrap();
+    assert!(denied(&call(&env, "test.counter-verify", json!({"label": "n3"})).await).contains("budget"));
+    assert_eq!(env.svc.authz.usage(&small.id).await.unwrap(), (0, 0));
+    assert_eq!(env.mock.writes(), 2, "only the two charged calls reached the service");
+}
+
 async fn without_a_grant_nothing_in_the_input_authorises(backend: Backend) {
     let env = env(backend).await;
     let inv =
@@ -184,6 +209,7 @@ async fn a_replacement_claiming_a_policy_tag_is_held_and_no_older_grant_covers_i
 
 both_backends!(
     twenty_calls_against_a_budget_of_five,
+    a_byte_budget_refuses_the_call_that_would_pass_it,
     without_a_grant_nothing_in_the_input_authorises,
     actions_scopes_and_policy_bindings,
     switches_revoke_and_shorten,
