@@ -78,12 +78,14 @@ async fn drain(workers: usize, count: usize) {
     capstan::authz::Authz::new(db.clone()).create_grant(&grant, "admin:bench").await.unwrap();
     let tasks = Tasks::new(db.clone());
     let mut queued = Vec::new();
-    for _ in 0..count {
+    for n in 0..count {
         let tasks = tasks.clone();
         queued.push(tokio::spawn(async move {
-            // Each task is its own idempotency scope, so the same small
-            // input runs once per task.
-            let payload = json!({"capability": "test.probe", "input": {"action": "big", "bytes": 16}});
+            // Each task is its own idempotency scope, and its own input:
+            // the same write by the same principal while another is open
+            // waits for it to settle (the same-write check), which would
+            // measure tasks queuing behind each other, not the queue.
+            let payload = json!({"capability": "test.probe", "input": {"action": "big", "bytes": 16, "task": n}});
             let new = NewTask {
                 kind: INVOKE_CAPABILITY.into(),
                 subject: None,
