@@ -11,5 +11,6 @@ pub fn dune_part_two() -> NewEntity {
         original_title: None,
         year: Some(2024),
         seasons: vec![],
+        episodes: Vec::new(),
     }
 }

@@ -1,5 +1,6 @@
 //! A TMDB v3 server on loopback speaking the real shapes: `search/movie`,
-//! `search/tv`, `movie/{id}`, `tv/{id}` and their `external_ids`, with
+//! `search/tv`, `movie/{id}`, `tv/{id}`, `tv/{id}/season/{n}` and their
+//! `external_ids`, with
 //! `api_key` query or bearer-token auth and TMDB's JSON error bodies. Tests
 //! switch it into a failure mode (refused key, rate limit, server error,
 //! malformed body) and read back every request it received.
@@ -40,6 +41,10 @@ pub struct Series {
     pub last_air_date: &'static str,
     /// (season number, episode count); season 0 holds specials.
     pub seasons: &'static [(u32, u32)],
+    /// Episodes with their own title and air date, as (season, episode,
+    /// title, `YYYY-MM-DD` or `""` for "not known yet"); every other
+    /// episode of a listed season is `Episode N`, aired on the first air date.
+    pub episodes: &'static [(u32, u32, &'static str, &'static str)],
     pub genres: &'static [&'static str],
     pub imdb_id: &'static str,
     pub tvdb_id: u64,
@@ -89,6 +94,7 @@ impl Catalog {
                     first_air_date: "2024-11-17",
                     last_air_date: "2024-12-22",
                     seasons: &[(1, 6)],
+                    episodes: &[],
                     genres: &["Sci-Fi & Fantasy", "Drama"],
                     imdb_id: "tt10466872",
                     tvdb_id: 355567,
@@ -101,6 +107,18 @@ impl Catalog {
                     first_air_date: "2024-02-27",
                     last_air_date: "2024-04-23",
                     seasons: &[(0, 1), (1, 10)],
+                    episodes: &[
+                        (1, 1, "Anjin", "2024-02-27"),
+                        (1, 2, "Servants of Two Masters", "2024-02-27"),
+                        (1, 3, "Tomorrow Is Tomorrow", "2024-03-05"),
+                        (1, 4, "The Eightfold Fence", "2024-03-12"),
+                        (1, 5, "Broken to the Fist", "2024-03-19"),
+                        (1, 6, "Ladies of the Willow World", "2024-03-26"),
+                        (1, 7, "A Stick of Time", "2024-04-02"),
+                        (1, 8, "The Abyss of Life", "2024-04-09"),
+                        (1, 9, "Crimson Sky", "2024-04-16"),
+                        (1, 10, "A Dream of a Dream", "2024-04-23"),
+                    ],
                     genres: &["Drama", "War & Politics"],
                     imdb_id: "tt2788316",
                     tvdb_id: 392573,
@@ -160,6 +178,7 @@ impl MockTmdb {
             .route("/3/search/tv", get(search_tv))
             .route("/3/movie/{id}", get(movie))
             .route("/3/tv/{id}", get(series))
+            .route("/3/tv/{id}/season/{season}", get(season))
             .route("/3/movie/{id}/external_ids", get(movie_ids))
             .route("/3/tv/{id}/external_ids", get(series_ids))
             .route("/3/configuration", get(configuration))
@@ -328,6 +347,35 @@ async fn series(
         "number_of_seasons": regular.clone().count(), "number_of_episodes": regular.map(|(_, c)| c).sum::<u32>(),
         "episode_run_time": [55], "genres": genres(t.genres), "seasons": seasons,
         "overview": format!("{} overview.", t.name), "next_episode_to_air": null, "in_production": true}))
+    .into_response()
+}
+
+async fn season(
+    State(s): State<Arc<Shared>>,
+    Path((id, number)): Path<(u64, u32)>,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(q): Params,
+) -> Response {
+    if let Some(answer) = refusal(&s, &uri, &q, &headers) {
+        return answer;
+    }
+    let Some(t) = s.catalog.series.iter().find(|t| t.id == id) else { return not_found() };
+    let Some((_, count)) = t.seasons.iter().find(|(n, _)| *n == number) else { return not_found() };
+    let episodes: Vec<Value> = (1..=*count)
+        .map(|e| {
+            let (title, air_date) = match t.episodes.iter().find(|(sn, en, _, _)| *sn == number && *en == e) {
+                Some((_, _, title, date)) => (title.to_string(), date.to_string()),
+                None => (format!("Episode {e}"), t.first_air_date.to_string()),
+            };
+            json!({"air_date": air_date, "episode_number": e, "episode_type": "standard", "id": id * 1000 + u64::from(e),
+                "name": title, "overview": "", "production_code": "", "runtime": 55, "season_number": number,
+                "show_id": id, "still_path": null, "vote_average": 0.0, "vote_count": 0, "crew": [], "guest_stars": []})
+        })
+        .collect();
+    let name = if number == 0 { "Specials".to_string() } else { format!("Season {number}") };
+    Json(json!({"_id": format!("{id}-{number}"), "air_date": t.first_air_date, "episodes": episodes, "name": name,
+        "overview": "", "id": id * 10 + u64::from(number), "poster_path": null, "season_number": number, "vote_average": 0.0}))
     .into_response()
 }
 

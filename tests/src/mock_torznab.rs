@@ -300,7 +300,9 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
     if let Some(unlisted) = narrowing.iter().find(|p| q.contains_key(**p) && !offered.split(',').any(|o| o == **p)) {
         return torznab_error(StatusCode::OK, 201, &format!("Incorrect parameter ({unlisted})"));
     }
-    let items: Vec<&Item> = indexer.items.iter().filter(|item| wanted(item, &q)).collect();
+    // Each release keeps its own link and guid whatever a search leaves
+    // out, as a real indexer's do.
+    let items: Vec<(usize, &Item)> = indexer.items.iter().enumerate().filter(|(_, item)| wanted(item, &q)).collect();
     let base = s.base.lock().unwrap().clone();
     xml(StatusCode::OK, feed(indexer.title, &items, &base))
 }
@@ -376,7 +378,7 @@ async fn download(
     }
 }
 
-fn feed(title: &str, items: &[&Item], base: &str) -> String {
+fn feed(title: &str, items: &[(usize, &Item)], base: &str) -> String {
     let mut out = String::from(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" xmlns:torznab="http://torznab.com/schemas/2015/feed">
@@ -384,7 +386,7 @@ fn feed(title: &str, items: &[&Item], base: &str) -> String {
 "#,
     );
     let _ = writeln!(out, "<title>{}</title>", escape(title));
-    for (n, item) in items.iter().enumerate() {
+    for &(n, item) in items {
         let guid = format!("https://indexer.example/details/{}", n + 1);
         let link = format!("{base}/download/{}.torrent", n + 1);
         let _ = write!(

@@ -38,6 +38,16 @@ pub enum LookupInput {
         #[serde(default)]
         language: Option<String>,
     },
+    /// One season of a series with its episodes: numbers, titles, air dates.
+    Season {
+        /// The series' TMDB id, as returned by `search`.
+        tmdb_id: u64,
+        /// The season number as `details` lists it; 0 holds the specials.
+        season: u32,
+        /// TMDB language for the episode titles, e.g. `zh-CN`.
+        #[serde(default)]
+        language: Option<String>,
+    },
     /// The IMDb and TVDB ids TMDB knows for one movie or series.
     ExternalIds {
         /// `movie` or `tv`.
@@ -76,10 +86,21 @@ impl LookupInput {
                 check_id(*tmdb_id)?;
                 check_language(language.as_deref())
             }
+            LookupInput::Season { tmdb_id, season, language } => {
+                check_id(*tmdb_id)?;
+                if *season > MAX_SEASON {
+                    return bad(format!("season {season} is past the {MAX_SEASON} a series may have"));
+                }
+                check_language(language.as_deref())
+            }
             LookupInput::ExternalIds { tmdb_id, .. } => check_id(*tmdb_id),
         }
     }
 }
+
+/// The highest season number a lookup asks for; long-running daily shows
+/// number seasons by year, which stays well below it.
+pub const MAX_SEASON: u32 = 9_999;
 
 fn check_id(id: u64) -> Result<(), Failure> {
     if id == 0 {

@@ -31,7 +31,7 @@ impl Capability for CatalogLookup {
         version: 1,
         label: Label::Read,
         summary: "Look up movies and series on TMDB: search by title, details, IMDb/TVDB ids",
-        description: "Searches TMDB's movie and/or series catalogue by title (optionally a year), returns the details of one title by TMDB id (title, original title, year, overview, genres, runtime, and for series the seasons and next episode), or the IMDb and TVDB ids of a title. Use it to confirm what a release or a request refers to before searching indexers.",
+        description: "Searches TMDB's movie and/or series catalogue by title (optionally a year), returns the details of one title by TMDB id (title, original title, year, overview, genres, runtime, and for series the seasons and next episode), one season's episodes (numbers, titles, air dates), or the IMDb and TVDB ids of a title. Use it to confirm what a release or a request refers to before searching indexers.",
         tags: &["catalog", "tmdb", "metadata", "search", "movie", "tv"],
         aliases: &[
             "look up",
@@ -58,6 +58,9 @@ impl Capability for CatalogLookup {
                 actions::search(&query, kind, year, language.as_deref(), limit)?
             }
             LookupInput::Details { kind, tmdb_id, language } => actions::details(kind, tmdb_id, language.as_deref())?,
+            LookupInput::Season { tmdb_id, season, language } => {
+                LookupOutput::Season(capstan_tmdb::catalog::season(tmdb_id, season, language.as_deref())?)
+            }
             LookupInput::ExternalIds { kind, tmdb_id } => actions::external_ids(kind, tmdb_id)?,
         };
         Ok(Outcome::Succeeded(output))

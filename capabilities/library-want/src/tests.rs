@@ -26,6 +26,12 @@ fn tmdb(req: &Request) -> Result<Response, HostError> {
             json!({"id": 1399, "name": "Game of Thrones", "first_air_date": "2011-04-17",
             "seasons": [{"season_number": 0, "episode_count": 3}, {"season_number": 1, "episode_count": 10}, {"season_number": 2, "episode_count": 10}]}),
         ),
+        "/tv/1399/season/2" => (
+            200,
+            json!({"season_number": 2, "name": "Season 2", "air_date": "2012-04-01", "episodes": [
+                {"episode_number": 1, "name": "The North Remembers", "air_date": "2012-04-01", "runtime": 53},
+                {"episode_number": 2, "name": "The Night Lands", "air_date": "", "runtime": 0}]}),
+        ),
         _ => (
             404,
             json!({"success": false, "status_code": 34, "status_message": "The resource you requested could not be found."}),
@@ -112,6 +118,13 @@ fn adding_records_the_catalogues_entity_and_the_seasons_asked_for() {
     let want: WantTitle = serde_json::from_value(arg).unwrap();
     assert_eq!(want.entity.seasons[2], json!({"number": 2, "episodeCount": 10}));
     assert_eq!(want.seasons, Some(vec![2]));
+    // The wanted season's episodes come from TMDB's season endpoint; a date
+    // TMDB leaves empty is none.
+    let episodes = &want.entity.episodes;
+    assert_eq!(episodes.len(), 2, "{episodes:?}");
+    assert_eq!((episodes[0].season, episodes[0].episode), (2, 1));
+    assert_eq!(episodes[0].title.as_deref(), Some("The North Remembers"));
+    assert_eq!((episodes[0].air_date.as_deref(), episodes[1].air_date.as_deref()), (Some("2012-04-01"), None));
 }
 
 #[test]

@@ -58,6 +58,17 @@ fn store(kind: &str, status: DownloadStatus, content: &str, parsed: Value) -> (H
             ("library", "plan.get") if arg["id"] == "plan-1" => Ok(json!(plan)),
             ("library", "entity.get") if arg["id"] == "ent-1" => Ok(json!(entity)),
             ("library", "release.get") if arg["id"] == "rel-1" => Ok(json!(release)),
+            ("library", "episodes.for-entity") if arg["id"] == "ent-1" => {
+                let titles = ["Hello, Ms. Cobel", "Goodbye, Mrs. Selvig", "Who Is Alive?"];
+                let episodes: Vec<Value> = (1..=3)
+                    .map(|e| {
+                        json!({"entityId": "ent-1", "season": 2, "episode": e, "absolute": 9 + e,
+                            "title": titles[e as usize - 1], "airDate": "2025-01-17", "monitored": true,
+                            "file": null, "state": "missing"})
+                    })
+                    .collect();
+                Ok(json!(episodes))
+            }
             ("drafts", "organization-plan") => {
                 let new: NewOrganizationPlan = serde_json::from_value(arg.clone()).unwrap();
                 seen.borrow_mut().push(arg.clone());
@@ -151,14 +162,34 @@ fn a_season_pack_names_every_episode_and_honours_the_mode_setting() {
     assert_eq!(
         destinations,
         [
-            "Severance/Season 02/Severance - S02E01 WEBDL-1080p.mkv",
-            "Severance/Season 02/Severance - S02E02 WEBDL-1080p.mkv",
-            "Severance/Season 02/Severance - S02E03 WEBDL-1080p.mkv",
+            "Severance (2022)/Season 02/Severance - S02E01 - Hello, Ms. Cobel.mkv",
+            "Severance (2022)/Season 02/Severance - S02E02 - Goodbye, Mrs. Selvig.mkv",
+            "Severance (2022)/Season 02/Severance - S02E03 - Who Is Alive.mkv",
         ]
     );
+    // Each file says which episodes it holds, for the import to record.
+    assert_eq!(out["items"][1]["episodes"], json!([{"season": 2, "episode": 2}]));
     // The input's mode wins over the setting.
     let out = call(json!({"downloadTaskId": "dl-1", "mode": "move"})).unwrap();
     assert_eq!(out["mode"], "move");
+}
+
+#[test]
+fn anime_files_numbered_over_the_series_land_in_their_season() {
+    let downloads = tempfile::tempdir().unwrap();
+    let batch = "[Grp] Severance (10-12) [1080p]";
+    for n in 10..=12 {
+        write(downloads.path(), &format!("{batch}/[Grp] Severance - {n} [1080p].mkv"), 10_000 + n);
+    }
+    // The release names episodes and no season: absolute numbers.
+    let (handler, _) =
+        store("tv", DownloadStatus::Completed, batch, json!({"screen_size": "1080p", "episodes": [10, 11, 12]}));
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    let out = call(json!({"downloadTaskId": "dl-1"})).unwrap();
+    let items = out["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "{out}");
+    assert_eq!(items[0]["destination"], "Severance (2022)/Season 02/Severance - S02E01 - Hello, Ms. Cobel.mkv");
+    assert_eq!(items[2]["episodes"], json!([{"season": 2, "episode": 3}]));
 }
 
 #[test]

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::status::{
-    ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, IdentityStatus, OrganizationStatus, OrganizeMode,
-    PlanStatus, PolicyStatus, SlotStatus, TaskStatus,
+    ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, EpisodeState, IdentityStatus, OrganizationStatus,
+    OrganizeMode, PlanStatus, PolicyStatus, SlotStatus, TaskStatus,
 };
 
 /// A movie or a series, as the catalog knows it.
@@ -24,6 +24,28 @@ pub struct Entity {
     /// `[{ "number": 1, "episodeCount": 10 }, ...]` for series, `[]` for movies.
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub seasons: Value,
+}
+
+/// One episode of a series: what the catalogue says of it, whether the
+/// library wants it, and the file it has in the library.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Episode {
+    pub entity_id: String,
+    pub season: i64,
+    pub episode: i64,
+    /// The episode's number counted over every regular season (season 1
+    /// episode 1 is 1), as anime releases number them; none for specials.
+    pub absolute: Option<i64>,
+    pub title: Option<String>,
+    /// `YYYY-MM-DD`, when the catalogue knows it.
+    pub air_date: Option<String>,
+    pub monitored: bool,
+    /// Where the library holds it, relative to the library root.
+    pub file: Option<String>,
+    /// Where it stands today.
+    pub state: EpisodeState,
 }
 
 /// What is wanted for an entity: a movie at a quality, or a season.

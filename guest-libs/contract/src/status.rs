@@ -123,6 +123,19 @@ names! {
 }
 
 names! {
+    /// Where an episode of a wanted series stands, read against today's
+    /// date: in the library (`have`), aired and not yet had (`missing`),
+    /// not aired yet or without a date (`not-aired`), or not wanted at all
+    /// (`unmonitored`, whatever else holds).
+    EpisodeState ("episode state") {
+        Have = "have",
+        Missing = "missing",
+        NotAired = "not-aired",
+        Unmonitored = "unmonitored",
+    }
+}
+
+names! {
     /// A plan: draft → reserved → submitted, or failed / cancelled.
     PlanStatus ("plan status") {
         Draft = "draft",

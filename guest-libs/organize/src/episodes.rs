@@ -1,7 +1,10 @@
 //! Season and episode numbers read from a file name: `S01E02`,
-//! `S01E02E03`, `S01E02-E03` (a range), `S01E02-03` and `1x02`. A season
-//! pack's files each name their episode; the release name alone cannot
-//! say which file is which.
+//! `S01E02E03`, `S01E02-E03` (a range), `S01E02-03` and `1x02`; and, for
+//! names with none of these, an anime-style absolute number
+//! (`[Group] Show - 12 [1080p].mkv`, `Show - 012v2.mkv`), which the
+//! series' episodes map to a season and episode. A season pack's files
+//! each name their episode; the release name alone cannot say which file
+//! is which.
 
 /// Season and episodes found in a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,9 +85,45 @@ pub fn parse(name: &str) -> Option<EpisodeRef> {
     None
 }
 
+/// An anime-style absolute episode number: ` - <n>` (1 to 4 digits, an
+/// optional `v2`-style version) followed by the end of the name, a space,
+/// a bracket or a dot before the extension. Only names with no season
+/// marker are read this way.
+pub fn parse_absolute(name: &str) -> Option<u32> {
+    if parse(name).is_some() {
+        return None;
+    }
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let bytes = stem.as_bytes();
+    let mut found = None;
+    let mut at = 0;
+    while let Some(offset) = stem[at..].find(" - ") {
+        let start = at + offset + 3;
+        at = start;
+        let Some((n, mut end)) = digits(bytes, start, 4) else { continue };
+        if matches!(bytes.get(end), Some(b'v' | b'V')) && bytes.get(end + 1).is_some_and(u8::is_ascii_digit) {
+            end += 2;
+        }
+        if end == bytes.len() || matches!(bytes[end], b' ' | b'[' | b'(' | b'.') {
+            found = Some(n);
+        }
+    }
+    found.filter(|n| *n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anime_numbers_are_absolute() {
+        assert_eq!(parse_absolute("[SubsPlease] Sousou no Frieren - 12 (1080p) [ABCD1234].mkv"), Some(12));
+        assert_eq!(parse_absolute("Show - 112v2 [1080p].mkv"), Some(112));
+        assert_eq!(parse_absolute("Show - 03.mkv"), Some(3));
+        assert_eq!(parse_absolute("Show - S01E03 - Title.mkv"), None, "a marker wins");
+        assert_eq!(parse_absolute("Show - The 2nd Movie.mkv"), None);
+        assert_eq!(parse_absolute("Dune.Part.Two.2024.2160p.mkv"), None);
+    }
 
     fn eps(name: &str) -> Option<(u32, Vec<u32>)> {
         parse(name).map(|r| (r.season, r.episodes))

@@ -40,4 +40,16 @@ pub struct Item {
     pub destination: String,
     /// Size of the source in bytes when the plan was made.
     pub size: u64,
+    /// The episodes the file holds (series only), so the import marks
+    /// them as had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<EpisodeRef>,
+}
+
+/// One episode of a series by number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodeRef {
+    pub season: u32,
+    pub episode: u32,
 }

@@ -14,9 +14,11 @@ use capstan_sdk::Failure;
 
 /// The default movie template.
 pub const MOVIE_TEMPLATE: &str = "{Movie Title} ({Release Year})/{Movie Title} ({Release Year}) {Quality Full}";
-/// The default episode template.
+/// The default episode template: the folder and file names Jellyfin, Emby
+/// and Plex read a series by (`Show (2024)/Season 01/Show - S01E02 -
+/// Title.mkv`).
 pub const EPISODE_TEMPLATE: &str =
-    "{Series Title}/Season {season:00}/{Series Title} - S{season:00}E{episode:00} {Quality Full}";
+    "{Series Title} ({Release Year})/Season {season:00}/{Series Title} - S{season:00}E{episode:00} - {Episode Title}";
 
 /// The tokens a template may use, as written (case does not matter).
 pub const TOKENS: &[&str] = &[
@@ -26,6 +28,7 @@ pub const TOKENS: &[&str] = &[
     "Release Year",
     "season",
     "episode",
+    "Episode Title",
     "Quality Full",
     "Release Group",
 ];
@@ -42,6 +45,7 @@ enum Token {
     /// Zero-padded to the width given (`{season:00}` → 2).
     Season(usize),
     Episode(usize),
+    EpisodeTitle,
     QualityFull,
     ReleaseGroup,
 }
@@ -60,6 +64,9 @@ pub struct Values {
     pub year: Option<i64>,
     pub season: Option<u32>,
     pub episodes: Vec<u32>,
+    /// The episodes' titles as the catalogue lists them, joined with ` + `
+    /// for a file holding several.
+    pub episode_title: Option<String>,
     pub quality_full: String,
     pub release_group: Option<String>,
 }
@@ -96,6 +103,7 @@ fn token(inner: &str, setting: &str) -> Result<Token, Failure> {
         "release year" => plain(Token::Year),
         "season" => Ok(Token::Season(width)),
         "episode" => Ok(Token::Episode(width)),
+        "episode title" => plain(Token::EpisodeTitle),
         "quality full" => plain(Token::QualityFull),
         "release group" => plain(Token::ReleaseGroup),
         _ => Err(Failure::InvalidInput(format!(
@@ -185,6 +193,7 @@ fn value(token: Token, v: &Values) -> String {
         // Several episodes in one file read `01-E02`, so `E{episode:00}`
         // gives Sonarr's `S01E01-E02`.
         Token::Episode(w) => v.episodes.iter().map(|e| pad(*e, w)).collect::<Vec<_>>().join("-E"),
+        Token::EpisodeTitle => v.episode_title.clone().unwrap_or_default(),
         Token::QualityFull => v.quality_full.clone(),
         Token::ReleaseGroup => v.release_group.clone().unwrap_or_default(),
     }
@@ -258,14 +267,26 @@ mod tests {
         let t = Template::parse(EPISODE_TEMPLATE, "episode_template").unwrap();
         let v = Values {
             title: "Severance".into(),
+            year: Some(2022),
             season: Some(2),
             episodes: vec![5],
+            episode_title: Some("Trojan's Horse".into()),
             quality_full: "WEBDL-1080p".into(),
             ..Values::default()
         };
-        assert_eq!(t.render(&v, "mkv").unwrap(), "Severance/Season 02/Severance - S02E05 WEBDL-1080p.mkv");
-        let two = Values { episodes: vec![1, 2], ..v };
-        assert!(t.render(&two, "mkv").unwrap().ends_with("Severance - S02E01-E02 WEBDL-1080p.mkv"));
+        assert_eq!(t.render(&v, "mkv").unwrap(), "Severance (2022)/Season 02/Severance - S02E05 - Trojan's Horse.mkv");
+        let two =
+            Values { episodes: vec![1, 2], episode_title: Some("Hello, Ms. Cobel + Goodbye, Mrs. Selvig".into()), ..v };
+        assert!(
+            t.render(&two, "mkv")
+                .unwrap()
+                .ends_with("Severance - S02E01-E02 - Hello, Ms. Cobel + Goodbye, Mrs. Selvig.mkv")
+        );
+        let untitled = Values { episode_title: None, ..two };
+        assert!(
+            t.render(&untitled, "mkv").unwrap().ends_with("Season 02/Severance - S02E01-E02.mkv"),
+            "no dangling dash"
+        );
     }
 
     #[test]

@@ -5,11 +5,11 @@
 
 use capstan_sdk::Failure;
 
-use crate::Item;
 use crate::content::MediaFile;
 use crate::episodes;
 use crate::naming::{Template, Values};
 use crate::subject::{Kind, Subject};
+use crate::{EpisodeRef, Item};
 
 /// The two templates, parsed.
 #[derive(Debug, Clone)]
@@ -25,6 +25,7 @@ fn base_values(subject: &Subject) -> Values {
         year: subject.year,
         season: subject.season,
         episodes: Vec::new(),
+        episode_title: None,
         quality_full: subject.quality_full.clone(),
         release_group: subject.release_group.clone(),
     }
@@ -69,7 +70,7 @@ fn movie_items(subject: &Subject, media: &[MediaFile], template: &Template) -> R
             }
             destination.push('.');
             destination.push_str(&file.extension());
-            Ok(Item { source: file.path.clone(), destination, size: file.size })
+            Ok(Item { source: file.path.clone(), destination, size: file.size, episodes: Vec::new() })
         })
         .collect()
 }
@@ -84,25 +85,43 @@ fn episode_items(subject: &Subject, media: &[MediaFile], template: &Template) ->
         .iter()
         .map(|file| {
             let mut values = base_values(subject);
-            match episodes::parse(file.name()) {
-                Some(found) => {
-                    values.season = Some(found.season);
-                    values.episodes = found.episodes;
-                }
-                // A lone file of a single-episode release whose file name
-                // lost the marker: the release name says which one it is.
-                None if media.len() == 1 && !subject.release_episodes.is_empty() && subject.season.is_some() => {
-                    values.episodes = subject.release_episodes.clone();
-                }
-                None => {
-                    return Err(Failure::Conflict(format!(
-                        "cannot tell which episode {} is: its name has no SxxEyy marker",
-                        file.path
-                    )));
-                }
-            }
+            let Some((season, found)) = which_episodes(subject, file.name(), media.len() == 1) else {
+                return Err(Failure::Conflict(format!(
+                    "cannot tell which episode {} is: its name has no SxxEyy marker or episode number the series has",
+                    file.path
+                )));
+            };
+            values.season = Some(season);
+            values.episodes = found;
+            let season = values.season.unwrap_or_default();
+            values.episode_title = subject.episode_title(season, &values.episodes);
             let destination = template.render(&values, &file.extension())?;
-            Ok(Item { source: file.path.clone(), destination, size: file.size })
+            let episodes = values.episodes.iter().map(|&episode| EpisodeRef { season, episode }).collect();
+            Ok(Item { source: file.path.clone(), destination, size: file.size, episodes })
         })
         .collect()
+}
+
+/// The season and episodes a file of the download holds: its `SxxEyy`
+/// marker; else its anime-style number, over the whole series; else, for
+/// the download's only file, what the release name says (mapped the same
+/// way when the release numbers episodes absolutely and the series'
+/// episodes are known).
+fn which_episodes(subject: &Subject, name: &str, lone: bool) -> Option<(u32, Vec<u32>)> {
+    if let Some(found) = episodes::parse(name) {
+        return Some((found.season, found.episodes));
+    }
+    if let Some(found) = episodes::parse_absolute(name).and_then(|n| subject.from_absolute(&[n])) {
+        return Some(found);
+    }
+    if !lone || subject.release_episodes.is_empty() {
+        return None;
+    }
+    if subject.release_is_absolute
+        && let Some(found) = subject.from_absolute(&subject.release_episodes)
+    {
+        return Some(found);
+    }
+    // Read within the plan's season, as before the series' episodes were known.
+    Some((subject.season?, subject.release_episodes.clone()))
 }

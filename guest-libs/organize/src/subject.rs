@@ -5,7 +5,7 @@
 
 use capstan_sdk::Failure;
 use capstan_sdk::contract::ops::ById;
-use capstan_sdk::contract::ops::queries::{DownloadGet, EntityGet, PlanGet, ReleaseGet};
+use capstan_sdk::contract::ops::queries::{DownloadGet, EntityGet, EpisodesForEntity, PlanGet, ReleaseGet};
 use capstan_sdk::contract::status::{DownloadStatus, EntityKind};
 use capstan_sdk::host::domain;
 use serde_json::Value;
@@ -36,6 +36,13 @@ pub struct Subject {
     /// Episodes the release name itself lists, for a single-file episode
     /// whose file name has no marker.
     pub release_episodes: Vec<u32>,
+    /// Episode titles the catalogue lists, by season and episode.
+    pub episode_titles: std::collections::BTreeMap<(u32, u32), String>,
+    /// Season and episode of each absolute number the catalogue lists.
+    pub absolute: std::collections::BTreeMap<u32, (u32, u32)>,
+    /// Whether the release name numbers episodes absolutely (episodes and
+    /// no season, as anime releases do).
+    pub release_is_absolute: bool,
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -64,11 +71,27 @@ impl Subject {
             .and_then(Value::as_u64)
             .or_else(|| parsed.get("season").and_then(Value::as_u64))
             .map(|s| s as u32);
-        let release_episodes = parsed
+        let release_episodes: Vec<u32> = parsed
             .get("episodes")
             .and_then(Value::as_array)
             .map(|list| list.iter().filter_map(Value::as_u64).map(|e| e as u32).collect())
             .unwrap_or_default();
+        let listed = match kind {
+            Kind::Tv => domain::call::<EpisodesForEntity>(&ById::new(&entity.id))?,
+            Kind::Movie => Vec::new(),
+        };
+        let mut episode_titles = std::collections::BTreeMap::new();
+        let mut absolute = std::collections::BTreeMap::new();
+        for e in listed {
+            let (Ok(s), Ok(n)) = (u32::try_from(e.season), u32::try_from(e.episode)) else { continue };
+            if let Some(title) = e.title.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
+                episode_titles.insert((s, n), title);
+            }
+            if let Some(a) = e.absolute.and_then(|a| u32::try_from(a).ok()) {
+                absolute.insert(a, (s, n));
+            }
+        }
+        let release_is_absolute = parsed.get("season").is_none_or(Value::is_null) && !release_episodes.is_empty();
         Ok(Subject {
             download_id: download.id,
             status: download.status,
@@ -81,7 +104,34 @@ impl Subject {
             quality_full: quality_full(&parsed, text(&payload, "quality").as_deref()),
             release_group: text(&parsed, "release_group"),
             release_episodes,
+            episode_titles,
+            absolute,
+            release_is_absolute,
         })
+    }
+
+    /// The season and episodes absolute numbers stand for, when they all
+    /// fall in one season the catalogue lists.
+    pub fn from_absolute(&self, numbers: &[u32]) -> Option<(u32, Vec<u32>)> {
+        let mapped: Vec<(u32, u32)> = numbers.iter().map(|n| self.absolute.get(n).copied()).collect::<Option<_>>()?;
+        let season = mapped.first()?.0;
+        mapped.iter().all(|(s, _)| *s == season).then(|| (season, mapped.iter().map(|(_, e)| *e).collect()))
+    }
+
+    /// The title of the file holding `episodes` of `season`: the one
+    /// episode's, or the distinct titles joined with ` + ` (a double episode
+    /// titled `Part 1` and `Part 2` keeps both); `None` while the catalogue
+    /// lists none of them.
+    pub fn episode_title(&self, season: u32, episodes: &[u32]) -> Option<String> {
+        let mut titles: Vec<&str> = Vec::new();
+        for e in episodes {
+            if let Some(t) = self.episode_titles.get(&(season, *e))
+                && !titles.contains(&t.as_str())
+            {
+                titles.push(t);
+            }
+        }
+        (!titles.is_empty()).then(|| titles.join(" + "))
     }
 }
 

@@ -4,7 +4,7 @@
 use capstan_sdk::Failure;
 
 use crate::client::{self as tmdb, Subject, non_empty, year_of};
-use crate::output::{Details, ExternalIdsOut, LookupOutput, NextEpisode, SearchHit, Season};
+use crate::output::{Details, EpisodeOut, ExternalIdsOut, LookupOutput, NextEpisode, SearchHit, Season, SeasonOut};
 use crate::{DEFAULT_LIMIT, MediaKind, SearchKind};
 
 /// The original title only when it says something the title does not.
@@ -180,4 +180,40 @@ pub fn external_ids(kind: MediaKind, tmdb_id: u64) -> Result<LookupOutput, Failu
         imdb_id: non_empty(ids.imdb_id),
         tvdb_id: ids.tvdb_id.filter(|id| *id > 0),
     }))
+}
+
+/// Most episodes one season may list: long-running daily shows reach a few
+/// hundred; anything past this is not a season a library can fetch.
+pub const MAX_EPISODES: usize = 2_000;
+
+/// One season of a series with its episodes (TMDB's `/tv/{id}/season/{n}`).
+pub fn season(tmdb_id: u64, season_number: u32, language: Option<&str>) -> Result<SeasonOut, Failure> {
+    let what = format!("season {season_number} of the series with TMDB id {tmdb_id}");
+    let subject = Subject { what: &what, missing_is_not_found: true };
+    let params: Vec<(&str, String)> = language.map(|l| ("language", l.to_string())).into_iter().collect();
+    let path = format!("/tv/{tmdb_id}/season/{season_number}");
+    let s: tmdb::SeasonDetails = tmdb::get(&path, &params, &subject)?;
+    if s.season_number != season_number {
+        return Err(Failure::Unavailable(format!("TMDB answered season {} when asked for {what}", s.season_number)));
+    }
+    if s.episodes.len() > MAX_EPISODES {
+        return Err(Failure::Unavailable(format!(
+            "TMDB lists {} episodes for {what}, more than the {MAX_EPISODES} a season may have",
+            s.episodes.len()
+        )));
+    }
+    let mut episodes: Vec<EpisodeOut> = s
+        .episodes
+        .into_iter()
+        .map(|e| EpisodeOut {
+            episode_number: e.episode_number,
+            name: non_empty(e.name),
+            air_date: non_empty(e.air_date),
+            runtime_minutes: e.runtime.filter(|r| *r > 0),
+        })
+        .collect();
+    // TMDB lists them in order; an answer that repeats a number keeps the first.
+    episodes.sort_by_key(|e| e.episode_number);
+    episodes.dedup_by_key(|e| e.episode_number);
+    Ok(SeasonOut { tmdb_id, season_number, name: non_empty(s.name), air_date: non_empty(s.air_date), episodes })
 }

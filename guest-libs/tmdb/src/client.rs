@@ -248,6 +248,31 @@ pub struct TvEpisode {
     pub name: Option<String>,
 }
 
+/// `GET /tv/{id}/season/{n}`: one season with its episodes.
+#[derive(Debug, Deserialize)]
+pub struct SeasonDetails {
+    pub season_number: u32,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub air_date: Option<String>,
+    #[serde(default)]
+    pub episodes: Vec<SeasonEpisode>,
+}
+
+/// One entry of a season's `episodes`.
+#[derive(Debug, Deserialize)]
+pub struct SeasonEpisode {
+    pub episode_number: u32,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `YYYY-MM-DD`; empty or null while TMDB does not know it.
+    #[serde(default)]
+    pub air_date: Option<String>,
+    #[serde(default)]
+    pub runtime: Option<u32>,
+}
+
 /// `GET /{movie|tv}/{id}/external_ids`. TVDB ids exist only for series.
 #[derive(Debug, Deserialize)]
 pub struct ExternalIds {

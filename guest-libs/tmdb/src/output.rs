@@ -18,6 +18,7 @@ pub enum LookupOutput {
     },
     Details(Box<Details>),
     ExternalIds(ExternalIdsOut),
+    Season(SeasonOut),
 }
 
 /// One search match.
@@ -137,4 +138,30 @@ pub struct ExternalIdsOut {
     /// TheTVDB id; TMDB keeps these for series only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tvdb_id: Option<u64>,
+}
+
+/// One season of a series with its episodes, in episode order.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SeasonOut {
+    pub tmdb_id: u64,
+    /// 0 for specials.
+    pub season_number: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub air_date: Option<String>,
+    pub episodes: Vec<EpisodeOut>,
+}
+
+/// One episode.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct EpisodeOut {
+    pub episode_number: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `YYYY-MM-DD`; absent while TMDB does not know when it airs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub air_date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_minutes: Option<u32>,
 }

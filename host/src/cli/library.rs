@@ -53,7 +53,30 @@ pub enum LibraryCommand {
 fn slot_line(slot: &Value) -> String {
     let season = slot["season"].as_i64().map(|s| format!("season {s} ")).unwrap_or_default();
     let profile = slot["profile"].as_str().map(|p| format!(" ({p})")).unwrap_or_default();
-    format!("{season}{} {}{profile}", slot["quality"].as_str().unwrap_or(""), slot["status"].as_str().unwrap_or(""))
+    let episodes = episode_words(&slot["episodes"]);
+    format!(
+        "{season}{} {}{profile}{episodes}",
+        slot["quality"].as_str().unwrap_or(""),
+        slot["status"].as_str().unwrap_or("")
+    )
+}
+
+/// A season's episodes as `  (4 of 10 episodes, 2 missing, 4 not aired)`;
+/// empty when the slot has no episode counts.
+fn episode_words(e: &Value) -> String {
+    let n = |key: &str| e[key].as_i64().unwrap_or(0);
+    if e.is_null() {
+        return String::new();
+    }
+    let wanted = n("total") - n("unmonitored");
+    let mut parts = vec![format!("{} of {wanted} episode{}", n("have"), if wanted == 1 { "" } else { "s" })];
+    if n("missing") > 0 {
+        parts.push(format!("{} missing", n("missing")));
+    }
+    if n("notAired") > 0 {
+        parts.push(format!("{} not aired", n("notAired")));
+    }
+    format!("  ({})", parts.join(", "))
 }
 
 fn entity_line(entity: &Value) -> String {

@@ -136,6 +136,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::titles::add))
         .routes(routes!(routes::titles::change, routes::titles::remove))
         .routes(routes!(routes::titles::policies))
+        .routes(routes!(routes::episodes::list))
+        .routes(routes!(routes::episodes::change))
         .routes(routes!(routes::setup::get))
         .routes(routes!(routes::setup::put_service, routes::setup::remove_service))
         .routes(routes!(routes::setup::test_service))

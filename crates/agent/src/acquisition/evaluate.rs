@@ -9,14 +9,18 @@
 //! and never picks again a release whose plan for the slot failed. The best one: when the slot names a quality policy (its
 //! `profile`, e.g. `quality.movies`), the published profile's choice among
 //! the releases it accepts — judged exactly as `policy.preview` judges —
-//! else the most seeded.
+//! else the most seeded. A season whose episodes are recorded is searched
+//! for what it lacks ([`super::episodes`]): the one missing episode, or
+//! the season, and the releases that give the most missing episodes are the
+//! ones chosen among; a release already fetched for the slot is not
+//! fetched again.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use capstan_quality::{QualityProfile, covers_season, offer, preferred};
 
-use super::call;
+use super::{call, episodes};
 use crate::authz::AuthzError;
 use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
 use crate::domain::{IdentityStatus, SlotStatus};
@@ -42,26 +46,34 @@ const RESULTS_PER_SLOT: u64 = 25;
 /// slot names one, and for series the season (a pack of several seasons
 /// fits each of them).
 fn fits(slot: &Slot, parsed: &Value) -> bool {
-    let quality = slot.quality.to_ascii_lowercase();
-    let resolution_ok = match parsed.get("screen_size").and_then(Value::as_str) {
-        _ if !quality.ends_with('p') => true,
-        Some(size) => size.eq_ignore_ascii_case(&quality),
-        None => false,
-    };
     let season_ok = match slot.season {
         None => true,
         Some(season) => covers_season(parsed, season) == Some(true),
     };
-    resolution_ok && season_ok
+    resolution_fits(slot, parsed) && season_ok
 }
 
-fn search_input(entity: &Entity, slot: &Slot) -> Value {
+/// Whether a release's resolution is the one the slot names (any, when
+/// the slot names no resolution).
+fn resolution_fits(slot: &Slot, parsed: &Value) -> bool {
+    let quality = slot.quality.to_ascii_lowercase();
+    match parsed.get("screen_size").and_then(Value::as_str) {
+        _ if !quality.ends_with('p') => true,
+        Some(size) => size.eq_ignore_ascii_case(&quality),
+        None => false,
+    }
+}
+
+fn search_input(entity: &Entity, slot: &Slot, missing: Option<&[i64]>) -> Value {
     let mut input = json!({ "query": entity.title, "kind": entity.kind, "limit": RESULTS_PER_SLOT });
     if let Some(tmdb) = entity.tmdb_id {
         input["tmdb_id"] = json!(tmdb);
     }
     if let Some(season) = slot.season {
         input["season"] = json!(season);
+    }
+    if let Some([episode]) = missing {
+        input["episode"] = json!(episode);
     }
     input
 }
@@ -112,7 +124,15 @@ async fn quality_profile(svc: &Services, slot: &Slot) -> Result<Result<Option<Qu
 async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
     let domain = &svc.domain;
     let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
-    let searched = call(svc, task, "release.search", search_input(&entity, slot)).await?;
+    let known = match slot.season {
+        Some(_) => domain.episodes(&entity.id).await.map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    let missing = slot.season.and_then(|season| episodes::missing(&known, season));
+    if missing.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(json!({ "slotId": slot.id, "outcome": "nothing-missing" }));
+    }
+    let searched = call(svc, task, "release.search", search_input(&entity, slot, missing.as_deref())).await?;
     if searched.status != Status::Succeeded {
         return Ok(
             json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failed_attempt("release.search", &searched).to_string() }),
@@ -125,8 +145,14 @@ async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value
     let found = searched.output.unwrap_or_default();
     // A release whose plan for this slot failed (someone chose another) is
     // not picked for it again.
-    let given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
+    let mut given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
+    // A season fetched an episode at a time comes back wanted: what was
+    // fetched for it already is not fetched again.
+    if missing.is_some() {
+        given_up.extend(domain.fetched_releases(&slot.id).await.map_err(|e| e.to_string())?);
+    }
     let mut candidates: Vec<(i64, SourceRelease)> = Vec::new();
+    let mut gifts = Vec::new();
     for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
         let Some(mut release) = record(svc, task, item).await? else { continue };
         if given_up.contains(&release.id) {
@@ -142,9 +168,28 @@ async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value
         }
         let ours = release.identity_status == IdentityStatus::Resolved
             && release.entity_id.as_deref() == Some(entity.id.as_str());
-        if ours && fits(slot, &release.parsed) {
+        if !ours {
+            continue;
+        }
+        // A season whose episodes are known takes what gives it some of
+        // them, an anime release's absolute numbers included; otherwise
+        // the name must say the season.
+        let fit = match (&missing, slot.season) {
+            (Some(missing), Some(season)) => {
+                resolution_fits(slot, &release.parsed)
+                    && episodes::holds(&release.parsed, season, &known)
+                        .map(|holds| gifts.push(episodes::gives(&holds, missing)))
+                        .is_some()
+            }
+            _ => fits(slot, &release.parsed),
+        };
+        if fit {
             candidates.push((item.get("seeders").and_then(Value::as_i64).unwrap_or(0), release));
         }
+    }
+    if missing.is_some() {
+        let keep = episodes::best(&gifts);
+        candidates = candidates.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, c)| c).collect();
     }
     let chosen = match &profile {
         Some(profile) => {

@@ -22,6 +22,7 @@
 //! failed is tried again on a backoff, at once when what it may have failed
 //! on changes ([`cause_may_have_cleared`]).
 
+mod episodes;
 mod evaluate;
 mod import;
 mod sync;

@@ -14,7 +14,7 @@ impl Domain {
     /// while a submitted plan's download is followed, and `waitingPlan`
     /// while a drafted plan waits for an approval.
     pub async fn slot_with_activity(&self, slot: &Slot) -> Result<SlotActivity, DomainError> {
-        let mut shown = SlotActivity { slot: slot.clone(), download: None, waiting_plan: None };
+        let mut shown = SlotActivity { slot: slot.clone(), download: None, waiting_plan: None, episodes: None };
         match slot.status {
             SlotStatus::Reserved => {
                 let submitted = self.plans(Some(PlanStatus::Submitted), Some(&slot.id), 1).await?;

@@ -171,5 +171,6 @@ pub(super) async fn upsert_entity_in(
             id
         }
     };
+    super::episodes::upsert_episodes_in(tx, &id, &new.seasons, &new.episodes).await?;
     Ok(id)
 }

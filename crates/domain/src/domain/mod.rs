@@ -15,6 +15,7 @@ mod decisions;
 pub mod dispatch;
 mod downloads;
 mod entities;
+mod episodes;
 mod hand_off;
 mod host_imports;
 mod model;
@@ -26,7 +27,7 @@ mod releases;
 mod submit_failures;
 mod titles;
 
-pub use capstan_contract::ops::drafts::{NewEntity, NewOrganizationPlan, NewPlan, NewRelease};
+pub use capstan_contract::ops::drafts::{NewEntity, NewEpisode, NewOrganizationPlan, NewPlan, NewRelease};
 pub use capstan_contract::ops::transitions::WantTitle;
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};
 pub use decision_options::{OPTION_ACTIONS, find as decision_option};

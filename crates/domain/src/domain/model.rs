@@ -7,11 +7,11 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 pub use capstan_contract::records::{
-    Artifact, Decision, DownloadTask, Entity, Organization, Plan, Slot, SourceRelease,
+    Artifact, Decision, DownloadTask, Entity, Episode, Organization, Plan, Slot, SourceRelease,
 };
 pub use capstan_contract::status::{
-    ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, IdentityStatus, OrganizationStatus, OrganizeMode,
-    PlanStatus, SlotStatus,
+    ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, EpisodeState, IdentityStatus, OrganizationStatus,
+    OrganizeMode, PlanStatus, SlotStatus,
 };
 
 /// A record read from a row of its table.

@@ -212,6 +212,7 @@ impl Domain {
         }
         let download = self.download(&org.download_task_id).await?;
         let plan = self.plan(&download.plan_id).await?;
+        let slot = self.slot(&plan.slot_id).await?;
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
@@ -236,11 +237,27 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         if error.is_none() {
+            // A season is satisfied once no monitored episode that has
+            // aired is left without a file; a single episode leaves the
+            // rest of its season wanted.
+            let mut slot_status = "satisfied";
+            if let Some(season) = slot.season {
+                super::episodes::record_files_in(
+                    &mut tx,
+                    &slot.entity_id,
+                    &super::episodes::files_of_items(&org.items),
+                )
+                .await?;
+                if super::episodes::season_lacks_in(&mut tx, &slot.entity_id, season).await? == Some(true) {
+                    slot_status = "wanted";
+                }
+            }
             sqlx::query(
-                "UPDATE media_slot SET status = 'satisfied', revision = revision + 1, updated_at = $1 WHERE id = $2 AND status <> 'satisfied'",
+                "UPDATE media_slot SET status = $3, revision = revision + 1, updated_at = $1 WHERE id = $2 AND status <> $3",
             )
             .bind(now)
             .bind(&plan.slot_id)
+            .bind(slot_status)
             .execute(&mut *tx)
             .await?;
         }

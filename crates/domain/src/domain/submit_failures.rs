@@ -170,6 +170,16 @@ impl Domain {
         .fetch_all(&self.db.pool)
         .await?)
     }
+
+    /// The releases already handed to the client for slot `slot_id`.
+    pub async fn fetched_releases(&self, slot_id: &str) -> Result<Vec<String>, DomainError> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT source_release_id FROM acquisition_plan WHERE slot_id = $1 AND status = 'submitted'",
+        )
+        .bind(slot_id)
+        .fetch_all(&self.db.pool)
+        .await?)
+    }
 }
 
 #[cfg(test)]

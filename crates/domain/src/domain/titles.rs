@@ -113,6 +113,9 @@ impl Domain {
             .await?;
             opened.push(id);
         }
+        // The picked seasons' episodes are wanted; the others stay as they were.
+        let picked: Vec<i64> = seasons.iter().flatten().copied().collect();
+        super::episodes::monitor_seasons_in(&mut tx, &entity_id, &picked, true).await?;
         tx.commit().await?;
         let entity = self.entity(&entity_id).await?;
         let slots: Vec<Slot> =
@@ -223,6 +226,9 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         }
+        // A season nobody wants has no episode anybody waits for.
+        let given_up: Vec<i64> = slots.iter().filter_map(|s| s.season).collect();
+        super::episodes::monitor_seasons_in(&mut tx, entity_id, &given_up, false).await?;
         let mut announce = false;
         for (plan, slot) in &cancelled {
             let payload = json!({ "planId": plan, "slotId": slot, "status": "cancelled" });

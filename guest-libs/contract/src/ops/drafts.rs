@@ -24,6 +24,24 @@ pub struct NewEntity {
     /// `[{ "number": 1, "episodeCount": 10 }, ...]` for series.
     #[serde(default)]
     pub seasons: Vec<Value>,
+    /// A series' episodes as the catalogue lists them, for the seasons
+    /// read; recorded beside the ones already known (their monitoring and
+    /// files kept), so a later read refreshes titles and air dates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub episodes: Vec<NewEpisode>,
+}
+
+/// One episode of a series, as the catalogue lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewEpisode {
+    pub season: i64,
+    pub episode: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `YYYY-MM-DD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub air_date: Option<String>,
 }
 
 /// A release to record.

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ById, default_limit, is_default_limit, operation};
-use crate::records::{Artifact, Decision, DownloadTask, Entity, Organization, Plan, Policy, Slot, SourceRelease, Task};
+use crate::records::{
+    Artifact, Decision, DownloadTask, Entity, Episode, Organization, Plan, Policy, Slot, SourceRelease, Task,
+};
 use crate::status::{DecisionStatus, DownloadStatus, EntityKind, PlanStatus, SlotStatus};
 
 /// Entities, optionally of one kind.
@@ -142,6 +144,21 @@ pub struct SlotActivity {
     pub download: Option<DownloadActivity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_plan: Option<WaitingPlan>,
+    /// For a season: how its episodes stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episodes: Option<SeasonProgress>,
+}
+
+/// How a season's episodes stand: counts by [`crate::status::EpisodeState`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SeasonProgress {
+    pub total: i64,
+    pub have: i64,
+    pub missing: i64,
+    pub not_aired: i64,
+    pub unmonitored: i64,
 }
 
 /// The download of the plan submitted for a slot, as the client last told.
@@ -221,6 +238,10 @@ operation!(
     SlotsForEntity = "slots.for-entity" via Library: ById => Vec<Slot>
 );
 operation!(SlotsList = "slots.list" via Library: SlotsListed => Vec<Slot>);
+operation!(
+    /// The episodes of the series `id`, in season and episode order.
+    EpisodesForEntity = "episodes.for-entity" via Library: ById => Vec<Episode>
+);
 operation!(ReleaseGet = "release.get" via Library: ById => SourceRelease);
 operation!(ReleaseByInfohash = "release.by-infohash" via Library: ByInfohash => Option<SourceRelease>);
 operation!(

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ById, operation, present};
-use crate::records::{DownloadTask, Entity, Organization, Plan, Policy, Slot, Task};
+use crate::records::{DownloadTask, Entity, Episode, Organization, Plan, Policy, Slot, Task};
 use crate::status::DownloadStatus;
 
 /// The plan a step applies to.
@@ -97,6 +97,18 @@ pub struct WantTitle {
     pub seasons: Option<Vec<i64>>,
 }
 
+/// Which episodes of a wanted series the library wants: all of `season`,
+/// or only `episodes` of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EpisodesMonitor {
+    pub entity_id: String,
+    pub season: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episodes: Option<Vec<i64>>,
+    pub monitored: bool,
+}
+
 /// What to change of a wanted title.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -145,6 +157,10 @@ operation!(
     TitleWantRecord = "title.want" via Records: WantTitle => WantedTitle
 );
 operation!(TitleChangeRecord = "title.change" via Records: TitleChange => WantedTitle);
+operation!(
+    /// Monitors or unmonitors episodes; answers the season's episodes.
+    EpisodesMonitorRecord = "episodes.monitor" via Records: EpisodesMonitor => Vec<Episode>
+);
 operation!(TitleUnwantRecord = "title.unwant" via Records: TitleUnwant => WantedTitle);
 operation!(
     /// Queues a failed, dead or cancelled task again.

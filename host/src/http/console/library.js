@@ -34,7 +34,11 @@ async function refreshLibrary() {
       library.announced = null;
     }
     const wanted = el("td");
-    for (const s of item.slots) wanted.append(slotLine(s));
+    for (const s of item.slots) {
+      wanted.append(slotLine(s));
+      const episodes = s.episodes ? episodeList(s) : null;
+      if (episodes) wanted.append(episodes);
+    }
     const row = el("tr");
     row.dataset.entityId = e.id;
     row.append(el("td", e.title + (e.year ? " (" + e.year + ")" : "")), el("td", e.kind), wanted);
@@ -77,12 +81,22 @@ function timeLeft(seconds) {
   return (seconds / 3600).toFixed(1) + " h left";
 }
 
+/// How a season's episodes stand: "(4 of 10 episodes, 2 missing, 4 not aired)".
+function episodeWords(e) {
+  const wanted = e.total - e.unmonitored;
+  const parts = [e.have + " of " + wanted + (wanted === 1 ? " episode" : " episodes")];
+  if (e.missing) parts.push(e.missing + " missing");
+  if (e.notAired) parts.push(e.notAired + " not aired");
+  return "(" + parts.join(", ") + ")";
+}
+
 /// One slot as a line: what it is, and what is happening to it now.
 function slotLine(s) {
   const line = el("div", undefined, "slot slot-" + s.status);
   line.dataset.slotId = s.id;
   const what = (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + (SLOT_WORDS[s.status] || s.status) + (s.profile ? " (" + s.profile + ")" : "");
   line.append(el("span", what, "status-" + s.status));
+  if (s.episodes) line.append(" ", el("span", episodeWords(s.episodes), "episodes"), " ", episodeToggle(s));
   if (s.download || s.waitingPlan) line.append(": ");
   const d = s.download;
   const waiting = s.waitingPlan;

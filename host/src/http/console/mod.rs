@@ -23,6 +23,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/stream.js", JS, include_str!("stream.js")),
     ("/runs.js", JS, include_str!("runs.js")),
     ("/library.js", JS, include_str!("library.js")),
+    ("/episodes.js", JS, include_str!("episodes.js")),
     ("/services.js", JS, include_str!("services.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),

@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod audit;
 pub mod capabilities;
 pub mod decisions;
+pub mod episodes;
 pub mod events;
 pub mod grants;
 pub mod health;

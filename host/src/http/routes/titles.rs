@@ -28,13 +28,14 @@ use crate::runtime::{EffectClass, Status};
 
 const CAPABILITY: &str = "library.want";
 
-/// Calls `library.want` as the caller and answers as a resource would.
-async fn want(
+/// Calls `library.want` as the caller and answers as a resource would:
+/// its output read as `T`.
+pub(crate) async fn want<T: serde::de::DeserializeOwned>(
     state: &AppState,
     caller: &Caller,
     input: Value,
     created: bool,
-) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
+) -> Result<(StatusCode, Json<T>), ApiError> {
     let origin = caller.origin(EffectClass::Execute, "changing what the library wants", crate::store::new_id())?;
     let inv = match state.caps().invoke(&origin, CAPABILITY, &input).await {
         Ok(inv) => inv,
@@ -46,7 +47,7 @@ async fn want(
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
             // The capability answers the contract's record as JSON; read
             // back, it is the same document.
-            let title: WantedTitle = serde_json::from_value(inv.output.unwrap_or(Value::Null)).map_err(|e| {
+            let title: T = serde_json::from_value(inv.output.unwrap_or(Value::Null)).map_err(|e| {
                 ApiError::internal(format!("{CAPABILITY} answered something other than the title and its slots: {e}"))
             })?;
             Ok((status, Json(title)))
@@ -244,12 +245,17 @@ pub(crate) struct EntityPath {
 
 impl EntityPath {
     fn id(self) -> Result<String, ApiError> {
-        if self.entity_id.trim().is_empty() {
-            let refusal = ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", "entityId must not be blank");
-            return Err(refusal.about("entityId"));
-        }
-        Ok(self.entity_id)
+        entity_id(self.entity_id)
     }
+}
+
+/// A library entity id from a path: not blank (400 otherwise).
+pub(crate) fn entity_id(entity_id: String) -> Result<String, ApiError> {
+    if entity_id.trim().is_empty() {
+        let refusal = ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", "entityId must not be blank");
+        return Err(refusal.about("entityId"));
+    }
+    Ok(entity_id)
 }
 
 impl utoipa::IntoParams for EntityPath {

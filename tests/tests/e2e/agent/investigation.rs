@@ -186,6 +186,7 @@ async fn an_ambiguous_identity_is_asked_and_investigated_once(backend: Backend) 
             original_title: None,
             year: Some(year),
             seasons: vec![],
+            episodes: Vec::new(),
         };
         domain.upsert_entity(&lion).await.unwrap();
     }

@@ -118,6 +118,7 @@ async fn an_entity_scoped_grant_covers_the_downloads_of_that_entity_only(backend
             original_title: None,
             year: Some(2021),
             seasons: vec![],
+            episodes: Vec::new(),
         };
         let entity = domain.upsert_entity(&entity).await.unwrap();
         let slot = NewSlot { entity_id: entity.id.clone(), season: None, quality: "1080p".into(), profile: None };

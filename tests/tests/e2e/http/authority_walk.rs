@@ -124,7 +124,8 @@ async fn only_application_json_bodies_are_taken() {
             if operation.get("requestBody").is_none() || route == "/api/v1/session" {
                 continue;
             }
-            let path = route.trim_start_matches("/api/v1").replace(['{', '}'], "");
+            // Each path parameter named by itself, a season by a number.
+            let path = route.trim_start_matches("/api/v1").replace("{season}", "1").replace(['{', '}'], "");
             for content_type in [
                 "application/vnd.api+json",
                 "application/merge-patch+json",

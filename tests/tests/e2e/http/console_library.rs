@@ -92,6 +92,19 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     let season_one = slots.into_iter().find(|s| s.season == Some(1)).unwrap();
     browser.wait_text("#add-done", "announced the series", |t| t.contains("Wanted: Shōgun (2024)")).await;
 
+    // The season's line counts its episodes; its list wants them one by one.
+    let series_row = format!("#library tr[data-entity-id='{}']", season_one.entity_id);
+    let counted = |t: &str| t.contains("(0 of 10 episodes, 10 missing)");
+    browser.wait_text(&series_row, "counted the episodes", counted).await;
+    browser.click(&format!("{series_row} .episodes-toggle")).await;
+    let list = format!("{series_row} .episode-list");
+    let listed = browser.wait_text(&list, "listed the episodes", |t| t.contains("E10 A Dream of a Dream")).await;
+    assert!(listed.contains("E02 Servants of Two Masters · 2024-02-27 · missing"), "{listed}");
+    browser.click(&format!("{list} li[data-episode='10'] input")).await;
+    let nine = |t: &str| t.contains("(0 of 9 episodes, 9 missing)");
+    browser.wait_text(&series_row, "stopped wanting episode 10", nine).await;
+    browser.wait_text(&format!("{list} li[data-episode='10']"), "said so", |t| t.contains("not wanted")).await;
+
     // The sweep drafts a plan it may not submit: the row says it waits for
     // approval and leads there, the tab counts it, the banner has done its job.
     let domain = &env.svc.domain;

@@ -155,6 +155,7 @@ pub(super) async fn wanted(
             original_title: None,
             year: Some(2021),
             seasons: vec![],
+            episodes: Vec::new(),
         })
         .await
         .unwrap();
@@ -365,6 +366,7 @@ async fn planning_reports_the_store_s_refusals(backend: Backend) {
             original_title: None,
             year: Some(2008),
             seasons: vec![],
+            episodes: Vec::new(),
         })
         .await
         .unwrap();

@@ -35,6 +35,7 @@ async fn movie(domain: &Domain, tmdb: i64, title: &str, year: i64) -> String {
         original_title: None,
         year: Some(year),
         seasons: vec![],
+        episodes: Vec::new(),
     };
     domain.upsert_entity(&new).await.unwrap().id
 }

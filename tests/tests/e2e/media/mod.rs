@@ -16,6 +16,8 @@ mod quality;
 mod recovery;
 mod release;
 mod search;
+mod series;
+mod series_pipeline;
 mod submit_failed;
 mod swarm;
 pub mod titles;

@@ -46,8 +46,13 @@ async fn start(qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
 /// of its own and a worker running the pipeline's tasks.
 pub(super) async fn start_on(backend: Backend, qbt: &QBittorrent, dune: &BuiltTorrent) -> Env {
     let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", dune).await;
+    start_with(backend, qbt, indexer, TestHost::new()).await
+}
+
+/// As [`start_on`], with `indexer` (key `indexer-key`) as the indexer and
+/// `host` (which may name more services) as the host to set up.
+pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: MockTorznab, mut host: TestHost) -> Env {
     let library = tempfile::tempdir().unwrap();
-    let mut host = TestHost::new();
     let service = |base_url: String, auth: Auth| ServiceConfig {
         base_url,
         auth,
@@ -143,40 +148,7 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
         ("resolved", Some(slot.entity_id.as_str()))
     );
     let download = env.svc.domain.download_for_plan(&plan_id).await.unwrap().unwrap();
-
-    // The payload is on disk: once qBittorrent has settled, a recheck
-    // completes it; syncs record what the client says.
-    let deadline = Instant::now() + DEADLINE;
-    let mut rechecked = false;
-    loop {
-        let synced = run(&env, SYNC_DOWNLOADS, json!({})).await;
-        assert_eq!(synced.status, TaskStatus::Succeeded, "{:?}", synced.last_error);
-        let now = env.svc.domain.download(&download.id).await.unwrap();
-        if matches!(now.status.as_str(), "completed" | "importing" | "imported") {
-            break;
-        }
-        if !rechecked && now.status != capstan::domain::DownloadStatus::Queued {
-            let inv = env
-                .caps
-                .invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &json!({"downloadTaskId": download.id}))
-                .await
-                .unwrap();
-            rechecked = inv.error.is_none();
-        }
-        assert!(Instant::now() < deadline, "the download never completed: {now:?}");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-
-    // The completed download queued its import; wait for the organization.
-    let deadline = Instant::now() + DEADLINE;
-    let organization = loop {
-        let orgs = env.svc.domain.organizations_for_download(&download.id).await.unwrap();
-        if let Some(org) = orgs.iter().find(|o| o.status == capstan::domain::OrganizationStatus::Succeeded) {
-            break org.clone();
-        }
-        assert!(Instant::now() < deadline, "no organization succeeded: {orgs:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let organization = await_import(&env, &download.id).await;
     assert_eq!(organization.mode, capstan::domain::OrganizeMode::Hardlink);
     let destination = organization.items[0]["destination"].as_str().unwrap();
     assert!(destination.starts_with("Dune - Part Two (2024)/Dune - Part Two (2024)"), "{destination}");
@@ -196,6 +168,45 @@ async fn a_feed_item_for_a_wanted_movie_ends_in_the_library_under_a_grant() {
         events.iter().filter(|e| e.kind == "download.status_changed" && e.payload["to"] == "completed").count();
     assert_eq!(completed, 1);
     assert!(events.iter().any(|e| e.kind == "organization.changed" && e.payload["status"] == "succeeded"));
+}
+
+/// Syncs download `download_id` until the client has it complete (its
+/// payload is on disk already: once qBittorrent has settled, a recheck
+/// completes it), then waits for the import it queued to succeed.
+pub(super) async fn await_import(env: &Env, download_id: &str) -> capstan::domain::Organization {
+    // The payload is on disk: once qBittorrent has settled, a recheck
+    // completes it; syncs record what the client says.
+    let deadline = Instant::now() + DEADLINE;
+    let mut rechecked = false;
+    loop {
+        let synced = run(env, SYNC_DOWNLOADS, json!({})).await;
+        assert_eq!(synced.status, TaskStatus::Succeeded, "{:?}", synced.last_error);
+        let now = env.svc.domain.download(download_id).await.unwrap();
+        if matches!(now.status.as_str(), "completed" | "importing" | "imported") {
+            break;
+        }
+        if !rechecked && now.status != capstan::domain::DownloadStatus::Queued {
+            let inv = env
+                .caps
+                .invoke(&Origin::cli(EffectClass::Execute), "download.recheck", &json!({"downloadTaskId": download_id}))
+                .await
+                .unwrap();
+            rechecked = inv.error.is_none();
+        }
+        assert!(Instant::now() < deadline, "the download never completed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    // The completed download queued its import; wait for the organization.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let orgs = env.svc.domain.organizations_for_download(download_id).await.unwrap();
+        if let Some(org) = orgs.iter().find(|o| o.status == capstan::domain::OrganizationStatus::Succeeded) {
+            break org.clone();
+        }
+        assert!(Instant::now() < deadline, "no organization succeeded: {orgs:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Waits until plan `id` satisfies `wanted`.

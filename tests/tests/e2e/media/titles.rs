@@ -16,7 +16,7 @@ use capstan_tests::host::TestHost;
 use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
 use serde_json::{Value, json};
 
-const KEY: &str = "tmdb-key-9c1e";
+pub const KEY: &str = "tmdb-key-9c1e";
 
 pub struct Env {
     pub _host: TestHost,
@@ -37,7 +37,12 @@ pub fn tmdb_service(tmdb: &MockTmdb) -> ServiceConfig {
 }
 
 pub async fn env(backend: Backend) -> Env {
-    let tmdb = MockTmdb::start(KEY, Catalog::sample()).await;
+    env_with(backend, Catalog::sample()).await
+}
+
+/// A host on `backend` whose TMDB answers from `catalog`.
+pub async fn env_with(backend: Backend, catalog: Catalog) -> Env {
+    let tmdb = MockTmdb::start(KEY, catalog).await;
     let mut host = TestHost::new();
     host.config.services.insert("tmdb".into(), tmdb_service(&tmdb));
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();

@@ -283,6 +283,7 @@ async fn slots_keep_their_opening_order(backend: Backend) {
             original_title: None,
             year: Some(2011),
             seasons: vec![],
+            episodes: Vec::new(),
         })
         .await
         .unwrap();

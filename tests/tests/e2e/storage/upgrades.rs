@@ -20,6 +20,7 @@ const SEEDED: &[&str] = &["audit_head", "event_head", "capability_catalog"];
 /// same version: `(table, column, referenced table)`.
 const REFERENCES: &[(&str, &str, &str)] = &[
     ("media_slot", "entity_id", "media_entity"),
+    ("media_episode", "entity_id", "media_entity"),
     ("source_release", "entity_id", "media_entity"),
     ("acquisition_plan", "slot_id", "media_slot"),
     ("acquisition_plan", "source_release_id", "source_release"),

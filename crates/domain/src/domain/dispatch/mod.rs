@@ -136,8 +136,14 @@ impl Domain {
         let mut items = Vec::new();
         for entity in self.entities(kind, limit).await? {
             let mut slots = Vec::new();
+            let seasons = match entity.kind {
+                EntityKind::Tv => self.season_progress(&entity.id).await?,
+                EntityKind::Movie => Default::default(),
+            };
             for slot in self.slots_for_entity(&entity.id).await? {
-                slots.push(self.slot_with_activity(&slot).await?);
+                let mut shown = self.slot_with_activity(&slot).await?;
+                shown.episodes = slot.season.and_then(|s| seasons.get(&s).copied());
+                slots.push(shown);
             }
             items.push(InventoryItem { entity, slots });
         }

@@ -2,8 +2,9 @@
 
 use capstan_contract::ops::queries::{
     ArtifactGet, DecisionOutline, DecisionsList, DownloadForPlan, DownloadGet, DownloadsList, EntitiesList, EntityGet,
-    InventoryQuery, OrganizationGet, OrganizationsForDownload, PlanGet, PlansList, PolicyGet, ReleaseByInfohash,
-    ReleaseGet, ReleasesForEntity, SeenDecision, SlotGet, SlotsForEntity, SlotsList, TaskGet, TasksList,
+    EpisodesForEntity, InventoryQuery, OrganizationGet, OrganizationsForDownload, PlanGet, PlansList, PolicyGet,
+    ReleaseByInfohash, ReleaseGet, ReleasesForEntity, SeenDecision, SlotGet, SlotsForEntity, SlotsList, TaskGet,
+    TasksList,
 };
 use capstan_contract::status::SlotStatus;
 
@@ -16,6 +17,7 @@ pub const QUERIES: &[Operation] = &[
     serve!(EntitiesList, |domain, _, a| domain.entities(a.kind, a.limit).await?),
     serve!(SlotGet, |domain, _, a| domain.slot(&a.id).await?),
     serve!(SlotsForEntity, |domain, _, a| domain.slots_for_entity(&a.id).await?),
+    serve!(EpisodesForEntity, |domain, _, a| domain.episodes(&a.id).await?),
     serve!(SlotsList, |domain, _, a| {
         domain.slots_with_status(a.status.unwrap_or(SlotStatus::Wanted), a.limit).await?
     }),

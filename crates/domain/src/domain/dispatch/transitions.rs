@@ -1,9 +1,9 @@
 //! The `records` transitions: state changes.
 
 use capstan_contract::ops::transitions::{
-    DownloadUpdateRecord, DownloadUpdated, OrganizationFinishRecord, OrganizationStartRecord, PlanCancel, PlanEnd,
-    PlanFail, PlanReserve, PlanSubmitted, PolicyPublishRecord, Submitted, TaskCancelRecord, TaskRetryRecord,
-    TitleChangeRecord, TitleUnwantRecord, TitleWantRecord,
+    DownloadUpdateRecord, DownloadUpdated, EpisodesMonitorRecord, OrganizationFinishRecord, OrganizationStartRecord,
+    PlanCancel, PlanEnd, PlanFail, PlanReserve, PlanSubmitted, PolicyPublishRecord, Submitted, TaskCancelRecord,
+    TaskRetryRecord, TitleChangeRecord, TitleUnwantRecord, TitleWantRecord,
 };
 use capstan_contract::status::PlanStatus;
 
@@ -40,6 +40,9 @@ pub const TRANSITIONS: &[Operation] = &[
         domain.change_title(&a.entity_id, a.quality.as_deref(), profile).await?
     }),
     serve!(TitleUnwantRecord, |domain, _, a| domain.unwant_title(&a.entity_id, a.season).await?),
+    serve!(EpisodesMonitorRecord, |domain, _, a| {
+        domain.monitor_episodes(&a.entity_id, a.season, a.episodes.as_deref(), a.monitored).await?
+    }),
     serve!(TaskRetryRecord, |domain, _, a| domain.tasks.retry(&a.id).await.map_err(from_tasks)?),
     serve!(TaskCancelRecord, |domain, _, a| domain.tasks.cancel(&a.id).await.map_err(from_tasks)?),
 ];

@@ -1,0 +1,122 @@
+//! A wanted series' episodes over HTTP: `GET
+//! /api/v1/library/titles/{entityId}/episodes` (every episode recorded, with
+//! where it stands today) and `PUT
+//! /api/v1/library/titles/{entityId}/seasons/{season}/episodes` (want or
+//! stop wanting a season's episodes, all or some). The change is a call of
+//! `library.want` through the one invoke path, as `titles` makes its own.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use capstan_contract::records::{Entity, Episode, Slot};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::openapi::path::{Parameter, ParameterIn};
+
+use super::library::domain_error;
+use super::titles::{entity_id, want};
+use crate::http::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, ApiJson};
+use crate::http::extract::ApiPath;
+use crate::http::openapi::ErrorBody;
+
+/// A series' episodes.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct EpisodeList {
+    episodes: Vec<Episode>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EntityEpisodesPath {
+    entity_id: String,
+}
+
+impl utoipa::IntoParams for EntityEpisodesPath {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = crate::http::schema::not_blank();
+        vec![crate::http::schema::parameter("entityId", ParameterIn::Path, "Library entity id", schema)]
+    }
+}
+
+/// Every episode recorded for a series, in season and episode order.
+#[utoipa::path(get, path = "/api/v1/library/titles/{entityId}/episodes", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(EntityEpisodesPath),
+    responses((status = 200, description = "The episodes, each with its state today", body = EpisodeList),
+              (status = 400, description = "A blank entity id", body = ErrorBody),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 404, description = "No such entity", body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiPath(path): ApiPath<EntityEpisodesPath>,
+) -> Result<Json<EpisodeList>, ApiError> {
+    let id = entity_id(path.entity_id)?;
+    let episodes = state.services().domain.episodes(&id).await.map_err(domain_error)?;
+    Ok(Json(EpisodeList { episodes }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SeasonPath {
+    entity_id: String,
+    season: u32,
+}
+
+impl utoipa::IntoParams for SeasonPath {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let entity = crate::http::schema::not_blank();
+        let season = ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).maximum(Some(u32::MAX)).build();
+        vec![
+            crate::http::schema::parameter("entityId", ParameterIn::Path, "Library entity id", entity),
+            crate::http::schema::parameter("season", ParameterIn::Path, "Season number; 0 holds the specials", season),
+        ]
+    }
+}
+
+/// Which episodes of the season to want, or stop wanting.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EpisodesChange {
+    /// `true` to want them, `false` to stop.
+    monitored: bool,
+    /// Episode numbers; without it, every episode of the season.
+    #[serde(default)]
+    #[schema(min_items = 1, max_items = 10000)]
+    episodes: Option<Vec<u32>>,
+}
+
+/// A season after a change: the title, its slots, the season's episodes.
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub(crate) struct SeasonEpisodes {
+    entity: Entity,
+    slots: Vec<Slot>,
+    episodes: Vec<Episode>,
+}
+
+/// Wants or stops wanting episodes of a season. A satisfied season whose
+/// newly wanted episode has aired and is missing is wanted again.
+#[utoipa::path(put, path = "/api/v1/library/titles/{entityId}/seasons/{season}/episodes", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(SeasonPath),
+    request_body = EpisodesChange,
+    responses((status = 200, description = "The title, its slots and the season's episodes", body = SeasonEpisodes),
+              (status = 400, description = "A blank entity id", body = ErrorBody),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "Not allowed for this caller", body = ErrorBody),
+              (status = 404, description = "No such entity, season or episode", body = ErrorBody),
+              (status = 422, description = "Invalid body", body = ErrorBody)))]
+pub async fn change(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(path): ApiPath<SeasonPath>,
+    ApiJson(body): ApiJson<EpisodesChange>,
+) -> Result<(StatusCode, Json<SeasonEpisodes>), ApiError> {
+    let id = entity_id(path.entity_id)?;
+    let input = json!({"action": "monitor", "entityId": id, "season": path.season,
+        "episodes": body.episodes, "monitored": body.monitored});
+    want(&state, &caller, input, false).await
+}
