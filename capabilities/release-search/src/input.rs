@@ -44,6 +44,11 @@ pub struct SearchInput {
     /// Most releases to return after merging, 1 to 200 (default 50).
     #[serde(default)]
     pub limit: Option<u16>,
+    /// The indexers' newest releases, whatever they are: their RSS feed
+    /// (Torznab `t=search` with no query). Takes no query, id, season or
+    /// episode; `kind` still picks the default category.
+    #[serde(default)]
+    pub recent: bool,
 }
 
 /// What is being searched for.
@@ -80,7 +85,11 @@ impl SearchInput {
     /// Refuses what no indexer could answer, with the reason.
     pub fn validate(&self) -> Result<(), Failure> {
         let bad = |m: String| Err(Failure::InvalidInput(m));
-        if self.query().is_none() && !self.has_id() {
+        if self.recent {
+            if self.query.is_some() || self.has_id() || self.season.is_some() || self.episode.is_some() {
+                return bad("recent lists the newest releases; it takes no query, id, season or episode".into());
+            }
+        } else if self.query().is_none() && !self.has_id() {
             return bad("give a query or an imdb_id, tmdb_id or tvdb_id to search for".into());
         }
         if let Some(q) = self.query()
@@ -104,7 +113,7 @@ impl SearchInput {
         if self.episode.is_some() && self.season.is_none() {
             return bad("episode needs a season".into());
         }
-        if self.effective_kind() == Kind::Any && self.query().is_none() {
+        if self.effective_kind() == Kind::Any && self.query().is_none() && !self.recent {
             // Ids are searched with the typed movie or tv functions, and a
             // TMDB id means different titles in the two catalogues.
             return bad("searching by id alone needs kind movie or tv".into());

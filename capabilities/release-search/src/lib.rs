@@ -45,7 +45,7 @@ impl Capability for ReleaseSearch {
         version: 2,
         label: Label::Read,
         summary: "Search Torznab indexers for releases of a movie or episode, merged and deduplicated",
-        description: "Searches every configured Torznab indexer (services torznab, torznab-2, torznab-3) by title or by IMDb/TMDB/TVDB id, season and episode, using the indexer's typed movie/tv search when its caps support those parameters and a text search otherwise. Releases seen on several indexers are merged by info-hash, keeping the best-seeded listing. Returns title, size, seeders, peers, info-hash, magnet and download links, categories and ids, most seeders first, with a report per indexer; one indexer failing does not fail the search. Use catalog.lookup first to get the ids, release.inspect to read a release name.",
+        description: "Searches every configured Torznab indexer (services torznab, torznab-2, torznab-3) by title or by IMDb/TMDB/TVDB id, season and episode, using the indexer's typed movie/tv search when its caps support those parameters and a text search otherwise; or, with recent, lists each indexer's newest releases (its RSS feed). Releases seen on several indexers are merged by info-hash, keeping the best-seeded listing. Returns title, size, seeders, peers, info-hash, magnet and download links, categories and ids, most seeders first, with a report per indexer; one indexer failing does not fail the search. Use catalog.lookup first to get the ids, release.inspect to read a release name.",
         tags: &["release", "search", "torznab", "indexer", "torrent"],
         aliases: &[
             "find release",

@@ -96,6 +96,13 @@ fn typed(function: &'static str, mode: &SearchMode, input: &SearchInput) -> Opti
 /// Plans the search for an indexer with `caps`, or says why it cannot be
 /// searched for this input.
 pub fn plan(caps: &Caps, input: &SearchInput) -> Result<SearchPlan, String> {
+    if input.recent {
+        // The feed: the basic function with nothing narrowing it.
+        if !caps.search.available {
+            return Err("offers no search function to read its newest releases from".into());
+        }
+        return Ok(finish("search", Vec::new(), input));
+    }
     let kind = input.effective_kind();
     let typed_plan = match kind {
         Kind::Movie => typed("movie", &caps.movie_search, input),

@@ -140,11 +140,21 @@ pub struct TasksConfig {
     /// How often `serve` queues the acquisition pipeline's sweeps
     /// (`syncDownloads`, `evaluateAcquisition`), seconds; 0 turns them off.
     pub pipeline_interval_sec: u64,
+    /// How often the indexers' feeds are read (`syncFeeds`), seconds: 0
+    /// turns it off, else at least 60 (indexers limit how often they may
+    /// be asked). The sweeps being off turns it off too.
+    pub feed_interval_sec: u64,
 }
 
 impl Default for TasksConfig {
     fn default() -> Self {
-        TasksConfig { lease_ms: 30_000, concurrency: 2, max_attempts: 5, pipeline_interval_sec: 60 }
+        TasksConfig {
+            lease_ms: 30_000,
+            concurrency: 2,
+            max_attempts: 5,
+            pipeline_interval_sec: 60,
+            feed_interval_sec: 900,
+        }
     }
 }
 
@@ -177,6 +187,12 @@ impl Config {
         if self.tasks.lease_ms < 1_000 || self.tasks.concurrency == 0 || self.tasks.max_attempts < 1 {
             return Err(ConfigError::Invalid(
                 "tasks.lease_ms must be at least 1000, tasks.concurrency and tasks.max_attempts at least 1".into(),
+            ));
+        }
+        if (1..60).contains(&self.tasks.feed_interval_sec) {
+            return Err(ConfigError::Invalid(
+                "tasks.feed_interval_sec must be 0 (no feed reads) or at least 60: indexers limit how often they may be asked"
+                    .into(),
             ));
         }
         for (name, service) in &self.services {

@@ -143,7 +143,10 @@ impl App {
             running.start("retention", crate::retention::schedule(self.tasks.clone(), stop.clone()));
             if config.tasks.pipeline_interval_sec > 0 {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);
-                running.start("acquisition", crate::acquisition::schedule(self.svc.clone(), interval, stop.clone()));
+                let feeds =
+                    (config.tasks.feed_interval_sec > 0).then(|| Duration::from_secs(config.tasks.feed_interval_sec));
+                let schedule = crate::acquisition::schedule(self.svc.clone(), interval, feeds, stop.clone());
+                running.start("acquisition", schedule);
             }
         }
         Ok(running)

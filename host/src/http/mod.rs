@@ -138,6 +138,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::titles::policies))
         .routes(routes!(routes::episodes::list))
         .routes(routes!(routes::episodes::change))
+        .routes(routes!(routes::episodes::search))
+        .routes(routes!(routes::calendar::calendar))
         .routes(routes!(routes::setup::get))
         .routes(routes!(routes::setup::put_service, routes::setup::remove_service))
         .routes(routes!(routes::setup::test_service))

@@ -42,6 +42,18 @@ fn input(value: Value) -> SearchInput {
 }
 
 #[test]
+fn recent_reads_the_feed_and_takes_nothing_that_narrows_it() {
+    let full = caps::parse(FULL_CAPS).unwrap();
+    let feed = plan(&full, &input(json!({"recent": true}))).unwrap();
+    assert_eq!(feed.query(), [("t", "search".to_string()), ("extended", "1".to_string())]);
+    let series = plan(&full, &input(json!({"recent": true, "kind": "tv"}))).unwrap();
+    assert_eq!(series.query()[1], ("cat", "5000".to_string()));
+    for narrowed in [json!({"recent": true, "query": "Dune"}), json!({"recent": true, "kind": "tv", "season": 1})] {
+        assert!(input(narrowed.clone()).validate().is_err(), "{narrowed}");
+    }
+}
+
+#[test]
 fn caps_say_which_parameters_each_function_takes() {
     let full = caps::parse(FULL_CAPS).unwrap();
     assert!(full.movie_search.supports("imdbid") && full.movie_search.supports("tmdbid"));

@@ -1,4 +1,6 @@
-//! `evaluateAcquisition {slotId?}`: for each wanted slot (or the one given),
+//! `evaluateAcquisition {slotId?}`: for each wanted slot due a search (new,
+//! an episode aired since its last search, a failed submit to retry; see
+//! `Domain::slots_due_for_search`) or the one given,
 //! search the indexers for the slot's entity, record what they offer with
 //! the fields its name says, resolve each release's identity, keep those
 //! that are this entity at the slot's quality (and season), draft a plan for
@@ -18,15 +20,10 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use capstan_quality::{QualityProfile, covers_season, offer, preferred};
-
-use super::{call, episodes};
-use crate::authz::AuthzError;
-use crate::domain::{Entity, NewRelease, Slot, SourceRelease};
-use crate::domain::{IdentityStatus, SlotStatus};
-use crate::pipeline::Origin;
-use crate::pipeline::Services;
-use crate::pipeline::failed_attempt;
+use super::call;
+use super::choose::{self, Need, quality_profile};
+use crate::domain::{Entity, IdentityStatus, NewRelease, Slot, SlotStatus, SourceRelease};
+use crate::pipeline::{Services, failed_attempt};
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
@@ -42,28 +39,6 @@ struct Payload {
 /// How many search results are looked at per slot.
 const RESULTS_PER_SLOT: u64 = 25;
 
-/// Whether a release's parsed fields fit the slot: the resolution when the
-/// slot names one, and for series the season (a pack of several seasons
-/// fits each of them).
-fn fits(slot: &Slot, parsed: &Value) -> bool {
-    let season_ok = match slot.season {
-        None => true,
-        Some(season) => covers_season(parsed, season) == Some(true),
-    };
-    resolution_fits(slot, parsed) && season_ok
-}
-
-/// Whether a release's resolution is the one the slot names (any, when
-/// the slot names no resolution).
-fn resolution_fits(slot: &Slot, parsed: &Value) -> bool {
-    let quality = slot.quality.to_ascii_lowercase();
-    match parsed.get("screen_size").and_then(Value::as_str) {
-        _ if !quality.ends_with('p') => true,
-        Some(size) => size.eq_ignore_ascii_case(&quality),
-        None => false,
-    }
-}
-
 fn search_input(entity: &Entity, slot: &Slot, missing: Option<&[i64]>) -> Value {
     let mut input = json!({ "query": entity.title, "kind": entity.kind, "limit": RESULTS_PER_SLOT });
     if let Some(tmdb) = entity.tmdb_id {
@@ -78,7 +53,7 @@ fn search_input(entity: &Entity, slot: &Slot, missing: Option<&[i64]>) -> Value 
     input
 }
 
-async fn record(svc: &Services, task: &Task, found: &Value) -> Result<Option<SourceRelease>, String> {
+pub(super) async fn record(svc: &Services, task: &Task, found: &Value) -> Result<Option<SourceRelease>, String> {
     let Some(title) = found.get("title").and_then(Value::as_str) else { return Ok(None) };
     let inspected = call(svc, task, "release.inspect", json!({ "name": title })).await?;
     let parsed = if inspected.status == Status::Succeeded { inspected.output.unwrap_or_default() } else { json!({}) };
@@ -102,155 +77,63 @@ async fn record(svc: &Services, task: &Task, found: &Value) -> Result<Option<Sou
     }
 }
 
-/// The published quality profile the slot names, if it names one; `Err`
-/// (inner) when it names a policy that is unpublished or not a profile, so
-/// nothing is acquired against a policy nobody can read.
-async fn quality_profile(svc: &Services, slot: &Slot) -> Result<Result<Option<QualityProfile>, String>, String> {
-    let Some(name) = slot.profile.as_deref() else { return Ok(Ok(None)) };
-    let policy = match svc.authz.published_policy(name).await {
-        Ok(policy) => policy,
-        Err(AuthzError::NotFound(..)) => return Ok(Err(format!("policy {name} has no published revision"))),
-        Err(e) => return Err(e.to_string()),
-    };
-    match serde_json::from_value::<QualityProfile>(policy.body) {
-        Ok(profile) if profile.problems().is_empty() => Ok(Ok(Some(profile))),
-        Ok(profile) => {
-            Ok(Err(format!("policy {name} is not a usable quality profile: {}", profile.problems().join("; "))))
-        }
-        Err(e) => Ok(Err(format!("policy {name} is not a quality profile: {e}"))),
-    }
-}
-
 async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
-    let domain = &svc.domain;
-    let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
-    let known = match slot.season {
-        Some(_) => domain.episodes(&entity.id).await.map_err(|e| e.to_string())?,
-        None => Vec::new(),
-    };
-    let missing = slot.season.and_then(|season| episodes::missing(&known, season));
-    if missing.as_ref().is_some_and(Vec::is_empty) {
+    let need = Need::load(svc, slot).await?;
+    if need.nothing_missing() {
         return Ok(json!({ "slotId": slot.id, "outcome": "nothing-missing" }));
     }
-    let searched = call(svc, task, "release.search", search_input(&entity, slot, missing.as_deref())).await?;
+    // Nothing is searched for against a policy nobody can read; the slot
+    // stays due, and is searched once the policy is published.
+    let profile = match quality_profile(svc, slot).await? {
+        Ok(profile) => profile,
+        Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
+    };
+    let input = search_input(&need.entity, slot, need.missing.as_deref());
+    let searched = call(svc, task, "release.search", input).await?;
     if searched.status != Status::Succeeded {
         return Ok(
             json!({ "slotId": slot.id, "outcome": "search-failed", "reason": failed_attempt("release.search", &searched).to_string() }),
         );
     }
-    let profile = match quality_profile(svc, slot).await? {
-        Ok(profile) => profile,
-        Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
-    };
+    // A search that failed is made again by the next sweep.
+    svc.domain.mark_searched(&slot.id).await.map_err(|e| e.to_string())?;
     let found = searched.output.unwrap_or_default();
-    // A release whose plan for this slot failed (someone chose another) is
-    // not picked for it again.
-    let mut given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
-    // A season fetched an episode at a time comes back wanted: what was
-    // fetched for it already is not fetched again.
-    if missing.is_some() {
-        given_up.extend(domain.fetched_releases(&slot.id).await.map_err(|e| e.to_string())?);
-    }
-    let mut candidates: Vec<(i64, SourceRelease)> = Vec::new();
-    let mut gifts = Vec::new();
+    let mut offered = Vec::new();
     for item in found.get("releases").and_then(Value::as_array).into_iter().flatten() {
-        let Some(mut release) = record(svc, task, item).await? else { continue };
-        if given_up.contains(&release.id) {
+        let Some(release) = record(svc, task, item).await? else { continue };
+        let Some(release) = resolve(svc, task, release, std::slice::from_ref(&need.entity.id)).await? else { continue };
+        if release.entity_id.as_deref() != Some(need.entity.id.as_str()) {
             continue;
         }
-        if release.identity_status == IdentityStatus::Unresolved {
-            let input = json!({ "sourceReleaseId": release.id, "candidates": [{ "entityId": entity.id }] });
-            let resolved = call(svc, task, "identity.resolve", input).await?;
-            if resolved.status != Status::Succeeded {
-                continue;
-            }
-            release = domain.release(&release.id).await.map_err(|e| e.to_string())?;
-        }
-        let ours = release.identity_status == IdentityStatus::Resolved
-            && release.entity_id.as_deref() == Some(entity.id.as_str());
-        if !ours {
-            continue;
-        }
-        // A season whose episodes are known takes what gives it some of
-        // them, an anime release's absolute numbers included; otherwise
-        // the name must say the season.
-        let fit = match (&missing, slot.season) {
-            (Some(missing), Some(season)) => {
-                resolution_fits(slot, &release.parsed)
-                    && episodes::holds(&release.parsed, season, &known)
-                        .map(|holds| gifts.push(episodes::gives(&holds, missing)))
-                        .is_some()
-            }
-            _ => fits(slot, &release.parsed),
-        };
-        if fit {
-            candidates.push((item.get("seeders").and_then(Value::as_i64).unwrap_or(0), release));
+        if let Some(gift) = need.gift(&release) {
+            offered.push((item.get("seeders").and_then(Value::as_i64).unwrap_or(0), release, gift));
         }
     }
-    if missing.is_some() {
-        let keep = episodes::best(&gifts);
-        candidates = candidates.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, c)| c).collect();
-    }
-    let chosen = match &profile {
-        Some(profile) => {
-            let offers: Vec<(usize, capstan_quality::Offer)> = candidates
-                .iter()
-                .enumerate()
-                .map(|(i, (_, r))| (i, offer(&json!({ "title": r.title, "parsed": r.parsed, "size": r.size }))))
-                .collect();
-            preferred(Some(profile), &offers).map(|i| candidates[*i].1.clone())
+    choose::act(svc, task, slot, offered, profile.as_ref()).await
+}
+
+/// `release` with its identity resolved among `candidates` (the library's
+/// titles when none are named) when it was not yet; `None` when it stays
+/// unresolved or ambiguous.
+pub(super) async fn resolve(
+    svc: &Services,
+    task: &Task,
+    mut release: SourceRelease,
+    candidates: &[String],
+) -> Result<Option<SourceRelease>, String> {
+    if release.identity_status == IdentityStatus::Unresolved {
+        let mut input = json!({ "sourceReleaseId": release.id });
+        // Without candidates the library's titles are scored.
+        if !candidates.is_empty() {
+            input["candidates"] = candidates.iter().map(|id| json!({ "entityId": id })).collect();
         }
-        // Ties go to the first found.
-        None => candidates.iter().rev().max_by_key(|(seeders, _)| *seeders).map(|(_, r)| r.clone()),
-    };
-    let Some(release) = chosen else {
-        let outcome = if candidates.is_empty() || profile.is_none() { "no-match" } else { "none-acceptable" };
-        return Ok(json!({ "slotId": slot.id, "outcome": outcome, "candidates": candidates.len() }));
-    };
-    let planned = call(svc, task, "download.plan", json!({ "sourceReleaseId": release.id, "slotId": slot.id })).await?;
-    if planned.status != Status::Succeeded {
-        return Ok(
-            json!({ "slotId": slot.id, "outcome": "not-planned", "reason": failed_attempt("download.plan", &planned).to_string() }),
-        );
-    }
-    let plan = planned.output.unwrap_or_default();
-    let plan_id = plan.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-    let submit = json!({ "planId": plan_id });
-    // Drafting the same thing twice returns the first draft: a draft someone
-    // else made (a person, an agent's plan-only run) is theirs to submit,
-    // never the sweep's.
-    let draft = domain.plan(&plan_id).await.map_err(|e| e.to_string())?;
-    if draft.created_by != Origin::task(task).principal {
-        let drafted_by = draft.created_by;
-        return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id, "draftedBy": drafted_by }));
-    }
-    // A submit that failed waits out its backoff; a service that passes
-    // its Test, a changed setting or a person's "try again now" ends it.
-    if let Some(retry_at) = draft.retry_at.filter(|at| *at > crate::store::now_ms()) {
-        return Ok(json!({
-            "slotId": slot.id, "outcome": "waiting-to-retry", "planId": plan_id,
-            "reason": draft.last_failure, "failures": draft.submit_failures, "retryAt": retry_at,
-        }));
-    }
-    // A background sweep submits only under a standing authorisation; it
-    // never asks and never leaves a refusal behind.
-    if !svc.caps.is_authorized(&Origin::task(task), "download.submit", &submit).await.map_err(|e| e.to_string())? {
-        return Ok(json!({ "slotId": slot.id, "outcome": "planned", "planId": plan_id }));
-    }
-    let submitted = call(svc, task, "download.submit", submit).await?;
-    match submitted.status {
-        Status::Succeeded => {}
-        // Counted on the plan and asked about by the invoke path; the other
-        // slots are still looked at.
-        Status::Failed => {
-            let reason = failed_attempt("download.submit", &submitted).to_string();
-            return Ok(json!({ "slotId": slot.id, "outcome": "submit-failed", "planId": plan_id, "reason": reason }));
+        let resolved = call(svc, task, "identity.resolve", input).await?;
+        if resolved.status != Status::Succeeded {
+            return Ok(None);
         }
-        // An outcome nobody knows is settled by the ledger when the task
-        // runs again, never guessed.
-        _ => return Err(failed_attempt("download.submit", &submitted)),
+        release = svc.domain.release(&release.id).await.map_err(|e| e.to_string())?;
     }
-    Ok(json!({ "slotId": slot.id, "outcome": "submitted", "planId": plan_id, "submit": submitted.output }))
+    Ok((release.identity_status == IdentityStatus::Resolved).then_some(release))
 }
 
 impl TaskHandler for EvaluateAcquisition {
@@ -263,43 +146,28 @@ impl TaskHandler for EvaluateAcquisition {
                 serde_json::from_value(task.payload.clone())
                     .map_err(|e| HandlerError::GiveUp(format!("payload does not fit evaluateAcquisition: {e}")))?
             };
-            let slots = match &payload.slot_id {
-                Some(id) => vec![svc.domain.slot(id).await.map_err(|e| e.to_string())?],
-                None => svc.domain.slots_with_status(SlotStatus::Wanted, 50).await.map_err(|e| e.to_string())?,
+            let (slots, drafted) = match &payload.slot_id {
+                Some(id) => (vec![svc.domain.slot(id).await.map_err(|e| e.to_string())?], Vec::new()),
+                // Searched when due; the rest wait for the feeds
+                // (`syncFeeds`) or for someone to ask. A draft of the
+                // sweep's own goes on to its submit without a search.
+                None => {
+                    let due = svc.domain.slots_due_for_search(50).await.map_err(|e| e.to_string())?;
+                    let principals: Vec<String> =
+                        super::SWEEP_PRINCIPALS.iter().map(|k| crate::principal::task(k)).collect();
+                    let principals: Vec<&str> = principals.iter().map(String::as_str).collect();
+                    let drafted = svc.domain.drafted_by(&principals, 50).await.map_err(|e| e.to_string())?;
+                    (due, drafted)
+                }
             };
             let mut results = Vec::new();
             for slot in slots.iter().filter(|s| s.status == SlotStatus::Wanted) {
                 results.push(evaluate_slot(&svc, &task, slot).await?);
             }
+            for (slot, plan_id) in drafted.iter().filter(|(slot, _)| !slots.iter().any(|s| s.id == slot.id)) {
+                results.push(choose::submit(&svc, &task, slot, plan_id).await?);
+            }
             Ok(json!({ "slots": results }))
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn slot(season: Option<i64>, quality: &str) -> Slot {
-        Slot {
-            id: "slot".into(),
-            entity_id: "entity".into(),
-            season,
-            quality: quality.into(),
-            profile: None,
-            status: SlotStatus::Wanted,
-            revision: 1,
-            created_at: 0,
-        }
-    }
-
-    #[test]
-    fn a_season_pack_fits_each_season_it_holds() {
-        let pack = json!({"screen_size": "1080p", "season": 1, "seasons": [1, 2, 3]});
-        assert!(fits(&slot(Some(2), "1080p"), &pack));
-        assert!(!fits(&slot(Some(4), "1080p"), &pack));
-        assert!(!fits(&slot(Some(2), "720p"), &pack));
-        let one = json!({"screen_size": "1080p", "season": 2, "episodes": [3]});
-        assert!(fits(&slot(Some(2), "1080p"), &one) && !fits(&slot(Some(1), "1080p"), &one));
     }
 }

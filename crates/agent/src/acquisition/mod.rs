@@ -11,6 +11,9 @@
 //!   record it; the store publishes `download.status_changed` once per
 //!   change, a download that completes queues its import, and one that
 //!   fails or stops moving opens a decision (`watch`);
+//! - `syncFeeds`: read each indexer's newest releases (its RSS feed) and
+//!   offer the new ones to every wanted slot of their title at once, so
+//!   the wanted are not each searched again and again;
 //! - `verifyAndImport`: plan the organization of a completed download and
 //!   execute it; success marks the download imported and the slot
 //!   satisfied (`organization.changed`). Without authority it asks a human
@@ -18,12 +21,14 @@
 //!   import that fails for good opens a decision.
 //!
 //! A scheduler queues `syncDownloads` and `evaluateAcquisition` at an
-//! interval; dedupe keys keep one of each queued at a time. A submit that
+//! interval and `syncFeeds` at a longer one; dedupe keys keep one of each queued at a time. A submit that
 //! failed is tried again on a backoff, at once when what it may have failed
 //! on changes ([`cause_may_have_cleared`]).
 
+mod choose;
 mod episodes;
 mod evaluate;
+mod feeds;
 mod import;
 mod sync;
 pub mod watch;
@@ -43,28 +48,36 @@ use crate::tasks::{NewTask, Task, Tasks, Worker};
 pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
 pub const SYNC_DOWNLOADS: &str = "syncDownloads";
 pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
+pub const SYNC_FEEDS: &str = "syncFeeds";
 /// The kinds the schedule queues by itself, over and over: the Tasks list
 /// folds them away unless they failed.
-pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION];
+pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION, SYNC_FEEDS];
+/// The task kinds whose drafts are the sweep's own to submit: the search
+/// and the feed sync.
+const SWEEP_PRINCIPALS: &[&str] = &[EVALUATE_ACQUISITION, SYNC_FEEDS];
 
 /// Gives `worker` the pipeline's handlers.
 pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
     worker.handle(EVALUATE_ACQUISITION, Arc::new(evaluate::EvaluateAcquisition(svc.clone())));
     worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(svc.clone(), settings.clone())));
     worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(svc.clone())));
+    worker.handle(SYNC_FEEDS, Arc::new(feeds::SyncFeeds(svc.clone())));
 }
 
-/// Queues the periodic tasks every `interval` until `stop` is cancelled.
+/// Queues the periodic tasks until `stop` is cancelled: the sweeps every
+/// `interval`, the feed sync every `feeds` (when it is on).
 /// Every node of a cluster keeps this schedule, so it goes on when any
 /// node dies: a node skips its turn when another's sweep was queued
 /// within most of an interval, and the dedupe key keeps one sweep queued
 /// or running at a time, claimed by one worker.
-pub async fn schedule(svc: Services, interval: Duration, stop: CancellationToken) {
+pub async fn schedule(svc: Services, interval: Duration, feeds: Option<Duration>, stop: CancellationToken) {
     let tasks = svc.domain.tasks().clone();
-    let recent = interval.mul_f64(0.9);
+    let mut kinds = vec![(SYNC_DOWNLOADS, interval), (EVALUATE_ACQUISITION, interval)];
+    // The feeds are read on their own, longer interval.
+    kinds.extend(feeds.map(|every| (SYNC_FEEDS, every)));
     loop {
-        for kind in [SYNC_DOWNLOADS, EVALUATE_ACQUISITION] {
-            match tasks.queued_within(kind, recent).await {
+        for &(kind, every) in &kinds {
+            match tasks.queued_within(kind, every.mul_f64(0.9)).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, kind, "cannot read when the sweep last ran; queued anyway"),

@@ -109,6 +109,60 @@ impl Domain {
         Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Wanted slots the sweep searches the indexers for directly, oldest
+    /// first: those never searched (new), and a season with a monitored
+    /// episode missing that aired after the day of its last search. The
+    /// rest are left to the indexers' feeds, or to someone asking.
+    pub async fn slots_due_for_search(&self, limit: i64) -> Result<Vec<Slot>, DomainError> {
+        let rows = sqlx::query(
+            "SELECT s.* FROM media_slot s WHERE s.status = 'wanted' AND (s.searched_at IS NULL \
+             OR (s.season IS NOT NULL AND EXISTS (SELECT 1 FROM media_episode e WHERE e.entity_id = s.entity_id \
+                        AND e.season = s.season AND e.monitored = 1 AND e.file IS NULL \
+                        AND e.air_date > s.searched_on AND e.air_date <= $1))) \
+             ORDER BY s.created_seq, s.id LIMIT $2",
+        )
+        .bind(super::episodes::today())
+        .bind(limit.clamp(1, 1000))
+        .fetch_all(&self.db.pool)
+        .await?;
+        Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Wanted slots with a plan one of `principals` drafted that is still a
+    /// draft (waiting for authority, or for its failed submit's backoff),
+    /// oldest first, each with the newest such plan's id.
+    pub async fn drafted_by(&self, principals: &[&str], limit: i64) -> Result<Vec<(Slot, String)>, DomainError> {
+        if principals.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks: Vec<String> = (2..principals.len() + 2).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT s.*, (SELECT p.id FROM acquisition_plan p WHERE p.slot_id = s.id AND p.status = 'draft' \
+             AND p.created_by IN ({marks}) ORDER BY p.created_at DESC, p.id LIMIT 1) AS draft_id \
+             FROM media_slot s WHERE s.status = 'wanted' AND EXISTS (SELECT 1 FROM acquisition_plan p \
+             WHERE p.slot_id = s.id AND p.status = 'draft' AND p.created_by IN ({marks})) \
+             ORDER BY s.created_seq, s.id LIMIT $1",
+            marks = marks.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(limit.clamp(1, 1000));
+        for principal in principals {
+            query = query.bind(*principal);
+        }
+        let rows = query.fetch_all(&self.db.pool).await?;
+        rows.iter().map(|r| Ok((Slot::from_row(r)?, sqlx::Row::try_get::<String, _>(r, "draft_id")?))).collect()
+    }
+
+    /// Records that the sweep searched for slot `id` now.
+    pub async fn mark_searched(&self, id: &str) -> Result<(), DomainError> {
+        sqlx::query("UPDATE media_slot SET searched_at = $2, searched_on = $3 WHERE id = $1")
+            .bind(id)
+            .bind(now_ms())
+            .bind(super::episodes::today())
+            .execute(&self.db.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Slots in one status, oldest first.
     pub async fn slots_with_status(&self, status: SlotStatus, limit: i64) -> Result<Vec<Slot>, DomainError> {
         let rows = sqlx::query("SELECT * FROM media_slot WHERE status = $1 ORDER BY created_seq, id LIMIT $2")

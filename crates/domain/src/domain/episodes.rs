@@ -297,6 +297,15 @@ impl Domain {
             .await?;
         }
         settle_season_in(&mut tx, entity_id, season).await?;
+        if monitored {
+            // Newly wanted episodes may have aired long ago: the season is
+            // due a search.
+            sqlx::query("UPDATE media_slot SET searched_at = NULL WHERE entity_id = $1 AND season = $2")
+                .bind(entity_id)
+                .bind(season)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(self.episodes(entity_id).await?.into_iter().filter(|e| e.season == season).collect())
     }

@@ -9,6 +9,7 @@
 //! decides authorisation: callers arrive already authorised.
 
 mod activity;
+mod calendar;
 mod component_decisions;
 mod decision_options;
 mod decisions;
@@ -27,6 +28,7 @@ mod releases;
 mod submit_failures;
 mod titles;
 
+pub use calendar::{Calendar, CalendarEpisode, Grab, MAX_DAYS as MAX_CALENDAR_DAYS};
 pub use capstan_contract::ops::drafts::{NewEntity, NewEpisode, NewOrganizationPlan, NewPlan, NewRelease};
 pub use capstan_contract::ops::transitions::WantTitle;
 pub use component_decisions::{HOST_KINDS, MAX_UNDECIDED};

@@ -54,13 +54,18 @@ async fn set_plan_status(
     Ok(())
 }
 
+/// Moves `slot` to `status`. Back to wanted (what it was fetching is gone),
+/// it is due a search again.
 async fn set_slot_status(tx: &mut Transaction<'_, Any>, slot: &Slot, status: SlotStatus) -> Result<(), DomainError> {
-    sqlx::query("UPDATE media_slot SET status = $1, revision = revision + 1, updated_at = $2 WHERE id = $3")
-        .bind(status.as_str())
-        .bind(now_ms())
-        .bind(&slot.id)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "UPDATE media_slot SET status = $1, revision = revision + 1, updated_at = $2, \
+         searched_at = CASE WHEN $1 = 'wanted' THEN NULL ELSE searched_at END WHERE id = $3",
+    )
+    .bind(status.as_str())
+    .bind(now_ms())
+    .bind(&slot.id)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 

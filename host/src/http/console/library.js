@@ -22,6 +22,7 @@ const SLOT_WORDS = { wanted: "wanted", reserved: "being fetched", satisfied: "in
 const library = { picked: null, announced: null, grantFor: null };
 
 async function refreshLibrary() {
+  refreshCalendar();
   const answer = await api("GET", "/library");
   if (answer.status !== 200) return;
   const body = $("library");
@@ -52,6 +53,16 @@ async function refreshLibrary() {
         refreshLibrary();
       });
       actions.append(stop);
+    }
+    if (item.slots.some((s) => s.status === "wanted")) {
+      const search = el("button", "Search now", "search-now");
+      search.type = "button";
+      search.addEventListener("click", async () => {
+        const done = await api("POST", "/library/titles/" + encodeURIComponent(e.id) + "/search");
+        $("library-error").textContent = done.status === 202 ? "" : errorText(done);
+        $("library-done").textContent = done.status === 202 ? "Searching the indexers for " + e.title + " now." : "";
+      });
+      actions.append(" ", search);
     }
     row.append(actions);
     body.append(row);

@@ -24,6 +24,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/runs.js", JS, include_str!("runs.js")),
     ("/library.js", JS, include_str!("library.js")),
     ("/episodes.js", JS, include_str!("episodes.js")),
+    ("/calendar.js", JS, include_str!("calendar.js")),
     ("/services.js", JS, include_str!("services.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),

@@ -4,6 +4,10 @@
 //! /api/v1/library/titles/{entityId}/seasons/{season}/episodes` (want or
 //! stop wanting a season's episodes, all or some). The change is a call of
 //! `library.want` through the one invoke path, as `titles` makes its own.
+//! `POST /api/v1/library/titles/{entityId}/search` asks for a search of the
+//! indexers now for each of the title's wanted slots (the sweep otherwise
+//! searches a slot only when it is new or an episode of it aired, and
+//! leaves the rest to the indexers' feeds).
 
 use axum::Json;
 use axum::extract::State;
@@ -20,6 +24,8 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
 use crate::http::extract::ApiPath;
 use crate::http::openapi::ErrorBody;
+use crate::runtime::EffectClass;
+use crate::tasks::Task;
 
 /// A series' episodes.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -119,4 +125,61 @@ pub async fn change(
     let input = json!({"action": "monitor", "entityId": id, "season": path.season,
         "episodes": body.episodes, "monitored": body.monitored});
     want(&state, &caller, input, false).await
+}
+
+/// The searches queued.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SearchesQueued {
+    /// One `evaluateAcquisition` task per wanted slot (one already queued
+    /// for a slot is answered, not queued twice).
+    tasks: Vec<Task>,
+}
+
+/// Searches the indexers now for each of the title's wanted slots.
+#[utoipa::path(post, path = "/api/v1/library/titles/{entityId}/search", tag = "library",
+    security(("apiKey" = []), ("consoleSession" = [])),
+    params(EntityEpisodesPath),
+    responses((status = 202, description = "A search task per wanted slot", body = SearchesQueued),
+              (status = 400, description = "A blank entity id", body = ErrorBody),
+              (status = 401, description = "No valid API key or session", body = ErrorBody),
+              (status = 403, description = "The key lacks the execute scope", body = ErrorBody),
+              (status = 404, description = "No such entity", body = ErrorBody),
+              (status = 409, description = "Nothing of it is wanted", body = ErrorBody)))]
+pub async fn search(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(path): ApiPath<EntityEpisodesPath>,
+) -> Result<(StatusCode, Json<SearchesQueued>), ApiError> {
+    let id = entity_id(path.entity_id)?;
+    caller.origin(EffectClass::Execute, "searching for a title now", crate::store::new_id())?;
+    let domain = &state.services().domain;
+    let entity = domain.entity(&id).await.map_err(domain_error)?;
+    let wanted: Vec<Slot> = domain
+        .slots_for_entity(&id)
+        .await
+        .map_err(domain_error)?
+        .into_iter()
+        .filter(|s| s.status == crate::domain::SlotStatus::Wanted)
+        .collect();
+    if wanted.is_empty() {
+        let message = format!("nothing of {} is wanted: want it first", entity.title);
+        return Err(ApiError::new(StatusCode::CONFLICT, "conflict", message));
+    }
+    let mut tasks = Vec::new();
+    for slot in &wanted {
+        let payload = json!({ "slotId": slot.id });
+        let key = format!("{}:{}", crate::acquisition::EVALUATE_ACQUISITION, slot.id);
+        let queued = crate::acquisition::enqueue(
+            domain.tasks(),
+            crate::acquisition::EVALUATE_ACQUISITION,
+            Some(&slot.id),
+            payload,
+            &key,
+        )
+        .await
+        .map_err(ApiError::internal)?;
+        tasks.push(queued);
+    }
+    super::audit_change(&state, &caller, "title.search", &id, "succeeded", None).await?;
+    Ok((StatusCode::ACCEPTED, Json(SearchesQueued { tasks })))
 }

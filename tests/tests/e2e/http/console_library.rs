@@ -154,9 +154,16 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     for said in ["1.5 MB/s", "3 seeds", "10 min left", "qBittorrent: downloading", "season 1 1080p being fetched"] {
         assert!(shown.contains(said), "{said:?} is not in {shown:?}");
     }
+    // The calendar lists today's grab.
+    let grabbed = |t: &str| t.contains("grabbed Shogun.2024.S01.1080p.WEB.h264-ETHEL for Shōgun");
+    browser.wait_text("#calendar", "listed the grab", grabbed).await;
 
-    // Stop wanting the movie.
+    // Search for the movie now, then stop wanting it.
     let movie = env.svc.domain.entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
+    let movie_row = format!("#library tr[data-entity-id='{}']", movie.id);
+    browser.click(&format!("{movie_row} .search-now")).await;
+    let searching = |t: &str| t == "Searching the indexers for Dune: Part Two now.";
+    browser.wait_text("#library-done", "said it searches", searching).await;
     browser.click(&format!("#library tr[data-entity-id='{}'] .unwant", movie.id)).await;
     browser.wait_text("#library", "gave it up", |t| t.contains("2160p not wanted")).await;
     browser.close().await;

@@ -5,6 +5,7 @@
 
 mod catalog;
 mod download;
+mod feeds;
 mod getting_started;
 mod import_trouble;
 mod library;

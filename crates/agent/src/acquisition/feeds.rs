@@ -1,0 +1,134 @@
+//! `syncFeeds`: each indexer's newest releases (its RSS feed, through
+//! `release.search`'s `recent`) matched against everything wanted at once,
+//! instead of a search per wanted slot. A release the store already knows
+//! was matched when it was first seen and is passed over. A new one whose
+//! listing names a TMDB id no wanted title has is passed over too; the
+//! rest are recorded, their identity resolved (against the one wanted
+//! title their TMDB id names, else the library's titles), and offered to
+//! each wanted slot of their title. Each slot offered something goes on as
+//! a search for it would ([`super::choose::act`]): choose, plan, and submit
+//! under a standing grant.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::call;
+use super::choose::{self, Need, Offer, quality_profile};
+use super::evaluate::{record, resolve};
+use crate::domain::{Entity, SlotStatus};
+use crate::pipeline::{Services, failed_attempt};
+use crate::runtime::Status;
+use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
+
+pub(crate) struct SyncFeeds(pub Services);
+
+/// Most releases read from the feeds in one sync.
+const FEED_LIMIT: u64 = 100;
+/// Most wanted slots matched in one sync (the sweep's own bound is 50).
+const MAX_WANTED: i64 = 1000;
+
+/// The wanted title a listing's TMDB id names, when it names one: `Some(None)`
+/// when it names an id no wanted title has (nothing to match), `None` when
+/// it names none.
+fn named_by_id<'a>(item: &Value, wanted: &'a [Entity]) -> Option<Option<&'a Entity>> {
+    let id = item.get("tmdb_id").and_then(Value::as_i64)?;
+    Some(wanted.iter().find(|e| e.tmdb_id == Some(id)))
+}
+
+async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
+    let domain = &svc.domain;
+    let slots = domain.slots_with_status(SlotStatus::Wanted, MAX_WANTED).await.map_err(|e| e.to_string())?;
+    if slots.is_empty() {
+        return Ok(json!({ "outcome": "nothing-wanted" }));
+    }
+    let searched = call(svc, task, "release.search", json!({ "recent": true, "limit": FEED_LIMIT })).await?;
+    if searched.status != Status::Succeeded {
+        let reason = failed_attempt("release.search", &searched).to_string();
+        return Ok(json!({ "outcome": "feed-failed", "reason": reason }));
+    }
+    let mut wanted: Vec<Entity> = Vec::new();
+    for slot in &slots {
+        if !wanted.iter().any(|e| e.id == slot.entity_id) {
+            wanted.push(domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?);
+        }
+    }
+    let found = searched.output.unwrap_or_default();
+    let items: Vec<&Value> = found.get("releases").and_then(Value::as_array).into_iter().flatten().collect();
+    let mut needs: BTreeMap<String, Need> = BTreeMap::new();
+    let mut offered: BTreeMap<String, Vec<Offer>> = BTreeMap::new();
+    let mut fresh = 0;
+    for item in &items {
+        // A hash the store cannot read is not one it knows; recording the
+        // release says what is wrong with it.
+        let known = match item.get("infohash").and_then(Value::as_str) {
+            Some(hash) => matches!(domain.release_by_infohash(hash).await, Ok(Some(_))),
+            None => false,
+        };
+        let named = named_by_id(item, &wanted);
+        if known || matches!(named, Some(None)) {
+            continue;
+        }
+        fresh += 1;
+        let Some(release) = record(svc, task, item).await? else { continue };
+        let candidates: Vec<String> = named.flatten().map(|e| e.id.clone()).into_iter().collect();
+        let Some(release) = resolve(svc, task, release, &candidates).await? else { continue };
+        let Some(entity_id) = release.entity_id.clone() else { continue };
+        for slot in slots.iter().filter(|s| s.entity_id == entity_id) {
+            if !needs.contains_key(&slot.id) {
+                needs.insert(slot.id.clone(), Need::load(svc, slot).await?);
+            }
+            let need = &needs[&slot.id];
+            if need.nothing_missing() {
+                continue;
+            }
+            if let Some(gift) = need.gift(&release) {
+                let seeders = item.get("seeders").and_then(Value::as_i64).unwrap_or(0);
+                offered.entry(slot.id.clone()).or_default().push((seeders, release.clone(), gift));
+            }
+        }
+    }
+    let mut results = Vec::new();
+    for (slot_id, offers) in offered {
+        let slot = &needs[&slot_id].slot;
+        let outcome = match quality_profile(svc, slot).await? {
+            Ok(profile) => choose::act(svc, task, slot, offers, profile.as_ref()).await?,
+            Err(reason) => json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason }),
+        };
+        results.push(outcome);
+    }
+    Ok(json!({ "releases": items.len(), "new": fresh, "slots": results }))
+}
+
+impl TaskHandler for SyncFeeds {
+    fn run(&self, task: Task) -> HandlerFuture {
+        let svc = self.0.clone();
+        Box::pin(async move { sync(&svc, &task).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::EntityKind;
+
+    fn entity(id: &str, tmdb: i64) -> Entity {
+        Entity {
+            id: id.into(),
+            kind: EntityKind::Tv,
+            tmdb_id: Some(tmdb),
+            title: id.into(),
+            original_title: None,
+            year: None,
+            seasons: json!([]),
+        }
+    }
+
+    #[test]
+    fn a_listed_tmdb_id_narrows_the_match_to_that_title_or_to_none() {
+        let wanted = [entity("a", 1), entity("b", 2)];
+        assert_eq!(named_by_id(&json!({"tmdb_id": 2}), &wanted).map(|e| e.map(|e| e.id.as_str())), Some(Some("b")));
+        assert!(matches!(named_by_id(&json!({"tmdb_id": 3}), &wanted), Some(None)), "no wanted title has it");
+        assert!(named_by_id(&json!({"title": "x"}), &wanted).is_none(), "no id: the library decides");
+    }
+}
