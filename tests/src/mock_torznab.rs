@@ -263,15 +263,16 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
         return torznab_error(StatusCode::UNAUTHORIZED, 100, "Invalid API Key");
     }
     let function = q.get("t").map(String::as_str).unwrap_or("");
-    match (*s.failure.lock().unwrap(), function) {
-        (Some(Failure::SearchServerError), "caps") | (None, _) => {}
+    let failure = *s.failure.lock().unwrap();
+    match (failure, function) {
+        (Some(Failure::SearchServerError), _) | (None, _) => {}
         (Some(Failure::ErrorDocument), _) => return torznab_error(StatusCode::OK, 100, "Incorrect user credentials"),
         (Some(Failure::RateLimited { retry_after_secs }), _) => {
             let body = r#"<error code="500" description="Request limit reached"/>"#;
             return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_secs.to_string())], body)
                 .into_response();
         }
-        (Some(Failure::ServerError | Failure::SearchServerError), _) => {
+        (Some(Failure::ServerError), _) => {
             return (StatusCode::INTERNAL_SERVER_ERROR, "<html><body>Internal Server Error</body></html>")
                 .into_response();
         }
@@ -284,6 +285,11 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
     if function != "caps" {
         let _ = s.open.subscribe().wait_for(|open| *open).await;
         tokio::time::sleep(hold).await;
+        // A search that fails is held like one that answers.
+        if failure == Some(Failure::SearchServerError) {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "<html><body>Internal Server Error</body></html>")
+                .into_response();
+        }
     }
     let indexer = &s.indexer;
     let offered = match function {

@@ -14,6 +14,8 @@
 //! - `syncFeeds`: read each indexer's newest releases (its RSS feed) and
 //!   offer the new ones to every wanted slot of their title at once, so
 //!   the wanted are not each searched again and again;
+//! - `refreshSeries`: read the wanted series again from TMDB (twice a day),
+//!   so new episodes are recorded and wanted and moved air dates move;
 //! - `verifyAndImport`: plan the organization of a completed download and
 //!   execute it; success marks the download imported and the slot
 //!   satisfied (`organization.changed`). Without authority it asks a human
@@ -30,6 +32,7 @@ mod episodes;
 mod evaluate;
 mod feeds;
 mod import;
+mod refresh;
 mod sync;
 pub mod watch;
 
@@ -49,9 +52,12 @@ pub const EVALUATE_ACQUISITION: &str = "evaluateAcquisition";
 pub const SYNC_DOWNLOADS: &str = "syncDownloads";
 pub const VERIFY_AND_IMPORT: &str = "verifyAndImport";
 pub const SYNC_FEEDS: &str = "syncFeeds";
+pub const REFRESH_SERIES: &str = "refreshSeries";
+/// How often the wanted series are read again from TMDB.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(12 * 60 * 60);
 /// The kinds the schedule queues by itself, over and over: the Tasks list
 /// folds them away unless they failed.
-pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION, SYNC_FEEDS];
+pub const SWEEP_KINDS: &[&str] = &[SYNC_DOWNLOADS, EVALUATE_ACQUISITION, SYNC_FEEDS, REFRESH_SERIES];
 /// The task kinds whose drafts are the sweep's own to submit: the search
 /// and the feed sync.
 const SWEEP_PRINCIPALS: &[&str] = &[EVALUATE_ACQUISITION, SYNC_FEEDS];
@@ -62,6 +68,7 @@ pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
     worker.handle(SYNC_DOWNLOADS, Arc::new(sync::SyncDownloads(svc.clone(), settings.clone())));
     worker.handle(VERIFY_AND_IMPORT, Arc::new(import::VerifyAndImport(svc.clone())));
     worker.handle(SYNC_FEEDS, Arc::new(feeds::SyncFeeds(svc.clone())));
+    worker.handle(REFRESH_SERIES, Arc::new(refresh::RefreshSeries(svc.clone())));
 }
 
 /// Queues the periodic tasks until `stop` is cancelled: the sweeps every
@@ -72,7 +79,7 @@ pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
 /// or running at a time, claimed by one worker.
 pub async fn schedule(svc: Services, interval: Duration, feeds: Option<Duration>, stop: CancellationToken) {
     let tasks = svc.domain.tasks().clone();
-    let mut kinds = vec![(SYNC_DOWNLOADS, interval), (EVALUATE_ACQUISITION, interval)];
+    let mut kinds = vec![(SYNC_DOWNLOADS, interval), (EVALUATE_ACQUISITION, interval), (REFRESH_SERIES, REFRESH_EVERY)];
     // The feeds are read on their own, longer interval.
     kinds.extend(feeds.map(|every| (SYNC_FEEDS, every)));
     loop {

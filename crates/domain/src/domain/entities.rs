@@ -152,6 +152,21 @@ impl Domain {
         rows.iter().map(|r| Ok((Slot::from_row(r)?, sqlx::Row::try_get::<String, _>(r, "draft_id")?))).collect()
     }
 
+    /// Series with a TMDB id and a season still wanted, fetched or held
+    /// (not only `unwanted` slots), the longest unrefreshed first: what
+    /// `refreshSeries` reads again from TMDB.
+    pub async fn series_to_refresh(&self, limit: i64) -> Result<Vec<Entity>, DomainError> {
+        let rows = sqlx::query(
+            "SELECT m.* FROM media_entity m WHERE m.kind = 'tv' AND m.tmdb_id IS NOT NULL \
+             AND EXISTS (SELECT 1 FROM media_slot s WHERE s.entity_id = m.id AND s.status <> 'unwanted') \
+             ORDER BY m.updated_at, m.id LIMIT $1",
+        )
+        .bind(limit.clamp(1, 1000))
+        .fetch_all(&self.db.pool)
+        .await?;
+        Ok(rows.iter().map(Entity::from_row).collect::<Result<_, _>>()?)
+    }
+
     /// Records that the sweep searched for slot `id` now.
     pub async fn mark_searched(&self, id: &str) -> Result<(), DomainError> {
         sqlx::query("UPDATE media_slot SET searched_at = $2, searched_on = $3 WHERE id = $1")

@@ -15,7 +15,7 @@ use capstan_contract::records::Episode;
 use capstan_contract::status::EpisodeState;
 
 use super::{Domain, DomainError, require};
-use crate::store::{now_ms, values_placeholders};
+use crate::store::now_ms;
 
 /// Most episodes one entity may list (long daily shows have a few
 /// thousand); more is not a series a library fetches.
@@ -107,8 +107,10 @@ fn absolute_of(seasons: &[Value], season: i64, episode: i64) -> Option<i64> {
     Some(before + episode)
 }
 
-/// Records `episodes` of entity `entity_id` in `tx`: new ones unmonitored,
-/// known ones with their titles, air dates and absolute numbers refreshed
+/// Records `episodes` of entity `entity_id` in `tx`: a new one monitored
+/// when its season is wanted (a slot of it that is not `unwanted`: an
+/// episode announced after the season was wanted is wanted too), known
+/// ones with their titles, air dates and absolute numbers refreshed
 /// (their monitoring and files kept).
 pub(super) async fn upsert_episodes_in(
     tx: &mut Transaction<'_, Any>,
@@ -125,7 +127,7 @@ pub(super) async fn upsert_episodes_in(
              updated_at, monitored, file) VALUES {} \
              ON CONFLICT (entity_id, season, episode) DO UPDATE SET absolute = excluded.absolute, \
              title = excluded.title, air_date = excluded.air_date, updated_at = excluded.updated_at",
-            values_placeholders(chunk.len(), 8).replace(')', ", 0, NULL)")
+            rows_monitored_by_season(chunk.len())
         );
         let mut query = sqlx::query(&sql);
         for e in chunk {
@@ -144,6 +146,24 @@ pub(super) async fn upsert_episodes_in(
         query.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+/// `rows` rows of 8 parameters each (entity id and season first), then
+/// `monitored` — whether the row's season has a slot still wanted — and
+/// no file.
+fn rows_monitored_by_season(rows: usize) -> String {
+    let row = |r: usize| {
+        let first = r * 8;
+        let marks: Vec<String> = (1..=8).map(|k| format!("${}", first + k)).collect();
+        format!(
+            "({}, CASE WHEN EXISTS (SELECT 1 FROM media_slot WHERE entity_id = ${} AND season = ${} \
+             AND status <> 'unwanted') THEN 1 ELSE 0 END, NULL)",
+            marks.join(", "),
+            first + 1,
+            first + 2
+        )
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
 }
 
 /// Monitors (or not) every episode of `seasons` of `entity_id` in `tx`.

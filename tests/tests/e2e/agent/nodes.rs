@@ -172,7 +172,10 @@ async fn the_sweep_runs_on_one_node_at_a_time_and_moves_when_its_node_dies() {
     let sweeping = |name: &str| {
         let (config, _) = node_config(&env.config_path, name);
         let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(&config, text.replace("pipeline_interval_sec = 0", "pipeline_interval_sec = 1")).unwrap();
+        // The feeds, read on their own schedule, would be indexer requests
+        // of another kind: off, so every request is a sweep's search.
+        let sweeps = "pipeline_interval_sec = 1\nfeed_interval_sec = 0";
+        std::fs::write(&config, text.replace("pipeline_interval_sec = 0", sweeps)).unwrap();
         worker(&config)
     };
     let sweeps_running = || {
@@ -206,6 +209,10 @@ async fn the_sweep_runs_on_one_node_at_a_time_and_moves_when_its_node_dies() {
     assert_eq!(indexer.searches().len(), 1, "no other node searched while A's sweep ran");
     drop(a); // SIGKILL
     indexer.hold_searches(Duration::from_millis(300));
+    // A search that fails leaves the title due, so every sweep after this
+    // one searches again, and each search is held long enough that two at
+    // once would be seen.
+    indexer.fail_with(Some(capstan_tests::mock_torznab::Failure::SearchServerError));
     indexer.open_searches();
 
     // Another node takes A's sweep over once A's lease lapses, and finishes it.

@@ -6,7 +6,7 @@
 //! and is satisfied; wanting another episode makes the season wanted again,
 //! and the sweep searches for that one without fetching again what it has.
 
-use capstan::acquisition::EVALUATE_ACQUISITION;
+use capstan::acquisition::{EVALUATE_ACQUISITION, REFRESH_SERIES};
 use capstan::domain::{EpisodeState, SlotStatus};
 use capstan::pipeline::Origin;
 use capstan::runtime::EffectClass;
@@ -155,6 +155,31 @@ async fn a_season_pack_fills_its_episodes_and_a_lone_episode_is_fetched_alone(ba
         .map(|i| i["slots"][0]["episodes"].clone())
         .unwrap();
     assert_eq!(season, json!({"total": 10, "have": 1, "missing": 1, "notAired": 0, "unmonitored": 8}));
+
+    // TMDB read again: an episode the store does not have (as one announced
+    // after the season was wanted) is recorded and wanted with its season,
+    // a changed air date is read again, and what the library holds is kept.
+    let pool = env.svc.db.pool.clone();
+    sqlx::query("DELETE FROM media_episode WHERE entity_id = $1 AND season = 1 AND episode = 10")
+        .bind(&shogun_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE media_episode SET air_date = '2030-01-01' WHERE entity_id = $1 AND season = 1 AND episode = 9")
+        .bind(&shogun_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let refreshed = run(&env, REFRESH_SERIES, json!({})).await;
+    assert_eq!(refreshed.status, TaskStatus::Succeeded, "{:?}", refreshed.last_error);
+    let series = refreshed.result.unwrap()["series"].clone();
+    assert!(series.as_array().unwrap().iter().all(|s| s["outcome"] == "refreshed"), "{series}");
+    let episodes = env.svc.domain.episodes(&shogun_id).await.unwrap();
+    assert_eq!(episodes.len(), 10);
+    assert_eq!((episodes[9].title.as_deref(), episodes[9].monitored), (Some("A Dream of a Dream"), true));
+    assert_eq!(episodes[8].air_date.as_deref(), Some("2024-04-16"));
+    assert!(!episodes[8].monitored, "a known episode keeps its monitoring");
+    assert_eq!(episodes[1].state, EpisodeState::Have, "a known episode keeps its file");
 }
 
 both_backends!(a_season_pack_fills_its_episodes_and_a_lone_episode_is_fetched_alone);
