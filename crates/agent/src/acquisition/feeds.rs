@@ -47,12 +47,7 @@ async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
         let reason = failed_attempt("release.search", &searched).to_string();
         return Ok(json!({ "outcome": "feed-failed", "reason": reason }));
     }
-    let mut wanted: Vec<Entity> = Vec::new();
-    for slot in &slots {
-        if !wanted.iter().any(|e| e.id == slot.entity_id) {
-            wanted.push(domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?);
-        }
-    }
+    let wanted = domain.wanted_entities(MAX_WANTED).await.map_err(|e| e.to_string())?;
     let found = searched.output.unwrap_or_default();
     let items: Vec<&Value> = found.get("releases").and_then(Value::as_array).into_iter().flatten().collect();
     let mut needs: BTreeMap<String, Need> = BTreeMap::new();

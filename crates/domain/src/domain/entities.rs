@@ -152,6 +152,18 @@ impl Domain {
         rows.iter().map(|r| Ok((Slot::from_row(r)?, sqlx::Row::try_get::<String, _>(r, "draft_id")?))).collect()
     }
 
+    /// The entities with a wanted slot, in one read.
+    pub async fn wanted_entities(&self, limit: i64) -> Result<Vec<Entity>, DomainError> {
+        let rows = sqlx::query(
+            "SELECT m.* FROM media_entity m WHERE EXISTS (SELECT 1 FROM media_slot s \
+             WHERE s.entity_id = m.id AND s.status = 'wanted') ORDER BY m.created_at, m.id LIMIT $1",
+        )
+        .bind(limit.clamp(1, 1000))
+        .fetch_all(&self.db.pool)
+        .await?;
+        Ok(rows.iter().map(Entity::from_row).collect::<Result<_, _>>()?)
+    }
+
     /// Series with a TMDB id and a season still wanted, fetched or held
     /// (not only `unwanted` slots), the longest unrefreshed first: what
     /// `refreshSeries` reads again from TMDB.

@@ -119,6 +119,9 @@ pub(super) async fn upsert_episodes_in(
     episodes: &[NewEpisode],
 ) -> Result<(), DomainError> {
     check_episodes(episodes)?;
+    if episodes.is_empty() {
+        return Ok(());
+    }
     let now = now_ms();
     // Several rows a statement: a long series is hundreds of episodes.
     for chunk in episodes.chunks(UPSERT_ROWS) {
@@ -145,6 +148,15 @@ pub(super) async fn upsert_episodes_in(
         }
         query.execute(&mut **tx).await?;
     }
+    // Each call is bounded, and so is what calls add up to: a series that
+    // lists more is refused, and the transaction undone.
+    let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM media_episode WHERE entity_id = $1")
+        .bind(entity_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    require(total <= MAX_EPISODES as i64, || {
+        format!("the series would list {total} episodes, more than the {MAX_EPISODES} one may have")
+    })?;
     Ok(())
 }
 
@@ -215,19 +227,23 @@ pub(super) async fn season_lacks_in(
     entity_id: &str,
     season: i64,
 ) -> Result<Option<bool>, DomainError> {
-    let row = sqlx::query(
-        "SELECT COUNT(*) AS known, \
-         COUNT(CASE WHEN monitored = 1 AND file IS NULL AND air_date <= $3 THEN 1 END) AS lacking \
-         FROM media_episode WHERE entity_id = $1 AND season = $2",
-    )
-    .bind(entity_id)
-    .bind(season)
-    .bind(today())
-    .fetch_one(&mut **tx)
-    .await?;
-    let known: i64 = row.try_get("known")?;
-    let lacking: i64 = row.try_get("lacking")?;
-    Ok((known > 0).then_some(lacking > 0))
+    let rows = sqlx::query("SELECT monitored, file, air_date FROM media_episode WHERE entity_id = $1 AND season = $2")
+        .bind(entity_id)
+        .bind(season)
+        .fetch_all(&mut **tx)
+        .await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    // The one reading of "missing": `state_of`, as the episodes are shown.
+    let today = today();
+    let mut lacks = false;
+    for r in &rows {
+        let (monitored, file, air_date): (i64, Option<String>, Option<String>) =
+            (r.try_get("monitored")?, r.try_get("file")?, r.try_get("air_date")?);
+        lacks |= state_of(monitored != 0, file.as_deref(), air_date.as_deref(), &today) == EpisodeState::Missing;
+    }
+    Ok(Some(lacks))
 }
 
 /// The episodes an organization's items name: `(season, episode, file)`

@@ -1,10 +1,9 @@
 // The Library tab's calendar: wanted episodes airing from a week ago to two
 // weeks ahead, day by day with where each stands, and the releases handed
 // to the download client in that time (GET /calendar). Drawn again with
-// the library. Uses the helpers of console.js (api, el, $, errorText).
+// the library. Uses the helpers of console.js (api, el, $, errorText) and
+// episodes.js's EPISODE_WORDS.
 "use strict";
-
-const CALENDAR_WORDS = { have: "in the library", missing: "missing", "not-aired": "not aired yet", unmonitored: "not wanted" };
 
 async function refreshCalendar() {
   const answer = await api("GET", "/calendar");
@@ -21,7 +20,7 @@ async function refreshCalendar() {
   };
   for (const ep of answer.data.episodes) {
     const number = "S" + String(ep.season).padStart(2, "0") + "E" + String(ep.episode).padStart(2, "0");
-    const words = ep.series + " " + number + (ep.title ? " " + ep.title : "") + " · " + (CALENDAR_WORDS[ep.state] || ep.state);
+    const words = ep.series + " " + number + (ep.title ? " " + ep.title : "") + " · " + (EPISODE_WORDS[ep.state] || ep.state);
     dayOf(ep.airDate).push(el("li", words, "calendar-episode episode-" + ep.state));
   }
   for (const g of answer.data.grabbed) {

@@ -6,77 +6,35 @@
 //! new and then leaves it to the feeds until someone asks; the calendar
 //! lists the wanted episodes of a span and what was grabbed in it.
 
+use std::time::{Duration, Instant};
+
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_FEEDS};
-use capstan::pipeline::Origin;
-use capstan::runtime::EffectClass;
-use capstan::tasks::TaskStatus;
 use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
-use capstan_tests::host::TestHost;
-use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
-use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
 use reqwest::Method;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
-use super::pipeline::{Env, run, start_with};
+use super::series_env::{start_with_tmdb, task_result, tv_indexer, tv_item, want};
 
 const SHOGUN_E02: &str = "Shogun.2024.S01E02.1080p.WEB-DL.DDP5.1.H.264-FLUX.mkv";
 const UNWANTED: &str = "Some.Other.Show.S03E04.1080p.WEB-DL.DDP5.1.H.264-FLUX.mkv";
-
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
-fn item(title: &str, hash: &str, tmdb_id: u64, episode: u32) -> Item {
-    Item {
-        title: leak(title),
-        size: 20_000,
-        seeders: 9,
-        peers: 11,
-        infohash: Some(leak(hash)),
-        categories: &[5000, 5040],
-        tmdb_id: Some(tmdb_id),
-        season: Some(1),
-        episode: Some(episode),
-        pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
-        ..Item::default()
-    }
-}
-
-async fn want(env: &Env, input: Value) -> Value {
-    let inv = env.caps.invoke(&Origin::cli(EffectClass::Execute), "library.want", &input).await.unwrap();
-    assert!(inv.error.is_none(), "{input}: {:?}", inv.error);
-    inv.output.unwrap()
-}
-
-async fn task_result(env: &Env, kind: &str, payload: Value) -> Value {
-    let task = run(env, kind, payload).await;
-    assert_eq!(task.status, TaskStatus::Succeeded, "{:?}", task.last_error);
-    task.result.unwrap()
-}
 
 async fn feeds_offer_what_is_new_and_the_sweep_searches_only_when_due(backend: Backend) {
     let qbt = QBittorrent::start().await;
     let shogun = torrent::single_file(&qbt.downloads(), SHOGUN_E02, &torrent::payload(20_000, 81));
     let other = torrent::single_file(&qbt.downloads(), UNWANTED, &torrent::payload(20_000, 82));
-    let indexer = Indexer {
-        title: "Loopback indexer",
-        movie_params: Some("q,imdbid,tmdbid"),
-        tv_params: Some("q,season,ep,tvdbid,tmdbid"),
-        items: vec![item(SHOGUN_E02, &shogun.info_hash, 126308, 2), item(UNWANTED, &other.info_hash, 555, 4)],
-    };
+    let indexer = tv_indexer(vec![
+        tv_item(SHOGUN_E02, &shogun.info_hash, 126308, Some(2), 9),
+        tv_item(UNWANTED, &other.info_hash, 555, Some(4), 9),
+    ]);
     let indexer = MockTorznab::start("indexer-key", indexer).await;
     indexer.serve_torrent(0, shogun.bytes.clone());
     indexer.serve_torrent(1, other.bytes.clone());
-    let tmdb = MockTmdb::start(super::titles::KEY, Catalog::sample()).await;
-    let mut host = TestHost::new();
-    host.config.services.insert("tmdb".into(), super::titles::tmdb_service(&tmdb));
-    let env = start_with(backend, &qbt, indexer, host).await;
-    capstan_tests::grants::allow_everything(&env.svc).await;
+    let (env, _tmdb) = start_with_tmdb(backend, &qbt, indexer).await;
 
     // Shōgun's season wants only its second episode, which the feed lists.
     let wanted = want(&env, json!({"action": "add", "tmdbId": 126308, "kind": "tv", "quality": "1080p"})).await;

@@ -18,6 +18,7 @@ mod recovery;
 mod release;
 mod search;
 mod series;
+mod series_env;
 mod series_pipeline;
 mod submit_failed;
 mod swarm;

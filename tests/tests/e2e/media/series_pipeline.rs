@@ -8,57 +8,24 @@
 
 use capstan::acquisition::{EVALUATE_ACQUISITION, REFRESH_SERIES};
 use capstan::domain::{EpisodeState, SlotStatus};
-use capstan::pipeline::Origin;
-use capstan::runtime::EffectClass;
 use capstan::tasks::TaskStatus;
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
-use capstan_tests::host::TestHost;
-use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
-use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
+use capstan_tests::mock_torznab::MockTorznab;
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
 use serde_json::{Value, json};
 
-use super::pipeline::{Env, await_import, run, start_with};
+use super::pipeline::{Env, await_import, run};
+use super::series_env::{start_with_tmdb, task_result, tv_indexer, tv_item, want};
 
 const PACK: &str = "Dune.Prophecy.S01.1080p.WEB-DL.DDP5.1.H.264-FLUX";
 const PROPHECY_E01: &str = "Dune.Prophecy.S01E01.1080p.WEB-DL.DDP5.1.H.264-NTb.mkv";
 const SHOGUN_E02: &str = "Shogun.2024.S01E02.1080p.WEB-DL.DDP5.1.H.264-FLUX.mkv";
 
-fn leak(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
-}
-
-/// A TV release of `tmdb_id` the indexer lists.
-fn tv_item(title: &str, hash: &str, tmdb_id: u64, episode: Option<u32>, seeders: u32) -> Item {
-    Item {
-        title: leak(title),
-        size: 60_000,
-        seeders,
-        peers: seeders + 2,
-        infohash: Some(leak(hash)),
-        categories: &[5000, 5040],
-        tmdb_id: Some(tmdb_id),
-        season: Some(1),
-        episode,
-        pub_date: "Sat, 02 Mar 2024 09:00:00 +0000",
-        ..Item::default()
-    }
-}
-
-/// Calls `library.want` as a person at the command line.
-async fn want(env: &Env, input: Value) -> Value {
-    let inv = env.caps.invoke(&Origin::cli(EffectClass::Execute), "library.want", &input).await.unwrap();
-    assert!(inv.error.is_none(), "{input}: {:?}", inv.error);
-    inv.output.unwrap()
-}
-
 /// The sweep over one slot: its outcome.
 async fn evaluate(env: &Env, slot_id: &str) -> Value {
-    let task = run(env, EVALUATE_ACQUISITION, json!({ "slotId": slot_id })).await;
-    assert_eq!(task.status, TaskStatus::Succeeded, "{:?}", task.last_error);
-    task.result.unwrap()["slots"][0].clone()
+    task_result(env, EVALUATE_ACQUISITION, json!({ "slotId": slot_id })).await["slots"][0].clone()
 }
 
 async fn a_season_pack_fills_its_episodes_and_a_lone_episode_is_fetched_alone(backend: Backend) {
@@ -72,25 +39,16 @@ async fn a_season_pack_fills_its_episodes_and_a_lone_episode_is_fetched_alone(ba
     let pack = torrent::multi_file(&qbt.downloads(), PACK, &files);
     let single = torrent::single_file(&qbt.downloads(), PROPHECY_E01, &torrent::payload(20_000, 70));
     let shogun = torrent::single_file(&qbt.downloads(), SHOGUN_E02, &torrent::payload(20_000, 71));
-    let indexer = Indexer {
-        title: "Loopback indexer",
-        movie_params: Some("q,imdbid,tmdbid"),
-        tv_params: Some("q,season,ep,tvdbid,tmdbid"),
-        items: vec![
-            tv_item(PACK, &pack.info_hash, 90228, None, 5),
-            tv_item(PROPHECY_E01, &single.info_hash, 90228, Some(1), 50),
-            tv_item(SHOGUN_E02, &shogun.info_hash, 126308, Some(2), 9),
-        ],
-    };
+    let indexer = tv_indexer(vec![
+        tv_item(PACK, &pack.info_hash, 90228, None, 5),
+        tv_item(PROPHECY_E01, &single.info_hash, 90228, Some(1), 50),
+        tv_item(SHOGUN_E02, &shogun.info_hash, 126308, Some(2), 9),
+    ]);
     let indexer = MockTorznab::start("indexer-key", indexer).await;
     for (n, built) in [&pack, &single, &shogun].into_iter().enumerate() {
         indexer.serve_torrent(n, built.bytes.clone());
     }
-    let tmdb = MockTmdb::start(super::titles::KEY, Catalog::sample()).await;
-    let mut host = TestHost::new();
-    host.config.services.insert("tmdb".into(), super::titles::tmdb_service(&tmdb));
-    let env = start_with(backend, &qbt, indexer, host).await;
-    capstan_tests::grants::allow_everything(&env.svc).await;
+    let (env, _tmdb) = start_with_tmdb(backend, &qbt, indexer).await;
 
     // Every episode of Dune: Prophecy's season is missing: the pack gives
     // them all, the better-seeded single episode only one.

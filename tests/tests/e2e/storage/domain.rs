@@ -5,8 +5,8 @@
 //! decisions are recorded once; bad arguments change nothing.
 
 use capstan::domain::{
-    Author, Domain, DomainError, DownloadTask, NewEntity, NewOrganizationPlan, NewPlan, NewRelease, NewSlot, Slot,
-    SourceRelease,
+    Author, Domain, DomainError, DownloadTask, NewEntity, NewEpisode, NewOrganizationPlan, NewPlan, NewRelease,
+    NewSlot, Slot, SourceRelease,
 };
 use capstan::store::Db;
 use capstan_tests::both_backends;
@@ -304,6 +304,33 @@ async fn slots_keep_their_opening_order(backend: Backend) {
     assert_eq!(listed, opened);
 }
 
+/// A series can list at most 20,000 episodes, over however many calls: the
+/// call that would pass it is refused and changes nothing.
+async fn a_series_lists_a_bounded_number_of_episodes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let series = |episodes: Vec<NewEpisode>| NewEntity {
+        kind: capstan::domain::EntityKind::Tv,
+        tmdb_id: Some(77),
+        title: "The Long Game".into(),
+        original_title: None,
+        year: Some(2001),
+        seasons: vec![],
+        episodes,
+    };
+    let episodes = |season: i64, count: i64| -> Vec<NewEpisode> {
+        (1..=count).map(|episode| NewEpisode { season, episode, title: None, air_date: None }).collect()
+    };
+    let full: Vec<NewEpisode> = (1..=20).flat_map(|season| episodes(season, 1000)).collect();
+    let entity = domain.upsert_entity(&series(full)).await.unwrap();
+    assert_eq!(domain.episodes(&entity.id).await.unwrap().len(), 20_000);
+    let Err(DomainError::Invalid(why)) = domain.upsert_entity(&series(episodes(21, 1))).await else {
+        panic!("one episode past the bound was taken")
+    };
+    assert!(why.contains("20001") && why.contains("20000"), "{why}");
+    assert_eq!(domain.episodes(&entity.id).await.unwrap().len(), 20_000, "nothing changed");
+}
+
 /// Two handles on one database stand for two processes.
 async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
@@ -346,6 +373,7 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
 }
 
 both_backends!(
+    a_series_lists_a_bounded_number_of_episodes,
     an_organization_is_held_by_one_call_at_a_time_across_processes,
     slots_keep_their_opening_order,
     a_plan_reserves_its_slot_only_at_the_revision_it_was_drafted_against,
