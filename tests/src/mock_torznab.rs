@@ -71,6 +71,8 @@ pub enum Failure {
 struct Shared {
     key: String,
     indexer: Indexer,
+    /// Items not listed yet (by index), as releases not yet published.
+    unlisted: Mutex<std::collections::BTreeSet<usize>>,
     failure: Mutex<Option<Failure>>,
     received: Mutex<Vec<BTreeMap<String, String>>>,
     /// `.torrent` files served at `/download/<n>.torrent`, by item number;
@@ -122,6 +124,7 @@ impl MockTorznab {
         let shared = Arc::new(Shared {
             key: key.to_string(),
             indexer,
+            unlisted: Mutex::new(Default::default()),
             failure: Mutex::new(None),
             received: Mutex::new(Vec::new()),
             files: Mutex::new(BTreeMap::new()),
@@ -192,6 +195,16 @@ impl MockTorznab {
     /// Stops serving item `index`'s `.torrent` file (its link answers 404,
     /// as an indexer's does for a release it dropped) until it is served
     /// again.
+    /// Leaves item `index` out of every answer until [`Self::publish`].
+    pub fn unpublish(&self, index: usize) {
+        self.shared.unlisted.lock().unwrap().insert(index);
+    }
+
+    /// Lists item `index` again, as a release that has just appeared.
+    pub fn publish(&self, index: usize) {
+        self.shared.unlisted.lock().unwrap().remove(&index);
+    }
+
     pub fn withdraw_torrent(&self, index: usize) {
         self.shared.files.lock().unwrap().remove(&(index + 1));
     }
@@ -308,7 +321,9 @@ async fn api(State(s): State<Arc<Shared>>, Query(q): Query<BTreeMap<String, Stri
     }
     // Each release keeps its own link and guid whatever a search leaves
     // out, as a real indexer's do.
-    let items: Vec<(usize, &Item)> = indexer.items.iter().enumerate().filter(|(_, item)| wanted(item, &q)).collect();
+    let unlisted = s.unlisted.lock().unwrap().clone();
+    let items: Vec<(usize, &Item)> =
+        indexer.items.iter().enumerate().filter(|(i, item)| !unlisted.contains(i) && wanted(item, &q)).collect();
     let base = s.base.lock().unwrap().clone();
     xml(StatusCode::OK, feed(indexer.title, &items, &base))
 }

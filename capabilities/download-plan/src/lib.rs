@@ -65,7 +65,7 @@ impl Capability for DownloadPlan {
         version: 1,
         label: Label::Propose,
         summary: "Draft a plan to download a release into a wanted slot (reserves nothing)",
-        description: "Drafts an acquisition plan in the domain store: the given source release, downloaded into the given wanted slot. The release must already be identified as the slot's movie or series and the slot must still be wanted; otherwise the answer is a conflict saying why. Drafting the same release for the same slot again returns the same draft. A draft reserves nothing and sends nothing to the download client: pass its id to download.submit (after approval, when one is needed) to act on it. Returns the plan's id, status, revision and payload hash.",
+        description: "Drafts an acquisition plan in the domain store: the given source release, downloaded into the given wanted slot. The release must already be identified as the slot's movie or series and the slot must still be wanted (or satisfied, for a PROPER/REPACK of the file it holds under its quality profile); a plan that would replace a file the library holds says so in its payload (upgrade: better or proper). Otherwise the answer is a conflict saying why. Drafting the same release for the same slot again returns the same draft. A draft reserves nothing and sends nothing to the download client: pass its id to download.submit (after approval, when one is needed) to act on it. Returns the plan's id, status, revision and payload hash.",
         tags: &["download", "policy.acquisition", "plan", "acquisition"],
         aliases: &[
             "plan download",

@@ -1,8 +1,10 @@
 //! Capability `organize.plan` (label propose): works out where a completed
 //! download's media goes in the library — which files (videos, not samples
 //! or extras), under which names (the operator's movie and episode
-//! templates), by which mode (hardlink, copy, move) — and freezes that as
-//! an organization plan whose fingerprint `organize.execute` must be given.
+//! templates), by which mode (hardlink, copy, move), and which files the
+//! library already holds for the title it replaces (an upgrade) — and
+//! freezes that as an organization plan whose fingerprint `organize.execute`
+//! (or, for an upgrade, `organize.replace`) must be given.
 //! It reads files and the domain store and drafts the plan; it changes no
 //! file.
 //!
@@ -45,6 +47,9 @@ pub struct PlanOutput {
     pub fingerprint: String,
     /// The organization's revision; re-planning bumps it.
     pub revision: i64,
+    /// Whether it replaces files the library holds (an upgrade): then
+    /// `organize.replace` carries it out, not `organize.execute`.
+    pub replaces: bool,
     pub mode: OrganizeMode,
     /// Each file: `source` under `downloads`, `destination` under `library`.
     pub items: Vec<Item>,
@@ -141,6 +146,7 @@ impl Capability for OrganizePlan {
             organization_id: drafted.organization.id,
             fingerprint: drafted.artifact.payload_hash,
             revision: drafted.organization.revision,
+            replaces: drafted.organization.replaces,
             mode,
             items,
         }))

@@ -21,6 +21,18 @@ type Drafted = Rc<RefCell<Vec<Value>>>;
 /// A domain store holding one download of `kind` with `status`; drafted
 /// plans are recorded in the returned cell.
 fn store(kind: &str, status: DownloadStatus, content: &str, parsed: Value) -> (Handler, Drafted) {
+    store_holding(kind, status, content, parsed, &[])
+}
+
+/// [`store`], the library holding `held` (episode of season 2, file).
+fn store_holding(
+    kind: &str,
+    status: DownloadStatus,
+    content: &str,
+    parsed: Value,
+    held: &[(i64, &str)],
+) -> (Handler, Drafted) {
+    let held: Vec<(i64, String)> = held.iter().map(|(e, f)| (*e, f.to_string())).collect();
     let drafted = Rc::new(RefCell::new(Vec::new()));
     let seen = drafted.clone();
     let tv = kind == "tv";
@@ -62,9 +74,10 @@ fn store(kind: &str, status: DownloadStatus, content: &str, parsed: Value) -> (H
                 let titles = ["Hello, Ms. Cobel", "Goodbye, Mrs. Selvig", "Who Is Alive?"];
                 let episodes: Vec<Value> = (1..=3)
                     .map(|e| {
+                        let file = held.iter().find(|(h, _)| *h == e).map(|(_, f)| f.clone());
                         json!({"entityId": "ent-1", "season": 2, "episode": e, "absolute": 9 + e,
                             "title": titles[e as usize - 1], "airDate": "2025-01-17", "monitored": true,
-                            "file": null, "state": "missing"})
+                            "file": file, "state": if file.is_some() { "have" } else { "missing" }})
                     })
                     .collect();
                 Ok(json!(episodes))
@@ -172,6 +185,23 @@ fn a_season_pack_names_every_episode_and_honours_the_mode_setting() {
     // The input's mode wins over the setting.
     let out = call(json!({"downloadTaskId": "dl-1", "mode": "move"})).unwrap();
     assert_eq!(out["mode"], "move");
+}
+
+#[test]
+fn an_upgrade_names_the_files_it_replaces_but_never_half_of_a_double_episode() {
+    let downloads = tempfile::tempdir().unwrap();
+    let folder = "Severance.S02E01E02.2160p.WEB-DL-NTb";
+    write(downloads.path(), &format!("{folder}/Severance.S02E01.2160p.WEB-DL-NTb.mkv"), 10_001);
+    write(downloads.path(), &format!("{folder}/Severance.S02E02.2160p.WEB-DL-NTb.mkv"), 10_002);
+    // Episode 1 has a file of its own; 2 and 3 share a double-episode file.
+    let held = [(1, "old/S02E01.mkv"), (2, "old/S02E02E03.mkv"), (3, "old/S02E02E03.mkv")];
+    let parsed = json!({"screen_size": "2160p", "season": 2, "episodes": [1, 2]});
+    let (handler, _) = store_holding("tv", DownloadStatus::Completed, folder, parsed, &held);
+    MockHost::new("organize.plan").with_root("downloads", downloads.path()).with_domain(handler).install();
+    let out = call(json!({"downloadTaskId": "dl-1"})).unwrap();
+    assert_eq!(out["items"][0]["replaces"], json!(["old/S02E01.mkv"]));
+    // The download lacks episode 3, so the double file stays.
+    assert!(out["items"][1].get("replaces").is_none(), "{out}");
 }
 
 #[test]

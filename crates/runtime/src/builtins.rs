@@ -44,6 +44,7 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "library.want",
     "organize.execute",
     "organize.plan",
+    "organize.replace",
     "policy.apply",
     "policy.preview",
     "release.inspect",

@@ -44,6 +44,9 @@ pub struct Episode {
     pub monitored: bool,
     /// Where the library holds it, relative to the library root.
     pub file: Option<String>,
+    /// The release the file came from, when the import recorded it.
+    #[serde(default)]
+    pub file_release_id: Option<String>,
     /// Where it stands today.
     pub state: EpisodeState,
 }
@@ -59,6 +62,13 @@ pub struct Slot {
     pub quality: String,
     pub profile: Option<String>,
     pub status: SlotStatus,
+    /// For a movie: the file the library holds for it, relative to the
+    /// library root, once an import placed one.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// The release that file came from.
+    #[serde(default)]
+    pub file_release_id: Option<String>,
     pub revision: i64,
     pub created_at: i64,
 }
@@ -157,6 +167,11 @@ pub struct Organization {
     pub plan_artifact_id: String,
     pub mode: OrganizeMode,
     pub items: Value,
+    /// Whether it replaces files the library holds (an upgrade): carried
+    /// out by `organize.replace`, the old files going to the recycle
+    /// folder, never by `organize.execute`.
+    #[serde(default)]
+    pub replaces: bool,
     pub status: OrganizationStatus,
     pub revision: i64,
     pub error: Option<String>,

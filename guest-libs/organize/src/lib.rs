@@ -7,11 +7,18 @@
 //! from the domain store, [`episodes`] reads episode numbers from file
 //! names, [`naming`] turns a Sonarr/Radarr-style template into a safe path
 //! under the `library` root, and [`plan`] puts them together into items.
+//! [`carry`] carries a frozen plan out ([`frozen`] reads and re-checks it,
+//! [`place`] puts each file in place, [`recycle`] keeps each file an
+//! upgrade replaces): the body of `organize.execute` and `organize.replace`.
 
+pub mod carry;
 pub mod content;
 pub mod episodes;
+pub mod frozen;
 pub mod naming;
+pub mod place;
 pub mod plan;
+pub mod recycle;
 pub mod subject;
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +27,9 @@ use serde::{Deserialize, Serialize};
 pub const DOWNLOADS: &str = "downloads";
 /// The root organized media is placed under.
 pub const LIBRARY: &str = "library";
+/// The root replaced files are kept in (the host's `recycle` folder in its
+/// data directory).
+pub const RECYCLE: &str = "recycle";
 
 pub use capstan_sdk::contract::status::OrganizeMode;
 
@@ -44,6 +54,10 @@ pub struct Item {
     /// them as had.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub episodes: Vec<EpisodeRef>,
+    /// Files under `library` this one replaces (an upgrade): they go to the
+    /// recycle folder, never deleted. Only files the slot holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
 }
 
 /// One episode of a series by number.

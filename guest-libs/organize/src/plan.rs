@@ -2,6 +2,11 @@
 //! destination under the library root, named by the movie or episode
 //! template. `organize.plan` drafts these items; `organize.execute`
 //! recomputes the file side of them to see whether the download changed.
+//! Where the slot already holds a file for what an item brings (an
+//! upgrade), the item names it as replaced: a movie's file by its largest
+//! item, an episode file by the item holding its first episode, and only
+//! when the download brings every episode that file holds (a double
+//! episode is not given up for half of it).
 
 use capstan_sdk::Failure;
 
@@ -38,6 +43,7 @@ pub fn items(subject: &Subject, media: &[MediaFile], templates: &Templates) -> R
         Kind::Movie => movie_items(subject, media, &templates.movie)?,
         Kind::Tv => episode_items(subject, media, &templates.episode)?,
     };
+    replacing(subject, &mut items);
     items.sort();
     let mut seen = std::collections::BTreeMap::new();
     for item in &items {
@@ -49,6 +55,34 @@ pub fn items(subject: &Subject, media: &[MediaFile], templates: &Templates) -> R
         }
     }
     Ok(items)
+}
+
+/// Names on `items` the files the slot holds that they replace.
+fn replacing(subject: &Subject, items: &mut [Item]) {
+    match subject.kind {
+        Kind::Movie => {
+            if let (Some(old), Some(main)) = (&subject.held_movie, items.iter_mut().max_by_key(|i| i.size)) {
+                main.replaces.push(old.clone());
+            }
+        }
+        Kind::Tv => {
+            let brought: Vec<EpisodeRef> = items.iter().flat_map(|i| i.episodes.iter().copied()).collect();
+            let mut named: Vec<String> = Vec::new();
+            for item in items.iter_mut() {
+                for e in item.episodes.clone() {
+                    let Some(old) = subject.held_episodes.get(&(e.season, e.episode)) else { continue };
+                    let whole =
+                        subject.held_episodes.iter().filter(|(_, file)| *file == old).all(|((season, episode), _)| {
+                            brought.contains(&EpisodeRef { season: *season, episode: *episode })
+                        });
+                    if whole && !named.contains(old) {
+                        named.push(old.clone());
+                        item.replaces.push(old.clone());
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn movie_items(subject: &Subject, media: &[MediaFile], template: &Template) -> Result<Vec<Item>, Failure> {
@@ -70,7 +104,13 @@ fn movie_items(subject: &Subject, media: &[MediaFile], template: &Template) -> R
             }
             destination.push('.');
             destination.push_str(&file.extension());
-            Ok(Item { source: file.path.clone(), destination, size: file.size, episodes: Vec::new() })
+            Ok(Item {
+                source: file.path.clone(),
+                destination,
+                size: file.size,
+                episodes: Vec::new(),
+                replaces: Vec::new(),
+            })
         })
         .collect()
 }
@@ -97,7 +137,7 @@ fn episode_items(subject: &Subject, media: &[MediaFile], template: &Template) ->
             values.episode_title = subject.episode_title(season, &values.episodes);
             let destination = template.render(&values, &file.extension())?;
             let episodes = values.episodes.iter().map(|&episode| EpisodeRef { season, episode }).collect();
-            Ok(Item { source: file.path.clone(), destination, size: file.size, episodes })
+            Ok(Item { source: file.path.clone(), destination, size: file.size, episodes, replaces: Vec::new() })
         })
         .collect()
 }

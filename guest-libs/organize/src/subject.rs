@@ -5,7 +5,7 @@
 
 use capstan_sdk::Failure;
 use capstan_sdk::contract::ops::ById;
-use capstan_sdk::contract::ops::queries::{DownloadGet, EntityGet, EpisodesForEntity, PlanGet, ReleaseGet};
+use capstan_sdk::contract::ops::queries::{DownloadGet, EntityGet, EpisodesForEntity, PlanGet, ReleaseGet, SlotGet};
 use capstan_sdk::contract::status::{DownloadStatus, EntityKind};
 use capstan_sdk::host::domain;
 use serde_json::Value;
@@ -43,6 +43,11 @@ pub struct Subject {
     /// Whether the release name numbers episodes absolutely (episodes and
     /// no season, as anime releases do).
     pub release_is_absolute: bool,
+    /// The file the library holds for the movie, if any (an upgrade
+    /// replaces it).
+    pub held_movie: Option<String>,
+    /// The file the library holds for each episode, by season and episode.
+    pub held_episodes: std::collections::BTreeMap<(u32, u32), String>,
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -82,8 +87,12 @@ impl Subject {
         };
         let mut episode_titles = std::collections::BTreeMap::new();
         let mut absolute = std::collections::BTreeMap::new();
+        let mut held_episodes = std::collections::BTreeMap::new();
         for e in listed {
             let (Ok(s), Ok(n)) = (u32::try_from(e.season), u32::try_from(e.episode)) else { continue };
+            if let Some(file) = e.file.filter(|f| !f.trim().is_empty()) {
+                held_episodes.insert((s, n), file);
+            }
             if let Some(title) = e.title.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
                 episode_titles.insert((s, n), title);
             }
@@ -92,6 +101,10 @@ impl Subject {
             }
         }
         let release_is_absolute = parsed.get("season").is_none_or(Value::is_null) && !release_episodes.is_empty();
+        let held_movie = match (kind, text(&payload, "slotId")) {
+            (Kind::Movie, Some(slot)) => domain::call::<SlotGet>(&ById::new(slot))?.file,
+            _ => None,
+        };
         Ok(Subject {
             download_id: download.id,
             status: download.status,
@@ -107,6 +120,8 @@ impl Subject {
             episode_titles,
             absolute,
             release_is_absolute,
+            held_movie,
+            held_episodes,
         })
     }
 

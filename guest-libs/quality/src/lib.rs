@@ -3,7 +3,10 @@
 //! rank that picks the preferred release among the acceptable ones. Shared
 //! by `policy.preview` (what a new profile would change) and the host's
 //! acquisition sweep (which release a slot gets), so both judge alike; and
-//! which seasons a release covers, for a season's slot.
+//! which seasons a release covers, for a season's slot. [`upgrade`] says
+//! when a file the library holds is good enough and what would replace it.
+
+pub mod upgrade;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -29,9 +32,20 @@ pub struct QualityProfile {
     /// Words that reject a release when its name contains them (`CAM`, `HDTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reject_terms: Option<Vec<String>>,
+    /// The resolution (one of `preferredResolutions`) at which a file is
+    /// good enough: one below it is replaced by a release of a better
+    /// resolution when one appears. Without it a file is never upgraded,
+    /// only replaced by a PROPER or REPACK of itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff: Option<String>,
 }
 
 pub const RESOLUTIONS: &[&str] = &["2160p", "1440p", "1080p", "1080i", "720p", "576p", "480p"];
+
+/// Most values in one of a profile's lists, and longest value: every
+/// release is judged against them, so they stay small.
+pub const MAX_LISTED: usize = 100;
+pub const MAX_VALUE_CHARS: usize = 64;
 
 impl QualityProfile {
     /// Why the profile cannot be used, if it cannot.
@@ -40,10 +54,14 @@ impl QualityProfile {
         if self.preferred_resolutions.is_empty() {
             problems.push("preferredResolutions must name at least one resolution".to_string());
         }
-        for r in &self.preferred_resolutions {
-            if !RESOLUTIONS.contains(&r.to_ascii_lowercase().as_str()) {
-                problems.push(format!("resolution {r:?} is not one of {}", RESOLUTIONS.join(", ")));
-            }
+        if self.preferred_resolutions.len() > RESOLUTIONS.len() {
+            problems
+                .push(format!("preferredResolutions lists more than the {} resolutions there are", RESOLUTIONS.len()));
+        } else if let Some(r) =
+            self.preferred_resolutions.iter().find(|r| !RESOLUTIONS.contains(&r.to_ascii_lowercase().as_str()))
+        {
+            let shown: String = r.chars().take(MAX_VALUE_CHARS).collect();
+            problems.push(format!("resolution {shown:?} is not one of {}", RESOLUTIONS.join(", ")));
         }
         for (field, list) in [
             ("allowedSources", &self.allowed_sources),
@@ -51,6 +69,12 @@ impl QualityProfile {
             ("rejectTerms", &self.reject_terms),
         ] {
             if let Some(list) = list {
+                if list.len() > MAX_LISTED {
+                    problems.push(format!("{field} lists {} values; at most {MAX_LISTED}", list.len()));
+                }
+                if list.iter().any(|v| v.chars().count() > MAX_VALUE_CHARS) {
+                    problems.push(format!("{field} values must be at most {MAX_VALUE_CHARS} characters"));
+                }
                 if field == "allowedSources" && list.is_empty() {
                     problems.push("allowedSources, when given, must name a source".into());
                 }
@@ -69,6 +93,15 @@ impl QualityProfile {
         {
             problems.push(format!("minSizeMb {min} is larger than maxSizeMb {max}"));
         }
+        if let Some(cutoff) = &self.cutoff
+            && self.resolution_rank(cutoff).is_none()
+        {
+            let shown: String = cutoff.chars().take(MAX_VALUE_CHARS).collect();
+            problems.push(format!(
+                "cutoff {shown:?} is not one of preferredResolutions ({})",
+                self.preferred_resolutions.join(", ")
+            ));
+        }
         problems
     }
 }
@@ -81,6 +114,11 @@ pub struct Offer {
     pub source: Option<String>,
     pub codec: Option<String>,
     pub size: Option<i64>,
+    /// The group that made the release (`-GRP`), for telling a PROPER of
+    /// the same release from another group's.
+    pub group: Option<String>,
+    /// How many times it was re-done (`PROPER`, `REPACK`); 0 for the first.
+    pub proper: u32,
 }
 
 /// Lower case letters and digits only, with the usual spellings of one
@@ -149,7 +187,7 @@ impl QualityProfile {
         Judgement { acceptable: reasons.is_empty(), reasons }
     }
 
-    fn resolution_rank(&self, resolution: &str) -> Option<usize> {
+    pub(crate) fn resolution_rank(&self, resolution: &str) -> Option<usize> {
         self.preferred_resolutions.iter().position(|r| r.eq_ignore_ascii_case(resolution))
     }
 
@@ -180,6 +218,8 @@ pub fn offer(release: &Value) -> Offer {
         source: field("source", read.source),
         codec: field("video_codec", read.video_codec),
         size: release["size"].as_i64(),
+        group: field("release_group", read.release_group),
+        proper: parsed["proper_count"].as_u64().map(|n| n as u32).or(read.proper_count).unwrap_or(0),
         name,
     }
 }
@@ -214,6 +254,7 @@ mod tests {
             max_size_mb: None,
             preferred_codecs: Some(vec!["x265".into()]),
             reject_terms: Some(vec!["CAM".into()]),
+            cutoff: None,
         }
     }
 
@@ -234,6 +275,7 @@ mod tests {
             source: Some("Web".into()),
             codec: Some("H.265".into()),
             size: Some(4_000_000_000),
+            ..Offer::default()
         };
         assert!(profile().judge(&offer).acceptable);
         assert_eq!(profile().rank(&offer).1, 0, "H.265 is the preferred x265");
@@ -258,7 +300,8 @@ mod tests {
         let mut p = profile();
         p.max_size_mb = Some(10.0);
         p.preferred_resolutions.push("4k".into());
+        p.cutoff = Some("720p".into());
         let problems = p.problems();
-        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert_eq!(problems.len(), 3, "{problems:?}");
     }
 }

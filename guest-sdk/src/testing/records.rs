@@ -35,6 +35,8 @@ pub fn slot(id: &str, entity_id: &str) -> Slot {
         quality: "1080p".into(),
         profile: None,
         status: SlotStatus::Wanted,
+        file: None,
+        file_release_id: None,
         revision: 1,
         created_at: 0,
     }
@@ -121,6 +123,7 @@ pub fn organization(id: &str, download_id: &str, items: Value) -> Organization {
         plan_artifact_id: "artifact".into(),
         mode: OrganizeMode::Hardlink,
         items,
+        replaces: false,
         status: OrganizationStatus::Planned,
         revision: 1,
         error: None,

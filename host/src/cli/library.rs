@@ -54,8 +54,9 @@ fn slot_line(slot: &Value) -> String {
     let season = slot["season"].as_i64().map(|s| format!("season {s} ")).unwrap_or_default();
     let profile = slot["profile"].as_str().map(|p| format!(" ({p})")).unwrap_or_default();
     let episodes = episode_words(&slot["episodes"]);
+    let upgrade = upgrade_words(&slot["upgrade"]);
     format!(
-        "{season}{} {}{profile}{episodes}",
+        "{season}{} {}{profile}{episodes}{upgrade}",
         slot["quality"].as_str().unwrap_or(""),
         slot["status"].as_str().unwrap_or("")
     )
@@ -77,6 +78,16 @@ fn episode_words(e: &Value) -> String {
         parts.push(format!("{} not aired", n("notAired")));
     }
     format!("  ({})", parts.join(", "))
+}
+
+/// Files below the profile's cutoff as `  upgrading: have 720p, cutoff
+/// 1080p` (or `  upgrading 3 episodes to 1080p`); empty when none are.
+fn upgrade_words(u: &Value) -> String {
+    let Some(cutoff) = u["cutoff"].as_str() else { return String::new() };
+    match u["below"].as_i64().unwrap_or(0) {
+        n if n > 1 => format!("  upgrading {n} episodes to {cutoff}"),
+        _ => format!("  upgrading: have {}, cutoff {cutoff}", u["have"].as_str().unwrap_or("an unknown quality")),
+    }
 }
 
 fn entity_line(entity: &Value) -> String {

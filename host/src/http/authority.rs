@@ -105,6 +105,7 @@ pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("PUT", "/api/v1/library/titles/{entityId}/seasons/{season}/episodes", Scope(Execute)),
     ("POST", "/api/v1/library/titles/{entityId}/search", Scope(Execute)),
     ("GET", "/api/v1/policies", Scope(Read)),
+    ("PUT", "/api/v1/policies/{name}", Console),
     ("GET", "/api/v1/setup", Scope(Read)),
     ("PUT", "/api/v1/setup/services/{name}", Console),
     ("DELETE", "/api/v1/setup/services/{name}", Console),

@@ -1,17 +1,24 @@
-//! What a wanted slot will take, and what the sweep does once releases are
+//! What a slot will take, and what the sweep does once releases are
 //! offered for it (by a search for it, or by an indexer's feed): keep the
-//! releases that give it the most of what it lacks, choose one — the
-//! slot's quality profile's choice, else the most seeded — draft a plan,
-//! and submit it only under a standing authorisation. A draft someone
-//! else made is theirs; a submit that failed waits out its backoff.
+//! releases that give it the most of what it lacks or would upgrade,
+//! choose one — the slot's quality profile's choice, else the most seeded
+//! — draft a plan, and submit it only under a standing authorisation. A
+//! draft someone else made is theirs; a submit that failed waits out its
+//! backoff. A file the slot holds is replaced only under a profile: by a
+//! better resolution while it is below the cutoff, or by a PROPER/REPACK
+//! of itself ([`capstan_quality::upgrade`]).
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use capstan_quality::{QualityProfile, covers_season, offer, preferred};
 
+use super::episodes::Holds;
+
 use super::{call, episodes};
 use crate::authz::AuthzError;
-use crate::domain::{Entity, Episode, Slot, SourceRelease};
+use crate::domain::{Entity, Episode, EpisodeState, Slot, SourceRelease};
 use crate::pipeline::{Origin, Services, failed_attempt};
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, Task};
@@ -20,21 +27,30 @@ use crate::tasks::{HandlerError, Task};
 /// gives the slot ([`Need::gift`]).
 pub(super) type Offer = (i64, SourceRelease, (usize, bool));
 
-/// A wanted slot with what it lacks and what it will not take again.
+/// A slot with what it lacks, what it holds, and what it will not take again.
 pub(super) struct Need {
     pub slot: Slot,
     pub entity: Entity,
+    /// The profile that judges upgrades (none: nothing held is replaced).
+    profile: Option<QualityProfile>,
     /// The series' episodes (none for a movie).
     known: Vec<Episode>,
     /// For a season whose episodes are recorded: those missing.
     pub missing: Option<Vec<i64>>,
+    /// What the slot holds, by episode (0 for a movie's file): the offer
+    /// of the release each file came from, where that is recorded.
+    held: BTreeMap<i64, capstan_quality::Offer>,
     /// Releases not to pick for it again: those whose plan for it failed,
     /// and for a season fetched an episode at a time, those it fetched.
     given_up: Vec<String>,
 }
 
+fn offer_of(release: &SourceRelease) -> capstan_quality::Offer {
+    offer(&json!({ "title": release.title, "parsed": release.parsed, "size": release.size }))
+}
+
 impl Need {
-    pub async fn load(svc: &Services, slot: &Slot) -> Result<Need, String> {
+    pub async fn load(svc: &Services, slot: &Slot, profile: Option<QualityProfile>) -> Result<Need, String> {
         let domain = &svc.domain;
         let entity = domain.entity(&slot.entity_id).await.map_err(|e| e.to_string())?;
         let known = match slot.season {
@@ -46,33 +62,88 @@ impl Need {
         if missing.is_some() {
             given_up.extend(domain.fetched_releases(&slot.id).await.map_err(|e| e.to_string())?);
         }
-        Ok(Need { slot: slot.clone(), entity, known, missing, given_up })
+        // Upgrades are judged only under a profile.
+        let mut held = BTreeMap::new();
+        if profile.is_some() {
+            let files: Vec<(i64, &str)> = match slot.season {
+                None if slot.file.is_some() => slot.file_release_id.as_deref().map(|r| (0, r)).into_iter().collect(),
+                None => Vec::new(),
+                Some(season) => known
+                    .iter()
+                    .filter(|e| e.season == season && e.state == EpisodeState::Have)
+                    .filter_map(|e| Some((e.episode, e.file_release_id.as_deref()?)))
+                    .collect(),
+            };
+            let mut offers: BTreeMap<&str, capstan_quality::Offer> = BTreeMap::new();
+            for (key, release_id) in files {
+                if !offers.contains_key(release_id) {
+                    let release = domain.release(release_id).await.map_err(|e| e.to_string())?;
+                    offers.insert(release_id, offer_of(&release));
+                }
+                held.insert(key, offers[release_id].clone());
+            }
+        }
+        Ok(Need { slot: slot.clone(), entity, profile, known, missing, held, given_up })
     }
 
-    /// Whether a season has nothing aired left to fetch.
-    pub fn nothing_missing(&self) -> bool {
-        self.missing.as_ref().is_some_and(Vec::is_empty)
+    /// The profile it is judged by.
+    pub fn profile(&self) -> Option<&QualityProfile> {
+        self.profile.as_ref()
     }
 
-    /// What `release` (this entity's) gives the slot: how many missing
-    /// episodes and whether it is a whole season; `None` when it does not
-    /// fit (another resolution or season, or given up). A season whose
-    /// episodes are known takes what gives it some of them, an anime
-    /// release's absolute numbers included; otherwise the name must say
-    /// the season, and every fitting release gives alike.
+    /// Whether a search is worth making for it: something is missing, or a
+    /// file it holds is below the cutoff. (A PROPER is left to the feeds.)
+    pub fn worth_searching(&self) -> bool {
+        let below = |o: &capstan_quality::Offer| self.profile.as_ref().is_some_and(|p| !p.meets_cutoff(o));
+        let lacks = match (&self.missing, self.slot.season) {
+            (Some(missing), _) => !missing.is_empty(),
+            // A movie without a file, or a season without recorded episodes.
+            (None, _) => self.slot.file.is_none() || self.slot.season.is_some(),
+        };
+        lacks || self.held.values().any(below)
+    }
+
+    /// Whether `release` would replace the file held under `key`.
+    fn upgrades(&self, key: i64, release: &capstan_quality::Offer) -> bool {
+        match (&self.profile, self.held.get(&key)) {
+            (Some(profile), Some(held)) => profile.upgrade(held, release).is_some(),
+            _ => false,
+        }
+    }
+
+    /// What `release` (this entity's) gives the slot: how many missing or
+    /// upgraded episodes and whether it is a whole season; `None` when it
+    /// does not fit (another resolution or season, or given up) or gives
+    /// nothing. A season whose episodes are known takes what gives it some
+    /// of them, an anime release's absolute numbers included; otherwise the
+    /// name must say the season. A movie with a file takes only an upgrade
+    /// of it.
     pub fn gift(&self, release: &SourceRelease) -> Option<(usize, bool)> {
         if self.given_up.contains(&release.id) {
             return None;
         }
+        let offered = offer_of(release);
         match (&self.missing, self.slot.season) {
             (Some(missing), Some(season)) => {
                 if !resolution_fits(&self.slot, &release.parsed) {
                     return None;
                 }
                 let holds = episodes::holds(&release.parsed, season, &self.known)?;
-                Some(episodes::gives(&holds, missing)).filter(|(given, _)| *given > 0)
+                let (filled, pack) = episodes::gives(&holds, missing);
+                let upgraded = self
+                    .held
+                    .keys()
+                    .filter(|e| match &holds {
+                        Holds::Season => true,
+                        Holds::Episodes(list) => list.contains(e),
+                    })
+                    .filter(|e| self.upgrades(**e, &offered))
+                    .count();
+                Some((filled + upgraded, pack)).filter(|(given, _)| *given > 0)
             }
-            _ => fits(&self.slot, &release.parsed).then_some((1, false)),
+            _ if !fits(&self.slot, &release.parsed) => None,
+            (_, None) if self.slot.file.is_some() => self.upgrades(0, &offered).then_some((1, false)),
+            _ => Some((1, false)),
         }
     }
 }
@@ -220,6 +291,8 @@ mod tests {
             quality: quality.into(),
             profile: None,
             status: SlotStatus::Wanted,
+            file: None,
+            file_release_id: None,
             revision: 1,
             created_at: 0,
         }

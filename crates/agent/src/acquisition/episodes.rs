@@ -93,6 +93,7 @@ mod tests {
             air_date: None,
             monitored: state != EpisodeState::Unmonitored,
             file: None,
+            file_release_id: None,
             state,
         }
     }

@@ -78,16 +78,16 @@ pub(super) async fn record(svc: &Services, task: &Task, found: &Value) -> Result
 }
 
 async fn evaluate_slot(svc: &Services, task: &Task, slot: &Slot) -> Result<Value, HandlerError> {
-    let need = Need::load(svc, slot).await?;
-    if need.nothing_missing() {
-        return Ok(json!({ "slotId": slot.id, "outcome": "nothing-missing" }));
-    }
     // Nothing is searched for against a policy nobody can read; the slot
     // stays due, and is searched once the policy is published.
     let profile = match quality_profile(svc, slot).await? {
         Ok(profile) => profile,
         Err(reason) => return Ok(json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason })),
     };
+    let need = Need::load(svc, slot, profile.clone()).await?;
+    if !need.worth_searching() {
+        return Ok(json!({ "slotId": slot.id, "outcome": "nothing-missing" }));
+    }
     let input = search_input(&need.entity, slot, need.missing.as_deref());
     let searched = call(svc, task, "release.search", input).await?;
     if searched.status != Status::Succeeded {

@@ -5,7 +5,8 @@
 //! listing names a TMDB id no wanted title has is passed over too; the
 //! rest are recorded, their identity resolved (against the one wanted
 //! title their TMDB id names, else the library's titles), and offered to
-//! each wanted slot of their title. Each slot offered something goes on as
+//! each slot of their title open to releases: a wanted one, or a satisfied
+//! one under a quality profile, which a PROPER of a file it holds fixes. Each slot offered something goes on as
 //! a search for it would ([`super::choose::act`]): choose, plan, and submit
 //! under a standing grant.
 
@@ -16,7 +17,7 @@ use serde_json::{Value, json};
 use super::call;
 use super::choose::{self, Need, Offer, quality_profile};
 use super::evaluate::{record, resolve};
-use crate::domain::{Entity, SlotStatus};
+use crate::domain::Entity;
 use crate::pipeline::{Services, failed_attempt};
 use crate::runtime::Status;
 use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
@@ -38,7 +39,7 @@ fn named_by_id<'a>(item: &Value, wanted: &'a [Entity]) -> Option<Option<&'a Enti
 
 async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
     let domain = &svc.domain;
-    let slots = domain.slots_with_status(SlotStatus::Wanted, MAX_WANTED).await.map_err(|e| e.to_string())?;
+    let slots = domain.slots_open_to_releases(MAX_WANTED).await.map_err(|e| e.to_string())?;
     if slots.is_empty() {
         return Ok(json!({ "outcome": "nothing-wanted" }));
     }
@@ -47,10 +48,11 @@ async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
         let reason = failed_attempt("release.search", &searched).to_string();
         return Ok(json!({ "outcome": "feed-failed", "reason": reason }));
     }
-    let wanted = domain.wanted_entities(MAX_WANTED).await.map_err(|e| e.to_string())?;
+    let wanted = domain.entities_open_to_releases(MAX_WANTED).await.map_err(|e| e.to_string())?;
     let found = searched.output.unwrap_or_default();
     let items: Vec<&Value> = found.get("releases").and_then(Value::as_array).into_iter().flatten().collect();
-    let mut needs: BTreeMap<String, Need> = BTreeMap::new();
+    // Each slot's need, or why its profile cannot be used.
+    let mut needs: BTreeMap<String, Result<Need, String>> = BTreeMap::new();
     let mut offered: BTreeMap<String, Vec<Offer>> = BTreeMap::new();
     let mut fresh = 0;
     for item in &items {
@@ -71,12 +73,13 @@ async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
         let Some(entity_id) = release.entity_id.clone() else { continue };
         for slot in slots.iter().filter(|s| s.entity_id == entity_id) {
             if !needs.contains_key(&slot.id) {
-                needs.insert(slot.id.clone(), Need::load(svc, slot).await?);
+                let need = match quality_profile(svc, slot).await? {
+                    Ok(profile) => Ok(Need::load(svc, slot, profile).await?),
+                    Err(reason) => Err(reason),
+                };
+                needs.insert(slot.id.clone(), need);
             }
-            let need = &needs[&slot.id];
-            if need.nothing_missing() {
-                continue;
-            }
+            let Ok(need) = &needs[&slot.id] else { continue };
             if let Some(gift) = need.gift(&release) {
                 let seeders = item.get("seeders").and_then(Value::as_i64).unwrap_or(0);
                 offered.entry(slot.id.clone()).or_default().push((seeders, release.clone(), gift));
@@ -84,13 +87,15 @@ async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
         }
     }
     let mut results = Vec::new();
-    for (slot_id, offers) in offered {
-        let slot = &needs[&slot_id].slot;
-        let outcome = match quality_profile(svc, slot).await? {
-            Ok(profile) => choose::act(svc, task, slot, offers, profile.as_ref()).await?,
-            Err(reason) => json!({ "slotId": slot.id, "outcome": "policy-unusable", "reason": reason }),
-        };
-        results.push(outcome);
+    for (slot_id, need) in &needs {
+        match need {
+            Ok(need) => {
+                if let Some(offers) = offered.remove(slot_id) {
+                    results.push(choose::act(svc, task, &need.slot, offers, need.profile()).await?);
+                }
+            }
+            Err(reason) => results.push(json!({ "slotId": slot_id, "outcome": "policy-unusable", "reason": reason })),
+        }
     }
     Ok(json!({ "releases": items.len(), "new": fresh, "slots": results }))
 }

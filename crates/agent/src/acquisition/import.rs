@@ -1,9 +1,11 @@
 //! `verifyAndImport {downloadTaskId}`: `organize.plan` freezes where each
-//! file goes, `organize.execute` places them. Without an approval or a grant
-//! for the execution the organization stays planned, a human is asked to
-//! approve it (it shows among the console's approvals), and the task ends
-//! saying so without calling, so no refusal is left behind; the approval
-//! queues the task again.
+//! file goes, `organize.execute` places them — or, when the plan replaces
+//! files the library holds (an upgrade), `organize.replace` places them and
+//! keeps the old ones in the recycle folder, as a `replacement` plan.
+//! Without an approval or a grant for the execution the organization stays
+//! planned, a human is asked to approve it (it shows among the console's
+//! approvals), and the task ends saying so without calling, so no refusal
+//! is left behind; the approval queues the task again.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,6 +19,7 @@ use crate::tasks::{HandlerError, HandlerFuture, Task, TaskHandler};
 
 pub const PLAN_CAPABILITY: &str = "organize.plan";
 pub(crate) const EXECUTE_CAPABILITY: &str = "organize.execute";
+pub(crate) const REPLACE_CAPABILITY: &str = "organize.replace";
 
 pub(crate) struct VerifyAndImport(pub Services);
 
@@ -44,24 +47,23 @@ impl TaskHandler for VerifyAndImport {
                 return Err(format!("{PLAN_CAPABILITY} answered without an organization and fingerprint").into());
             };
             let input = json!({ "planId": organization, "fingerprint": fingerprint });
-            if !svc
-                .caps
-                .is_authorized(&Origin::task(&task), EXECUTE_CAPABILITY, &input)
-                .await
-                .map_err(|e| e.to_string())?
-            {
+            let (capability, plan_type) = match plan.get("replaces").and_then(Value::as_bool) {
+                Some(true) => (REPLACE_CAPABILITY, "replacement"),
+                _ => (EXECUTE_CAPABILITY, "organization"),
+            };
+            if !svc.caps.is_authorized(&Origin::task(&task), capability, &input).await.map_err(|e| e.to_string())? {
                 // A human is asked; their approval queues this task again (`super::approval_decided`).
                 let by = crate::principal::task(&task.kind);
                 let approval = svc
                     .authz
-                    .request_approval(&svc.domain, "organization", organization, Some(EXECUTE_CAPABILITY), &by)
+                    .request_approval(&svc.domain, plan_type, organization, Some(capability), &by)
                     .await
                     .map_err(|e| format!("cannot ask for an approval of organization {organization}: {e}"))?;
                 return Ok(json!({
                     "organizationId": organization, "status": "awaiting-authorization", "approvalId": approval.id
                 }));
             }
-            let executed = call(&svc, &task, EXECUTE_CAPABILITY, input).await?;
+            let executed = call(&svc, &task, capability, input).await?;
             match executed.status {
                 Status::Succeeded => {
                     if let Err(e) = super::watch::import_succeeded(&svc, organization).await {
@@ -70,7 +72,7 @@ impl TaskHandler for VerifyAndImport {
                     Ok(json!({ "organizationId": organization, "status": "succeeded", "output": executed.output }))
                 }
                 status => {
-                    let failure = failed_attempt(EXECUTE_CAPABILITY, &executed);
+                    let failure = failed_attempt(capability, &executed);
                     // Only a failure nothing will try again is a human's to
                     // decide; an unknown outcome is settled by the ledger.
                     let last = task.attempts >= task.max_attempts;

@@ -100,10 +100,11 @@ pub async fn schedule(svc: Services, interval: Duration, feeds: Option<Duration>
     }
 }
 
-/// A human decided an approval: an approved organization plan is carried
-/// out by its download's `verifyAndImport`, queued again now.
+/// A human decided an approval: an approved organization or replacement
+/// plan is carried out by its download's `verifyAndImport`, queued again now.
 pub async fn approval_decided(svc: &Services, approval: &crate::authz::Approval) -> Result<(), String> {
-    if approval.status != crate::authz::ApprovalStatus::Approved || approval.plan_type != "organization" {
+    let carried_by_import = matches!(approval.plan_type.as_str(), "organization" | "replacement");
+    if approval.status != crate::authz::ApprovalStatus::Approved || !carried_by_import {
         return Ok(());
     }
     let organization = svc.domain.organization(&approval.plan_id).await.map_err(|e| e.to_string())?;

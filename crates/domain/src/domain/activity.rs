@@ -2,7 +2,8 @@
 //! download of the plan submitted for it (the client's status, progress,
 //! state, speed, seeds and ETA), or the plan drafted for it that waits for
 //! someone to approve it — or to look at why handing it to the client
-//! failed (`submitFailure`, with the decision that asks). Reads only.
+//! failed (`submitFailure`, with the decision that asks); and the files it
+//! holds below its profile's cutoff (`upgrade`). Reads only.
 
 use capstan_contract::ops::queries::{DownloadActivity, SlotActivity, SubmitFailure, WaitingPlan};
 use serde_json::Value;
@@ -14,7 +15,11 @@ impl Domain {
     /// while a submitted plan's download is followed, and `waitingPlan`
     /// while a drafted plan waits for an approval.
     pub async fn slot_with_activity(&self, slot: &Slot) -> Result<SlotActivity, DomainError> {
-        let mut shown = SlotActivity { slot: slot.clone(), download: None, waiting_plan: None, episodes: None };
+        let mut shown =
+            SlotActivity { slot: slot.clone(), download: None, waiting_plan: None, episodes: None, upgrade: None };
+        if slot.profile.is_some() && matches!(slot.status, SlotStatus::Wanted | SlotStatus::Satisfied) {
+            shown.upgrade = self.upgrade_wanted(slot).await?;
+        }
         match slot.status {
             SlotStatus::Reserved => {
                 let submitted = self.plans(Some(PlanStatus::Submitted), Some(&slot.id), 1).await?;

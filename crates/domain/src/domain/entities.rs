@@ -109,6 +109,20 @@ impl Domain {
         Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
     }
 
+    /// The slot of season `season` of `entity_id` that is wanted, held by
+    /// a plan or satisfied, if there is one.
+    pub(crate) async fn season_slot(&self, entity_id: &str, season: i64) -> Result<Option<Slot>, DomainError> {
+        let row = sqlx::query(
+            "SELECT * FROM media_slot WHERE entity_id = $1 AND season = $2 \
+             AND status IN ('wanted', 'reserved', 'satisfied') ORDER BY created_seq DESC LIMIT 1",
+        )
+        .bind(entity_id)
+        .bind(season)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        Ok(row.map(|r| Slot::from_row(&r)).transpose()?)
+    }
+
     /// Wanted slots the sweep searches the indexers for directly, oldest
     /// first: those never searched (new), and a season with a monitored
     /// episode missing that aired after the day of its last search. The
@@ -152,12 +166,25 @@ impl Domain {
         rows.iter().map(|r| Ok((Slot::from_row(r)?, sqlx::Row::try_get::<String, _>(r, "draft_id")?))).collect()
     }
 
-    /// The entities with a wanted slot, in one read.
-    pub async fn wanted_entities(&self, limit: i64) -> Result<Vec<Entity>, DomainError> {
-        let rows = sqlx::query(
+    /// The slots a new release may be for, oldest first: the wanted ones,
+    /// and the satisfied ones that name a quality profile (a PROPER or
+    /// REPACK of a file they hold would replace it).
+    pub async fn slots_open_to_releases(&self, limit: i64) -> Result<Vec<Slot>, DomainError> {
+        let rows = sqlx::query(&format!(
+            "SELECT s.* FROM media_slot s WHERE {OPEN_TO_RELEASES} ORDER BY s.created_seq, s.id LIMIT $1"
+        ))
+        .bind(limit.clamp(1, 1000))
+        .fetch_all(&self.db.pool)
+        .await?;
+        Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// The entities with a slot open to releases, in one read.
+    pub async fn entities_open_to_releases(&self, limit: i64) -> Result<Vec<Entity>, DomainError> {
+        let rows = sqlx::query(&format!(
             "SELECT m.* FROM media_entity m WHERE EXISTS (SELECT 1 FROM media_slot s \
-             WHERE s.entity_id = m.id AND s.status = 'wanted') ORDER BY m.created_at, m.id LIMIT $1",
-        )
+             WHERE s.entity_id = m.id AND {OPEN_TO_RELEASES}) ORDER BY m.created_at, m.id LIMIT $1"
+        ))
         .bind(limit.clamp(1, 1000))
         .fetch_all(&self.db.pool)
         .await?;
@@ -200,6 +227,9 @@ impl Domain {
         Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
     }
 }
+
+/// A slot (`s`) a new release may be for.
+const OPEN_TO_RELEASES: &str = "(s.status = 'wanted' OR (s.status = 'satisfied' AND s.profile IS NOT NULL))";
 
 /// [`Domain::upsert_entity`] inside `tx`; returns the entity's id.
 pub(super) async fn upsert_entity_in(

@@ -67,6 +67,7 @@ fn episode_from_row(r: &AnyRow, today: &str) -> Result<Episode, sqlx::Error> {
         air_date,
         monitored: monitored != 0,
         file,
+        file_release_id: r.try_get("file_release_id")?,
         state,
     })
 }
@@ -198,52 +199,28 @@ pub(super) async fn monitor_seasons_in(
 }
 
 /// Marks the episodes an import put in the library, as `(season, episode,
-/// file)`, as had.
+/// file)`, as had, from release `release_id`.
 pub(super) async fn record_files_in(
     tx: &mut Transaction<'_, Any>,
     entity_id: &str,
     files: &[(i64, i64, String)],
+    release_id: &str,
 ) -> Result<(), DomainError> {
     for (season, episode, file) in files {
         sqlx::query(
-            "UPDATE media_episode SET file = $4, updated_at = $5 WHERE entity_id = $1 AND season = $2 AND episode = $3",
+            "UPDATE media_episode SET file = $4, file_release_id = $6, updated_at = $5 \
+             WHERE entity_id = $1 AND season = $2 AND episode = $3",
         )
         .bind(entity_id)
         .bind(season)
         .bind(episode)
         .bind(file)
         .bind(now_ms())
+        .bind(release_id)
         .execute(&mut **tx)
         .await?;
     }
     Ok(())
-}
-
-/// Whether season `season` of `entity_id` still lacks a monitored episode
-/// that has aired; `None` when no episode of it is recorded (a series
-/// wanted before episodes were, whose season is whole once imported).
-pub(super) async fn season_lacks_in(
-    tx: &mut Transaction<'_, Any>,
-    entity_id: &str,
-    season: i64,
-) -> Result<Option<bool>, DomainError> {
-    let rows = sqlx::query("SELECT monitored, file, air_date FROM media_episode WHERE entity_id = $1 AND season = $2")
-        .bind(entity_id)
-        .bind(season)
-        .fetch_all(&mut **tx)
-        .await?;
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    // The one reading of "missing": `state_of`, as the episodes are shown.
-    let today = today();
-    let mut lacks = false;
-    for r in &rows {
-        let (monitored, file, air_date): (i64, Option<String>, Option<String>) =
-            (r.try_get("monitored")?, r.try_get("file")?, r.try_get("air_date")?);
-        lacks |= state_of(monitored != 0, file.as_deref(), air_date.as_deref(), &today) == EpisodeState::Missing;
-    }
-    Ok(Some(lacks))
 }
 
 /// The episodes an organization's items name: `(season, episode, file)`
@@ -318,6 +295,11 @@ impl Domain {
                 return Err(DomainError::NotFound(format!("season {season} has no episode {unknown}")));
             }
         }
+        let slot = self.season_slot(entity_id, season).await?;
+        let profile = match &slot {
+            Some(slot) => self.profile_of(slot).await?,
+            None => None,
+        };
         let mut tx = self.db.begin_write().await?;
         let now = now_ms();
         for episode in episodes.unwrap_or(&known) {
@@ -332,7 +314,9 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         }
-        settle_season_in(&mut tx, entity_id, season).await?;
+        if let Some(slot) = &slot {
+            super::held::settle_in(&mut tx, slot, profile.as_ref()).await?;
+        }
         if monitored {
             // Newly wanted episodes may have aired long ago: the season is
             // due a search.
@@ -345,30 +329,6 @@ impl Domain {
         tx.commit().await?;
         Ok(self.episodes(entity_id).await?.into_iter().filter(|e| e.season == season).collect())
     }
-}
-
-/// Moves season `season`'s slot between `wanted` and `satisfied` by what
-/// its episodes lack; a slot a plan holds (`reserved`) or nobody wants is
-/// left alone.
-pub(super) async fn settle_season_in(
-    tx: &mut Transaction<'_, Any>,
-    entity_id: &str,
-    season: i64,
-) -> Result<(), DomainError> {
-    let Some(lacks) = season_lacks_in(tx, entity_id, season).await? else { return Ok(()) };
-    let (from, to) = if lacks { ("satisfied", "wanted") } else { ("wanted", "satisfied") };
-    sqlx::query(
-        "UPDATE media_slot SET status = $4, revision = revision + 1, updated_at = $5 \
-         WHERE entity_id = $1 AND season = $2 AND status = $3",
-    )
-    .bind(entity_id)
-    .bind(season)
-    .bind(from)
-    .bind(to)
-    .bind(now_ms())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

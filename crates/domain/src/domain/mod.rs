@@ -18,6 +18,7 @@ mod downloads;
 mod entities;
 mod episodes;
 mod hand_off;
+mod held;
 mod host_imports;
 mod model;
 mod organizations;

@@ -61,6 +61,8 @@ impl ReadRow for Slot {
             quality: r.try_get("quality")?,
             profile: r.try_get("profile")?,
             status: named(r, "status")?,
+            file: r.try_get("file")?,
+            file_release_id: r.try_get("file_release_id")?,
             revision: r.try_get("revision")?,
             created_at: r.try_get("created_at")?,
         })
@@ -152,6 +154,7 @@ impl ReadRow for Organization {
             plan_artifact_id: r.try_get("plan_artifact_id")?,
             mode: named(r, "mode")?,
             items: json(r, "items")?,
+            replaces: r.try_get::<i64, _>("replaces")? != 0,
             status: named(r, "status")?,
             revision: r.try_get("revision")?,
             error: r.try_get("error")?,

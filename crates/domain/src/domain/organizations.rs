@@ -1,15 +1,18 @@
 //! Artifacts (frozen plans, reports, evidence, each with the hash of its
 //! body) and organizations: putting a completed download into the library
 //! by a frozen plan. Starting an organization checks the plan's
-//! fingerprint; finishing it marks the download imported and the slot
-//! satisfied in the same transaction.
+//! fingerprint; finishing it marks the download imported, records the
+//! files the slot now holds and settles the slot (satisfied, or still
+//! wanted: [`super::held`]) in the same transaction. An organization whose
+//! items replace files the slot holds (an upgrade) is marked `replaces`;
+//! only a file the slot holds can be named as replaced.
 
 use serde_json::{Value, json};
 
 use super::model::ReadRow;
 use super::{
     Artifact, ArtifactKind, Author, Domain, DomainError, DownloadStatus, NewOrganizationPlan, Organization,
-    OrganizationStatus, payload_hash, require,
+    OrganizationStatus, SlotStatus, payload_hash, require,
 };
 use crate::store::{new_id, now_ms};
 
@@ -82,6 +85,7 @@ impl Domain {
         require(matches!(download.status, DownloadStatus::Completed | DownloadStatus::Importing), || {
             format!("download {} is {}; only a completed download can be organized", download.id, download.status)
         })?;
+        let replaces = self.check_replaced(&download.plan_id, &new.items).await?;
         let body = json!({ "downloadTaskId": download.id, "mode": new.mode, "items": new.items });
         let fingerprint = payload_hash(&body);
         let open = self.open_organization(&download.id).await?;
@@ -97,7 +101,8 @@ impl Domain {
         let id = match open {
             Some(open) => {
                 let changed = sqlx::query(
-                    "UPDATE organization SET plan_artifact_id = $1, mode = $2, items = $3, revision = revision + 1,                      updated_at = $4 WHERE id = $5 AND revision = $6 AND status = 'planned'",
+                    "UPDATE organization SET plan_artifact_id = $1, mode = $2, items = $3, revision = revision + 1, \
+                     updated_at = $4, replaces = $7 WHERE id = $5 AND revision = $6 AND status = 'planned'",
                 )
                 .bind(&artifact.id)
                 .bind(new.mode.as_str())
@@ -105,6 +110,7 @@ impl Domain {
                 .bind(now)
                 .bind(&open.id)
                 .bind(open.revision)
+                .bind(i64::from(replaces))
                 .execute(&self.db.pool)
                 .await?
                 .rows_affected();
@@ -116,7 +122,8 @@ impl Domain {
             None => {
                 let id = new_id();
                 sqlx::query(
-                    "INSERT INTO organization (id, download_task_id, plan_artifact_id, mode, items, status, revision,                      created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 'planned', 1, $6, $7, $7)",
+                    "INSERT INTO organization (id, download_task_id, plan_artifact_id, mode, items, status, revision, \
+                     created_by, created_at, updated_at, replaces) VALUES ($1, $2, $3, $4, $5, 'planned', 1, $6, $7, $7, $8)",
                 )
                 .bind(&id)
                 .bind(&download.id)
@@ -125,12 +132,46 @@ impl Domain {
                 .bind(&items)
                 .bind(&by.principal)
                 .bind(now)
+                .bind(i64::from(replaces))
                 .execute(&self.db.pool)
                 .await?;
                 id
             }
         };
         Ok((self.organization(&id).await?, artifact))
+    }
+
+    /// Whether `items` replace files the library holds, each naming one
+    /// (`replaces`) that the slot of plan `plan_id` holds: the movie's file,
+    /// or an episode file of the season. Naming any other file is refused.
+    async fn check_replaced(&self, plan_id: &str, items: &[Value]) -> Result<bool, DomainError> {
+        let named: Vec<&str> = items
+            .iter()
+            .flat_map(|i| i.get("replaces").and_then(Value::as_array).into_iter().flatten())
+            .map(|path| path.as_str().ok_or_else(|| DomainError::Invalid("an item's replaces must list paths".into())))
+            .collect::<Result<_, _>>()?;
+        if named.is_empty() {
+            return Ok(false);
+        }
+        let slot = self.slot(&self.plan(plan_id).await?.slot_id).await?;
+        let held: Vec<String> = match slot.season {
+            None => slot.file.into_iter().collect(),
+            Some(season) => {
+                sqlx::query_scalar(
+                    "SELECT file FROM media_episode WHERE entity_id = $1 AND season = $2 AND file IS NOT NULL",
+                )
+                .bind(&slot.entity_id)
+                .bind(season)
+                .fetch_all(&self.db.pool)
+                .await?
+            }
+        };
+        if let Some(stranger) = named.iter().find(|n| !held.iter().any(|h| h == *n)) {
+            return Err(DomainError::Invalid(format!(
+                "an item replaces {stranger}, which is not a file the library holds for this title"
+            )));
+        }
+        Ok(true)
     }
 
     async fn open_organization(&self, download_id: &str) -> Result<Option<Organization>, DomainError> {
@@ -213,6 +254,7 @@ impl Domain {
         let download = self.download(&org.download_task_id).await?;
         let plan = self.plan(&download.plan_id).await?;
         let slot = self.slot(&plan.slot_id).await?;
+        let profile = self.profile_of(&slot).await?;
         let now = now_ms();
         let mut tx = self.db.begin_write().await?;
         let changed = sqlx::query(
@@ -237,29 +279,27 @@ impl Domain {
             .execute(&mut *tx)
             .await?;
         if error.is_none() {
-            // A season is satisfied once no monitored episode that has
-            // aired is left without a file; a single episode leaves the
-            // rest of its season wanted.
-            let mut slot_status = "satisfied";
-            if let Some(season) = slot.season {
-                super::episodes::record_files_in(
-                    &mut tx,
-                    &slot.entity_id,
-                    &super::episodes::files_of_items(&org.items),
-                )
-                .await?;
-                if super::episodes::season_lacks_in(&mut tx, &slot.entity_id, season).await? == Some(true) {
-                    slot_status = "wanted";
+            // What the slot now holds, and whether that is enough: a season
+            // is satisfied once no monitored episode that has aired is left
+            // without a file, and any slot once no file is below its
+            // profile's cutoff.
+            match slot.season {
+                Some(_) => {
+                    let files = super::episodes::files_of_items(&org.items);
+                    super::episodes::record_files_in(&mut tx, &slot.entity_id, &files, &plan.source_release_id).await?;
+                }
+                None => {
+                    if let Some(file) = main_file(&org.items) {
+                        sqlx::query("UPDATE media_slot SET file = $2, file_release_id = $3 WHERE id = $1")
+                            .bind(&slot.id)
+                            .bind(file)
+                            .bind(&plan.source_release_id)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
                 }
             }
-            sqlx::query(
-                "UPDATE media_slot SET status = $3, revision = revision + 1, updated_at = $1 WHERE id = $2 AND status <> $3",
-            )
-            .bind(now)
-            .bind(&plan.slot_id)
-            .bind(slot_status)
-            .execute(&mut *tx)
-            .await?;
+            super::held::let_go_in(&mut tx, &slot, profile.as_ref(), SlotStatus::Satisfied).await?;
         }
         let payload = json!({
             "organizationId": id,
@@ -318,4 +358,14 @@ impl Domain {
             .await?;
         Ok(())
     }
+}
+
+/// A movie's file among an organization's items: the largest one placed.
+fn main_file(items: &Value) -> Option<&str> {
+    items
+        .as_array()?
+        .iter()
+        .filter_map(|i| Some((i.get("size").and_then(Value::as_u64).unwrap_or(0), i.get("destination")?.as_str()?)))
+        .max_by_key(|(size, _)| *size)
+        .map(|(_, destination)| destination)
 }

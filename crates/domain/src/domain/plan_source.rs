@@ -1,6 +1,8 @@
 //! Plans as approvals see them: an acquisition plan is open while it is a
 //! draft; an organization plan (its frozen artifact's hash is the payload
-//! hash) while it is planned.
+//! hash) while it is planned. An organization that replaces files the
+//! library holds is a `replacement` plan and no `organization` one, and the
+//! other way round.
 
 use sqlx::Row;
 
@@ -17,13 +19,14 @@ impl PlanSource for Domain {
                     .await?,
                 "draft",
             ),
-            "organization" => (
+            "organization" | "replacement" => (
                 sqlx::query(
                     "SELECT a.payload_hash AS payload_hash, o.revision AS revision, o.created_by AS created_by, \
                      o.status AS status \
-                     FROM organization o JOIN artifact a ON a.id = o.plan_artifact_id WHERE o.id = $1",
+                     FROM organization o JOIN artifact a ON a.id = o.plan_artifact_id WHERE o.id = $1 AND o.replaces = $2",
                 )
                 .bind(plan_id)
+                .bind(i64::from(plan_type == "replacement"))
                 .fetch_optional(&self.db.pool)
                 .await?,
                 "planned",
@@ -53,7 +56,7 @@ impl Domain {
     ) -> Result<Option<(String, String)>, sqlx::Error> {
         let acquisition_id = match plan_type {
             "acquisition" => Some(plan_id.to_string()),
-            "organization" => sqlx::query_scalar::<_, String>(
+            "organization" | "replacement" => sqlx::query_scalar::<_, String>(
                 "SELECT d.plan_id FROM organization o JOIN download_task d ON d.id = o.download_task_id WHERE o.id = $1",
             )
             .bind(plan_id)

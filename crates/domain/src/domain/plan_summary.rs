@@ -1,7 +1,8 @@
 //! What a person needs to judge a plan before approving it, in words: for
 //! a download, the title it is for, the release, its size, quality and
 //! indexer, and how it reaches the client; for an import, each file's
-//! source and destination. Reads only.
+//! source and destination, and for an upgrade also the files it replaces,
+//! which go to the recycle folder. Reads only.
 
 use serde_json::{Value, json};
 
@@ -22,7 +23,7 @@ impl Domain {
     pub async fn plan_summary(&self, plan_type: &str, plan_id: &str) -> Result<Option<Value>, DomainError> {
         let found = match plan_type {
             "acquisition" => self.acquisition_summary(plan_id).await,
-            "organization" => self.organization_summary(plan_id).await,
+            "organization" | "replacement" => self.organization_summary(plan_id).await,
             _ => return Ok(None),
         };
         match found {
@@ -43,6 +44,7 @@ impl Domain {
             "quality": p.get("quality"),
             "indexer": p.get("indexer"),
             "handOff": p.pointer("/handOff/note"),
+            "upgrade": p.get("upgrade"),
             "status": plan.status,
         }))
     }
@@ -56,12 +58,19 @@ impl Domain {
         let files: Vec<Value> = items
             .iter()
             .take(MAX_FILES_SHOWN)
-            .map(|i| json!({ "source": i.get("source"), "destination": i.get("destination") }))
+            .map(|i| {
+                let mut file = json!({ "source": i.get("source"), "destination": i.get("destination") });
+                if let Some(replaces) = i.get("replaces").filter(|r| r.as_array().is_some_and(|r| !r.is_empty())) {
+                    file["replaces"] = replaces.clone();
+                }
+                file
+            })
             .collect();
         Ok(json!({
             "title": self.slot_title(&slot).await?,
             "release": plan.payload.get("title"),
             "mode": organization.mode,
+            "replaces": organization.replaces,
             "files": files,
             "moreFiles": items.len().saturating_sub(MAX_FILES_SHOWN),
             "status": organization.status,

@@ -2,7 +2,10 @@
 //! A draft reserves nothing. Reserving takes the slot only if the slot is
 //! still at the revision the plan was made against; submitting records the
 //! download task the client now holds. Each step bumps the plan's revision,
-//! so an approval given for one revision cannot be used for another.
+//! so an approval given for one revision cannot be used for another. A plan
+//! that would replace a file the slot holds (an upgrade) says so in its
+//! payload, and may take a satisfied slot when the release is a PROPER or
+//! REPACK of a file it holds.
 
 use serde_json::json;
 use sqlx::{Any, Transaction};
@@ -82,7 +85,13 @@ impl Domain {
     pub async fn draft_plan(&self, by: &Author, new: &NewPlan) -> Result<Plan, DomainError> {
         let slot = self.slot(&new.slot_id).await?;
         let release = self.release(&new.source_release_id).await?;
-        if slot.status != SlotStatus::Wanted {
+        let offered =
+            capstan_quality::offer(&json!({ "title": release.title, "parsed": release.parsed, "size": release.size }));
+        let upgrade = self.upgrade_for(&slot, &offered, self.profile_of(&slot).await?.as_ref()).await?;
+        // A satisfied slot takes only a fix of a file it holds.
+        let takes = slot.status == SlotStatus::Wanted
+            || (slot.status == SlotStatus::Satisfied && upgrade == Some(capstan_quality::upgrade::Upgrade::Proper));
+        if !takes {
             return Err(DomainError::Conflict(format!("slot {} is {}, not wanted", slot.id, slot.status)));
         }
         match (release.identity_status, release.entity_id.as_deref()) {
@@ -124,6 +133,8 @@ impl Domain {
             "indexer": release.indexer,
             "handOff": super::hand_off::describe(&release),
             "size": release.size,
+            // What it would replace, so whoever approves it can see.
+            "upgrade": upgrade,
         });
         let hash = payload_hash(&payload);
         let mut tx = self.db.begin_write().await?;
@@ -172,7 +183,9 @@ impl Domain {
             other => return Err(DomainError::Conflict(format!("plan {plan_id} is {other}; it cannot be reserved"))),
         }
         let slot = slot_in(&mut tx, &plan.slot_id).await?;
-        if slot.revision != plan.slot_revision || slot.status != SlotStatus::Wanted {
+        let fixes = plan.payload.get("upgrade").and_then(serde_json::Value::as_str) == Some("proper");
+        let takes = slot.status == SlotStatus::Wanted || (fixes && slot.status == SlotStatus::Satisfied);
+        if slot.revision != plan.slot_revision || !takes {
             return Err(DomainError::Conflict(format!(
                 "slot {} changed since the plan was drafted (revision {} → {}, status {}); draft a new plan",
                 slot.id, plan.slot_revision, slot.revision, slot.status
@@ -235,14 +248,24 @@ impl Domain {
         if !matches!(status, PlanStatus::Failed | PlanStatus::Cancelled) {
             return Err(DomainError::Invalid(format!("a plan ends failed or cancelled, not {status}")));
         }
+        let held = self.plan(plan_id).await?;
+        let profile = self.profile_of(&self.slot(&held.slot_id).await?).await?;
         let mut tx = self.db.begin_write().await?;
         let plan = plan_in(&mut tx, plan_id).await?;
         match plan.status {
             PlanStatus::Draft => {}
             PlanStatus::Reserved => {
                 let slot = slot_in(&mut tx, &plan.slot_id).await?;
-                if slot.status == SlotStatus::Reserved {
-                    set_slot_status(&mut tx, &slot, SlotStatus::Wanted).await?;
+                // Back to what its files make it; wanted, it is due a
+                // search again.
+                if slot.status == SlotStatus::Reserved
+                    && super::held::let_go_in(&mut tx, &slot, profile.as_ref(), SlotStatus::Wanted).await?
+                        == SlotStatus::Wanted
+                {
+                    sqlx::query("UPDATE media_slot SET searched_at = NULL WHERE id = $1")
+                        .bind(&slot.id)
+                        .execute(&mut *tx)
+                        .await?;
                 }
             }
             other => {

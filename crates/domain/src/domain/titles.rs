@@ -123,8 +123,10 @@ impl Domain {
         Ok(WantedTitle { entity, slots })
     }
 
-    /// Moves a title's wanted slots to another quality and/or profile
-    /// (`Some(None)` clears the profile).
+    /// Moves a title's wanted and satisfied slots to another quality
+    /// and/or profile (`Some(None)` clears the profile), and settles them
+    /// by the profile they now name: a raised cutoff makes a satisfied slot
+    /// wanted again.
     pub(crate) async fn change_title(
         &self,
         entity_id: &str,
@@ -138,7 +140,7 @@ impl Domain {
         let changed = sqlx::query(
             "UPDATE media_slot SET quality = COALESCE($2, quality), \
              profile = CASE WHEN $3 = 1 THEN $4 ELSE profile END, \
-             revision = revision + 1, updated_at = $5 WHERE entity_id = $1 AND status = 'wanted'",
+             revision = revision + 1, updated_at = $5 WHERE entity_id = $1 AND status IN ('wanted', 'satisfied')",
         )
         .bind(entity_id)
         .bind(quality.map(str::trim))
@@ -155,6 +157,13 @@ impl Domain {
             )));
         }
         tx.commit().await?;
+        let changed: Vec<Slot> = self
+            .slots_for_entity(entity_id)
+            .await?
+            .into_iter()
+            .filter(|s| matches!(s.status, SlotStatus::Wanted | SlotStatus::Satisfied))
+            .collect();
+        self.settle_slots(&changed).await?;
         Ok(WantedTitle { entity, slots: self.slots_for_entity(entity_id).await? })
     }
 

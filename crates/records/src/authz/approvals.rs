@@ -20,7 +20,10 @@ use crate::store::{new_id, now_ms};
 
 /// The plan types approvals can bind, and the capability tag that marks a
 /// capability acting on one (`plan:acquisition` → input `planId`).
-pub const PLAN_TYPES: &[&str] = &["acquisition", "organization"];
+/// A `replacement` is an organization that replaces files the library
+/// holds (an upgrade): its own type, so approving an import never
+/// approves replacing a file.
+pub const PLAN_TYPES: &[&str] = &["acquisition", "organization", "replacement"];
 
 /// The built-in capability that carries out a plan of `plan_type`: what an
 /// approval authorises when its request names no capability.
@@ -28,6 +31,7 @@ pub(crate) fn acting_capability(plan_type: &str) -> Option<&'static str> {
     match plan_type {
         "acquisition" => Some("download.submit"),
         "organization" => Some("organize.execute"),
+        "replacement" => Some("organize.replace"),
         _ => None,
     }
 }

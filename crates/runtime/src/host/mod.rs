@@ -34,7 +34,7 @@ mod record;
 mod views;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 pub use commands::{
@@ -113,7 +113,14 @@ pub struct HostServices {
     pub(crate) file_pool: files::FilePool,
     /// The operator's commands and the processes running for callers.
     pub(crate) commands: CommandHost,
+    /// The recycle folder (root [`RECYCLE_ROOT`]) files an upgrade
+    /// replaces are kept in, when the runtime has a data directory.
+    recycle_dir: Option<PathBuf>,
 }
+
+/// The root files an upgrade replaces are moved to: `recycle/` in the data
+/// directory, unless the operator names a root of that name.
+pub const RECYCLE_ROOT: &str = "recycle";
 
 /// Lines and bytes one call may log.
 pub(crate) fn log_caps() -> (u32, usize) {
@@ -128,17 +135,25 @@ impl HostServices {
             None => (None, None, None),
         };
         let commands = CommandHost::from_config(config, recorder, output);
-        let setup = Setup::build(&config.services, &with_output_root(&config.roots, &commands)?, settings)?;
-        Ok(HostServices::with(setup, commands, domain))
+        let recycle_dir = Some(config.data_dir().join(RECYCLE_ROOT));
+        let setup =
+            Setup::build(&config.services, &host_roots(&config.roots, &commands, recycle_dir.as_deref())?, settings)?;
+        Ok(HostServices::with(setup, commands, domain, recycle_dir))
     }
 
-    fn with(setup: Setup, commands: CommandHost, domain: Option<Arc<dyn DomainStore>>) -> HostServices {
+    fn with(
+        setup: Setup,
+        commands: CommandHost,
+        domain: Option<Arc<dyn DomainStore>>,
+        recycle_dir: Option<PathBuf>,
+    ) -> HostServices {
         HostServices {
             setup: RwLock::new(Arc::new(setup)),
             domain,
             guest_log: GuestLogBudget::default(),
             file_pool: files::FilePool::default(),
             commands,
+            recycle_dir,
         }
     }
 
@@ -146,16 +161,16 @@ impl HostServices {
     /// commands, so `describe` and pre-initialisation can neither reach nor
     /// wait on anything outside the sandbox.
     pub(crate) fn isolated() -> HostServices {
-        HostServices::with(Setup::empty(), CommandHost::default(), None)
+        HostServices::with(Setup::empty(), CommandHost::default(), None, None)
     }
 
-    /// The roots `roots` names, and the one command output is archived
-    /// under when commands are configured.
+    /// The roots `roots` names, the one command output is archived under
+    /// when commands are configured, and the recycle folder.
     pub(crate) fn roots_with_output(
         &self,
         roots: &BTreeMap<String, PathBuf>,
     ) -> anyhow::Result<BTreeMap<String, PathBuf>> {
-        with_output_root(roots, &self.commands)
+        host_roots(roots, &self.commands, self.recycle_dir.as_deref())
     }
 
     /// The setup calls starting now get.
@@ -176,15 +191,23 @@ impl HostServices {
 
 /// `roots` and, when any command is configured, the `command-output` root
 /// its archives are read through (made when missing).
-fn with_output_root(
+/// The operator's roots with the host's own: command output (when
+/// commands are configured) and the recycle folder, each made if missing.
+fn host_roots(
     roots: &BTreeMap<String, PathBuf>,
     commands: &CommandHost,
+    recycle_dir: Option<&Path>,
 ) -> anyhow::Result<BTreeMap<String, PathBuf>> {
     let mut all = roots.clone();
-    if let Some(dir) = commands.output_dir() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot make the command output folder {}: {e}", dir.display()))?;
-        all.entry(OUTPUT_ROOT.to_string()).or_insert_with(|| dir.to_path_buf());
+    for (name, dir, what) in
+        [(OUTPUT_ROOT, commands.output_dir(), "command output folder"), (RECYCLE_ROOT, recycle_dir, "recycle folder")]
+    {
+        let Some(dir) = dir else { continue };
+        if all.contains_key(name) {
+            continue;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot make the {what} {}: {e}", dir.display()))?;
+        all.insert(name.to_string(), dir.to_path_buf());
     }
     Ok(all)
 }

@@ -147,6 +147,22 @@ pub struct SlotActivity {
     /// For a season: how its episodes stand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<SeasonProgress>,
+    /// While files it holds are below its quality profile's cutoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeWanted>,
+}
+
+/// Files a slot holds below its profile's cutoff: an upgrade is wanted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeWanted {
+    /// The resolution a file is good enough at.
+    pub cutoff: String,
+    /// How many files are below it (a movie's one, or a season's episodes).
+    pub below: i64,
+    /// The resolution of the best file below it, as its release says.
+    pub have: Option<String>,
 }
 
 /// How a season's episodes stand: counts by [`crate::status::EpisodeState`].

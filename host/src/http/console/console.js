@@ -258,8 +258,9 @@ function megabytes(bytes) {
 }
 
 /// What a plan is, in words a person judges it by: the title, and for a
-/// download the release, its size, quality and indexer; for an import each
-/// file's source and destination. The plan's id stays for reference.
+/// download the release, its size, quality and indexer (and whether it is
+/// an upgrade); for an import each file's source and destination, and for
+/// an upgrade the file each one replaces. The plan's id stays for reference.
 function planCell(title, plan, planType, planId) {
   const cell = el("td");
   cell.append(el("strong", title || planType + " plan"));
@@ -269,13 +270,22 @@ function planCell(title, plan, planType, planId) {
   if (plan && plan.quality) facts.push(plan.quality);
   if (plan && plan.indexer) facts.push("from " + plan.indexer);
   if (plan && plan.mode) facts.push("by " + plan.mode);
+  if (plan && plan.upgrade) facts.push(UPGRADE_WORDS[plan.upgrade] || "an upgrade");
   if (facts.length) cell.append(el("div", facts.join(" · "), "hint"));
-  for (const file of (plan && plan.files) || []) cell.append(el("div", file.source + " → " + file.destination, "file-move"));
+  for (const file of (plan && plan.files) || []) {
+    cell.append(el("div", file.source + " → " + file.destination, "file-move"));
+    for (const old of file.replaces || []) cell.append(el("div", "replaces " + old + " (kept in the recycle folder)", "file-replaced"));
+  }
   if (plan && plan.moreFiles) cell.append(el("div", "and " + plan.moreFiles + " more files", "hint"));
   if (plan && plan.handOff) cell.append(el("div", plan.handOff, "hint"));
   cell.append(el("div", planType + " " + planId, "hint plan-id"));
   return cell;
 }
+
+const UPGRADE_WORDS = {
+  better: "an upgrade: better than the file the library holds",
+  proper: "an upgrade: a PROPER/REPACK of the file the library holds",
+};
 
 /// The nav button's text: the tab's name and how many wait for a person.
 function markApprovalsWaiting(count) {

@@ -23,6 +23,7 @@ const library = { picked: null, announced: null, grantFor: null };
 
 async function refreshLibrary() {
   refreshCalendar();
+  refreshProfiles();
   const answer = await api("GET", "/library");
   if (answer.status !== 200) return;
   const body = $("library");
@@ -101,6 +102,13 @@ function episodeWords(e) {
   return "(" + parts.join(", ") + ")";
 }
 
+/// Files below the profile's cutoff: "upgrading: have 720p, cutoff 1080p",
+/// or for a season "upgrading 3 episodes to 1080p".
+function upgradeWords(u) {
+  if (u.below > 1) return "upgrading " + u.below + " episodes to " + u.cutoff;
+  return "upgrading: have " + (u.have || "an unknown quality") + ", cutoff " + u.cutoff;
+}
+
 /// One slot as a line: what it is, and what is happening to it now.
 function slotLine(s) {
   const line = el("div", undefined, "slot slot-" + s.status);
@@ -108,6 +116,7 @@ function slotLine(s) {
   const what = (s.season != null ? "season " + s.season + " " : "") + s.quality + " " + (SLOT_WORDS[s.status] || s.status) + (s.profile ? " (" + s.profile + ")" : "");
   line.append(el("span", what, "status-" + s.status));
   if (s.episodes) line.append(" ", el("span", episodeWords(s.episodes), "episodes"), " ", episodeToggle(s));
+  if (s.upgrade) line.append(" ", el("span", upgradeWords(s.upgrade), "upgrade"));
   if (s.download || s.waitingPlan) line.append(": ");
   const d = s.download;
   const waiting = s.waitingPlan;
@@ -240,15 +249,15 @@ $("add-form").addEventListener("submit", async (ev) => {
   }
 });
 
-// After Want it: the two standing grants that let the sweep fetch and
-// import this title without asking, scoped to it alone.
+// After Want it: the standing grants that let the sweep fetch, import and
+// upgrade this title without asking, scoped to it alone.
 $("add-grant").addEventListener("click", async () => {
   const entity = library.grantFor;
   if (!entity) return;
   $("add-grant").disabled = true;
   const expiresAt = Date.now() + 30 * 86400000;
   const made = [];
-  for (const action of ["download.submit", "organize.execute"]) {
+  for (const action of ["download.submit", "organize.execute", "organize.replace"]) {
     const grant = { action, scope: { entityIds: [entity] }, dailyInvocations: 10, expiresAt, reason: "fetch and import a title wanted from the Library" };
     const answer = await api("POST", "/automation-grants", grant);
     if (answer.status !== 201) {
@@ -259,6 +268,6 @@ $("add-grant").addEventListener("click", async () => {
     made.push(action);
   }
   $("add-unattended").hidden = true;
-  $("add-done").textContent += " Granted " + made.join(" and ") + " for it: the sweep fetches and imports it without asking.";
+  $("add-done").textContent += " Granted " + made.join(", ") + " for it: the sweep fetches, imports and upgrades it without asking.";
   if (typeof refreshGrants === "function") refreshGrants();
 });

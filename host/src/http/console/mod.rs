@@ -25,6 +25,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/library.js", JS, include_str!("library.js")),
     ("/episodes.js", JS, include_str!("episodes.js")),
     ("/calendar.js", JS, include_str!("calendar.js")),
+    ("/profiles.js", JS, include_str!("profiles.js")),
     ("/services.js", JS, include_str!("services.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),

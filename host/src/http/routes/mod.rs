@@ -15,6 +15,7 @@ pub mod health;
 pub mod library;
 pub mod metrics;
 pub mod plugins;
+pub mod policies;
 pub mod session;
 pub mod settings;
 pub mod setup;

@@ -6,18 +6,16 @@
 //! console administrator's is a human's; an API key needs the execute
 //! scope and, being automated, a grant or approval that covers it. The
 //! call's failure becomes the status a client expects (404 for an unknown
-//! TMDB id, 409 for a title already wanted, 422 for bad input). `GET
-//! /api/v1/policies` lists the policies (the quality profiles to choose).
+//! TMDB id, 409 for a title already wanted, 422 for bad input).
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use capstan_contract::ops::transitions::WantedTitle;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::openapi::path::{Parameter, ParameterIn};
 
-use crate::authz::Policy;
 use crate::http::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiJson};
@@ -36,8 +34,22 @@ pub(crate) async fn want<T: serde::de::DeserializeOwned>(
     input: Value,
     created: bool,
 ) -> Result<(StatusCode, Json<T>), ApiError> {
-    let origin = caller.origin(EffectClass::Execute, "changing what the library wants", crate::store::new_id())?;
-    let inv = match state.caps().invoke(&origin, CAPABILITY, &input).await {
+    call_as_resource(state, caller, CAPABILITY, "changing what the library wants", input, created).await
+}
+
+/// Calls `capability` (an execute one) as the caller, for `why`, and
+/// answers as a resource would: its output read as `T`, its failure as the
+/// status a client expects (422 bad input, 404, 409, 403, 503).
+pub(crate) async fn call_as_resource<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    caller: &Caller,
+    capability: &str,
+    why: &str,
+    input: Value,
+    created: bool,
+) -> Result<(StatusCode, Json<T>), ApiError> {
+    let origin = caller.origin(EffectClass::Execute, why, crate::store::new_id())?;
+    let inv = match state.caps().invoke(&origin, capability, &input).await {
         Ok(inv) => inv,
         Err(InvokeError::NotFound(id)) => return Err(ApiError::internal(format!("capability {id} is not loaded"))),
         Err(e) => return Err(ApiError::internal(e)),
@@ -47,9 +59,8 @@ pub(crate) async fn want<T: serde::de::DeserializeOwned>(
             let status = if created { StatusCode::CREATED } else { StatusCode::OK };
             // The capability answers the contract's record as JSON; read
             // back, it is the same document.
-            let title: T = serde_json::from_value(inv.output.unwrap_or(Value::Null)).map_err(|e| {
-                ApiError::internal(format!("{CAPABILITY} answered something other than the title and its slots: {e}"))
-            })?;
+            let title: T = serde_json::from_value(inv.output.unwrap_or(Value::Null))
+                .map_err(|e| ApiError::internal(format!("{capability} answered something unexpected: {e}")))?;
             Ok((status, Json(title)))
         }
         (Status::Failed, Some(e)) => {
@@ -66,7 +77,7 @@ pub(crate) async fn want<T: serde::de::DeserializeOwned>(
         (status, _) => Err(ApiError::new(
             StatusCode::BAD_GATEWAY,
             "uncertain",
-            format!("the change ended {status:?}; look at the library before trying again"),
+            format!("the change ended {status:?}; look before trying again"),
         )),
     }
 }
@@ -330,19 +341,4 @@ pub async fn remove(
 ) -> Result<(StatusCode, Json<WantedTitle>), ApiError> {
     let entity_id = entity.id()?;
     want(&state, &caller, json!({"action": "remove", "entityId": entity_id, "season": q.season}), false).await
-}
-
-/// Every revision of every policy, by name, the newest revision first.
-#[derive(Serialize, utoipa::ToSchema)]
-pub(crate) struct PolicyList {
-    policies: Vec<Policy>,
-}
-
-/// Every revision of every policy (quality profiles among them), newest
-/// first.
-#[utoipa::path(get, path = "/api/v1/policies", tag = "library", security(("apiKey" = []), ("consoleSession" = [])),
-    responses((status = 200, description = "The policies' revisions", body = PolicyList),
-              (status = 401, description = "No valid API key or session", body = ErrorBody)))]
-pub async fn policies(State(state): State<AppState>, _caller: Caller) -> Result<Json<PolicyList>, ApiError> {
-    Ok(Json(PolicyList { policies: state.services().authz.policies().await? }))
 }

@@ -364,6 +364,17 @@ fn param_bounds() -> Vec<ParamBound> {
             body: json!({"baseUrl": "http://127.0.0.1:9", "secret": "k"}),
         },
         ParamBound {
+            what: "a quality profile is named quality.<name>",
+            method: Method::PUT,
+            route: "/api/v1/policies/{name}",
+            name: "name",
+            past: json!("movies"),
+            inside: json!("quality.movies"),
+            call: "/policies/movies".into(),
+            refused: 422,
+            body: json!({"preferredResolutions": ["1080p"]}),
+        },
+        ParamBound {
             what: "a root is downloads or library",
             method: Method::PUT,
             route: "/api/v1/setup/roots/{name}",

@@ -44,7 +44,9 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
     assert!(browser.shown("#add-unattended").await, "the offer follows Want it");
     browser.click("#add-grant").await;
     browser
-        .wait_text("#add-done", "said what it granted", |t| t.contains("Granted download.submit and organize.execute"))
+        .wait_text("#add-done", "said what it granted", |t| {
+            t.contains("Granted download.submit, organize.execute, organize.replace")
+        })
         .await;
     let dune = env.svc.domain.entities(Some(capstan::domain::EntityKind::Movie), 10).await.unwrap().remove(0);
     let grants = env.svc.authz.grants().await.unwrap();
@@ -52,7 +54,10 @@ async fn a_newcomer_adds_a_movie_and_a_series_from_the_console() {
         grants.iter().map(|g| (g.action.as_str(), g.scope.entity_ids.as_slice())).collect();
     granted.sort();
     let only_dune = std::slice::from_ref(&dune.id);
-    assert_eq!(granted, [("download.submit", only_dune), ("organize.execute", only_dune)]);
+    assert_eq!(
+        granted,
+        [("download.submit", only_dune), ("organize.execute", only_dune), ("organize.replace", only_dune)]
+    );
 
     // Posters from a mirror the settings name: the page's policy admits it.
     let mirror = serde_json::json!({"library.poster_base_url": "https://posters.example:8443/t/p/w92/"});

@@ -24,3 +24,4 @@ mod submit_failed;
 mod swarm;
 pub mod titles;
 mod trouble;
+mod upgrades;

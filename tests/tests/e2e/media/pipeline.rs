@@ -98,6 +98,13 @@ pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: Moc
     Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, svc, indexer }
 }
 
+impl Env {
+    /// The host's recycle folder, where replaced files are kept.
+    pub(super) fn recycle_dir(&self) -> std::path::PathBuf {
+        self._host.config.data_dir().join("recycle")
+    }
+}
+
 pub(super) async fn wanted_movie(env: &Env) -> Slot {
     let entity = env.svc.domain.upsert_entity(&capstan_tests::fixtures::dune_part_two()).await.unwrap();
     env.svc

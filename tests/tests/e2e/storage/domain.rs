@@ -174,8 +174,18 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
         Err(DomainError::Invalid(_))
     ));
 
+    // An import may name as replaced only a file the slot holds: none yet.
+    let stranger = NewOrganizationPlan {
+        items: vec![json!({"source": "Dune.mkv", "destination": "Dune.mkv", "replaces": ["Other (2020)/Other.mkv"]})],
+        ..organize.clone()
+    };
+    let refused = domain.plan_organization(&task, &stranger).await.unwrap_err();
+    assert!(refused.to_string().contains("not a file the library holds"), "{refused}");
+    assert!(domain.organizations_for_download(&download.id).await.unwrap().is_empty(), "nothing was drafted");
+
     let (org, artifact) = domain.plan_organization(&task, &organize).await.unwrap();
     assert_eq!((org.status.as_str(), artifact.kind.as_str()), ("planned", "plan"));
+    assert!(!org.replaces);
     let (same, _) = domain.plan_organization(&task, &organize).await.unwrap();
     assert_eq!(same.id, org.id, "the same frozen plan is the same organization");
 
@@ -189,7 +199,10 @@ async fn downloads_report_each_change_once_and_organizations_satisfy_the_slot(ba
     let finished = domain.finish_organization(&org.id, None).await.unwrap();
     assert_eq!(finished.status, capstan::domain::OrganizationStatus::Succeeded);
     assert_eq!(domain.download(&download.id).await.unwrap().status, capstan::domain::DownloadStatus::Imported);
-    assert_eq!(domain.slot(&slot.id).await.unwrap().status, capstan::domain::SlotStatus::Satisfied);
+    let held = domain.slot(&slot.id).await.unwrap();
+    assert_eq!(held.status, capstan::domain::SlotStatus::Satisfied);
+    assert_eq!(held.file.as_deref(), Some("Dune Part Two (2024)/Dune Part Two (2024).mkv"), "what it now holds");
+    assert!(held.file_release_id.is_some());
     // An imported download no longer changes.
     conflict(domain.update_download(&download.id, capstan::domain::DownloadStatus::Missing, 0.0, None, None).await);
 

@@ -32,7 +32,10 @@ pub const TRANSITIONS: &[Operation] = &[
     serve!(OrganizationStartRecord, |domain, _, a| domain.start_organization(&a.id, &a.fingerprint).await?),
     serve!(OrganizationFinishRecord, |domain, _, a| domain.finish_organization(&a.id, a.error.as_deref()).await?),
     serve!(PolicyPublishRecord, |domain, _, a| {
-        domain.authz.publish_policy(&a.name, a.revision).await.map_err(from_authz)?
+        let published = domain.authz.publish_policy(&a.name, a.revision).await.map_err(from_authz)?;
+        // Slots judged by this profile may now hold enough, or not.
+        domain.settle_profile(&a.name).await?;
+        published
     }),
     serve!(TitleWantRecord, |domain, _, a| domain.want_title(&a).await?),
     serve!(TitleChangeRecord, |domain, _, a| {

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use capstan_organize::content::{self, MediaFile};
-use capstan_organize::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
+use crate::content::{self, MediaFile};
+use crate::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
 use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::{ArtifactGet, DownloadGet, OrganizationGet};
 use capstan_sdk::contract::status::{DownloadStatus, OrganizationStatus};
@@ -30,6 +30,8 @@ pub struct Frozen {
     /// The plan artifact's payload hash.
     pub fingerprint: String,
     pub items: Vec<Item>,
+    /// Whether it replaces files the library holds.
+    pub replaces: bool,
 }
 
 /// The plan artifact's body, as the `organization-plan` draft froze it.
@@ -58,6 +60,7 @@ impl Frozen {
             mode,
             fingerprint: artifact.payload_hash,
             items: body.items,
+            replaces: org.replaces,
         })
     }
 

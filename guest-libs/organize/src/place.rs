@@ -8,12 +8,12 @@
 //! on different devices) becomes a copy; every copy is verified by comparing
 //! the SHA-256 of source and destination.
 
-use capstan_organize::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
 use capstan_sdk::host::{HostError, files};
 use capstan_sdk::{Failure, JsonSchema};
 use serde::Serialize;
 
 use crate::frozen::source_exists;
+use crate::{DOWNLOADS, Item, LIBRARY, OrganizeMode};
 
 /// One placed file, as reported to the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -39,13 +39,15 @@ pub enum Existing {
     Absent,
     /// The source's content is already there.
     Same,
+    /// A file with other content: the one an upgrade replaces, or a clash.
+    Other,
 }
 
 fn placed(item: &Item, method: OrganizeMode, verified: bool) -> Placed {
     Placed { source: item.source.clone(), destination: item.destination.clone(), method, verified }
 }
 
-fn clash(item: &Item) -> Failure {
+pub(crate) fn clash(item: &Item) -> Failure {
     Failure::Conflict(format!(
         "{} already exists in the library with other content; nothing was overwritten",
         item.destination
@@ -55,13 +57,21 @@ fn clash(item: &Item) -> Failure {
 /// Whether the destination is free, already holds the source's content,
 /// or (`conflict`) holds something else.
 pub fn existing(item: &Item) -> Result<Existing, Failure> {
+    match looked_at(item)? {
+        Existing::Other => Err(clash(item)),
+        found => Ok(found),
+    }
+}
+
+/// What is at the destination; a directory counts as another file.
+pub fn looked_at(item: &Item) -> Result<Existing, Failure> {
     let there = match files::stat(LIBRARY, &item.destination) {
         Ok(info) => info,
         Err(HostError::NotFound(_)) => return Ok(Existing::Absent),
         Err(e) => return Err(e.into()),
     };
     if there.is_dir || there.size != item.size {
-        return Err(clash(item));
+        return Ok(Existing::Other);
     }
     if !source_exists(item)? {
         // Moved by an earlier attempt: the frozen size is all there is to
@@ -71,7 +81,7 @@ pub fn existing(item: &Item) -> Result<Existing, Failure> {
     if files::sha256(DOWNLOADS, &item.source)? == files::sha256(LIBRARY, &item.destination)? {
         Ok(Existing::Same)
     } else {
-        Err(clash(item))
+        Ok(Existing::Other)
     }
 }
 
@@ -91,7 +101,7 @@ pub fn place(item: &Item, mode: OrganizeMode) -> Result<Placed, Failure> {
             // verified copy does the job, unless the link did land after all.
             Err(HostError::Unavailable(_)) => match existing(item)? {
                 Existing::Same => Ok(placed(item, OrganizeMode::Hardlink, true)),
-                Existing::Absent => copy(item),
+                _ => copy(item),
             },
             Err(HostError::Conflict(_)) => raced(item, OrganizeMode::Hardlink),
             Err(e) => Err(e.into()),
@@ -109,7 +119,7 @@ pub fn place(item: &Item, mode: OrganizeMode) -> Result<Placed, Failure> {
 fn raced(item: &Item, method: OrganizeMode) -> Result<Placed, Failure> {
     match existing(item)? {
         Existing::Same => Ok(placed(item, method, true)),
-        Existing::Absent => Err(Failure::Unavailable(format!("{} could not be placed", item.destination))),
+        _ => Err(Failure::Unavailable(format!("{} could not be placed", item.destination))),
     }
 }
 
