@@ -6,7 +6,7 @@
 //! server for its WebAPI version once ([`Client::connect`]) and picks the
 //! endpoint and field names of that line (4.x pause/resume, 5.x
 //! stop/start). Reads (`torrents/info`, `app/webapiVersion`) go through
-//! `outbound-read`; adding, rechecking, pausing and resuming are writes.
+//! `outbound-read`; adding, rechecking, pausing, resuming and removing are writes.
 
 mod form;
 mod state;
@@ -204,6 +204,15 @@ impl Client {
     /// (execute class).
     pub fn pause(&self, hashes: &[&str]) -> Result<(), HostError> {
         self.command(self.version.pause_endpoint(), hashes)
+    }
+
+    /// Removes torrents from qBittorrent, keeping their data on disk
+    /// (`torrents/delete` with `deleteFiles=false`; execute class). A hash
+    /// qBittorrent does not hold is no error.
+    pub fn remove_keeping_data(&self, hashes: &[&str]) -> Result<(), HostError> {
+        let hashes: Vec<String> = hashes.iter().map(|h| h.to_string()).collect();
+        let (content_type, body) = form::urlencoded(&[("hashes", &hash_list(&hashes)?), ("deleteFiles", "false")]);
+        answer(self.post_body("/api/v2/torrents/delete", content_type, body)?).map(drop)
     }
 
     fn command(&self, path: &str, hashes: &[&str]) -> Result<(), HostError> {

@@ -37,6 +37,7 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "catalog.lookup",
     "download.plan",
     "download.recheck",
+    "download.replace",
     "download.status",
     "download.submit",
     "identity.resolve",

@@ -243,6 +243,21 @@ pub struct Task {
     pub updated_at: i64,
 }
 
+/// A release the sweep does not pick again (the blocklist), and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct BlockedRelease {
+    pub release_id: String,
+    /// The release's name, as the indexer listed it.
+    pub title: String,
+    /// The title it was identified as, when it was.
+    pub entity_id: Option<String>,
+    pub reason: String,
+    pub blocked_by: String,
+    pub created_at: i64,
+}
+
 /// One revision of a policy (`quality.movies`, ...).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

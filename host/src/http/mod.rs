@@ -136,6 +136,8 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::titles::add))
         .routes(routes!(routes::titles::change, routes::titles::remove))
         .routes(routes!(routes::policies::list))
+        .routes(routes!(routes::blocklist::list, routes::blocklist::block))
+        .routes(routes!(routes::blocklist::unblock))
         .routes(routes!(routes::policies::put))
         .routes(routes!(routes::episodes::list))
         .routes(routes!(routes::episodes::change))

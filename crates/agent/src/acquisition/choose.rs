@@ -40,8 +40,9 @@ pub(super) struct Need {
     /// What the slot holds, by episode (0 for a movie's file): the offer
     /// of the release each file came from, where that is recorded.
     held: BTreeMap<i64, capstan_quality::Offer>,
-    /// Releases not to pick for it again: those whose plan for it failed,
-    /// and for a season fetched an episode at a time, those it fetched.
+    /// Releases not to pick for it again: the blocklisted ones, those whose
+    /// plan for it failed, and for a season fetched an episode at a time,
+    /// those it fetched.
     given_up: Vec<String>,
 }
 
@@ -59,6 +60,7 @@ impl Need {
         };
         let missing = slot.season.and_then(|season| episodes::missing(&known, season));
         let mut given_up = domain.failed_releases(&slot.id).await.map_err(|e| e.to_string())?;
+        given_up.extend(domain.blocked_for_entity(&entity.id).await.map_err(|e| e.to_string())?);
         if missing.is_some() {
             given_up.extend(domain.fetched_releases(&slot.id).await.map_err(|e| e.to_string())?);
         }

@@ -14,9 +14,11 @@
 //! - `import_failed:<organizationId>`: placing a completed download's files
 //!   failed for good.
 //!
-//! A cause that clears by itself (the download moves again, a later import
-//! succeeds) resolves its decision as `system:<task>` with the facts that
-//! show it.
+//! Each offers "Find another release" (`download.replace`: the torrent
+//! goes, its release is blocklisted, the title is wanted again), which only
+//! a person, or a grant naming it, carries out. A cause that clears by
+//! itself (the download moves again, a later import succeeds) resolves its
+//! decision as `system:<task>` with the facts that show it.
 
 use serde_json::{Value, json};
 
@@ -85,6 +87,17 @@ fn not_started(download: &DownloadTask, client_state: Option<&str>) -> Option<&'
     }
 }
 
+/// The option that gives the download up for another release: a person's
+/// choice (or a grant naming `download.replace`), never a repair.
+fn another_release(download: &str, why: &str) -> Value {
+    json!({
+        "id": "another-release",
+        "label": "Find another release",
+        "capabilityId": "download.replace",
+        "input": {"downloadTaskId": download, "reason": why},
+    })
+}
+
 fn recheck(download: &str) -> Value {
     json!({
         "id": "recheck",
@@ -130,7 +143,11 @@ pub(crate) async fn download_seen(
         _ => None,
     };
     if let Some(problem) = problem {
-        let options = json!([recheck(&download.id), {"id": "dismiss", "label": "Leave it", "action": "dismiss"}]);
+        let options = json!([
+            recheck(&download.id),
+            another_release(&download.id, &problem),
+            {"id": "dismiss", "label": "Leave it", "action": "dismiss"}
+        ]);
         let evidence = json!({"download": seen, "problem": problem});
         domain
             .open_occurrence(&failed, "download_failed", &download.id, &options, &evidence, download.progress_at)
@@ -147,20 +164,22 @@ pub(crate) async fn download_seen(
     let stallable = matches!(status, DownloadStatus::Downloading | DownloadStatus::Stalled) || not_started.is_some();
     if stallable && idle_ms >= minutes * 60_000 {
         let wait = json!({"id": "wait", "label": "Keep waiting", "action": "dismiss"});
+        let idle = idle_ms / 60_000;
+        let problem = match not_started {
+            None => format!("no progress for {idle} minutes (the limit is {minutes})"),
+            Some(why) => format!("not started after {idle} minutes (the limit is {minutes}): {why}"),
+        };
+        let another = another_release(&download.id, &problem);
         // Resuming starts a torrent the client holds and stopped; one it is
         // still fetching metadata for, or does not hold, it cannot.
         let options = match not_started {
             None => json!([
                 {"id": "resume", "label": "Resume", "capabilityId": "download.recheck",
                  "input": {"downloadTaskId": download.id, "action": "resume"}},
+                another,
                 wait
             ]),
-            Some(_) => json!([wait]),
-        };
-        let idle = idle_ms / 60_000;
-        let problem = match not_started {
-            None => format!("no progress for {idle} minutes (the limit is {minutes})"),
-            Some(why) => format!("not started after {idle} minutes (the limit is {minutes}): {why}"),
+            Some(_) => json!([another, wait]),
         };
         let evidence = json!({"download": seen, "problem": problem});
         domain
@@ -187,6 +206,7 @@ pub async fn import_failed(
     let root = format!("import_failed:{organization}");
     let options = json!([
         {"id": "retry", "label": "Try the import again", "action": "retry", "taskId": task_id},
+        another_release(download, &format!("the import failed: {}", error.chars().take(300).collect::<String>())),
         {"id": "dismiss", "label": "Leave it", "action": "dismiss"}
     ]);
     let evidence = json!({"organizationId": organization, "downloadTaskId": download, "error": error});

@@ -38,6 +38,9 @@ const ALSO_ALLOWED: &[&str] = &["identity.resolve"];
 const RECOVERY_ACTIONS: &[&str] = &["download.recheck", "task.retry"];
 /// The kinds a recovery run may act on.
 const RECOVERABLE: &[&str] = &["download_failed", "download_stalled"];
+/// Giving a download up for another release changes where a title comes
+/// from: a recovery run may do it only under a grant that names it.
+const REPLACE: &str = "download.replace";
 
 /// The root cause a decision is an occurrence of: its dedupe key without
 /// the `#<n>` of later occurrences.
@@ -59,6 +62,19 @@ async fn recovery_refused(svc: &Services, decision: &Decision) -> Result<Option<
     }
 }
 
+/// Whether a grant that names `download.replace` itself (not `*`, a
+/// wildcard or a policy) lets a recovery run give up `decision`'s download.
+async fn replace_granted(svc: &Services, decision: &Decision) -> Result<bool, HandlerError> {
+    let now = crate::store::now_ms();
+    let grants = svc.authz.grants().await.map_err(|e| HandlerError::Retry(e.to_string()))?;
+    if !grants.iter().any(|g| g.action == REPLACE && g.revoked_at.is_none() && g.expires_at > now) {
+        return Ok(false);
+    }
+    let input = json!({"downloadTaskId": decision.subject});
+    let origin = Origin { actor: Actor::Agent, principal: RECOVER_BY.into(), ..Origin::cli(EffectClass::Execute) };
+    Ok(svc.caps.is_authorized(&origin, REPLACE, &input).await.unwrap_or(false))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Payload {
@@ -76,12 +92,18 @@ async fn setting(settings: &Settings, key: &str) -> Result<Value, HandlerError> 
 }
 
 /// What the run is asked to do.
-fn goal(decision: &Decision, acting: bool) -> String {
-    let task = if acting {
-        "Find out why and repair it with download.recheck (action recheck, or resume for a stalled download) or \
-         task.retry where that is the fix; never change the download's source, never delete anything."
-    } else {
-        "Find out why with the tools you have; change nothing."
+fn goal(decision: &Decision, acting: bool, replacing: bool) -> String {
+    let task = match (acting, replacing) {
+        (true, false) => {
+            "Find out why and repair it with download.recheck (action recheck, or resume for a stalled download) or \
+             task.retry where that is the fix; never change the download's source, never delete anything."
+        }
+        (true, true) => {
+            "Find out why and repair it with download.recheck (action recheck, or resume for a stalled download) or \
+             task.retry where that is the fix; only when the release itself cannot be repaired, give it up with \
+             download.replace so another release is fetched. Never delete anything."
+        }
+        _ => "Find out why with the tools you have; change nothing.",
     };
     let subject = decision.subject.as_deref().unwrap_or("-");
     let problem = decision.evidence.get("problem").and_then(Value::as_str).unwrap_or("see the evidence");
@@ -164,8 +186,12 @@ impl TaskHandler for InvestigateDecision {
                 .filter(|l| l.descriptor.label == EffectClass::Read || ALSO_ALLOWED.contains(&l.descriptor.id.as_str()))
                 .map(|l| l.descriptor.id.clone())
                 .collect();
+            let replacing = acting && replace_granted(&svc, &decision).await?;
             if acting {
                 allowlist.extend(RECOVERY_ACTIONS.iter().map(|a| a.to_string()));
+            }
+            if replacing {
+                allowlist.push(REPLACE.to_string());
             }
             // A skill that is the kind's playbook: the run starts with it
             // read, and may call only what both it and the mode's list name.
@@ -178,7 +204,7 @@ impl TaskHandler for InvestigateDecision {
             }
             allowlist.sort();
             let new = NewRun {
-                goal: goal(&decision, acting),
+                goal: goal(&decision, acting, replacing),
                 mode: if acting { RunMode::Execute } else { RunMode::PlanOnly },
                 allowlist: Some(allowlist),
                 created_by: if acting { RECOVER_BY.into() } else { BY.into() },

@@ -9,6 +9,7 @@
 //! decides authorisation: callers arrive already authorised.
 
 mod activity;
+mod blocklist;
 mod calendar;
 mod component_decisions;
 mod decision_options;
@@ -29,6 +30,7 @@ mod releases;
 mod submit_failures;
 mod titles;
 
+pub use blocklist::{MAX_LISTED as MAX_BLOCKLISTED, MAX_REASON as MAX_BLOCK_REASON};
 pub use calendar::{Calendar, CalendarEpisode, Grab, MAX_DAYS as MAX_CALENDAR_DAYS};
 pub use capstan_contract::ops::drafts::{NewEntity, NewEpisode, NewOrganizationPlan, NewPlan, NewRelease};
 pub use capstan_contract::ops::transitions::WantTitle;

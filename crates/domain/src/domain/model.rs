@@ -7,7 +7,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 pub use capstan_contract::records::{
-    Artifact, Decision, DownloadTask, Entity, Episode, Organization, Plan, Slot, SourceRelease,
+    Artifact, BlockedRelease, Decision, DownloadTask, Entity, Episode, Organization, Plan, Slot, SourceRelease,
 };
 pub use capstan_contract::status::{
     ArtifactKind, DecisionStatus, DownloadStatus, EntityKind, EpisodeState, IdentityStatus, OrganizationStatus,

@@ -85,6 +85,12 @@ impl Domain {
     pub async fn draft_plan(&self, by: &Author, new: &NewPlan) -> Result<Plan, DomainError> {
         let slot = self.slot(&new.slot_id).await?;
         let release = self.release(&new.source_release_id).await?;
+        if let Some(blocked) = self.blocked(&release.id).await? {
+            return Err(DomainError::Conflict(format!(
+                "release {} is blocklisted ({}); unblock it to fetch it",
+                release.id, blocked.reason
+            )));
+        }
         let offered =
             capstan_quality::offer(&json!({ "title": release.title, "parsed": release.parsed, "size": release.size }));
         let upgrade = self.upgrade_for(&slot, &offered, self.profile_of(&slot).await?.as_ref()).await?;

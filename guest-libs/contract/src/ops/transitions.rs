@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ById, operation, present};
-use crate::records::{DownloadTask, Entity, Episode, Organization, Plan, Policy, Slot, Task};
+use crate::records::{BlockedRelease, DownloadTask, Entity, Episode, Organization, Plan, Policy, Slot, Task};
 use crate::status::DownloadStatus;
 
 /// The plan a step applies to.
@@ -54,6 +54,21 @@ pub struct DownloadUpdate {
 pub struct DownloadUpdated {
     pub download: DownloadTask,
     pub changed: bool,
+}
+
+/// A download to give up for another release, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DownloadReplace {
+    pub id: String,
+    pub reason: String,
+}
+
+/// The download given up (`removed`) and its release, now blocked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DownloadReplaced {
+    pub download: DownloadTask,
+    pub blocked: BlockedRelease,
 }
 
 /// An organization to start, with the plan fingerprint the caller worked from.
@@ -138,6 +153,11 @@ operation!(PlanSubmitted = "plan.submitted" via Records: PlanSubmit => Submitted
 operation!(PlanFail = "plan.fail" via Records: PlanEnd => Plan);
 operation!(PlanCancel = "plan.cancel" via Records: PlanEnd => Plan);
 operation!(DownloadUpdateRecord = "download.update" via Records: DownloadUpdate => DownloadUpdated);
+operation!(
+    /// Gives up a download for another release: its release is blocked,
+    /// the download `removed`, its slot let go.
+    DownloadReplaceRecord = "download.replace" via Records: DownloadReplace => DownloadReplaced
+);
 operation!(OrganizationStartRecord = "organization.start" via Records: OrganizationStart => Organization);
 operation!(OrganizationFinishRecord = "organization.finish" via Records: OrganizationFinish => Organization);
 operation!(

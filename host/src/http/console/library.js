@@ -24,6 +24,7 @@ const library = { picked: null, announced: null, grantFor: null };
 async function refreshLibrary() {
   refreshCalendar();
   refreshProfiles();
+  refreshBlocklist();
   const answer = await api("GET", "/library");
   if (answer.status !== 200) return;
   const body = $("library");

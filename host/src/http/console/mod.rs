@@ -26,6 +26,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/episodes.js", JS, include_str!("episodes.js")),
     ("/calendar.js", JS, include_str!("calendar.js")),
     ("/profiles.js", JS, include_str!("profiles.js")),
+    ("/blocklist.js", JS, include_str!("blocklist.js")),
     ("/services.js", JS, include_str!("services.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),

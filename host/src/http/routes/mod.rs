@@ -5,6 +5,7 @@ pub mod acquisition;
 pub mod agent;
 pub mod approvals;
 pub mod audit;
+pub mod blocklist;
 pub mod calendar;
 pub mod capabilities;
 pub mod decisions;

@@ -3,6 +3,7 @@
 //! downloads, organizing, the library, quality policies, and the getting-
 //! started walk-through.
 
+mod another_release;
 mod catalog;
 mod download;
 mod feeds;

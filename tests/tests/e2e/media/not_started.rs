@@ -68,7 +68,11 @@ async fn a_download_stuck_at_its_metadata_or_never_added_is_stalled(backend: Bac
     assert_eq!(decision.evidence["download"]["clientState"], "metaDL", "{:?}", decision.evidence);
     let offered: Vec<&str> =
         decision.options.as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
-    assert_eq!(offered, ["Keep waiting"], "resuming cannot start a torrent without its metadata");
+    assert_eq!(
+        offered,
+        ["Find another release", "Keep waiting"],
+        "resuming cannot start a torrent without its metadata"
+    );
 
     // The client forgets it: none of it ever arrived, so nothing is lost
     // and nothing is "failed"; once the time has gone by it is stalled.

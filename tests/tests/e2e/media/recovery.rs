@@ -134,6 +134,12 @@ async fn a_download_that_lost_its_files_is_recovered_within_a_grant_and_verified
     assert_eq!(ended("task.inspect").as_deref(), Some("finished"), "it looked at the tasks first");
     assert_eq!(ended("download.plan").as_deref(), Some("rejected"), "the change of source was tool_call_rejected");
     let recovered = env.app.agent().runs().get(run).await.unwrap();
+    let allowed = recovered.capability_allowlist.clone().unwrap_or_default();
+    assert!(allowed.iter().any(|a| a == "download.recheck"), "{allowed:?}");
+    assert!(
+        !allowed.iter().any(|a| a == "download.replace"),
+        "giving the release up needs a grant naming download.replace: {allowed:?}"
+    );
     let said = recovered.final_text.unwrap();
     // It says what it verified, when it verified it.
     let verified = format!("Recovered (verified): qBittorrent shows the download {seen}.");

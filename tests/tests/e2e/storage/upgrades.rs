@@ -25,6 +25,7 @@ const REFERENCES: &[(&str, &str, &str)] = &[
     ("acquisition_plan", "slot_id", "media_slot"),
     ("acquisition_plan", "source_release_id", "source_release"),
     ("download_task", "plan_id", "acquisition_plan"),
+    ("release_block", "release_id", "source_release"),
     ("organization", "download_task_id", "download_task"),
     ("organization", "plan_artifact_id", "artifact"),
     ("agent_run_message", "run_id", "agent_run"),

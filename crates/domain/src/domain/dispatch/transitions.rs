@@ -1,9 +1,10 @@
 //! The `records` transitions: state changes.
 
 use capstan_contract::ops::transitions::{
-    DownloadUpdateRecord, DownloadUpdated, EpisodesMonitorRecord, OrganizationFinishRecord, OrganizationStartRecord,
-    PlanCancel, PlanEnd, PlanFail, PlanReserve, PlanSubmitted, PolicyPublishRecord, Submitted, TaskCancelRecord,
-    TaskRetryRecord, TitleChangeRecord, TitleUnwantRecord, TitleWantRecord,
+    DownloadReplaceRecord, DownloadReplaced, DownloadUpdateRecord, DownloadUpdated, EpisodesMonitorRecord,
+    OrganizationFinishRecord, OrganizationStartRecord, PlanCancel, PlanEnd, PlanFail, PlanReserve, PlanSubmitted,
+    PolicyPublishRecord, Submitted, TaskCancelRecord, TaskRetryRecord, TitleChangeRecord, TitleUnwantRecord,
+    TitleWantRecord,
 };
 use capstan_contract::status::PlanStatus;
 
@@ -28,6 +29,10 @@ pub const TRANSITIONS: &[Operation] = &[
         let (download, change) =
             domain.update_download(&a.id, a.status, a.progress, a.content_path.as_deref(), None).await?;
         DownloadUpdated { download, changed: change.is_some() }
+    }),
+    serve!(DownloadReplaceRecord, |domain, by, a| {
+        let (download, blocked) = domain.replace_download(&a.id, &a.reason, &by.principal).await?;
+        DownloadReplaced { download, blocked }
     }),
     serve!(OrganizationStartRecord, |domain, _, a| domain.start_organization(&a.id, &a.fingerprint).await?),
     serve!(OrganizationFinishRecord, |domain, _, a| domain.finish_organization(&a.id, a.error.as_deref()).await?),
