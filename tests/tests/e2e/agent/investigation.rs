@@ -115,7 +115,7 @@ async fn a_new_decision_gets_one_bounded_read_only_investigation(backend: Backen
     assert_eq!(read.payload["callable"], json!(["inventory.query", "download.status", "task.inspect"]));
     let closed: Vec<&str> =
         read.payload["closed"].as_array().unwrap().iter().map(|c| c["tool"].as_str().unwrap()).collect();
-    assert_eq!(closed, ["download.recheck", "task.retry"], "the skill's execute tools stay closed");
+    assert_eq!(closed, ["download.recheck", "task.retry", "download.replace"], "the skill's execute tools stay closed");
     assert_eq!(env.mock.writes(), 0, "the write the model tried never ran");
     let events = env.app.agent().runs().run_events(&run.id, 0, 1000).await.unwrap();
     let refused = events
@@ -340,8 +340,33 @@ async fn a_recovery_that_retries_a_task_is_verified_by_the_task_succeeding(backe
     assert_eq!(execution["facts"]["retriedTasks"], json!([{"taskId": stuck, "status": "succeeded"}]), "{execution}");
     assert_eq!(tasks.get(&stuck).await.unwrap().unwrap().status, TaskStatus::Succeeded);
     let run = env.app.agent().runs().get(execution["runId"].as_str().unwrap()).await.unwrap();
+    let may = |run: &capstan::agent::runs::Run| {
+        run.capability_allowlist.clone().unwrap_or_default().iter().any(|a| a == "download.replace")
+    };
+    assert!(!may(&run), "giving a release up needs a grant naming download.replace");
     let said = run.final_text.unwrap();
     assert!(said.starts_with("Recovered (verified): the task it retried has succeeded."), "{said}");
+
+    // `*` does not name it; a grant for download.replace itself does.
+    let allowlist_for = |subject: &'static str| {
+        let env = &env;
+        async move {
+            let decision = open(env, subject, json!({"problem": "the torrent is a fake"})).await;
+            let started = Instant::now();
+            loop {
+                if let Some(run) = runs_for(env, &decision).await.pop() {
+                    return env.app.agent().runs().get(&run).await.unwrap();
+                }
+                assert!(started.elapsed() < Duration::from_secs(60), "no run investigated {decision}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    use capstan_tests::grants::for_an_hour;
+    env.svc.authz.create_grant(&for_an_hour("*"), "admin:alice").await.unwrap();
+    assert!(!may(&allowlist_for("d-star").await), "a grant for everything is not one naming it");
+    env.svc.authz.create_grant(&for_an_hour("download.replace"), "admin:alice").await.unwrap();
+    assert!(may(&allowlist_for("d-named").await), "a grant naming download.replace lets recovery use it");
 }
 
 /// A kind investigated only with a playbook: a failed import gets a run

@@ -3,7 +3,8 @@
 //! profile is published and listed in words; a title holding a file below
 //! its cutoff says it is upgrading; editing the profile to a lower cutoff
 //! settles the title at once. Over the API, only a console session writes
-//! a profile, and every refused body changes nothing.
+//! a profile, and every refused body changes nothing. The same tab lists
+//! the blocklist, each release with why, and unblocks one.
 
 use capstan::domain::{NewRelease, NewSlot, SlotStatus};
 use capstan_tests::api::Api;
@@ -109,4 +110,36 @@ async fn a_newcomer_writes_a_quality_profile_and_sees_a_title_upgrading() {
     let (status, _) =
         key.send(Method::PUT, "/policies/quality.movies", json!({"preferredResolutions": ["1080p"]})).await;
     assert_eq!(status, 403, "profiles are written from a console session");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_blocked_release_is_listed_with_why_and_unblocked_from_the_console() {
+    let env = env(Backend::Sqlite).await;
+    let base = capstan_tests::api::serve(env.app.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    let release = env
+        .svc
+        .domain
+        .record_release(&NewRelease {
+            indexer: "torznab".into(),
+            title: "Dune.Part.Two.2024.2160p.WEB-DL-FAKE".into(),
+            parsed: json!({"screen_size": "2160p"}),
+            size: Some(1_000),
+            infohash: Some("fedcba9876543210fedcba9876543210fedcba98".into()),
+            download_url: None,
+            magnet_url: None,
+        })
+        .await
+        .unwrap();
+    env.svc.domain.block_release(&release.id, "the files are a fake", "admin:alice").await.unwrap();
+    capstan::http::session::set_password(&env.db, "newcomer", "correct horse battery").await.unwrap();
+    let browser = Browser::start().await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    browser.click("nav button[data-tab=library]").await;
+    let listed = browser.wait_text("#blocklist", "listed it", |t| t.contains("WEB-DL-FAKE")).await;
+    assert!(listed.contains("the files are a fake") && listed.contains("admin:alice"), "{listed}");
+    browser.click(&format!("#blocklist li[data-release-id='{}'] button", release.id)).await;
+    browser.wait_text("#blocklist", "emptied it", |t| t.contains("Nothing is blocked.")).await;
+    assert!(env.svc.domain.blocklist(10).await.unwrap().is_empty());
+    browser.close().await;
 }
