@@ -11,7 +11,7 @@
 //! - `capstan-records` — `settings`, `events`, `authz`, `audit`, `setup`,
 //!   `external_tools`, `command_output`, `plugin_catalog`, `ledger`, `tasks`;
 //! - `capstan-domain` — `domain`, `metrics`, `pipeline`;
-//! - `capstan-agent` — `skills`, `acquisition`, `agent`, `recovery`, `retention`;
+//! - `capstan-agent` — `skills`, `acquisition`, `agent`, `recovery`, `retention`, `notify`;
 //! - this crate — `app`, `http`, `cli`.
 //!
 //! # Layers
@@ -51,9 +51,10 @@
 //!     runtime has loaded.
 //! 14. `acquisition`, `agent` — what calls the invoke path: the background
 //!     acquisition tasks and agent runs.
-//! 15. `recovery`, `retention` — what follows a decision: the chosen option
-//!     carried out once, through the invoke path, for whoever chose it; and
-//!     what the host keeps, and for how long.
+//! 15. `recovery`, `retention`, `notify` — what follows a decision: the
+//!     chosen option carried out once, through the invoke path, for whoever
+//!     chose it; what the host keeps, and for how long; and who is told
+//!     what happened.
 //! 16. `app` — the composition root: every service of one process, built
 //!     once.
 //! 17. `http` — the API and the console, over an `App`.
@@ -69,7 +70,7 @@ pub mod app;
 pub mod cli;
 pub mod http;
 
-pub use capstan_agent::{acquisition, agent, recovery, retention, skills};
+pub use capstan_agent::{acquisition, agent, notify, recovery, retention, skills};
 pub use capstan_config as config;
 pub use capstan_domain::{domain, metrics, pipeline};
 pub use capstan_foundation::{canonical, principal, store, text};

@@ -10,6 +10,7 @@
 
 pub mod acquisition;
 pub mod agent;
+pub mod notify;
 pub mod recovery;
 pub mod retention;
 pub mod skills;

@@ -43,6 +43,8 @@ pub const CORE_CAPABILITIES: &[&str] = &[
     "identity.resolve",
     "inventory.query",
     "library.want",
+    "notify.ntfy",
+    "notify.webhook",
     "organize.execute",
     "organize.plan",
     "organize.replace",

@@ -255,6 +255,12 @@ impl Runtime {
         self.services.commands.stop_owned(owner)
     }
 
+    /// Whether the operator set up the outbound service `name` (in
+    /// `capstan.toml` or the console).
+    pub fn has_service(&self, name: &str) -> bool {
+        self.services.setup().outbound.has(name)
+    }
+
     /// Where each file root is now.
     pub fn root_paths(&self) -> std::collections::BTreeMap<String, PathBuf> {
         self.services.setup().root_paths.clone()

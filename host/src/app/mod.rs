@@ -172,6 +172,7 @@ impl App {
         let owner = self.svc.ledger.owner().to_string();
         let mut worker = Worker::new(self.tasks.clone(), owner, worker_config);
         crate::acquisition::register(&mut worker, &self.svc, &self.settings);
+        crate::notify::register(&mut worker, &self.svc, &self.settings);
         crate::agent::task::register(&mut worker, &self.agent);
         crate::recovery::register(&mut worker, &self.agent, &self.settings);
         crate::retention::register(&mut worker, &self.agent, &self.settings);

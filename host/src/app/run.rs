@@ -145,7 +145,9 @@ impl App {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);
                 let feeds =
                     (config.tasks.feed_interval_sec > 0).then(|| Duration::from_secs(config.tasks.feed_interval_sec));
-                let schedule = crate::acquisition::schedule(self.svc.clone(), interval, feeds, stop.clone());
+                let with_sweeps = &[crate::notify::SEND_NOTIFICATIONS];
+                let schedule =
+                    crate::acquisition::schedule(self.svc.clone(), interval, feeds, with_sweeps, stop.clone());
                 running.start("acquisition", schedule);
             }
         }

@@ -77,9 +77,18 @@ pub fn register(worker: &mut Worker, svc: &Services, settings: &Arc<Settings>) {
 /// node dies: a node skips its turn when another's sweep was queued
 /// within most of an interval, and the dedupe key keeps one sweep queued
 /// or running at a time, claimed by one worker.
-pub async fn schedule(svc: Services, interval: Duration, feeds: Option<Duration>, stop: CancellationToken) {
+pub async fn schedule(
+    svc: Services,
+    interval: Duration,
+    feeds: Option<Duration>,
+    with_sweeps: &'static [&'static str],
+    stop: CancellationToken,
+) {
     let tasks = svc.domain.tasks().clone();
     let mut kinds = vec![(SYNC_DOWNLOADS, interval), (EVALUATE_ACQUISITION, interval), (REFRESH_SERIES, REFRESH_EVERY)];
+    // Tasks that go with the sweeps (notifications: what one sweep did is
+    // one message).
+    kinds.extend(with_sweeps.iter().map(|kind| (*kind, interval)));
     // The feeds are read on their own, longer interval.
     kinds.extend(feeds.map(|every| (SYNC_FEEDS, every)));
     loop {

@@ -11,6 +11,7 @@ fn loaded(tool: &str) -> bool {
         "task.inspect",
         "task.retry",
         "download.recheck",
+        "download.replace",
         "organize.plan",
         "release.search",
         "release.inspect",

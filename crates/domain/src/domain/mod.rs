@@ -124,6 +124,11 @@ impl Domain {
         &self.tasks
     }
 
+    /// The event log this store appends to.
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
     /// The authorisation records (grants, approvals, policies) over this
     /// store's database.
     pub fn authz(&self) -> &Authz {

@@ -22,6 +22,8 @@ pub enum ValueKind {
         max_len: usize,
     },
     Choice(&'static [&'static str]),
+    /// Some of its choices, comma-separated, each once; empty for none.
+    Choices(&'static [&'static str]),
     /// An `http://` or `https://` URL ([`http_url_pattern`], then parsed).
     Url,
     /// Write-only; encrypted at rest; reads show only whether it is set.
@@ -91,6 +93,17 @@ impl SettingSpec {
                 }
                 true
             }
+            (ValueKind::Choices(options), Value::String(s)) => {
+                let chosen: Vec<&str> = s.split(',').map(str::trim).filter(|c| !c.is_empty()).collect();
+                if let Some(other) = chosen.iter().find(|c| !options.contains(c)) {
+                    let other: String = other.chars().take(40).collect();
+                    return Err(format!("{key}: {other:?} is not one of {}", options.join(", ")));
+                }
+                if (1..chosen.len()).any(|i| chosen[..i].contains(&chosen[i])) {
+                    return Err(format!("{key} names a choice twice"));
+                }
+                true
+            }
             (ValueKind::Url, Value::String(s)) => {
                 // The document's pattern first, so the two refuse alike.
                 static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -119,6 +132,7 @@ impl SettingSpec {
             ValueKind::Float { .. } => "a number",
             ValueKind::Text { .. } | ValueKind::Url | ValueKind::Secret | ValueKind::Script => "a string",
             ValueKind::Choice(_) => "one of its choices",
+            ValueKind::Choices(_) => "its choices, comma-separated",
         }
     }
 
@@ -135,6 +149,10 @@ impl SettingSpec {
                 json!({"type": "string", "contentMediaType": "application/json", "maxLength": 1 << 20})
             }
             ValueKind::Choice(options) => json!({"type": "string", "enum": options}),
+            ValueKind::Choices(options) => {
+                let one = format!("({})", options.join("|"));
+                json!({"type": "string", "pattern": format!("^({one}(,{one})*)?$"), "maxLength": 300})
+            }
             ValueKind::Url => json!({"type": "string", "format": "uri", "pattern": http_url_pattern()}),
             ValueKind::Secret => json!({"type": "string", "writeOnly": true, "minLength": 1, "maxLength": 4096}),
         };
@@ -166,6 +184,7 @@ pub const GROUPS: &[(&str, &str)] = &[
     ("automation", "Automation"),
     ("acquisition", "Downloads"),
     ("library", "Library"),
+    ("notifications", "Notifications"),
     ("data", "Data"),
 ];
 
@@ -375,6 +394,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         ValueKind::Url,
         "null",
         "Where the console loads TMDB posters from: TMDB's image host with a size (https://image.tmdb.org/t/p/w92 when unset), or a mirror of it; the poster's path is added to it.",
+    ),
+    spec(
+        "notifications.events",
+        "Tell the notification targets about",
+        ValueKind::Choices(&["grabbed", "imported", "upgraded", "download-failed", "decision-waiting", "run-finished"]),
+        "\"imported,upgraded,download-failed,decision-waiting\"",
+        "What the connected notification targets (a webhook, ntfy) are told, comma-separated: grabbed, imported, upgraded, download-failed, decision-waiting, run-finished; empty tells nothing. Everything since the last message goes in one message.",
     ),
     spec(
         "data.cleanup_enabled",

@@ -50,7 +50,7 @@ async fn forms_refuse_nonsense_where_it_is_typed() {
     for legend in browser.client.find_all(Locator::Css("#settings legend")).await.unwrap() {
         areas.push(legend.text().await.unwrap());
     }
-    assert_eq!(areas, ["Model", "Agent", "Budgets", "Automation", "Downloads", "Library", "Data"]);
+    assert_eq!(areas, ["Model", "Agent", "Budgets", "Automation", "Downloads", "Library", "Notifications", "Data"]);
     assert_eq!(browser.text("label[for='setting-agent.max_tool_calls']").await, "Tool calls per run");
     let bounds =
         (browser.attr(CALLS, "min").await, browser.attr(CALLS, "max").await, browser.attr(CALLS, "step").await);

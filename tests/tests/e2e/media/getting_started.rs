@@ -73,7 +73,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let _stop_sweeps = sweeps.clone().drop_guard();
     // The sweeps often, the feeds at their default interval, as installed.
     let feeds = Some(Duration::from_secs(900));
-    tokio::spawn(capstan::acquisition::schedule(svc.clone(), Duration::from_secs(1), feeds, sweeps));
+    tokio::spawn(capstan::acquisition::schedule(svc.clone(), Duration::from_secs(1), feeds, &[], sweeps));
     let base = capstan_tests::api::serve(app.clone()).await;
     let root = base.trim_end_matches("/api/v1").to_string();
     // Step 2: the password, as `capstan admin set-password` sets it.

@@ -11,6 +11,7 @@ mod getting_started;
 mod import_trouble;
 mod library;
 mod not_started;
+mod notifications;
 mod organize;
 mod pipeline;
 mod qbittorrent;

@@ -94,6 +94,7 @@ pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: Moc
     let config = WorkerConfig { poll: Duration::from_millis(100), ..WorkerConfig::default() };
     let mut worker = Worker::new(Tasks::new(db.clone()), "pipeline-test".into(), config);
     capstan::acquisition::register(&mut worker, &svc, app.settings());
+    capstan::notify::register(&mut worker, &svc, app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
     Env { library: library.path().to_path_buf(), _library: library, _host: host, app, caps, svc, indexer }
 }

@@ -70,7 +70,10 @@ async fn secrets_are_write_only_and_encrypted_at_rest(backend: Backend) {
         (described["schema"]["minimum"].as_i64(), described["schema"]["maximum"].as_i64()),
         (Some(1), Some(10_000))
     );
-    assert_eq!(read["groups"], json!(["Model", "Agent", "Budgets", "Automation", "Downloads", "Library", "Data"]));
+    assert_eq!(
+        read["groups"],
+        json!(["Model", "Agent", "Budgets", "Automation", "Downloads", "Library", "Notifications", "Data"])
+    );
     assert_eq!(patch(json!(["not", "an", "object"])).await.0, 422);
     let unchanged = keyed.json("/settings").await;
     assert_eq!(unchanged["settings"]["model.provider"], "scripted");

@@ -80,6 +80,11 @@ impl Outbound {
 }
 
 impl Outbound {
+    /// Whether the operator set up service `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.services.contains_key(name)
+    }
+
     /// A request the host itself makes to `service` (the console's Test
     /// button): the same path checks, credentials and masking as a
     /// component's. Returns the status and the (masked) body, or why not.
