@@ -166,12 +166,14 @@ impl Domain {
         rows.iter().map(|r| Ok((Slot::from_row(r)?, sqlx::Row::try_get::<String, _>(r, "draft_id")?))).collect()
     }
 
-    /// The slots a new release may be for, oldest first: the wanted ones,
-    /// and the satisfied ones that name a quality profile (a PROPER or
-    /// REPACK of a file they hold would replace it).
+    /// The slots a new release may be for: the wanted ones, then the
+    /// satisfied ones that name a quality profile (a PROPER or REPACK of a
+    /// file they hold would replace it), each oldest first — so a large
+    /// library's satisfied titles never crowd a wanted one out of the bound.
     pub async fn slots_open_to_releases(&self, limit: i64) -> Result<Vec<Slot>, DomainError> {
         let rows = sqlx::query(&format!(
-            "SELECT s.* FROM media_slot s WHERE {OPEN_TO_RELEASES} ORDER BY s.created_seq, s.id LIMIT $1"
+            "SELECT s.* FROM media_slot s WHERE {OPEN_TO_RELEASES} \
+             ORDER BY CASE WHEN s.status = 'wanted' THEN 0 ELSE 1 END, s.created_seq, s.id LIMIT $1"
         ))
         .bind(limit.clamp(1, 1000))
         .fetch_all(&self.db.pool)
@@ -179,11 +181,14 @@ impl Domain {
         Ok(rows.iter().map(Slot::from_row).collect::<Result<_, _>>()?)
     }
 
-    /// The entities with a slot open to releases, in one read.
+    /// The entities with a slot open to releases, in one read: those with
+    /// a wanted slot first, as [`Self::slots_open_to_releases`] orders.
     pub async fn entities_open_to_releases(&self, limit: i64) -> Result<Vec<Entity>, DomainError> {
         let rows = sqlx::query(&format!(
             "SELECT m.* FROM media_entity m WHERE EXISTS (SELECT 1 FROM media_slot s \
-             WHERE s.entity_id = m.id AND {OPEN_TO_RELEASES}) ORDER BY m.created_at, m.id LIMIT $1"
+             WHERE s.entity_id = m.id AND {OPEN_TO_RELEASES}) \
+             ORDER BY CASE WHEN EXISTS (SELECT 1 FROM media_slot w WHERE w.entity_id = m.id \
+             AND w.status = 'wanted') THEN 0 ELSE 1 END, m.created_at, m.id LIMIT $1"
         ))
         .bind(limit.clamp(1, 1000))
         .fetch_all(&self.db.pool)

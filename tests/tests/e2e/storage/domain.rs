@@ -385,7 +385,49 @@ async fn an_organization_is_held_by_one_call_at_a_time_across_processes(backend:
     assert!(!here.hold_organization(&org.id, "call-e", later).await.unwrap(), "call-d still holds it");
 }
 
+/// A wanted title comes before the satisfied ones a PROPER could still
+/// reach, so a large library never crowds it out of the feeds' bound.
+async fn wanted_titles_come_first_among_those_open_to_releases(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let domain = open(backend, dir.path()).await;
+    let mut slots = Vec::new();
+    for (tmdb, title) in [(1, "Held One"), (2, "Held Two"), (3, "Wanted Last")] {
+        let entity = domain
+            .upsert_entity(&NewEntity {
+                kind: capstan::domain::EntityKind::Movie,
+                tmdb_id: Some(tmdb),
+                title: title.into(),
+                original_title: None,
+                year: Some(2020),
+                seasons: vec![],
+                episodes: Vec::new(),
+            })
+            .await
+            .unwrap();
+        let want = capstan::domain::NewSlot {
+            entity_id: entity.id,
+            season: None,
+            quality: "any".into(),
+            profile: Some("quality.movies".into()),
+        };
+        slots.push(domain.want(&want).await.unwrap());
+    }
+    for held in &slots[..2] {
+        sqlx::query("UPDATE media_slot SET status = 'satisfied' WHERE id = $1")
+            .bind(&held.id)
+            .execute(&domain.db().pool)
+            .await
+            .unwrap();
+    }
+    let first = domain.slots_open_to_releases(1).await.unwrap();
+    assert_eq!(first[0].id, slots[2].id, "the wanted slot, though the newest");
+    let entities = domain.entities_open_to_releases(1).await.unwrap();
+    assert_eq!(entities[0].title, "Wanted Last");
+    assert_eq!(domain.slots_open_to_releases(10).await.unwrap().len(), 3, "the satisfied ones follow");
+}
+
 both_backends!(
+    wanted_titles_come_first_among_those_open_to_releases,
     a_series_lists_a_bounded_number_of_episodes,
     an_organization_is_held_by_one_call_at_a_time_across_processes,
     slots_keep_their_opening_order,
