@@ -11,8 +11,8 @@
 #[cfg(test)]
 mod tests;
 
-use capstan_notify::{EventKind, NotifyInput, answered};
-use capstan_sdk::host::{Request, outbound, setting};
+use capstan_notify::{EventKind, NotifyInput, post_json};
+use capstan_sdk::host::setting;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::Serialize;
 use serde_json::json;
@@ -85,18 +85,8 @@ impl Capability for NotifyNtfy {
             "topic": topic, "title": input.title, "message": input.message, "tags": tags,
             "priority": if urgent { 4 } else { 3 },
         });
-        let answer = outbound::write(Request {
-            service: SERVICE.into(),
-            method: "POST".into(),
-            path: "/".into(),
-            headers: vec![("Content-Type".into(), "application/json".into())],
-            body: Some(body.to_string().into_bytes()),
-            ..Request::default()
-        })?;
-        let retry_after =
-            answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("retry-after")).map(|(_, v)| v.as_str());
-        answered("ntfy", answer.status, &answer.body, retry_after)?;
-        Ok(Outcome::Succeeded(Published { topic, status: answer.status }))
+        let status = post_json(SERVICE, "ntfy", "/", &body)?;
+        Ok(Outcome::Succeeded(Published { topic, status }))
     }
 }
 

@@ -10,8 +10,8 @@
 #[cfg(test)]
 mod tests;
 
-use capstan_notify::{NotifyInput, answered};
-use capstan_sdk::host::{Request, outbound, setting};
+use capstan_notify::{NotifyInput, post_json};
+use capstan_sdk::host::setting;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::Serialize;
 use serde_json::json;
@@ -54,18 +54,8 @@ impl Capability for NotifyWebhook {
         let path =
             setting("path").map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into());
         let body = json!({"source": "capstan", "title": input.title, "message": input.message, "events": input.events});
-        let answer = outbound::write(Request {
-            service: SERVICE.into(),
-            method: "POST".into(),
-            path,
-            headers: vec![("Content-Type".into(), "application/json".into())],
-            body: Some(body.to_string().into_bytes()),
-            ..Request::default()
-        })?;
-        let retry_after =
-            answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("retry-after")).map(|(_, v)| v.as_str());
-        answered("the webhook", answer.status, &answer.body, retry_after)?;
-        Ok(Outcome::Succeeded(Sent { target: SERVICE.into(), status: answer.status }))
+        let status = post_json(SERVICE, "the webhook", &path, &body)?;
+        Ok(Outcome::Succeeded(Sent { target: SERVICE.into(), status }))
     }
 }
 

@@ -5,6 +5,7 @@
 //! JSON body, an ntfy post, ...); the target's credential is the host's.
 
 use capstan_sdk::Failure;
+use capstan_sdk::host::{Request, outbound};
 use serde::{Deserialize, Serialize};
 
 /// Longest title, message and event line taken.
@@ -100,6 +101,24 @@ impl NotifyInput {
         }
         Ok(())
     }
+}
+
+/// POSTs `body` as JSON to `path` on `service` (the target called
+/// `target` in what it answers) and reads the answer as [`answered`];
+/// the HTTP status when it was taken.
+pub fn post_json(service: &str, target: &str, path: &str, body: &serde_json::Value) -> Result<u16, Failure> {
+    let answer = outbound::write(Request {
+        service: service.into(),
+        method: "POST".into(),
+        path: path.into(),
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: Some(body.to_string().into_bytes()),
+        ..Request::default()
+    })?;
+    let retry_after =
+        answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("retry-after")).map(|(_, v)| v.as_str());
+    answered(target, answer.status, &answer.body, retry_after)?;
+    Ok(answer.status)
 }
 
 /// What a target's answer means: 2xx is sent; 429 and 5xx are worth trying

@@ -209,15 +209,21 @@ impl QualityProfile {
 /// parsed fields, with what the release-name parser reads from its title
 /// filling the gaps.
 pub fn offer(release: &Value) -> Offer {
-    let name = release["title"].as_str().unwrap_or_default().to_string();
+    let title = release["title"].as_str().unwrap_or_default();
+    offer_of(title, &release["parsed"], release["size"].as_i64())
+}
+
+/// What a release named `title`, with the `parsed` fields stored for it
+/// and `size` bytes, offers: as [`offer`] reads a record.
+pub fn offer_of(title: &str, parsed: &Value, size: Option<i64>) -> Offer {
+    let name = title.to_string();
     let read = release_name::parse::inspect(&name);
-    let parsed = &release["parsed"];
     let field = |key: &str, fallback: Option<String>| parsed[key].as_str().map(str::to_string).or(fallback);
     Offer {
         resolution: field("screen_size", read.screen_size),
         source: field("source", read.source),
         codec: field("video_codec", read.video_codec),
-        size: release["size"].as_i64(),
+        size,
         group: field("release_group", read.release_group),
         proper: parsed["proper_count"].as_u64().map(|n| n as u32).or(read.proper_count).unwrap_or(0),
         name,

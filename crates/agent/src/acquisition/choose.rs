@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use capstan_quality::{QualityProfile, covers_season, offer, preferred};
+use capstan_quality::{QualityProfile, covers_season, offer_of, preferred};
 
 use super::episodes::Holds;
 
@@ -46,10 +46,6 @@ pub(super) struct Need {
     given_up: Vec<String>,
 }
 
-fn offer_of(release: &SourceRelease) -> capstan_quality::Offer {
-    offer(&json!({ "title": release.title, "parsed": release.parsed, "size": release.size }))
-}
-
 impl Need {
     pub async fn load(svc: &Services, slot: &Slot, profile: Option<QualityProfile>) -> Result<Need, String> {
         let domain = &svc.domain;
@@ -80,7 +76,7 @@ impl Need {
             for (key, release_id) in files {
                 if !offers.contains_key(release_id) {
                     let release = domain.release(release_id).await.map_err(|e| e.to_string())?;
-                    offers.insert(release_id, offer_of(&release));
+                    offers.insert(release_id, offer_of(&release.title, &release.parsed, release.size));
                 }
                 held.insert(key, offers[release_id].clone());
             }
@@ -124,7 +120,7 @@ impl Need {
         if self.given_up.contains(&release.id) {
             return None;
         }
-        let offered = offer_of(release);
+        let offered = offer_of(&release.title, &release.parsed, release.size);
         match (&self.missing, self.slot.season) {
             (Some(missing), Some(season)) => {
                 if !resolution_fits(&self.slot, &release.parsed) {
@@ -214,11 +210,8 @@ pub(super) async fn act(
         .collect();
     let chosen = match profile {
         Some(profile) => {
-            let offers: Vec<(usize, capstan_quality::Offer)> = candidates
-                .iter()
-                .enumerate()
-                .map(|(i, (_, r))| (i, offer(&json!({ "title": r.title, "parsed": r.parsed, "size": r.size }))))
-                .collect();
+            let offers: Vec<(usize, capstan_quality::Offer)> =
+                candidates.iter().enumerate().map(|(i, (_, r))| (i, offer_of(&r.title, &r.parsed, r.size))).collect();
             preferred(Some(profile), &offers).map(|i| candidates[*i].1.clone())
         }
         // Ties go to the first found.

@@ -53,8 +53,18 @@ async fn chosen(settings: &Settings) -> Vec<String> {
         .collect()
 }
 
+/// What each event of the log tells, read once per run however many
+/// targets are told it.
+type Read = std::collections::BTreeMap<i64, Option<events::Told>>;
+
 /// Tells one target what happened after its place.
-async fn tell(svc: &Services, task: &Task, capability: &str, kinds: &[String]) -> Result<Value, HandlerError> {
+async fn tell(
+    svc: &Services,
+    task: &Task,
+    capability: &str,
+    kinds: &[String],
+    read: &mut Read,
+) -> Result<Value, HandlerError> {
     let sql = |e: sqlx::Error| HandlerError::Retry(e.to_string());
     let head = svc.domain.events().head().await.map_err(sql)?;
     let target = targets::load_or_start(&svc.db, capability, head).await.map_err(sql)?;
@@ -64,8 +74,12 @@ async fn tell(svc: &Services, task: &Task, capability: &str, kinds: &[String]) -
     };
     let mut told = Vec::new();
     for event in &log {
-        if let Some(t) = events::told(svc, event).await.filter(|t| kinds.iter().any(|k| k == t.kind)) {
-            told.push(t);
+        let seen = match read.entry(event.seq) {
+            std::collections::btree_map::Entry::Occupied(seen) => seen.into_mut(),
+            std::collections::btree_map::Entry::Vacant(new) => new.insert(events::told(svc, event).await),
+        };
+        if let Some(t) = seen.as_ref().filter(|t| kinds.iter().any(|k| k == t.kind)) {
+            told.push(t.clone());
         }
     }
     if told.is_empty() {
@@ -117,9 +131,10 @@ impl TaskHandler for SendNotifications {
             let kinds = chosen(&settings).await;
             let runtime = svc.caps.runtime().clone();
             let mut results = Vec::new();
+            let mut read = Read::new();
             for (capability, service) in TARGETS {
                 if runtime.has_service(service) && !kinds.is_empty() {
-                    results.push(tell(&svc, &task, capability, &kinds).await?);
+                    results.push(tell(&svc, &task, capability, &kinds, &mut read).await?);
                 }
             }
             Ok(json!({ "targets": results }))

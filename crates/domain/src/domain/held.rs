@@ -7,11 +7,11 @@
 //! changes: a slot is wanted while something monitored and aired has no
 //! file, or a file it holds is below the profile's cutoff.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{Any, Row, Transaction, any::AnyRow};
 
 use capstan_quality::upgrade::Upgrade;
-use capstan_quality::{Offer, QualityProfile, offer};
+use capstan_quality::{Offer, QualityProfile, offer_of};
 
 use super::episodes::{state_of, today};
 use super::{Domain, DomainError, EpisodeState, Slot, SlotStatus};
@@ -25,7 +25,7 @@ fn held_offer(r: &AnyRow) -> Result<Option<Offer>, sqlx::Error> {
     let parsed: Option<String> = r.try_get("release_parsed")?;
     let parsed: Value = parsed.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
     let size: Option<i64> = r.try_get("release_size")?;
-    Ok(Some(offer(&json!({ "title": title, "parsed": parsed, "size": size }))))
+    Ok(Some(offer_of(&title, &parsed, size)))
 }
 
 /// Whether a held file is below the cutoff; a file whose release is not
@@ -83,24 +83,22 @@ pub(super) async fn wants_in(
     Ok(Some(wants))
 }
 
-/// Sets `slot` to `status` when it is in one of `from`.
+/// Sets `slot` to `status` when it is wanted or satisfied, or (`releasing`:
+/// its plan ended or its import finished) held by a plan.
 async fn set_status_in(
     tx: &mut Transaction<'_, Any>,
     slot: &Slot,
-    from: &[SlotStatus],
+    releasing: bool,
     status: SlotStatus,
 ) -> Result<(), DomainError> {
-    let from: Vec<&str> = from.iter().map(|s| s.as_str()).filter(|s| *s != status.as_str()).collect();
-    let (Some(a), b) = (from.first(), from.get(1).unwrap_or(&"")) else { return Ok(()) };
-    sqlx::query(
+    let from = if releasing { "('wanted', 'satisfied', 'reserved')" } else { "('wanted', 'satisfied')" };
+    sqlx::query(&format!(
         "UPDATE media_slot SET status = $2, revision = revision + 1, updated_at = $3 \
-         WHERE id = $1 AND status IN ($4, $5)",
-    )
+         WHERE id = $1 AND status <> $2 AND status IN {from}"
+    ))
     .bind(&slot.id)
     .bind(status.as_str())
     .bind(now_ms())
-    .bind(*a)
-    .bind(*b)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -115,7 +113,7 @@ pub(super) async fn settle_in(
 ) -> Result<(), DomainError> {
     let Some(wants) = wants_in(tx, slot, profile).await? else { return Ok(()) };
     let to = if wants { SlotStatus::Wanted } else { SlotStatus::Satisfied };
-    set_status_in(tx, slot, &[SlotStatus::Wanted, SlotStatus::Satisfied], to).await
+    set_status_in(tx, slot, false, to).await
 }
 
 /// Lets go of `slot` (its plan ended, or its import finished): wanted or
@@ -131,7 +129,7 @@ pub(super) async fn let_go_in(
         Some(false) => SlotStatus::Satisfied,
         None => otherwise,
     };
-    set_status_in(tx, slot, &[SlotStatus::Reserved, SlotStatus::Wanted, SlotStatus::Satisfied], to).await?;
+    set_status_in(tx, slot, true, to).await?;
     Ok(to)
 }
 

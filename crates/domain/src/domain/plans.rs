@@ -91,8 +91,7 @@ impl Domain {
                 release.id, blocked.reason
             )));
         }
-        let offered =
-            capstan_quality::offer(&json!({ "title": release.title, "parsed": release.parsed, "size": release.size }));
+        let offered = capstan_quality::offer_of(&release.title, &release.parsed, release.size);
         let upgrade = self.upgrade_for(&slot, &offered, self.profile_of(&slot).await?.as_ref()).await?;
         // A satisfied slot takes only a fix of a file it holds.
         let takes = slot.status == SlotStatus::Wanted

@@ -193,6 +193,8 @@ impl HostServices {
 /// its archives are read through (made when missing).
 /// The operator's roots with the host's own: command output (when
 /// commands are configured) and the recycle folder, each made if missing.
+/// A recycle folder that cannot be made leaves the host without it (an
+/// upgrade then says there is none) rather than keeping it from starting.
 fn host_roots(
     roots: &BTreeMap<String, PathBuf>,
     commands: &CommandHost,
@@ -206,8 +208,15 @@ fn host_roots(
         if all.contains_key(name) {
             continue;
         }
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot make the {what} {}: {e}", dir.display()))?;
-        all.insert(name.to_string(), dir.to_path_buf());
+        match std::fs::create_dir_all(dir) {
+            Ok(()) => {
+                all.insert(name.to_string(), dir.to_path_buf());
+            }
+            Err(e) if name == RECYCLE_ROOT => {
+                tracing::warn!(folder = %dir.display(), error = %e, "no recycle folder: upgrades cannot replace files");
+            }
+            Err(e) => return Err(anyhow::anyhow!("cannot make the {what} {}: {e}", dir.display())),
+        }
     }
     Ok(all)
 }
