@@ -22,6 +22,7 @@ pub mod languages;
 pub mod llm_rules;
 pub mod load;
 pub mod mock_llm;
+pub mod mock_mediaserver;
 pub mod mock_notify;
 pub mod mock_router;
 pub mod mock_service;

@@ -1,6 +1,7 @@
 //! A real HTTP server on loopback that plays an outbound service: it echoes
-//! what it received (so tests can see injected credentials), counts writes,
-//! has a form login with a session cookie, large bodies and a slow answer,
+//! what it received (at `/echo`, and under `/tg/` and `/api/webhooks/`
+//! for credentials in the path), so tests can see injected credentials;
+//! it counts writes, has a form login with a session cookie, large bodies and a slow answer,
 //! and can hold a write's answer back.
 
 use std::collections::BTreeMap;
@@ -22,6 +23,8 @@ pub struct Counters {
     pub writes: AtomicUsize,
     pub logins: AtomicUsize,
     pub requests: AtomicUsize,
+    /// The path of each echoed request, as the server saw it.
+    pub paths: std::sync::Mutex<Vec<String>>,
     /// Idempotency keys whose write arrived, in order.
     pub keys: std::sync::Mutex<Vec<String>>,
     /// When set, the next count answers `crash: true` (and clears it).
@@ -56,6 +59,8 @@ impl MockService {
             .route("/big", get(big))
             .route("/long", get(long))
             .route("/slow", get(slow))
+            .route("/tg/{*rest}", any(echo))
+            .route("/api/webhooks/{*rest}", any(echo))
             .with_state(counters.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -86,6 +91,7 @@ async fn echo(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> impl IntoResponse {
     c.requests.fetch_add(1, Ordering::SeqCst);
+    c.paths.lock().unwrap().push(uri.path().to_string());
     let headers: BTreeMap<String, String> =
         headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
     Json(json!({ "method": method.as_str(), "path": uri.path(), "query": query, "headers": headers }))

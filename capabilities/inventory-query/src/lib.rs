@@ -2,8 +2,11 @@
 //! wants. Lists entities with their slots and, for each slot, where its
 //! acquisition stands: the plan that holds it (or the newest one), that
 //! plan's download and the download's newest organization. Reads the
-//! domain store through `library` only; it changes nothing.
+//! domain store through `library`, and with `mediaServers` asks the
+//! media servers set up whether they hold each title ([`servers`]); it
+//! changes nothing.
 
+mod servers;
 #[cfg(test)]
 mod tests;
 
@@ -68,9 +71,12 @@ pub struct InventoryInput {
     /// Only entities whose title or original title contains these words.
     #[serde(default)]
     pub search: Option<String>,
-    /// At most this many entities (1–500, default 50).
+    /// At most this many entities (1–500, default 50; 25 with `mediaServers`).
     #[serde(default)]
     pub limit: Option<u32>,
+    /// Also ask the media servers whether they hold each title (at most 25).
+    #[serde(default)]
+    pub media_servers: bool,
 }
 
 /// Where one slot's acquisition stands.
@@ -106,6 +112,9 @@ pub struct Item {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tmdb_id: Option<i64>,
     pub slots: Vec<SlotView>,
+    /// With `mediaServers`: what each media server set up says of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_servers: Option<Vec<servers::OnServer>>,
 }
 
 /// Output.
@@ -129,7 +138,7 @@ impl Capability for InventoryQuery {
         version: 1,
         label: Label::Read,
         summary: "What the library holds and wants: movies and series with their slots and acquisition status",
-        description: "Lists the library's movies and series, each with its slots (a movie at a quality, or a season) and, per slot, where its acquisition stands: the plan, the download and its progress, and the organization that put it in the library. Filter by kind, slot status (wanted, reserved, satisfied) or title words.",
+        description: "Lists the library's movies and series, each with its slots (a movie at a quality, or a season) and, per slot, where its acquisition stands: the plan, the download and its progress, and the organization that put it in the library. Filter by kind, slot status (wanted, reserved, satisfied) or title words. With mediaServers, also whether Jellyfin, Emby or Plex holds each title.",
         tags: &["inventory", "library", "status"],
         aliases: &[
             "library",
@@ -143,13 +152,19 @@ impl Capability for InventoryQuery {
             "想看的",
         ],
         replay: Replay::Safe,
-        services: &[],
+        services: &servers::SERVERS,
     };
 
     fn invoke(input: InventoryInput) -> Result<Outcome<InventoryOutput>, Failure> {
-        let limit = input.limit.unwrap_or(50);
+        let limit = input.limit.unwrap_or(if input.media_servers { servers::MAX_TITLES as u32 } else { 50 });
         if !(1..=500).contains(&limit) {
             return Err(Failure::InvalidInput(format!("limit {limit} is not between 1 and 500")));
+        }
+        if input.media_servers && limit as usize > servers::MAX_TITLES {
+            return Err(Failure::InvalidInput(format!(
+                "with mediaServers, ask about at most {} titles (limit), not {limit}",
+                servers::MAX_TITLES
+            )));
         }
         let words = input.search.as_deref().map(words).unwrap_or_default();
         if input.search.is_some() && words.is_empty() {
@@ -180,7 +195,16 @@ impl Capability for InventoryQuery {
                 }
                 views.push(slot_view(slot)?);
             }
+            let on_servers = input.media_servers.then(|| {
+                servers::ask(&servers::Title {
+                    series: entity.kind == status::EntityKind::Tv,
+                    title: &entity.title,
+                    year: entity.year,
+                    tmdb_id: entity.tmdb_id,
+                })
+            });
             items.push(Item {
+                on_servers,
                 entity_id: entity.id,
                 kind: entity.kind.as_str().to_string(),
                 title: entity.title,

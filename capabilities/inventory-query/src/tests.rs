@@ -48,56 +48,57 @@ fn inventory(arg: &Value) -> Value {
 }
 
 fn install() {
-    MockHost::new("inventory.query")
-        .with_grant(Class::Read)
-        .with_domain(|iface, name, arg| {
-            assert_eq!(iface, "library", "a read capability only queries");
-            Ok(match name {
-                "inventory" => inventory(arg),
-                "plans.list" => {
-                    let listed: PlansListed = serde_json::from_value(arg.clone()).unwrap();
-                    assert_eq!((listed.status, listed.limit), (None, 20));
-                    match listed.slot_id.as_deref() {
-                        Some("s1") => json!([
-                            Plan {
-                                status: PlanStatus::Cancelled,
-                                source_release_id: "r2".into(),
-                                ..records::plan("p2", json!({}))
-                            },
-                            Plan {
-                                status: PlanStatus::Submitted,
-                                source_release_id: "r1".into(),
-                                ..records::plan("p1", json!({}))
-                            },
-                        ]),
-                        Some("s3") => json!([Plan {
+    host().install();
+}
+
+fn host() -> MockHost {
+    MockHost::new("inventory.query").with_grant(Class::Read).with_domain(|iface, name, arg| {
+        assert_eq!(iface, "library", "a read capability only queries");
+        Ok(match name {
+            "inventory" => inventory(arg),
+            "plans.list" => {
+                let listed: PlansListed = serde_json::from_value(arg.clone()).unwrap();
+                assert_eq!((listed.status, listed.limit), (None, 20));
+                match listed.slot_id.as_deref() {
+                    Some("s1") => json!([
+                        Plan {
+                            status: PlanStatus::Cancelled,
+                            source_release_id: "r2".into(),
+                            ..records::plan("p2", json!({}))
+                        },
+                        Plan {
                             status: PlanStatus::Submitted,
-                            source_release_id: "r3".into(),
-                            ..records::plan("p3", json!({}))
-                        }]),
-                        _ => json!([]),
-                    }
+                            source_release_id: "r1".into(),
+                            ..records::plan("p1", json!({}))
+                        },
+                    ]),
+                    Some("s3") => json!([Plan {
+                        status: PlanStatus::Submitted,
+                        source_release_id: "r3".into(),
+                        ..records::plan("p3", json!({}))
+                    }]),
+                    _ => json!([]),
                 }
-                "download.for-plan" if arg["id"] == "p1" => json!(DownloadTask {
-                    status: DownloadStatus::Downloading,
-                    progress: 0.4,
-                    ..records::download("d1", "p1", "hash1")
-                }),
-                "download.for-plan" if arg["id"] == "p3" => json!(DownloadTask {
-                    status: DownloadStatus::Imported,
-                    progress: 1.0,
-                    ..records::download("d3", "p3", "hash3")
-                }),
-                "download.for-plan" => Value::Null,
-                "organizations.for-download" if arg["id"] == "d3" => json!([Organization {
-                    status: OrganizationStatus::Succeeded,
-                    ..records::organization("o3", "d3", json!([]))
-                }]),
-                "organizations.for-download" => json!([]),
-                other => panic!("unexpected query {other}"),
-            })
+            }
+            "download.for-plan" if arg["id"] == "p1" => json!(DownloadTask {
+                status: DownloadStatus::Downloading,
+                progress: 0.4,
+                ..records::download("d1", "p1", "hash1")
+            }),
+            "download.for-plan" if arg["id"] == "p3" => json!(DownloadTask {
+                status: DownloadStatus::Imported,
+                progress: 1.0,
+                ..records::download("d3", "p3", "hash3")
+            }),
+            "download.for-plan" => Value::Null,
+            "organizations.for-download" if arg["id"] == "d3" => json!([Organization {
+                status: OrganizationStatus::Succeeded,
+                ..records::organization("o3", "d3", json!([]))
+            }]),
+            "organizations.for-download" => json!([]),
+            other => panic!("unexpected query {other}"),
         })
-        .install();
+    })
 }
 
 fn call(input: Value) -> Result<Value, Failure> {
@@ -160,4 +161,47 @@ fn bad_filters_are_refused() {
 fn the_descriptor_answers_to_library_words_in_both_languages() {
     let d = descriptor::<InventoryQuery>();
     assert!(d.aliases.iter().any(|a| a == "what do I have") && d.aliases.iter().any(|a| a == "媒体库"));
+}
+
+#[test]
+fn media_servers_say_whether_they_hold_each_title() {
+    use capstan_sdk::HostError;
+    use capstan_sdk::host::Response;
+    let json_answer = |body: Value| {
+        Ok::<_, HostError>(Response { status: 200, headers: Vec::new(), body: body.to_string().into_bytes() })
+    };
+    host()
+        .with_service("jellyfin", move |req| {
+            let term = req.query.iter().find(|(k, _)| k == "SearchTerm").map(|(_, v)| v.clone()).unwrap_or_default();
+            let items = match term.as_str() {
+                // Another film of the same name, and the one with Dune's TMDB id.
+                "Dune: Part Two" => {
+                    json!([{"Name": "Dune: Part Two", "ProductionYear": 1999, "ProviderIds": {"Tmdb": "1"}},
+                    {"Name": "Dune: Part Two", "ProductionYear": 2024, "ProviderIds": {"Tmdb": "693134"}}])
+                }
+                _ => json!([]),
+            };
+            json_answer(json!({"Items": items, "TotalRecordCount": 1}))
+        })
+        .with_service("plex", move |req| {
+            assert_eq!(req.path, "/library/all");
+            let title = req.query.iter().find(|(k, _)| k == "title").map(|(_, v)| v.clone()).unwrap_or_default();
+            let items =
+                if title == "Arrival" { json!([{"title": "Arrival", "year": 2016, "Guid": []}]) } else { json!([]) };
+            json_answer(json!({"MediaContainer": {"Metadata": items}}))
+        })
+        .install();
+    let out = call(json!({"mediaServers": true})).unwrap();
+    let said = |i: usize| out["items"][i]["onServers"].clone();
+    assert_eq!(said(0), json!([{"server": "jellyfin", "holds": true}, {"server": "plex", "holds": false}]), "{out}");
+    assert_eq!(
+        said(2),
+        json!([{"server": "jellyfin", "holds": false}, {"server": "plex", "holds": true}]),
+        "by name and year"
+    );
+    let requests = MockHost::take().unwrap().requests;
+    assert!(requests.iter().all(|r| r.method == "GET"), "only reads");
+    install();
+    assert!(call(json!({})).unwrap()["items"][0].get("onServers").is_none(), "not asked unless asked for");
+    assert!(matches!(call(json!({"mediaServers": true, "limit": 26})), Err(Failure::InvalidInput(_))));
 }

@@ -49,7 +49,7 @@ impl TmdbEnvironment {
         let name = self.credential?;
         let value = SecretRef(format!("env:{name}"));
         Some(if name == TMDB_ACCESS_TOKEN_ENV {
-            Auth::Header { name: "Authorization".into(), value, prefix: "Bearer ".into() }
+            Auth::Header { name: "Authorization".into(), value, prefix: "Bearer ".into(), suffix: String::new() }
         } else {
             Auth::Query { name: "api_key".into(), value }
         })

@@ -80,7 +80,9 @@ impl Config {
         }
         for service in self.services.values_mut() {
             match &mut service.auth {
-                super::Auth::Header { value, .. } | super::Auth::Query { value, .. } => absolute_secret(cwd, value),
+                super::Auth::Header { value, .. }
+                | super::Auth::Query { value, .. }
+                | super::Auth::Path { value, .. } => absolute_secret(cwd, value),
                 super::Auth::Basic { password, .. } | super::Auth::FormLogin { password, .. } => {
                     absolute_secret(cwd, password)
                 }

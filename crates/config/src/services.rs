@@ -45,15 +45,29 @@ pub enum Auth {
     #[default]
     None,
     /// A request header, e.g. `Authorization: Bearer <secret>` with
-    /// `prefix = "Bearer "`, or `X-Api-Key: <secret>`.
+    /// `prefix = "Bearer "`, `X-Api-Key: <secret>`, or Jellyfin's
+    /// `Authorization: MediaBrowser Token="<secret>"` with a `suffix`.
     Header {
         name: String,
         value: SecretRef,
         #[serde(default)]
         prefix: String,
+        #[serde(default)]
+        suffix: String,
     },
     /// A query parameter, e.g. `api_key=<secret>`.
     Query { name: String, value: SecretRef },
+    /// A secret that is part of the URL's path, as a Telegram bot's token
+    /// (`/bot<token>/sendMessage`) or a Discord webhook's (`/<id>/<token>`):
+    /// the URL is the base URL, then `prefix` and the secret as path
+    /// segments, then the component's path (`/` alone adds nothing). The
+    /// component's path is what the operation table classes; it never sees
+    /// or names the secret.
+    Path {
+        value: SecretRef,
+        #[serde(default)]
+        prefix: String,
+    },
     /// HTTP basic auth.
     Basic { username: String, password: SecretRef },
     /// A form POST that sets a session cookie (qBittorrent's WebUI login).
@@ -76,6 +90,16 @@ fn default_username_field() -> String {
 
 fn default_password_field() -> String {
     "password".into()
+}
+
+/// Whether `text` may be path segments as they are, with nothing to
+/// encode and nothing a server could reshape: ASCII letters, digits and
+/// `-._~:`, segments separated by single `/` (when `slashes`), none of
+/// them empty, `.` or `..`.
+pub fn path_safe(text: &str, slashes: bool) -> bool {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-._~:".contains(c);
+    let segments: Vec<&str> = if slashes { text.split('/').collect() } else { vec![text] };
+    segments.iter().all(|s| !s.is_empty() && *s != "." && *s != ".." && s.chars().all(safe))
 }
 
 /// How a path's letter case is compared.
@@ -173,6 +197,14 @@ impl ServiceConfig {
             && !path.starts_with('/')
         {
             return Err(format!("services.{name}.auth.path must start with /"));
+        }
+        if let Auth::Path { prefix, .. } = &self.auth
+            && !prefix.is_empty()
+            && !path_safe(prefix, false)
+        {
+            return Err(format!(
+                "services.{name}.auth.prefix must be letters, digits, -, ., _, ~ or : (it starts a path segment)"
+            ));
         }
         Ok(())
     }

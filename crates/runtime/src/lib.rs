@@ -261,6 +261,12 @@ impl Runtime {
         self.services.setup().outbound.has(name)
     }
 
+    /// Capability `id`'s setting `name` as it is now (`capstan.toml`'s or
+    /// the console's).
+    pub fn setting(&self, id: &str, name: &str) -> Option<String> {
+        self.services.setup().settings.get(id).and_then(|s| s.get(name)).cloned()
+    }
+
     /// Where each file root is now.
     pub fn root_paths(&self) -> std::collections::BTreeMap<String, PathBuf> {
         self.services.setup().root_paths.clone()
@@ -299,6 +305,29 @@ impl Runtime {
             }
             loader::Code::External(tool) => external::call(&loaded, tool.as_ref(), grant, limits, input).await,
         })
+    }
+
+    /// Calls component `id` as [`Runtime::call`] does, but with `services`
+    /// and `settings` as its whole setup — no roots, no store, no commands:
+    /// the console's Test of a notification target with the form's values,
+    /// saved or not. Nothing of the running setup is reached.
+    pub async fn call_trial(
+        &self,
+        id: &str,
+        input: &str,
+        grant: Grant,
+        services: &std::collections::BTreeMap<String, capstan_config::ServiceConfig>,
+        settings: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    ) -> Result<CallReport, String> {
+        let loaded = self.snapshot().get(id).ok_or_else(|| format!("capability {id} is not loaded"))?;
+        let loader::Code::Component(code) = &loaded.code else {
+            return Err(format!("{id} is a tool of an external server, which is not tried here"));
+        };
+        let setup = host::Setup::build(services, &std::collections::BTreeMap::new(), settings)
+            .map_err(|e| format!("the service cannot be built: {e}"))?;
+        let services = Arc::new(host::HostServices::trial(setup));
+        let limits = self.config.limits_for(id);
+        Ok(invoke::call(&self.engine, &loaded, code, services, grant, limits, input).await)
     }
 
     /// Asks capability `id` whether `invoke(input)` took effect, under a

@@ -103,10 +103,16 @@ impl NotifyInput {
     }
 }
 
-/// POSTs `body` as JSON to `path` on `service` (the target called
-/// `target` in what it answers) and reads the answer as [`answered`];
-/// the HTTP status when it was taken.
-pub fn post_json(service: &str, target: &str, path: &str, body: &serde_json::Value) -> Result<u16, Failure> {
+/// What a target answered a POST.
+pub struct Posted {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// The wait its `Retry-After` asked for, as sent.
+    pub retry_after: Option<String>,
+}
+
+/// POSTs `body` as JSON to `path` on `service`.
+pub fn post(service: &str, path: &str, body: &serde_json::Value) -> Result<Posted, Failure> {
     let answer = outbound::write(Request {
         service: service.into(),
         method: "POST".into(),
@@ -116,9 +122,29 @@ pub fn post_json(service: &str, target: &str, path: &str, body: &serde_json::Val
         ..Request::default()
     })?;
     let retry_after =
-        answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("retry-after")).map(|(_, v)| v.as_str());
-    answered(target, answer.status, &answer.body, retry_after)?;
-    Ok(answer.status)
+        answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("retry-after")).map(|(_, v)| v.to_string());
+    Ok(Posted { status: answer.status, body: answer.body, retry_after })
+}
+
+/// POSTs `body` as JSON to `path` on `service` (the target called
+/// `target` in what it answers) and reads the answer as [`answered`];
+/// the HTTP status when it was taken.
+pub fn post_json(service: &str, target: &str, path: &str, body: &serde_json::Value) -> Result<u16, Failure> {
+    let posted = post(service, path, body)?;
+    answered(target, posted.status, &posted.body, posted.retry_after.as_deref())?;
+    Ok(posted.status)
+}
+
+/// The message a title and text make for a target that takes one text,
+/// cut to `max` characters (with `…` when cut).
+pub fn one_text(input: &NotifyInput, max: usize) -> String {
+    let text = format!("{}\n\n{}", input.title.trim(), input.message.trim());
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// What a target's answer means: 2xx is sent; 429 and 5xx are worth trying
@@ -155,6 +181,14 @@ mod tests {
         assert!(input(" ", 1).check().is_err());
         assert!(input(&"x".repeat(MAX_MESSAGE + 1), 1).check().is_err());
         assert!(input("ok", MAX_EVENTS + 1).check().is_err());
+    }
+
+    #[test]
+    fn one_text_is_cut_to_what_the_target_takes() {
+        let short = input("Imported Dune (2021)", 1);
+        assert_eq!(one_text(&short, 100), "Capstan\n\nImported Dune (2021)");
+        let cut = one_text(&short, 12);
+        assert_eq!((cut.chars().count(), cut.ends_with('…')), (12, true));
     }
 
     #[test]

@@ -145,7 +145,7 @@ impl App {
                 let interval = Duration::from_secs(config.tasks.pipeline_interval_sec);
                 let feeds =
                     (config.tasks.feed_interval_sec > 0).then(|| Duration::from_secs(config.tasks.feed_interval_sec));
-                let with_sweeps = &[crate::notify::SEND_NOTIFICATIONS];
+                let with_sweeps = crate::notify::WITH_SWEEPS;
                 let schedule =
                     crate::acquisition::schedule(self.svc.clone(), interval, feeds, with_sweeps, stop.clone());
                 running.start("acquisition", schedule);

@@ -109,6 +109,7 @@ pub(crate) const OPERATIONS: &[(&str, &str, Needs)] = &[
     ("GET", "/api/v1/blocklist", Scope(Read)),
     ("POST", "/api/v1/blocklist", Console),
     ("DELETE", "/api/v1/blocklist/{releaseId}", Console),
+    ("GET", "/api/v1/notifications", Scope(Read)),
     ("GET", "/api/v1/setup", Scope(Read)),
     ("PUT", "/api/v1/setup/services/{name}", Console),
     ("DELETE", "/api/v1/setup/services/{name}", Console),

@@ -138,6 +138,7 @@ fn operations() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::policies::list))
         .routes(routes!(routes::blocklist::list, routes::blocklist::block))
         .routes(routes!(routes::blocklist::unblock))
+        .routes(routes!(routes::notifications::get))
         .routes(routes!(routes::policies::put))
         .routes(routes!(routes::episodes::list))
         .routes(routes!(routes::episodes::change))

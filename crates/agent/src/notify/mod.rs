@@ -1,6 +1,9 @@
-//! `sendNotifications`: tells the operator's notification targets what
-//! happened since they were last told. A target is a `notify.*`
-//! capability (`notify.webhook`, `notify.ntfy`) whose outbound service is
+//! Telling others what happened: `sendNotifications` tells the
+//! operator's notification targets, and [`rescan`] asks the media servers
+//! to rescan the folders imports went into. `sendNotifications` tells the
+//! operator's notification targets what happened since they were last told. A target is a `notify.*`
+//! capability (`notify.webhook`, `notify.ntfy`, `notify.telegram`,
+//! `notify.discord`) whose outbound service is
 //! set up; the kinds of events told are the setting `notifications.events`
 //! ([`events::KINDS`]). Each target keeps its place in the event log
 //! (`notify_target`): a new target starts at the log's end, everything
@@ -13,6 +16,7 @@
 //! task of its own, queued with the sweeps.
 
 pub mod events;
+pub mod rescan;
 mod targets;
 
 use serde_json::{Value, json};
@@ -38,13 +42,18 @@ pub const MAX_FAILURES: i64 = 10;
 
 pub(crate) struct SendNotifications(pub Services, pub std::sync::Arc<Settings>);
 
-/// Runs `sendNotifications` on `worker`; the sweeps' schedule queues it.
+/// The tasks that tell others what happened, queued with the sweeps.
+pub const WITH_SWEEPS: &[&str] = &[SEND_NOTIFICATIONS, rescan::REFRESH_MEDIA_SERVERS];
+
+/// Runs `sendNotifications` and `refreshMediaServers` on `worker`; the
+/// sweeps' schedule queues them ([`WITH_SWEEPS`]).
 pub fn register(worker: &mut crate::tasks::Worker, svc: &Services, settings: &std::sync::Arc<Settings>) {
     worker.handle(SEND_NOTIFICATIONS, std::sync::Arc::new(SendNotifications(svc.clone(), settings.clone())));
+    worker.handle(rescan::REFRESH_MEDIA_SERVERS, std::sync::Arc::new(rescan::RefreshMediaServers(svc.clone())));
 }
 
 /// The kinds of events the operator chose.
-async fn chosen(settings: &Settings) -> Vec<String> {
+pub async fn chosen(settings: &Settings) -> Vec<String> {
     let text = settings.get("notifications.events").await.ok().and_then(|v| v.as_str().map(str::to_string));
     text.unwrap_or_default()
         .split(',')

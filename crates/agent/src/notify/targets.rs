@@ -9,7 +9,12 @@ use crate::store::{Db, now_ms};
 
 /// The targets there are: each `notify.*` capability and the outbound
 /// service it sends through.
-pub const TARGETS: &[(&str, &str)] = &[("notify.webhook", "webhook"), ("notify.ntfy", "ntfy")];
+pub const TARGETS: &[(&str, &str)] = &[
+    ("notify.webhook", "webhook"),
+    ("notify.ntfy", "ntfy"),
+    ("notify.telegram", "telegram"),
+    ("notify.discord", "discord"),
+];
 
 /// Where a target stands.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

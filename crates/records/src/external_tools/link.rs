@@ -75,14 +75,17 @@ fn headers(name: &str, auth: &Auth) -> Result<(Option<String>, HashMap<http::Hea
     let mut custom = HashMap::new();
     match auth {
         Auth::None => Ok((None, custom)),
-        Auth::Header { name: header, value, prefix } => {
+        Auth::Header { name: header, value, prefix, suffix } => {
             let secret = value.resolve().map_err(|e| format!("mcp.{name}.auth: {e}"))?;
-            if header.eq_ignore_ascii_case("authorization") && prefix.trim().eq_ignore_ascii_case("bearer") {
+            if header.eq_ignore_ascii_case("authorization")
+                && prefix.trim().eq_ignore_ascii_case("bearer")
+                && suffix.is_empty()
+            {
                 return Ok((Some(secret), custom));
             }
             let header_name = http::HeaderName::from_bytes(header.as_bytes())
                 .map_err(|_| format!("mcp.{name}.auth.name {header:?} is not a header name"))?;
-            let mut header_value = http::HeaderValue::from_str(&format!("{prefix}{secret}"))
+            let mut header_value = http::HeaderValue::from_str(&format!("{prefix}{secret}{suffix}"))
                 .map_err(|_| format!("mcp.{name}.auth: the credential cannot be sent in a header"))?;
             header_value.set_sensitive(true);
             custom.insert(header_name, header_value);

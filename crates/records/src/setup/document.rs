@@ -134,7 +134,7 @@ impl SetupStore {
         let mut entry = match &stored {
             Some((body, _)) => serde_json::from_value::<ServiceEntry>(body.clone())
                 .map_err(|e| SetupError::Invalid(format!("stored service tmdb: {e}")))?,
-            None => ServiceEntry { base_url: env.base(), username: None, token_kind: None },
+            None => ServiceEntry::at(env.base()),
         };
         if let Some(url) = base_url {
             entry.base_url = url.trim_end_matches('/').to_string();

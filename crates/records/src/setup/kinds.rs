@@ -1,13 +1,23 @@
 //! The services a newcomer sets up, by kind, and the outbound service each
 //! becomes: TMDB (an API key as a query parameter, or a read token as a
 //! bearer header), a Torznab indexer (its key as `apikey`), qBittorrent
-//! (its WebUI's form login; `torrents/info` is a read). The operation
-//! tables and credential rules are the same as for services in
-//! `capstan.toml`.
+//! (its WebUI's form login; `torrents/info` is a read), the notification
+//! targets: a webhook and ntfy (an optional bearer token), Telegram (the
+//! bot token in the URL's path) and Discord (the webhook's `<id>/<token>`
+//! in the path), and the media servers: Jellyfin (its `MediaBrowser
+//! Token="…"` scheme), Emby and Plex (their token headers). What the
+//! targets and servers need beside a URL and a secret is [`super::told`]'s.
+//! The operation tables and credential rules are the same as for services
+//! in `capstan.toml`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Auth, OperationRule, SecretRef, ServiceConfig, TmdbEnvironment};
+
+pub use super::told::{
+    MEDIA_SERVER_REFRESH, NOTIFY_KINDS, check_entry, discord_webhook, notifier_of, secret_optional, settings_of,
+    told_by, with_typed_secret,
+};
 
 /// The names a service set up in the console may have, and their kind.
 pub const SERVICE_NAMES: &[(&str, ServiceKind)] = &[
@@ -16,6 +26,13 @@ pub const SERVICE_NAMES: &[(&str, ServiceKind)] = &[
     ("torznab-2", ServiceKind::Torznab),
     ("torznab-3", ServiceKind::Torznab),
     ("qbittorrent", ServiceKind::Qbittorrent),
+    ("webhook", ServiceKind::Webhook),
+    ("ntfy", ServiceKind::Ntfy),
+    ("telegram", ServiceKind::Telegram),
+    ("discord", ServiceKind::Discord),
+    ("jellyfin", ServiceKind::Jellyfin),
+    ("emby", ServiceKind::Emby),
+    ("plex", ServiceKind::Plex),
 ];
 
 /// The roots a newcomer sets up.
@@ -27,6 +44,13 @@ pub enum ServiceKind {
     Tmdb,
     Torznab,
     Qbittorrent,
+    Webhook,
+    Ntfy,
+    Telegram,
+    Discord,
+    Jellyfin,
+    Emby,
+    Plex,
 }
 
 /// The kind a service name has, if the console may set it up.
@@ -46,6 +70,30 @@ pub struct ServiceEntry {
     /// read access token, a bearer header). Default `apiKey`.
     #[serde(default)]
     pub token_kind: Option<String>,
+    /// For ntfy: the topic (`notify.ntfy`'s setting `topic`).
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// For Telegram: the chat (`notify.telegram`'s setting `chat_id`).
+    #[serde(default)]
+    pub chat_id: Option<String>,
+    /// For a media server: the library folder as it sees it, when not the
+    /// path Capstan sees (`mediaserver.refresh`'s `<server>_library`).
+    #[serde(default)]
+    pub library_path: Option<String>,
+}
+
+impl ServiceEntry {
+    /// An entry with only a base URL.
+    pub fn at(base_url: impl Into<String>) -> ServiceEntry {
+        ServiceEntry {
+            base_url: base_url.into(),
+            username: None,
+            token_kind: None,
+            topic: None,
+            chat_id: None,
+            library_path: None,
+        }
+    }
 }
 
 /// The default base URL of a kind.
@@ -54,6 +102,13 @@ pub(crate) fn default_base(kind: ServiceKind) -> &'static str {
         ServiceKind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
         ServiceKind::Torznab => "",
         ServiceKind::Qbittorrent => "http://127.0.0.1:8080",
+        ServiceKind::Webhook => "",
+        ServiceKind::Ntfy => "https://ntfy.sh",
+        ServiceKind::Telegram => "https://api.telegram.org",
+        ServiceKind::Discord => "https://discord.com/api/webhooks",
+        ServiceKind::Jellyfin => "http://127.0.0.1:8096",
+        ServiceKind::Emby => "http://127.0.0.1:8096/emby",
+        ServiceKind::Plex => "http://127.0.0.1:32400",
     }
 }
 
@@ -86,9 +141,15 @@ pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &s
     let (auth, operations) = match kind {
         ServiceKind::Tmdb => match entry.token_kind.as_deref().unwrap_or("apiKey") {
             "apiKey" => (Auth::Query { name: "api_key".into(), value: secret }, Vec::new()),
-            "readToken" => {
-                (Auth::Header { name: "Authorization".into(), value: secret, prefix: "Bearer ".into() }, Vec::new())
-            }
+            "readToken" => (
+                Auth::Header {
+                    name: "Authorization".into(),
+                    value: secret,
+                    prefix: "Bearer ".into(),
+                    suffix: String::new(),
+                },
+                Vec::new(),
+            ),
             other => return Err(format!("tokenKind {other:?} is not apiKey or readToken")),
         },
         ServiceKind::Torznab => (Auth::Query { name: "apikey".into(), value: secret }, Vec::new()),
@@ -105,14 +166,57 @@ pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &s
                 OperationRule { method: "POST".into(), path: "/api/v2/torrents/info".into(), class: "read".into() };
             (auth, vec![info])
         }
+        ServiceKind::Webhook | ServiceKind::Ntfy if secret.0.is_empty() => (Auth::None, Vec::new()),
+        ServiceKind::Webhook | ServiceKind::Ntfy => (
+            Auth::Header {
+                name: "Authorization".into(),
+                value: secret,
+                prefix: "Bearer ".into(),
+                suffix: String::new(),
+            },
+            Vec::new(),
+        ),
+        ServiceKind::Telegram => {
+            let token = secret.0.trim();
+            if !crate::config::path_safe(token, false) {
+                return Err("that is not a Telegram bot token: BotFather gives one like 123456789:AAH…".into());
+            }
+            (Auth::Path { value: SecretRef(token.to_string()), prefix: "bot".into() }, Vec::new())
+        }
+        ServiceKind::Discord => {
+            let (_, hook) = discord_webhook(&secret.0, &entry.base_url)?;
+            (Auth::Path { value: SecretRef(hook), prefix: String::new() }, Vec::new())
+        }
+        // Jellyfin 12 takes only its own Authorization scheme; Emby its
+        // token header; Plex its token header.
+        ServiceKind::Jellyfin => {
+            let auth = Auth::Header {
+                name: "Authorization".into(),
+                value: secret,
+                prefix: "MediaBrowser Token=\"".into(),
+                suffix: "\"".into(),
+            };
+            (auth, Vec::new())
+        }
+        ServiceKind::Emby => (
+            Auth::Header { name: "X-Emby-Token".into(), value: secret, prefix: String::new(), suffix: String::new() },
+            Vec::new(),
+        ),
+        ServiceKind::Plex => (
+            Auth::Header { name: "X-Plex-Token".into(), value: secret, prefix: String::new(), suffix: String::new() },
+            Vec::new(),
+        ),
     };
-    Ok(ServiceConfig {
-        base_url: entry.base_url.trim().trim_end_matches('/').to_string(),
-        auth,
-        operations,
-        timeout_ms: 15_000,
-        response_cap_bytes: 8 << 20,
-    })
+    // A webhook's path is its capability's setting: the service is the
+    // URL's origin.
+    let base_url = match kind {
+        ServiceKind::Webhook => match reqwest::Url::parse(entry.base_url.trim()) {
+            Ok(url) if url.has_host() => url.origin().ascii_serialization(),
+            _ => return Err(format!("{:?} is not a webhook URL: give it whole, https://…", entry.base_url)),
+        },
+        _ => entry.base_url.trim().trim_end_matches('/').to_string(),
+    };
+    Ok(ServiceConfig { base_url, auth, operations, timeout_ms: 15_000, response_cap_bytes: 8 << 20 })
 }
 
 /// TMDB as it takes effect when `capstan.toml` does not set it: the
@@ -126,11 +230,11 @@ pub fn tmdb_service(
     match entry {
         Some((entry, Some(secret))) => Some(service_config(ServiceKind::Tmdb, entry, secret)),
         Some((entry, None)) => {
-            let from_env = ServiceEntry { base_url: entry.base_url.clone(), username: None, token_kind: None };
+            let from_env = ServiceEntry::at(entry.base_url.clone());
             Some(Ok(with_auth(&from_env, env.auth()?)))
         }
         None => {
-            let from_env = ServiceEntry { base_url: env.base(), username: None, token_kind: None };
+            let from_env = ServiceEntry::at(env.base());
             Some(Ok(with_auth(&from_env, env.auth()?)))
         }
     }
@@ -158,7 +262,7 @@ mod tests {
     fn auth_of(service: &ServiceConfig) -> (String, String) {
         match &service.auth {
             Auth::Query { name, value } => (format!("query {name}"), value.0.clone()),
-            Auth::Header { name, value, prefix } => (format!("header {name} {prefix}"), value.0.clone()),
+            Auth::Header { name, value, prefix, .. } => (format!("header {name} {prefix}"), value.0.clone()),
             other => panic!("{other:?}"),
         }
     }
@@ -193,7 +297,7 @@ mod tests {
     #[test]
     fn what_is_configured_wins_over_the_environment() {
         let both = env(&[("TMDB_API_KEY", "k"), ("TMDB_BASE_URL", "http://proxy/3")]);
-        let entry = ServiceEntry { base_url: "http://mirror/3".into(), username: None, token_kind: None };
+        let entry = ServiceEntry::at("http://mirror/3");
         let stored = tmdb_service(Some((&entry, Some("stored"))), &both).unwrap().unwrap();
         assert_eq!((stored.base_url.as_str(), auth_of(&stored).1.as_str()), ("http://mirror/3", "stored"));
         // A base URL without a key of its own takes the environment's key.

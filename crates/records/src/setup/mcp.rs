@@ -50,7 +50,12 @@ pub fn server_config(entry: &McpServerEntry, token: Option<String>) -> McpServer
         config.timeout_ms = timeout;
     }
     if let Some(token) = token {
-        config.auth = Auth::Header { name: "Authorization".into(), value: SecretRef(token), prefix: "Bearer ".into() };
+        config.auth = Auth::Header {
+            name: "Authorization".into(),
+            value: SecretRef(token),
+            prefix: "Bearer ".into(),
+            suffix: String::new(),
+        };
     }
     config
 }

@@ -17,6 +17,7 @@ pub mod document;
 pub mod kinds;
 pub mod mcp;
 pub mod probe;
+pub mod told;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -186,12 +187,22 @@ impl SetupStore {
         if config.services.contains_key(name) {
             return Err(SetupError::Conflict(format!("service {name} is set in capstan.toml; change it there")));
         }
-        let stored = self.service_secret(kind, name, secret, &config.tmdb_environment).await?;
+        kinds::check_entry(kind, entry).map_err(SetupError::Invalid)?;
+        let typed = secret.filter(|s| !s.trim().is_empty());
+        let (entry, typed) = match typed {
+            Some(typed) => {
+                kinds::literal_secret(typed).map_err(SetupError::Invalid)?;
+                let (entry, stored) = kinds::with_typed_secret(kind, entry, typed).map_err(SetupError::Invalid)?;
+                (entry, Some(stored))
+            }
+            None => (entry.clone(), None),
+        };
+        let stored = self.service_secret(kind, name, typed.as_deref(), &config.tmdb_environment).await?;
         let plain = match &stored {
             Some(stored) => self.decrypt(name, stored)?,
             None => String::new(),
         };
-        let service = kinds::service_config(kind, entry, &plain).map_err(SetupError::Invalid)?;
+        let service = kinds::service_config(kind, &entry, &plain).map_err(SetupError::Invalid)?;
         service.validate(name).map_err(SetupError::Invalid)?;
         self.upsert("service", name, &json!(entry), stored.as_deref(), by).await
     }
@@ -214,12 +225,13 @@ impl SetupStore {
         match self.row("service", name).await?.and_then(|(_, s)| s) {
             Some(stored) => Ok(Some(stored)),
             None if kind == ServiceKind::Tmdb && env.credential.is_some() => Ok(None),
+            None if kinds::secret_optional(kind) => Ok(None),
             None if kind == ServiceKind::Tmdb => Err(SetupError::Invalid(format!(
                 "{name} needs its key or read token (or Capstan started with {} or {})",
                 crate::config::TMDB_API_KEY_ENV,
                 crate::config::TMDB_ACCESS_TOKEN_ENV
             ))),
-            None => Err(SetupError::Invalid(format!("{name} needs its key or password"))),
+            None => Err(SetupError::Invalid(format!("{name} needs its {}", probe::secret_word(kind)))),
         }
     }
 
@@ -285,6 +297,7 @@ impl SetupStore {
             let service = match (kind, plain) {
                 (ServiceKind::Tmdb, plain) => kinds::tmdb_service(Some((&entry, plain.as_deref())), env),
                 (kind, Some(plain)) => Some(kinds::service_config(kind, &entry, &plain)),
+                (kind, None) if kinds::secret_optional(kind) => Some(kinds::service_config(kind, &entry, "")),
                 (_, None) => None,
             };
             if let Some(Ok(service)) = service {
@@ -332,6 +345,18 @@ impl SetupStore {
                         .entry(setting.to_string())
                         .or_insert(value.into());
                 }
+            }
+        }
+        // A notification target's own setting, where the file names none.
+        for (name, body, _) in self.rows("service").await? {
+            let (Some(kind), Ok(entry)) = (kinds::kind_of(&name), serde_json::from_value::<ServiceEntry>(body)) else {
+                continue;
+            };
+            if config.services.contains_key(&name) {
+                continue;
+            }
+            for (capability, setting, value) in kinds::settings_of(kind, &entry) {
+                settings.entry(capability.to_string()).or_default().entry(setting.to_string()).or_insert(value);
             }
         }
         // qBittorrent saves where Capstan looks for finished downloads unless

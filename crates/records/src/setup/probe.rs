@@ -1,6 +1,7 @@
 //! The console's Test buttons: one real request to a service (TMDB's
 //! configuration, an indexer's Torznab caps, qBittorrent's version after
-//! its login), or a real look at the roots (each a folder, writable, and
+//! its login; for a notification target, a test message sent by its own
+//! capability, so what arrives is what will arrive), or a real look at the roots (each a folder, writable, and
 //! whether downloads can be hard-linked into the library), and what it
 //! found, in words. A Test takes the values in the console's form, saved
 //! or not (a secret left empty is the stored one), or else what is in
@@ -46,12 +47,25 @@ pub struct Form {
 }
 
 /// What a service's secret is called on its form.
-fn secret_word(kind: ServiceKind) -> &'static str {
+pub(crate) fn secret_word(kind: ServiceKind) -> &'static str {
     match kind {
         ServiceKind::Tmdb => "key",
         ServiceKind::Torznab => "API key",
         ServiceKind::Qbittorrent => "password",
+        ServiceKind::Webhook | ServiceKind::Ntfy => "token",
+        ServiceKind::Telegram => "bot token",
+        ServiceKind::Discord => "webhook URL",
+        ServiceKind::Jellyfin | ServiceKind::Emby => "API key",
+        ServiceKind::Plex => "token",
     }
+}
+
+/// What a Test tries: the service, in words where its values came from,
+/// and the form's entry when they are the form's.
+struct Trial {
+    service: ServiceConfig,
+    used: String,
+    form: Option<ServiceEntry>,
 }
 
 /// The service a Test of `name` makes its request to, and in words where
@@ -62,11 +76,12 @@ async fn trial(
     name: &str,
     kind: ServiceKind,
     form: Option<Form>,
-) -> Result<(ServiceConfig, String), String> {
+) -> Result<Trial, String> {
     let said = |e: SetupError| e.to_string();
     if let Some(file) = config.services.get(name) {
         let ignored = if form.is_some() { "; the form's values are not used" } else { "" };
-        return Ok((file.clone(), format!("the setup in capstan.toml ({}){ignored}", file.base_url)));
+        let used = format!("the setup in capstan.toml ({}){ignored}", file.base_url);
+        return Ok(Trial { service: file.clone(), used, form: None });
     }
     let env = &config.tmdb_environment;
     let Some(Form { entry, secret }) = form else {
@@ -81,13 +96,19 @@ async fn trial(
             (true, _) | (false, None) => format!("the saved setup ({})", service.base_url),
             (false, Some(variable)) => format!("the environment's {variable} ({})", service.base_url),
         };
-        return Ok((service, used));
+        return Ok(Trial { service, used, form: None });
     };
+    kinds::check_entry(kind, &entry)?;
     let word = secret_word(kind);
     let typed = secret.filter(|s| !s.trim().is_empty());
-    if let Some(typed) = &typed {
-        kinds::literal_secret(typed)?;
-    }
+    let (entry, typed) = match typed {
+        Some(typed) => {
+            kinds::literal_secret(&typed)?;
+            let (entry, stored) = kinds::with_typed_secret(kind, &entry, &typed)?;
+            (entry, Some(stored))
+        }
+        None => (entry, None),
+    };
     let stored = match &typed {
         Some(_) => None,
         None => match store.row("service", name).await.map_err(said)?.and_then(|(_, s)| s) {
@@ -96,10 +117,9 @@ async fn trial(
         },
     };
     let (service, with) = match (typed, stored) {
-        (Some(typed), _) => {
-            (kinds::service_config(kind, &entry, typed.trim())?, format!("the {word} typed in the form"))
-        }
+        (Some(typed), _) => (kinds::service_config(kind, &entry, &typed)?, format!("the {word} typed in the form")),
         (None, Some(stored)) => (kinds::service_config(kind, &entry, &stored)?, format!("the saved {word}")),
+        (None, None) if kinds::secret_optional(kind) => (kinds::service_config(kind, &entry, "")?, "no token".into()),
         (None, None) => match (kind, kinds::tmdb_service(Some((&entry, None)), env), env.credential) {
             (ServiceKind::Tmdb, Some(service), Some(variable)) => (service?, format!("the key from {variable}")),
             _ => return Err(format!("{name} needs its {word}: type it in the form")),
@@ -108,7 +128,8 @@ async fn trial(
     service.validate(name)?;
     let user = entry.username.as_deref().filter(|_| kind == ServiceKind::Qbittorrent);
     let user = user.map(|u| format!(" as {u}")).unwrap_or_default();
-    Ok((service.clone(), format!("the form's values, not saved ({}{user}, with {with})", service.base_url)))
+    let used = format!("the form's values, not saved ({}{user}, with {with})", service.base_url);
+    Ok(Trial { service, used, form: Some(entry) })
 }
 
 /// The value of `attr` in the first `<tag ...>` of `xml`.
@@ -146,16 +167,53 @@ fn torznab_caps(body: &str) -> ProbeResult {
     )
 }
 
+/// What Jellyfin's or Emby's `/System/Info` says: its name and version.
+fn media_server_info(kind: ServiceKind, body: &str) -> ProbeResult {
+    let product = if kind == ServiceKind::Jellyfin { "Jellyfin" } else { "Emby" };
+    let Ok(info) = serde_json::from_str::<serde_json::Value>(body) else {
+        return found(false, format!("the answer is not {product}'s system info (is the URL the server's?)"));
+    };
+    let name = info["ServerName"].as_str().unwrap_or("a server");
+    let version = info["Version"].as_str().unwrap_or("of an unknown version");
+    found(true, format!("{product} {version}: {name} accepted the key"))
+}
+
+/// What Plex's library sections are: their names and folders.
+fn plex_sections(body: &str) -> ProbeResult {
+    if !body.contains("<MediaContainer") {
+        return found(false, "the answer is not Plex's (is the URL the server's, port 32400?)");
+    }
+    let sections: Vec<String> = body
+        .match_indices("<Directory")
+        .map(|(at, _)| {
+            let element = &body[at..];
+            let title = attribute(element, "Directory", "title").unwrap_or("a library");
+            match attribute(element, "Location", "path") {
+                Some(path) => format!("{title} ({path})"),
+                None => title.to_string(),
+            }
+        })
+        .collect();
+    if sections.is_empty() {
+        return found(true, "Plex accepted the token, but has no libraries yet: add one for the library folder");
+    }
+    found(true, format!("Plex accepted the token; its libraries: {}", sections.join(", ")))
+}
+
 /// Tests service `name` with the form's values, or as it is in effect.
 pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Option<Form>) -> ProbeResult {
     let config = runtime.config().clone();
     let Some(kind) = kinds::kind_of(name) else { return found(false, format!("no service {name} can be set up here")) };
     let from_form = if form.is_some() { "the form's values" } else { "the saved setup" };
-    let (service, used) = match trial(&config, store, name, kind, form).await {
+    let trial = match trial(&config, store, name, kind, form).await {
         Ok(trial) => trial,
         Err(e) => return found(false, e).using(from_form),
     };
-    request(name, kind, service).await.using(used)
+    let used = trial.used.clone();
+    match kinds::notifier_of(kind) {
+        Some(capability) => test_message(runtime, store, name, capability, trial).await.using(used),
+        None => request(name, kind, trial.service).await.using(used),
+    }
 }
 
 /// Makes the test's one request to `service` and says what it found.
@@ -168,6 +226,10 @@ async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> Probe
         ServiceKind::Tmdb => ("/configuration", vec![]),
         ServiceKind::Torznab => ("/api", vec![("t", "caps")]),
         ServiceKind::Qbittorrent => ("/api/v2/app/version", vec![]),
+        ServiceKind::Jellyfin | ServiceKind::Emby => ("/System/Info", vec![]),
+        ServiceKind::Plex => ("/library/sections", vec![]),
+        // Notification targets are tried by sending (`test_message`).
+        _ => return found(false, format!("{name} is tried by sending it a test message")),
     };
     let (status, body) = match outbound.host_request(name, "GET", path, &query).await {
         Ok(answer) => answer,
@@ -191,9 +253,61 @@ async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> Probe
         (ServiceKind::Torznab, 200) => torznab_caps(&body),
         (ServiceKind::Qbittorrent, 200) => found(true, format!("qBittorrent {}", body.trim())),
         (ServiceKind::Qbittorrent, 403) => found(false, "qBittorrent refused the login: check the user and password"),
+        (ServiceKind::Jellyfin | ServiceKind::Emby, 200) => media_server_info(kind, &body),
+        (ServiceKind::Plex, 200) => plex_sections(&body),
+        (ServiceKind::Jellyfin | ServiceKind::Emby | ServiceKind::Plex, 401 | 403) => {
+            found(false, format!("{name} refused the {}: check it", secret_word(kind)))
+        }
         (_, status) => {
             found(false, format!("{name} answered HTTP {status}: {}", body.chars().take(200).collect::<String>()))
         }
+    }
+}
+
+/// Sends a test message to a notification target through its capability,
+/// with the trial's service and the capability's settings (the form's
+/// where it gives them and `capstan.toml` does not), and says whether it
+/// arrived or why not.
+async fn test_message(
+    runtime: &Runtime,
+    store: &SetupStore,
+    name: &str,
+    capability: &str,
+    trial: Trial,
+) -> ProbeResult {
+    use crate::runtime::{Actor, CallOutcome, EffectClass, Grant};
+    let config = runtime.config().clone();
+    let mut settings = match store.effective(&config).await {
+        Ok(effective) => effective.settings.get(capability).cloned().unwrap_or_default(),
+        Err(e) => return found(false, e.to_string()),
+    };
+    if let Some(entry) = &trial.form {
+        let from_file = config.capabilities.get(capability).map(|c| c.settings.clone()).unwrap_or_default();
+        for (_, setting, value) in kinds::settings_of(kinds::kind_of(name).unwrap_or(ServiceKind::Webhook), entry) {
+            if !from_file.contains_key(setting) {
+                settings.insert(setting.to_string(), value);
+            }
+        }
+    }
+    let now = crate::store::now_ms();
+    let message = serde_json::json!({
+        "title": "Capstan: test",
+        "message": format!("A test message from Capstan: {name} is connected."),
+        "events": [{"kind": "test", "title": format!("{name} is connected"), "at": now}],
+    });
+    let services = BTreeMap::from([(name.to_string(), trial.service)]);
+    let settings = BTreeMap::from([(capability.to_string(), settings)]);
+    let grant = Grant::new(Actor::ConsoleAdmin, EffectClass::Execute);
+    match runtime.call_trial(capability, &message.to_string(), grant, &services, settings).await {
+        Err(e) => found(false, e),
+        Ok(report) => match report.outcome {
+            CallOutcome::Succeeded { .. } => {
+                found(true, format!("a test message was sent to {name}: check that it arrived"))
+            }
+            CallOutcome::Failed { failure } => found(false, failure.message),
+            CallOutcome::Pending { .. } => found(false, format!("{capability} did not say whether it was sent")),
+            CallOutcome::Trapped { message, .. } => found(false, format!("{capability} failed: {message}")),
+        },
     }
 }
 

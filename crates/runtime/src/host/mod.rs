@@ -157,6 +157,13 @@ impl HostServices {
         }
     }
 
+    /// What a trial call sees: `setup` alone (built without roots), no
+    /// store and no commands — a notification target's Test before its
+    /// form is saved.
+    pub(crate) fn trial(setup: Setup) -> HostServices {
+        HostServices::with(setup, CommandHost::default(), None, None)
+    }
+
     /// What loading sees: no roots, no services, no store, no settings, no
     /// commands, so `describe` and pre-initialisation can neither reach nor
     /// wait on anything outside the sandbox.

@@ -28,6 +28,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/profiles.js", JS, include_str!("profiles.js")),
     ("/blocklist.js", JS, include_str!("blocklist.js")),
     ("/services.js", JS, include_str!("services.js")),
+    ("/notifications.js", JS, include_str!("notifications.js")),
     ("/settings.js", JS, include_str!("settings.js")),
     ("/grants.js", JS, include_str!("grants.js")),
     ("/decisions.js", JS, include_str!("decisions.js")),

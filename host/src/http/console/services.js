@@ -1,5 +1,6 @@
-// The console's Services tab: TMDB, up to three Torznab indexers and
-// qBittorrent, the downloads and library folders, the library's naming,
+// The console's Services tab: TMDB, up to three Torznab indexers,
+// qBittorrent, the notification targets and media servers
+// (notifications.js adds each one's state), the downloads and library folders, the library's naming,
 // and the external MCP servers (their state and tools; those set up here
 // with Save, Test and Forget, and a card to add one) — each saved through /setup and checked with its Test button,
 // which makes a real request with the form's values (saved or not) and
@@ -15,7 +16,29 @@ const SERVICE_TITLES = {
   "torznab-2": "Indexer 2 (Torznab)",
   "torznab-3": "Indexer 3 (Torznab)",
   qbittorrent: "qBittorrent",
+  webhook: "Webhook (JSON)",
+  ntfy: "ntfy",
+  telegram: "Telegram bot",
+  discord: "Discord webhook",
+  jellyfin: "Jellyfin",
+  emby: "Emby",
+  plex: "Plex",
 };
+
+/// What each kind's secret is called, and its placeholder when unset.
+const SECRET_LABELS = {
+  qbittorrent: ["Password", "not set"],
+  tmdb: ["Key or token", "not set"],
+  webhook: ["Bearer token", "none (optional)"],
+  ntfy: ["Access token", "none (optional)"],
+  telegram: ["Bot token", "123456789:AAH… from BotFather"],
+  discord: ["Webhook URL", "https://discord.com/api/webhooks/…"],
+  jellyfin: ["API key", "Dashboard → API Keys"],
+  emby: ["API key", "Settings → API Keys"],
+  plex: ["Token", "X-Plex-Token"],
+};
+
+const MEDIA_SERVERS = ["jellyfin", "emby", "plex"];
 
 function field(id, label, value, type, placeholder) {
   const wrap = el("label", label + " ");
@@ -35,9 +58,16 @@ function serviceCard(s) {
   const fromFile = s.source === "file";
   if (fromFile) card.append(el("p", "Set in capstan.toml (" + s.baseUrl + "); change it there.", "hint"));
   const id = (part) => "svc-" + s.name + "-" + part;
-  const url = field(id("url"), "URL", s.baseUrl, "url", s.kind === "torznab" ? "http://127.0.0.1:9696/1" : "");
-  card.append(url);
+  const urlHint = { torznab: "http://127.0.0.1:9696/1", webhook: "https://hooks.example.net/capstan/7f3a" }[s.kind] || "";
+  const url = field(id("url"), s.kind === "webhook" ? "Webhook URL" : "URL", s.baseUrl, "url", urlHint);
+  // A Discord webhook's whole URL is its secret: no URL field of its own.
+  if (s.kind !== "discord") card.append(url);
   if (s.kind === "qbittorrent") card.append(field(id("user"), "User", s.username || "admin"));
+  if (s.kind === "ntfy") card.append(field(id("topic"), "Topic", s.topic, "text", "capstan-home-7f3a"));
+  if (s.kind === "telegram") card.append(field(id("chat"), "Chat id", s.chatId, "text", "123456789 or @channel"));
+  if (MEDIA_SERVERS.includes(s.kind)) {
+    card.append(field(id("library"), "Library folder as the server sees it", s.libraryPath, "text", "the same path as Capstan's"));
+  }
   if (s.kind === "tmdb") {
     const wrap = el("label", "Credential ");
     const select = document.createElement("select");
@@ -47,13 +77,13 @@ function serviceCard(s) {
     wrap.append(select);
     card.append(wrap);
   }
-  const secretLabel = s.kind === "qbittorrent" ? "Password" : s.kind === "tmdb" ? "Key or token" : "API key";
+  const [secretLabel, unsetHint] = SECRET_LABELS[s.kind] || ["API key", "not set"];
   // TMDB may take its key or URL from the environment Capstan started with.
   const fromEnv = (s.fromEnvironment || []).filter((v) => v !== "TMDB_BASE_URL");
   if (s.fromEnvironment && s.fromEnvironment.length) {
     card.append(el("p", "From the environment: " + s.fromEnvironment.join(", ") + "; what you save here wins.", "hint"));
   }
-  const unset = fromEnv.length ? "from " + fromEnv[0] + " — leave empty to use it" : "not set";
+  const unset = fromEnv.length ? "from " + fromEnv[0] + " — leave empty to use it" : unsetHint;
   card.append(field(id("secret"), secretLabel, "", "password", s.secretSet ? "set — leave empty to keep" : unset));
   const save = el("button", "Save", "save");
   save.type = "button";
@@ -86,8 +116,11 @@ function serviceCard(s) {
   });
   // What Save stores and Test tries: the form as it is now.
   const formValues = () => {
-    const body = { baseUrl: $(id("url")).value };
+    const body = { baseUrl: url.querySelector("input").value };
     if ($(id("user"))) body.username = $(id("user")).value;
+    if ($(id("topic"))) body.topic = $(id("topic")).value;
+    if ($(id("chat"))) body.chatId = $(id("chat")).value;
+    if ($(id("library"))) body.libraryPath = $(id("library")).value;
     if ($(id("token"))) body.tokenKind = $(id("token")).value;
     if ($(id("secret")).value) body.secret = $(id("secret")).value;
     return body;
@@ -101,7 +134,9 @@ function serviceCard(s) {
     }
     // Shown again as stored (now with Forget), saying it was saved.
     await refreshServices();
-    $(id("result")).textContent = "Saved.";
+    $(id("result")).textContent = answer.data.madeGrant
+      ? "Saved. A grant (Automation grants) lets the sweeps " + (MEDIA_SERVERS.includes(s.kind) ? "ask it to rescan." : "send to it.")
+      : "Saved.";
   });
   test.addEventListener("click", async () => {
     result.textContent = "Testing…";
@@ -240,7 +275,12 @@ async function refreshServices() {
   const answer = await api("GET", "/setup");
   if (answer.status !== 200) return;
   const { services, roots, library: naming, libraryFromFile, mcpServers } = answer.data;
-  $("services").replaceChildren(...services.map(serviceCard));
+  const notifying = (s) => ["webhook", "ntfy", "telegram", "discord"].includes(s.kind);
+  const serving = (s) => MEDIA_SERVERS.includes(s.kind);
+  $("services").replaceChildren(...services.filter((s) => !notifying(s) && !serving(s)).map(serviceCard));
+  $("notify-targets").replaceChildren(...services.filter(notifying).map(serviceCard));
+  $("media-servers").replaceChildren(...services.filter(serving).map(serviceCard));
+  refreshNotifications();
   $("roots").replaceChildren(...roots.map(rootRow));
   $("mcp-servers").replaceChildren(...(mcpServers || []).map(mcpServerCard), mcpServerCard(null));
   for (const [key, id] of [["movieTemplate", "lib-movie"], ["episodeTemplate", "lib-episode"], ["savePath", "lib-save-path"], ["category", "lib-category"], ["mode", "lib-mode"]]) {

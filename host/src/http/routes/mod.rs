@@ -15,6 +15,7 @@ pub mod grants;
 pub mod health;
 pub mod library;
 pub mod metrics;
+pub mod notifications;
 pub mod plugins;
 pub mod policies;
 pub mod session;

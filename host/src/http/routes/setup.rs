@@ -1,5 +1,5 @@
 //! The console's Services page over HTTP: `GET /api/v1/setup` (TMDB, the
-//! Torznab indexers, qBittorrent, the roots and the library's naming, each
+//! Torznab indexers, qBittorrent, the notification targets, the roots and the library's naming, each
 //! with where its value comes from; secrets only say whether they are
 //! set), `PUT`/`DELETE /api/v1/setup/services/{name}`, `PUT`/`DELETE
 //! /api/v1/setup/roots/{name}`, `PUT /api/v1/setup/library`, and the Test
@@ -68,6 +68,10 @@ pub(crate) struct SetupView {
     /// console `stored` for it (never its token).
     #[schema(value_type = Vec<Object>)]
     mcp_servers: Vec<Value>,
+    /// The grant saving a notification target made, so the sweeps may
+    /// send to it (none when one already covered it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) made_grant: Option<String>,
 }
 
 /// Stores a change, puts the setup in effect, and audits it.
@@ -90,6 +94,7 @@ pub(super) async fn view(state: &AppState) -> Result<Json<SetupView>, ApiError> 
         library: stored["library"].take(),
         library_from_file: stored["libraryFromFile"].take(),
         mcp_servers: mcp_servers(state, &config).await?,
+        made_grant: None,
     }))
 }
 
@@ -141,6 +146,12 @@ pub(crate) struct ServiceChange {
     #[serde(default)]
     token_kind: Option<String>,
     #[serde(default)]
+    topic: Option<String>,
+    #[serde(default)]
+    chat_id: Option<String>,
+    #[serde(default)]
+    library_path: Option<String>,
+    #[serde(default)]
     secret: Option<String>,
 }
 
@@ -153,6 +164,9 @@ impl ServiceChange {
             base_url: self.base_url.clone(),
             username: self.username.clone(),
             token_kind: self.token_kind.clone(),
+            topic: self.topic.clone(),
+            chat_id: self.chat_id.clone(),
+            library_path: self.library_path.clone(),
         })
     }
 }
@@ -186,9 +200,17 @@ impl WrittenOut for ServiceChange {
                 "username": {"type": ["string", "null"], "description": "qBittorrent's WebUI user (needed there)."},
                 "tokenKind": {"type": ["string", "null"], "enum": ["apiKey", "readToken", null],
                     "description": "For TMDB: `apiKey` (default) or `readToken`."},
+                "topic": {"type": ["string", "null"], "maxLength": 64,
+                    "description": "For ntfy (needed there): the topic, 1 to 64 letters, digits, - or _."},
+                "chatId": {"type": ["string", "null"], "maxLength": 40,
+                    "description": "For Telegram (needed there): the chat's number or a channel's @username."},
+                "libraryPath": {"type": ["string", "null"], "maxLength": 1000,
+                    "description": "For Jellyfin, Emby or Plex: the library folder as the server sees it, when not \
+                        the path Capstan sees (an absolute path)."},
                 "secret": {"type": ["string", "null"], "not": {"pattern": kinds::reference_pattern()},
-                    "description": "The API key, read token or password, sent as typed (so not starting with env: \
-                        or file:); absent or blank keeps the stored one."},
+                    "description": "The API key, read token, password, bot token (Telegram), webhook URL (Discord) \
+                        or token (a webhook's or ntfy's, optional), sent as typed (so not starting with env: or \
+                        file:); absent or blank keeps the stored one."},
             },
         })
     }
@@ -211,7 +233,9 @@ pub(crate) struct ServiceName {
 impl utoipa::IntoParams for ServiceName {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let names = kinds::SERVICE_NAMES.iter().map(|(name, _)| *name);
-        vec![name_parameter("tmdb, torznab, torznab-2, torznab-3 or qbittorrent", names)]
+        let described = "tmdb, torznab, torznab-2, torznab-3, qbittorrent, a notification target (webhook, ntfy, \
+                         telegram, discord) or a media server (jellyfin, emby, plex)";
+        vec![name_parameter(described, names)]
     }
 }
 
@@ -233,7 +257,11 @@ fn name_parameter<'a>(description: &str, names: impl Iterator<Item = &'a str>) -
     crate::http::schema::parameter("name", ParameterIn::Path, description, schema)
 }
 
-/// Sets up TMDB, a Torznab indexer (`torznab`, `torznab-2`, `torznab-3`) or qBittorrent.
+/// Sets up TMDB, a Torznab indexer (`torznab`, `torznab-2`, `torznab-3`),
+/// qBittorrent, a notification target (`webhook`, `ntfy`, `telegram`,
+/// `discord`) or a media server (`jellyfin`, `emby`, `plex`); a target or
+/// server no grant covers yet is given one, so the sweeps may tell it
+/// what happened (`madeGrant` names it).
 #[utoipa::path(put, path = "/api/v1/setup/services/{name}", tag = "setup", security(("consoleSession" = [])),
     params(ServiceName),
     request_body = ServiceChange,
@@ -258,7 +286,11 @@ pub async fn put_service(
         .put_service(&config, &name, &entry, body.secret.as_deref(), &caller.principal())
         .await
         .map_err(setup_error)?;
-    changed(&state, &caller, "setup.service", &name).await
+    let mut view = changed(&state, &caller, "setup.service", &name).await?;
+    if let Some(capability) = kinds::kind_of(&name).and_then(kinds::told_by) {
+        view.0.made_grant = super::notifications::grant_target(&state, &caller, capability, &name).await?;
+    }
+    Ok(view)
 }
 
 /// Forgets a service the console set up.

@@ -116,7 +116,7 @@ pub(crate) fn long_script(steps: usize) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn compaction_keeps_the_plan_the_request_and_the_latest_transaction() {
     let env = env(Backend::Sqlite).await;
-    settings(&env, &[("model.context_budget", json!(2048)), ("model.compaction.threshold_ratio", json!(0.6))]).await;
+    settings(&env, &[("model.context_budget", json!(2304)), ("model.compaction.threshold_ratio", json!(0.6))]).await;
     let (run, recording, front) =
         run(&env, &long_script(12), "Tell me about my library", Some(vec!["inventory.query".into()])).await;
     assert_eq!(run.status.as_str(), "succeeded", "{run:?}");

@@ -12,6 +12,7 @@ mod console_forms;
 mod console_library;
 mod console_live;
 mod console_mcp;
+mod console_notify;
 mod console_profiles;
 mod console_services;
 mod console_skills;

@@ -112,7 +112,12 @@ async fn search_details_and_external_ids_with_the_key_injected_by_the_host() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bearer_token_works_as_well_as_the_query_key() {
     let mock = MockTmdb::start(KEY, Catalog::sample()).await;
-    let bearer = Auth::Header { name: "Authorization".into(), value: SecretRef(KEY.into()), prefix: "Bearer ".into() };
+    let bearer = Auth::Header {
+        name: "Authorization".into(),
+        value: SecretRef(KEY.into()),
+        prefix: "Bearer ".into(),
+        suffix: String::new(),
+    };
     let (_h, runtime) = start(Some(tmdb_service(&mock, bearer))).await;
     let report = lookup(&runtime, json!({"action": "external-ids", "kind": "movie", "tmdb_id": 438631})).await;
     assert_eq!(output(&report)["imdb_id"], "tt1160419");

@@ -10,6 +10,7 @@ mod feeds;
 mod getting_started;
 mod import_trouble;
 mod library;
+mod mediaservers;
 mod not_started;
 mod notifications;
 mod organize;

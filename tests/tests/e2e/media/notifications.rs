@@ -6,7 +6,9 @@
 //! added by the host; several decisions waiting make one message; a target
 //! that fails (ntfy's rate limit) is told again on the next run, the
 //! pipeline meanwhile going on, and a target no grant covers is not called
-//! and says so.
+//! and says so. Telegram's Bot API and a Discord webhook, each with its
+//! secret in the URL's path, are told a grab, an import and an agent run
+//! that finished, in one message each; Discord's rate limit is waited out.
 
 use std::collections::BTreeMap;
 
@@ -56,8 +58,12 @@ async fn targets_are_told_what_happened_once_each_and_again_when_they_failed(bac
     let (webhook, ntfy) = (MockNotify::webhook().await, MockNotify::ntfy().await);
     let mut host = TestHost::new();
     host.config.services.insert("webhook".into(), service(webhook.base_url(), Auth::None));
-    let token =
-        Auth::Header { name: "Authorization".into(), value: SecretRef("tk_notify".into()), prefix: "Bearer ".into() };
+    let token = Auth::Header {
+        name: "Authorization".into(),
+        value: SecretRef("tk_notify".into()),
+        prefix: "Bearer ".into(),
+        suffix: String::new(),
+    };
     host.config.services.insert("ntfy".into(), service(ntfy.base_url(), token));
     host.config.capabilities.insert("notify.webhook".into(), settings(&[("path", "/hooks/capstan")]));
     host.config.capabilities.insert("notify.ntfy".into(), settings(&[("topic", "capstan-home")]));
@@ -129,3 +135,109 @@ async fn targets_are_told_what_happened_once_each_and_again_when_they_failed(bac
 }
 
 both_backends!(targets_are_told_what_happened_once_each_and_again_when_they_failed);
+
+/// Runs an agent run with `goal` to its end (the scripted model answers
+/// at once), as a worker beside the pipeline's would.
+async fn finish_a_run(env: &Env, goal: &str) {
+    use capstan::agent::providers::scripted::Scripted;
+    use capstan::agent::runs::{NewRun, RunMode};
+    let model = Scripted::from_json(r#"{"scripts": [{"finalText": "Nothing needed doing."}]}"#).unwrap();
+    let agent = std::sync::Arc::new(env.app.new_agent().with_provider(std::sync::Arc::new(model)));
+    let config = capstan::tasks::WorkerConfig { poll: std::time::Duration::from_millis(50), ..Default::default() };
+    let mut worker =
+        capstan::tasks::Worker::new(capstan::tasks::Tasks::new(env.svc.db.clone()), "agent-test".into(), config);
+    capstan::agent::task::register(&mut worker, &agent);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(std::sync::Arc::new(worker).run(async {
+        let _ = stopped.await;
+    }));
+    let new = NewRun {
+        goal: goal.into(),
+        mode: RunMode::PlanOnly,
+        allowlist: None,
+        created_by: "admin:test".into(),
+        investigation: None,
+        skill: None,
+    };
+    let run = agent.start(new).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !agent.runs().get(&run.id).await.unwrap().status.is_final() {
+        assert!(std::time::Instant::now() < deadline, "the run did not end");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(());
+    running.await.unwrap();
+}
+
+async fn telegram_and_discord_are_told_through_the_secret_in_their_url(backend: Backend) {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), RELEASE, &torrent::payload(70_000, 52));
+    let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", &dune).await;
+    let (bot, chat) = ("123456789:AAH-loopback_bot_token", "-1001234567890");
+    let (hook_id, hook_token) = ("112233445566778899", "hook-token_AbCdEf0123456789");
+    let telegram = MockNotify::telegram(bot, chat).await;
+    let discord = MockNotify::discord(hook_id, hook_token).await;
+    let mut host = TestHost::new();
+    let in_path = |value: String, prefix: &str| Auth::Path { value: SecretRef(value), prefix: prefix.into() };
+    host.config.services.insert("telegram".into(), service(telegram.base_url(), in_path(bot.into(), "bot")));
+    let hook = in_path(format!("{hook_id}/{hook_token}"), "");
+    host.config.services.insert("discord".into(), service(format!("{}/api/webhooks", discord.base_url()), hook));
+    host.config.capabilities.insert("notify.telegram".into(), settings(&[("chat_id", chat)]));
+    let env = start_with(backend, &qbt, indexer, host).await;
+    let events =
+        serde_json::Map::from_iter([("notifications.events".to_string(), json!("grabbed,imported,run-finished"))]);
+    env.app.settings().update(&events).await.unwrap();
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    let first = notify(&env).await;
+    assert_eq!(first["notify.telegram"]["outcome"], "nothing-new", "{first:?}");
+
+    // A movie is grabbed and imported, and an agent run ends: one message each.
+    let slot = wanted_movie(&env).await;
+    let swept = task_result(&env, EVALUATE_ACQUISITION, json!({"slotId": slot.id})).await;
+    let plan = swept["slots"][0]["planId"].as_str().unwrap();
+    let download = env.svc.domain.download_for_plan(plan).await.unwrap().unwrap();
+    await_import(&env, &download.id).await;
+    finish_a_run(&env, "Check the library").await;
+    discord.answer(&[429]);
+    let told = notify(&env).await;
+    assert_eq!(
+        (told["notify.telegram"]["outcome"].as_str(), told["notify.telegram"]["events"].as_i64()),
+        (Some("sent"), Some(3))
+    );
+    assert_eq!(told["notify.discord"]["outcome"], "failed", "{told:?}");
+    assert!(told["notify.discord"]["reason"].as_str().unwrap().contains("rate limiting"), "{told:?}");
+    let sent = telegram.received().pop().unwrap();
+    assert_eq!(sent.path, format!("/bot{bot}/sendMessage"), "the host put the token in the path");
+    assert_eq!(sent.body["chat_id"], chat);
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(text.starts_with("Capstan: 1 grabbed, 1 imported, 1 agent run finished\n\n"), "{text}");
+    for line in [
+        "Grabbed: Dune: Part Two (2024)",
+        "Imported: Dune: Part Two (2024) (1 file)",
+        "Agent run finished: Check the library",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+
+    // Discord is told on the next run, the same message, Telegram not again.
+    let told = notify(&env).await;
+    assert_eq!(told["notify.discord"]["outcome"], "sent", "{told:?}");
+    assert_eq!(telegram.received().len(), 1);
+    let posted = discord.received().pop().unwrap();
+    assert_eq!(posted.path, format!("/api/webhooks/{hook_id}/{hook_token}"));
+    assert_eq!(posted.body["embeds"][0]["title"], "Capstan: 1 grabbed, 1 imported, 1 agent run finished");
+    assert_eq!(posted.body["allowed_mentions"], json!({"parse": []}));
+    // What the ledger and the audit log keep of the sends holds no secret.
+    let kept: Vec<String> = sqlx::query_scalar(
+        "SELECT COALESCE(result, '') || COALESCE(error, '') FROM capability_invocation \
+         WHERE capability_id IN ('notify.telegram', 'notify.discord') \
+         UNION ALL SELECT COALESCE(input_summary, '') || COALESCE(detail, '') FROM audit_event",
+    )
+    .fetch_all(&env.svc.db.pool)
+    .await
+    .unwrap();
+    assert!(kept.iter().any(|k| k.contains("messageId")), "the sends are in the ledger: {kept:?}");
+    assert!(kept.iter().all(|k| !k.contains(hook_token) && !k.contains("loopback_bot_token")), "{kept:?}");
+}
+
+both_backends!(telegram_and_discord_are_told_through_the_secret_in_their_url);

@@ -7,18 +7,22 @@
 //! slot is satisfied and a better release is left alone, but a PROPER of
 //! the file it holds replaces it under a grant for `organize.replace`. A
 //! season upgrades the same way: a 1080p pack replaces its 720p episodes.
+//! A webhook chosen to hear of upgrades is told of both, in one message.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use capstan::acquisition::{EVALUATE_ACQUISITION, SYNC_DOWNLOADS, SYNC_FEEDS};
 use capstan::authz::ApprovalStatus;
+use capstan::config::{Auth, ServiceConfig};
 use capstan::domain::{EpisodeState, NewSlot, SlotStatus};
+use capstan::notify::SEND_NOTIFICATIONS;
 use capstan_tests::api::{Api, serve};
 use capstan_tests::both_backends;
 use capstan_tests::db::Backend;
 use capstan_tests::grants::for_an_hour;
 use capstan_tests::host::TestHost;
+use capstan_tests::mock_notify::MockNotify;
 use capstan_tests::mock_torznab::{Indexer, Item, MockTorznab};
 use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent::{self, BuiltTorrent};
@@ -120,10 +124,24 @@ async fn a_movie_is_upgraded_until_its_cutoff_and_the_old_file_is_kept(backend: 
     for later in 1..names.len() {
         indexer.unpublish(later);
     }
-    let env = start_with(backend, &qbt, indexer, TestHost::new()).await;
+    // A webhook is told of upgrades.
+    let webhook = MockNotify::webhook().await;
+    let mut host = TestHost::new();
+    let hook = ServiceConfig {
+        base_url: webhook.base_url(),
+        auth: Auth::None,
+        operations: Vec::new(),
+        timeout_ms: 10_000,
+        response_cap_bytes: 1 << 20,
+    };
+    host.config.services.insert("webhook".into(), hook);
+    let env = start_with(backend, &qbt, indexer, host).await;
+    let upgrades_only = serde_json::Map::from_iter([("notifications.events".to_string(), json!("upgraded"))]);
+    env.app.settings().update(&upgrades_only).await.unwrap();
+    assert_eq!(task_result(&env, SEND_NOTIFICATIONS, json!({})).await["targets"][0]["outcome"], "nothing-new");
     let recycle = env.recycle_dir();
-    // Fetching and importing are granted; replacing a file is not.
-    for action in ["download.submit", "organize.execute"] {
+    // Fetching, importing and notifying are granted; replacing a file is not.
+    for action in ["download.submit", "organize.execute", "notify.webhook"] {
         env.svc.authz.create_grant(&for_an_hour(action), "admin:test").await.unwrap();
     }
     publish_profile(&env, "quality.movies").await;
@@ -197,6 +215,15 @@ async fn a_movie_is_upgraded_until_its_cutoff_and_the_old_file_is_kept(backend: 
     assert_eq!(files_under(&env.library), std::slice::from_ref(&proper));
     assert_eq!(files_under(&recycle).len(), 2, "both replaced files are kept");
     assert_eq!(env.svc.domain.slot(&slot.id).await.unwrap().status, SlotStatus::Satisfied);
+
+    // The webhook is told of both upgrades, in one message, and of nothing
+    // else (the 720p import was not an upgrade).
+    let told = task_result(&env, SEND_NOTIFICATIONS, json!({})).await;
+    assert_eq!(told["targets"][0]["outcome"], "sent", "{told}");
+    let message = webhook.received().pop().unwrap();
+    assert_eq!(message.body["title"], "Capstan: 2 upgraded");
+    let line = "Upgraded: Dune: Part Two (2024) (1 file)";
+    assert_eq!(message.body["message"], format!("{line}\n{line}"));
 }
 
 both_backends!(a_movie_is_upgraded_until_its_cutoff_and_the_old_file_is_kept);

@@ -50,7 +50,12 @@ fn failure(report: &CallReport) -> (String, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn credentials_are_injected_by_header_query_or_basic_auth() {
     let mock = MockService::start().await;
-    let header = Auth::Header { name: "X-Api-Key".into(), value: SecretRef("tok-123".into()), prefix: String::new() };
+    let header = Auth::Header {
+        name: "X-Api-Key".into(),
+        value: SecretRef("tok-123".into()),
+        prefix: String::new(),
+        suffix: String::new(),
+    };
     let (_h, runtime) = start(Some(service(mock.base_url(), header))).await;
     let report = call(
         &runtime,
@@ -75,6 +80,47 @@ async fn credentials_are_injected_by_header_query_or_basic_auth() {
     let seen =
         echoed(&call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await);
     assert_eq!(seen["headers"]["authorization"], "[redacted]");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_path_credential_is_segments_the_component_never_sees() {
+    let mock = MockService::start().await;
+    let seen_by_server = || mock.counters.paths.lock().unwrap().last().cloned().unwrap_or_default();
+    // A Telegram bot's token: `/bot<token>/<method>`.
+    let bot = Auth::Path { value: SecretRef("123456:AAH-secret_token".into()), prefix: "bot".into() };
+    let (_h, runtime) = start(Some(service(format!("{}/tg", mock.base_url()), bot))).await;
+    let seen = echoed(
+        &call(&runtime, json!({"action": "read", "service": "echo", "path": "/getMe"}), EffectClass::Read).await,
+    );
+    assert_eq!(seen_by_server(), "/tg/bot123456:AAH-secret_token/getMe");
+    let shown = seen["path"].as_str().unwrap();
+    assert!(shown.ends_with("/getMe") && !shown.contains("secret_token"), "the echo is masked: {shown}");
+
+    // A Discord webhook: the secret is the URL's last two segments, and
+    // `/` is that URL itself.
+    let hook = Auth::Path { value: SecretRef("1234567890/webhook-token-abc".into()), prefix: String::new() };
+    let (_h, runtime) = start(Some(service(format!("{}/api/webhooks/", mock.base_url()), hook))).await;
+    let report = call(
+        &runtime,
+        json!({"action": "write", "service": "echo", "method": "POST", "path": "/"}),
+        EffectClass::Execute,
+    )
+    .await;
+    assert_eq!(report.status(), Status::Succeeded, "{:?}", report.outcome);
+    assert_eq!(seen_by_server(), "/api/webhooks/1234567890/webhook-token-abc");
+
+    // A secret that would reshape the path is not sent, and the reason
+    // does not quote it.
+    let before = mock.counters.requests.load(std::sync::atomic::Ordering::SeqCst);
+    for bad in ["../admin-token", "a b", "tok%2e", "x//y", "q?x=1"] {
+        let auth = Auth::Path { value: SecretRef(bad.into()), prefix: String::new() };
+        let (_h, runtime) = start(Some(service(mock.base_url(), auth))).await;
+        let report =
+            call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Read).await;
+        let (_, message) = failure(&report);
+        assert!(message.contains("cannot be part of a URL path") && !message.contains(bad), "{message}");
+    }
+    assert_eq!(mock.counters.requests.load(std::sync::atomic::Ordering::SeqCst), before);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -197,7 +197,12 @@ async fn encoded_paths_never_reach_a_write_path_or_leave_the_base() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_credentials_names_and_the_hosts_headers_are_reserved() {
     let router = MockRouter::start(PASSWORD).await;
-    let header = Auth::Header { name: "X-Api-Key".into(), value: SecretRef(KEY.into()), prefix: String::new() };
+    let header = Auth::Header {
+        name: "X-Api-Key".into(),
+        value: SecretRef(KEY.into()),
+        prefix: String::new(),
+        suffix: String::new(),
+    };
     let (_h, runtime) = start(&router, header).await;
     for headers in [
         json!([["x-api-key", "mine"]]),
@@ -242,7 +247,15 @@ async fn injected_credentials_never_come_back_to_the_component() {
     let router = MockRouter::start(PASSWORD).await;
     let auths = [
         (Auth::Query { name: "api_key".into(), value: SecretRef(KEY.into()) }, KEY),
-        (Auth::Header { name: "X-Api-Key".into(), value: SecretRef(KEY.into()), prefix: "Token ".into() }, KEY),
+        (
+            Auth::Header {
+                name: "X-Api-Key".into(),
+                value: SecretRef(KEY.into()),
+                prefix: "Token ".into(),
+                suffix: String::new(),
+            },
+            KEY,
+        ),
         (Auth::Basic { username: USER.into(), password: SecretRef(PASSWORD.into()) }, PASSWORD),
         (form_login(PASSWORD), SESSION),
     ];

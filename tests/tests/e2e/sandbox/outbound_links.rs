@@ -93,7 +93,12 @@ async fn links_elsewhere_or_that_write_or_set_the_key_are_refused_unsent() {
     assert!(router.seen().is_empty(), "nothing was sent: {:?}", router.seen());
 
     // A service whose key is a header has no query slot to fill.
-    let header = Auth::Header { name: "X-Api-Key".into(), value: SecretRef(KEY.into()), prefix: String::new() };
+    let header = Auth::Header {
+        name: "X-Api-Key".into(),
+        value: SecretRef(KEY.into()),
+        prefix: String::new(),
+        suffix: String::new(),
+    };
     let (_h, runtime) = start(&router, header).await;
     let report = send(&runtime, EffectClass::Read, json!({"path": format!("{origin}/dl/x?k=%5Bredacted%5D")})).await;
     let (kind, message) = answer(&report);

@@ -38,6 +38,8 @@ const PAST_SESSIONS: usize = 16;
 struct Credentials {
     header: Option<(HeaderName, HeaderValue)>,
     query: Option<(String, String)>,
+    /// Path segments the URL carries after the base path.
+    path: Option<String>,
     cookie: Option<String>,
     /// Every secret value above, and the ones they are derived from.
     secrets: Vec<String>,
@@ -120,12 +122,27 @@ impl Service {
         }
     }
 
-    /// The URL for a checked path, confined under the base URL.
-    fn url(&self, raw_path: &str, decoded: &str, query: &[(String, String)]) -> Result<reqwest::Url, HostError> {
+    /// The URL for a checked path, confined under the base URL (and the
+    /// secret segments a path credential puts after it, `secret`).
+    fn url(
+        &self,
+        raw_path: &str,
+        decoded: &str,
+        query: &[(String, String)],
+        secret: Option<&str>,
+    ) -> Result<reqwest::Url, HostError> {
         let base = self.config.base_url.trim_end_matches('/');
-        let mut url = reqwest::Url::parse(&format!("{base}{raw_path}"))
-            .map_err(|e| HostError::Invalid(format!("path does not form a URL: {e}")))?;
-        if !path::stays_under(&self.base, &url, decoded) {
+        // Under a path credential, `/` is the secret's own URL.
+        let (root, raw_path, decoded) = match secret {
+            Some(segments) if raw_path == "/" => (format!("{base}/{segments}"), "", ""),
+            Some(segments) => (format!("{base}/{segments}"), raw_path, decoded),
+            None => (base.to_string(), raw_path, decoded),
+        };
+        // No error text carries the URL: it may hold the secret.
+        let formed = |_| HostError::Invalid("path does not form a URL".into());
+        let mut url = reqwest::Url::parse(&format!("{root}{raw_path}")).map_err(formed)?;
+        let under = reqwest::Url::parse(&root).map_err(formed)?;
+        if !path::stays_under(&under, &url, decoded) {
             return Err(HostError::Invalid(format!("path {raw_path:?} does not stay under the service's base URL")));
         }
         if !query.is_empty() {
@@ -135,14 +152,15 @@ impl Service {
     }
 
     async fn credentials(&self) -> Result<Credentials, HostError> {
-        let mut c = Credentials { header: None, query: None, cookie: None, secrets: Vec::new(), generation: None };
+        let mut c =
+            Credentials { header: None, query: None, path: None, cookie: None, secrets: Vec::new(), generation: None };
         let bad_value = || HostError::Internal("the configured credential is not a valid header value".into());
         match &self.config.auth {
-            Auth::Header { name, value, prefix } => {
+            Auth::Header { name, value, prefix, suffix } => {
                 let name = HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| HostError::Internal(format!("credential header name {name:?} is not valid")))?;
                 let secret = secret(value)?;
-                let sent = format!("{prefix}{secret}");
+                let sent = format!("{prefix}{secret}{suffix}");
                 c.header = Some((name, HeaderValue::from_str(&sent).map_err(|_| bad_value())?));
                 c.secrets.extend([secret, sent]);
             }
@@ -152,6 +170,21 @@ impl Service {
                 // Also as it appears in the URL, so re-encodings of that are caught.
                 c.secrets.push(form_urlencoded::byte_serialize(secret.as_bytes()).collect());
                 c.secrets.push(secret);
+            }
+            Auth::Path { value, prefix } => {
+                let secret = secret(value)?;
+                // Sent as it is: nothing in it to encode or to reshape the path.
+                if !capstan_config::path_safe(&secret, true) {
+                    return Err(HostError::Internal(
+                        "the configured credential cannot be part of a URL path: it may hold letters, digits, \
+                         -, ., _, ~, : and single / between parts"
+                            .into(),
+                    ));
+                }
+                let segments = format!("{prefix}{secret}");
+                c.secrets.extend(secret.split('/').filter(|s| s.len() >= 8).map(str::to_string));
+                c.secrets.extend([secret, segments.clone()]);
+                c.path = Some(segments);
             }
             Auth::Basic { username, password } => {
                 use base64::Engine;
@@ -197,7 +230,7 @@ impl Service {
         let secret = secret(password)?;
         let redactor = Redactor::new([secret.as_str()]);
         let decoded = path::decoded(path).map_err(|why| HostError::Internal(format!("login path {path:?} {why}")))?;
-        let url = self.url(path, &decoded, &[])?;
+        let url = self.url(path, &decoded, &[], None)?;
         let form = [(username_field.as_str(), username.as_str()), (password_field.as_str(), secret.as_str())];
         let origin = url.origin().ascii_serialization();
         let resp = self
@@ -282,7 +315,7 @@ impl Service {
             }
             None => {
                 query.extend(creds.query);
-                self.url(&req.path, decoded, &query)?
+                self.url(&req.path, decoded, &query, creds.path.as_deref())?
             }
         };
         let mut builder = self.client.request(method.clone(), url);
