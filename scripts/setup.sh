@@ -11,8 +11,9 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2
 fi
 
-# Debian packages the suites run for real: qbittorrent-nox (the qBittorrent
-# suite runs it against a throwaway profile), opentracker and mktorrent (a
+# Debian packages the suites run for real: qbittorrent-nox and
+# transmission-daemon (the download client suites run each against a
+# throwaway profile), opentracker and mktorrent (a
 # tracker and a torrent for the swarm a download really comes from),
 # chromium with
 # chromium-driver (the console suite drives the console in a headless
@@ -22,6 +23,7 @@ mode="${1:-}"
 [ "$mode" = "--tests" ] || [ "$mode" = "--bench" ] || exit 0
 missing=()
 command -v qbittorrent-nox >/dev/null 2>&1 || missing+=(qbittorrent-nox)
+command -v transmission-daemon >/dev/null 2>&1 || missing+=(transmission-daemon)
 command -v opentracker >/dev/null 2>&1 || missing+=(opentracker)
 command -v mktorrent >/dev/null 2>&1 || missing+=(mktorrent)
 [ -x /usr/bin/chromium ] || missing+=(chromium)

@@ -8,9 +8,9 @@
 //! which on the wasm target call the real imports and on the native target
 //! call the mock host in [`testing`], so capability logic is unit-tested
 //! with plain `cargo test`. [`commands`] runs the operator's commands and
-//! shapes their result. [`qbittorrent`] is a typed client for the
-//! download client service several capabilities share, built on those
-//! helpers.
+//! shapes their result. [`qbittorrent`] and [`transmission`] are typed
+//! clients for the download clients several capabilities share, built on
+//! those helpers; both give torrents as one record.
 //!
 //! This crate owns the guest side of the WIT contract and protocol clients
 //! over it; it must not grow capability logic (what to download, where to
@@ -19,10 +19,12 @@
 pub mod bindings;
 mod capability;
 pub mod commands;
+pub mod downloads;
 pub mod host;
 pub mod qbittorrent;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
+pub mod transmission;
 
 pub use capability::{__describe, __invoke, __verify, Capability, Failure, Label, Meta, Outcome, Replay, Verification};
 pub use capstan_contract as contract;

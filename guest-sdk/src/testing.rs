@@ -85,6 +85,9 @@ pub struct MockHost {
     commands: Option<CommandHandler>,
     /// Every command call the capability made, in order.
     pub command_calls: Vec<CommandCall>,
+    /// Requests other than GET and HEAD a service's operation table would
+    /// class as reads: (service, method, path prefix, RPC methods).
+    reads: Vec<(String, String, String, Vec<String>)>,
 }
 
 thread_local! {
@@ -122,7 +125,31 @@ impl MockHost {
             domain: None,
             commands: None,
             command_calls: Vec::new(),
+            reads: Vec::new(),
         }
+    }
+
+    /// Classes `method` requests to `service` under `path_prefix` as reads,
+    /// as an operation table rule would; with `rpc_methods`, only bodies
+    /// whose JSON `method` is one of them.
+    pub fn with_read_operation(mut self, service: &str, method: &str, path_prefix: &str, rpc_methods: &[&str]) -> Self {
+        let rpc = rpc_methods.iter().map(|m| m.to_string()).collect();
+        self.reads.push((service.into(), method.to_ascii_uppercase(), path_prefix.into(), rpc));
+        self
+    }
+
+    /// Whether a request other than GET or HEAD is a read here.
+    pub(crate) fn classes_as_read(&self, req: &Request) -> bool {
+        let named = || -> Option<String> {
+            let body: serde_json::Value = serde_json::from_slice(req.body.as_deref()?).ok()?;
+            body["method"].as_str().map(str::to_string)
+        };
+        self.reads.iter().any(|(service, method, prefix, rpc)| {
+            *service == req.service
+                && method.eq_ignore_ascii_case(&req.method)
+                && req.path.starts_with(prefix.as_str())
+                && (rpc.is_empty() || named().is_some_and(|m| rpc.contains(&m)))
+        })
     }
 
     /// Limits the call to `class`, as the host's grant would.

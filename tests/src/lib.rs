@@ -35,3 +35,4 @@ pub mod qbittorrent;
 pub mod swarm;
 pub mod tasks;
 pub mod torrent;
+pub mod transmission;

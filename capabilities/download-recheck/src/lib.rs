@@ -1,10 +1,10 @@
 //! Capability `download.recheck` (label execute): repairs one download's
-//! torrent in qBittorrent as an operator would. `recheck` (the default)
-//! asks qBittorrent to verify the data on disk again — the fix for a
+//! torrent in the download client (qBittorrent or Transmission) as an
+//! operator would. `recheck` (the default) asks the client to verify the data on disk again — the fix for a
 //! torrent whose files went missing and came back — and starts it again
 //! unless someone had stopped it; `resume` starts a torrent that errored or
 //! stalled. It acts only on a download Capstan manages that is not removed,
-//! only while qBittorrent reports it missing, failed, stalled or paused,
+//! only while the client reports it missing, failed, stalled or paused,
 //! and only on the torrent the download task recorded (by its client
 //! hash); it never deletes, moves, re-sources, re-categorises or re-tags
 //! anything, and never resumes a torrent a person or a share limit paused.
@@ -14,8 +14,9 @@
 use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::DownloadGet;
 use capstan_sdk::contract::status::DownloadStatus;
+use capstan_sdk::downloads::{DownloadClient, SERVICES};
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, Torrent};
+use capstan_sdk::qbittorrent::Torrent;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 
@@ -73,10 +74,11 @@ pub struct RecheckOutput {
 /// The capability.
 pub struct DownloadRecheck;
 
-fn held(client: &Client, hash: &str, id: &str) -> Result<Torrent, Failure> {
+fn held(client: &DownloadClient, hash: &str, id: &str) -> Result<Torrent, Failure> {
     client.torrent(hash)?.ok_or_else(|| {
         Failure::NotFound(format!(
-            "qBittorrent no longer holds torrent {hash} of download {id}; it was removed there, so there is nothing to recheck"
+            "{} no longer holds torrent {hash} of download {id}; it was removed there, so there is nothing to recheck",
+            client.name()
         ))
     })
 }
@@ -89,9 +91,9 @@ impl Capability for DownloadRecheck {
         id: "download.recheck",
         version: 2,
         label: Label::Execute,
-        summary: "Recheck or resume one download's torrent in qBittorrent",
-        description: "Repairs one download task's torrent in qBittorrent. action recheck (default): verify the data on disk again and start the torrent unless someone had stopped it; the fix for files that went missing and came back. action resume: start a torrent that errored or stalled. Acts only on a download Capstan manages that is not removed, only while qBittorrent reports it missing, failed, stalled or paused (anything else is a conflict: there is nothing to repair), and only on the torrent the task recorded. Never deletes, moves, re-sources, re-categorises or re-tags anything, and never resumes a torrent paused by a person or a share limit. When qBittorrent is already checking the torrent nothing is sent (rechecked false). Returns the torrent's status right after; follow it with download.status.",
-        tags: &["download", "qbittorrent", "torrent", "repair", "policy.automation"],
+        summary: "Recheck or resume one download's torrent in the download client",
+        description: "Repairs one download task's torrent in the download client (qBittorrent or Transmission). action recheck (default): verify the data on disk again and start the torrent unless someone had stopped it; the fix for files that went missing and came back. action resume: start a torrent that errored or stalled. Acts only on a download Capstan manages that is not removed, only while qBittorrent reports it missing, failed, stalled or paused (anything else is a conflict: there is nothing to repair), and only on the torrent the task recorded. Never deletes, moves, re-sources, re-categorises or re-tags anything, and never resumes a torrent paused by a person or a share limit. When the client is already checking the torrent nothing is sent (rechecked false). Returns the torrent's status right after; follow it with download.status.",
+        tags: &["download", "qbittorrent", "transmission", "torrent", "repair", "policy.automation"],
         aliases: &[
             "recheck download",
             "verify torrent",
@@ -105,7 +107,7 @@ impl Capability for DownloadRecheck {
         // torrent may already be checking, and asking again mid-check can
         // leave it checking for good.
         replay: Replay::Never,
-        services: &["qbittorrent"],
+        services: &SERVICES,
     };
 
     fn invoke(input: RecheckInput) -> Result<Outcome<RecheckOutput>, Failure> {
@@ -118,12 +120,13 @@ impl Capability for DownloadRecheck {
             return Err(Failure::Conflict(format!("download {id} was removed; there is nothing to repair")));
         }
         let hash = download.client_hash.as_str();
-        let client = Client::connect()?;
+        let client = DownloadClient::connect()?;
         let before = held(&client, hash, id)?;
         let status = before.status();
         if !REPAIRABLE.contains(&status) && !before.state().is_checking() {
             return Err(Failure::Conflict(format!(
-                "qBittorrent reports download {id} {}; there is nothing to repair (only a missing, failed, stalled or paused one)",
+                "{} reports download {id} {}; there is nothing to repair (only a missing, failed, stalled or paused one)",
+                client.name(),
                 status.as_str()
             )));
         }
@@ -141,7 +144,8 @@ impl Capability for DownloadRecheck {
             }
             Action::Resume if stopped => {
                 return Err(Failure::Conflict(format!(
-                    "the torrent of download {id} is paused (by a person or a share limit); resume it in qBittorrent if that is wanted"
+                    "the torrent of download {id} is paused (by a person or a share limit); resume it in {} if that is wanted",
+                    client.name()
                 )));
             }
             Action::Resume if status == DownloadStatus::Paused || before.state().is_checking() => (false, false),

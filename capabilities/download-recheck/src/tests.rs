@@ -149,8 +149,8 @@ fn an_uncertain_repair_is_never_sent_again() {
 }
 
 #[test]
-fn an_execute_capability_of_the_qbittorrent_service_alone() {
+fn an_execute_capability_of_the_download_clients_alone() {
     let d = descriptor::<DownloadRecheck>();
-    assert_eq!(d.services, ["qbittorrent"]);
+    assert_eq!(d.services, ["qbittorrent", "transmission"]);
     assert!(d.aliases.iter().any(|a| a == "重新校验"));
 }

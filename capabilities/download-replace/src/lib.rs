@@ -1,5 +1,5 @@
 //! Capability `download.replace` (label execute): gives up one download
-//! for another release. The torrent is removed from qBittorrent with its
+//! for another release. The torrent is removed from the download client with its
 //! data kept on disk (nothing is deleted), then the store blocks the
 //! release — no sweep picks it again, for any slot — marks the download
 //! `removed` and lets its slot go: wanted again and due a search, so the
@@ -16,8 +16,8 @@ use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::DownloadGet;
 use capstan_sdk::contract::ops::transitions::{DownloadReplace, DownloadReplaceRecord};
 use capstan_sdk::contract::status::DownloadStatus;
+use capstan_sdk::downloads::{DownloadClient, SERVICES};
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::Client;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +63,7 @@ impl Capability for DownloadReplaceCapability {
         version: 1,
         label: Label::Execute,
         summary: "Give up a download for another release: remove its torrent (keeping the data) and blocklist the release",
-        description: "Gives up one download task for another release. Removes its torrent from qBittorrent with the data kept on disk, blocklists the release so no search or feed picks it again (for any title), marks the download removed and makes its title wanted again, so the sweep fetches another release. For a download that failed, stalled for good, or whose import failed. A download being or already imported is a conflict; one already replaced answers as it is. Changes a title's source, so automatic recovery never uses it on its own: a person chooses it, or a grant that names download.replace.",
+        description: "Gives up one download task for another release. Removes its torrent from the download client (qBittorrent or Transmission) with the data kept on disk, blocklists the release so no search or feed picks it again (for any title), marks the download removed and makes its title wanted again, so the sweep fetches another release. For a download that failed, stalled for good, or whose import failed. A download being or already imported is a conflict; one already replaced answers as it is. Changes a title's source, so automatic recovery never uses it on its own: a person chooses it, or a grant that names download.replace.",
         tags: &["download", "qbittorrent", "torrent", "blocklist", "replace"],
         aliases: &[
             "find another release",
@@ -75,7 +75,7 @@ impl Capability for DownloadReplaceCapability {
             "重新找资源",
         ],
         replay: Replay::Safe,
-        services: &["qbittorrent"],
+        services: &SERVICES,
     };
 
     fn invoke(input: ReplaceInput) -> Result<Outcome<ReplaceOutput>, Failure> {
@@ -98,7 +98,7 @@ impl Capability for DownloadReplaceCapability {
         if download.status != DownloadStatus::Removed {
             // The client first: a torrent left running would go on
             // fetching what was given up.
-            let client = Client::connect()?;
+            let client = DownloadClient::connect()?;
             client.remove_keeping_data(&[download.client_hash.as_str()])?;
         }
         let replaced =

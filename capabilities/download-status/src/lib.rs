@@ -1,4 +1,5 @@
-//! Capability `download.status` (label read): what qBittorrent says about
+//! Capability `download.status` (label read): what the download client
+//! (qBittorrent or Transmission, whichever is set up) says about
 //! download tasks — status, progress, content path — read fresh from the
 //! client and mapped to Capstan's download statuses. It writes nothing: the
 //! host's sync task records what it reports.
@@ -9,8 +10,9 @@ use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::{DownloadGet, DownloadsList, DownloadsListed};
 use capstan_sdk::contract::records::DownloadTask;
 use capstan_sdk::contract::status::DownloadStatus;
+use capstan_sdk::downloads::{DownloadClient, SERVICES};
 use capstan_sdk::host::domain;
-use capstan_sdk::qbittorrent::{Client, Torrent, TorrentFilter};
+use capstan_sdk::qbittorrent::{Torrent, TorrentFilter};
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay};
 use serde::{Deserialize, Serialize};
 
@@ -115,9 +117,9 @@ impl Capability for DownloadStatusCapability {
         id: "download.status",
         version: 1,
         label: Label::Read,
-        summary: "Read download progress and status from qBittorrent",
-        description: "Reads qBittorrent's current view of download tasks: status (queued, downloading, stalled, paused, missing, failed, completed), progress, content path, qBittorrent's own state, download speed, connected seeds and estimated seconds left. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, paused, missing, failed or completed. A torrent qBittorrent no longer holds is reported missing. Writes nothing.",
-        tags: &["download", "qbittorrent", "torrent", "progress"],
+        summary: "Read download progress and status from the download client",
+        description: "Reads the download client's (qBittorrent's or Transmission's) current view of download tasks: status (queued, downloading, stalled, paused, missing, failed, completed), progress, content path, the client's own state, download speed, connected seeds and estimated seconds left. Give downloadTaskIds, or leave them out for every download that is queued, downloading, stalled, paused, missing, failed or completed. A torrent the client no longer holds is reported missing. Writes nothing.",
+        tags: &["download", "qbittorrent", "transmission", "torrent", "progress"],
         aliases: &[
             "download status",
             "download progress",
@@ -128,7 +130,7 @@ impl Capability for DownloadStatusCapability {
             "查看下载",
         ],
         replay: Replay::Safe,
-        services: &["qbittorrent"],
+        services: &SERVICES,
     };
 
     fn invoke(input: StatusInput) -> Result<Outcome<StatusOutput>, Failure> {
@@ -136,7 +138,7 @@ impl Capability for DownloadStatusCapability {
         if tasks.is_empty() {
             return Ok(Outcome::Succeeded(StatusOutput { downloads: Vec::new() }));
         }
-        let client = Client::connect()?;
+        let client = DownloadClient::connect()?;
         let mut held: HashMap<String, Torrent> = HashMap::new();
         let hashes: Vec<String> = tasks.iter().map(|t| t.client_hash.to_ascii_lowercase()).collect();
         for chunk in hashes.chunks(HASHES_PER_REQUEST) {

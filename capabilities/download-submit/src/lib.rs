@@ -18,9 +18,9 @@ mod tests;
 use capstan_sdk::{Capability, Failure, Label, Meta, Outcome, Replay, Verification};
 use serde::{Deserialize, Serialize};
 
-/// Every service this component may use: qBittorrent, and the indexers a
+/// Every service this component may use: the download clients, and the indexers a
 /// `.torrent` file may be fetched from ([`source::SOURCE_SERVICES`]).
-pub const SERVICES: &[&str] = &["qbittorrent", "torznab", "torznab-2", "torznab-3"];
+pub const SERVICES: &[&str] = &["qbittorrent", "transmission", "torznab", "torznab-2", "torznab-3"];
 
 /// Which plan to submit.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]

@@ -1,9 +1,10 @@
-//! The submit flow: read the plan, find its torrent in qBittorrent or what
+//! The submit flow: read the plan, find its torrent in the download client
+//! (qBittorrent or Transmission, [`DownloadClient`]) or what
 //! to add, reserve the plan, add the torrent, record it as submitted — and
 //! `verify`, which answers from the same records whether an interrupted
 //! submit took effect.
 //!
-//! Order matters. Reads come first — the torrent looked up in qBittorrent,
+//! Order matters. Reads come first — the torrent looked up in the client,
 //! the indexer's `.torrent` fetched — so an indexer or client that fails
 //! fails the call before anything changed, never leaving it unknown.
 //! Reserving before adding means a plan whose slot moved on adds nothing.
@@ -15,8 +16,9 @@ use capstan_sdk::contract::ops::ById;
 use capstan_sdk::contract::ops::queries::{DownloadForPlan, PlanGet};
 use capstan_sdk::contract::ops::transitions::{PlanRef, PlanReserve, PlanSubmit, PlanSubmitted};
 use capstan_sdk::contract::status::PlanStatus;
+use capstan_sdk::downloads::DownloadClient;
 use capstan_sdk::host::{Level, domain, log, setting};
-use capstan_sdk::qbittorrent::{AddTorrent, Client, Torrent, TorrentFilter};
+use capstan_sdk::qbittorrent::{AddTorrent, Torrent, TorrentFilter};
 use capstan_sdk::{Failure, HostError, Verification};
 use serde::Deserialize;
 
@@ -65,7 +67,7 @@ pub fn plan_tag(plan_id: &str) -> String {
 }
 
 /// The torrent qBittorrent already holds for this plan, if any.
-fn existing(client: &Client, infohash: Option<&str>, tag: &str) -> Result<Option<Torrent>, HostError> {
+fn existing(client: &DownloadClient, infohash: Option<&str>, tag: &str) -> Result<Option<Torrent>, HostError> {
     match infohash {
         Some(hash) => client.torrent(hash),
         None => {
@@ -116,7 +118,7 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
     }
     // Everything that only reads comes first — the client's list, the
     // indexer's file — so a client or indexer that fails changes nothing.
-    let client = Client::connect()?;
+    let client = DownloadClient::connect()?;
     let tag = plan_tag(id);
     let step = match existing(&client, infohash.as_deref(), &tag)? {
         Some(torrent) => Step::Held(torrent),
@@ -124,7 +126,8 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
             // Recorded as submitted, yet gone from qBittorrent: someone
             // removed it. Adding it back is a new decision, not a retry.
             return Err(Failure::Conflict(format!(
-                "plan {id} was submitted but qBittorrent no longer holds its torrent; draft a new plan to download it again"
+                "plan {id} was submitted but {} no longer holds its torrent; draft a new plan to download it again",
+                client.name()
             )));
         }
         None => Step::Add(what_to_add(&plan.payload, infohash.as_deref())?),
@@ -147,7 +150,8 @@ pub fn run(input: &SubmitInput) -> Result<SubmitOutput, Failure> {
                 // has read the torrent; the tag finds it on the next run.
                 None => existing(&client, None, &tag)?.map(|t| t.hash).ok_or_else(|| {
                     Failure::Unavailable(format!(
-                        "qBittorrent accepted the torrent but does not list it yet; run download.submit again for plan {id} (it finds the torrent by its tag {tag} and adds nothing twice)"
+                        "{} accepted the torrent but does not list it yet; run download.submit again for plan {id} (it finds the torrent by its tag {tag} and adds nothing twice)",
+                        client.name()
                     ))
                 })?,
             };
@@ -183,7 +187,9 @@ pub fn verify(input: &SubmitInput) -> Result<Verification<SubmitOutput>, Failure
         Ok(None) => return Ok(Verification::CannotTell(format!("plan {id} is submitted but has no download task"))),
         Err(e) => return Ok(Verification::CannotTell(format!("cannot read plan {id}'s download: {e}"))),
     };
-    let held = Client::connect().and_then(|client| client.torrent(&download.client_hash));
+    let client = DownloadClient::connect();
+    let name = client.as_ref().map_or("the download client", |c| c.name());
+    let held = client.as_ref().map_err(Clone::clone).and_then(|client| client.torrent(&download.client_hash));
     Ok(match held {
         Ok(Some(_)) => Verification::Done(SubmitOutput {
             plan_id: id.to_string(),
@@ -192,9 +198,9 @@ pub fn verify(input: &SubmitInput) -> Result<Verification<SubmitOutput>, Failure
             added: false,
         }),
         Ok(None) => Verification::CannotTell(format!(
-            "plan {id} is submitted but qBittorrent does not hold torrent {}",
+            "plan {id} is submitted but {name} does not hold torrent {}",
             download.client_hash
         )),
-        Err(e) => Verification::CannotTell(format!("cannot ask qBittorrent: {e}")),
+        Err(e) => Verification::CannotTell(format!("cannot ask {name}: {e}")),
     })
 }

@@ -23,7 +23,7 @@ pub use commands::{COMMAND_PATH, CommandConfig, CommandCwd, MAX_FREE_ARGS, relat
 pub use environment::{TMDB_ACCESS_TOKEN_ENV, TMDB_API_KEY_ENV, TMDB_BASE_URL_ENV, TMDB_DEFAULT_BASE, TmdbEnvironment};
 pub use mcp::{McpConfig, McpServerConfig, ToolClass};
 pub use proxies::{PublicOrigin, TrustedProxy};
-pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig, path_safe};
+pub use services::{Auth, Fold, OperationRule, SecretRef, ServiceConfig, path_safe, rpc_method};
 
 /// Why a configuration file was refused.
 #[derive(Debug, thiserror::Error)]

@@ -111,9 +111,10 @@ pub enum Fold {
 }
 
 /// One row of a service's operation table. Rules are tried in order; the
-/// first whose method and path match decides the class. Without a match,
-/// GET and HEAD are reads and everything else is a write. Paths are matched
-/// decoded, as the service routes them.
+/// first whose method and path (and, for a JSON-RPC endpoint, RPC method)
+/// match decides the class. Without a match, GET and HEAD are reads and
+/// everything else is a write. Paths are matched decoded, as the service
+/// routes them.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationRule {
@@ -123,13 +124,61 @@ pub struct OperationRule {
     pub path: String,
     /// `read` or `write`.
     pub class: String,
+    /// For a JSON-RPC endpoint, where every call is a POST to one path
+    /// (Transmission's `/transmission/rpc`): the rule matches only a body
+    /// that is one JSON object with exactly one `method` member, a string
+    /// among these. Empty: any body.
+    #[serde(default)]
+    pub rpc_methods: Vec<String>,
+}
+
+/// The RPC method a request body names: `Some` only for a body that is
+/// strictly one JSON object with exactly one `method` member, a string.
+/// Anything a server could read another way (two `method` members, a
+/// non-string, trailing text, not JSON at all) names none.
+pub fn rpc_method(body: Option<&[u8]>) -> Option<String> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+    struct Methods;
+    impl<'de> Visitor<'de> for Methods {
+        type Value = Vec<serde_json::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = Vec::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "method" {
+                    found.push(map.next_value::<serde_json::Value>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(body?);
+    let found = de.deserialize_map(Methods).ok()?;
+    de.end().ok()?;
+    match found.as_slice() {
+        [serde_json::Value::String(name)] => Some(name.clone()),
+        _ => None,
+    }
 }
 
 impl OperationRule {
-    /// Whether the rule matches; folded, paths compare ignoring letter case
+    /// A rule for any body.
+    pub fn new(method: &str, path: &str, class: &str) -> OperationRule {
+        OperationRule { method: method.into(), path: path.into(), class: class.into(), rpc_methods: Vec::new() }
+    }
+
+    /// Whether the rule matches a request whose body names `rpc` (see
+    /// [`rpc_method`]); folded, paths compare ignoring letter case
     /// as case-insensitive servers route them (both ways: `ı` and `ſ` meet
     /// `I` and `S` only in upper case).
-    pub fn matches(&self, method: &str, path: &str, fold: Fold) -> bool {
+    pub fn matches(&self, method: &str, path: &str, fold: Fold, rpc: Option<&str>) -> bool {
+        if !self.rpc_methods.is_empty() && !rpc.is_some_and(|m| self.rpc_methods.iter().any(|r| r == m)) {
+            return false;
+        }
         let method_ok = self.method == "*" || self.method.eq_ignore_ascii_case(method);
         let (rule, path) = match fold {
             Fold::None => (self.path.clone(), path.to_string()),
@@ -189,6 +238,9 @@ impl ServiceConfig {
             if !rule.path.starts_with('/') {
                 return Err(format!("services.{name}.operations: path {:?} must start with /", rule.path));
             }
+            if rule.rpc_methods.iter().any(|m| m.is_empty() || m.len() > 64) {
+                return Err(format!("services.{name}.operations: rpc_methods must be 1 to 64 characters each"));
+            }
         }
         if self.timeout_ms == 0 {
             return Err(format!("services.{name}.timeout_ms must be positive"));
@@ -209,23 +261,24 @@ impl ServiceConfig {
         Ok(())
     }
 
-    /// Whether `method path` (the decoded path) is a read. Servers route
-    /// one request several ways — HEAD as GET, a trailing slash as none,
-    /// paths ignoring case — so it is a read only when every way the
-    /// service could route it is one.
-    pub fn is_read(&self, method: &str, path: &str) -> bool {
+    /// Whether `method path` (the decoded path) with `body` is a read.
+    /// Servers route one request several ways — HEAD as GET, a trailing
+    /// slash as none, paths ignoring case — so it is a read only when every
+    /// way the service could route it is one.
+    pub fn is_read(&self, method: &str, path: &str, body: Option<&[u8]>) -> bool {
+        let rpc = rpc_method(body);
         let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
         let slashed = format!("{trimmed}/");
         let methods: &[&str] = if method.eq_ignore_ascii_case("HEAD") { &["HEAD", "GET"] } else { &[method] };
         methods.iter().all(|m| {
-            [path, trimmed, slashed.as_str()]
-                .iter()
-                .all(|p| [Fold::None, Fold::Lower, Fold::Upper].iter().all(|fold| self.class_of(m, p, *fold)))
+            [path, trimmed, slashed.as_str()].iter().all(|p| {
+                [Fold::None, Fold::Lower, Fold::Upper].iter().all(|fold| self.class_of(m, p, *fold, rpc.as_deref()))
+            })
         })
     }
 
-    fn class_of(&self, method: &str, path: &str, fold: Fold) -> bool {
-        match self.operations.iter().find(|r| r.matches(method, path, fold)) {
+    fn class_of(&self, method: &str, path: &str, fold: Fold, rpc: Option<&str>) -> bool {
+        match self.operations.iter().find(|r| r.matches(method, path, fold, rpc)) {
             Some(rule) => rule.class == "read",
             None => method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD"),
         }
@@ -238,26 +291,48 @@ mod tests {
 
     fn service(rules: &[(&str, &str, &str)]) -> ServiceConfig {
         let mut s: ServiceConfig = toml::from_str("base_url = \"http://svc\"").unwrap();
-        s.operations = rules
-            .iter()
-            .map(|(m, p, c)| OperationRule { method: m.to_string(), path: p.to_string(), class: c.to_string() })
-            .collect();
+        s.operations = rules.iter().map(|(m, p, c)| OperationRule::new(m, p, c)).collect();
         s
     }
 
     #[test]
     fn every_way_a_server_routes_a_path_must_be_a_read() {
         let s = service(&[("GET", "/api/delete", "write"), ("POST", "/api/search*", "read")]);
-        assert!(s.is_read("GET", "/api/info"));
-        assert!(!s.is_read("GET", "/api/delete"));
-        assert!(!s.is_read("GET", "/api/delete/"), "trailing slash");
-        assert!(!s.is_read("GET", "/API/Delete"), "case-insensitive server");
+        assert!(s.is_read("GET", "/api/info", None));
+        assert!(!s.is_read("GET", "/api/delete", None));
+        assert!(!s.is_read("GET", "/api/delete/", None), "trailing slash");
+        assert!(!s.is_read("GET", "/API/Delete", None), "case-insensitive server");
         let t = service(&[("GET", "/api/discard", "write"), ("GET", "/admin/*", "write")]);
-        assert!(!t.is_read("GET", "/api/d\u{131}scard"), "dotless i meets I in upper case");
-        assert!(!t.is_read("GET", "/admin"), "a server routes /admin as /admin/");
-        assert!(!s.is_read("HEAD", "/api/delete"), "HEAD routed as GET");
-        assert!(s.is_read("POST", "/api/search/movies"));
-        assert!(!s.is_read("POST", "/api/add"));
-        assert!(!s.is_read("DELETE", "/api/search"));
+        assert!(!t.is_read("GET", "/api/d\u{131}scard", None), "dotless i meets I in upper case");
+        assert!(!t.is_read("GET", "/admin", None), "a server routes /admin as /admin/");
+        assert!(!s.is_read("HEAD", "/api/delete", None), "HEAD routed as GET");
+        assert!(s.is_read("POST", "/api/search/movies", None));
+        assert!(!s.is_read("POST", "/api/add", None));
+        assert!(!s.is_read("DELETE", "/api/search", None));
+    }
+
+    #[test]
+    fn a_json_rpc_call_is_a_read_only_when_its_one_method_is_listed() {
+        let mut s = service(&[]);
+        let mut rule = OperationRule::new("POST", "/transmission/rpc*", "read");
+        rule.rpc_methods = vec!["torrent-get".into(), "session-get".into()];
+        s.operations.push(rule);
+        let read = |body: &str| s.is_read("POST", "/transmission/rpc", Some(body.as_bytes()));
+        assert!(read(r#"{"method": "torrent-get", "arguments": {"fields": ["hashString"]}}"#));
+        assert!(read(r#"{"arguments": {"method": "torrent-remove"}, "method": "session-get"}"#), "only its own member");
+        for write in [
+            r#"{"method": "torrent-remove", "arguments": {"ids": [1]}}"#,
+            r#"{"method": "torrent-get", "method": "torrent-remove"}"#,
+            r#"{"method": "torrent-remove", "method": "torrent-get"}"#,
+            r#"{"method": ["torrent-get"]}"#,
+            r#"{"method": "torrent-get"} {"method": "torrent-remove"}"#,
+            r#"[{"method": "torrent-get"}]"#,
+            r#"{"method": "Torrent-Get"}"#,
+            "method=torrent-get",
+            "",
+        ] {
+            assert!(!read(write), "{write}");
+        }
+        assert!(!s.is_read("POST", "/transmission/rpc", None));
     }
 }

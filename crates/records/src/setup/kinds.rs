@@ -26,6 +26,7 @@ pub const SERVICE_NAMES: &[(&str, ServiceKind)] = &[
     ("torznab-2", ServiceKind::Torznab),
     ("torznab-3", ServiceKind::Torznab),
     ("qbittorrent", ServiceKind::Qbittorrent),
+    ("transmission", ServiceKind::Transmission),
     ("webhook", ServiceKind::Webhook),
     ("ntfy", ServiceKind::Ntfy),
     ("telegram", ServiceKind::Telegram),
@@ -44,6 +45,7 @@ pub enum ServiceKind {
     Tmdb,
     Torznab,
     Qbittorrent,
+    Transmission,
     Webhook,
     Ntfy,
     Telegram,
@@ -102,6 +104,7 @@ pub(crate) fn default_base(kind: ServiceKind) -> &'static str {
         ServiceKind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
         ServiceKind::Torznab => "",
         ServiceKind::Qbittorrent => "http://127.0.0.1:8080",
+        ServiceKind::Transmission => "http://127.0.0.1:9091",
         ServiceKind::Webhook => "",
         ServiceKind::Ntfy => "https://ntfy.sh",
         ServiceKind::Telegram => "https://api.telegram.org",
@@ -162,9 +165,21 @@ pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &s
                 username_field: "username".into(),
                 password_field: "password".into(),
             };
-            let info =
-                OperationRule { method: "POST".into(), path: "/api/v2/torrents/info".into(), class: "read".into() };
+            let info = OperationRule::new("POST", "/api/v2/torrents/info", "read");
             (auth, vec![info])
+        }
+        // Every RPC call is a POST to one path: reads are told by their
+        // method.
+        ServiceKind::Transmission => {
+            let mut reads = OperationRule::new("POST", "/transmission/rpc*", "read");
+            reads.rpc_methods = vec!["torrent-get".into(), "session-get".into()];
+            let user = entry.username.clone().filter(|u| !u.trim().is_empty());
+            let auth = match user {
+                Some(username) => Auth::Basic { username, password: secret },
+                None if secret.0.is_empty() => Auth::None,
+                None => return Err("a password needs its user: give Transmission's RPC user too".into()),
+            };
+            (auth, vec![reads])
         }
         ServiceKind::Webhook | ServiceKind::Ntfy if secret.0.is_empty() => (Auth::None, Vec::new()),
         ServiceKind::Webhook | ServiceKind::Ntfy => (

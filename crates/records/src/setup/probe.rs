@@ -51,7 +51,7 @@ pub(crate) fn secret_word(kind: ServiceKind) -> &'static str {
     match kind {
         ServiceKind::Tmdb => "key",
         ServiceKind::Torznab => "API key",
-        ServiceKind::Qbittorrent => "password",
+        ServiceKind::Qbittorrent | ServiceKind::Transmission => "password",
         ServiceKind::Webhook | ServiceKind::Ntfy => "token",
         ServiceKind::Telegram => "bot token",
         ServiceKind::Discord => "webhook URL",
@@ -126,7 +126,8 @@ async fn trial(
         },
     };
     service.validate(name)?;
-    let user = entry.username.as_deref().filter(|_| kind == ServiceKind::Qbittorrent);
+    let user =
+        entry.username.as_deref().filter(|_| matches!(kind, ServiceKind::Qbittorrent | ServiceKind::Transmission));
     let user = user.map(|u| format!(" as {u}")).unwrap_or_default();
     let used = format!("the form's values, not saved ({}{user}, with {with})", service.base_url);
     Ok(Trial { service, used, form: Some(entry) })
@@ -227,6 +228,7 @@ async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> Probe
         ServiceKind::Torznab => ("/api", vec![("t", "caps")]),
         ServiceKind::Qbittorrent => ("/api/v2/app/version", vec![]),
         ServiceKind::Jellyfin | ServiceKind::Emby => ("/System/Info", vec![]),
+        ServiceKind::Transmission => ("/transmission/rpc", vec![]),
         ServiceKind::Plex => ("/library/sections", vec![]),
         // Notification targets are tried by sending (`test_message`).
         _ => return found(false, format!("{name} is tried by sending it a test message")),
@@ -253,6 +255,14 @@ async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> Probe
         (ServiceKind::Torznab, 200) => torznab_caps(&body),
         (ServiceKind::Qbittorrent, 200) => found(true, format!("qBittorrent {}", body.trim())),
         (ServiceKind::Qbittorrent, 403) => found(false, "qBittorrent refused the login: check the user and password"),
+        // Transmission asks any caller it let in for its session id.
+        (ServiceKind::Transmission, 409) if body.contains("X-Transmission-Session-Id") => {
+            found(true, "Transmission's RPC answered and took the user and password")
+        }
+        (ServiceKind::Transmission, 401) => found(false, "Transmission refused the user and password: check them"),
+        (ServiceKind::Transmission, 403) => {
+            found(false, "Transmission refused this address: add it to rpc-whitelist in its settings.json")
+        }
         (ServiceKind::Jellyfin | ServiceKind::Emby, 200) => media_server_info(kind, &body),
         (ServiceKind::Plex, 200) => plex_sections(&body),
         (ServiceKind::Jellyfin | ServiceKind::Emby | ServiceKind::Plex, 401 | 403) => {

@@ -36,7 +36,7 @@ pub const MEDIA_SERVER_REFRESH: &str = "mediaserver.refresh";
 /// Whether a kind works without a secret: a webhook or ntfy topic that
 /// takes no token.
 pub fn secret_optional(kind: ServiceKind) -> bool {
-    matches!(kind, ServiceKind::Webhook | ServiceKind::Ntfy)
+    matches!(kind, ServiceKind::Webhook | ServiceKind::Ntfy | ServiceKind::Transmission)
 }
 
 /// Where a Discord webhook's URL keeps its id and token.

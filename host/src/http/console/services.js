@@ -16,6 +16,7 @@ const SERVICE_TITLES = {
   "torznab-2": "Indexer 2 (Torznab)",
   "torznab-3": "Indexer 3 (Torznab)",
   qbittorrent: "qBittorrent",
+  transmission: "Transmission",
   webhook: "Webhook (JSON)",
   ntfy: "ntfy",
   telegram: "Telegram bot",
@@ -28,6 +29,7 @@ const SERVICE_TITLES = {
 /// What each kind's secret is called, and its placeholder when unset.
 const SECRET_LABELS = {
   qbittorrent: ["Password", "not set"],
+  transmission: ["Password", "none (optional)"],
   tmdb: ["Key or token", "not set"],
   webhook: ["Bearer token", "none (optional)"],
   ntfy: ["Access token", "none (optional)"],
@@ -63,6 +65,7 @@ function serviceCard(s) {
   // A Discord webhook's whole URL is its secret: no URL field of its own.
   if (s.kind !== "discord") card.append(url);
   if (s.kind === "qbittorrent") card.append(field(id("user"), "User", s.username || "admin"));
+  if (s.kind === "transmission") card.append(field(id("user"), "User", s.username, "text", "none (optional)"));
   if (s.kind === "ntfy") card.append(field(id("topic"), "Topic", s.topic, "text", "capstan-home-7f3a"));
   if (s.kind === "telegram") card.append(field(id("chat"), "Chat id", s.chatId, "text", "123456789 or @channel"));
   if (MEDIA_SERVERS.includes(s.kind)) {
@@ -342,7 +345,7 @@ function showChecklist(setup) {
   const items = [
     ["tmdb", "TMDB, to find titles", !!service("tmdb") && set(service("tmdb"))],
     ["indexer", "an indexer (Torznab), to find releases", setup.services.some((s) => s.kind === "torznab" && set(s))],
-    ["qbittorrent", "qBittorrent, to download them", !!service("qbittorrent") && set(service("qbittorrent"))],
+    ["qbittorrent", "a download client (qBittorrent or Transmission), to download them", ["qbittorrent", "transmission"].some((n) => !!service(n) && set(service(n)))],
     ["folders", "the downloads and library folders", ["downloads", "library"].every((n) => root(n) && root(n).path)],
   ];
   const list = $("checklist-items");

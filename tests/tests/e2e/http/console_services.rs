@@ -108,3 +108,33 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
     assert_eq!((tmdb_now["source"].as_str(), &tmdb_now["secretSet"]), (Some("unset"), &serde_json::json!(false)));
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_connects_transmission_instead_of_qbittorrent() {
+    let daemon = capstan_tests::transmission::Transmission::start().await;
+    let host = TestHost::new();
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let base = capstan_tests::api::serve(app.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
+    let browser = Browser::start().await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    browser.click("nav button[data-tab=services]").await;
+    browser.wait_text("#services", "listed Transmission", |t| t.contains("Transmission")).await;
+
+    browser.fill("#svc-transmission-url", &daemon.base_url()).await;
+    browser.fill("#svc-transmission-user", daemon.username()).await;
+    browser.fill("#svc-transmission-secret", "not-the-password").await;
+    browser.click("#svc-transmission-test").await;
+    browser.wait_text("#svc-transmission-result", "refused", |t| t.contains("refused the user and password")).await;
+    browser.fill("#svc-transmission-secret", daemon.password()).await;
+    browser.click("#svc-transmission-test").await;
+    browser.wait_text("#svc-transmission-result", "answered", |t| t.contains("Transmission's RPC answered")).await;
+    browser.click("#svc-transmission-save").await;
+    browser.wait_text("#svc-transmission-result", "saved", |t| t == "Saved.").await;
+    // The checklist counts it as the download client.
+    let listed = browser.text("#checklist-items").await;
+    assert!(listed.contains("✓ a download client"), "{listed}");
+    browser.close().await;
+}

@@ -26,5 +26,6 @@ mod series_pipeline;
 mod submit_failed;
 mod swarm;
 pub mod titles;
+mod transmission;
 mod trouble;
 mod upgrades;

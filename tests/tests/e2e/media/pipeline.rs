@@ -51,7 +51,33 @@ pub(super) async fn start_on(backend: Backend, qbt: &QBittorrent, dune: &BuiltTo
 
 /// As [`start_on`], with `indexer` (key `indexer-key`) as the indexer and
 /// `host` (which may name more services) as the host to set up.
-pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: MockTorznab, mut host: TestHost) -> Env {
+pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: MockTorznab, host: TestHost) -> Env {
+    let auth = Auth::FormLogin {
+        path: "/api/v2/auth/login".into(),
+        username: qbt.username().into(),
+        password: SecretRef(qbt.password().into()),
+        username_field: "username".into(),
+        password_field: "password".into(),
+    };
+    let client = ServiceConfig {
+        base_url: qbt.base_url(),
+        auth,
+        operations: Vec::new(),
+        timeout_ms: 10_000,
+        response_cap_bytes: 4 << 20,
+    };
+    start_with_client(backend, ("qbittorrent", client), qbt.downloads(), indexer, host).await
+}
+
+/// As [`start_with`], with `client` (a service name and its setup) as the
+/// download client saving into `downloads`.
+pub(super) async fn start_with_client(
+    backend: Backend,
+    client: (&str, ServiceConfig),
+    downloads: std::path::PathBuf,
+    indexer: MockTorznab,
+    mut host: TestHost,
+) -> Env {
     let library = tempfile::tempdir().unwrap();
     let service = |base_url: String, auth: Auth| ServiceConfig {
         base_url,
@@ -60,31 +86,19 @@ pub(super) async fn start_with(backend: Backend, qbt: &QBittorrent, indexer: Moc
         timeout_ms: 10_000,
         response_cap_bytes: 4 << 20,
     };
-    host.config.services.insert(
-        "qbittorrent".into(),
-        service(
-            qbt.base_url(),
-            Auth::FormLogin {
-                path: "/api/v2/auth/login".into(),
-                username: qbt.username().into(),
-                password: SecretRef(qbt.password().into()),
-                username_field: "username".into(),
-                password_field: "password".into(),
-            },
-        ),
-    );
+    host.config.services.insert(client.0.into(), client.1);
     host.config.services.insert(
         "torznab".into(),
         service(indexer.base_url(), Auth::Query { name: "apikey".into(), value: SecretRef("indexer-key".into()) }),
     );
     let submit = BTreeMap::from([
-        ("save_path".to_string(), qbt.downloads().display().to_string()),
+        ("save_path".to_string(), downloads.display().to_string()),
         ("category".to_string(), "movies".to_string()),
     ]);
     host.config
         .capabilities
         .insert("download.submit".into(), CapabilityConfig { settings: submit, ..Default::default() });
-    host.config.roots.insert("downloads".into(), qbt.downloads());
+    host.config.roots.insert("downloads".into(), downloads);
     host.config.roots.insert("library".into(), library.path().to_path_buf());
     let db = Db::open(&fresh_url(backend, host.dir.path()).await).await.unwrap();
     let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();

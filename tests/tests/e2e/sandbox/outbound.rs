@@ -162,7 +162,7 @@ async fn writes_need_the_write_import_and_an_execute_grant() {
 async fn the_operation_table_decides_what_is_a_read() {
     let mock = MockService::start().await;
     let mut config = service(mock.base_url(), Auth::None);
-    config.operations.push(OperationRule { method: "GET".into(), path: "/echo*".into(), class: "write".into() });
+    config.operations.push(OperationRule::new("GET", "/echo*", "write"));
     let (_h, runtime) = start(Some(config)).await;
     let report =
         call(&runtime, json!({"action": "read", "service": "echo", "path": "/echo"}), EffectClass::Execute).await;

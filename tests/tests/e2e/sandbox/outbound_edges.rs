@@ -23,10 +23,12 @@ pub(super) const KEY: &str = "Kq7+zX/9f&Lm2=Pw";
 pub(super) const PASSWORD: &str = "hunter2-Correct+Horse";
 
 pub(super) fn rule(method: &str, path: &str, class: &str) -> OperationRule {
-    OperationRule { method: method.into(), path: path.into(), class: class.into() }
+    OperationRule::new(method, path, class)
 }
 
 fn service(router: &MockRouter, auth: Auth) -> ServiceConfig {
+    let mut rpc = rule("POST", "/rpc*", "read");
+    rpc.rpc_methods = vec!["torrent-get".into(), "session-get".into()];
     ServiceConfig {
         base_url: router.base_url(),
         auth,
@@ -34,6 +36,7 @@ fn service(router: &MockRouter, auth: Auth) -> ServiceConfig {
             rule("*", "/admin/*", "write"),
             rule("GET", "/danger", "write"),
             rule("POST", "/search*", "read"),
+            rpc,
         ],
         timeout_ms: 5_000,
         response_cap_bytes: 1 << 20,
@@ -192,6 +195,32 @@ async fn encoded_paths_never_reach_a_write_path_or_leave_the_base() {
         send(&runtime, EffectClass::Execute, json!({"import": "write", "method": "POST", "path": "/admin/add"})).await;
     assert_eq!(answer(&report).0, "ok", "{:?}", report.outcome);
     assert_eq!(router.seen().last().unwrap().routed, "/svc/admin/add");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_json_rpc_read_is_only_a_listed_method_named_once() {
+    let router = MockRouter::start(PASSWORD).await;
+    let (_h, runtime) = start(&router, Auth::None).await;
+    let call = |body: &str| json!({"method": "POST", "path": "/rpc", "body": body});
+    for write in [
+        r#"{"method": "torrent-remove", "arguments": {"ids": [1], "delete-local-data": true}}"#,
+        r#"{"method": "torrent-get", "method": "torrent-remove"}"#,
+        r#"{"method": "torrent-remove", "m\u0065thod": "torrent-get"}"#,
+        r#"{"method": "torrent-get"} {"method": "torrent-remove"}"#,
+        r#"{"method": "torrent-get", "_method": "DELETE"}"#,
+    ] {
+        let report = send(&runtime, EffectClass::Read, call(write)).await;
+        let kind = answer(&report).0;
+        assert!(kind == "denied" || kind == "invalid-input", "{write} got through a read: {:?}", report.outcome);
+    }
+    assert!(router.seen().is_empty(), "nothing was sent: {:?}", router.seen());
+    let report = send(&runtime, EffectClass::Read, call(r#"{"method": "torrent-get", "arguments": {}}"#)).await;
+    assert_eq!(answer(&report).0, "ok", "{:?}", report.outcome);
+    assert_eq!(router.seen().last().unwrap().routed, "/svc/rpc");
+    // With the write import and grant, any method is sent.
+    let removal =
+        json!({"import": "write", "method": "POST", "path": "/rpc", "body": r#"{"method": "torrent-remove"}"#});
+    assert_eq!(answer(&send(&runtime, EffectClass::Execute, removal).await).0, "ok");
 }
 
 #[tokio::test(flavor = "multi_thread")]

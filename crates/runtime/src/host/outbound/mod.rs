@@ -188,7 +188,7 @@ impl CallCore {
         };
         check_names(service, &req, &decoded)?;
         // Classed as the server will route it: the decoded path.
-        let is_read = service.config.is_read(method.as_str(), &decoded);
+        let is_read = service.config.is_read(method.as_str(), &decoded, req.body.as_deref());
         if is_read && method != reqwest::Method::GET && method != reqwest::Method::HEAD && overrides_method(&req) {
             return Err(HostError::Invalid(
                 "a _method field in the body makes some servers route the request as another method".into(),
