@@ -39,6 +39,16 @@ impl Swarm {
     /// makes its torrent announcing to a new tracker, and waits until the
     /// tracker lists the seeder as a complete peer.
     pub async fn seeding(name: &str, contents: &[u8]) -> Swarm {
+        Swarm::seeding_files(name, None, &[(name, contents.to_vec())]).await
+    }
+
+    /// As [`Swarm::seeding`], for a folder `name` holding `files` (a
+    /// season pack): one torrent of several files.
+    pub async fn seeding_folder(name: &str, files: &[(&str, Vec<u8>)]) -> Swarm {
+        Swarm::seeding_files(name, Some(name), files).await
+    }
+
+    async fn seeding_files(name: &str, folder: Option<&str>, contents: &[(&str, Vec<u8>)]) -> Swarm {
         let files = tempfile::Builder::new().prefix("capstan-swarm-").tempdir().unwrap();
         // opentracker drops to `nobody` when started as root: it must still
         // read its whitelist.
@@ -46,7 +56,13 @@ impl Swarm {
         let port = free_port();
         let seeder = QBittorrent::start().await;
         let data = seeder.downloads().join(name);
-        std::fs::write(&data, contents).unwrap();
+        if folder.is_some() {
+            std::fs::create_dir_all(&data).unwrap();
+        }
+        for (file, bytes) in contents {
+            let at = if folder.is_some() { data.join(file) } else { data.clone() };
+            std::fs::write(at, bytes).unwrap();
+        }
         let torrent = make_torrent(&data, &format!("http://127.0.0.1:{port}/announce"), files.path());
         let whitelist = files.path().join("whitelist");
         std::fs::write(&whitelist, format!("{}\n", torrent.info_hash)).unwrap();
