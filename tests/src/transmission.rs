@@ -5,6 +5,7 @@
 //! dropped. It fails the test, never skips it, when the program is not
 //! installed.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +24,8 @@ const START_DEADLINE: Duration = Duration::from_secs(45);
 /// A running transmission-daemon.
 pub struct Transmission {
     child: Option<Child>,
+    /// Where it listens for peers and announces from.
+    peers_on: IpAddr,
     profile: TempDir,
     rpc_port: u16,
     username: String,
@@ -30,13 +33,22 @@ pub struct Transmission {
 }
 
 impl Transmission {
-    /// Starts a fresh daemon and waits until its RPC answers.
+    /// Starts a fresh daemon and waits until its RPC answers. It listens
+    /// for peers, and announces, on loopback: it reaches a swarm on the
+    /// network address but is never a peer the tracker names to others.
     pub async fn start() -> Transmission {
+        Transmission::start_on(IpAddr::V4(Ipv4Addr::LOCALHOST)).await
+    }
+
+    /// As [`Transmission::start`], listening for peers and announcing on
+    /// `peers_on` (a seeder others reach).
+    pub async fn start_on(peers_on: IpAddr) -> Transmission {
         let installed = Command::new(PROGRAM).arg("--version").stderr(Stdio::piped()).output();
         assert!(installed.is_ok(), "{PROGRAM} is not installed: {INSTALL_HINT}");
         let profile = tempfile::Builder::new().prefix("capstan-tr-").tempdir().unwrap();
         let mut daemon = Transmission {
             child: None,
+            peers_on,
             profile,
             rpc_port: free_port(),
             username: "capstan".into(),
@@ -107,7 +119,7 @@ impl Transmission {
     fn write_settings(&self, peer_port: u16) {
         let settings = json!({
             "dht-enabled": false, "lpd-enabled": false, "pex-enabled": false, "utp-enabled": false,
-            "port-forwarding-enabled": false, "peer-port": peer_port, "peer-port-random-on-start": false,
+            "port-forwarding-enabled": false, "bind-address-ipv4": self.peers_on.to_string(), "peer-port": peer_port, "peer-port-random-on-start": false,
             "rpc-enabled": true, "rpc-bind-address": "127.0.0.1", "rpc-port": self.rpc_port,
             "rpc-authentication-required": true, "rpc-username": self.username, "rpc-password": self.password,
             "rpc-whitelist-enabled": true, "rpc-whitelist": "127.0.0.1", "rpc-host-whitelist-enabled": false,

@@ -54,7 +54,7 @@ async fn a_newcomer_follows_getting_started_and_the_movie_lands_in_the_library()
     let swarm = Swarm::seeding(RELEASE, &payload).await;
     let qbt = QBittorrent::start().await;
     let tmdb = MockTmdb::start("newcomer-tmdb-key", Catalog::sample()).await;
-    let indexer = MockTorznab::offering_dune("newcomer-indexer-key", "Newcomer's indexer", &swarm.torrent).await;
+    let indexer = MockTorznab::offering_dune("newcomer-indexer-key", "Newcomer's indexer", swarm.torrent()).await;
     indexer.require_key_for_downloads();
 
     // A first start: nothing set up but the built-in capabilities.

@@ -20,12 +20,9 @@ use serde_json::json;
 use super::pipeline::{await_import, start_with_client, wanted_movie};
 use super::series_env::task_result;
 
-const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
-
-async fn a_movie_is_fetched_and_imported_through_transmission(backend: Backend) {
-    let daemon = Transmission::start().await;
-    let dune = torrent::single_file(&daemon.downloads(), RELEASE, &torrent::payload(80_000, 71));
-    let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", &dune).await;
+/// The `transmission` service for `daemon`, set up as the console sets
+/// it up: its user and password, `torrent-get` and `session-get` reads.
+pub(super) fn service(daemon: &Transmission) -> (&'static str, ServiceConfig) {
     let mut reads = OperationRule::new("POST", "/transmission/rpc*", "read");
     reads.rpc_methods = vec!["torrent-get".into(), "session-get".into()];
     let client = ServiceConfig {
@@ -35,7 +32,16 @@ async fn a_movie_is_fetched_and_imported_through_transmission(backend: Backend) 
         timeout_ms: 10_000,
         response_cap_bytes: 4 << 20,
     };
-    let env = start_with_client(backend, ("transmission", client), daemon.downloads(), indexer, TestHost::new()).await;
+    ("transmission", client)
+}
+
+const RELEASE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
+
+async fn a_movie_is_fetched_and_imported_through_transmission(backend: Backend) {
+    let daemon = Transmission::start().await;
+    let dune = torrent::single_file(&daemon.downloads(), RELEASE, &torrent::payload(80_000, 71));
+    let indexer = MockTorznab::offering_dune("indexer-key", "Loopback indexer", &dune).await;
+    let env = start_with_client(backend, service(&daemon), daemon.downloads(), indexer, TestHost::new()).await;
     capstan_tests::grants::allow_everything(&env.svc).await;
 
     let slot = wanted_movie(&env).await;

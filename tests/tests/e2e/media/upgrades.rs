@@ -38,7 +38,7 @@ const PROPER1080: &str = "Dune.Part.Two.2024.PROPER.1080p.WEB-DL.DDP5.1.H.264-NT
 const WEB2160: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
 const DEADLINE: Duration = Duration::from_secs(90);
 
-fn movie_item(built: &BuiltTorrent, size: u64) -> Item {
+pub(super) fn movie_item(built: &BuiltTorrent, size: u64) -> Item {
     let leak = |text: &str| -> &'static str { Box::leak(text.to_string().into_boxed_str()) };
     Item {
         title: leak(&built.name),
@@ -53,14 +53,14 @@ fn movie_item(built: &BuiltTorrent, size: u64) -> Item {
     }
 }
 
-async fn publish_profile(env: &Env, name: &str) {
+pub(super) async fn publish_profile(env: &Env, name: &str) {
     let body = json!({"preferredResolutions": ["2160p", "1080p", "720p"], "cutoff": "1080p"});
     let draft = env.svc.authz.draft_policy(name, &body, "admin:test").await.unwrap();
     env.svc.authz.publish_policy(name, draft.revision).await.unwrap();
 }
 
 /// The files under `dir`, relative to it, sorted.
-fn files_under(dir: &Path) -> Vec<String> {
+pub(super) fn files_under(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
