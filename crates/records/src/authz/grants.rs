@@ -338,21 +338,35 @@ impl Authz {
         call: &Callee<'_>,
         input: &serde_json::Value,
     ) -> Result<Option<AutomationGrant>, sqlx::Error> {
+        Ok(self.covering_grants(std::slice::from_ref(call), input).await?.pop().flatten())
+    }
+
+    /// [`Self::covering_grant`] for each of `calls`, reading the grants
+    /// once (a page listing several capabilities asks about each).
+    pub async fn covering_grants(
+        &self,
+        calls: &[Callee<'_>],
+        input: &serde_json::Value,
+    ) -> Result<Vec<Option<AutomationGrant>>, sqlx::Error> {
         let now = now_ms();
-        for grant in self.grants().await? {
-            if !grant.covers(call, input, now) {
-                continue;
-            }
-            if let (Some(name), Some(rev)) = (&grant.policy_name, grant.policy_revision) {
-                let published =
-                    self.policy(name, rev).await?.is_some_and(|p| p.status == super::PolicyStatus::Published);
-                if !published {
-                    continue;
+        let grants = self.grants().await?;
+        let mut found = Vec::with_capacity(calls.len());
+        for call in calls {
+            let mut covering = None;
+            for grant in grants.iter().filter(|g| g.covers(call, input, now)) {
+                if let (Some(name), Some(rev)) = (&grant.policy_name, grant.policy_revision) {
+                    let published =
+                        self.policy(name, rev).await?.is_some_and(|p| p.status == super::PolicyStatus::Published);
+                    if !published {
+                        continue;
+                    }
                 }
+                covering = Some(grant.clone());
+                break;
             }
-            return Ok(Some(grant));
+            found.push(covering);
         }
-        Ok(None)
+        Ok(found)
     }
 }
 

@@ -72,6 +72,10 @@ pub(crate) struct SetupView {
     /// send to it (none when one already covered it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) made_grant: Option<String>,
+    /// The grants forgetting a notification target or media server
+    /// revoked: those saving it made, once nothing else sends through them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) revoked_grants: Vec<String>,
 }
 
 /// Stores a change, puts the setup in effect, and audits it.
@@ -95,6 +99,7 @@ pub(super) async fn view(state: &AppState) -> Result<Json<SetupView>, ApiError> 
         library_from_file: stored["libraryFromFile"].take(),
         mcp_servers: mcp_servers(state, &config).await?,
         made_grant: None,
+        revoked_grants: Vec::new(),
     }))
 }
 
@@ -307,7 +312,11 @@ pub(crate) async fn remove_service(
 ) -> Result<Json<SetupView>, ApiError> {
     console_only(&caller)?;
     state.app.setup().remove("service", &name).await.map_err(setup_error)?;
-    changed(&state, &caller, "setup.service.remove", &name).await
+    let mut view = changed(&state, &caller, "setup.service.remove", &name).await?;
+    if let Some(capability) = kinds::kind_of(&name).and_then(kinds::told_by) {
+        view.0.revoked_grants = super::notifications::release_target(&state, &caller, capability).await?;
+    }
+    Ok(view)
 }
 
 /// Makes a real request to the service: with a body, as the form has it

@@ -121,6 +121,16 @@ async fn a_newcomer_connects_telegram_and_discord_and_sees_how_they_stand() {
     browser.wait_text("fieldset[data-service=telegram] .target-state", "told", |t| t.contains("Last told")).await;
     assert_eq!(browser.attr("#svc-discord-secret", "placeholder").await.as_deref(), Some("set — leave empty to keep"));
     browser.close().await;
+
+    // Forgetting Telegram takes back the grant saving it made; Discord's stays.
+    let (status, forgot) = api.send(Method::DELETE, "/setup/services/telegram", Value::Null).await;
+    assert_eq!(status, 200, "{forgot}");
+    assert_eq!(forgot["revokedGrants"].as_array().map(Vec::len), Some(1), "{forgot}");
+    let (_, stood) = api.send(Method::GET, "/notifications", Value::Null).await;
+    let granted = |id: &str| {
+        stood["targets"].as_array().unwrap().iter().find(|t| t["capabilityId"] == id).unwrap()["granted"].clone()
+    };
+    assert_eq!((granted("notify.telegram"), granted("notify.discord")), (json!(false), json!(true)), "{stood}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -167,5 +177,25 @@ async fn a_newcomer_connects_jellyfin_and_plex_and_each_says_what_it_found() {
     browser.click("#svc-plex-test").await;
     let said = browser.wait_text("#svc-plex-result", "listed its libraries", |t| t.contains("its libraries")).await;
     assert!(said.contains("Movies (/data/movies)") && said.contains("TV Shows (/data/tv)"), "{said}");
+    browser.click("#svc-plex-save").await;
+    browser.wait_text("#svc-plex-result", "saved", |t| t.starts_with("Saved.")).await;
     browser.close().await;
+
+    // One grant serves both servers: forgetting Jellyfin keeps it for
+    // Plex, forgetting Plex too takes it back.
+    let api = Api::new(&base).signed_in(&db, "api-admin").await;
+    let granted = |stood: &Value| {
+        let targets = stood["targets"].as_array().unwrap().clone();
+        targets.iter().filter(|t| t["capabilityId"] == "mediaserver.refresh").all(|t| t["granted"] == true)
+    };
+    let (status, forgot) = api.send(Method::DELETE, "/setup/services/jellyfin", Value::Null).await;
+    assert_eq!(status, 200, "{forgot}");
+    assert!(forgot.get("revokedGrants").is_none(), "{forgot}");
+    assert!(granted(&api.send(Method::GET, "/notifications", Value::Null).await.1));
+    let (status, forgot) = api.send(Method::DELETE, "/setup/services/plex", Value::Null).await;
+    assert_eq!(status, 200, "{forgot}");
+    assert_eq!(forgot["revokedGrants"].as_array().map(Vec::len), Some(1), "{forgot}");
+    let (_, stood) = api.send(Method::GET, "/notifications", Value::Null).await;
+    let servers = stood["targets"].as_array().unwrap().iter().filter(|t| t["capabilityId"] == "mediaserver.refresh");
+    assert!(servers.clone().count() == 3 && servers.into_iter().all(|t| t["granted"] == false), "{stood}");
 }
