@@ -25,6 +25,7 @@ pub mod mock_llm;
 pub mod mock_mediaserver;
 pub mod mock_notify;
 pub mod mock_router;
+pub mod mock_rss;
 pub mod mock_service;
 pub mod mock_tmdb;
 pub mod mock_torznab;

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 /// Every service this component may use: the download clients, and the indexers a
 /// `.torrent` file may be fetched from ([`source::SOURCE_SERVICES`]).
-pub const SERVICES: &[&str] = &["qbittorrent", "transmission", "torznab", "torznab-2", "torznab-3"];
+pub const SERVICES: &[&str] =
+    &["qbittorrent", "transmission", "torznab", "torznab-2", "torznab-3", "rss", "rss-2", "rss-3"];
 
 /// Which plan to submit.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]

@@ -23,9 +23,9 @@ use capstan_sdk::host::{Level, Request, Response, log, outbound};
 use capstan_sdk::qbittorrent::AddTorrent;
 use capstan_sdk::{Failure, HostError};
 
-/// The indexer services a link may be fetched through; the descriptor
+/// The indexer services (and RSS feeds) a link may be fetched through; the descriptor
 /// lists them, so the host lets this component reach whichever are set up.
-pub const SOURCE_SERVICES: &[&str] = &["torznab", "torznab-2", "torznab-3"];
+pub const SOURCE_SERVICES: &[&str] = &["torznab", "torznab-2", "torznab-3", "rss", "rss-2", "rss-3"];
 
 /// The slot `release.search` leaves where a link carried a key.
 const KEY_SLOT: &str = "%5bredacted%5d";

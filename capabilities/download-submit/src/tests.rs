@@ -318,7 +318,10 @@ fn verify_answers_from_the_plan_and_qbittorrent() {
 #[test]
 fn the_descriptor_names_every_service_it_uses_and_replays_by_verifying() {
     let d = descriptor::<DownloadSubmit>();
-    assert_eq!(d.services, ["qbittorrent", "transmission", "torznab", "torznab-2", "torznab-3"]);
+    assert_eq!(
+        d.services,
+        ["qbittorrent", "transmission", "torznab", "torznab-2", "torznab-3", "rss", "rss-2", "rss-3"]
+    );
     assert!(d.tags.iter().any(|t| t == "plan:acquisition"));
     assert!(d.aliases.iter().any(|a| a == "提交下载"));
     assert!(matches!(d.replay, capstan_sdk::bindings::capstan::capability::types::ReplayPolicy::Verify));

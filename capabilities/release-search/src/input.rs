@@ -4,7 +4,8 @@
 use capstan_sdk::Failure;
 use serde::Deserialize;
 
-use crate::INDEXER_SERVICES;
+use crate::rss::FEED_SERVICES;
+use crate::{INDEXER_SERVICES, SERVICES};
 
 /// One search across the configured indexers.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
@@ -37,15 +38,16 @@ pub struct SearchInput {
     /// 5000 for series, none for `any`.
     #[serde(default)]
     pub categories: Vec<u32>,
-    /// Only these indexer services (`torznab`, `torznab-2`, ...). Default:
-    /// every configured one.
+    /// Only these indexer services (`torznab`, `torznab-2`, ...; with
+    /// `recent`, the RSS feeds `rss`, `rss-2`, `rss-3` too). Default: every
+    /// configured one.
     #[serde(default)]
     pub indexers: Vec<String>,
     /// Most releases to return after merging, 1 to 200 (default 50).
     #[serde(default)]
     pub limit: Option<u16>,
     /// The indexers' newest releases, whatever they are: their RSS feed
-    /// (Torznab `t=search` with no query). Takes no query, id, season or
+    /// (Torznab `t=search` with no query), and the RSS feeds' items. Takes no query, id, season or
     /// episode; `kind` still picks the default category.
     #[serde(default)]
     pub recent: bool,
@@ -126,8 +128,13 @@ impl SearchInput {
         if self.categories.len() > 20 {
             return bad("at most 20 categories".into());
         }
-        if let Some(unknown) = self.indexers.iter().find(|name| !INDEXER_SERVICES.contains(&name.as_str())) {
-            return bad(format!("indexer {unknown:?} is not one of {}", INDEXER_SERVICES.join(", ")));
+        if let Some(unknown) = self.indexers.iter().find(|name| !SERVICES.contains(&name.as_str())) {
+            return bad(format!("indexer {unknown:?} is not one of {}", SERVICES.join(", ")));
+        }
+        if !self.recent
+            && let Some(feed) = self.indexers.iter().find(|name| FEED_SERVICES.contains(&name.as_str()))
+        {
+            return bad(format!("{feed} is an RSS feed: it lists its newest releases (recent) and cannot be searched"));
         }
         Ok(())
     }
@@ -153,7 +160,14 @@ impl SearchInput {
         }
     }
 
-    /// The indexer services to try, in the fixed order.
+    /// The RSS feeds to read, in order: only for `recent`, which is all
+    /// a feed can answer.
+    pub fn wanted_feeds(&self) -> Vec<&'static str> {
+        let feeds = FEED_SERVICES.iter().copied().filter(|_| self.recent);
+        feeds.filter(|name| self.indexers.is_empty() || self.indexers.iter().any(|n| n == name)).collect()
+    }
+
+    /// The Torznab indexers to ask, in order.
     pub fn wanted_indexers(&self) -> Vec<&'static str> {
         INDEXER_SERVICES
             .iter()

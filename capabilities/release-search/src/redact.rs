@@ -10,7 +10,7 @@
 const SECRET_PARAMS: &[&str] =
     &["apikey", "api_key", "jackett_apikey", "passkey", "pass_key", "torrent_pass", "authkey", "auth", "token", "key"];
 
-fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     SECRET_PARAMS.iter().any(|s| s.eq_ignore_ascii_case(name))
 }
 
@@ -62,7 +62,7 @@ fn clean(url: &str, slots: bool) -> String {
     out
 }
 
-fn decode(text: &str) -> String {
+pub(crate) fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -1,5 +1,6 @@
 //! One search across indexers: for each configured indexer, read its caps,
-//! plan the request, fetch and parse the feed; then merge. One indexer
+//! plan the request, fetch and parse the feed (for `recent`, each RSS feed
+//! too); then merge. One indexer
 //! failing is reported beside the results; only when every configured
 //! indexer fails does the whole search fail.
 
@@ -9,7 +10,7 @@ use crate::input::{DEFAULT_LIMIT, SearchInput};
 use crate::output::{IndexerReport, Release, SearchOutput};
 use crate::plan::plan;
 use crate::torznab::{self, IndexerError, caps, feed};
-use crate::{merge, release};
+use crate::{merge, release, rss};
 
 /// What one indexer gave.
 struct IndexerResult {
@@ -66,19 +67,39 @@ fn search_indexer(indexer: &str, input: &SearchInput) -> Option<IndexerResult> {
     })
 }
 
+/// Reads one RSS feed; `None` when the operator did not configure it.
+fn read_feed(service: &str) -> Option<IndexerResult> {
+    let items = match rss::read(service) {
+        Ok(items) => items,
+        Err(IndexerError::NotConfigured) => return None,
+        Err(IndexerError::Failed(why)) => return Some(failed(service, Some("rss"), Vec::new(), why)),
+    };
+    let releases: Vec<Release> = items.into_iter().map(|item| release::from_item(item, service)).collect();
+    let report = IndexerReport {
+        indexer: service.to_string(),
+        function: Some("rss".into()),
+        searched_by: Vec::new(),
+        results: releases.len(),
+        error: None,
+    };
+    Some(IndexerResult { report, releases })
+}
+
 /// Runs the search described by a validated `input`.
 pub fn run(input: &SearchInput) -> Result<SearchOutput, Failure> {
     let mut reports = Vec::new();
     let mut found = Vec::new();
-    for indexer in input.wanted_indexers() {
-        if let Some(result) = search_indexer(indexer, input) {
-            reports.push(result.report);
-            found.extend(result.releases);
-        }
+    let feeds = input.wanted_feeds().into_iter().map(read_feed);
+    let searched = input.wanted_indexers().into_iter().map(|indexer| search_indexer(indexer, input));
+    for result in searched.chain(feeds).flatten() {
+        reports.push(result.report);
+        found.extend(result.releases);
     }
     if reports.is_empty() {
-        let names = input.wanted_indexers().iter().map(|n| format!("[services.{n}]")).collect::<Vec<_>>().join(", ");
-        return Err(Failure::Unavailable(format!("no Torznab indexer is configured; the operator must add {names}")));
+        let names = input.wanted_indexers().into_iter().chain(input.wanted_feeds()).collect::<Vec<_>>();
+        let names = names.iter().map(|n| format!("[services.{n}]")).collect::<Vec<_>>().join(", ");
+        let what = if input.recent { "Torznab indexer or RSS feed" } else { "Torznab indexer" };
+        return Err(Failure::Unavailable(format!("no {what} is configured; the operator must add {names}")));
     }
     if reports.iter().all(|r| r.error.is_some()) {
         let reasons: Vec<String> =

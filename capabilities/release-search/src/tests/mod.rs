@@ -3,6 +3,7 @@
 //! indexers, and every way an indexer can fail.
 
 mod fixtures;
+mod rss;
 
 use capstan_sdk::host::{Request, Response};
 use capstan_sdk::testing::{Called, MockHost, descriptor, invoke};
@@ -276,6 +277,6 @@ fn bad_input_is_refused_before_any_request() {
 fn the_descriptor_names_every_indexer_service_and_chinese_aliases() {
     let d = descriptor::<ReleaseSearch>();
     assert_eq!(d.id, "release.search");
-    assert_eq!(d.services, ["torznab", "torznab-2", "torznab-3"]);
+    assert_eq!(d.services, ["torznab", "torznab-2", "torznab-3", "rss", "rss-2", "rss-3"]);
     assert!(d.aliases.iter().any(|a| a == "找种子"));
 }

@@ -1,12 +1,17 @@
 //! Search results: an RSS 2.0 feed whose `<item>`s carry `torznab:attr`
 //! elements. Attributes are recognised by namespace URI, never by the
 //! prefix a feed happens to use; newznab's namespace is accepted too since
-//! some indexers answer Torznab requests with it.
+//! some indexers answer Torznab requests with it. A tracker's own feed
+//! (ezRSS, nyaa) gives its hash, seeds and length in elements of its own.
 
 use super::xml::{DocError, Element, Step, walk};
 
 const TORZNAB_NS: &str = "http://torznab.com/schemas/2015/feed";
 const NEWZNAB_NS: &str = "http://www.newznab.com/DTD/2010/feeds/attributes/";
+/// Trackers' own feeds write the hash and the swarm's size in elements of
+/// these namespaces (ezRSS, nyaa), read as the Torznab attributes they mean.
+const EZRSS_NS: &str = "http://xmlns.ezrss.it/0.1/";
+const NYAA_NS: &str = "https://nyaa.si/xmlns/nyaa";
 
 /// One `<item>` as written, before any interpretation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,11 +51,21 @@ enum Field {
     Comments,
     PubDate,
     Size,
+    /// An element read as the Torznab attribute it names.
+    Attr(&'static str),
 }
 
 fn field(element: &Element) -> Option<Field> {
-    if element.namespace.is_some() {
-        return None;
+    if let Some(namespace) = element.namespace.as_deref() {
+        let attr = match (namespace, element.local.as_str()) {
+            (EZRSS_NS | NYAA_NS, "infoHash") => "infohash",
+            (EZRSS_NS, "magnetURI") => "magneturl",
+            (EZRSS_NS, "contentLength") => "size",
+            (EZRSS_NS, "seeds") | (NYAA_NS, "seeders") => "seeders",
+            (NYAA_NS, "leechers") => "leechers",
+            _ => return None,
+        };
+        return Some(Field::Attr(attr));
     }
     Some(match element.local.as_str() {
         "title" => Field::Title,
@@ -75,6 +90,7 @@ fn store(item: &mut FeedItem, field: Field, text: String) {
         Field::Comments => item.comments = Some(text),
         Field::PubDate => item.pub_date = Some(text),
         Field::Size => item.size = Some(text),
+        Field::Attr(name) => item.attrs.push((name.to_string(), text)),
     }
 }
 

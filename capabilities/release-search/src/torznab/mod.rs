@@ -33,7 +33,7 @@ pub fn get(service: &str, params: &[(&'static str, String)]) -> Result<String, I
     Ok(String::from_utf8_lossy(&resp.body).into_owned())
 }
 
-fn host_error(err: HostError) -> IndexerError {
+pub(crate) fn host_error(err: HostError) -> IndexerError {
     match err {
         HostError::NotFound(_) => IndexerError::NotConfigured,
         HostError::Unavailable(m) => IndexerError::Failed(format!("could not be reached: {m}")),
@@ -49,7 +49,7 @@ fn header<'a>(resp: &'a Response, name: &str) -> Option<&'a str> {
     resp.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim())
 }
 
-fn check_status(resp: &Response) -> Result<(), IndexerError> {
+pub(crate) fn check_status(resp: &Response) -> Result<(), IndexerError> {
     let status = resp.status;
     if (200..300).contains(&status) {
         return Ok(());

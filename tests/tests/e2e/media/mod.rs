@@ -19,6 +19,7 @@ mod qbittorrent;
 mod quality;
 mod recovery;
 mod release;
+mod rss;
 mod search;
 mod series;
 mod series_env;
