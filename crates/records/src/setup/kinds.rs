@@ -1,7 +1,8 @@
 //! The services a newcomer sets up, by kind, and the outbound service each
 //! becomes: TMDB (an API key as a query parameter, or a read token as a
 //! bearer header), a Torznab indexer (its key as `apikey`), qBittorrent
-//! (its WebUI's form login; `torrents/info` is a read), the notification
+//! (its WebUI's form login; `torrents/info` is a read), a tracker's RSS
+//! feed (its passkey as a query credential, [`super::feed`]), the notification
 //! targets: a webhook and ntfy (an optional bearer token), Telegram (the
 //! bot token in the URL's path) and Discord (the webhook's `<id>/<token>`
 //! in the path), and the media servers: Jellyfin (its `MediaBrowser
@@ -25,6 +26,7 @@ pub const SERVICE_NAMES: &[(&str, ServiceKind)] = &[
     ("torznab", ServiceKind::Torznab),
     ("torznab-2", ServiceKind::Torznab),
     ("torznab-3", ServiceKind::Torznab),
+    ("rss", ServiceKind::Rss),
     ("qbittorrent", ServiceKind::Qbittorrent),
     ("transmission", ServiceKind::Transmission),
     ("webhook", ServiceKind::Webhook),
@@ -44,6 +46,7 @@ pub const ROOT_NAMES: &[&str] = &["downloads", "library"];
 pub enum ServiceKind {
     Tmdb,
     Torznab,
+    Rss,
     Qbittorrent,
     Transmission,
     Webhook,
@@ -82,6 +85,10 @@ pub struct ServiceEntry {
     /// path Capstan sees (`mediaserver.refresh`'s `<server>_library`).
     #[serde(default)]
     pub library_path: Option<String>,
+    /// For a tracker's RSS feed: its path and query after the address,
+    /// without the key (`release.search`'s `rss_path`).
+    #[serde(default)]
+    pub feed_path: Option<String>,
 }
 
 impl ServiceEntry {
@@ -94,6 +101,7 @@ impl ServiceEntry {
             topic: None,
             chat_id: None,
             library_path: None,
+            feed_path: None,
         }
     }
 }
@@ -103,6 +111,8 @@ pub(crate) fn default_base(kind: ServiceKind) -> &'static str {
     match kind {
         ServiceKind::Tmdb => crate::config::TMDB_DEFAULT_BASE,
         ServiceKind::Torznab => "",
+        // Where a feed is comes from the URL pasted whole.
+        ServiceKind::Rss => "https://tracker.example",
         ServiceKind::Qbittorrent => "http://127.0.0.1:8080",
         ServiceKind::Transmission => "http://127.0.0.1:9091",
         ServiceKind::Webhook => "",
@@ -156,6 +166,10 @@ pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &s
             other => return Err(format!("tokenKind {other:?} is not apiKey or readToken")),
         },
         ServiceKind::Torznab => (Auth::Query { name: "apikey".into(), value: secret }, Vec::new()),
+        ServiceKind::Rss => match super::feed::key_of(&secret.0) {
+            Some((name, value)) => (Auth::Query { name, value: SecretRef(value) }, Vec::new()),
+            None => (Auth::None, Vec::new()),
+        },
         ServiceKind::Qbittorrent => {
             let username = entry.username.clone().filter(|u| !u.trim().is_empty()).ok_or("username is needed")?;
             let auth = Auth::FormLogin {
@@ -229,6 +243,7 @@ pub(crate) fn service_config(kind: ServiceKind, entry: &ServiceEntry, secret: &s
             Ok(url) if url.has_host() => url.origin().ascii_serialization(),
             _ => return Err(format!("{:?} is not a webhook URL: give it whole, https://…", entry.base_url)),
         },
+        ServiceKind::Rss => super::feed::origin(&entry.base_url)?,
         _ => entry.base_url.trim().trim_end_matches('/').to_string(),
     };
     Ok(ServiceConfig { base_url, auth, operations, timeout_ms: 15_000, response_cap_bytes: 8 << 20 })

@@ -14,6 +14,7 @@
 //! (`Config::tmdb_environment`).
 
 pub mod document;
+pub mod feed;
 pub mod kinds;
 pub mod mcp;
 pub mod probe;

@@ -1,5 +1,5 @@
 //! The console's Test buttons: one real request to a service (TMDB's
-//! configuration, an indexer's Torznab caps, qBittorrent's version after
+//! configuration, an indexer's Torznab caps, a tracker's RSS feed, qBittorrent's version after
 //! its login; for a notification target, a test message sent by its own
 //! capability, so what arrives is what will arrive), or a real look at the roots (each a folder, writable, and
 //! whether downloads can be hard-linked into the library), and what it
@@ -51,6 +51,7 @@ pub(crate) fn secret_word(kind: ServiceKind) -> &'static str {
     match kind {
         ServiceKind::Tmdb => "key",
         ServiceKind::Torznab => "API key",
+        ServiceKind::Rss => "feed URL",
         ServiceKind::Qbittorrent | ServiceKind::Transmission => "password",
         ServiceKind::Webhook | ServiceKind::Ntfy => "token",
         ServiceKind::Telegram => "bot token",
@@ -211,6 +212,9 @@ pub async fn service(runtime: &Runtime, store: &SetupStore, name: &str, form: Op
         Err(e) => return found(false, e).using(from_form),
     };
     let used = trial.used.clone();
+    if kind == ServiceKind::Rss {
+        return tracker_feed(&config, store, name, trial).await.using(used);
+    }
     match kinds::notifier_of(kind) {
         Some(capability) => test_message(runtime, store, name, capability, trial).await.using(used),
         None => request(name, kind, trial.service).await.using(used),
@@ -269,6 +273,74 @@ async fn request(name: &str, kind: ServiceKind, service: ServiceConfig) -> Probe
             found(false, format!("{name} refused the {}: check it", secret_word(kind)))
         }
         (_, status) => {
+            found(false, format!("{name} answered HTTP {status}: {}", body.chars().take(200).collect::<String>()))
+        }
+    }
+}
+
+/// Reads a tracker's feed as the feed sync will (the path from the form's
+/// URL, else the setting in effect) and says how many releases it lists
+/// and the newest.
+async fn tracker_feed(config: &Config, store: &SetupStore, name: &str, trial: Trial) -> ProbeResult {
+    let (capability, setting) = super::feed::FEED_PATH;
+    let setting = setting.replacen("rss", &name.replace('-', "_"), 1);
+    let from_file = config.capabilities.get(capability).and_then(|c| c.settings.get(&setting)).cloned();
+    let typed = trial.form.as_ref().and_then(|e| e.feed_path.clone()).filter(|p| !p.trim().is_empty());
+    let path = match (from_file, typed) {
+        (Some(path), _) | (None, Some(path)) => path,
+        (None, None) => match store.effective(config).await {
+            Ok(effective) => {
+                effective.settings.get(capability).and_then(|s| s.get(&setting)).cloned().unwrap_or_default()
+            }
+            Err(e) => return found(false, e.to_string()),
+        },
+    };
+    let path = if path.is_empty() { "/".to_string() } else { path };
+    let Ok(url) = reqwest::Url::parse(&format!("http://feed{path}")) else {
+        return found(false, format!("the feed's path {path:?} is not a URL path"));
+    };
+    let pairs: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    let path = url.path();
+    let query: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let outbound = match Outbound::new(&BTreeMap::from([(name.to_string(), trial.service)])) {
+        Ok(o) => o,
+        Err(e) => return found(false, e.to_string()),
+    };
+    let (status, body) = match outbound.host_request(name, "GET", path, &query).await {
+        Ok(answer) => answer,
+        Err(e) => return found(false, e),
+    };
+    let body = String::from_utf8_lossy(&body);
+    match status {
+        200 if body.contains("<rss") => {
+            let items = body.matches("<item").count();
+            let newest = body
+                .split("<item")
+                .nth(1)
+                .and_then(|item| item.split("<title>").nth(1))
+                .and_then(|title| title.split("</title>").next())
+                .map(|title| {
+                    title
+                        .trim()
+                        .trim_start_matches("<![CDATA[")
+                        .trim_end_matches("]]>")
+                        .chars()
+                        .take(120)
+                        .collect::<String>()
+                });
+            match newest {
+                Some(newest) => {
+                    let releases = if items == 1 { "1 release".to_string() } else { format!("{items} releases") };
+                    found(true, format!("the feed lists {releases}; the newest: {newest}"))
+                }
+                None => found(true, "the feed answered, listing no releases yet"),
+            }
+        }
+        200 => found(false, "the answer is not an RSS feed (is the URL the tracker's feed link?)"),
+        401 | 403 => {
+            found(false, format!("the tracker refused the feed ({status}): check the passkey in the feed URL"))
+        }
+        status => {
             found(false, format!("{name} answered HTTP {status}: {}", body.chars().take(200).collect::<String>()))
         }
     }

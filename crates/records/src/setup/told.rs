@@ -34,9 +34,9 @@ pub fn told_by(kind: ServiceKind) -> Option<&'static str> {
 pub const MEDIA_SERVER_REFRESH: &str = "mediaserver.refresh";
 
 /// Whether a kind works without a secret: a webhook or ntfy topic that
-/// takes no token.
+/// takes no token, Transmission without a password, a feed with no key.
 pub fn secret_optional(kind: ServiceKind) -> bool {
-    matches!(kind, ServiceKind::Webhook | ServiceKind::Ntfy | ServiceKind::Transmission)
+    matches!(kind, ServiceKind::Webhook | ServiceKind::Ntfy | ServiceKind::Transmission | ServiceKind::Rss)
 }
 
 /// Where a Discord webhook's URL keeps its id and token.
@@ -63,6 +63,10 @@ pub fn settings_of(kind: ServiceKind, entry: &ServiceEntry) -> Vec<(&'static str
             Ok(url) if url.path() != "/" => vec![("notify.webhook", "path", url.path().to_string())],
             _ => Vec::new(),
         },
+        ServiceKind::Rss => {
+            let (capability, setting) = super::feed::FEED_PATH;
+            given(&entry.feed_path).map(|p| (capability, setting, p)).into_iter().collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -93,6 +97,12 @@ pub fn check_entry(kind: ServiceKind, entry: &ServiceEntry) -> Result<(), String
                     .into());
             }
         }
+        ServiceKind::Rss => {
+            let path = given(&entry.feed_path);
+            if !path.is_empty() {
+                super::feed::check_path(&path)?;
+            }
+        }
         ServiceKind::Jellyfin | ServiceKind::Emby | ServiceKind::Plex => {
             let path = given(&entry.library_path);
             let absolute = path.starts_with('/') || path.get(1..3) == Some(":\\");
@@ -108,14 +118,19 @@ pub fn check_entry(kind: ServiceKind, entry: &ServiceEntry) -> Result<(), String
 }
 
 /// A typed secret as it is stored, and the entry it goes with: a Discord
-/// webhook's whole URL is its base URL and its `<id>/<token>`; any other
-/// kind's is kept as it is.
+/// webhook's whole URL is its base URL and its `<id>/<token>`, a tracker
+/// feed's whole URL its keyless URL and its key; any other kind's is kept
+/// as it is.
 pub fn with_typed_secret(
     kind: ServiceKind,
     entry: &ServiceEntry,
     typed: &str,
 ) -> Result<(ServiceEntry, String), String> {
     let typed = typed.trim();
+    if kind == ServiceKind::Rss {
+        let (origin, path, key) = super::feed::split_feed_url(typed)?;
+        return Ok((ServiceEntry { base_url: origin, feed_path: Some(path), ..entry.clone() }, key));
+    }
     if kind != ServiceKind::Discord {
         return Ok((entry.clone(), typed.to_string()));
     }

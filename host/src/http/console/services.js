@@ -1,5 +1,5 @@
-// The console's Services tab: TMDB, up to three Torznab indexers,
-// qBittorrent, the notification targets and media servers
+// The console's Services tab: TMDB, up to three Torznab indexers, a
+// tracker's RSS feed, qBittorrent, the notification targets and media servers
 // (notifications.js adds each one's state), the downloads and library folders, the library's naming,
 // and the external MCP servers (their state and tools; those set up here
 // with Save, Test and Forget, and a card to add one) — each saved through /setup and checked with its Test button,
@@ -15,6 +15,7 @@ const SERVICE_TITLES = {
   torznab: "Indexer 1 (Torznab)",
   "torznab-2": "Indexer 2 (Torznab)",
   "torznab-3": "Indexer 3 (Torznab)",
+  rss: "Tracker RSS feed",
   qbittorrent: "qBittorrent",
   transmission: "Transmission",
   webhook: "Webhook (JSON)",
@@ -35,6 +36,7 @@ const SECRET_LABELS = {
   ntfy: ["Access token", "none (optional)"],
   telegram: ["Bot token", "123456789:AAH… from BotFather"],
   discord: ["Webhook URL", "https://discord.com/api/webhooks/…"],
+  rss: ["Feed URL", "https://tracker.example/rss.php?passkey=…"],
   jellyfin: ["API key", "Dashboard → API Keys"],
   emby: ["API key", "Settings → API Keys"],
   plex: ["Token", "X-Plex-Token"],
@@ -62,8 +64,13 @@ function serviceCard(s) {
   const id = (part) => "svc-" + s.name + "-" + part;
   const urlHint = { torznab: "http://127.0.0.1:9696/1", webhook: "https://hooks.example.net/capstan/7f3a" }[s.kind] || "";
   const url = field(id("url"), s.kind === "webhook" ? "Webhook URL" : "URL", s.baseUrl, "url", urlHint);
-  // A Discord webhook's whole URL is its secret: no URL field of its own.
-  if (s.kind !== "discord") card.append(url);
+  // A Discord webhook's or a tracker feed's whole URL is its secret: no
+  // URL field of its own. A feed shows its URL without the passkey.
+  if (s.kind !== "discord" && s.kind !== "rss") card.append(url);
+  if (s.kind === "rss") {
+    const saved = s.source === "console" ? "Reads " + s.baseUrl + (s.feedPath || "") + "; paste the feed URL again to change it." : "";
+    card.append(el("p", saved || "Paste the feed's whole URL, passkey and all: Capstan keeps the passkey and shows the rest.", "hint"));
+  }
   if (s.kind === "qbittorrent") card.append(field(id("user"), "User", s.username || "admin"));
   if (s.kind === "transmission") card.append(field(id("user"), "User", s.username, "text", "none (optional)"));
   if (s.kind === "ntfy") card.append(field(id("topic"), "Topic", s.topic, "text", "capstan-home-7f3a"));
@@ -124,6 +131,7 @@ function serviceCard(s) {
     if ($(id("topic"))) body.topic = $(id("topic")).value;
     if ($(id("chat"))) body.chatId = $(id("chat")).value;
     if ($(id("library"))) body.libraryPath = $(id("library")).value;
+    if (s.kind === "rss" && s.feedPath) body.feedPath = s.feedPath;
     if ($(id("token"))) body.tokenKind = $(id("token")).value;
     if ($(id("secret")).value) body.secret = $(id("secret")).value;
     return body;

@@ -157,6 +157,8 @@ pub(crate) struct ServiceChange {
     #[serde(default)]
     library_path: Option<String>,
     #[serde(default)]
+    feed_path: Option<String>,
+    #[serde(default)]
     secret: Option<String>,
 }
 
@@ -172,6 +174,7 @@ impl ServiceChange {
             topic: self.topic.clone(),
             chat_id: self.chat_id.clone(),
             library_path: self.library_path.clone(),
+            feed_path: self.feed_path.clone(),
         })
     }
 }
@@ -212,10 +215,13 @@ impl WrittenOut for ServiceChange {
                 "libraryPath": {"type": ["string", "null"], "maxLength": 1000,
                     "description": "For Jellyfin, Emby or Plex: the library folder as the server sees it, when not \
                         the path Capstan sees (an absolute path)."},
+                "feedPath": {"type": ["string", "null"], "maxLength": 2000,
+                    "description": "For a tracker's RSS feed: its path and query after the address, without the \
+                        key (as the setup shows it); a feed URL typed as the secret replaces it."},
                 "secret": {"type": ["string", "null"], "not": {"pattern": kinds::reference_pattern()},
-                    "description": "The API key, read token, password, bot token (Telegram), webhook URL (Discord) \
-                        or token (a webhook's or ntfy's, optional), sent as typed (so not starting with env: or \
-                        file:); absent or blank keeps the stored one."},
+                    "description": "The API key, read token, password, bot token (Telegram), webhook URL (Discord), \
+                        feed URL with its passkey (a tracker's RSS feed) or token (a webhook's or ntfy's, optional), \
+                        sent as typed (so not starting with env: or file:); absent or blank keeps the stored one."},
             },
         })
     }
@@ -238,8 +244,8 @@ pub(crate) struct ServiceName {
 impl utoipa::IntoParams for ServiceName {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let names = kinds::SERVICE_NAMES.iter().map(|(name, _)| *name);
-        let described = "tmdb, torznab, torznab-2, torznab-3, qbittorrent, a notification target (webhook, ntfy, \
-                         telegram, discord) or a media server (jellyfin, emby, plex)";
+        let described = "tmdb, torznab, torznab-2, torznab-3, rss, qbittorrent, transmission, a notification \
+                         target (webhook, ntfy, telegram, discord) or a media server (jellyfin, emby, plex)";
         vec![name_parameter(described, names)]
     }
 }
@@ -263,7 +269,7 @@ fn name_parameter<'a>(description: &str, names: impl Iterator<Item = &'a str>) -
 }
 
 /// Sets up TMDB, a Torznab indexer (`torznab`, `torznab-2`, `torznab-3`),
-/// qBittorrent, a notification target (`webhook`, `ntfy`, `telegram`,
+/// a tracker's RSS feed (`rss`), qBittorrent or Transmission, a notification target (`webhook`, `ntfy`, `telegram`,
 /// `discord`) or a media server (`jellyfin`, `emby`, `plex`); a target or
 /// server no grant covers yet is given one, so the sweeps may tell it
 /// what happened (`madeGrant` names it).

@@ -138,3 +138,57 @@ async fn a_newcomer_connects_transmission_instead_of_qbittorrent() {
     assert!(listed.contains("✓ a download client"), "{listed}");
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_pastes_a_trackers_feed_url_and_the_passkey_stays_hidden() {
+    use capstan_tests::mock_rss::{Listed, MockRss};
+    let passkey = "c0ffee15900dfeed4321";
+    let payload = capstan_tests::torrent::payload(20_000, 61);
+    let files = tempfile::tempdir().unwrap();
+    let dune = capstan_tests::torrent::single_file(files.path(), "Dune.Part.Two.2024.2160p.WEB-DL-FLUX.mkv", &payload);
+    let tracker = MockRss::start(passkey, vec![Listed { torrent: dune, category: 2000, seeds: 12 }]).await;
+    let host = TestHost::new();
+    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
+    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
+    let base = capstan_tests::api::serve(app.clone()).await;
+    let root = base.trim_end_matches("/api/v1").to_string();
+    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
+    let browser = Browser::start().await;
+    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    browser.click("nav button[data-tab=services]").await;
+    browser.wait_text("#services", "listed the feed", |t| t.contains("Tracker RSS feed")).await;
+
+    // Something that is not a feed URL, then a wrong passkey, then the right one.
+    browser.fill("#svc-rss-secret", "tracker.example/rss.php").await;
+    browser.click("#svc-rss-test").await;
+    browser.wait_text("#svc-rss-result", "not a URL", |t| t.contains("paste the feed's whole URL")).await;
+    let feed = |key: &str| format!("{}/rss.php?passkey={key}&cat=2000", tracker.base_url());
+    browser.fill("#svc-rss-secret", &feed("not-the-passkey")).await;
+    browser.click("#svc-rss-test").await;
+    browser.wait_text("#svc-rss-result", "refused", |t| t.contains("refused the feed (403)")).await;
+    browser.fill("#svc-rss-secret", &feed(passkey)).await;
+    browser.click("#svc-rss-test").await;
+    let said = browser.wait_text("#svc-rss-result", "read it", |t| t.contains("the feed lists 1 release")).await;
+    assert!(said.contains("Dune.Part.Two.2024.2160p.WEB-DL-FLUX"), "{said}");
+    browser.click("#svc-rss-save").await;
+    browser.wait_text("#svc-rss-result", "saved", |t| t == "Saved.").await;
+
+    // The card shows the feed without its passkey, and so does the API.
+    let shown = browser.text("fieldset[data-service=rss]").await;
+    assert!(shown.contains(&format!("Reads {}/rss.php?cat=2000", tracker.base_url())), "{shown}");
+    let page = browser.client.source().await.unwrap();
+    assert!(!page.contains(passkey), "the page never holds the passkey");
+    browser.close().await;
+    let api = capstan_tests::api::Api::new(&base).signed_in(&db, "api-admin").await;
+    let (_, setup) = api.send(reqwest::Method::GET, "/setup", serde_json::Value::Null).await;
+    assert!(!setup.to_string().contains(passkey), "{setup}");
+
+    // The feed sync's search reads it with the passkey the host adds.
+    let origin = capstan::pipeline::Origin::cli(capstan::runtime::EffectClass::Read);
+    let read = app.caps().invoke(&origin, "release.search", &serde_json::json!({"recent": true})).await.unwrap();
+    let output = read.output.unwrap_or_else(|| panic!("{:?}", read.error));
+    assert_eq!(output["releases"][0]["title"], "Dune.Part.Two.2024.2160p.WEB-DL-FLUX", "{output}");
+    let asked = tracker.requests();
+    let last = asked.last().unwrap();
+    assert_eq!((last.0.as_str(), last.1["passkey"].as_str(), last.1["cat"].as_str()), ("/rss.php", passkey, "2000"));
+}
