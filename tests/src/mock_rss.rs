@@ -1,13 +1,15 @@
 //! A private tracker's RSS feed on loopback, answering as such trackers
 //! do: `GET /rss.php?passkey=<key>&cat=<n>` is an RSS 2.0 feed of the
 //! category's torrents, written as trackers write them (a `.torrent` link
-//! carrying the passkey, the hash and seeds in ezRSS elements); `GET
+//! carrying the passkey, the hash, unless told not to, and seeds in ezRSS
+//! elements); `GET
 //! /download.php?id=<n>&passkey=<key>` is the `.torrent`. A wrong or
 //! missing passkey is 403 with a page saying so, as the web server of a
 //! tracker answers. It records the query of every request.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -30,6 +32,8 @@ struct Shared {
     base_url: String,
     passkey: String,
     listed: Vec<Listed>,
+    /// Whether items carry their hash (many trackers' feeds do not).
+    hashes: AtomicBool,
     requests: Mutex<Vec<(String, BTreeMap<String, String>)>>,
 }
 
@@ -45,7 +49,13 @@ impl MockRss {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let base_url = format!("http://{addr}");
-        let shared = Arc::new(Shared { base_url, passkey: passkey.into(), listed, requests: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Shared {
+            base_url,
+            passkey: passkey.into(),
+            listed,
+            hashes: AtomicBool::new(true),
+            requests: Mutex::new(Vec::new()),
+        });
         let app =
             Router::new().route("/rss.php", get(feed)).route("/download.php", get(download)).with_state(shared.clone());
         tokio::spawn(async move {
@@ -56,6 +66,11 @@ impl MockRss {
 
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Lists torrents by their link alone, as many trackers' feeds do.
+    pub fn without_hashes(&self) {
+        self.shared.hashes.store(false, Ordering::SeqCst);
     }
 
     /// Each request's path and query, in order.
@@ -90,9 +105,13 @@ async fn feed(State(shared): State<Arc<Shared>>, Query(query): Query<BTreeMap<St
             "<item><title>{title}</title><link>{link}</link><guid>{base}/details.php?id={id}</guid>\
              <pubDate>Sat, 02 Mar 2024 09:00:00 +0000</pubDate>\
              <enclosure url=\"{link}\" length=\"{length}\" type=\"application/x-bittorrent\"/>\
-             <torrent:infoHash>{hash}</torrent:infoHash><torrent:seeds>{seeds}</torrent:seeds></item>",
+             {hash}<torrent:seeds>{seeds}</torrent:seeds></item>",
             title = escape(listed.torrent.name.trim_end_matches(".mkv")),
-            hash = listed.torrent.info_hash.to_ascii_uppercase(),
+            hash = if shared.hashes.load(Ordering::SeqCst) {
+                format!("<torrent:infoHash>{}</torrent:infoHash>", listed.torrent.info_hash.to_ascii_uppercase())
+            } else {
+                String::new()
+            },
             seeds = listed.seeds,
             base = shared.base_url,
         ));

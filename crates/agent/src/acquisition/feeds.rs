@@ -60,7 +60,14 @@ async fn sync(svc: &Services, task: &Task) -> Result<Value, HandlerError> {
         // release says what is wrong with it.
         let known = match item.get("infohash").and_then(Value::as_str) {
             Some(hash) => matches!(domain.release_by_infohash(hash).await, Ok(Some(_))),
-            None => false,
+            // A tracker's feed may list a torrent by its link alone.
+            None => {
+                let indexer = item["indexers"].get(0).and_then(Value::as_str).unwrap_or("torznab");
+                match item.get("download_url").and_then(Value::as_str) {
+                    Some(link) => matches!(domain.release_by_link(indexer, link).await, Ok(Some(_))),
+                    None => false,
+                }
+            }
         };
         let named = named_by_id(item, &wanted);
         if known || matches!(named, Some(None)) {

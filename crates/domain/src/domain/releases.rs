@@ -1,6 +1,7 @@
 //! Source releases: what indexers offered, keyed by infohash so the same
-//! torrent seen on two indexers is one release, and the identity match that
-//! says which entity a release is for.
+//! torrent seen on two indexers is one release (one listed without a hash
+//! by its indexer and link), and the identity match that says which entity
+//! a release is for.
 
 use serde_json::Value;
 
@@ -18,7 +19,8 @@ pub(crate) fn normalize_infohash(hash: &str) -> Result<String, DomainError> {
 }
 
 impl Domain {
-    /// Records a release; one already known by infohash is returned as is.
+    /// Records a release; one already known by infohash (or, listed
+    /// without one, by its indexer and link) is returned as is.
     pub async fn record_release(&self, new: &NewRelease) -> Result<SourceRelease, DomainError> {
         require(!new.title.trim().is_empty(), || "title must not be empty".into())?;
         require(!new.indexer.trim().is_empty(), || "indexer must not be empty".into())?;
@@ -29,6 +31,12 @@ impl Domain {
         let infohash = new.infohash.as_deref().map(normalize_infohash).transpose()?;
         if let Some(hash) = &infohash
             && let Some(found) = self.release_by_infohash(hash).await?
+        {
+            return Ok(found);
+        }
+        if infohash.is_none()
+            && let Some(link) = &new.download_url
+            && let Some(found) = self.release_by_link(new.indexer.trim(), link).await?
         {
             return Ok(found);
         }
@@ -78,6 +86,21 @@ impl Domain {
             .await?
             .map(|r| SourceRelease::from_row(&r))
             .transpose()?)
+    }
+
+    /// The release an indexer listed without an infohash at `link` (its
+    /// download link as recorded, the key a slot), if one was recorded.
+    pub async fn release_by_link(&self, indexer: &str, link: &str) -> Result<Option<SourceRelease>, DomainError> {
+        Ok(sqlx::query(
+            "SELECT * FROM source_release WHERE indexer = $1 AND download_url = $2 AND infohash IS NULL \
+             ORDER BY created_at, id LIMIT 1",
+        )
+        .bind(indexer)
+        .bind(link)
+        .fetch_optional(&self.db.pool)
+        .await?
+        .map(|r| SourceRelease::from_row(&r))
+        .transpose()?)
     }
 
     /// The releases resolved to an entity, oldest first. An unknown entity

@@ -113,3 +113,40 @@ async fn a_wrong_passkey_is_said_and_the_indexers_are_still_read(backend: Backen
 }
 
 both_backends!(a_wrong_passkey_is_said_and_the_indexers_are_still_read);
+
+/// A feed that lists torrents by their link alone: the release is known
+/// again by its link on the next read (never recorded twice, so a block
+/// on it holds), and its hash comes from the `.torrent` the host fetched.
+async fn a_feed_without_hashes_is_known_by_its_links(backend: Backend) {
+    let qbt = QBittorrent::start().await;
+    let dune = torrent::single_file(&qbt.downloads(), DUNE, &torrent::payload(60_000, 54));
+    let tracker = MockRss::start(PASSKEY, vec![Listed { torrent: dune.clone(), category: 2000, seeds: 20 }]).await;
+    tracker.without_hashes();
+    let nothing =
+        Indexer { title: "Loopback indexer", movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![] };
+    let indexer = MockTorznab::start("indexer-key", nothing).await;
+    let env = start_with(backend, &qbt, indexer, host_with_feed(&tracker, PASSKEY)).await;
+    capstan_tests::grants::allow_everything(&env.svc).await;
+    let slot = wanted_movie(&env).await;
+    // A second wanted title keeps the feed read once Dune is fetched.
+    let mut arrival = capstan_tests::fixtures::dune_part_two();
+    (arrival.tmdb_id, arrival.title, arrival.year) = (Some(329), "Jurassic Park".into(), Some(1993));
+    let arrival = env.svc.domain.upsert_entity(&arrival).await.unwrap();
+    let other = capstan::domain::NewSlot { entity_id: arrival.id, season: None, quality: "any".into(), profile: None };
+    env.svc.domain.want(&other).await.unwrap();
+
+    let synced = task_result(&env, SYNC_FEEDS, json!({})).await;
+    assert_eq!(synced["slots"][0]["outcome"], "submitted", "{synced}");
+    let plan = env.svc.domain.plan(synced["slots"][0]["planId"].as_str().unwrap()).await.unwrap();
+    let download = env.svc.domain.download_for_plan(&plan.id).await.unwrap().unwrap();
+    assert_eq!(download.client_hash, dune.info_hash, "the hash of the .torrent the host fetched");
+    let again = task_result(&env, SYNC_FEEDS, json!({})).await;
+    assert_eq!((again["releases"].as_u64(), again["new"].as_u64()), (Some(1), Some(0)), "{again}");
+    let recorded: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM source_release").fetch_one(&env.svc.db.pool).await.unwrap();
+    assert_eq!(recorded, 1, "the release is recorded once");
+    await_import(&env, &download.id).await;
+    assert_eq!(env.svc.domain.slot(&slot.id).await.unwrap().status, SlotStatus::Satisfied);
+}
+
+both_backends!(a_feed_without_hashes_is_known_by_its_links);

@@ -236,6 +236,23 @@ async fn releases_and_decisions_are_recorded_once_and_bad_arguments_change_nothi
         .await
         .unwrap();
     assert_eq!(same.id, release.id, "one release per infohash");
+    // A release listed without a hash is one per indexer and link.
+    let hashless = |indexer: &str, link: &str| NewRelease {
+        indexer: indexer.into(),
+        title: "Dune.Part.Two.2024.1080p.WEB-DL-FLUX".into(),
+        parsed: json!({}),
+        size: None,
+        infohash: None,
+        download_url: Some(link.into()),
+        magnet_url: None,
+    };
+    let link = "https://tracker.example/download.php?id=41&passkey=%5Bredacted%5D";
+    let first = domain.record_release(&hashless("rss", link)).await.unwrap();
+    let again = domain.record_release(&hashless("rss", link)).await.unwrap();
+    assert_eq!(again.id, first.id, "read again, the same release");
+    let other = domain.record_release(&hashless("rss", &link.replace("41", "42"))).await.unwrap();
+    let elsewhere = domain.record_release(&hashless("rss-2", link)).await.unwrap();
+    assert!(other.id != first.id && elsewhere.id != first.id && other.id != elsewhere.id);
     let bad_hash = NewRelease {
         indexer: "i".into(),
         title: "t".into(),
