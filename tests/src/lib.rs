@@ -21,6 +21,7 @@ pub mod host;
 pub mod languages;
 pub mod llm_rules;
 pub mod load;
+pub mod loopback;
 pub mod mock_llm;
 pub mod mock_mediaserver;
 pub mod mock_notify;

@@ -72,11 +72,7 @@ impl MockLlm {
     pub async fn start(replies: Vec<Reply>) -> MockLlm {
         let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), ..Shared::default() });
         let app = Router::new().route("/{*path}", post(answer)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockLlm { addr, shared }
     }
 

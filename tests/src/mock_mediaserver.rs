@@ -67,11 +67,7 @@ impl MockMediaServer {
             answers: Mutex::new(VecDeque::new()),
         });
         let app = Router::new().fallback(any(receive)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockMediaServer { addr, shared }
     }
 

@@ -90,11 +90,7 @@ impl MockNotify {
     async fn start(flavor: Flavor) -> MockNotify {
         let shared = Arc::new(Shared { flavor, ..Shared::default() });
         let app = Router::new().fallback(any(receive)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockNotify { addr, shared }
     }
 

@@ -71,11 +71,7 @@ impl MockRouter {
         let shared = Arc::new(Shared::default());
         *shared.password.lock().unwrap() = password.to_string();
         let app = axum::Router::new().fallback(handle).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockRouter { addr, shared }
     }
 

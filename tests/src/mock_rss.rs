@@ -46,9 +46,8 @@ pub struct MockRss {
 impl MockRss {
     /// A tracker whose member's passkey is `passkey`, listing `listed`.
     pub async fn start(passkey: &str, listed: Vec<Listed>) -> MockRss {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let base_url = format!("http://{addr}");
+        let listener = crate::loopback::listener().await;
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Shared {
             base_url,
             passkey: passkey.into(),
@@ -58,9 +57,7 @@ impl MockRss {
         });
         let app =
             Router::new().route("/rss.php", get(feed)).route("/download.php", get(download)).with_state(shared.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve_on(listener, app);
         MockRss { addr, shared }
     }
 

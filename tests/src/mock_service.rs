@@ -62,11 +62,7 @@ impl MockService {
             .route("/tg/{*rest}", any(echo))
             .route("/api/webhooks/{*rest}", any(echo))
             .with_state(counters.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockService { addr, counters }
     }
 

@@ -183,11 +183,7 @@ impl MockTmdb {
             .route("/3/tv/{id}/external_ids", get(series_ids))
             .route("/3/configuration", get(configuration))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockTmdb { addr, shared }
     }
 

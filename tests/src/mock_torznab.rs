@@ -138,11 +138,7 @@ impl MockTorznab {
         });
         let app =
             Router::new().route("/api", get(api)).route("/download/{file}", get(download)).with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::loopback::serve(app).await;
         MockTorznab { addr, shared }
     }
 
