@@ -14,6 +14,7 @@ pub mod components {
 pub mod api;
 pub mod binary;
 pub mod browser;
+pub mod console;
 pub mod db;
 pub mod fixtures;
 pub mod grants;

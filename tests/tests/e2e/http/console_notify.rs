@@ -11,11 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capstan::notify::SEND_NOTIFICATIONS;
-use capstan::store::Db;
 use capstan::tasks::{Tasks, Worker, WorkerConfig};
 use capstan_tests::api::Api;
-use capstan_tests::browser::Browser;
-use capstan_tests::db::{Backend, fresh_url};
+use capstan_tests::console::{self, Walk};
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_notify::MockNotify;
 use reqwest::Method;
@@ -30,12 +28,7 @@ const HOOK_TOKEN: &str = "console-hook_token_0123456789";
 async fn a_newcomer_connects_telegram_and_discord_and_sees_how_they_stand() {
     let telegram = MockNotify::telegram(BOT, CHAT).await;
     let discord = MockNotify::discord(HOOK_ID, HOOK_TOKEN).await;
-    let host = TestHost::new();
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let base = capstan_tests::api::serve(app.clone()).await;
-    let root = base.trim_end_matches("/api/v1").to_string();
-    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
+    let Walk { host: _host, db, app, base, browser } = console::signed_in(TestHost::new()).await;
     let mut worker = Worker::new(
         Tasks::new(db.clone()),
         "notify-test".into(),
@@ -44,8 +37,6 @@ async fn a_newcomer_connects_telegram_and_discord_and_sees_how_they_stand() {
     capstan::notify::register(&mut worker, app.services(), app.settings());
     tokio::spawn(Arc::new(worker).run(std::future::pending()));
 
-    let browser = Browser::start().await;
-    browser.sign_in(&root, "newcomer", "correct horse battery").await;
     browser.click("nav button[data-tab=services]").await;
     browser
         .wait_text("#notify-targets", "listed the targets", |t| t.contains("Telegram bot") && t.contains("Discord"))
@@ -138,14 +129,7 @@ async fn a_newcomer_connects_jellyfin_and_plex_and_each_says_what_it_found() {
     use capstan_tests::mock_mediaserver::{Kind, MockMediaServer};
     let jellyfin = MockMediaServer::start(Kind::Jellyfin, "jf-console-key", "/unused").await;
     let plex = MockMediaServer::start(Kind::Plex, "plex-console-token", "/data/movies").await;
-    let host = TestHost::new();
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let base = capstan_tests::api::serve(app.clone()).await;
-    let root = base.trim_end_matches("/api/v1").to_string();
-    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
-    let browser = Browser::start().await;
-    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    let Walk { host: _host, db, app, base, browser } = console::signed_in(TestHost::new()).await;
     browser.click("nav button[data-tab=services]").await;
     browser.wait_text("#media-servers", "listed the servers", |t| t.contains("Jellyfin") && t.contains("Plex")).await;
 

@@ -6,6 +6,7 @@
 
 use capstan::store::Db;
 use capstan_tests::browser::Browser;
+use capstan_tests::console::{self, Walk};
 use capstan_tests::db::{Backend, fresh_url};
 use capstan_tests::host::TestHost;
 use capstan_tests::mock_tmdb::{Catalog, MockTmdb};
@@ -112,14 +113,7 @@ async fn a_newcomer_connects_tmdb_an_indexer_and_qbittorrent_from_the_console() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_newcomer_connects_transmission_instead_of_qbittorrent() {
     let daemon = capstan_tests::transmission::Transmission::start().await;
-    let host = TestHost::new();
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let base = capstan_tests::api::serve(app.clone()).await;
-    let root = base.trim_end_matches("/api/v1").to_string();
-    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
-    let browser = Browser::start().await;
-    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    let Walk { host: _host, browser, .. } = console::signed_in(TestHost::new()).await;
     browser.click("nav button[data-tab=services]").await;
     browser.wait_text("#services", "listed Transmission", |t| t.contains("Transmission")).await;
 
@@ -147,14 +141,7 @@ async fn a_newcomer_pastes_a_trackers_feed_url_and_the_passkey_stays_hidden() {
     let files = tempfile::tempdir().unwrap();
     let dune = capstan_tests::torrent::single_file(files.path(), "Dune.Part.Two.2024.2160p.WEB-DL-FLUX.mkv", &payload);
     let tracker = MockRss::start(passkey, vec![Listed { torrent: dune, category: 2000, seeds: 12 }]).await;
-    let host = TestHost::new();
-    let db = Db::open(&fresh_url(Backend::Sqlite, host.dir.path()).await).await.unwrap();
-    let app = capstan::app::App::start(host.config.clone(), db.clone(), capstan::store::new_id()).await.unwrap();
-    let base = capstan_tests::api::serve(app.clone()).await;
-    let root = base.trim_end_matches("/api/v1").to_string();
-    capstan::http::session::set_password(&db, "newcomer", "correct horse battery").await.unwrap();
-    let browser = Browser::start().await;
-    browser.sign_in(&root, "newcomer", "correct horse battery").await;
+    let Walk { host: _host, db, app, base, browser } = console::signed_in(TestHost::new()).await;
     browser.click("nav button[data-tab=services]").await;
     browser.wait_text("#services", "listed the feed", |t| t.contains("Tracker RSS feed")).await;
 

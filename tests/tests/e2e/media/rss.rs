@@ -21,7 +21,7 @@ use capstan_tests::qbittorrent::QBittorrent;
 use capstan_tests::torrent;
 use serde_json::json;
 
-use super::pipeline::{await_import, start_with, wanted_movie};
+use super::pipeline::{Env, await_import, start_with, wanted_movie};
 use super::series_env::task_result;
 
 const DUNE: &str = "Dune.Part.Two.2024.2160p.WEB-DL.DDP5.1.H.265-FLUX.mkv";
@@ -44,6 +44,15 @@ fn host_with_feed(tracker: &MockRss, passkey: &str) -> TestHost {
     host
 }
 
+/// Capstan with `tracker` as its `rss` feed (with `passkey`) beside a
+/// Torznab indexer that offers nothing.
+async fn start_beside_an_empty_indexer(backend: Backend, qbt: &QBittorrent, tracker: &MockRss, passkey: &str) -> Env {
+    let nothing =
+        Indexer { title: "Loopback indexer", movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![] };
+    let indexer = MockTorznab::start("indexer-key", nothing).await;
+    start_with(backend, qbt, indexer, host_with_feed(tracker, passkey)).await
+}
+
 async fn a_movie_in_a_trackers_feed_is_fetched_with_the_passkey_only_the_host_holds(backend: Backend) {
     let qbt = QBittorrent::start().await;
     let dune = torrent::single_file(&qbt.downloads(), DUNE, &torrent::payload(60_000, 51));
@@ -53,10 +62,7 @@ async fn a_movie_in_a_trackers_feed_is_fetched_with_the_passkey_only_the_host_ho
         Listed { torrent: show, category: 5000, seeds: 9 },
     ];
     let tracker = MockRss::start(PASSKEY, listed).await;
-    let nothing =
-        Indexer { title: "Loopback indexer", movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![] };
-    let indexer = MockTorznab::start("indexer-key", nothing).await;
-    let env = start_with(backend, &qbt, indexer, host_with_feed(&tracker, PASSKEY)).await;
+    let env = start_beside_an_empty_indexer(backend, &qbt, &tracker, PASSKEY).await;
     capstan_tests::grants::allow_everything(&env.svc).await;
     let slot = wanted_movie(&env).await;
 
@@ -97,10 +103,7 @@ async fn a_wrong_passkey_is_said_and_the_indexers_are_still_read(backend: Backen
     let qbt = QBittorrent::start().await;
     let dune = torrent::single_file(&qbt.downloads(), DUNE, &torrent::payload(60_000, 53));
     let tracker = MockRss::start(PASSKEY, vec![Listed { torrent: dune, category: 2000, seeds: 20 }]).await;
-    let nothing =
-        Indexer { title: "Loopback indexer", movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![] };
-    let indexer = MockTorznab::start("indexer-key", nothing).await;
-    let env = start_with(backend, &qbt, indexer, host_with_feed(&tracker, "not-the-passkey-0000")).await;
+    let env = start_beside_an_empty_indexer(backend, &qbt, &tracker, "not-the-passkey-0000").await;
     let origin = capstan::pipeline::Origin::cli(capstan::runtime::EffectClass::Read);
     let read = env.caps.invoke(&origin, "release.search", &json!({"recent": true})).await.unwrap();
     let output = read.output.unwrap_or_else(|| panic!("{:?}", read.error));
@@ -122,10 +125,7 @@ async fn a_feed_without_hashes_is_known_by_its_links(backend: Backend) {
     let dune = torrent::single_file(&qbt.downloads(), DUNE, &torrent::payload(60_000, 54));
     let tracker = MockRss::start(PASSKEY, vec![Listed { torrent: dune.clone(), category: 2000, seeds: 20 }]).await;
     tracker.without_hashes();
-    let nothing =
-        Indexer { title: "Loopback indexer", movie_params: Some("q,imdbid,tmdbid"), tv_params: None, items: vec![] };
-    let indexer = MockTorznab::start("indexer-key", nothing).await;
-    let env = start_with(backend, &qbt, indexer, host_with_feed(&tracker, PASSKEY)).await;
+    let env = start_beside_an_empty_indexer(backend, &qbt, &tracker, PASSKEY).await;
     capstan_tests::grants::allow_everything(&env.svc).await;
     let slot = wanted_movie(&env).await;
     // A second wanted title keeps the feed read once Dune is fetched.
